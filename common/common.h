@@ -1,0 +1,83 @@
+/*
+ * common: the error enum, logging, growable buffers, ids, clocks and the
+ * task-function name rules shared by the gateway and the worker.
+ *
+ * It deliberately knows nothing of HTTP, nng or SQLite: foreign error codes
+ * are translated into cm_err where those libraries are called.
+ * Thread-safe: nothing here keeps state between calls.
+ */
+#ifndef COMMON_COMMON_H
+#define COMMON_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum cm_err {
+	CM_OK = 0,
+	CM_EINVAL,       /* malformed input: bad JSON, bad field, bad frame */
+	CM_ENOMEM,       /* allocation failed */
+	CM_ENOENT,       /* no such pool, job, worker */
+	CM_ECLOSED,      /* the pool takes no new work */
+	CM_ETOOBIG,      /* input over a documented cap */
+	CM_EUNSUPPORTED, /* understood but not offered: backend, function */
+	CM_EIO,          /* storage or system call failure */
+	CM_EUNAVAIL,     /* a dependency is down or the store is read-only */
+	CM_ETIMEDOUT,    /* a wait ran out */
+	CM_ESHUTDOWN,    /* the process is stopping */
+} cm_err;
+
+/* Returns a static, human-readable name for an error code. */
+const char *cm_strerror(int err);
+
+/* Logging: one line per event on stderr, prefixed with UTC time and level. */
+enum { CM_LOG_DEBUG, CM_LOG_INFO, CM_LOG_WARN, CM_LOG_ERROR };
+void cm_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define cm_info(...) cm_log(CM_LOG_INFO, __VA_ARGS__)
+#define cm_warn(...) cm_log(CM_LOG_WARN, __VA_ARGS__)
+#define cm_error(...) cm_log(CM_LOG_ERROR, __VA_ARGS__)
+
+/* A growable byte buffer, always NUL-terminated when len > 0. Caller storage:
+ * cm_buf_init / cm_buf_fini. Appends return CM_ENOMEM on allocation failure
+ * and leave the buffer as it was. */
+typedef struct cm_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+} cm_buf;
+
+void cm_buf_init(cm_buf *b);
+void cm_buf_fini(cm_buf *b);
+int cm_buf_reserve(cm_buf *b, size_t extra);
+int cm_buf_append(cm_buf *b, const void *data, size_t len);
+int cm_buf_puts(cm_buf *b, const char *s);
+int cm_buf_printf(cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string literal, quotes included. */
+int cm_buf_json_string(cm_buf *b, const char *s, size_t len);
+/* Takes the data out of the buffer: returns a new heap string (never NULL:
+ * an empty buffer gives ""), or NULL on allocation failure. */
+char *cm_buf_steal(cm_buf *b);
+
+/* Fills out (at least 19 bytes) with "<prefix>-" and 16 random hex digits. */
+void cm_id_new(char prefix, char out[20]);
+/* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
+void cm_random_hex(char *out, size_t nbytes);
+
+int64_t cm_now_ms(void);  /* monotonic clock */
+int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
+double cm_now_s(void);    /* monotonic, in seconds with ns resolution */
+
+/*
+ * Task function names. A task names its function in one of these forms:
+ *   NAME or builtin:NAME   a function compiled into strand-worker
+ *   LIB.so:SYMBOL          a C function in a plugin on the worker's plugin path
+ *   exec                   a process per task (the job carries the command)
+ * cm_function_check validates the syntax (and builtin names) and writes the
+ * reason for a refusal into detail. Returns CM_OK or CM_EUNSUPPORTED.
+ */
+int cm_function_check(const char *name, char *detail, size_t detail_len);
+/* Strips an optional "builtin:" prefix; returns a borrowed pointer into name. */
+const char *cm_function_builtin_name(const char *name);
+extern const char *const cm_builtin_functions[]; /* NULL-terminated */
+
+#endif

@@ -1,0 +1,53 @@
+/* Ids and clocks. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "common/common.h"
+
+void cm_random_hex(char *out, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[64];
+	size_t got = 0;
+
+	if (nbytes > sizeof(raw))
+		nbytes = sizeof(raw);
+	while (got < nbytes) {
+		ssize_t n = getrandom(raw + got, nbytes - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < nbytes; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[2 * nbytes] = '\0';
+}
+
+void cm_id_new(char prefix, char out[20])
+{
+	out[0] = prefix;
+	out[1] = '-';
+	cm_random_hex(out + 2, 8);
+}
+
+static int64_t clock_ms(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cm_now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+int64_t cm_wall_ms(void) { return clock_ms(CLOCK_REALTIME); }
+
+double cm_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

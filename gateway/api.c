@@ -1,0 +1,566 @@
+/*
+ * REST handlers. Runs on libmicrohttpd's connection threads (one per
+ * connection), so a long poll simply blocks its own thread on the engine's
+ * commit generation; nothing here holds engine state.
+ *
+ *   GET    /healthz                      GET  /v1/pools       POST /v1/pools
+ *   GET    /v1/pools/{id}                DELETE /v1/pools/{id}
+ *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
+ *   POST   /v1/pools/{id}/close          GET  /v1/jobs/{id}
+ *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
+ *   GET    /  and /web/FILE              the dashboard
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "gateway/api.h"
+#include "store/store.h"
+
+#define READERS 16
+
+struct api {
+	const gw_config *cfg;
+	engine *engine;
+	struct MHD_Daemon *daemon;
+	pthread_mutex_t mu;
+	store *readers[READERS]; /* idle read-only connections */
+	int nreaders;
+};
+
+typedef struct request {
+	cm_buf body;
+	int too_big;
+} request;
+
+/* ---- responses ---------------------------------------------------------- */
+
+static int status_of(int err)
+{
+	switch (err) {
+	case CM_EINVAL: return MHD_HTTP_BAD_REQUEST;
+	case CM_ENOENT: return MHD_HTTP_NOT_FOUND;
+	case CM_ECLOSED: return MHD_HTTP_CONFLICT;
+	case CM_ETOOBIG: return MHD_HTTP_CONTENT_TOO_LARGE;
+	case CM_EUNSUPPORTED: return MHD_HTTP_UNPROCESSABLE_CONTENT;
+	case CM_EUNAVAIL:
+	case CM_ESHUTDOWN: return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case CM_ETIMEDOUT: return MHD_HTTP_GATEWAY_TIMEOUT;
+	default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+static const char *slug_of(int status)
+{
+	switch (status) {
+	case 400: return "bad-request";
+	case 404: return "not-found";
+	case 405: return "method-not-allowed";
+	case 409: return "conflict";
+	case 413: return "content-too-large";
+	case 422: return "unprocessable";
+	case 503: return "unavailable";
+	default: return "internal";
+	}
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
+				 const char *location)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (location)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+	ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Sends and releases j (stolen). */
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j, const char *location)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	if (!s)
+		return MHD_NO;
+	return send_text(c, status, s, strlen(s), "application/json", location);
+}
+
+static enum MHD_Result problem(struct MHD_Connection *c, int status, const char *url, const char *detail)
+{
+	char type[64];
+	json_t *j;
+
+	snprintf(type, sizeof(type), "urn:strand:problem:%s", slug_of(status));
+	j = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", MHD_get_reason_phrase_for((unsigned)status),
+		      "status", status, "detail", detail && detail[0] ? detail : MHD_get_reason_phrase_for((unsigned)status),
+		      "instance", url);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		return MHD_NO;
+	return send_text(c, status, s, strlen(s), "application/problem+json", NULL);
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, int err, const char *url, const char *detail)
+{
+	return problem(c, status_of(err), url, detail && detail[0] ? detail : cm_strerror(err));
+}
+
+/* ---- query parameters --------------------------------------------------- */
+
+static int query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64_t hi, int64_t *out, char *detail,
+		     size_t detail_len)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+	char *end;
+	long long n;
+
+	if (!v || !v[0])
+		return CM_OK;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno || *end || n < lo || n > hi) {
+		snprintf(detail, detail_len, "query parameter '%s' must be an integer from %lld to %lld", name,
+			 (long long)lo, (long long)hi);
+		return CM_EINVAL;
+	}
+	*out = n;
+	return CM_OK;
+}
+
+/* ---- store readers ------------------------------------------------------ */
+
+static store *reader_take(api *a, char *detail, size_t detail_len)
+{
+	store *st = NULL;
+
+	pthread_mutex_lock(&a->mu);
+	if (a->nreaders)
+		st = a->readers[--a->nreaders];
+	pthread_mutex_unlock(&a->mu);
+	if (!st && store_open(a->cfg->db, 0, &st, detail, detail_len) != CM_OK)
+		return NULL;
+	return st;
+}
+
+static void reader_give(api *a, store *st)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->nreaders < READERS) {
+		a->readers[a->nreaders++] = st;
+		st = NULL;
+	}
+	pthread_mutex_unlock(&a->mu);
+	store_close(st);
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static int append_result(void *ctx, const store_result *r)
+{
+	cm_buf *b = ctx;
+	int err;
+
+	err = cm_buf_printf(b, "%s{\"index\":%lld,\"ok\":%s,", b->data[b->len - 1] == '[' ? "" : ",",
+			    (long long)r->index, r->ok ? "true" : "false");
+	if (err == CM_OK && r->ok) {
+		/* Results are JSON text checked by the worker: copied as they are. */
+		err = cm_buf_puts(b, "\"value\":");
+		if (err == CM_OK)
+			err = r->len ? cm_buf_append(b, r->value, r->len) : cm_buf_puts(b, "null");
+	} else if (err == CM_OK) {
+		err = cm_buf_puts(b, "\"error\":");
+		if (err == CM_OK)
+			err = cm_buf_json_string(b, r->value ? r->value : "", r->len);
+	}
+	return err == CM_OK ? cm_buf_puts(b, "}") : err;
+}
+
+/* Reads one page of results into b; *count is how many. */
+static int read_page(api *a, const job_info *info, int completion, int64_t cursor, int64_t limit, cm_buf *b,
+		     int64_t *next, char *detail, size_t detail_len)
+{
+	store *st = reader_take(a, detail, detail_len);
+	int err;
+
+	if (!st)
+		return CM_EUNAVAIL;
+	err = completion ? store_results_completion(st, info->num, cursor, limit, append_result, b, next)
+			 : store_results_input(st, info->base, info->total, cursor, limit, append_result, b, next);
+	reader_give(a, st);
+	return err;
+}
+
+/* Pages results, long polling up to wait_s seconds for the first one. */
+static int results_body(api *a, const char *job_id, const job_info *info, int completion, int64_t cursor,
+			int64_t limit, int64_t wait_s, cm_buf *b, char *detail, size_t detail_len)
+{
+	int64_t deadline = cm_now_ms() + wait_s * 1000;
+	int64_t next = cursor;
+	size_t items_at;
+	int err;
+
+	err = cm_buf_printf(b, "{\"job\":\"%s\",\"order\":\"%s\",\"total\":%lld,\"items\":[", job_id,
+			    completion ? "completion" : "input", (long long)info->total);
+	if (err != CM_OK)
+		return err;
+	items_at = b->len;
+	for (;;) {
+		uint64_t gen = engine_generation(a->engine);
+		err = read_page(a, info, completion, cursor, limit, b, &next, detail, detail_len);
+		if (err != CM_OK)
+			return err;
+		if (b->len > items_at || next >= info->total || wait_s == 0)
+			break;
+		if (engine_wait(a->engine, gen, deadline) != CM_OK)
+			break;
+	}
+	return cm_buf_printf(b, "],\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
+			     next >= info->total ? "true" : "false");
+}
+
+static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
+{
+	char detail[256] = "";
+	int64_t cursor = 0, limit = 1000, wait_s = 0;
+	const char *order = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
+	int completion = 0;
+	job_info info;
+	cm_buf b;
+	int err;
+
+	if (order && strcmp(order, "completion") == 0)
+		completion = 1;
+	else if (order && strcmp(order, "input") != 0)
+		return problem(c, 400, url, "query parameter 'order' must be 'input' or 'completion'");
+	if (query_int(c, "cursor", 0, INT64_MAX / 2, &cursor, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "limit", 1, API_PAGE_MAX, &limit, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	if ((err = engine_job_info(a->engine, job_id, &info)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+	cm_buf_init(&b);
+	err = results_body(a, job_id, &info, completion, cursor, limit, wait_s, &b, detail, sizeof(detail));
+	if (err != CM_OK) {
+		cm_buf_fini(&b);
+		return fail(c, err, url, detail);
+	}
+	size_t len = b.len;
+	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+}
+
+/* ---- pools and jobs ----------------------------------------------------- */
+
+static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id,
+				const request *rq, int single)
+{
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+	char detail[256] = "";
+	int64_t wait_s = -1;
+	char location[64];
+	map_spec spec;
+	json_t *out = NULL;
+	int created = 0;
+	int err;
+
+	if (key && (strlen(key) == 0 || strlen(key) > 128))
+		return problem(c, 400, url, "header 'Idempotency-Key' must be 1 to 128 characters");
+	if (single && query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	err = spec_map_parse(rq->body.data ? rq->body.data : "", rq->body.len, single, &spec, detail, sizeof(detail));
+	if (err != CM_OK)
+		return fail(c, err, url, detail);
+	err = engine_map(a->engine, pool_id, &spec, key, &out, &created, detail, sizeof(detail));
+	spec_map_fini(&spec);
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
+	snprintf(location, sizeof(location), "/v1/jobs/%s", json_string_value(json_object_get(out, "id")));
+	if (single && wait_s > 0) {
+		/* apply: wait for the one result and answer with it. */
+		job_info info;
+		cm_buf b;
+		const char *job_id = json_string_value(json_object_get(out, "id"));
+		if (engine_job_info(a->engine, job_id, &info) == CM_OK) {
+			cm_buf_init(&b);
+			err = results_body(a, job_id, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
+			json_t *page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+			json_t *item = json_array_get(json_object_get(page, "items"), 0);
+			cm_buf_fini(&b);
+			if (item) {
+				json_object_set_new(item, "job", json_string(job_id));
+				json_incref(item);
+				json_decref(page);
+				json_decref(out);
+				return send_json(c, 200, item, location);
+			}
+			json_decref(page);
+		}
+	}
+	(void)created;
+	return send_json(c, 202, out, location);
+}
+
+static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char *url, const char *method,
+				   const char *rest, const request *rq)
+{
+	char detail[256] = "";
+	char id[64];
+	const char *sub;
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		if (strcmp(method, "GET") == 0) {
+			if ((err = engine_pool_list(a->engine, &out)) != CM_OK)
+				return fail(c, err, url, NULL);
+			return send_json(c, 200, out, NULL);
+		}
+		if (strcmp(method, "POST") == 0) {
+			pool_spec spec;
+			char location[64];
+			err = spec_pool_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, &spec,
+					      detail, sizeof(detail));
+			if (err == CM_OK)
+				err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
+			if (err != CM_OK)
+				return fail(c, err, url, detail);
+			snprintf(location, sizeof(location), "/v1/pools/%s",
+				 json_string_value(json_object_get(out, "id")));
+			return send_json(c, 201, out, location);
+		}
+		return problem(c, 405, url, "use GET or POST on /v1/pools");
+	}
+	sub = strchr(rest, '/');
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	if (!sub || !sub[1]) {
+		if (strcmp(method, "GET") == 0)
+			err = engine_pool_get(a->engine, id, &out);
+		else if (strcmp(method, "DELETE") == 0)
+			err = engine_pool_delete(a->engine, id, &out);
+		else
+			return problem(c, 405, url, "use GET or DELETE on a pool");
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(method, "POST") != 0)
+		return problem(c, 405, url, "use POST on pool actions");
+	if (strcmp(sub, "/map") == 0)
+		return post_map(a, c, url, id, rq, 0);
+	if (strcmp(sub, "/apply") == 0)
+		return post_map(a, c, url, id, rq, 1);
+	if (strcmp(sub, "/close") == 0) {
+		if ((err = engine_pool_close(a->engine, id, &out, detail, sizeof(detail))) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
+		return send_json(c, 200, out, NULL);
+	}
+	return problem(c, 404, url, "no such pool action (map, apply, close)");
+}
+
+static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *rest)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64];
+	json_t *out = NULL;
+	int err;
+
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "jobs are read with GET");
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	if (!sub || !sub[1]) {
+		if ((err = engine_job_get(a->engine, id, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(sub, "/results") == 0)
+		return get_results(a, c, url, id);
+	return problem(c, 404, url, "no such job resource");
+}
+
+/* ---- dashboard ---------------------------------------------------------- */
+
+static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *url, const char *name)
+{
+	char path[2048];
+	const char *dot = strrchr(name, '.');
+	const char *type = "application/octet-stream";
+	struct stat sb;
+	int fd;
+
+	if (strstr(name, "..") || strchr(name, '/'))
+		return problem(c, 404, url, "no such file");
+	snprintf(path, sizeof(path), "%s/%s", a->cfg->web_root, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return problem(c, 404, url, "no such file");
+	}
+	if (dot && strcmp(dot, ".html") == 0)
+		type = "text/html; charset=utf-8";
+	else if (dot && strcmp(dot, ".js") == 0)
+		type = "text/javascript";
+	else if (dot && strcmp(dot, ".css") == 0)
+		type = "text/css";
+	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+	if (!r) {
+		close(fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+	api *a = cls;
+	request *rq = *con_cls;
+
+	(void)version;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		cm_buf_init(&rq->body);
+		*con_cls = rq;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!rq->too_big && rq->body.len + *upload_size > API_BODY_MAX)
+			rq->too_big = 1;
+		if (!rq->too_big && cm_buf_append(&rq->body, upload_data, *upload_size) != CM_OK)
+			rq->too_big = 1;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (rq->too_big) {
+		char detail[96];
+		snprintf(detail, sizeof(detail), "request body is over the %u byte cap", API_BODY_MAX);
+		return problem(c, 413, url, detail);
+	}
+	if (strcmp(url, "/healthz") == 0)
+		return send_json(c, 200, json_pack("{s:s}", "status", "ok"), NULL);
+	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
+		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
+	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
+		return route_jobs(a, c, url, method, url + 9);
+	if (strcmp(method, "GET") == 0 && strcmp(url, "/") == 0)
+		return serve_file(a, c, url, "index.html");
+	if (strcmp(method, "GET") == 0 && strncmp(url, "/web/", 5) == 0)
+		return serve_file(a, c, url, url + 5);
+	return problem(c, 404, url, "no such resource");
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	request *rq = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (rq) {
+		cm_buf_fini(&rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+/* Parses "HOST:PORT" or "[V6]:PORT" into a numeric socket address. */
+static int parse_addr(const char *text, struct sockaddr_storage *ss, int *v6, char *detail, size_t detail_len)
+{
+	char host[256];
+	const char *port;
+	struct addrinfo hints = {.ai_flags = AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+
+	if (text[0] == '[') {
+		const char *end = strchr(text, ']');
+		if (!end || end[1] != ':')
+			goto bad;
+		snprintf(host, sizeof(host), "%.*s", (int)(end - text - 1), text + 1);
+		port = end + 2;
+	} else {
+		const char *colon = strrchr(text, ':');
+		if (!colon)
+			goto bad;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - text), text);
+		port = colon + 1;
+	}
+	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+		goto bad;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*v6 = res->ai_family == AF_INET6;
+	freeaddrinfo(res);
+	return CM_OK;
+bad:
+	snprintf(detail, detail_len, "HTTP address '%s' is not HOST:PORT", text);
+	return CM_EINVAL;
+}
+
+int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
+{
+	api *a = calloc(1, sizeof(*a));
+	struct sockaddr_storage ss;
+	int v6 = 0;
+	int err;
+
+	if (!a)
+		return CM_ENOMEM;
+	a->cfg = cfg;
+	a->engine = e;
+	pthread_mutex_init(&a->mu, NULL);
+	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK) {
+		api_stop(a);
+		return err;
+	}
+	a->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+					     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+				     0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned)(API_WAIT_MAX_S + 60), MHD_OPTION_CONNECTION_LIMIT, 1024u,
+				     MHD_OPTION_END);
+	if (!a->daemon) {
+		snprintf(detail, detail_len, "cannot listen on http://%s (in use?)", cfg->http);
+		api_stop(a);
+		return CM_EUNAVAIL;
+	}
+	*out = a;
+	return CM_OK;
+}
+
+void api_stop(api *a)
+{
+	if (!a)
+		return;
+	if (a->daemon)
+		MHD_stop_daemon(a->daemon);
+	while (a->nreaders)
+		store_close(a->readers[--a->nreaders]);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}

@@ -1,0 +1,24 @@
+/*
+ * api: the REST surface over libmicrohttpd. Parses requests (spec.h), asks
+ * the engine, and answers JSON, or RFC 9457 problem+json on error. Result
+ * pages are read straight from the store through read-only connections: what
+ * they see is committed, so nothing is served that a crash could take back.
+ */
+#ifndef GATEWAY_API_H
+#define GATEWAY_API_H
+
+#include "gateway/config.h"
+#include "gateway/engine.h"
+
+/* Request bodies over this are refused with 413. 64 MiB fits a map of about
+ * ten million small arguments. */
+#define API_BODY_MAX (64u << 20)
+#define API_WAIT_MAX_S 300
+#define API_PAGE_MAX 100000
+
+typedef struct api api;
+
+int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len);
+void api_stop(api *a);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * Gateway configuration: flags, with the same settings from the environment
+ * (a flag wins over the environment, which wins over the default).
+ */
+#ifndef GATEWAY_CONFIG_H
+#define GATEWAY_CONFIG_H
+
+#include <stdio.h>
+
+typedef struct gw_config {
+	char http[256];        /* host:port the REST API listens on */
+	char hub[256];         /* nng URL the hub listens on and workers dial */
+	char db[1024];         /* SQLite file */
+	char backend[32];      /* default backend for new pools */
+	char worker_bin[1024]; /* strand-worker executable the local backend runs */
+	char plugin_path[2048];/* STRAND_PLUGIN_PATH handed to workers */
+	char web_root[1024];   /* dashboard files */
+	int lease_ms;          /* a worker silent this long loses its tasks */
+	int help;
+} gw_config;
+
+/* Fills cfg from defaults, then environment, then argv. On a bad flag returns
+ * CM_EINVAL with the reason in detail. */
+int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len);
+void gw_config_usage(FILE *f);
+
+#endif

@@ -1,0 +1,1404 @@
+/*
+ * The engine thread; see engine.h. Everything below runs on that thread,
+ * except the public entry points at the end (HTTP and hub threads), which
+ * only touch the inbox under e->mu.
+ *
+ * One cycle:
+ *
+ *   wait for requests or the next tick (TICK_MS)
+ *   BEGIN
+ *     handle every request that arrived      -> ready list, or parked
+ *     tick: reap workers, expire leases, hand queued tasks to parked pulls,
+ *           answer parked pulls whose heartbeat is due, finish terminations,
+ *           start replacement workers
+ *   COMMIT
+ *   answer everything on the ready list; wake long polls
+ *
+ * A worker's pull with nothing to hand out is parked (up to PARK_MS) rather
+ * than answered empty, so idle workers do not spin and new work reaches them
+ * at the next cycle. A worker that still holds tasks is never parked, so its
+ * results are never held back.
+ *
+ * The queue of a pool is a list of task-id ranges: a map is one range, and
+ * requeued tasks become small ranges at the front. Handing out tasks is one
+ * UPDATE per range.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "gateway/backend.h"
+#include "gateway/engine.h"
+#include "proto/frame.h"
+#include "store/store.h"
+
+#define TICK_MS 20
+#define PARK_MS 1000
+#define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
+#define TERM_GRACE_MS 2000     /* SIGTERM, then SIGKILL after this */
+#define JOB_BUCKETS 16384
+
+typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
+static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
+
+typedef enum worker_state { W_STARTING, W_CONNECTED, W_STOPPING, W_EXITED } worker_state;
+static const char *const worker_state_names[] = {"starting", "connected", "stopping", "exited"};
+
+typedef enum op_kind {
+	OP_POOL_CREATE,
+	OP_POOL_GET,
+	OP_POOL_LIST,
+	OP_POOL_CLOSE,
+	OP_POOL_DELETE,
+	OP_MAP,
+	OP_JOB_GET,
+	OP_JOB_INFO,
+	OP_PULL,
+} op_kind;
+
+struct pool;
+struct job;
+struct worker;
+
+typedef struct op {
+	op_kind kind;
+	struct op *next;
+	/* inputs, borrowed from the waiting caller */
+	const char *id;
+	const pool_spec *pool_spec;
+	map_spec *map;
+	const char *idem_key;
+	/* OP_PULL */
+	Strand__Pull *pull;
+	hub_slot *slot;
+	Strand__Batch batch;
+	Strand__Task **tasks;
+	size_t ntasks, cap_tasks;
+	int discard; /* answer nothing: the worker will ask again */
+	int64_t park_until;
+	/* outputs */
+	int err;
+	char detail[256];
+	json_t *out;
+	int created;
+	job_info info;
+	int done;
+	pthread_cond_t cv;
+} op;
+
+typedef struct range {
+	int64_t lo, hi;
+	struct job *job;
+	struct range *next;
+} range;
+
+typedef struct job {
+	char id[20];
+	int64_t num, base, total, done, failed;
+	int chunksize;
+	unsigned timeout_ms;
+	char *function;
+	char **command;
+	size_t ncommand;
+	char state[16];
+	int64_t created_ms;
+	struct pool *pool;
+	struct job *next;      /* in the pool, by base */
+	struct job *hash_next; /* in e->jobs */
+} job;
+
+typedef struct worker {
+	char id[20];
+	struct pool *pool;
+	int64_t handle;
+	worker_state state;
+	int exit_code;
+	int64_t started, last_seen;
+	int64_t pending; /* tasks handed out and not yet reported */
+	op *parked;
+	struct worker *next;
+} worker;
+
+typedef struct pool {
+	char id[20];
+	char secret[33];
+	pool_spec spec;
+	const backend_ops *backend;
+	pool_state state;
+	char reason[512];
+	int64_t created_ms;
+	worker *workers;
+	job *jobs, *last_job;
+	range *qhead, *qtail;
+	int64_t queued;
+	int64_t open_jobs;
+	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
+	int fail_streak; /* workers that exited without ever connecting */
+	int64_t kill_at;  /* while terminating: SIGKILL the rest then */
+	op *delete_waiters;
+	struct pool *next;
+} pool;
+
+struct engine {
+	const gw_config *cfg;
+	store *st;
+	pthread_t thread;
+	int started;
+
+	pthread_mutex_t mu; /* guards the fields up to gen */
+	pthread_cond_t wake;
+	pthread_cond_t commit;
+	op *inbox;
+	int stopping;
+	int closing;
+	uint64_t gen;
+
+	/* engine thread only */
+	pool *pools;
+	job *jobs[JOB_BUCKETS];
+	op *ready;
+	int64_t next_job, next_task;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static unsigned hash_id(const char *s)
+{
+	unsigned h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h % JOB_BUCKETS;
+}
+
+static job *job_find(engine *e, const char *id)
+{
+	for (job *j = e->jobs[hash_id(id)]; j; j = j->hash_next)
+		if (strcmp(j->id, id) == 0)
+			return j;
+	return NULL;
+}
+
+static pool *pool_find(engine *e, const char *id)
+{
+	for (pool *p = e->pools; p; p = p->next)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+static job *job_of_task(pool *p, int64_t id)
+{
+	if (p->last_job && id >= p->last_job->base && id < p->last_job->base + p->last_job->total)
+		return p->last_job;
+	for (job *j = p->jobs; j; j = j->next)
+		if (id >= j->base && id < j->base + j->total)
+			return p->last_job = j;
+	return NULL;
+}
+
+static void iso_time(int64_t ms, char out[32])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void ready(engine *e, op *o)
+{
+	o->next = e->ready;
+	e->ready = o;
+}
+
+static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
+{
+	p->state = s;
+	if (reason)
+		snprintf(p->reason, sizeof(p->reason), "%s", reason);
+	store_pool_set_state(e->st, p->id, pool_state_names[s], reason);
+	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
+}
+
+/* ---- JSON views --------------------------------------------------------- */
+
+static json_t *job_json(const job *j)
+{
+	char created[32];
+	char self[64], results[80];
+
+	iso_time(j->created_ms, created);
+	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
+	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
+			 j->pool->id, "state", j->state, "function", j->function, "total", (json_int_t)j->total,
+			 "done", (json_int_t)j->done, "failed", (json_int_t)j->failed, "chunksize", j->chunksize,
+			 "created_at", created, "links", "self", self, "results", results);
+}
+
+static json_t *pool_json(const pool *p)
+{
+	json_t *workers = json_array();
+	json_t *o;
+	char created[32];
+	int64_t pending = 0;
+	int live = 0;
+
+	for (const worker *w = p->workers; w; w = w->next) {
+		if (w->state != W_EXITED) {
+			live++;
+			pending += w->pending;
+		}
+		json_array_append_new(
+			workers, json_pack("{s:s, s:s, s:I, s:I, s:i}", "id", w->id, "state",
+					   worker_state_names[w->state], "pid", (json_int_t)w->handle, "pending",
+					   (json_int_t)w->pending, "exit_code", w->exit_code));
+	}
+	iso_time(p->created_ms, created);
+	o = json_pack("{s:s, s:s, s:i, s:s, s:{s:f, s:I, s:i}, s:i, s:s, s:i, s:o,"
+		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		      "id", p->id, "state", pool_state_names[p->state], "processes", p->spec.processes, "backend",
+		      p->spec.backend, "resources", "cpu", p->spec.cpu, "memory_mb", (json_int_t)p->spec.memory_mb,
+		      "gpu", p->spec.gpu, "max_attempts", p->spec.max_attempts, "created_at", created,
+		      "live_workers", live, "workers", workers, "counters", "tasks_queued", (json_int_t)p->queued,
+		      "tasks_pending", (json_int_t)pending, "tasks_done", (json_int_t)p->tasks_done,
+		      "tasks_failed", (json_int_t)p->tasks_failed, "jobs_open", (json_int_t)p->open_jobs,
+		      "workers_started", (json_int_t)p->workers_started, "workers_lost",
+		      (json_int_t)p->workers_lost);
+	if (o && p->reason[0])
+		json_object_set_new(o, "reason", json_string(p->reason));
+	return o;
+}
+
+/* ---- queue -------------------------------------------------------------- */
+
+static int queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front)
+{
+	range *r;
+
+	if (!front && p->qtail && p->qtail->job == j && p->qtail->hi + 1 == lo) {
+		p->qtail->hi = hi;
+		p->queued += hi - lo + 1;
+		return CM_OK;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return CM_ENOMEM;
+	r->lo = lo;
+	r->hi = hi;
+	r->job = j;
+	if (front) {
+		r->next = p->qhead;
+		p->qhead = r;
+		if (!p->qtail)
+			p->qtail = r;
+	} else {
+		if (p->qtail)
+			p->qtail->next = r;
+		else
+			p->qhead = r;
+		p->qtail = r;
+	}
+	p->queued += hi - lo + 1;
+	return CM_OK;
+}
+
+static void queue_clear(pool *p)
+{
+	while (p->qhead) {
+		range *r = p->qhead;
+		p->qhead = r->next;
+		free(r);
+	}
+	p->qtail = NULL;
+	p->queued = 0;
+}
+
+/* ---- job completion ----------------------------------------------------- */
+
+static void job_check_done(engine *e, job *j)
+{
+	if (j->done < j->total || strcmp(j->state, "running") != 0)
+		return;
+	snprintf(j->state, sizeof(j->state), "done");
+	store_job_set_state(e->st, j->num, j->state);
+	j->pool->open_jobs--;
+	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
+}
+
+/* Records one result; returns 1 if it was the first for that task. */
+static int record(engine *e, job *j, int64_t id, int ok, const void *value, size_t len)
+{
+	int recorded = 0;
+
+	if (store_task_complete(e->st, id, j->done + 1, ok, value, len, &recorded) != CM_OK || !recorded)
+		return 0;
+	j->done++;
+	j->pool->tasks_done++;
+	if (!ok) {
+		j->failed++;
+		j->pool->tasks_failed++;
+	}
+	job_check_done(e, j);
+	return 1;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static int worker_spawn(engine *e, pool *p)
+{
+	worker *w = calloc(1, sizeof(*w));
+	backend_worker_spec spec;
+	char detail[256] = "";
+	int err;
+
+	if (!w)
+		return CM_ENOMEM;
+	cm_id_new('w', w->id);
+	w->pool = p;
+	spec = (backend_worker_spec){
+		.pool_id = p->id,
+		.worker_id = w->id,
+		.secret = p->secret,
+		.hub = e->cfg->hub,
+		.worker_bin = e->cfg->worker_bin,
+		.plugin_path = e->cfg->plugin_path,
+		.resources = &p->spec,
+	};
+	err = p->backend->spawn(&spec, &w->handle, detail, sizeof(detail));
+	if (err != CM_OK) {
+		char reason[320];
+		free(w);
+		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %s", p->backend->name, detail);
+		pool_set_state(e, p, POOL_FAILED, reason);
+		return err;
+	}
+	w->started = w->last_seen = cm_now_ms();
+	w->next = p->workers;
+	p->workers = w;
+	p->workers_started++;
+	store_worker_insert(e->st, w->id, p->id, w->handle, cm_wall_ms());
+	cm_info("pool %s started worker %s (pid %lld)", p->id, w->id, (long long)w->handle);
+	return CM_OK;
+}
+
+static void pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error)
+{
+	o->batch.status = status;
+	o->batch.error = (char *)(error ? error : "");
+	ready(e, o);
+}
+
+typedef struct requeue_ctx {
+	engine *e;
+	pool *p;
+	int exit_code;
+	int64_t requeued, failed;
+	range *head, *tail; /* collected in id order, then put at the front */
+} requeue_ctx;
+
+static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	requeue_ctx *c = ctx;
+	job *j = job_of_task(c->p, id);
+
+	(void)arg;
+	(void)len;
+	if (!j || strcmp(j->state, "running") != 0)
+		return CM_OK;
+	if (attempts >= c->p->spec.max_attempts) {
+		char msg[128];
+		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
+				 attempts == 1 ? "" : "s", c->exit_code);
+		record(c->e, j, id, 0, msg, (size_t)n);
+		c->failed++;
+		return CM_OK;
+	}
+	c->requeued++;
+	if (c->tail && c->tail->job == j && c->tail->hi + 1 == id) {
+		c->tail->hi = id;
+		return CM_OK;
+	}
+	range *r = calloc(1, sizeof(*r));
+	if (!r)
+		return CM_ENOMEM;
+	r->lo = r->hi = id;
+	r->job = j;
+	if (c->tail)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	return CM_OK;
+}
+
+/* Puts a worker's pending tasks back at the front of its pool's queue (or
+ * fails those out of attempts). */
+static void requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code)
+{
+	requeue_ctx c = {.e = e, .p = p, .exit_code = exit_code};
+
+	store_tasks_requeue(e->st, worker_id, requeue_one, &c);
+	if (c.head) {
+		for (range *r = c.head; r; r = r->next)
+			p->queued += r->hi - r->lo + 1;
+		c.tail->next = p->qhead;
+		p->qhead = c.head;
+		if (!p->qtail)
+			p->qtail = c.tail;
+	}
+	if (c.requeued || c.failed)
+		cm_info("pool %s: %lld tasks of worker %s requeued, %lld failed for good", p->id,
+			(long long)c.requeued, worker_id, (long long)c.failed);
+}
+
+static void worker_gone(engine *e, worker *w, int exit_code)
+{
+	pool *p = w->pool;
+	int expected = w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED;
+
+	if (w->state == W_STARTING && !expected)
+		p->fail_streak++;
+	w->state = W_EXITED;
+	w->exit_code = exit_code;
+	store_worker_set_state(e->st, w->id, "exited", exit_code);
+	if (w->parked) {
+		w->parked->discard = 1;
+		ready(e, w->parked);
+		w->parked = NULL;
+	}
+	if (!expected) {
+		p->workers_lost++;
+		cm_warn("worker %s of pool %s exited with code %d", w->id, p->id, exit_code);
+	} else {
+		cm_info("worker %s of pool %s stopped (code %d)", w->id, p->id, exit_code);
+	}
+	requeue_worker(e, p, w->id, exit_code);
+	w->pending = 0;
+}
+
+/* ---- pulls -------------------------------------------------------------- */
+
+typedef struct assign_ctx {
+	op *o;
+	job *j;
+} assign_ctx;
+
+static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	assign_ctx *c = ctx;
+	op *o = c->o;
+	Strand__Task *t;
+
+	if (o->ntasks == o->cap_tasks) {
+		size_t cap = o->cap_tasks ? o->cap_tasks * 2 : 64;
+		Strand__Task **p = realloc(o->tasks, cap * sizeof(*p));
+		if (!p)
+			return CM_ENOMEM;
+		o->tasks = p;
+		o->cap_tasks = cap;
+	}
+	t = malloc(sizeof(*t) + len);
+	if (!t)
+		return CM_ENOMEM;
+	strand__task__init(t);
+	t->id = (uint64_t)id;
+	t->function = c->j->function;
+	t->arg.data = (uint8_t *)(t + 1);
+	t->arg.len = len;
+	if (len)
+		memcpy(t->arg.data, arg, len);
+	t->attempt = (uint32_t)attempts;
+	t->command = c->j->command;
+	t->n_command = c->j->ncommand;
+	t->timeout_ms = c->j->timeout_ms;
+	o->tasks[o->ntasks++] = t;
+	return CM_OK;
+}
+
+/* Hands up to want tasks (rounded up to the head job's chunksize) from the
+ * pool's queue to worker w, into o's batch. */
+static void assign(engine *e, pool *p, worker *w, uint32_t want, op *o)
+{
+	int64_t target;
+	int64_t given = 0;
+
+	if (!want || !p->qhead)
+		return;
+	target = want;
+	if (p->qhead->job->chunksize > 1) {
+		int64_t cs = p->qhead->job->chunksize;
+		target = (target + cs - 1) / cs * cs;
+	}
+	while (given < target && p->qhead) {
+		range *r = p->qhead;
+		int64_t take = r->hi - r->lo + 1;
+		assign_ctx c = {o, r->job};
+		size_t before = o->ntasks;
+		if (take > target - given)
+			take = target - given;
+		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c) != CM_OK)
+			break;
+		given += take;
+		w->pending += (int64_t)(o->ntasks - before);
+		p->queued -= take;
+		r->lo += take;
+		if (r->lo > r->hi) {
+			p->qhead = r->next;
+			if (!p->qhead)
+				p->qtail = NULL;
+			free(r);
+		}
+	}
+	o->batch.tasks = o->tasks;
+	o->batch.n_tasks = o->ntasks;
+}
+
+static int pool_drained(const pool *p)
+{
+	return p->queued == 0 && p->open_jobs == 0;
+}
+
+static void handle_pull(engine *e, op *o)
+{
+	Strand__Pull *m = o->pull;
+	pool *p = pool_find(e, m->pool_id);
+	worker *w = NULL;
+
+	o->batch.lease_ms = (uint32_t)e->cfg->lease_ms;
+	if (p && strcmp(p->secret, m->secret) == 0)
+		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
+			;
+	if (!w || w->state == W_EXITED) {
+		pull_finish(e, o, STRAND__BATCH__STATUS__REFUSED, "unknown worker, pool or secret");
+		return;
+	}
+	if (w->parked) {
+		/* The worker gave up on its parked pull and asked again. */
+		w->parked->discard = 1;
+		ready(e, w->parked);
+		w->parked = NULL;
+	}
+	w->last_seen = cm_now_ms();
+	if (w->state == W_STARTING) {
+		w->state = W_CONNECTED;
+		p->fail_streak = 0;
+		store_worker_set_state(e->st, w->id, "connected", 0);
+		cm_info("worker %s of pool %s connected", w->id, p->id);
+	}
+	for (size_t i = 0; i < m->n_results; i++) {
+		const Strand__Result *r = m->results[i];
+		job *j = job_of_task(p, (int64_t)r->task_id);
+		if (w->pending > 0)
+			w->pending--;
+		if (j)
+			record(e, j, (int64_t)r->task_id, r->ok, r->value.data, r->value.len);
+	}
+	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
+	    p->state == POOL_FAILED || (p->state == POOL_CLOSED && pool_drained(p))) {
+		pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+		return;
+	}
+	assign(e, p, w, m->want, o);
+	if (o->ntasks == 0 && m->in_hand == 0) {
+		o->park_until = cm_now_ms() + PARK_MS;
+		w->parked = o;
+		return;
+	}
+	pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+}
+
+/* ---- requests from HTTP ------------------------------------------------- */
+
+static void handle_pool_create(engine *e, op *o)
+{
+	pool *p = calloc(1, sizeof(*p));
+	char *spec_json = NULL;
+
+	if (!p) {
+		o->err = CM_ENOMEM;
+		return;
+	}
+	cm_id_new('p', p->id);
+	cm_random_hex(p->secret, 16);
+	p->spec = *o->pool_spec;
+	p->backend = backend_find(p->spec.backend);
+	p->created_ms = cm_wall_ms();
+	spec_json = spec_pool_json(&p->spec);
+	if (!p->backend || !spec_json ||
+	    (o->err = store_pool_insert(e->st, p->id, p->secret, spec_json, "active", p->created_ms)) != CM_OK) {
+		if (!o->err)
+			o->err = p->backend ? CM_ENOMEM : CM_EUNSUPPORTED;
+		snprintf(o->detail, sizeof(o->detail), "cannot create the pool: %s", cm_strerror(o->err));
+		free(spec_json);
+		free(p);
+		return;
+	}
+	free(spec_json);
+	p->next = e->pools;
+	e->pools = p;
+	cm_info("pool %s created: %d %s workers", p->id, p->spec.processes, p->spec.backend);
+	for (int i = 0; i < p->spec.processes && p->state == POOL_ACTIVE; i++)
+		worker_spawn(e, p);
+	o->out = pool_json(p);
+}
+
+static void handle_pool_close(engine *e, op *o)
+{
+	pool *p = pool_find(e, o->id);
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (p->state == POOL_ACTIVE)
+		pool_set_state(e, p, POOL_CLOSED, NULL);
+	o->out = pool_json(p);
+}
+
+static void handle_pool_delete(engine *e, op *o)
+{
+	pool *p = pool_find(e, o->id);
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED) {
+		pool_set_state(e, p, POOL_TERMINATING, NULL);
+		for (worker *w = p->workers; w; w = w->next) {
+			if (w->state == W_EXITED)
+				continue;
+			w->state = W_STOPPING;
+			p->backend->stop(w->handle, 0);
+			if (w->parked) {
+				pull_finish(e, w->parked, STRAND__BATCH__STATUS__STOP, NULL);
+				w->parked = NULL;
+			}
+		}
+		p->kill_at = cm_now_ms() + TERM_GRACE_MS;
+		queue_clear(p);
+		for (job *j = p->jobs; j; j = j->next) {
+			if (strcmp(j->state, "running") == 0) {
+				snprintf(j->state, sizeof(j->state), "cancelled");
+				store_job_set_state(e->st, j->num, j->state);
+				p->open_jobs--;
+			}
+		}
+	}
+	if (p->state == POOL_TERMINATED) {
+		o->out = pool_json(p);
+		ready(e, o);
+		return;
+	}
+	/* Answered by the tick once every worker is gone. */
+	o->next = p->delete_waiters;
+	p->delete_waiters = o;
+}
+
+static void handle_map(engine *e, op *o)
+{
+	pool *p = pool_find(e, o->id);
+	map_spec *m = o->map;
+	job *j;
+	store_job sj;
+	char existing[20];
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (o->idem_key && store_job_find_idem(e->st, p->id, o->idem_key, existing) == CM_OK &&
+	    (j = job_find(e, existing))) {
+		o->out = job_json(j);
+		return;
+	}
+	if (p->state != POOL_ACTIVE) {
+		o->err = CM_ECLOSED;
+		snprintf(o->detail, sizeof(o->detail), "pool %s is %s and takes no new work%s%.150s", p->id,
+			 pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		o->err = CM_ENOMEM;
+		return;
+	}
+	cm_id_new('j', j->id);
+	j->num = e->next_job;
+	j->base = e->next_task;
+	j->total = (int64_t)m->nargs;
+	j->chunksize = m->chunksize;
+	j->timeout_ms = m->timeout_ms;
+	j->pool = p;
+	j->created_ms = cm_wall_ms();
+	snprintf(j->state, sizeof(j->state), "running");
+	sj = (store_job){.num = j->num, .id = j->id, .pool_id = p->id, .function = m->function,
+			 .idem_key = o->idem_key, .state = j->state, .base = j->base, .total = j->total,
+			 .chunksize = j->chunksize, .created_ms = j->created_ms};
+	json_t *cmd = NULL;
+	char *cmd_json = NULL;
+	if (m->ncommand) {
+		cmd = json_array();
+		for (size_t i = 0; i < m->ncommand; i++)
+			json_array_append_new(cmd, json_string(m->command[i]));
+		cmd_json = json_dumps(cmd, JSON_COMPACT);
+		json_decref(cmd);
+		sj.command_json = cmd_json;
+	}
+	if ((o->err = store_job_insert(e->st, &sj)) != CM_OK ||
+	    (o->err = store_tasks_insert(e->st, j->num, j->base, m->nargs, m->args, m->lens)) != CM_OK ||
+	    (j->total && (o->err = queue_push(p, j, j->base, j->base + j->total - 1, 0)) != CM_OK)) {
+		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
+		free(cmd_json);
+		free(j);
+		return;
+	}
+	free(cmd_json);
+	e->next_job++;
+	e->next_task += j->total;
+	j->function = m->function;
+	j->command = m->command;
+	j->ncommand = m->ncommand;
+	m->function = NULL;
+	m->command = NULL;
+	m->ncommand = 0;
+	/* Jobs stay in base order: append. */
+	if (!p->jobs) {
+		p->jobs = j;
+	} else {
+		job *t = p->jobs;
+		while (t->next)
+			t = t->next;
+		t->next = j;
+	}
+	j->hash_next = e->jobs[hash_id(j->id)];
+	e->jobs[hash_id(j->id)] = j;
+	p->open_jobs++;
+	job_check_done(e, j);
+	o->created = 1;
+	o->out = job_json(j);
+}
+
+static void handle(engine *e, op *o)
+{
+	job *j;
+
+	switch (o->kind) {
+	case OP_PULL: handle_pull(e, o); return; /* answers itself, now or later */
+	case OP_POOL_CREATE: handle_pool_create(e, o); break;
+	case OP_POOL_GET: {
+		pool *p = pool_find(e, o->id);
+		if (p)
+			o->out = pool_json(p);
+		else
+			o->err = CM_ENOENT;
+		break;
+	}
+	case OP_POOL_LIST: {
+		json_t *a = json_array();
+		for (pool *p = e->pools; p; p = p->next)
+			json_array_append_new(a, pool_json(p));
+		o->out = json_pack("{s:o}", "pools", a);
+		break;
+	}
+	case OP_POOL_CLOSE: handle_pool_close(e, o); break;
+	case OP_POOL_DELETE: handle_pool_delete(e, o); return;
+	case OP_MAP: handle_map(e, o); break;
+	case OP_JOB_GET:
+	case OP_JOB_INFO:
+		j = job_find(e, o->id);
+		if (!j)
+			o->err = CM_ENOENT;
+		else if (o->kind == OP_JOB_GET)
+			o->out = job_json(j);
+		else
+			o->info = (job_info){j->num, j->base, j->total};
+		break;
+	}
+	if (o->err && !o->detail[0])
+		snprintf(o->detail, sizeof(o->detail), "%s", cm_strerror(o->err));
+	ready(e, o);
+}
+
+/* ---- the tick ----------------------------------------------------------- */
+
+static void tick_pool(engine *e, pool *p, int64_t now)
+{
+	int live = 0;
+
+	for (worker *w = p->workers; w; w = w->next) {
+		int code;
+		if (w->state == W_EXITED)
+			continue;
+		if (p->backend->poll(w->handle, &code)) {
+			worker_gone(e, w, code);
+			continue;
+		}
+		live++;
+		if (p->state == POOL_TERMINATING && now >= p->kill_at)
+			p->backend->stop(w->handle, 1);
+		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms && !w->parked) ||
+			 (w->state == W_STARTING && now - w->started > CONNECT_GRACE_MS)) {
+			/* Silent for two leases (or never connected): take its
+			 * tasks back; the reap above requeues them. */
+			cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
+			p->backend->stop(w->handle, 1);
+		}
+		if (w->parked) {
+			op *o = w->parked;
+			if (p->state != POOL_ACTIVE && !(p->state == POOL_CLOSED && !pool_drained(p))) {
+				w->parked = NULL;
+				pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+			} else if (p->qhead) {
+				w->parked = NULL;
+				assign(e, p, w, o->pull->want ? o->pull->want : 1, o);
+				pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+			} else if (now >= o->park_until) {
+				w->parked = NULL;
+				pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+			}
+		}
+	}
+	if (p->state == POOL_TERMINATING && live == 0) {
+		pool_set_state(e, p, POOL_TERMINATED, NULL);
+	}
+	if (p->state == POOL_TERMINATED) {
+		while (p->delete_waiters) {
+			op *o = p->delete_waiters;
+			p->delete_waiters = o->next;
+			o->out = pool_json(p);
+			ready(e, o);
+		}
+		return;
+	}
+	if (p->state == POOL_FAILED)
+		return;
+	if (p->fail_streak >= 3 + p->spec.processes) {
+		char reason[128];
+		snprintf(reason, sizeof(reason), "%d workers in a row exited before connecting to the hub %.60s",
+			 p->fail_streak, e->cfg->hub);
+		pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
+	/* Keep `processes` workers while there is or may be work. */
+	if (p->state == POOL_ACTIVE || (p->state == POOL_CLOSED && !pool_drained(p)))
+		while (live < p->spec.processes && p->state != POOL_FAILED && worker_spawn(e, p) == CM_OK)
+			live++;
+}
+
+/* ---- cycle -------------------------------------------------------------- */
+
+static void answer(engine *e, op *o, int committed)
+{
+	if (o->kind == OP_PULL) {
+		uint8_t *frame = NULL;
+		size_t len = 0;
+		if (!committed || o->discard ||
+		    proto_frame_encode(PROTO_BATCH, &o->batch.base, &frame, &len) != CM_OK)
+			hub_discard(o->slot);
+		else
+			hub_reply(o->slot, frame, len);
+		for (size_t i = 0; i < o->ntasks; i++)
+			free(o->tasks[i]);
+		free(o->tasks);
+		protobuf_c_message_free_unpacked(&o->pull->base, NULL);
+		free(o);
+		return;
+	}
+	if (!committed) {
+		json_decref(o->out);
+		o->out = NULL;
+		o->err = CM_EUNAVAIL;
+		snprintf(o->detail, sizeof(o->detail), "the store could not commit: %s", store_errmsg(e->st));
+	}
+	pthread_mutex_lock(&e->mu);
+	o->done = 1;
+	pthread_cond_signal(&o->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void stop_all_workers(engine *e)
+{
+	int64_t deadline = cm_now_ms() + TERM_GRACE_MS;
+	int live;
+
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			if (w->state != W_EXITED) {
+				w->state = W_STOPPING;
+				p->backend->stop(w->handle, 0);
+			}
+	do {
+		int code;
+		live = 0;
+		for (pool *p = e->pools; p; p = p->next)
+			for (worker *w = p->workers; w; w = w->next) {
+				if (w->state == W_EXITED)
+					continue;
+				if (p->backend->poll(w->handle, &code)) {
+					w->state = W_EXITED;
+					store_worker_set_state(e->st, w->id, "exited", code);
+					continue;
+				}
+				live++;
+				if (cm_now_ms() > deadline)
+					p->backend->stop(w->handle, 1);
+			}
+		if (live)
+			usleep(10000);
+	} while (live);
+}
+
+static void *engine_main(void *arg)
+{
+	engine *e = arg;
+
+	for (;;) {
+		op *batch, *rev = NULL;
+		int stop;
+		int committed;
+
+		pthread_mutex_lock(&e->mu);
+		if (!e->inbox && !e->stopping) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += TICK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&e->wake, &e->mu, &ts);
+		}
+		batch = e->inbox;
+		e->inbox = NULL;
+		stop = e->stopping;
+		pthread_mutex_unlock(&e->mu);
+		while (batch) { /* the inbox is LIFO; handle in arrival order */
+			op *n = batch->next;
+			batch->next = rev;
+			rev = batch;
+			batch = n;
+		}
+
+		committed = store_begin(e->st) == CM_OK;
+		for (op *o = rev, *n; o; o = n) {
+			n = o->next;
+			handle(e, o);
+		}
+		int64_t now = cm_now_ms();
+		for (pool *p = e->pools; p; p = p->next)
+			tick_pool(e, p, now);
+		if (committed && store_commit(e->st) != CM_OK) {
+			cm_error("commit failed: %s", store_errmsg(e->st));
+			store_rollback(e->st);
+			committed = 0;
+		}
+		while (e->ready) {
+			op *o = e->ready;
+			e->ready = o->next;
+			answer(e, o, committed);
+		}
+		pthread_mutex_lock(&e->mu);
+		e->gen++;
+		pthread_cond_broadcast(&e->commit);
+		pthread_mutex_unlock(&e->mu);
+		if (!committed) {
+			/* Memory may now be ahead of the database. Rather than serve a
+			 * state that is not stored, stop: a restart reloads exactly
+			 * what was committed, and nothing acknowledged is lost. */
+			cm_error("the store refused a commit; the gateway stops so that a restart recovers from it");
+			pthread_mutex_lock(&e->mu);
+			e->stopping = e->closing = 1;
+			pthread_mutex_unlock(&e->mu);
+			stop = 1;
+		}
+		if (stop)
+			break;
+	}
+	stop_all_workers(e);
+	return NULL;
+}
+
+/* ---- load and recovery -------------------------------------------------- */
+
+static void load_pool(void *ctx, const char *id, const char *secret, const char *spec_json, const char *state,
+		      const char *reason, int64_t created_ms)
+{
+	engine *e = ctx;
+	pool *p = calloc(1, sizeof(*p));
+	char detail[256];
+
+	if (!p)
+		return;
+	snprintf(p->id, sizeof(p->id), "%s", id);
+	snprintf(p->secret, sizeof(p->secret), "%s", secret);
+	if (spec_pool_parse(spec_json, strlen(spec_json), "local", &p->spec, detail, sizeof(detail)) != CM_OK) {
+		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
+		p->state = POOL_FAILED;
+	}
+	p->backend = backend_find(p->spec.backend);
+	if (!p->backend)
+		p->backend = &backend_local;
+	for (int s = 0; s <= POOL_FAILED; s++)
+		if (strcmp(state, pool_state_names[s]) == 0)
+			p->state = (pool_state)s;
+	if (reason)
+		snprintf(p->reason, sizeof(p->reason), "%s", reason);
+	p->created_ms = created_ms;
+	p->next = e->pools;
+	e->pools = p;
+}
+
+static void load_job(void *ctx, const store_job *sj)
+{
+	engine *e = ctx;
+	pool *p = pool_find(e, sj->pool_id);
+	job *j;
+
+	if (!p || !(j = calloc(1, sizeof(*j))))
+		return;
+	snprintf(j->id, sizeof(j->id), "%s", sj->id);
+	j->num = sj->num;
+	j->base = sj->base;
+	j->total = sj->total;
+	j->done = sj->done;
+	j->failed = sj->failed;
+	j->chunksize = sj->chunksize;
+	j->created_ms = sj->created_ms;
+	j->function = strdup(sj->function);
+	snprintf(j->state, sizeof(j->state), "%s", sj->state);
+	if (sj->command_json) {
+		json_t *a = json_loads(sj->command_json, 0, NULL);
+		size_t n = json_array_size(a);
+		j->command = n ? calloc(n, sizeof(char *)) : NULL;
+		for (size_t i = 0; j->command && i < n; i++)
+			j->command[j->ncommand++] = strdup(json_string_value(json_array_get(a, i)));
+		json_decref(a);
+	}
+	j->pool = p;
+	p->tasks_done += j->done;
+	p->tasks_failed += j->failed;
+	if (strcmp(j->state, "running") == 0)
+		p->open_jobs++;
+	if (!p->jobs) {
+		p->jobs = j;
+	} else {
+		job *t = p->jobs;
+		while (t->next)
+			t = t->next;
+		t->next = j;
+	}
+	j->hash_next = e->jobs[hash_id(j->id)];
+	e->jobs[hash_id(j->id)] = j;
+}
+
+typedef struct load_queue_ctx {
+	pool *p;
+	job *j;
+} load_queue_ctx;
+
+static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	load_queue_ctx *c = ctx;
+
+	(void)arg;
+	(void)len;
+	(void)attempts;
+	return queue_push(c->p, c->j, id, id, 0);
+}
+
+static int noop_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	(void)ctx;
+	(void)id;
+	(void)arg;
+	(void)len;
+	(void)attempts;
+	return CM_OK;
+}
+
+static int recover(engine *e, char *detail, size_t detail_len)
+{
+	int64_t queued = 0;
+	int njobs = 0;
+
+	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
+	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK) {
+		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
+		return CM_EIO;
+	}
+	/* The workers of the previous run are not ours any more: what they held
+	 * goes back to the queue (it was handed out, not failed). */
+	store_tasks_requeue(e->st, NULL, noop_task, NULL);
+	for (pool *p = e->pools; p; p = p->next) {
+		if (p->state == POOL_TERMINATING)
+			pool_set_state(e, p, POOL_TERMINATED, NULL);
+		for (job *j = p->jobs; j; j = j->next) {
+			load_queue_ctx c = {p, j};
+			njobs++;
+			if (strcmp(j->state, "running") == 0)
+				store_tasks_queued_each(e->st, j->num, load_queued, &c);
+		}
+		queued += p->queued;
+	}
+	if (store_commit(e->st) != CM_OK) {
+		snprintf(detail, detail_len, "cannot commit recovery: %s", store_errmsg(e->st));
+		return CM_EIO;
+	}
+	cm_info("loaded %d jobs, %lld queued tasks", njobs, (long long)queued);
+	return CM_OK;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_len)
+{
+	engine *e = calloc(1, sizeof(*e));
+	int err;
+
+	if (!e)
+		return CM_ENOMEM;
+	e->cfg = cfg;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->wake, NULL);
+	pthread_cond_init(&e->commit, NULL);
+	if ((err = store_open(cfg->db, 1, &e->st, detail, detail_len)) != CM_OK ||
+	    (err = recover(e, detail, detail_len)) != CM_OK) {
+		engine_free(e);
+		return err;
+	}
+	*out = e;
+	return CM_OK;
+}
+
+int engine_start(engine *e)
+{
+	if (pthread_create(&e->thread, NULL, engine_main, e) != 0)
+		return CM_EIO;
+	e->started = 1;
+	return CM_OK;
+}
+
+void engine_quiesce(engine *e)
+{
+	pthread_mutex_lock(&e->mu);
+	e->closing = 1;
+	pthread_cond_broadcast(&e->commit);
+	pthread_mutex_unlock(&e->mu);
+}
+
+void engine_free(engine *e)
+{
+	if (!e)
+		return;
+	if (e->started) {
+		pthread_mutex_lock(&e->mu);
+		e->stopping = e->closing = 1;
+		pthread_cond_signal(&e->wake);
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->thread, NULL);
+	}
+	/* Requests that arrived after the last cycle were never handled. */
+	while (e->inbox) {
+		op *o = e->inbox;
+		e->inbox = o->next;
+		o->err = CM_ESHUTDOWN;
+		answer(e, o, 0);
+	}
+	while (e->pools) {
+		pool *p = e->pools;
+		e->pools = p->next;
+		queue_clear(p);
+		while (p->workers) {
+			worker *w = p->workers;
+			p->workers = w->next;
+			if (w->parked)
+				answer(e, w->parked, 0);
+			free(w);
+		}
+		while (p->jobs) {
+			job *j = p->jobs;
+			p->jobs = j->next;
+			free(j->function);
+			for (size_t i = 0; i < j->ncommand; i++)
+				free(j->command[i]);
+			free(j->command);
+			free(j);
+		}
+		while (p->delete_waiters) {
+			op *o = p->delete_waiters;
+			p->delete_waiters = o->next;
+			answer(e, o, 0);
+		}
+		free(p);
+	}
+	store_close(e->st);
+	pthread_cond_destroy(&e->wake);
+	pthread_cond_destroy(&e->commit);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+/* Hands op to the engine and waits for its answer. */
+static int submit(engine *e, op *o)
+{
+	pthread_cond_init(&o->cv, NULL);
+	pthread_mutex_lock(&e->mu);
+	if (e->closing) {
+		pthread_mutex_unlock(&e->mu);
+		pthread_cond_destroy(&o->cv);
+		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
+		return o->err = CM_ESHUTDOWN;
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	while (!o->done)
+		pthread_cond_wait(&o->cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	pthread_cond_destroy(&o->cv);
+	return o->err;
+}
+
+static int run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = kind, .id = id};
+	int err = submit(e, &o);
+
+	if (detail)
+		snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	else
+		json_decref(o.out);
+	return err;
+}
+
+int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_POOL_CREATE, .pool_spec = spec};
+	int err = submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_pool_get(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);
+}
+
+int engine_pool_list(engine *e, json_t **out)
+{
+	return run_simple(e, OP_POOL_LIST, NULL, out, NULL, 0);
+}
+
+int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	return run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+}
+
+int engine_pool_delete(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_POOL_DELETE, id, out, NULL, 0);
+}
+
+int engine_job_get(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+}
+
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
+	       char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
+	int err = submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK) {
+		*out = o.out;
+		*created = o.created;
+	}
+	return err;
+}
+
+int engine_job_info(engine *e, const char *id, job_info *out)
+{
+	op o = {.kind = OP_JOB_INFO, .id = id};
+	int err = submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.info;
+	return err;
+}
+
+uint64_t engine_generation(engine *e)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&e->mu);
+	g = e->gen;
+	pthread_mutex_unlock(&e->mu);
+	return g;
+}
+
+int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms)
+{
+	int err = CM_OK;
+
+	pthread_mutex_lock(&e->mu);
+	while (e->gen == gen && !e->closing) {
+		int64_t left = deadline_ms - cm_now_ms();
+		struct timespec ts;
+		if (left <= 0) {
+			err = CM_ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += left / 1000;
+		ts.tv_nsec += (left % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&e->commit, &e->mu, &ts);
+	}
+	if (e->closing)
+		err = CM_ESHUTDOWN;
+	pthread_mutex_unlock(&e->mu);
+	return err;
+}
+
+void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		protobuf_c_message_free_unpacked(&pull->base, NULL);
+		hub_discard(slot);
+		return;
+	}
+	o->kind = OP_PULL;
+	o->pull = pull;
+	o->slot = slot;
+	strand__batch__init(&o->batch);
+	pthread_mutex_lock(&e->mu);
+	if (e->stopping) {
+		pthread_mutex_unlock(&e->mu);
+		protobuf_c_message_free_unpacked(&pull->base, NULL);
+		free(o);
+		return; /* the hub is about to close; nobody to answer */
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+}

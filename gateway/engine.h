@@ -1,0 +1,68 @@
+/*
+ * engine: the one thread that owns the SQLite writer and the in-memory state
+ * (pools, jobs, queues, workers). HTTP threads and the hub hand it requests;
+ * it handles everything that arrived since its last cycle in ONE transaction
+ * (group commit), and only after COMMIT does anyone get an answer. So a 2xx
+ * reply, and a worker's acknowledgement, always mean "durably recorded".
+ *
+ * The calls below block the calling HTTP thread until the engine answers.
+ * JSON outputs are new references owned by the caller.
+ */
+#ifndef GATEWAY_ENGINE_H
+#define GATEWAY_ENGINE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "gateway/config.h"
+#include "gateway/spec.h"
+#include "proto/strand.pb-c.h"
+
+typedef struct engine engine;
+typedef struct hub_slot hub_slot;
+
+/* Opens the store, loads and recovers the state, restarts the workers of
+ * live pools. *out is new (engine_free). */
+int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_len);
+int engine_start(engine *e);
+/* Stops taking requests and wakes every long poll (they answer at once). */
+void engine_quiesce(engine *e);
+/* Stops the engine thread, every worker it started, and frees it all. */
+void engine_free(engine *e);
+
+int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len);
+int engine_pool_get(engine *e, const char *id, json_t **out);
+int engine_pool_list(engine *e, json_t **out);
+int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
+/* Terminates the pool: answers once every worker process is gone. */
+int engine_pool_delete(engine *e, const char *id, json_t **out);
+/* Queues a map (or an apply: one argument). Takes spec->function and
+ * spec->command on success (set to NULL); the args stay the caller's.
+ * *created is 1 for a new job, 0 when idem_key named an existing one. */
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
+	       char *detail, size_t detail_len);
+int engine_job_get(engine *e, const char *id, json_t **out);
+
+/* What the results endpoint needs to page a job from the store. */
+typedef struct job_info {
+	int64_t num;
+	int64_t base;
+	int64_t total;
+} job_info;
+int engine_job_info(engine *e, const char *id, job_info *out);
+
+/* Commit generations, for long polls: engine_wait returns CM_OK once a
+ * commit after gen happened, CM_ETIMEDOUT at deadline_ms (monotonic), or
+ * CM_ESHUTDOWN when the gateway stops. */
+uint64_t engine_generation(engine *e);
+int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms);
+
+/* From the hub: a worker's pull (stolen). The engine answers through
+ * hub_reply or hub_discard on slot. */
+void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull);
+
+/* Implemented by hub.c. frame is stolen. */
+void hub_reply(hub_slot *slot, uint8_t *frame, size_t len);
+void hub_discard(hub_slot *slot);
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * The hub: HUB_SLOTS nng REP contexts, each an explicit state machine driven
+ * by its aio callback (nng's threads) and by the engine thread's answer:
+ *
+ *   RECV --request--> WAIT (engine owns the slot) --hub_reply--> SEND --sent--> RECV
+ *                        \--hub_discard--> RECV (the worker times out and asks again)
+ *
+ * A slot is parked in WAIT while the engine holds an idle worker's pull, so
+ * HUB_SLOTS bounds the workers that can wait at once; beyond that, requests
+ * queue inside nng until a slot frees up.
+ */
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "gateway/hub.h"
+#include "proto/frame.h"
+
+#define HUB_SLOTS 256
+
+typedef enum slot_state { SLOT_RECV, SLOT_WAIT, SLOT_SEND } slot_state;
+
+struct hub_slot {
+	hub *hub;
+	nng_ctx ctx;
+	nng_aio *aio;
+	slot_state state;
+};
+
+struct hub {
+	engine *engine;
+	nng_socket sock;
+	hub_slot slots[HUB_SLOTS];
+	int nslots;
+};
+
+static void slot_recv(hub_slot *s)
+{
+	s->state = SLOT_RECV;
+	nng_ctx_recv(s->ctx, s->aio);
+}
+
+static void refuse(hub_slot *s, const char *why)
+{
+	Strand__Batch b = STRAND__BATCH__INIT;
+	uint8_t *frame;
+	size_t len;
+
+	b.status = STRAND__BATCH__STATUS__REFUSED;
+	b.error = (char *)why;
+	if (proto_frame_encode(PROTO_BATCH, &b.base, &frame, &len) == CM_OK)
+		hub_reply(s, frame, len);
+	else
+		slot_recv(s);
+}
+
+static void on_aio(void *arg)
+{
+	hub_slot *s = arg;
+	int rv = nng_aio_result(s->aio);
+
+	switch (s->state) {
+	case SLOT_RECV: {
+		nng_msg *msg;
+		ProtobufCMessage *pull = NULL;
+		char detail[256];
+		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+			return;
+		if (rv != 0) {
+			slot_recv(s);
+			return;
+		}
+		msg = nng_aio_get_msg(s->aio);
+		if (proto_frame_decode(PROTO_PULL, nng_msg_body(msg), nng_msg_len(msg), &pull, detail,
+				       sizeof(detail)) != CM_OK) {
+			nng_msg_free(msg);
+			cm_warn("hub: refused a frame: %s", detail);
+			refuse(s, detail);
+			return;
+		}
+		nng_msg_free(msg);
+		s->state = SLOT_WAIT;
+		engine_pull(s->hub->engine, s, (Strand__Pull *)pull);
+		return;
+	}
+	case SLOT_SEND:
+		if (rv != 0) {
+			nng_msg_free(nng_aio_get_msg(s->aio));
+			if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+				return;
+		}
+		slot_recv(s);
+		return;
+	case SLOT_WAIT:
+		return; /* no aio runs while the engine holds the slot */
+	}
+}
+
+void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
+{
+	nng_msg *msg;
+
+	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
+		free(frame);
+		hub_discard(s);
+		return;
+	}
+	free(frame);
+	s->state = SLOT_SEND;
+	nng_aio_set_msg(s->aio, msg);
+	nng_ctx_send(s->ctx, s->aio);
+}
+
+void hub_discard(hub_slot *s)
+{
+	slot_recv(s);
+}
+
+int hub_start(const char *url, engine *e, hub **out, char *detail, size_t detail_len)
+{
+	hub *h = calloc(1, sizeof(*h));
+	int rv;
+
+	if (!h)
+		return CM_ENOMEM;
+	h->engine = e;
+	if ((rv = nng_rep0_open(&h->sock)) != 0 ||
+	    (rv = nng_socket_set_size(h->sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0) {
+		snprintf(detail, detail_len, "hub socket: %s", nng_strerror(rv));
+		free(h);
+		return CM_EIO;
+	}
+	for (int i = 0; i < HUB_SLOTS; i++) {
+		hub_slot *s = &h->slots[i];
+		s->hub = h;
+		if ((rv = nng_aio_alloc(&s->aio, on_aio, s)) != 0 || (rv = nng_ctx_open(&s->ctx, h->sock)) != 0) {
+			snprintf(detail, detail_len, "hub context: %s", nng_strerror(rv));
+			if (s->aio)
+				nng_aio_free(s->aio);
+			h->nslots = i;
+			hub_stop(h);
+			return CM_EIO;
+		}
+		h->nslots = i + 1;
+	}
+	if ((rv = nng_listen(h->sock, url, NULL, 0)) != 0) {
+		snprintf(detail, detail_len, "cannot listen on hub %s: %s", url, nng_strerror(rv));
+		hub_stop(h);
+		return CM_EUNAVAIL;
+	}
+	for (int i = 0; i < h->nslots; i++)
+		slot_recv(&h->slots[i]);
+	*out = h;
+	return CM_OK;
+}
+
+void hub_stop(hub *h)
+{
+	if (!h)
+		return;
+	nng_close(h->sock);
+	for (int i = 0; i < h->nslots; i++) {
+		nng_aio_stop(h->slots[i].aio);
+		nng_aio_free(h->slots[i].aio);
+	}
+	free(h);
+}

@@ -1,0 +1,62 @@
+/* strand-gateway: configuration, signals, and the start/stop order of the
+ * engine, the hub and the REST API. */
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "gateway/api.h"
+#include "gateway/config.h"
+#include "gateway/engine.h"
+#include "gateway/hub.h"
+
+int main(int argc, char **argv)
+{
+	gw_config cfg;
+	char detail[512] = "";
+	engine *e = NULL;
+	hub *h = NULL;
+	api *a = NULL;
+	sigset_t set;
+	int sig = 0;
+
+	if (gw_config_load(&cfg, argc, argv, detail, sizeof(detail)) != CM_OK) {
+		fprintf(stderr, "strand-gateway: %s\n", detail);
+		return 64;
+	}
+	if (cfg.help) {
+		gw_config_usage(stdout);
+		return 0;
+	}
+	/* Signals are taken synchronously by this thread (sigwait); every other
+	 * thread inherits the blocked mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (engine_new(&cfg, &e, detail, sizeof(detail)) != CM_OK) {
+		cm_error("cannot start: %s", detail);
+		return 1;
+	}
+	if (hub_start(cfg.hub, e, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
+	    api_start(&cfg, e, &a, detail, sizeof(detail)) != CM_OK) {
+		cm_error("cannot start: %s", detail);
+		engine_quiesce(e);
+		api_stop(a);
+		engine_free(e);
+		hub_stop(h);
+		return 1;
+	}
+	cm_info("strand-gateway listening on http://%s, hub %s, db %s, backend %s", cfg.http, cfg.hub, cfg.db,
+		cfg.backend);
+	sigwait(&set, &sig);
+	cm_info("signal %d: stopping", sig);
+	engine_quiesce(e); /* long polls answer now, so the API can stop */
+	api_stop(a);
+	engine_free(e); /* stops every worker it started */
+	hub_stop(h);
+	cm_info("stopped");
+	return 0;
+}

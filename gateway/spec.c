@@ -1,0 +1,316 @@
+/* Request body parsing; see spec.h. */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "gateway/spec.h"
+
+
+static const char *const backends[] = {"local", NULL};
+static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
+
+static int load(const char *body, size_t len, json_t **out, char *detail, size_t detail_len)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+
+	if (!root) {
+		snprintf(detail, detail_len, "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+			 jerr.column);
+		return CM_EINVAL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		snprintf(detail, detail_len, "body must be a JSON object");
+		return CM_EINVAL;
+	}
+	*out = root;
+	return CM_OK;
+}
+
+static int check_keys(json_t *obj, const char *const *allowed, const char *where, char *detail, size_t detail_len)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v) {
+		int found = 0;
+		for (size_t i = 0; allowed[i] && !found; i++)
+			found = strcmp(key, allowed[i]) == 0;
+		if (!found) {
+			snprintf(detail, detail_len, "unknown field '%s%.64s'", where, key);
+			return CM_EINVAL;
+		}
+	}
+	return CM_OK;
+}
+
+/* Reads an optional integer field in [lo, hi]. */
+static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, int64_t hi, int64_t *out,
+		   char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		snprintf(detail, detail_len, "field '%s%s' must be an integer from %lld to %lld", where, key,
+			 (long long)lo, (long long)hi);
+		return CM_EINVAL;
+	}
+	*out = json_integer_value(v);
+	return CM_OK;
+}
+
+int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
+		    size_t detail_len)
+{
+	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", NULL};
+	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
+	pool_spec spec = {.max_attempts = 3};
+	json_t *root = NULL;
+	json_t *v;
+	int64_t n;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int err;
+
+	if (len == 0) {
+		body = "{}";
+		len = 2;
+	}
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	/* multiprocessing's default: one worker per CPU. */
+	n = ncpu > 0 ? ncpu : 1;
+	if ((err = get_int(root, "processes", "", 1, SPEC_MAX_PROCESSES, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.processes = (int)n;
+	n = spec.max_attempts;
+	if ((err = get_int(root, "max_attempts", "", 1, 100, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.max_attempts = (int)n;
+	snprintf(spec.backend, sizeof(spec.backend), "%s", default_backend);
+	v = json_object_get(root, "backend");
+	if (v && !json_is_null(v)) {
+		int known = 0;
+		int offered = 0;
+		if (!json_is_string(v)) {
+			snprintf(detail, detail_len, "field 'backend' must be a string");
+			err = CM_EINVAL;
+			goto out;
+		}
+		snprintf(spec.backend, sizeof(spec.backend), "%s", json_string_value(v));
+		for (size_t i = 0; known_backends[i]; i++)
+			known |= strcmp(spec.backend, known_backends[i]) == 0;
+		for (size_t i = 0; backends[i]; i++)
+			offered |= strcmp(spec.backend, backends[i]) == 0;
+		if (!offered) {
+			snprintf(detail, detail_len,
+				 known ? "backend '%.31s' is not available in this gateway (available: local)"
+				       : "unknown backend '%.31s' (available: local)",
+				 spec.backend);
+			err = CM_EUNSUPPORTED;
+			goto out;
+		}
+	}
+	v = json_object_get(root, "resources");
+	if (v && !json_is_null(v)) {
+		json_t *cpu;
+		if (!json_is_object(v)) {
+			snprintf(detail, detail_len, "field 'resources' must be an object");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if ((err = check_keys(v, rkeys, "resources.", detail, detail_len)) != CM_OK)
+			goto out;
+		cpu = json_object_get(v, "cpu");
+		if (cpu && !json_is_null(cpu)) {
+			if (!json_is_number(cpu) || json_number_value(cpu) <= 0 || json_number_value(cpu) > 1024) {
+				snprintf(detail, detail_len, "field 'resources.cpu' must be a number of cores, 0 < cpu <= 1024");
+				err = CM_EINVAL;
+				goto out;
+			}
+			spec.cpu = json_number_value(cpu);
+		}
+		if ((err = get_int(v, "memory_mb", "resources.", 1, 1 << 24, &spec.memory_mb, detail, detail_len)) !=
+		    CM_OK)
+			goto out;
+		n = 0;
+		if ((err = get_int(v, "gpu", "resources.", 0, 64, &n, detail, detail_len)) != CM_OK)
+			goto out;
+		spec.gpu = (int)n;
+	}
+	*out = spec;
+out:
+	json_decref(root);
+	return err;
+}
+
+char *spec_pool_json(const pool_spec *spec)
+{
+	json_t *o = json_pack("{s:i, s:s, s:i, s:{s:f, s:I, s:i}}", "processes", spec->processes, "backend",
+			      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu", spec->cpu,
+			      "memory_mb", (json_int_t)spec->memory_mb, "gpu", spec->gpu);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+void spec_map_fini(map_spec *spec)
+{
+	free(spec->function);
+	for (size_t i = 0; i < spec->ncommand; i++)
+		free(spec->command[i]);
+	free(spec->command);
+	for (size_t i = 0; i < spec->nargs; i++)
+		free(spec->args[i]);
+	free(spec->args);
+	free(spec->lens);
+	memset(spec, 0, sizeof(*spec));
+}
+
+static int add_arg(map_spec *spec, json_t *v, size_t i, char *detail, size_t detail_len)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	if (!s)
+		return CM_ENOMEM;
+	spec->lens[i] = strlen(s);
+	if (spec->lens[i] > SPEC_ARG_MAX) {
+		free(s);
+		snprintf(detail, detail_len, "argument %zu is over the %u byte cap", i, SPEC_ARG_MAX);
+		return CM_ETOOBIG;
+	}
+	spec->args[i] = s;
+	spec->nargs = i + 1;
+	return CM_OK;
+}
+
+int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
+{
+	static const char *const map_keys[] = {"function", "command", "args", "chunksize", "timeout_s", NULL};
+	static const char *const apply_keys[] = {"function", "command", "arg", "timeout_s", NULL};
+	map_spec spec = {.chunksize = 1};
+	json_t *root = NULL;
+	json_t *fn, *cmd, *args;
+	int64_t n;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, single ? apply_keys : map_keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	fn = json_object_get(root, "function");
+	cmd = json_object_get(root, "command");
+	if (cmd && !json_is_null(cmd)) {
+		size_t i;
+		json_t *a;
+		if (fn && !json_is_null(fn) && !(json_is_string(fn) && strcmp(json_string_value(fn), "exec") == 0)) {
+			snprintf(detail, detail_len, "give either 'function' or 'command', not both");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256) {
+			snprintf(detail, detail_len, "field 'command' must be a non-empty array of strings (argv)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		spec.command = calloc(json_array_size(cmd), sizeof(char *));
+		if (!spec.command) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+		json_array_foreach(cmd, i, a) {
+			if (!json_is_string(a)) {
+				snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
+				err = CM_EINVAL;
+				goto out;
+			}
+			if (!(spec.command[i] = strdup(json_string_value(a)))) {
+				err = CM_ENOMEM;
+				goto out;
+			}
+			spec.ncommand = i + 1;
+		}
+		spec.function = strdup("exec");
+	} else {
+		if (!fn || !json_is_string(fn) || json_string_length(fn) == 0 || json_string_length(fn) > 256) {
+			snprintf(detail, detail_len, "field 'function' is required: a string such as \"echo\" or \"LIB.so:SYMBOL\" (or give 'command')");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if (strcmp(json_string_value(fn), "exec") == 0) {
+			snprintf(detail, detail_len, "function 'exec' needs a 'command' array");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if ((err = cm_function_check(json_string_value(fn), detail, detail_len)) != CM_OK)
+			goto out;
+		spec.function = strdup(json_string_value(fn));
+	}
+	if (!spec.function) {
+		err = CM_ENOMEM;
+		goto out;
+	}
+	n = 1;
+	if (!single && (err = get_int(root, "chunksize", "", 1, 1000000, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.chunksize = (int)n;
+	n = 0;
+	if ((err = get_int(root, "timeout_s", "", 0, 7 * 86400, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.timeout_ms = (unsigned)n * 1000u;
+	if (single) {
+		json_t *arg = json_object_get(root, "arg");
+		if (!arg) {
+			snprintf(detail, detail_len, "field 'arg' is required (any JSON value; null is fine)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		spec.args = calloc(1, sizeof(char *));
+		spec.lens = calloc(1, sizeof(size_t));
+		if (!spec.args || !spec.lens) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+		if ((err = add_arg(&spec, arg, 0, detail, detail_len)) != CM_OK)
+			goto out;
+	} else {
+		size_t i;
+		json_t *a;
+		args = json_object_get(root, "args");
+		if (!args || !json_is_array(args)) {
+			snprintf(detail, detail_len, "field 'args' is required: an array of arguments, one per task");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if (json_array_size(args) > SPEC_MAX_ARGS) {
+			snprintf(detail, detail_len, "field 'args' has over %d items; split the map", SPEC_MAX_ARGS);
+			err = CM_ETOOBIG;
+			goto out;
+		}
+		spec.args = calloc(json_array_size(args) + 1, sizeof(char *));
+		spec.lens = calloc(json_array_size(args) + 1, sizeof(size_t));
+		if (!spec.args || !spec.lens) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+		json_array_foreach(args, i, a) {
+			if ((err = add_arg(&spec, a, i, detail, detail_len)) != CM_OK)
+				goto out;
+		}
+	}
+	*out = spec;
+	memset(&spec, 0, sizeof(spec));
+out:
+	spec_map_fini(&spec);
+	json_decref(root);
+	return err;
+}

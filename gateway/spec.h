@@ -1,0 +1,52 @@
+/*
+ * Request bodies of the REST API, parsed into plain structs. Strict: an
+ * unknown field, a wrong type or an out-of-range value is refused, and the
+ * detail names the field, so a typo gets a 400 instead of a silent default.
+ * Thread-safe, no state: called on HTTP threads.
+ */
+#ifndef GATEWAY_SPEC_H
+#define GATEWAY_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPEC_MAX_PROCESSES 1024
+#define SPEC_MAX_ARGS 10000000
+#define SPEC_ARG_MAX (1u << 20) /* one argument, as JSON text */
+
+typedef struct pool_spec {
+	int processes;
+	char backend[32];
+	double cpu;        /* cores per worker, 0: unset */
+	int64_t memory_mb; /* per worker, 0: unset */
+	int gpu;           /* GPUs per worker */
+	int max_attempts;  /* runs of a task before it fails for good */
+} pool_spec;
+
+/* Parses POST /v1/pools. default_backend fills an absent "backend".
+ * Returns CM_OK, CM_EINVAL (malformed: 400) or CM_EUNSUPPORTED (unknown
+ * backend: 422), with the reason in detail. */
+int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
+		    size_t detail_len);
+/* The canonical JSON of a pool spec: a new string, free() it. */
+char *spec_pool_json(const pool_spec *spec);
+
+typedef struct map_spec {
+	char *function;   /* builtin, LIB.so:SYMBOL or "exec" */
+	char **command;   /* argv for exec */
+	size_t ncommand;
+	char **args;      /* JSON text of each argument */
+	size_t *lens;
+	size_t nargs;
+	int chunksize;
+	unsigned timeout_ms;
+} map_spec;
+
+/* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize}) or,
+ * with single set, POST /v1/pools/{id}/apply ({function|command, arg}).
+ * On success out owns new copies (spec_map_fini frees them). Returns CM_OK,
+ * CM_EINVAL, CM_ETOOBIG or CM_EUNSUPPORTED (bad function name: 422). */
+int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
+void spec_map_fini(map_spec *spec);
+
+#endif

@@ -1,0 +1,539 @@
+/*
+ * SQLite implementation of store.h. Each store is one connection and is used
+ * by one thread at a time: the writer by the engine thread, readers by
+ * whichever HTTP thread borrowed them.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "store/store.h"
+
+#define SCHEMA_VERSION 1
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
+	"CREATE TABLE IF NOT EXISTS pools("
+	"  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
+	"  state TEXT NOT NULL, reason TEXT, created_ms INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS jobs("
+	"  num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, pool_id TEXT NOT NULL,"
+	"  function TEXT NOT NULL, command TEXT, idem_key TEXT, state TEXT NOT NULL,"
+	"  base INTEGER NOT NULL, total INTEGER NOT NULL, chunksize INTEGER NOT NULL,"
+	"  created_ms INTEGER NOT NULL, UNIQUE(pool_id, idem_key));"
+	/* state: 0 queued, 1 pending (on worker), 2 done (seq, ok, value). */
+	"CREATE TABLE IF NOT EXISTS tasks("
+	"  id INTEGER PRIMARY KEY, job INTEGER NOT NULL, arg BLOB, state INTEGER NOT NULL,"
+	"  attempts INTEGER NOT NULL, worker TEXT, seq INTEGER, ok INTEGER, value BLOB);"
+	"CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
+	"CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
+	"CREATE TABLE IF NOT EXISTS workers("
+	"  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
+	"  exit_code INTEGER, started_ms INTEGER NOT NULL);"
+	"INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
+
+/* Hot-path statements, prepared once per writer connection. */
+enum {
+	S_TASK_INSERT,
+	S_TASK_ASSIGN,
+	S_TASK_ASSIGNED,
+	S_TASK_COMPLETE,
+	S_RESULTS_INPUT,
+	S_RESULTS_COMPLETION,
+	S_COUNT
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+	[S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
+	[S_TASK_ASSIGN] = "UPDATE tasks SET state = 1, worker = ?, attempts = attempts + 1"
+			  " WHERE id BETWEEN ? AND ? AND state = 0",
+	[S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
+			    " AND worker = ? ORDER BY id",
+	[S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
+			    " WHERE id = ? AND state < 2",
+	[S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
+	[S_RESULTS_COMPLETION] = "SELECT id, seq, ok, value, (SELECT base FROM jobs WHERE num = ?1)"
+				 " FROM tasks WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[S_COUNT];
+};
+
+static int fail(store *st, int rc)
+{
+	cm_warn("sqlite: %s (%d)", sqlite3_errmsg(st->db), rc);
+	if (rc == SQLITE_FULL || rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_BUSY ||
+	    rc == SQLITE_LOCKED)
+		return CM_EUNAVAIL;
+	if (rc == SQLITE_NOMEM)
+		return CM_ENOMEM;
+	return CM_EIO;
+}
+
+const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
+
+static int exec(store *st, const char *sql)
+{
+	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? CM_OK : fail(st, rc);
+}
+
+static int prepare(store *st, const char *sql, sqlite3_stmt **out)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
+	return rc == SQLITE_OK ? CM_OK : fail(st, rc);
+}
+
+/* Runs a statement that returns no rows and finalizes it. */
+static int step_done(store *st, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static const char *col_text(sqlite3_stmt *s, int i)
+{
+	return (const char *)sqlite3_column_text(s, i);
+}
+
+static int integrity_check(store *st, char *detail, size_t detail_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+	int err = CM_OK;
+
+	if (prepare(st, "PRAGMA quick_check", &s) != CM_OK) {
+		snprintf(detail, detail_len, "integrity check failed to run: %s", sqlite3_errmsg(st->db));
+		return CM_EIO;
+	}
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW || strcmp(col_text(s, 0), "ok") != 0) {
+		snprintf(detail, detail_len, "database failed its integrity check: %s",
+			 rc == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(st->db));
+		err = CM_EIO;
+	}
+	sqlite3_finalize(s);
+	return err;
+}
+
+int store_open(const char *path, int writer, store **out, char *detail, size_t detail_len)
+{
+	store *st = calloc(1, sizeof(*st));
+	int flags = writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+	int rc;
+
+	if (!st)
+		return CM_ENOMEM;
+	flags |= SQLITE_OPEN_NOMUTEX;
+	rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(detail, detail_len, "cannot open database %s: %s", path,
+			 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		store_close(st);
+		return CM_EUNAVAIL;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	if (writer) {
+		/* WAL: readers never block the writer. synchronous=NORMAL in WAL
+		 * mode is durable against a crash of the process (the case that
+		 * matters for a gateway killed with -9); FULL would add an fsync
+		 * per commit for power loss, and commits are grouped either way. */
+		if (exec(st, "PRAGMA journal_mode=WAL") != CM_OK || exec(st, "PRAGMA synchronous=NORMAL") != CM_OK ||
+		    integrity_check(st, detail, detail_len) != CM_OK || exec(st, schema) != CM_OK) {
+			if (!detail[0])
+				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
+					 sqlite3_errmsg(st->db));
+			store_close(st);
+			return CM_EIO;
+		}
+	}
+	for (int i = 0; i < S_COUNT; i++) {
+		if (prepare(st, stmt_sql[i], &st->stmt[i]) != CM_OK) {
+			snprintf(detail, detail_len, "cannot prepare statements on %s: %s", path,
+				 sqlite3_errmsg(st->db));
+			store_close(st);
+			return CM_EIO;
+		}
+	}
+	*out = st;
+	return CM_OK;
+}
+
+void store_close(store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+int store_begin(store *st) { return exec(st, "BEGIN IMMEDIATE"); }
+int store_commit(store *st) { return exec(st, "COMMIT"); }
+void store_rollback(store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- pools -------------------------------------------------------------- */
+
+int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
+		      int64_t created_ms)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "INSERT INTO pools(id, secret, spec, state, created_ms) VALUES(?, ?, ?, ?, ?)", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	bind_text(s, 2, secret);
+	bind_text(s, 3, spec_json);
+	bind_text(s, 4, state);
+	sqlite3_bind_int64(s, 5, created_ms);
+	return step_done(st, s);
+}
+
+int store_pool_set_state(store *st, const char *id, const char *state, const char *reason)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "UPDATE pools SET state = ?, reason = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, state);
+	bind_text(s, 2, reason);
+	bind_text(s, 3, id);
+	return step_done(st, s);
+}
+
+int store_pool_each(store *st, store_pool_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st, "SELECT id, secret, spec, state, reason, created_ms FROM pools ORDER BY created_ms", &s) !=
+	    CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), col_text(s, 4),
+		   sqlite3_column_int64(s, 5));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+int store_job_insert(store *st, const store_job *job)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st,
+		    "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
+		    " created_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		    &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, job->num);
+	bind_text(s, 2, job->id);
+	bind_text(s, 3, job->pool_id);
+	bind_text(s, 4, job->function);
+	bind_text(s, 5, job->command_json);
+	bind_text(s, 6, job->idem_key);
+	bind_text(s, 7, job->state);
+	sqlite3_bind_int64(s, 8, job->base);
+	sqlite3_bind_int64(s, 9, job->total);
+	sqlite3_bind_int(s, 10, job->chunksize);
+	sqlite3_bind_int64(s, 11, job->created_ms);
+	return step_done(st, s);
+}
+
+int store_job_set_state(store *st, int64_t num, const char *state)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "UPDATE jobs SET state = ? WHERE num = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, state);
+	sqlite3_bind_int64(s, 2, num);
+	return step_done(st, s);
+}
+
+int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20])
+{
+	sqlite3_stmt *s;
+	int rc;
+	int err = CM_ENOENT;
+
+	if (prepare(st, "SELECT id FROM jobs WHERE pool_id = ? AND idem_key = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, pool_id);
+	bind_text(s, 2, key);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		snprintf(id_out, 20, "%s", col_text(s, 0));
+		err = CM_OK;
+	} else if (rc != SQLITE_DONE) {
+		err = fail(st, rc);
+	}
+	sqlite3_finalize(s);
+	return err;
+}
+
+int store_job_each(store *st, store_job_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st,
+		    "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
+		    " j.chunksize, j.created_ms,"
+		    " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL),"
+		    " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL AND t.ok = 0)"
+		    " FROM jobs j ORDER BY j.num",
+		    &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_job j = {
+			.num = sqlite3_column_int64(s, 0),
+			.id = col_text(s, 1),
+			.pool_id = col_text(s, 2),
+			.function = col_text(s, 3),
+			.command_json = col_text(s, 4),
+			.idem_key = col_text(s, 5),
+			.state = col_text(s, 6),
+			.base = sqlite3_column_int64(s, 7),
+			.total = sqlite3_column_int64(s, 8),
+			.chunksize = sqlite3_column_int(s, 9),
+			.created_ms = sqlite3_column_int64(s, 10),
+			.done = sqlite3_column_int64(s, 11),
+			.failed = sqlite3_column_int64(s, 12),
+		};
+		fn(ctx, &j);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st, "SELECT (SELECT coalesce(max(num), 0) + 1 FROM jobs), (SELECT coalesce(max(id), 0) + 1 FROM tasks)",
+		    &s) != CM_OK)
+		return CM_EIO;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*job_num = sqlite3_column_int64(s, 0);
+		*task_id = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? CM_OK : fail(st, rc);
+}
+
+/* ---- tasks -------------------------------------------------------------- */
+
+int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens)
+{
+	sqlite3_stmt *s = st->stmt[S_TASK_INSERT];
+	int rc = SQLITE_DONE;
+
+	sqlite3_bind_int64(s, 2, job);
+	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+		sqlite3_bind_int64(s, 1, base + (int64_t)i);
+		sqlite3_bind_blob(s, 3, args[i], (int)lens[i], SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx)
+{
+	sqlite3_stmt *u = st->stmt[S_TASK_ASSIGN];
+	sqlite3_stmt *s = st->stmt[S_TASK_ASSIGNED];
+	int rc;
+	int err = CM_OK;
+
+	bind_text(u, 1, worker);
+	sqlite3_bind_int64(u, 2, lo);
+	sqlite3_bind_int64(u, 3, hi);
+	rc = sqlite3_step(u);
+	sqlite3_reset(u);
+	if (rc != SQLITE_DONE)
+		return fail(st, rc);
+	sqlite3_bind_int64(s, 1, lo);
+	sqlite3_bind_int64(s, 2, hi);
+	bind_text(s, 3, worker);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && err == CM_OK)
+		err = fn(ctx, sqlite3_column_int64(s, 0), sqlite3_column_blob(s, 1),
+			 (size_t)sqlite3_column_bytes(s, 1), sqlite3_column_int(s, 2));
+	sqlite3_reset(s);
+	if (err != CM_OK)
+		return err;
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CM_OK : fail(st, rc);
+}
+
+int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int *recorded)
+{
+	sqlite3_stmt *s = st->stmt[S_TASK_COMPLETE];
+	int rc;
+
+	sqlite3_bind_int64(s, 1, seq);
+	sqlite3_bind_int(s, 2, ok);
+	sqlite3_bind_blob(s, 3, value, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, id);
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return fail(st, rc);
+	*recorded = sqlite3_changes(st->db) == 1;
+	return CM_OK;
+}
+
+static int each_task(store *st, sqlite3_stmt *s, store_task_fn fn, void *ctx)
+{
+	int rc;
+	int err = CM_OK;
+
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		err = fn(ctx, sqlite3_column_int64(s, 0), NULL, 0, sqlite3_column_int(s, 1));
+	sqlite3_finalize(s);
+	if (err != CM_OK)
+		return err;
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int err;
+
+	if (prepare(st,
+		    worker ? "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id"
+			   : "SELECT id, attempts FROM tasks WHERE state = 1 ORDER BY id",
+		    &s) != CM_OK)
+		return CM_EIO;
+	if (worker)
+		bind_text(s, 1, worker);
+	err = each_task(st, s, fn, ctx);
+	if (err != CM_OK)
+		return err;
+	if (prepare(st,
+		    worker ? "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?"
+			   : "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1",
+		    &s) != CM_OK)
+		return CM_EIO;
+	if (worker)
+		bind_text(s, 1, worker);
+	return step_done(st, s);
+}
+
+int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "SELECT id, attempts FROM tasks WHERE job = ? AND state = 0 ORDER BY id", &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, job);
+	return each_task(st, s, fn, ctx);
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
+			void *ctx, int64_t *next)
+{
+	sqlite3_stmt *s = st->stmt[S_RESULTS_INPUT];
+	int64_t hi = base + cursor + limit - 1;
+	int64_t pos = cursor;
+	int rc;
+	int err = CM_OK;
+
+	if (hi > base + total - 1)
+		hi = base + total - 1;
+	sqlite3_bind_int64(s, 1, base + cursor);
+	sqlite3_bind_int64(s, 2, hi);
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_result r;
+		if (sqlite3_column_int(s, 1) != STORE_DONE)
+			break; /* imap: the next result in input order is not there yet */
+		r.index = sqlite3_column_int64(s, 0) - base;
+		r.seq = sqlite3_column_int64(s, 2);
+		r.ok = sqlite3_column_int(s, 3);
+		r.value = sqlite3_column_blob(s, 4);
+		r.len = (size_t)sqlite3_column_bytes(s, 4);
+		err = fn(ctx, &r);
+		pos = r.index + 1;
+	}
+	sqlite3_reset(s);
+	*next = pos;
+	return err;
+}
+
+int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
+			     int64_t *next)
+{
+	sqlite3_stmt *s = st->stmt[S_RESULTS_COMPLETION];
+	int64_t pos = cursor;
+	int rc;
+	int err = CM_OK;
+
+	sqlite3_bind_int64(s, 1, job);
+	sqlite3_bind_int64(s, 2, cursor);
+	sqlite3_bind_int64(s, 3, limit);
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_result r;
+		r.index = sqlite3_column_int64(s, 0) - sqlite3_column_int64(s, 4);
+		r.seq = sqlite3_column_int64(s, 1);
+		r.ok = sqlite3_column_int(s, 2);
+		r.value = sqlite3_column_blob(s, 3);
+		r.len = (size_t)sqlite3_column_bytes(s, 3);
+		err = fn(ctx, &r);
+		pos = r.seq;
+	}
+	sqlite3_reset(s);
+	*next = pos;
+	return err;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "INSERT OR REPLACE INTO workers(id, pool_id, pid, state, started_ms) VALUES(?, ?, ?, 'starting', ?)",
+		    &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	bind_text(s, 2, pool_id);
+	sqlite3_bind_int64(s, 3, pid);
+	sqlite3_bind_int64(s, 4, started_ms);
+	return step_done(st, s);
+}
+
+int store_worker_set_state(store *st, const char *id, const char *state, int exit_code)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "UPDATE workers SET state = ?, exit_code = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, state);
+	sqlite3_bind_int(s, 2, exit_code);
+	bind_text(s, 3, id);
+	return step_done(st, s);
+}

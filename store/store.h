@@ -1,0 +1,122 @@
+/*
+ * store: the SQLite schema and every query strand makes.
+ *
+ * The tasks table is the task queue (state QUEUED), the pending table
+ * (state PENDING, with the worker that holds the task) and the result table
+ * (state DONE, with a per-job completion sequence number) at once. A task id
+ * is a global integer and a job owns the contiguous block
+ * [base, base + total): task index = id - base, so input order is a rowid
+ * range scan and the queue can be kept as ranges.
+ *
+ * One writer connection (the gateway's engine thread) groups many changes in
+ * one transaction; readers (HTTP threads) take read-only connections from a
+ * small pool and, in WAL mode, see only what was committed. That is what
+ * makes "a result is committed before it is served" hold without locks.
+ *
+ * Not here: any policy (retries, leases, scheduling). Those live in the
+ * gateway's engine; the store only records.
+ */
+#ifndef STORE_STORE_H
+#define STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { STORE_QUEUED = 0, STORE_PENDING = 1, STORE_DONE = 2 };
+
+typedef struct store store;
+
+/* Opens (and on first use creates) the database at path. A writer runs the
+ * schema migration and an integrity check; a reader opens read-only.
+ * *out is new, closed with store_close. On failure writes the reason into
+ * detail and returns CM_EIO or CM_EUNAVAIL. */
+int store_open(const char *path, int writer, store **out, char *detail, size_t detail_len);
+void store_close(store *st);
+const char *store_errmsg(store *st); /* borrowed; valid until the next call */
+
+int store_begin(store *st);
+int store_commit(store *st);
+void store_rollback(store *st);
+
+/* ---- pools -------------------------------------------------------------- */
+int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
+		      int64_t created_ms);
+int store_pool_set_state(store *st, const char *id, const char *state, const char *reason);
+
+/* Calls fn once per stored pool (all strings borrowed for the call). */
+typedef void (*store_pool_fn)(void *ctx, const char *id, const char *secret, const char *spec_json,
+			      const char *state, const char *reason, int64_t created_ms);
+int store_pool_each(store *st, store_pool_fn fn, void *ctx);
+
+/* ---- jobs --------------------------------------------------------------- */
+typedef struct store_job {
+	int64_t num; /* integer key used by tasks.job */
+	const char *id;
+	const char *pool_id;
+	const char *function;
+	const char *command_json; /* JSON array, or NULL */
+	const char *idem_key;     /* or NULL */
+	const char *state;
+	int64_t base;
+	int64_t total;
+	int64_t done;   /* loaded only: results recorded */
+	int64_t failed; /* loaded only: of which errors */
+	int chunksize;
+	int64_t created_ms;
+} store_job;
+
+int store_job_insert(store *st, const store_job *job);
+int store_job_set_state(store *st, int64_t num, const char *state);
+/* Writes the id of the job created with this idempotency key into id_out
+ * (20 bytes). Returns CM_OK, or CM_ENOENT if there is none. */
+int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20]);
+typedef void (*store_job_fn)(void *ctx, const store_job *job);
+int store_job_each(store *st, store_job_fn fn, void *ctx);
+/* The next free job number and task id (1 on an empty database). */
+int store_next_ids(store *st, int64_t *job_num, int64_t *task_id);
+
+/* ---- tasks -------------------------------------------------------------- */
+/* Inserts tasks base .. base+n-1 of job, QUEUED, attempts 0. args[i] is the
+ * JSON text of argument i (borrowed). */
+int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens);
+
+/* Marks the QUEUED tasks in [lo, hi] PENDING on worker, attempts + 1, and
+ * calls fn for each with its argument (borrowed for the call). */
+typedef int (*store_task_fn)(void *ctx, int64_t id, const void *arg, size_t arg_len, int attempts);
+int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx);
+
+/* Records a result unless the task already has one. *recorded is 1 when this
+ * call recorded it, 0 when the task was already DONE or does not exist. */
+int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int *recorded);
+
+/* Returns every PENDING task of worker (or of any worker when worker is NULL)
+ * to QUEUED and calls fn(id, attempts) for each. */
+int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx);
+
+/* Calls fn for each QUEUED task of job, in id order (arg not loaded). */
+int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx);
+
+/* ---- results ------------------------------------------------------------ */
+typedef struct store_result {
+	int64_t index; /* position in the job's input */
+	int64_t seq;   /* completion order, 1-based */
+	int ok;
+	const char *value; /* JSON text when ok, error text otherwise; borrowed */
+	size_t len;
+} store_result;
+typedef int (*store_result_fn)(void *ctx, const store_result *r);
+
+/* Input order: results for indexes cursor, cursor+1, ... up to limit, stopping
+ * at the first index that has no result yet (imap). Completion order: results
+ * with seq > cursor in seq order (imap_unordered). *next is the cursor to
+ * pass next time. */
+int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
+			void *ctx, int64_t *next);
+int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
+			     int64_t *next);
+
+/* ---- workers ------------------------------------------------------------ */
+int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms);
+int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
+
+#endif

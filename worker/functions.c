@@ -1,0 +1,390 @@
+/*
+ * Task functions inside the worker: builtins, dlopen'd plugins and exec.
+ * Runs on the worker's executor thread only, one task at a time.
+ *
+ * Every failure of a task (bad argument, missing plugin, non-zero exit,
+ * output that is not JSON, a timeout) becomes an error result; only "crash"
+ * ends the worker, on purpose, so that crash handling can be exercised.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker/strand_plugin.h"
+#include "worker/worker.h"
+
+#define RESULT_MAX (1u << 20)      /* cap on one task's result */
+#define STDERR_TAIL 2048           /* what an exec error keeps of stderr */
+#define PLUGIN_CACHE 32
+
+typedef struct plugin_entry {
+	char *name; /* "LIB.so:SYMBOL" */
+	strand_plugin_fn *fn;
+} plugin_entry;
+
+struct worker_fns {
+	char *plugin_path;
+	plugin_entry cache[PLUGIN_CACHE];
+	size_t ncache;
+};
+
+worker_fns *worker_fns_new(const char *plugin_path)
+{
+	worker_fns *fns = calloc(1, sizeof(*fns));
+
+	if (fns && plugin_path && !(fns->plugin_path = strdup(plugin_path))) {
+		free(fns);
+		return NULL;
+	}
+	return fns;
+}
+
+void worker_fns_free(worker_fns *fns)
+{
+	if (!fns)
+		return;
+	/* Libraries stay loaded until exit: a plugin may have started threads
+	 * or registered destructors that dlclose would pull out from under. */
+	for (size_t i = 0; i < fns->ncache; i++)
+		free(fns->cache[i].name);
+	free(fns->plugin_path);
+	free(fns);
+}
+
+static int set_error(cm_buf *out, int *ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int set_error(cm_buf *out, int *ok, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	*ok = 0;
+	return cm_buf_puts(out, msg);
+}
+
+/* Checks that text is one JSON value, as the REST surface promises. */
+static int is_json(const char *text, size_t len)
+{
+	json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+	if (!v)
+		return 0;
+	json_decref(v);
+	return 1;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static int run_builtin(const char *name, const char *arg, size_t arg_len, uint64_t seed, cm_buf *out, int *ok)
+{
+	json_error_t jerr;
+	json_t *v;
+	int err = CM_OK;
+
+	*ok = 1;
+	if (strcmp(name, "noop") == 0)
+		return cm_buf_puts(out, "null");
+	if (strcmp(name, "echo") == 0)
+		return cm_buf_append(out, arg, arg_len);
+	if (strcmp(name, "crash") == 0) {
+		/* Dies the way a worker dies when the machine takes it away. */
+		raise(SIGKILL);
+	}
+	v = json_loadb(arg, arg_len, JSON_DECODE_ANY, &jerr);
+	if (!v)
+		return set_error(out, ok, "%s: argument is not JSON: %s", name, jerr.text);
+	if (strcmp(name, "fail") == 0) {
+		if (json_is_string(v))
+			err = set_error(out, ok, "%s", json_string_value(v));
+		else
+			err = set_error(out, ok, "fail called");
+	} else if (strcmp(name, "sleep") == 0) {
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400000.0) {
+			err = set_error(out, ok, "sleep: argument must be milliseconds (0 to 86400000)");
+		} else {
+			double ms = json_number_value(v);
+			struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000.0 * (double)(time_t)(ms / 1000)) * 1e6)};
+			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+				;
+			err = cm_buf_append(out, arg, arg_len);
+		}
+	} else if (strcmp(name, "pi") == 0) {
+		/* Monte Carlo: how many of N random points in the unit square fall
+		 * inside the quarter circle. */
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1000000000000LL) {
+			err = set_error(out, ok, "pi: argument must be a sample count (0 to 1e12)");
+		} else {
+			uint64_t s = seed | 1;
+			json_int_t n = json_integer_value(v);
+			json_int_t hits = 0;
+			for (json_int_t i = 0; i < n; i++) {
+				double x = (double)(xorshift(&s) >> 11) / 9007199254740992.0;
+				double y = (double)(xorshift(&s) >> 11) / 9007199254740992.0;
+				hits += x * x + y * y < 1.0;
+			}
+			err = cm_buf_printf(out, "%lld", (long long)hits);
+		}
+	} else {
+		err = set_error(out, ok, "unknown builtin function '%s'", name);
+	}
+	json_decref(v);
+	return err;
+}
+
+static strand_plugin_fn *plugin_lookup(worker_fns *fns, const char *name, cm_buf *out, int *ok, int *err)
+{
+	const char *colon = strchr(name, ':');
+	char lib[256];
+	char path[4096];
+	char *dirs;
+	char *save = NULL;
+	void *handle = NULL;
+	strand_plugin_fn *fn;
+
+	for (size_t i = 0; i < fns->ncache; i++)
+		if (strcmp(fns->cache[i].name, name) == 0)
+			return fns->cache[i].fn;
+	snprintf(lib, sizeof(lib), "%.*s", (int)(colon - name), name);
+	if (strchr(lib, '/')) {
+		*err = set_error(out, ok, "plugin name '%s' must be a file name, not a path", lib);
+		return NULL;
+	}
+	if (!fns->plugin_path) {
+		*err = set_error(out, ok, "plugin %s: no plugin path is set (STRAND_PLUGIN_PATH)", lib);
+		return NULL;
+	}
+	dirs = strdup(fns->plugin_path);
+	if (!dirs) {
+		*err = CM_ENOMEM;
+		return NULL;
+	}
+	for (char *d = strtok_r(dirs, ":", &save); d && !handle; d = strtok_r(NULL, ":", &save)) {
+		snprintf(path, sizeof(path), "%s/%s", d, lib);
+		if (access(path, R_OK) == 0) {
+			handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+			if (!handle) {
+				*err = set_error(out, ok, "plugin %s: %s", path, dlerror());
+				free(dirs);
+				return NULL;
+			}
+		}
+	}
+	free(dirs);
+	if (!handle) {
+		*err = set_error(out, ok, "plugin %s not found on plugin path %s", lib, fns->plugin_path);
+		return NULL;
+	}
+	*(void **)&fn = dlsym(handle, colon + 1);
+	if (!fn) {
+		*err = set_error(out, ok, "plugin %s has no symbol %s", lib, colon + 1);
+		return NULL;
+	}
+	if (fns->ncache < PLUGIN_CACHE) {
+		char *copy = strdup(name);
+		if (copy) {
+			fns->cache[fns->ncache].name = copy;
+			fns->cache[fns->ncache++].fn = fn;
+		}
+	}
+	return fn;
+}
+
+static int run_plugin(worker_fns *fns, const char *name, const char *arg, size_t arg_len, cm_buf *out, int *ok)
+{
+	int err = CM_OK;
+	strand_plugin_fn *fn = plugin_lookup(fns, name, out, ok, &err);
+	char *result = NULL;
+	int rc;
+
+	if (!fn)
+		return err;
+	rc = fn(arg, arg_len, &result);
+	if (rc != 0) {
+		err = set_error(out, ok, "%s: %s", name, result ? result : "failed");
+	} else if (!result) {
+		err = set_error(out, ok, "%s returned no result", name);
+	} else if (strlen(result) > RESULT_MAX) {
+		err = set_error(out, ok, "%s: result over the %u byte cap", name, RESULT_MAX);
+	} else if (!is_json(result, strlen(result))) {
+		err = set_error(out, ok, "%s: result is not JSON", name);
+	} else {
+		*ok = 1;
+		err = cm_buf_puts(out, result);
+	}
+	free(result);
+	return err;
+}
+
+static int64_t mono_ms(void) { return cm_now_ms(); }
+
+/* exec: one process per task. The argument goes to stdin, stdout is the
+ * result, stderr's tail explains a failure. One poll loop serves all three
+ * pipes so that a child writing a lot before reading cannot deadlock us. */
+static int run_exec(char *const *command, size_t ncommand, const char *arg, size_t arg_len, unsigned timeout_ms,
+		    cm_buf *out, int *ok)
+{
+	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1};
+	char **argv = NULL;
+	cm_buf so, se;
+	size_t written = 0;
+	int status = 0;
+	int timed_out = 0;
+	int err = CM_OK;
+	int64_t deadline = timeout_ms ? mono_ms() + timeout_ms : 0;
+	pid_t pid;
+
+	cm_buf_init(&so);
+	cm_buf_init(&se);
+	if (ncommand == 0)
+		return set_error(out, ok, "exec: the job has no command");
+	argv = calloc(ncommand + 1, sizeof(*argv));
+	if (!argv)
+		return CM_ENOMEM;
+	for (size_t i = 0; i < ncommand; i++)
+		argv[i] = command[i];
+	if (pipe2(in, O_CLOEXEC) || pipe2(o, O_CLOEXEC) || pipe2(e, O_CLOEXEC)) {
+		err = set_error(out, ok, "exec: pipe: %s", strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = set_error(out, ok, "exec: fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		execvp(argv[0], argv);
+		dprintf(2, "cannot run %s: %s", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(o[1]);
+	close(e[1]);
+	in[0] = o[1] = e[1] = -1;
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+	if (arg_len == 0) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	while (o[0] >= 0 || e[0] >= 0) {
+		struct pollfd p[3] = {{o[0], POLLIN, 0}, {e[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
+		int wait_ms = -1;
+		char chunk[65536];
+		if (deadline) {
+			int64_t left = deadline - mono_ms();
+			if (left <= 0) {
+				kill(pid, SIGKILL);
+				timed_out = 1;
+				break;
+			}
+			wait_ms = (int)left;
+		}
+		if (poll(p, 3, wait_ms) < 0 && errno != EINTR)
+			break;
+		if (p[2].revents) {
+			ssize_t n = write(in[1], arg + written, arg_len - written);
+			if (n > 0)
+				written += (size_t)n;
+			if (n < 0 || written == arg_len) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		for (int i = 0; i < 2; i++) {
+			int *fd = i == 0 ? &o[0] : &e[0];
+			cm_buf *b = i == 0 ? &so : &se;
+			ssize_t n;
+			if (!p[i].revents)
+				continue;
+			n = read(*fd, chunk, sizeof(chunk));
+			if (n <= 0) {
+				close(*fd);
+				*fd = -1;
+				continue;
+			}
+			if (i == 1 && se.len > STDERR_TAIL) {
+				/* keep only the tail of stderr */
+				memmove(se.data, se.data + se.len - STDERR_TAIL / 2, STDERR_TAIL / 2);
+				se.len = STDERR_TAIL / 2;
+			}
+			if (i == 0 && so.len + (size_t)n > RESULT_MAX) {
+				kill(pid, SIGKILL);
+				err = set_error(out, ok, "exec: stdout over the %u byte cap", RESULT_MAX);
+				waitpid(pid, &status, 0);
+				goto out;
+			}
+			if (cm_buf_append(b, chunk, (size_t)n) != CM_OK) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				err = CM_ENOMEM;
+				goto out;
+			}
+		}
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (timed_out) {
+		err = set_error(out, ok, "exec: timed out after %u ms", timeout_ms);
+	} else if (WIFSIGNALED(status)) {
+		err = set_error(out, ok, "exec: %s killed by signal %d: %.*s", argv[0], WTERMSIG(status),
+				(int)se.len, se.data ? se.data : "");
+	} else if (WEXITSTATUS(status) != 0) {
+		err = set_error(out, ok, "exec: %s exited with status %d: %.*s", argv[0], WEXITSTATUS(status),
+				(int)se.len, se.data ? se.data : "");
+	} else if (!is_json(so.data ? so.data : "", so.len)) {
+		err = set_error(out, ok, "exec: %s wrote no JSON value on stdout", argv[0]);
+	} else {
+		*ok = 1;
+		err = cm_buf_append(out, so.data, so.len);
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (o[i] >= 0)
+			close(o[i]);
+		if (e[i] >= 0)
+			close(e[i]);
+	}
+	cm_buf_fini(&so);
+	cm_buf_fini(&se);
+	free(argv);
+	return err;
+}
+
+int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
+		   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
+{
+	char detail[256];
+
+	if (cm_function_check(function, detail, sizeof(detail)) != CM_OK)
+		return set_error(out, ok, "%s", detail);
+	if (strcmp(function, "exec") == 0)
+		return run_exec(command, ncommand, arg, arg_len, timeout_ms, out, ok);
+	if (strchr(function, ':') && strncmp(function, "builtin:", 8) != 0)
+		return run_plugin(fns, function, arg, arg_len, out, ok);
+	return run_builtin(cm_function_builtin_name(function), arg, arg_len, seed, out, ok);
+}

@@ -1,0 +1,80 @@
+/* strand-worker: flags and environment, signals, then worker_run. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/worker.h"
+
+static volatile int stop_flag; /* the one global: set by signal handlers */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static const char *env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+	return v && v[0] ? v : fallback;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: strand-worker [options]\n"
+		   "Runs tasks for one pool of a strand gateway. Backends start it; it is rarely run by hand.\n\n"
+		   "  --hub URL              nng URL of the gateway hub (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
+		   "  --pool ID              pool id (STRAND_POOL_ID)\n"
+		   "  --id ID                this worker's id (STRAND_WORKER_ID)\n"
+		   "  --secret S             the pool's secret (STRAND_SECRET)\n"
+		   "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
+		   "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
+		   "  --help                 this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"hub", required_argument, NULL, 'h'},         {"pool", required_argument, NULL, 'p'},
+		{"id", required_argument, NULL, 'i'},          {"secret", required_argument, NULL, 's'},
+		{"plugin-path", required_argument, NULL, 'P'}, {"gateway-timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'H'},              {NULL, 0, NULL, 0},
+	};
+	worker_config cfg = {
+		.hub = env_or("STRAND_HUB", "tcp://127.0.0.1:7070"),
+		.pool_id = env_or("STRAND_POOL_ID", NULL),
+		.worker_id = env_or("STRAND_WORKER_ID", NULL),
+		.secret = env_or("STRAND_SECRET", ""),
+		.plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
+		.gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
+	};
+	struct sigaction sa;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h': cfg.hub = optarg; break;
+		case 'p': cfg.pool_id = optarg; break;
+		case 'i': cfg.worker_id = optarg; break;
+		case 's': cfg.secret = optarg; break;
+		case 'P': cfg.plugin_path = optarg; break;
+		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
+		case 'H': usage(stdout); return 0;
+		default: usage(stderr); return 64;
+		}
+	}
+	if (!cfg.pool_id || !cfg.worker_id) {
+		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");
+		return 64;
+	}
+	if (cfg.gateway_timeout_s <= 0)
+		cfg.gateway_timeout_s = 60;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return worker_run(&cfg, &stop_flag);
+}

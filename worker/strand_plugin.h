@@ -1,0 +1,24 @@
+/*
+ * The ABI of a strand plugin function, named in a task as LIB.so:SYMBOL.
+ * strand-worker finds LIB.so on its plugin path (STRAND_PLUGIN_PATH, a
+ * colon-separated list of folders), dlopens it once and calls SYMBOL for each
+ * task. A plugin includes only this header and links nothing of strand.
+ *
+ *   int SYMBOL(const char *arg, size_t arg_len, char **out);
+ *
+ * arg is the task argument as JSON text, NUL-terminated (borrowed).
+ * On success return 0 and set *out to a new malloc'd NUL-terminated JSON text:
+ * the task's result, which the worker checks is valid JSON.
+ * On failure return non-zero and set *out to a new malloc'd error message (or
+ * leave it NULL): the task fails with that message; the worker lives on.
+ * The worker frees *out with free(). A worker runs one task at a time, so a
+ * plugin needs no locking of its own.
+ */
+#ifndef STRAND_PLUGIN_H
+#define STRAND_PLUGIN_H
+
+#include <stddef.h>
+
+typedef int strand_plugin_fn(const char *arg, size_t arg_len, char **out);
+
+#endif

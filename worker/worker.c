@@ -1,0 +1,386 @@
+/*
+ * The worker's pull loop (caller's thread) and executor (its own thread).
+ *
+ *   hub thread:  wait for (a finished result | heartbeat due | stop)
+ *                -> Pull{results, want} -> Batch{tasks} -> hand tasks over
+ *   executor:    take a task -> run it -> put its result in the outbox
+ *
+ * How many tasks the worker asks for adapts to their length: enough to stay
+ * busy for BUDGET_MS beyond the one running, so short tasks travel in large
+ * batches and long ones one at a time (no tail of tasks stuck behind a slow
+ * one). Results stay in the outbox until a Batch answered the Pull carrying
+ * them; a lost answer means they are sent again, and the gateway drops
+ * duplicates.
+ */
+#define _GNU_SOURCE
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/frame.h"
+#include "worker/worker.h"
+
+#define BUDGET_MS 20.0
+#define MAX_BATCH 4096
+#define HEARTBEAT_MS 1000
+#define RECV_TIMEOUT_MS 10000 /* the gateway parks an idle pull for ~1 s */
+#define MAX_PULL_RESULTS_BYTES (8u << 20)
+
+typedef struct task {
+	uint64_t id;
+	char *function;
+	char *arg; /* NUL-terminated copy: plugins get a C string */
+	size_t arg_len;
+	char **command;
+	size_t ncommand;
+	unsigned timeout_ms;
+	unsigned attempt;
+} task;
+
+typedef struct result {
+	uint64_t id;
+	int ok;
+	char *value;
+	size_t len;
+} result;
+
+typedef struct worker {
+	const worker_config *cfg;
+	volatile int *stop;
+	worker_fns *fns;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;  /* executor waits for tasks */
+	pthread_cond_t hub; /* hub thread waits for results */
+	task *tasks;        /* ring of queued tasks */
+	size_t head, count, cap;
+	result *out;        /* finished, not yet acknowledged */
+	size_t nout, capout;
+	int running;
+	int quit;
+	double avg_ms;      /* moving average of task run time */
+} worker;
+
+static void task_free(task *t)
+{
+	free(t->function);
+	free(t->arg);
+	for (size_t i = 0; i < t->ncommand; i++)
+		free(t->command[i]);
+	free(t->command);
+}
+
+static int push_result(worker *w, result r)
+{
+	if (w->nout == w->capout) {
+		size_t cap = w->capout ? w->capout * 2 : 256;
+		result *p = realloc(w->out, cap * sizeof(*p));
+		if (!p)
+			return CM_ENOMEM;
+		w->out = p;
+		w->capout = cap;
+	}
+	w->out[w->nout++] = r;
+	return CM_OK;
+}
+
+static void *executor(void *arg)
+{
+	worker *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		task t;
+		cm_buf out;
+		int ok = 0;
+		double t0;
+		double ms;
+
+		while (w->count == 0 && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->quit)
+			break;
+		t = w->tasks[w->head];
+		w->head = (w->head + 1) % w->cap;
+		w->count--;
+		w->running = 1;
+		pthread_mutex_unlock(&w->mu);
+
+		cm_buf_init(&out);
+		t0 = cm_now_s();
+		if (worker_fns_run(w->fns, t.function, t.arg, t.arg_len, t.command, t.ncommand, t.timeout_ms,
+				   t.id * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ t.attempt, &out,
+				   &ok) != CM_OK) {
+			cm_buf_fini(&out);
+			ok = 0;
+			cm_buf_puts(&out, "worker out of memory running the task");
+		}
+		ms = (cm_now_s() - t0) * 1000.0;
+		task_free(&t);
+
+		pthread_mutex_lock(&w->mu);
+		w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
+		if (push_result(w, (result){t.id, ok, out.data, out.len}) != CM_OK)
+			cm_buf_fini(&out); /* the task will be re-run after its lease */
+		w->running = 0;
+		pthread_cond_signal(&w->hub);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Takes ownership of the tasks in b (copies them out of the message). */
+static int queue_tasks(worker *w, const Strand__Batch *b)
+{
+	if (w->count + b->n_tasks > w->cap) {
+		size_t cap = w->cap ? w->cap : 64;
+		task *p;
+		while (cap < w->count + b->n_tasks)
+			cap *= 2;
+		p = malloc(cap * sizeof(*p));
+		if (!p)
+			return CM_ENOMEM;
+		for (size_t i = 0; i < w->count; i++)
+			p[i] = w->tasks[(w->head + i) % w->cap];
+		free(w->tasks);
+		w->tasks = p;
+		w->cap = cap;
+		w->head = 0;
+	}
+	for (size_t i = 0; i < b->n_tasks; i++) {
+		const Strand__Task *m = b->tasks[i];
+		task t = {.id = m->id, .timeout_ms = m->timeout_ms, .attempt = m->attempt, .arg_len = m->arg.len};
+		t.function = strdup(m->function);
+		t.arg = malloc(m->arg.len + 1);
+		t.command = m->n_command ? calloc(m->n_command, sizeof(char *)) : NULL;
+		if (!t.function || !t.arg || (m->n_command && !t.command)) {
+			task_free(&t);
+			return CM_ENOMEM;
+		}
+		if (m->arg.len)
+			memcpy(t.arg, m->arg.data, m->arg.len);
+		t.arg[m->arg.len] = '\0';
+		for (size_t j = 0; j < m->n_command; j++) {
+			t.command[j] = strdup(m->command[j]);
+			t.ncommand++;
+			if (!t.command[j]) {
+				task_free(&t);
+				return CM_ENOMEM;
+			}
+		}
+		w->tasks[(w->head + w->count) % w->cap] = t;
+		w->count++;
+	}
+	return CM_OK;
+}
+
+/* How many tasks to hold (queued + running): one at a time for tasks longer
+ * than the budget, otherwise enough to cover the budget. */
+static size_t target_in_hand(const worker *w)
+{
+	double n;
+
+	if (w->avg_ms < 0)
+		return 1;
+	if (w->avg_ms >= BUDGET_MS)
+		return 1;
+	n = 1.0 + BUDGET_MS / (w->avg_ms > 0.001 ? w->avg_ms : 0.001);
+	return n > MAX_BATCH ? MAX_BATCH : (size_t)n;
+}
+
+/* One exchange with the hub, sending the nsend results in sent (a snapshot
+ * of the outbox's head: the executor may grow the outbox meanwhile).
+ * Returns CM_OK with *batch set, or an error. */
+static int exchange(worker *w, nng_socket sock, const result *sent, size_t nsend, uint32_t want, uint32_t in_hand,
+		    Strand__Batch **batch)
+{
+	Strand__Pull pull = STRAND__PULL__INIT;
+	Strand__Result *rs = NULL;
+	Strand__Result **rp = NULL;
+	uint8_t *frame = NULL;
+	size_t frame_len;
+	void *reply = NULL;
+	size_t reply_len;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	int err;
+	int rv;
+
+	if (nsend) {
+		rs = calloc(nsend, sizeof(*rs));
+		rp = calloc(nsend, sizeof(*rp));
+		if (!rs || !rp) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < nsend; i++) {
+		strand__result__init(&rs[i]);
+		rs[i].task_id = sent[i].id;
+		rs[i].ok = sent[i].ok;
+		rs[i].value.data = (uint8_t *)sent[i].value;
+		rs[i].value.len = sent[i].len;
+		rp[i] = &rs[i];
+	}
+	pull.worker_id = (char *)w->cfg->worker_id;
+	pull.pool_id = (char *)w->cfg->pool_id;
+	pull.secret = (char *)w->cfg->secret;
+	pull.want = want;
+	pull.in_hand = in_hand;
+	pull.n_results = nsend;
+	pull.results = rp;
+	err = proto_frame_encode(PROTO_PULL, &pull.base, &frame, &frame_len);
+	if (err != CM_OK)
+		goto out;
+	if ((rv = nng_send(sock, frame, frame_len, 0)) != 0 ||
+	    (rv = nng_recv(sock, &reply, &reply_len, NNG_FLAG_ALLOC)) != 0) {
+		if (rv != NNG_ETIMEDOUT)
+			cm_warn("hub %s: %s", w->cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
+		goto out;
+	}
+	err = proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail));
+	if (err != CM_OK) {
+		cm_warn("refusing a frame from the hub: %s", detail);
+		err = CM_EUNAVAIL;
+		goto out;
+	}
+	*batch = (Strand__Batch *)msg;
+out:
+	if (reply)
+		nng_free(reply, reply_len);
+	free(frame);
+	free(rs);
+	free(rp);
+	return err;
+}
+
+int worker_run(const worker_config *cfg, volatile int *stop)
+{
+	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1};
+	nng_socket sock = NNG_SOCKET_INITIALIZER;
+	pthread_t exec_thread;
+	int64_t last_ok = cm_now_ms();
+	int code = 0;
+	int rv;
+
+	w.fns = worker_fns_new(cfg->plugin_path);
+	if (!w.fns)
+		return 1;
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	pthread_cond_init(&w.hub, NULL);
+	if ((rv = nng_req0_open(&sock)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, RECV_TIMEOUT_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, RECV_TIMEOUT_MS)) != 0 ||
+	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 1000)) != 0 ||
+	    (rv = nng_dial(sock, cfg->hub, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
+		code = 1;
+		goto out_sock;
+	}
+	if (pthread_create(&exec_thread, NULL, executor, &w) != 0) {
+		code = 1;
+		goto out_sock;
+	}
+	cm_info("worker %s of pool %s dialing %s", cfg->worker_id, cfg->pool_id, cfg->hub);
+
+	pthread_mutex_lock(&w.mu);
+	while (!*stop) {
+		Strand__Batch *batch = NULL;
+		int64_t beat = cm_now_ms() + HEARTBEAT_MS;
+		size_t in_hand = w.count + (size_t)w.running;
+		size_t target;
+		size_t nsend = 0;
+		size_t bytes = 0;
+		result *sent = NULL;
+		int err;
+
+		/* Sleep while holding enough work and nothing to report. */
+		while (!*stop && w.nout == 0 && in_hand >= target_in_hand(&w) && in_hand > 0 && cm_now_ms() < beat) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&w.hub, &w.mu, &ts);
+			in_hand = w.count + (size_t)w.running;
+		}
+		if (*stop)
+			break;
+		target = target_in_hand(&w);
+		while (nsend < w.nout && bytes < MAX_PULL_RESULTS_BYTES)
+			bytes += w.out[nsend++].len + 16;
+		if (nsend && !(sent = malloc(nsend * sizeof(*sent)))) {
+			code = 1;
+			break;
+		}
+		if (nsend)
+			memcpy(sent, w.out, nsend * sizeof(*sent));
+		pthread_mutex_unlock(&w.mu);
+
+		err = exchange(&w, sock, sent, nsend, target > in_hand ? (uint32_t)(target - in_hand) : 0,
+			       (uint32_t)in_hand, &batch);
+		free(sent);
+
+		pthread_mutex_lock(&w.mu);
+		if (err != CM_OK) {
+			if (cm_now_ms() - last_ok > (int64_t)cfg->gateway_timeout_s * 1000) {
+				cm_error("gateway away for over %d s; exiting", cfg->gateway_timeout_s);
+				code = 3;
+				break;
+			}
+			pthread_mutex_unlock(&w.mu);
+			usleep(100 * 1000);
+			pthread_mutex_lock(&w.mu);
+			continue;
+		}
+		last_ok = cm_now_ms();
+		/* The gateway has recorded what we sent: drop it. */
+		for (size_t i = 0; i < nsend; i++)
+			free(w.out[i].value);
+		memmove(w.out, w.out + nsend, (w.nout - nsend) * sizeof(*w.out));
+		w.nout -= nsend;
+		if (batch->status == STRAND__BATCH__STATUS__REFUSED) {
+			cm_error("gateway refused this worker: %s", batch->error);
+			code = 2;
+		} else if (batch->status == STRAND__BATCH__STATUS__STOP) {
+			cm_info("gateway says stop");
+		} else if (queue_tasks(&w, batch) != CM_OK) {
+			cm_error("out of memory queueing tasks");
+			code = 1;
+		} else {
+			pthread_cond_signal(&w.cv);
+			protobuf_c_message_free_unpacked(&batch->base, NULL);
+			continue;
+		}
+		protobuf_c_message_free_unpacked(&batch->base, NULL);
+		break;
+	}
+	w.quit = 1;
+	pthread_cond_signal(&w.cv);
+	pthread_mutex_unlock(&w.mu);
+	/* A task still running finishes on its own; it is not interrupted. */
+	pthread_join(exec_thread, NULL);
+out_sock:
+	nng_close(sock);
+	for (size_t i = 0; i < w.count; i++)
+		task_free(&w.tasks[(w.head + i) % w.cap]);
+	for (size_t i = 0; i < w.nout; i++)
+		free(w.out[i].value);
+	free(w.tasks);
+	free(w.out);
+	worker_fns_free(w.fns);
+	pthread_cond_destroy(&w.cv);
+	pthread_cond_destroy(&w.hub);
+	pthread_mutex_destroy(&w.mu);
+	return code;
+}

@@ -1,0 +1,40 @@
+/*
+ * worker: the loop that runs inside every process or container a backend
+ * starts. It dials the gateway's hub, pulls task batches, runs them one at a
+ * time and sends the results back piggy-backed on its next pull.
+ *
+ * Two threads: the caller's thread talks to the hub; an executor thread runs
+ * tasks. Talking and running overlap, so the round trip to the gateway (which
+ * commits results before it answers) costs no execution time. The worker
+ * never touches SQLite and keeps finished results until the gateway has
+ * answered the pull that carried them.
+ */
+#ifndef WORKER_WORKER_H
+#define WORKER_WORKER_H
+
+#include "common/common.h"
+
+typedef struct worker_config {
+	const char *hub;         /* nng URL of the gateway's hub */
+	const char *pool_id;
+	const char *worker_id;
+	const char *secret;
+	const char *plugin_path; /* colon-separated folders, may be NULL */
+	int gateway_timeout_s;   /* exit when the gateway stays away this long */
+} worker_config;
+
+/* Runs until the gateway says stop, refuses us, stays away too long, or
+ * *stop becomes non-zero (set from a signal handler). Returns the process
+ * exit code: 0 on a normal stop. */
+int worker_run(const worker_config *cfg, volatile int *stop);
+
+/* Runs one task function (see common.h for names). Appends the result (JSON
+ * text) or the error message to out and sets *ok. Returns CM_OK, or
+ * CM_ENOMEM. The plugin cache lives in fns (caller storage). */
+typedef struct worker_fns worker_fns;
+worker_fns *worker_fns_new(const char *plugin_path);
+void worker_fns_free(worker_fns *fns);
+int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
+		   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
+
+#endif
