@@ -216,12 +216,19 @@ static void ready(engine *e, op *o)
 	e->ready = o;
 }
 
+static void pool_cancel_jobs(engine *e, pool *p, const char *why);
+
 static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
 	p->state = s;
 	if (reason)
 		snprintf(p->reason, sizeof(p->reason), "%s", reason);
 	store_pool_set_state(e->st, p->id, pool_state_names[s], reason);
+	if (s == POOL_FAILED) {
+		char why[600];
+		snprintf(why, sizeof(why), "cancelled: the pool failed: %s", reason ? reason : "");
+		pool_cancel_jobs(e, p, why);
+	}
 	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
 }
 
@@ -329,6 +336,28 @@ static void job_check_done(engine *e, job *j)
 	store_job_set_state(e->st, j->num, j->state);
 	j->pool->open_jobs--;
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
+}
+
+/* Ends every unfinished job of a pool that ends: each task without a result
+ * gets an error result, so every index of the job has an answer and no
+ * client waits on a job that cannot finish. */
+static void pool_cancel_jobs(engine *e, pool *p, const char *why)
+{
+	queue_clear(p);
+	for (job *j = p->jobs; j; j = j->next) {
+		int64_t n = 0;
+		if (strcmp(j->state, "running") != 0)
+			continue;
+		if (store_job_cancel(e->st, j->num, j->base, j->done + 1, why, &n) == CM_OK) {
+			j->done += n;
+			j->failed += n;
+			p->tasks_done += n;
+			p->tasks_failed += n;
+		}
+		snprintf(j->state, sizeof(j->state), "cancelled");
+		store_job_set_state(e->st, j->num, j->state);
+		p->open_jobs--;
+	}
 }
 
 /* Records one result; returns 1 if it was the first for that task. */
@@ -667,6 +696,7 @@ static void handle_pool_delete(engine *e, op *o)
 
 	if (!p) {
 		o->err = CM_ENOENT;
+		ready(e, o);
 		return;
 	}
 	if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED) {
@@ -682,14 +712,7 @@ static void handle_pool_delete(engine *e, op *o)
 			}
 		}
 		p->kill_at = cm_now_ms() + TERM_GRACE_MS;
-		queue_clear(p);
-		for (job *j = p->jobs; j; j = j->next) {
-			if (strcmp(j->state, "running") == 0) {
-				snprintf(j->state, sizeof(j->state), "cancelled");
-				store_job_set_state(e->st, j->num, j->state);
-				p->open_jobs--;
-			}
-		}
+		pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
 	}
 	if (p->state == POOL_TERMINATED) {
 		o->out = pool_json(p);
@@ -1139,6 +1162,8 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	for (pool *p = e->pools; p; p = p->next) {
 		if (p->state == POOL_TERMINATING)
 			pool_set_state(e, p, POOL_TERMINATED, NULL);
+		if (p->state == POOL_TERMINATED || p->state == POOL_FAILED)
+			pool_cancel_jobs(e, p, "cancelled: the pool ended");
 		for (job *j = p->jobs; j; j = j->next) {
 			load_queue_ctx c = {p, j};
 			njobs++;

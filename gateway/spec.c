@@ -154,9 +154,11 @@ out:
 
 char *spec_pool_json(const pool_spec *spec)
 {
-	json_t *o = json_pack("{s:i, s:s, s:i, s:{s:f, s:I, s:i}}", "processes", spec->processes, "backend",
-			      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu", spec->cpu,
-			      "memory_mb", (json_int_t)spec->memory_mb, "gpu", spec->gpu);
+	/* Unset resources are null, so that the stored spec parses back. */
+	json_t *o = json_pack("{s:i, s:s, s:i, s:{s:o, s:o, s:i}}", "processes", spec->processes, "backend",
+			      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu",
+			      spec->cpu > 0 ? json_real(spec->cpu) : json_null(), "memory_mb",
+			      spec->memory_mb > 0 ? json_integer(spec->memory_mb) : json_null(), "gpu", spec->gpu);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	json_decref(o);

@@ -442,6 +442,30 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
 	return step_done(st, s);
 }
 
+int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	/* One statement for the whole job; seq stays unique and above every
+	 * seq already given (seq_from + index). */
+	if (prepare(st,
+		    "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + (id - ?3), worker = NULL"
+		    " WHERE job = ?4 AND state < 2",
+		    &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, message);
+	sqlite3_bind_int64(s, 2, seq_from);
+	sqlite3_bind_int64(s, 3, base);
+	sqlite3_bind_int64(s, 4, job);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return fail(st, rc);
+	*count = sqlite3_changes(st->db);
+	return CM_OK;
+}
+
 int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
 {
 	sqlite3_stmt *s;

@@ -93,6 +93,10 @@ int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *
  * to QUEUED and calls fn(id, attempts) for each. */
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx);
 
+/* Records every task of job that has no result yet as failed with message;
+ * their seq numbers start at seq_from. *count is how many. */
+int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count);
+
 /* Calls fn for each QUEUED task of job, in id order (arg not loaded). */
 int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx);
 

@@ -1,0 +1,237 @@
+/*
+ * Pool and gateway lifecycle: DELETE leaves no worker process, SIGTERM stops
+ * the gateway and its workers cleanly, and a restarted gateway (after a
+ * clean stop or a SIGKILL) serves everything it had acknowledged.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+/* The pids of a pool's live workers; returns how many (at most max). */
+static int worker_pids(const gateway *g, const char *pool, pid_t *pids, int max)
+{
+	char path[128];
+	response r;
+	json_t *w;
+	size_t k;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(g, "GET", path, NULL, NULL);
+	json_array_foreach(json_object_get(r.json, "workers"), k, w) {
+		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
+			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
+	}
+	response_free(&r);
+	return n;
+}
+
+static json_t *collect(const gateway *g, const char *job);
+
+static void test_delete_leaves_no_worker(void **state)
+{
+	gateway g;
+	pid_t pids[8];
+	char path[128];
+	char *pool;
+	response r;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	pool = pool_create(&g, 3);
+	pool_wait_connected(&g, pool, 3);
+	assert_int_equal(worker_pids(&g, pool, pids, 8), 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(process_alive(pids[i]));
+	/* Busy workers too: a long map is running when the pool is deleted. */
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&g, "POST", path, "{\"function\":\"sleep\",\"args\":[60000,60000,60000,60000]}", NULL);
+	assert_int_equal(r.status, 202);
+	char job[64];
+	snprintf(job, sizeof(job), "/v1/jobs/%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "terminated");
+	assert_int_equal(json_integer_value(json_object_get(r.json, "live_workers")), 0);
+	response_free(&r);
+	for (int i = 0; i < 3; i++)
+		assert_false(process_alive(pids[i]));
+	r = http(&g, "GET", job, NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "cancelled");
+	assert_int_equal(json_integer_value(json_object_get(r.json, "failed")), 4);
+	response_free(&r);
+	/* Every index has an answer, so a client paging results finishes. */
+	json_t *items = collect(&g, job + strlen("/v1/jobs/"));
+	assert_int_equal(json_array_size(items), 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_non_null(strstr(json_string_value(json_object_get(json_array_get(items, i), "error")), "cancelled"));
+	json_decref(items);
+	/* Deleting again is harmless. */
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+static void test_sigterm_stops_gateway_and_workers(void **state)
+{
+	gateway g;
+	pid_t pids[8];
+	char *pool;
+	int status;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	assert_int_equal(worker_pids(&g, pool, pids, 8), 2);
+	status = gateway_stop(&g);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < 2; i++)
+		assert_false(process_alive(pids[i]));
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+/* Collects all results of a job in input order; returns the array. */
+static json_t *collect(const gateway *g, const char *job)
+{
+	json_t *all = json_array();
+	char cursor[32] = "0";
+
+	for (int round = 0; round < 1000; round++) {
+		char path[256];
+		response r;
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?limit=5000&wait=10&cursor=%s", job, cursor);
+		r = http(g, "GET", path, NULL, NULL);
+		assert_int_equal(r.status, 200);
+		json_array_extend(all, json_object_get(r.json, "items"));
+		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
+		int complete = json_is_true(json_object_get(r.json, "complete"));
+		response_free(&r);
+		if (complete)
+			return all;
+	}
+	fail_msg("job %s never completed", job);
+	return NULL;
+}
+
+static void assert_echo_results(json_t *items, int n)
+{
+	json_t *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach(items, k, it) {
+		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
+		assert_true(json_is_true(json_object_get(it, "ok")));
+	}
+}
+
+static void test_restart_after_kill_loses_nothing(void **state)
+{
+	gateway g;
+	char path[128];
+	char *pool;
+	char done_job[32], live_job[32];
+	json_t *args = json_array();
+	response r;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	/* One job finished before the crash... */
+	r = http(&g, "POST", path, "{\"function\":\"echo\",\"args\":[10,11,12]}", NULL);
+	snprintf(done_job, sizeof(done_job), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	json_decref(collect(&g, done_job));
+	/* ...and one in flight when the gateway is killed. */
+	for (int i = 0; i < 200; i++)
+		json_array_append_new(args, json_integer(10));
+	r = http_json(&g, "POST", path, json_pack("{s:s, s:o}", "function", "sleep", "args", args));
+	assert_int_equal(r.status, 202);
+	snprintf(live_job, sizeof(live_job), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	usleep(300000);
+	kill(g.pid, SIGKILL);
+	waitpid(g.pid, NULL, 0);
+
+	gateway_restart(&g);
+	json_t *items = collect(&g, done_job);
+	assert_int_equal(json_array_size(items), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 2), "value")), 12);
+	json_decref(items);
+	items = collect(&g, live_job);
+	assert_echo_results(items, 200);
+	json_decref(items);
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "active");
+	response_free(&r);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+static void test_closed_pool_finishes_then_stops_workers(void **state)
+{
+	gateway g;
+	char path[128];
+	char *pool;
+	char job[32];
+	pid_t pids[4];
+	response r;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	assert_int_equal(worker_pids(&g, pool, pids, 4), 2);
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&g, "POST", path, "{\"function\":\"sleep\",\"args\":[50,50,50,50,50,50]}", NULL);
+	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/pools/%s/close", pool);
+	r = http(&g, "POST", path, "", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	/* close is not terminate: the queued work still completes (join). */
+	json_t *items = collect(&g, job);
+	assert_int_equal(json_array_size(items), 6);
+	json_decref(items);
+	for (int i = 0; i < 200 && (process_alive(pids[0]) || process_alive(pids[1])); i++)
+		usleep(25000);
+	assert_false(process_alive(pids[0]));
+	assert_false(process_alive(pids[1]));
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_delete_leaves_no_worker),
+		cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
+		cmocka_unit_test(test_restart_after_kill_loses_nothing),
+		cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
+	};
+	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
+}

@@ -1,0 +1,307 @@
+/*
+ * Pool.map end to end: a real gateway, real workers, real SQLite, loopback.
+ * Every test asserts the exact result set: nothing lost, nothing twice.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+typedef struct fixture {
+	gateway g;
+	char *pool;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	gateway_start(&f->g, NULL);
+	f->pool = pool_create(&f->g, 2);
+	pool_wait_connected(&f->g, f->pool, 2);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+
+	gateway_cleanup(&f->g);
+	free(f->pool);
+	free(f);
+	return 0;
+}
+
+/* Submits a map and returns the job id (new string). */
+static char *submit(fixture *f, json_t *spec)
+{
+	char path[128];
+	response r;
+	char *id;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", f->pool);
+	r = http_json(&f->g, "POST", path, spec);
+	assert_int_equal(r.status, 202);
+	assert_non_null(strstr(r.location, "/v1/jobs/j-"));
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+/* Pages every result of a job; returns them as one JSON array of items. */
+static json_t *collect(fixture *f, const char *job, const char *order, int limit)
+{
+	json_t *all = json_array();
+	char cursor[32] = "0";
+
+	for (int round = 0; round < 2000; round++) {
+		char path[256];
+		response r;
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=10&cursor=%s", job, order,
+			 limit, cursor);
+		r = http(&f->g, "GET", path, NULL, NULL);
+		assert_int_equal(r.status, 200);
+		json_array_extend(all, json_object_get(r.json, "items"));
+		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
+		if (json_is_true(json_object_get(r.json, "complete"))) {
+			response_free(&r);
+			return all;
+		}
+		response_free(&r);
+	}
+	fail_msg("job %s never completed", job);
+	return NULL;
+}
+
+static json_t *range_args(int n)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:i, s:s}", "i", i, "tag", "x"));
+	return a;
+}
+
+static void test_map_10000_input_order(void **state)
+{
+	fixture *f = *state;
+	const int n = 10000;
+	char *job = submit(f, json_pack("{s:s, s:o}", "function", "echo", "args", range_args(n)));
+	json_t *items = collect(f, job, "input", 3000);
+	json_t *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach(items, k, it) {
+		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
+		assert_true(json_is_true(json_object_get(it, "ok")));
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(it, "value"), "i")), (json_int_t)k);
+	}
+	json_decref(items);
+	free(job);
+}
+
+static void test_map_10000_completion_order(void **state)
+{
+	fixture *f = *state;
+	const int n = 10000;
+	char *job = submit(f, json_pack("{s:s, s:o, s:i}", "function", "echo", "args", range_args(n), "chunksize", 7));
+	json_t *items = collect(f, job, "completion", 1234);
+	unsigned char *seen = calloc(n, 1);
+	json_t *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach(items, k, it) {
+		json_int_t idx = json_integer_value(json_object_get(it, "index"));
+		assert_true(idx >= 0 && idx < n);
+		assert_int_equal(seen[idx], 0); /* exactly once */
+		seen[idx] = 1;
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(it, "value"), "i")), idx);
+	}
+	free(seen);
+	json_decref(items);
+	free(job);
+}
+
+static void test_apply_wait_returns_value(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	response r;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=30", f->pool);
+	r = http(&f->g, "POST", path, "{\"function\":\"echo\",\"arg\":{\"answer\":42}}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(json_is_true(json_object_get(r.json, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "value"), "answer")), 42);
+	response_free(&r);
+
+	/* Without wait: 202 and a job to poll. */
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply", f->pool);
+	r = http(&f->g, "POST", path, "{\"function\":\"sleep\",\"arg\":5}", NULL);
+	assert_int_equal(r.status, 202);
+	char *job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	json_t *items = collect(f, job, "input", 10);
+	assert_int_equal(json_array_size(items), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "value")), 5);
+	json_decref(items);
+	free(job);
+}
+
+static void test_plugin_pi(void **state)
+{
+	fixture *f = *state;
+	json_t *args = json_array();
+	json_t *items, *it;
+	size_t k;
+	double hits = 0;
+
+	for (int i = 0; i < 20; i++)
+		json_array_append_new(args, json_integer(50000));
+	char *job = submit(f, json_pack("{s:s, s:o}", "function", "pi.so:pi_hits", "args", args));
+	items = collect(f, job, "input", 100);
+	assert_int_equal(json_array_size(items), 20);
+	json_array_foreach(items, k, it) {
+		assert_true(json_is_true(json_object_get(it, "ok")));
+		hits += (double)json_integer_value(json_object_get(it, "value"));
+	}
+	double pi = 4.0 * hits / (20.0 * 50000.0);
+	assert_true(pi > 3.1 && pi < 3.2);
+	json_decref(items);
+	free(job);
+}
+
+static void test_failures_are_results(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	response after;
+	struct {
+		json_t *spec;
+		const char *error_part;
+	} cases[] = {
+		{json_pack("{s:s, s:[s,s,s]}", "function", "fail", "args", "boom", "boom", "boom"), "boom"},
+		{json_pack("{s:s, s:[i,i]}", "function", "missing.so:fn", "args", 1, 2), "not found"},
+		{json_pack("{s:s, s:[i]}", "function", "pi.so:no_such_symbol", "args", 1), "no symbol"},
+		{json_pack("{s:s, s:[s]}", "function", "pi.so:pi_hits", "args", "many"), "sample count"},
+		{json_pack("{s:[s,s,s], s:[i,i]}", "command", "sh", "-c", "echo oops >&2; exit 3", "args", 1, 2),
+		 "status 3: oops"},
+		{json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", "echo not json", "args", 1), "no JSON"},
+		{json_pack("{s:[s], s:[i]}", "command", "/nonexistent/program", "args", 1), "status 127"},
+		{json_pack("{s:s, s:[s]}", "function", "sleep", "args", "soon"), "milliseconds"},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t n = json_array_size(json_object_get(cases[c].spec, "args"));
+		char *job = submit(f, cases[c].spec);
+		json_t *items = collect(f, job, "input", 100);
+		json_t *it;
+		size_t k;
+		assert_int_equal(json_array_size(items), n);
+		json_array_foreach(items, k, it) {
+			const char *err = json_string_value(json_object_get(it, "error"));
+			assert_true(json_is_false(json_object_get(it, "ok")));
+			assert_non_null(err);
+			if (!strstr(err, cases[c].error_part))
+				fail_msg("case %zu: error '%s' lacks '%s'", c, err, cases[c].error_part);
+		}
+		json_decref(items);
+		snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+		response j = http(&f->g, "GET", path, NULL, NULL);
+		assert_string_equal(json_string_value(json_object_get(j.json, "state")), "done");
+		assert_int_equal(json_integer_value(json_object_get(j.json, "failed")), (json_int_t)n);
+		response_free(&j);
+		free(job);
+	}
+	/* The workers lived through all of it: none lost, none replaced. */
+	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
+	after = http(&f->g, "GET", path, NULL, NULL);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(after.json, "counters"), "workers_lost")),
+			 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(after.json, "counters"), "workers_started")), 2);
+	response_free(&after);
+}
+
+static void test_idempotency_key(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	const char *body = "{\"function\":\"echo\",\"args\":[1,2,3]}";
+	response a, b, c;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", f->pool);
+	a = http(&f->g, "POST", path, body, "Idempotency-Key: k-123");
+	b = http(&f->g, "POST", path, body, "Idempotency-Key: k-123");
+	c = http(&f->g, "POST", path, body, "Idempotency-Key: k-456");
+	assert_int_equal(a.status, 202);
+	assert_int_equal(b.status, 202);
+	assert_string_equal(json_string_value(json_object_get(a.json, "id")),
+			    json_string_value(json_object_get(b.json, "id")));
+	assert_string_not_equal(json_string_value(json_object_get(a.json, "id")),
+				json_string_value(json_object_get(c.json, "id")));
+	response_free(&a);
+	response_free(&b);
+	response_free(&c);
+}
+
+static void test_crashed_worker_is_replaced(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	response r;
+
+	/* A pool that allows two runs per task: "crash" kills its worker each
+	 * time, so the task fails for good after the second loss, and the
+	 * pool replaces both workers it lost. */
+	r = http(&f->g, "POST", "/v1/pools", "{\"processes\":1,\"max_attempts\":2}", NULL);
+	assert_int_equal(r.status, 201);
+	char *pool = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	free(f->pool);
+	f->pool = pool;
+	char *job = submit(f, json_pack("{s:s, s:[n]}", "function", "crash", "args"));
+	json_t *items = collect(f, job, "input", 10);
+	assert_int_equal(json_array_size(items), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(items, 0), "error")),
+			       "worker lost 2 times"));
+	json_decref(items);
+	free(job);
+	/* The replacement serves new work. */
+	job = submit(f, json_pack("{s:s, s:[i,i]}", "function", "echo", "args", 7, 8));
+	items = collect(f, job, "input", 10);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 1), "value")), 8);
+	json_decref(items);
+	free(job);
+	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	json_t *counters = json_object_get(r.json, "counters");
+	assert_int_equal(json_integer_value(json_object_get(counters, "workers_lost")), 2);
+	assert_int_equal(json_integer_value(json_object_get(counters, "workers_started")), 3);
+	response_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_map_10000_input_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_map_10000_completion_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plugin_pi, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("pool_map", tests, NULL, NULL);
+}

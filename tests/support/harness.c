@@ -1,0 +1,250 @@
+/* Test harness; see harness.h. */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static void spawn(gateway *g, const char *const *extra)
+{
+	char http[64], hub[64];
+	const char *argv[32];
+	int n = 0;
+
+	snprintf(http, sizeof(http), "127.0.0.1:%d", g->http_port);
+	snprintf(hub, sizeof(hub), "tcp://127.0.0.1:%d", g->hub_port);
+	argv[n++] = STRAND_BIN_DIR "/strand-gateway";
+	argv[n++] = "--http";
+	argv[n++] = http;
+	argv[n++] = "--hub";
+	argv[n++] = hub;
+	argv[n++] = "--db";
+	argv[n++] = g->db;
+	for (int i = 0; extra && extra[i] && n < 30; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	g->pid = fork();
+	assert_true(g->pid >= 0);
+	if (g->pid == 0) {
+		int fd = open(g->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+}
+
+static int wait_healthy(gateway *g)
+{
+	for (int i = 0; i < 200; i++) {
+		int status;
+		if (waitpid(g->pid, &status, WNOHANG) == g->pid)
+			return 0; /* exited: port taken or bad setup */
+		response r = http(g, "GET", "/healthz", NULL, NULL);
+		long code = r.status;
+		response_free(&r);
+		if (code == 200)
+			return 1;
+		usleep(25000);
+	}
+	return 0;
+}
+
+void gateway_start(gateway *g, const char *const *extra_args)
+{
+	static int curl_ready;
+
+	if (!curl_ready) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		curl_ready = 1;
+	}
+	memset(g, 0, sizeof(*g));
+	snprintf(g->dir, sizeof(g->dir), "/tmp/strand-test-XXXXXX");
+	assert_non_null(mkdtemp(g->dir));
+	snprintf(g->db, sizeof(g->db), "%s/strand.db", g->dir);
+	snprintf(g->log, sizeof(g->log), "%s/gateway.log", g->dir);
+	/* Ports from the pid, moved on if taken: tests may run in parallel. */
+	for (int attempt = 0; attempt < 10; attempt++) {
+		unsigned seed = (unsigned)getpid() * 7919u + (unsigned)attempt * 104729u + (unsigned)time(NULL);
+		g->http_port = 20000 + (int)(seed % 20000);
+		g->hub_port = g->http_port + 20000;
+		snprintf(g->base, sizeof(g->base), "http://127.0.0.1:%d", g->http_port);
+		spawn(g, extra_args);
+		if (wait_healthy(g))
+			return;
+		kill(g->pid, SIGKILL);
+		waitpid(g->pid, NULL, 0);
+	}
+	fail_msg("gateway did not start; see %s", g->log);
+}
+
+void gateway_restart(gateway *g)
+{
+	spawn(g, NULL);
+	if (!wait_healthy(g))
+		fail_msg("gateway did not restart; see %s", g->log);
+}
+
+int gateway_stop(gateway *g)
+{
+	int status = -1;
+
+	if (g->pid <= 0)
+		return 0;
+	kill(g->pid, SIGTERM);
+	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	g->pid = 0;
+	return status;
+}
+
+void gateway_cleanup(gateway *g)
+{
+	char cmd[400];
+
+	if (g->pid > 0)
+		gateway_stop(g);
+	if (getenv("STRAND_TEST_KEEP"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", g->dir);
+}
+
+typedef struct sink {
+	char *data;
+	size_t len;
+} sink;
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	sink *s = ctx;
+	char *q = realloc(s->data, s->len + size * n + 1);
+
+	if (!q)
+		return 0;
+	memcpy(q + s->len, p, size * n);
+	s->data = q;
+	s->len += size * n;
+	s->data[s->len] = '\0';
+	return size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	response *r = ctx;
+	size_t len = size * n;
+
+	if (len > 10 && strncasecmp(p, "Location: ", 10) == 0)
+		snprintf(r->location, sizeof(r->location), "%.*s", (int)(len - 12), p + 10);
+	return len;
+}
+
+response http(const gateway *g, const char *method, const char *path, const char *body, const char *header)
+{
+	response r = {0};
+	sink s = {0};
+	char url[2048];
+	struct curl_slist *hdrs = NULL;
+	CURL *c = curl_easy_init();
+	char *ct = NULL;
+
+	snprintf(url, sizeof(url), "%s%s", g->base, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (header)
+		hdrs = curl_slist_append(hdrs, header);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	if (body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	}
+	if (curl_easy_perform(c) == CURLE_OK) {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+		if (ct)
+			snprintf(r.content_type, sizeof(r.content_type), "%s", ct);
+	}
+	r.body = s.data ? s.data : strdup("");
+	r.len = s.len;
+	r.json = json_loadb(r.body, r.len, 0, NULL);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	return r;
+}
+
+response http_json(const gateway *g, const char *method, const char *path, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	response r = http(g, method, path, text, NULL);
+
+	free(text);
+	json_decref(body);
+	return r;
+}
+
+void response_free(response *r)
+{
+	free(r->body);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+char *pool_create(const gateway *g, int processes)
+{
+	response r = http_json(g, "POST", "/v1/pools", json_pack("{s:i}", "processes", processes));
+	char *id;
+
+	assert_int_equal(r.status, 201);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+void pool_wait_connected(const gateway *g, const char *pool_id, int processes)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
+	for (int i = 0; i < 400; i++) {
+		response r = http(g, "GET", path, NULL, NULL);
+		json_t *w;
+		size_t k;
+		int connected = 0;
+		json_array_foreach(json_object_get(r.json, "workers"), k, w)
+			connected += strcmp(json_string_value(json_object_get(w, "state")), "connected") == 0;
+		response_free(&r);
+		if (connected >= processes)
+			return;
+		usleep(25000);
+	}
+	fail_msg("pool %s: workers did not connect", pool_id);
+}
+
+int process_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}

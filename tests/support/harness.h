@@ -1,0 +1,54 @@
+/*
+ * Test harness: runs a real strand-gateway on loopback (fresh SQLite file,
+ * ports picked per test process) and makes HTTP requests to it.
+ */
+#ifndef TESTS_HARNESS_H
+#define TESTS_HARNESS_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+typedef struct gateway {
+	pid_t pid;
+	int http_port;
+	int hub_port;
+	char dir[256]; /* temporary folder holding the database and the log */
+	char db[300];
+	char log[300];
+	char base[64]; /* http://127.0.0.1:PORT */
+} gateway;
+
+typedef struct response {
+	long status;
+	char *body;         /* NUL-terminated */
+	size_t len;
+	json_t *json;       /* parsed body, or NULL */
+	char content_type[128];
+	char location[256];
+} response;
+
+/* Starts a gateway with a new database; extra_args (NULL-terminated, may be
+ * NULL) are added to its command line. Fails the test if it does not
+ * answer /healthz within a few seconds. */
+void gateway_start(gateway *g, const char *const *extra_args);
+/* Starts again on the same database and ports (after gateway_stop/kill). */
+void gateway_restart(gateway *g);
+/* SIGTERM and wait; returns the exit status as waitpid gives it. */
+int gateway_stop(gateway *g);
+/* Removes the temporary folder. */
+void gateway_cleanup(gateway *g);
+
+/* One request. body may be NULL; header may be NULL ("Name: value"). */
+response http(const gateway *g, const char *method, const char *path, const char *body, const char *header);
+response http_json(const gateway *g, const char *method, const char *path, json_t *body /* stolen */);
+void response_free(response *r);
+
+/* Creates a pool of n local workers and returns its id (a new string). */
+char *pool_create(const gateway *g, int processes);
+/* Waits until every worker of the pool is connected. */
+void pool_wait_connected(const gateway *g, const char *pool_id, int processes);
+
+/* Whether a process exists (kill(pid, 0)). */
+int process_alive(pid_t pid);
+
+#endif

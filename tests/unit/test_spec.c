@@ -1,0 +1,204 @@
+/* Request parsing (gateway/spec.c), function names and configuration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "gateway/config.h"
+#include "gateway/spec.h"
+
+static int pool(const char *body, pool_spec *out, char *detail)
+{
+	return spec_pool_parse(body, strlen(body), "local", out, detail, 256);
+}
+
+static void test_pool_defaults_and_fields(void **state)
+{
+	pool_spec s;
+	char detail[256] = "";
+
+	(void)state;
+	assert_int_equal(pool("{}", &s, detail), CM_OK);
+	assert_true(s.processes >= 1);
+	assert_string_equal(s.backend, "local");
+	assert_int_equal(s.max_attempts, 3);
+	assert_int_equal(spec_pool_parse("", 0, "local", &s, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(pool("{\"processes\":4,\"max_attempts\":1,\"resources\":{\"cpu\":0.5,\"memory_mb\":256,"
+			      "\"gpu\":1}}",
+			      &s, detail),
+			 CM_OK);
+	assert_int_equal(s.processes, 4);
+	assert_int_equal(s.max_attempts, 1);
+	assert_true(s.cpu == 0.5);
+	assert_int_equal(s.memory_mb, 256);
+	assert_int_equal(s.gpu, 1);
+	char *json = spec_pool_json(&s);
+	pool_spec back;
+	assert_int_equal(pool(json, &back, detail), CM_OK);
+	assert_int_equal(back.processes, 4);
+	assert_int_equal(back.memory_mb, 256);
+	free(json);
+}
+
+static void test_pool_refusals(void **state)
+{
+	static const struct {
+		const char *body;
+		int err;
+		const char *part;
+	} cases[] = {
+		{"{", CM_EINVAL, "not valid JSON"},
+		{"3", CM_EINVAL, "not valid JSON"},
+		{"[]", CM_EINVAL, "JSON object"},
+		{"{\"processes\":0}", CM_EINVAL, "'processes'"},
+		{"{\"processes\":2000}", CM_EINVAL, "'processes'"},
+		{"{\"processes\":2,\"processes\":3}", CM_EINVAL, "duplicate"},
+		{"{\"backend\":3}", CM_EINVAL, "'backend'"},
+		{"{\"backend\":\"mesos\"}", CM_EUNSUPPORTED, "unknown backend"},
+		{"{\"backend\":\"kubernetes\"}", CM_EUNSUPPORTED, "not available"},
+		{"{\"resources\":[]}", CM_EINVAL, "'resources'"},
+		{"{\"resources\":{\"cpu\":0}}", CM_EINVAL, "'resources.cpu'"},
+		{"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
+		{"{\"resources\":{\"disk\":1}}", CM_EINVAL, "unknown field 'resources.disk'"},
+		{"{\"image\":\"x\"}", CM_EINVAL, "unknown field 'image'"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pool_spec s;
+		char detail[256] = "";
+		int err = pool(cases[i].body, &s, detail);
+		if (err != cases[i].err || !strstr(detail, cases[i].part))
+			fail_msg("%s: got %d '%s', expected %d '%s'", cases[i].body, err, detail, cases[i].err,
+				 cases[i].part);
+	}
+}
+
+static int map(const char *body, int single, map_spec *out, char *detail)
+{
+	return spec_map_parse(body, strlen(body), single, out, detail, 256);
+}
+
+static void test_map_parse(void **state)
+{
+	map_spec m;
+	char detail[256] = "";
+
+	(void)state;
+	assert_int_equal(map("{\"function\":\"echo\",\"args\":[1,\"two\",{\"three\":[3]},null],\"chunksize\":8}", 0,
+			     &m, detail),
+			 CM_OK);
+	assert_string_equal(m.function, "echo");
+	assert_int_equal(m.nargs, 4);
+	assert_string_equal(m.args[1], "\"two\"");
+	assert_string_equal(m.args[2], "{\"three\":[3]}");
+	assert_string_equal(m.args[3], "null");
+	assert_int_equal(m.chunksize, 8);
+	spec_map_fini(&m);
+
+	assert_int_equal(map("{\"command\":[\"sh\",\"-c\",\"cat\"],\"arg\":{\"x\":1},\"timeout_s\":5}", 1, &m, detail),
+			 CM_OK);
+	assert_string_equal(m.function, "exec");
+	assert_int_equal(m.ncommand, 3);
+	assert_string_equal(m.command[2], "cat");
+	assert_int_equal(m.nargs, 1);
+	assert_int_equal(m.timeout_ms, 5000);
+	spec_map_fini(&m);
+
+	assert_int_equal(map("{\"function\":\"echo\",\"args\":[]}", 0, &m, detail), CM_OK);
+	assert_int_equal(m.nargs, 0);
+	spec_map_fini(&m);
+}
+
+static void test_map_refusals(void **state)
+{
+	static const struct {
+		const char *body;
+		int single;
+		int err;
+		const char *part;
+	} cases[] = {
+		{"{\"args\":[1]}", 0, CM_EINVAL, "'function'"},
+		{"{\"function\":\"echo\"}", 0, CM_EINVAL, "'args'"},
+		{"{\"function\":\"echo\",\"args\":{}}", 0, CM_EINVAL, "'args'"},
+		{"{\"function\":\"echo\",\"args\":[],\"chunksize\":0}", 0, CM_EINVAL, "'chunksize'"},
+		{"{\"function\":\"echo\",\"args\":[],\"arg\":1}", 0, CM_EINVAL, "unknown field 'arg'"},
+		{"{\"function\":\"echo\",\"arg\":1,\"chunksize\":2}", 1, CM_EINVAL, "unknown field 'chunksize'"},
+		{"{\"function\":\"echo\"}", 1, CM_EINVAL, "'arg'"},
+		{"{\"function\":\"exec\",\"args\":[]}", 0, CM_EINVAL, "'command'"},
+		{"{\"command\":[],\"args\":[]}", 0, CM_EINVAL, "'command'"},
+		{"{\"function\":\"nosuch\",\"args\":[]}", 0, CM_EUNSUPPORTED, "unknown function"},
+		{"{\"function\":\"a/b.so:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+		{"{\"function\":\"lib.so:\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+		{"{\"function\":\"lib.dll:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+		{"{\"function\":\"echo\",\"args\":[],\"timeout_s\":-1}", 0, CM_EINVAL, "'timeout_s'"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		map_spec m;
+		char detail[256] = "";
+		int err = map(cases[i].body, cases[i].single, &m, detail);
+		if (err != cases[i].err || !strstr(detail, cases[i].part))
+			fail_msg("%s: got %d '%s', expected %d '%s'", cases[i].body, err, detail, cases[i].err,
+				 cases[i].part);
+	}
+}
+
+static void test_function_names(void **state)
+{
+	char detail[256];
+
+	(void)state;
+	assert_int_equal(cm_function_check("echo", detail, sizeof(detail)), CM_OK);
+	assert_int_equal(cm_function_check("builtin:sleep", detail, sizeof(detail)), CM_OK);
+	assert_int_equal(cm_function_check("my-lib_2.so:do_it", detail, sizeof(detail)), CM_OK);
+	assert_int_equal(cm_function_check("exec", detail, sizeof(detail)), CM_OK);
+	assert_int_equal(cm_function_check(".so:f", detail, sizeof(detail)), CM_EUNSUPPORTED);
+	assert_int_equal(cm_function_check("builtin:nope", detail, sizeof(detail)), CM_EUNSUPPORTED);
+	assert_string_equal(cm_function_builtin_name("builtin:pi"), "pi");
+}
+
+static void test_config_flags_over_env(void **state)
+{
+	gw_config cfg;
+	char detail[256] = "";
+	char *argv1[] = {"strand-gateway", "--http", "127.0.0.1:9999", "--db", "/tmp/x.db", NULL};
+	char *argv2[] = {"strand-gateway", "--bogus", NULL};
+	char *argv3[] = {"strand-gateway", "stray", NULL};
+
+	(void)state;
+	setenv("STRAND_HTTP", "127.0.0.1:1111", 1);
+	setenv("STRAND_HUB", "tcp://127.0.0.1:2222", 1);
+	setenv("STRAND_BACKEND", "local", 1);
+	assert_int_equal(gw_config_load(&cfg, 5, argv1, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.http, "127.0.0.1:9999"); /* the flag wins */
+	assert_string_equal(cfg.hub, "tcp://127.0.0.1:2222"); /* the environment fills in */
+	assert_string_equal(cfg.db, "/tmp/x.db");
+	assert_int_equal(cfg.lease_ms, 5000);
+	unsetenv("STRAND_HTTP");
+	unsetenv("STRAND_HUB");
+	assert_int_equal(gw_config_load(&cfg, 1, argv1, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.http, "127.0.0.1:8080");
+	assert_string_equal(cfg.hub, "tcp://127.0.0.1:7070");
+	assert_string_equal(cfg.db, "./strand.db");
+	assert_int_equal(gw_config_load(&cfg, 2, argv2, detail, sizeof(detail)), CM_EINVAL);
+	assert_int_equal(gw_config_load(&cfg, 2, argv3, detail, sizeof(detail)), CM_EINVAL);
+	assert_non_null(strstr(detail, "stray"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_defaults_and_fields),
+		cmocka_unit_test(test_pool_refusals),
+		cmocka_unit_test(test_map_parse),
+		cmocka_unit_test(test_map_refusals),
+		cmocka_unit_test(test_function_names),
+		cmocka_unit_test(test_config_flags_over_env),
+	};
+	return cmocka_run_group_tests_name("spec", tests, NULL, NULL);
+}

@@ -1,0 +1,280 @@
+/* store: the tasks table as queue, pending table and results, on a real
+ * SQLite file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "store/store.h"
+
+typedef struct fixture {
+	char dir[64];
+	char path[96];
+	store *st;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	char detail[256] = "";
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/strand-store-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
+	assert_int_equal(store_open(f->path, 1, &f->st, detail, sizeof(detail)), CM_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	char cmd[128];
+
+	store_close(f->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* Inserts job 1 with n tasks "0".."n-1" at base 1. */
+static void insert_job(store *st, int n)
+{
+	char **args = calloc((size_t)n, sizeof(char *));
+	size_t *lens = calloc((size_t)n, sizeof(size_t));
+	store_job j = {.num = 1, .id = "j-1", .pool_id = "p-1", .function = "echo", .state = "running",
+		       .base = 1, .total = n, .chunksize = 1, .created_ms = 1};
+
+	for (int i = 0; i < n; i++) {
+		args[i] = malloc(16);
+		lens[i] = (size_t)snprintf(args[i], 16, "%d", i);
+	}
+	assert_int_equal(store_begin(st), CM_OK);
+	assert_int_equal(store_pool_insert(st, "p-1", "s", "{}", "active", 1), CM_OK);
+	assert_int_equal(store_job_insert(st, &j), CM_OK);
+	assert_int_equal(store_tasks_insert(st, 1, 1, (size_t)n, args, lens), CM_OK);
+	assert_int_equal(store_commit(st), CM_OK);
+	for (int i = 0; i < n; i++)
+		free(args[i]);
+	free(args);
+	free(lens);
+}
+
+typedef struct seen {
+	int64_t ids[64];
+	int attempts[64];
+	char args[64][16];
+	int n;
+} seen;
+
+static int on_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	seen *s = ctx;
+
+	s->ids[s->n] = id;
+	s->attempts[s->n] = attempts;
+	if (arg)
+		snprintf(s->args[s->n], 16, "%.*s", (int)len, (const char *)arg);
+	s->n++;
+	return CM_OK;
+}
+
+static int on_result(void *ctx, const store_result *r)
+{
+	seen *s = ctx;
+
+	s->ids[s->n] = r->index;
+	s->attempts[s->n] = (int)r->seq;
+	snprintf(s->args[s->n], 16, "%.*s", (int)r->len, r->value);
+	s->n++;
+	return CM_OK;
+}
+
+static void test_assign_marks_pending_once(void **state)
+{
+	fixture *f = *state;
+	seen a = {0}, b = {0};
+
+	insert_job(f->st, 10);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 4, "w-a", on_task, &a), CM_OK);
+	/* Already pending: a second assignment of the same range gets nothing. */
+	assert_int_equal(store_tasks_assign(f->st, 1, 4, "w-b", on_task, &b), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(a.n, 4);
+	assert_int_equal(b.n, 0);
+	assert_int_equal(a.ids[0], 1);
+	assert_string_equal(a.args[3], "3");
+	assert_int_equal(a.attempts[0], 1);
+}
+
+static void test_result_recorded_exactly_once(void **state)
+{
+	fixture *f = *state;
+	seen a = {0};
+	int rec = -1;
+
+	insert_job(f->st, 3);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "\"x\"", 3, &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_task_complete(f->st, 2, 2, 1, "\"y\"", 3, &rec), CM_OK);
+	assert_int_equal(rec, 0); /* a re-sent result is dropped */
+	assert_int_equal(store_task_complete(f->st, 999, 3, 1, "1", 1, &rec), CM_OK);
+	assert_int_equal(rec, 0); /* no such task */
+	assert_int_equal(store_commit(f->st), CM_OK);
+}
+
+static void test_results_input_order_stops_at_gap(void **state)
+{
+	fixture *f = *state;
+	seen a = {0}, r = {0};
+	int rec;
+	int64_t next = -1;
+
+	insert_job(f->st, 5);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 5, "w-a", on_task, &a), CM_OK);
+	/* Results for indexes 0, 1, 3, 4 (ids 1, 2, 4, 5); index 2 missing. */
+	assert_int_equal(store_task_complete(f->st, 4, 1, 1, "30", 2, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 1, 2, 1, "0", 1, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 3, 0, "bad", 3, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 5, 4, 1, "40", 2, &rec), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+
+	assert_int_equal(store_results_input(f->st, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 2); /* imap: stops before the missing index 2 */
+	assert_int_equal(next, 2);
+	assert_string_equal(r.args[1], "bad");
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(store_results_completion(f->st, 1, 0, 3, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 3); /* limit */
+	assert_int_equal(r.ids[0], 3); /* index of the first completed task */
+	assert_int_equal(next, 3);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(store_results_completion(f->st, 1, next, 100, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.ids[0], 4);
+	assert_int_equal(next, 4);
+}
+
+static void test_requeue_returns_pending_tasks(void **state)
+{
+	fixture *f = *state;
+	seen a = {0}, q = {0}, again = {0};
+	int rec;
+
+	insert_job(f->st, 6);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 4, 6, "w-b", on_task, &a), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "1", 1, &rec), CM_OK);
+	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &q), CM_OK);
+	assert_int_equal(q.n, 2); /* ids 1 and 3; 2 has its result */
+	assert_int_equal(q.ids[0], 1);
+	assert_int_equal(q.ids[1], 3);
+	assert_int_equal(q.attempts[0], 1);
+	/* Back in the queue: assignable again, attempts counted up. */
+	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-c", on_task, &again), CM_OK);
+	assert_int_equal(again.n, 2);
+	assert_int_equal(again.attempts[0], 2);
+	assert_int_equal(store_commit(f->st), CM_OK);
+}
+
+static void test_idempotency_and_reload(void **state)
+{
+	fixture *f = *state;
+	char id[20];
+	int64_t job_num, task_id;
+	store *reader;
+	char detail[256] = "";
+	seen r = {0};
+	int64_t next;
+	int rec;
+	store_job j = {.num = 2, .id = "j-2", .pool_id = "p-1", .function = "echo", .idem_key = "key",
+		       .state = "running", .base = 100, .total = 0, .chunksize = 1, .created_ms = 1};
+
+	insert_job(f->st, 2);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_insert(f->st, &j), CM_OK);
+	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_OK);
+	assert_string_equal(id, "j-2");
+	assert_int_equal(store_job_find_idem(f->st, "p-1", "other", id), CM_ENOENT);
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "7", 1, &rec), CM_OK);
+	/* A reader sees nothing uncommitted. */
+	assert_int_equal(store_open(f->path, 0, &reader, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_results_input(reader, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 0);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_results_input(reader, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 1);
+	store_close(reader);
+	assert_int_equal(store_next_ids(f->st, &job_num, &task_id), CM_OK);
+	assert_int_equal(job_num, 3);
+	assert_int_equal(task_id, 3);
+}
+
+static void test_cancel_fills_every_missing_result(void **state)
+{
+	fixture *f = *state;
+	seen a = {0}, r = {0};
+	int rec;
+	int64_t n = 0, next;
+
+	insert_job(f->st, 4);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 2, "w-a", on_task, &a), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, &rec), CM_OK);
+	assert_int_equal(store_job_cancel(f->st, 1, 1, 2, "cancelled", &n), CM_OK);
+	assert_int_equal(n, 3); /* one pending, two queued */
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_results_input(f->st, 1, 4, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 4);
+	assert_int_equal(next, 4);
+	assert_string_equal(r.args[0], "cancelled");
+	assert_string_equal(r.args[1], "5");
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(store_results_completion(f->st, 1, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 4); /* seqs unique: all four come back once */
+}
+
+static void test_open_rejects_corrupt_file(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	char detail[256] = "";
+	store *st = NULL;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/corrupt.db", f->dir);
+	fp = fopen(path, "w");
+	fputs("this is not a database, but it is long enough to look like one to a careless reader", fp);
+	fclose(fp);
+	assert_int_not_equal(store_open(path, 1, &st, detail, sizeof(detail)), CM_OK);
+	assert_null(st);
+	assert_true(strlen(detail) > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
