@@ -345,10 +345,12 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		}
 		last_ok = cm_now_ms();
 		/* The gateway has recorded what we sent: drop it. */
-		for (size_t i = 0; i < nsend; i++)
-			free(w.out[i].value);
-		memmove(w.out, w.out + nsend, (w.nout - nsend) * sizeof(*w.out));
-		w.nout -= nsend;
+		if (nsend) {
+			for (size_t i = 0; i < nsend; i++)
+				free(w.out[i].value);
+			memmove(w.out, w.out + nsend, (w.nout - nsend) * sizeof(*w.out));
+			w.nout -= nsend;
+		}
 		if (batch->status == STRAND__BATCH__STATUS__REFUSED) {
 			cm_error("gateway refused this worker: %s", batch->error);
 			code = 2;

@@ -113,12 +113,34 @@ int gateway_stop(gateway *g)
 	return status;
 }
 
+/* Sanitizer reports of the gateway and of its workers (whose stderr is the
+ * gateway's) land in the log: any of them fails the test. */
+static void check_log(const gateway *g)
+{
+	static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", NULL};
+	FILE *f = fopen(g->log, "r");
+	char line[4096];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		for (int i = 0; marks[i]; i++) {
+			if (strstr(line, marks[i])) {
+				fclose(f);
+				fail_msg("sanitizer report in %s: %s", g->log, line);
+			}
+		}
+	}
+	fclose(f);
+}
+
 void gateway_cleanup(gateway *g)
 {
 	char cmd[400];
 
 	if (g->pid > 0)
 		gateway_stop(g);
+	check_log(g);
 	if (getenv("STRAND_TEST_KEEP"))
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g->dir);
