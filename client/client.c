@@ -1,0 +1,206 @@
+/* libstrand; see client.h. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client.h"
+
+struct strand_client {
+	CURL *curl;
+	char url[512];
+	char error[512];
+};
+
+typedef struct sink {
+	char *data;
+	size_t len;
+} sink;
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	sink *s = ctx;
+	char *q = realloc(s->data, s->len + size * n + 1);
+
+	if (!q)
+		return 0;
+	memcpy(q + s->len, p, size * n);
+	s->data = q;
+	s->len += size * n;
+	s->data[s->len] = '\0';
+	return size * n;
+}
+
+strand_client *strand_client_new(const char *url)
+{
+	strand_client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (!url)
+		url = getenv("STRAND_URL") && getenv("STRAND_URL")[0] ? getenv("STRAND_URL") : "http://127.0.0.1:8080";
+	snprintf(c->url, sizeof(c->url), "%s", url);
+	if (c->url[0] && c->url[strlen(c->url) - 1] == '/')
+		c->url[strlen(c->url) - 1] = '\0';
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	c->curl = curl_easy_init();
+	if (!c->curl) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void strand_client_free(strand_client *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->curl);
+	free(c);
+}
+
+const char *strand_client_error(const strand_client *c) { return c->error; }
+
+long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
+{
+	char url[2048];
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	sink s = {0};
+	long status = 0;
+	CURLcode rc;
+
+	*reply = NULL;
+	h = curl_slist_append(h, "Expect:");
+	snprintf(url, sizeof(url), "%s%s", c->url, path);
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+	if (text) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+	}
+	rc = curl_easy_perform(c->curl);
+	if (rc != CURLE_OK) {
+		snprintf(c->error, sizeof(c->error), "%s %.300s: %s", method, url, curl_easy_strerror(rc));
+	} else {
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+		*reply = json_loadb(s.data ? s.data : "", s.len, 0, NULL);
+		if (status >= 300) {
+			const char *detail = json_string_value(json_object_get(*reply, "detail"));
+			snprintf(c->error, sizeof(c->error), "%s %.200s: HTTP %ld: %.200s", method, path, status,
+				 detail ? detail : (s.data ? s.data : ""));
+		}
+	}
+	curl_slist_free_all(h);
+	free(text);
+	free(s.data);
+	return status;
+}
+
+/* Runs a request expecting `want`; copies reply.id into id when given. */
+static int expect(strand_client *c, const char *method, const char *path, json_t *body, long want, char id[32],
+		  json_t **reply_out)
+{
+	json_t *reply;
+	long status = strand_request(c, method, path, body, &reply);
+
+	if (status != want) {
+		json_decref(reply);
+		return -1;
+	}
+	if (id)
+		snprintf(id, 32, "%s", json_string_value(json_object_get(reply, "id")) ?: "");
+	if (reply_out)
+		*reply_out = reply;
+	else
+		json_decref(reply);
+	return 0;
+}
+
+int strand_pool_create(strand_client *c, int processes, json_t *spec, char id[32])
+{
+	json_t *body = spec ? json_deep_copy(spec) : json_object();
+	int rc;
+
+	json_object_set_new(body, "processes", json_integer(processes));
+	rc = expect(c, "POST", "/v1/pools", body, 201, id, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_pool_wait_ready(strand_client *c, const char *pool, int processes, int timeout_s)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	for (int i = 0; i < timeout_s * 50; i++) {
+		json_t *reply, *w;
+		size_t k;
+		int connected = 0;
+		if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+			return -1;
+		json_array_foreach(json_object_get(reply, "workers"), k, w)
+			connected += strcmp(json_string_value(json_object_get(w, "state")), "connected") == 0;
+		json_decref(reply);
+		if (connected >= processes)
+			return 0;
+		usleep(20000);
+	}
+	snprintf(c->error, sizeof(c->error), "pool %s: workers not connected after %d s", pool, timeout_s);
+	return -1;
+}
+
+int strand_pool_terminate(strand_client *c, const char *pool)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
+}
+
+int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32])
+{
+	char path[128];
+	json_t *body = json_pack("{s:s, s:O, s:i}", "function", function, "args", args, "chunksize", chunksize);
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	rc = expect(c, "POST", path, body, 202, job, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_imap(strand_client *c, const char *job, int unordered, int page, strand_result_fn fn, void *ctx)
+{
+	char path[256];
+	char cursor[32] = "0";
+
+	for (;;) {
+		json_t *reply, *item;
+		size_t k;
+		int complete;
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=30&cursor=%s", job,
+			 unordered ? "completion" : "input", page, cursor);
+		if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+			return -1;
+		json_array_foreach(json_object_get(reply, "items"), k, item) {
+			int ok = json_is_true(json_object_get(item, "ok"));
+			if (fn(ctx, json_integer_value(json_object_get(item, "index")), ok,
+			       json_object_get(item, ok ? "value" : "error")) != 0) {
+				json_decref(reply);
+				return 0;
+			}
+		}
+		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(reply, "next_cursor")) ?: "0");
+		complete = json_is_true(json_object_get(reply, "complete"));
+		json_decref(reply);
+		if (complete)
+			return 0;
+	}
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages strand builds, tests and runs with.
+# Every dependency is a Debian package; nothing is vendored or downloaded
+# from anywhere else. Skips apt entirely when everything is already there.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libmicrohttpd-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler
+  libcurl4-openssl-dev libjansson-dev libsqlite3-dev libcmocka-dev
+  curl jq python3 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

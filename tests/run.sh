@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, from a clean checkout: install what is needed, build
+# with warnings as errors, run every test; then the same under AddressSanitizer
+# and UBSan. Output ends with ctest's summary line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./deploy/install-deps.sh
+jobs=$(nproc)
+
+echo "== sanitizer build (address, undefined) =="
+cmake -S . -B build-asan -DSTRAND_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-asan -j"$jobs" >/dev/null
+(cd build-asan && ctest --output-on-failure -j"$jobs")
+
+echo "== release build =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs" >/dev/null
+cd build && ctest --output-on-failure -j"$jobs"
