@@ -6,7 +6,8 @@
  *   GET    /healthz                      GET  /v1/pools       POST /v1/pools
  *   GET    /v1/pools/{id}                DELETE /v1/pools/{id}
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
- *   POST   /v1/pools/{id}/close          GET  /v1/jobs/{id}
+ *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
+ *   GET    /v1/jobs/{id}
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /  and /web/FILE              the dashboard
  */
@@ -359,6 +360,13 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 		else
 			return problem(c, 405, url, "use GET or DELETE on a pool");
 		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(sub, "/jobs") == 0) {
+		if (strcmp(method, "GET") != 0)
+			return problem(c, 405, url, "use GET on a pool's jobs");
+		if ((err = engine_pool_jobs(a->engine, id, &out)) != CM_OK)
 			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
 		return send_json(c, 200, out, NULL);
 	}

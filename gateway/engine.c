@@ -55,6 +55,7 @@ typedef enum op_kind {
 	OP_POOL_LIST,
 	OP_POOL_CLOSE,
 	OP_POOL_DELETE,
+	OP_POOL_JOBS,
 	OP_MAP,
 	OP_JOB_GET,
 	OP_JOB_INFO,
@@ -831,6 +832,24 @@ static void handle(engine *e, op *o)
 		break;
 	}
 	case OP_POOL_CLOSE: handle_pool_close(e, o); break;
+	case OP_POOL_JOBS: {
+		/* Most recent first, at most 100: jobs are kept in base order. */
+		pool *p = pool_find(e, o->id);
+		json_t *a;
+		size_t n = 0;
+		if (!p) {
+			o->err = CM_ENOENT;
+			break;
+		}
+		a = json_array();
+		for (job *jj = p->jobs; jj; jj = jj->next)
+			n++;
+		for (job *jj = p->jobs; jj; jj = jj->next, n--)
+			if (n <= 100)
+				json_array_insert_new(a, 0, job_json(jj));
+		o->out = json_pack("{s:o}", "jobs", a);
+		break;
+	}
 	case OP_POOL_DELETE: handle_pool_delete(e, o); return;
 	case OP_MAP: handle_map(e, o); break;
 	case OP_JOB_GET:
@@ -1334,6 +1353,11 @@ int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, siz
 int engine_pool_delete(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_POOL_DELETE, id, out, NULL, 0);
+}
+
+int engine_pool_jobs(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
 }
 
 int engine_job_get(engine *e, const char *id, json_t **out)

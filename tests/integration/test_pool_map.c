@@ -292,6 +292,38 @@ static void test_crashed_worker_is_replaced(void **state)
 	response_free(&r);
 }
 
+static void test_pool_jobs_and_dashboard(void **state)
+{
+	fixture *f = *state;
+	char path[128];
+	char *first = submit(f, json_pack("{s:s, s:[i]}", "function", "echo", "args", 1));
+	char *second = submit(f, json_pack("{s:s, s:[i,i]}", "function", "noop", "args", 1, 2));
+	response r;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/jobs", f->pool);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	json_t *jobs = json_object_get(r.json, "jobs");
+	assert_int_equal(json_array_size(jobs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 0), "id")), second);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 1), "id")), first);
+	response_free(&r);
+	r = http(&f->g, "GET", "/", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.content_type, "text/html"));
+	assert_non_null(strstr(r.body, "dashboard.js"));
+	response_free(&r);
+	r = http(&f->g, "GET", "/web/dashboard.js", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "/v1/pools"));
+	response_free(&r);
+	r = http(&f->g, "GET", "/web/..%2F..%2Fetc%2Fpasswd", NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	free(first);
+	free(second);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +334,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("pool_map", tests, NULL, NULL);
 }
