@@ -42,6 +42,10 @@
 #define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
 #define TERM_GRACE_MS 2000     /* SIGTERM, then SIGKILL after this */
 #define JOB_BUCKETS 16384
+/* A batch holds about this much work of its job beyond the first task, once
+ * the job's task time is known: long tasks go one at a time, so none waits
+ * in one worker's hands while another worker idles. */
+#define BATCH_BUDGET_US 20000.0
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -103,6 +107,7 @@ typedef struct job {
 	int64_t num, base, total, done, failed;
 	int chunksize;
 	unsigned timeout_ms;
+	double avg_us; /* moving average of task run time; < 0: not known yet */
 	char *function;
 	char **command;
 	size_t ncommand;
@@ -551,30 +556,63 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	return CM_OK;
 }
 
-/* Hands up to want tasks (rounded up to the head job's chunksize) from the
- * pool's queue to worker w, into o's batch. */
-static void assign(engine *e, pool *p, worker *w, uint32_t want, op *o)
+static int live_workers(const pool *p)
+{
+	int n = 0;
+
+	for (const worker *w = p->workers; w; w = w->next)
+		n += w->state == W_STARTING || w->state == W_CONNECTED;
+	return n ? n : 1;
+}
+
+/* Hands tasks from the pool's queue to worker w, into o's batch: up to want,
+ * no more than its fair share of the queue, and so that the worker holds the
+ * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
+ * job from each job's measured task time (the in_hand tasks it already holds
+ * count). A worker holding nothing always gets one task; a job whose task
+ * time is not known yet gets only that one, as a probe. Chunks are not split. */
+static void assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
 {
 	int64_t target;
+	int64_t share;
 	int64_t given = 0;
+	double head_cost;
+	double room;
 
 	if (!want || !p->qhead)
 		return;
-	target = want;
-	if (p->qhead->job->chunksize > 1) {
-		int64_t cs = p->qhead->job->chunksize;
-		target = (target + cs - 1) / cs * cs;
-	}
+	head_cost = p->qhead->job->avg_us >= 0 ? p->qhead->job->avg_us : BATCH_BUDGET_US;
+	if (head_cost < 1.0)
+		head_cost = 1.0;
+	room = BATCH_BUDGET_US + head_cost - (double)in_hand * head_cost;
+	share = (p->queued + live_workers(p) - 1) / live_workers(p);
+	target = (int64_t)want < share ? (int64_t)want : share;
 	while (given < target && p->qhead) {
 		range *r = p->qhead;
-		int64_t take = r->hi - r->lo + 1;
-		assign_ctx c = {o, r->job};
+		job *j = r->job;
+		int64_t size = r->hi - r->lo + 1;
+		int64_t take;
+		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
+		int free_one = given == 0 && in_hand == 0;
+		assign_ctx c = {o, j};
 		size_t before = o->ntasks;
+
+		if (j->avg_us < 0)
+			take = free_one;
+		else if ((take = room > 0 ? (int64_t)(room / cost) : 0) == 0)
+			take = free_one;
 		if (take > target - given)
 			take = target - given;
+		if (take <= 0)
+			break;
+		if (j->chunksize > 1)
+			take = (take + j->chunksize - 1) / j->chunksize * j->chunksize;
+		if (take > size)
+			take = size;
 		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c) != CM_OK)
 			break;
 		given += take;
+		room -= (double)take * cost;
 		w->pending += (int64_t)(o->ntasks - before);
 		p->queued -= take;
 		r->lo += take;
@@ -626,15 +664,17 @@ static void handle_pull(engine *e, op *o)
 		job *j = job_of_task(p, (int64_t)r->task_id);
 		if (w->pending > 0)
 			w->pending--;
-		if (j)
+		if (j) {
 			record(e, j, (int64_t)r->task_id, r->ok, r->value.data, r->value.len);
+			j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		}
 	}
 	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
 	    p->state == POOL_FAILED || (p->state == POOL_CLOSED && pool_drained(p))) {
 		pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
 		return;
 	}
-	assign(e, p, w, m->want, o);
+	assign(e, p, w, m->want, m->in_hand, o);
 	if (o->ntasks == 0 && m->in_hand == 0) {
 		o->park_until = cm_now_ms() + PARK_MS;
 		w->parked = o;
@@ -759,6 +799,7 @@ static void handle_map(engine *e, op *o)
 	j->total = (int64_t)m->nargs;
 	j->chunksize = m->chunksize;
 	j->timeout_ms = m->timeout_ms;
+	j->avg_us = -1;
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	snprintf(j->state, sizeof(j->state), "running");
@@ -899,7 +940,7 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 				pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
 			} else if (p->qhead) {
 				w->parked = NULL;
-				assign(e, p, w, o->pull->want ? o->pull->want : 1, o);
+				assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
 				pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
 			} else if (now >= o->park_until) {
 				w->parked = NULL;
@@ -1112,6 +1153,7 @@ static void load_job(void *ctx, const store_job *sj)
 	j->done = sj->done;
 	j->failed = sj->failed;
 	j->chunksize = sj->chunksize;
+	j->avg_us = -1;
 	j->created_ms = sj->created_ms;
 	j->function = strdup(sj->function);
 	snprintf(j->state, sizeof(j->state), "%s", sj->state);

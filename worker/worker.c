@@ -43,6 +43,7 @@ typedef struct task {
 
 typedef struct result {
 	uint64_t id;
+	uint32_t run_us;
 	int ok;
 	char *value;
 	size_t len;
@@ -124,7 +125,8 @@ static void *executor(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
-		if (push_result(w, (result){t.id, ok, out.data, out.len}) != CM_OK)
+		if (push_result(w, (result){t.id, ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0), ok, out.data,
+					    out.len}) != CM_OK)
 			cm_buf_fini(&out); /* the task will be re-run after its lease */
 		w->running = 0;
 		pthread_cond_signal(&w->hub);
@@ -222,6 +224,7 @@ static int exchange(worker *w, nng_socket sock, const result *sent, size_t nsend
 		strand__result__init(&rs[i]);
 		rs[i].task_id = sent[i].id;
 		rs[i].ok = sent[i].ok;
+		rs[i].run_us = sent[i].run_us;
 		rs[i].value.data = (uint8_t *)sent[i].value;
 		rs[i].value.len = sent[i].len;
 		rp[i] = &rs[i];
@@ -265,6 +268,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	nng_socket sock = NNG_SOCKET_INITIALIZER;
 	pthread_t exec_thread;
 	int64_t last_ok = cm_now_ms();
+	int starved = 0; /* the last pull brought no task */
 	int code = 0;
 	int rv;
 
@@ -302,8 +306,10 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		result *sent = NULL;
 		int err;
 
-		/* Sleep while holding enough work and nothing to report. */
-		while (!*stop && w.nout == 0 && in_hand >= target_in_hand(&w) && in_hand > 0 && cm_now_ms() < beat) {
+		/* Sleep while holding work and nothing to report, if the work is
+		 * enough or the gateway had no more to give last time. */
+		while (!*stop && w.nout == 0 && in_hand > 0 && (starved || in_hand >= target_in_hand(&w)) &&
+		       cm_now_ms() < beat) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 200 * 1000000L;
@@ -360,6 +366,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 			cm_error("out of memory queueing tasks");
 			code = 1;
 		} else {
+			starved = batch->n_tasks == 0;
 			pthread_cond_signal(&w.cv);
 			protobuf_c_message_free_unpacked(&batch->base, NULL);
 			continue;
