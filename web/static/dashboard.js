@@ -2,7 +2,8 @@
 // pools, the selected pool's workers and its jobs with their progress.
 "use strict";
 
-let selected = null;
+// The selected pool lives in the URL hash, so a pool view can be linked to.
+let selected = location.hash.slice(1) || null;
 
 function cell(text, cls) {
   const td = document.createElement("td");
@@ -49,7 +50,7 @@ async function refresh() {
         cell(connected + " / " + p.processes), cell(p.counters.tasks_queued), cell(p.counters.tasks_pending),
         cell(p.counters.tasks_done), cell(p.counters.tasks_failed), cell(p.counters.workers_lost),
         cell(p.created_at));
-      tr.onclick = () => { selected = p.id; refresh(); };
+      tr.onclick = () => { selected = p.id; location.hash = p.id; refresh(); };
       return tr;
     }));
     const pool = pools.find((p) => p.id === selected);
