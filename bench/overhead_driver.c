@@ -36,10 +36,10 @@ int main(int argc, char **argv)
 		int arg_ms;
 		int tasks_per_worker; /* 1 s of ideal work per worker */
 	} loads[] = {
-		{"sleep_1ms", "sleep", 1, 1000},
-		{"sleep_10ms", "sleep", 10, 100},
-		{"sleep_100ms", "sleep", 100, 10},
-		{"noop_100k", "noop", 0, 0},
+	        {"sleep_1ms", "sleep", 1, 1000},
+	        {"sleep_10ms", "sleep", 10, 100},
+	        {"sleep_100ms", "sleep", 100, 10},
+	        {"noop_100k", "noop", 0, 0},
 	};
 	const char *url = argc > 1 ? argv[1] : NULL;
 	int workers = argc > 2 ? atoi(argv[2]) : 2;
@@ -55,7 +55,8 @@ int main(int argc, char **argv)
 
 		for (int i = 0; i < n; i++)
 			json_array_append_new(args, json_integer(loads[l].arg_ms ? loads[l].arg_ms : i));
-		if (strand_pool_create(c, workers, NULL, pool) != 0 || strand_pool_wait_ready(c, pool, workers, 30) != 0) {
+		if (strand_pool_create(c, workers, NULL, pool) != 0 ||
+		    strand_pool_wait_ready(c, pool, workers, 30) != 0) {
 			fprintf(stderr, "%s: %s\n", loads[l].name, strand_client_error(c));
 			return 1;
 		}

@@ -60,7 +60,10 @@ void strand_client_free(strand_client *c)
 	free(c);
 }
 
-const char *strand_client_error(const strand_client *c) { return c->error; }
+const char *strand_client_error(const strand_client *c)
+{
+	return c->error;
+}
 
 long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
@@ -94,7 +97,7 @@ long strand_request(strand_client *c, const char *method, const char *path, json
 		if (status >= 300) {
 			const char *detail = json_string_value(json_object_get(*reply, "detail"));
 			snprintf(c->error, sizeof(c->error), "%s %.200s: HTTP %ld: %.200s", method, path, status,
-				 detail ? detail : (s.data ? s.data : ""));
+			         detail ? detail : (s.data ? s.data : ""));
 		}
 	}
 	curl_slist_free_all(h);
@@ -105,7 +108,7 @@ long strand_request(strand_client *c, const char *method, const char *path, json
 
 /* Runs a request expecting `want`; copies reply.id into id when given. */
 static int expect(strand_client *c, const char *method, const char *path, json_t *body, long want, char id[32],
-		  json_t **reply_out)
+                  json_t **reply_out)
 {
 	json_t *reply;
 	long status = strand_request(c, method, path, body, &reply);
@@ -145,7 +148,7 @@ int strand_pool_wait_ready(strand_client *c, const char *pool, int processes, in
 		int connected = 0;
 		if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
 			return -1;
-		json_array_foreach(json_object_get(reply, "workers"), k, w)
+		json_array_foreach (json_object_get(reply, "workers"), k, w)
 			connected += strcmp(json_string_value(json_object_get(w, "state")), "connected") == 0;
 		json_decref(reply);
 		if (connected >= processes)
@@ -186,10 +189,10 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 		size_t k;
 		int complete;
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=30&cursor=%s", job,
-			 unordered ? "completion" : "input", page, cursor);
+		         unordered ? "completion" : "input", page, cursor);
 		if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
 			return -1;
-		json_array_foreach(json_object_get(reply, "items"), k, item) {
+		json_array_foreach (json_object_get(reply, "items"), k, item) {
 			int ok = json_is_true(json_object_get(item, "ok"));
 			if (fn(ctx, json_integer_value(json_object_get(item, "index")), ok,
 			       json_object_get(item, ok ? "value" : "error")) != 0) {

@@ -15,16 +15,16 @@
 
 typedef enum cm_err {
 	CM_OK = 0,
-	CM_EINVAL,       /* malformed input: bad JSON, bad field, bad frame */
-	CM_ENOMEM,       /* allocation failed */
-	CM_ENOENT,       /* no such pool, job, worker */
-	CM_ECLOSED,      /* the pool takes no new work */
-	CM_ETOOBIG,      /* input over a documented cap */
+	CM_EINVAL, /* malformed input: bad JSON, bad field, bad frame */
+	CM_ENOMEM, /* allocation failed */
+	CM_ENOENT, /* no such pool, job, worker */
+	CM_ECLOSED, /* the pool takes no new work */
+	CM_ETOOBIG, /* input over a documented cap */
 	CM_EUNSUPPORTED, /* understood but not offered: backend, function */
-	CM_EIO,          /* storage or system call failure */
-	CM_EUNAVAIL,     /* a dependency is down or the store is read-only */
-	CM_ETIMEDOUT,    /* a wait ran out */
-	CM_ESHUTDOWN,    /* the process is stopping */
+	CM_EIO, /* storage or system call failure */
+	CM_EUNAVAIL, /* a dependency is down or the store is read-only */
+	CM_ETIMEDOUT, /* a wait ran out */
+	CM_ESHUTDOWN, /* the process is stopping */
 } cm_err;
 
 /* Returns a static, human-readable name for an error code. */
@@ -63,9 +63,9 @@ void cm_id_new(char prefix, char out[20]);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
 
-int64_t cm_now_ms(void);  /* monotonic clock */
+int64_t cm_now_ms(void); /* monotonic clock */
 int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
-double cm_now_s(void);    /* monotonic, in seconds with ns resolution */
+double cm_now_s(void); /* monotonic, in seconds with ns resolution */
 
 /*
  * Task function names. A task names its function in one of these forms:

@@ -54,8 +54,8 @@ int cm_function_check(const char *name, char *detail, size_t detail_len)
 	if (colon && strncmp(name, "builtin:", 8) != 0) {
 		if (!is_library_name(name, (size_t)(colon - name)) || !is_ident(colon + 1, strlen(colon + 1))) {
 			snprintf(detail, detail_len,
-				 "function '%.100s' is not LIB.so:SYMBOL (a plain .so file name and a C identifier)",
-				 name);
+			         "function '%.100s' is not LIB.so:SYMBOL (a plain .so file name and a C identifier)",
+			         name);
 			return CM_EUNSUPPORTED;
 		}
 		return CM_OK;
@@ -65,7 +65,7 @@ int cm_function_check(const char *name, char *detail, size_t detail_len)
 		if (strcmp(bare, cm_builtin_functions[i]) == 0)
 			return CM_OK;
 	snprintf(detail, detail_len,
-		 "unknown function '%.100s': use a builtin (noop, echo, sleep, pi, fail, crash), LIB.so:SYMBOL or exec",
-		 name);
+	         "unknown function '%.100s': use a builtin (noop, echo, sleep, pi, fail, crash), LIB.so:SYMBOL or exec",
+	         name);
 	return CM_EUNSUPPORTED;
 }

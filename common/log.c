@@ -23,6 +23,6 @@ void cm_log(int level, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "%s.%03ldZ %s[%d] %s %s\n", stamp, ts.tv_nsec / 1000000,
-		program_invocation_short_name, (int)getpid(), names[level & 3], msg);
+	fprintf(stderr, "%s.%03ldZ %s[%d] %s %s\n", stamp, ts.tv_nsec / 1000000, program_invocation_short_name,
+	        (int)getpid(), names[level & 3], msg);
 }

@@ -76,7 +76,7 @@ static const char *slug_of(int status)
 }
 
 static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
-				 const char *location)
+                                 const char *location)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
@@ -94,15 +94,21 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *tex
 	return ret;
 }
 
-/* Sends and releases j (stolen). */
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j, const char *location)
+/* Sends and releases j (stolen) as the given content type. */
+static enum MHD_Result send_json_as(struct MHD_Connection *c, int status, json_t *j, const char *type,
+                                    const char *location)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	json_decref(j);
 	if (!s)
 		return MHD_NO;
-	return send_text(c, status, s, strlen(s), "application/json", location);
+	return send_text(c, status, s, strlen(s), type, location);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j, const char *location)
+{
+	return send_json_as(c, status, j, "application/json", location);
 }
 
 static enum MHD_Result problem(struct MHD_Connection *c, int status, const char *url, const char *detail)
@@ -112,13 +118,9 @@ static enum MHD_Result problem(struct MHD_Connection *c, int status, const char 
 
 	snprintf(type, sizeof(type), "urn:strand:problem:%s", slug_of(status));
 	j = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", MHD_get_reason_phrase_for((unsigned)status),
-		      "status", status, "detail", detail && detail[0] ? detail : MHD_get_reason_phrase_for((unsigned)status),
-		      "instance", url);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	return send_text(c, status, s, strlen(s), "application/problem+json", NULL);
+	              "status", status, "detail",
+	              detail && detail[0] ? detail : MHD_get_reason_phrase_for((unsigned)status), "instance", url);
+	return send_json_as(c, status, j, "application/problem+json", NULL);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *c, int err, const char *url, const char *detail)
@@ -129,7 +131,7 @@ static enum MHD_Result fail(struct MHD_Connection *c, int err, const char *url, 
 /* ---- query parameters --------------------------------------------------- */
 
 static int query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64_t hi, int64_t *out, char *detail,
-		     size_t detail_len)
+                     size_t detail_len)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 	char *end;
@@ -141,7 +143,7 @@ static int query_int(struct MHD_Connection *c, const char *name, int64_t lo, int
 	n = strtoll(v, &end, 10);
 	if (errno || *end || n < lo || n > hi) {
 		snprintf(detail, detail_len, "query parameter '%s' must be an integer from %lld to %lld", name,
-			 (long long)lo, (long long)hi);
+		         (long long)lo, (long long)hi);
 		return CM_EINVAL;
 	}
 	*out = n;
@@ -182,7 +184,7 @@ static int append_result(void *ctx, const store_result *r)
 	int err;
 
 	err = cm_buf_printf(b, "%s{\"index\":%lld,\"ok\":%s,", b->data[b->len - 1] == '[' ? "" : ",",
-			    (long long)r->index, r->ok ? "true" : "false");
+	                    (long long)r->index, r->ok ? "true" : "false");
 	if (err == CM_OK && r->ok) {
 		/* Results are JSON text checked by the worker: copied as they are. */
 		err = cm_buf_puts(b, "\"value\":");
@@ -198,7 +200,7 @@ static int append_result(void *ctx, const store_result *r)
 
 /* Reads one page of results into b; *count is how many. */
 static int read_page(api *a, const job_info *info, int completion, int64_t cursor, int64_t limit, cm_buf *b,
-		     int64_t *next, char *detail, size_t detail_len)
+                     int64_t *next, char *detail, size_t detail_len)
 {
 	store *st = reader_take(a, detail, detail_len);
 	int err;
@@ -206,14 +208,14 @@ static int read_page(api *a, const job_info *info, int completion, int64_t curso
 	if (!st)
 		return CM_EUNAVAIL;
 	err = completion ? store_results_completion(st, info->num, cursor, limit, append_result, b, next)
-			 : store_results_input(st, info->base, info->total, cursor, limit, append_result, b, next);
+	                 : store_results_input(st, info->base, info->total, cursor, limit, append_result, b, next);
 	reader_give(a, st);
 	return err;
 }
 
 /* Pages results, long polling up to wait_s seconds for the first one. */
-static int results_body(api *a, const char *job_id, const job_info *info, int completion, int64_t cursor,
-			int64_t limit, int64_t wait_s, cm_buf *b, char *detail, size_t detail_len)
+static int results_body(api *a, const char *job_id, const job_info *info, int completion, int64_t cursor, int64_t limit,
+                        int64_t wait_s, cm_buf *b, char *detail, size_t detail_len)
 {
 	int64_t deadline = cm_now_ms() + wait_s * 1000;
 	int64_t next = cursor;
@@ -221,7 +223,7 @@ static int results_body(api *a, const char *job_id, const job_info *info, int co
 	int err;
 
 	err = cm_buf_printf(b, "{\"job\":\"%s\",\"order\":\"%s\",\"total\":%lld,\"items\":[", job_id,
-			    completion ? "completion" : "input", (long long)info->total);
+	                    completion ? "completion" : "input", (long long)info->total);
 	if (err != CM_OK)
 		return err;
 	items_at = b->len;
@@ -236,7 +238,7 @@ static int results_body(api *a, const char *job_id, const job_info *info, int co
 			break;
 	}
 	return cm_buf_printf(b, "],\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
-			     next >= info->total ? "true" : "false");
+	                     next >= info->total ? "true" : "false");
 }
 
 static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
@@ -272,7 +274,7 @@ static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char 
 /* ---- pools and jobs ----------------------------------------------------- */
 
 static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id,
-				const request *rq, int single)
+                                const request *rq, int single)
 {
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
 	char detail[256] = "";
@@ -321,7 +323,7 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 }
 
 static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char *url, const char *method,
-				   const char *rest, const request *rq)
+                                   const char *rest, const request *rq)
 {
 	char detail[256] = "";
 	char id[64];
@@ -339,13 +341,13 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 			pool_spec spec;
 			char location[64];
 			err = spec_pool_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, &spec,
-					      detail, sizeof(detail));
+			                      detail, sizeof(detail));
 			if (err == CM_OK)
 				err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
 			if (err != CM_OK)
 				return fail(c, err, url, detail);
 			snprintf(location, sizeof(location), "/v1/pools/%s",
-				 json_string_value(json_object_get(out, "id")));
+			         json_string_value(json_object_get(out, "id")));
 			return send_json(c, 201, out, location);
 		}
 		return problem(c, 405, url, "use GET or POST on /v1/pools");
@@ -385,7 +387,7 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 }
 
 static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
-				  const char *rest)
+                                  const char *rest)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64];
@@ -444,7 +446,7 @@ static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *
 /* ---- dispatch ----------------------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
 	api *a = cls;
 	request *rq = *con_cls;
@@ -546,12 +548,12 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 		api_stop(a);
 		return err;
 	}
-	a->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-					     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
-				     0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)(API_WAIT_MAX_S + 60), MHD_OPTION_CONNECTION_LIMIT, 1024u,
-				     MHD_OPTION_END);
+	a->daemon =
+	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+	                                 (v6 ? MHD_USE_IPv6 : 0),
+	                         0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_CONNECTION_TIMEOUT,
+	                         (unsigned)(API_WAIT_MAX_S + 60), MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
 	if (!a->daemon) {
 		snprintf(detail, detail_len, "cannot listen on http://%s (in use?)", cfg->http);
 		api_stop(a);

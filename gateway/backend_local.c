@@ -78,10 +78,10 @@ static void local_stop(int64_t handle, int hard)
 }
 
 const backend_ops backend_local = {
-	.name = "local",
-	.spawn = local_spawn,
-	.poll = local_poll,
-	.stop = local_stop,
+        .name = "local",
+        .spawn = local_spawn,
+        .poll = local_poll,
+        .stop = local_stop,
 };
 
 const backend_ops *backend_find(const char *name)

@@ -17,30 +17,34 @@ static void set(char *dst, size_t n, const char *v)
 
 void gw_config_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: strand-gateway [options]\n"
-		"Runs the strand REST gateway: pools, jobs and workers, persisted in SQLite.\n\n"
-		"  --http HOST:PORT     REST API address (STRAND_HTTP, default 127.0.0.1:8080)\n"
-		"  --hub URL            nng URL workers dial (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
-		"  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
-		"  --backend NAME       default backend for pools (STRAND_BACKEND, default local)\n"
-		"  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
-		"                       default: next to strand-gateway)\n"
-		"  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
-		"                       default: ../lib next to strand-gateway)\n"
-		"  --web-root DIR       dashboard files (STRAND_WEB_ROOT, default: ../share/strand/web)\n"
-		"  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
-		"  --help               this text\n");
+	fprintf(f, "usage: strand-gateway [options]\n"
+	           "Runs the strand REST gateway: pools, jobs and workers, persisted in SQLite.\n\n"
+	           "  --http HOST:PORT     REST API address (STRAND_HTTP, default 127.0.0.1:8080)\n"
+	           "  --hub URL            nng URL workers dial (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
+	           "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
+	           "  --backend NAME       default backend for pools (STRAND_BACKEND, default local)\n"
+	           "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
+	           "                       default: next to strand-gateway)\n"
+	           "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
+	           "                       default: ../lib next to strand-gateway)\n"
+	           "  --web-root DIR       dashboard files (STRAND_WEB_ROOT, default: ../share/strand/web)\n"
+	           "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
+	           "  --help               this text\n");
 }
 
 int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len)
 {
 	static const struct option opts[] = {
-		{"http", required_argument, NULL, 'h'},        {"hub", required_argument, NULL, 'u'},
-		{"db", required_argument, NULL, 'd'},          {"backend", required_argument, NULL, 'b'},
-		{"worker-bin", required_argument, NULL, 'w'},  {"plugin-path", required_argument, NULL, 'p'},
-		{"web-root", required_argument, NULL, 'r'},    {"lease-ms", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'H'},              {NULL, 0, NULL, 0},
+	        {"http", required_argument, NULL, 'h'},
+	        {"hub", required_argument, NULL, 'u'},
+	        {"db", required_argument, NULL, 'd'},
+	        {"backend", required_argument, NULL, 'b'},
+	        {"worker-bin", required_argument, NULL, 'w'},
+	        {"plugin-path", required_argument, NULL, 'p'},
+	        {"web-root", required_argument, NULL, 'r'},
+	        {"lease-ms", required_argument, NULL, 'l'},
+	        {"help", no_argument, NULL, 'H'},
+	        {NULL, 0, NULL, 0},
 	};
 	char self[1024] = "";
 	char *dir;

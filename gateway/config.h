@@ -8,14 +8,14 @@
 #include <stdio.h>
 
 typedef struct gw_config {
-	char http[256];        /* host:port the REST API listens on */
-	char hub[256];         /* nng URL the hub listens on and workers dial */
-	char db[1024];         /* SQLite file */
-	char backend[32];      /* default backend for new pools */
+	char http[256]; /* host:port the REST API listens on */
+	char hub[256]; /* nng URL the hub listens on and workers dial */
+	char db[1024]; /* SQLite file */
+	char backend[32]; /* default backend for new pools */
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
-	char plugin_path[2048];/* STRAND_PLUGIN_PATH handed to workers */
-	char web_root[1024];   /* dashboard files */
-	int lease_ms;          /* a worker silent this long loses its tasks */
+	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
+	char web_root[1024]; /* dashboard files */
+	int lease_ms; /* a worker silent this long loses its tasks */
 	int help;
 } gw_config;
 

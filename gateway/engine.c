@@ -40,7 +40,7 @@
 #define TICK_MS 20
 #define PARK_MS 1000
 #define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
-#define TERM_GRACE_MS 2000     /* SIGTERM, then SIGKILL after this */
+#define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
 #define JOB_BUCKETS 16384
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
@@ -114,7 +114,7 @@ typedef struct job {
 	char state[16];
 	int64_t created_ms;
 	struct pool *pool;
-	struct job *next;      /* in the pool, by base */
+	struct job *next; /* in the pool, by base */
 	struct job *hash_next; /* in e->jobs */
 } job;
 
@@ -139,13 +139,13 @@ typedef struct pool {
 	char reason[512];
 	int64_t created_ms;
 	worker *workers;
-	job *jobs, *last_job;
+	job *jobs, *jobs_tail, *last_job;
 	range *qhead, *qtail;
 	int64_t queued;
 	int64_t open_jobs;
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
 	int fail_streak; /* workers that exited without ever connecting */
-	int64_t kill_at;  /* while terminating: SIGKILL the rest then */
+	int64_t kill_at; /* while terminating: SIGKILL the rest then */
 	op *delete_waiters;
 	struct pool *next;
 } pool;
@@ -188,6 +188,10 @@ static job *job_find(engine *e, const char *id)
 			return j;
 	return NULL;
 }
+
+/* Adds a job to its pool (which keeps jobs in base order: jobs are created
+ * in id order, so this appends) and to the id index. */
+static void job_attach(engine *e, struct pool *p, job *j);
 
 static pool *pool_find(engine *e, const char *id)
 {
@@ -238,6 +242,17 @@ static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
 }
 
+static void job_attach(engine *e, pool *p, job *j)
+{
+	if (p->jobs_tail)
+		p->jobs_tail->next = j;
+	else
+		p->jobs = j;
+	p->jobs_tail = j;
+	j->hash_next = e->jobs[hash_id(j->id)];
+	e->jobs[hash_id(j->id)] = j;
+}
+
 /* ---- JSON views --------------------------------------------------------- */
 
 static json_t *job_json(const job *j)
@@ -249,9 +264,9 @@ static json_t *job_json(const job *j)
 	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
 	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
 	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
-			 j->pool->id, "state", j->state, "function", j->function, "total", (json_int_t)j->total,
-			 "done", (json_int_t)j->done, "failed", (json_int_t)j->failed, "chunksize", j->chunksize,
-			 "created_at", created, "links", "self", self, "results", results);
+	                 j->pool->id, "state", j->state, "function", j->function, "total", (json_int_t)j->total, "done",
+	                 (json_int_t)j->done, "failed", (json_int_t)j->failed, "chunksize", j->chunksize, "created_at",
+	                 created, "links", "self", self, "results", results);
 }
 
 static json_t *pool_json(const pool *p)
@@ -267,22 +282,20 @@ static json_t *pool_json(const pool *p)
 			live++;
 			pending += w->pending;
 		}
-		json_array_append_new(
-			workers, json_pack("{s:s, s:s, s:I, s:I, s:i}", "id", w->id, "state",
-					   worker_state_names[w->state], "pid", (json_int_t)w->handle, "pending",
-					   (json_int_t)w->pending, "exit_code", w->exit_code));
+		json_array_append_new(workers, json_pack("{s:s, s:s, s:I, s:I, s:i}", "id", w->id, "state",
+		                                         worker_state_names[w->state], "pid", (json_int_t)w->handle,
+		                                         "pending", (json_int_t)w->pending, "exit_code", w->exit_code));
 	}
 	iso_time(p->created_ms, created);
 	o = json_pack("{s:s, s:s, s:i, s:s, s:{s:f, s:I, s:i}, s:i, s:s, s:i, s:o,"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-		      "id", p->id, "state", pool_state_names[p->state], "processes", p->spec.processes, "backend",
-		      p->spec.backend, "resources", "cpu", p->spec.cpu, "memory_mb", (json_int_t)p->spec.memory_mb,
-		      "gpu", p->spec.gpu, "max_attempts", p->spec.max_attempts, "created_at", created,
-		      "live_workers", live, "workers", workers, "counters", "tasks_queued", (json_int_t)p->queued,
-		      "tasks_pending", (json_int_t)pending, "tasks_done", (json_int_t)p->tasks_done,
-		      "tasks_failed", (json_int_t)p->tasks_failed, "jobs_open", (json_int_t)p->open_jobs,
-		      "workers_started", (json_int_t)p->workers_started, "workers_lost",
-		      (json_int_t)p->workers_lost);
+	              " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+	              "id", p->id, "state", pool_state_names[p->state], "processes", p->spec.processes, "backend",
+	              p->spec.backend, "resources", "cpu", p->spec.cpu, "memory_mb", (json_int_t)p->spec.memory_mb,
+	              "gpu", p->spec.gpu, "max_attempts", p->spec.max_attempts, "created_at", created, "live_workers",
+	              live, "workers", workers, "counters", "tasks_queued", (json_int_t)p->queued, "tasks_pending",
+	              (json_int_t)pending, "tasks_done", (json_int_t)p->tasks_done, "tasks_failed",
+	              (json_int_t)p->tasks_failed, "jobs_open", (json_int_t)p->open_jobs, "workers_started",
+	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
 	if (o && p->reason[0])
 		json_object_set_new(o, "reason", json_string(p->reason));
 	return o;
@@ -397,13 +410,13 @@ static int worker_spawn(engine *e, pool *p)
 	cm_id_new('w', w->id);
 	w->pool = p;
 	spec = (backend_worker_spec){
-		.pool_id = p->id,
-		.worker_id = w->id,
-		.secret = p->secret,
-		.hub = e->cfg->hub,
-		.worker_bin = e->cfg->worker_bin,
-		.plugin_path = e->cfg->plugin_path,
-		.resources = &p->spec,
+	        .pool_id = p->id,
+	        .worker_id = w->id,
+	        .secret = p->secret,
+	        .hub = e->cfg->hub,
+	        .worker_bin = e->cfg->worker_bin,
+	        .plugin_path = e->cfg->plugin_path,
+	        .resources = &p->spec,
 	};
 	err = p->backend->spawn(&spec, &w->handle, detail, sizeof(detail));
 	if (err != CM_OK) {
@@ -449,7 +462,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 	if (attempts >= c->p->spec.max_attempts) {
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
-				 attempts == 1 ? "" : "s", c->exit_code);
+		                 attempts == 1 ? "" : "s", c->exit_code);
 		record(c->e, j, id, 0, msg, (size_t)n);
 		c->failed++;
 		return CM_OK;
@@ -488,8 +501,8 @@ static void requeue_worker(engine *e, pool *p, const char *worker_id, int exit_c
 			p->qtail = c.tail;
 	}
 	if (c.requeued || c.failed)
-		cm_info("pool %s: %lld tasks of worker %s requeued, %lld failed for good", p->id,
-			(long long)c.requeued, worker_id, (long long)c.failed);
+		cm_info("pool %s: %lld tasks of worker %s requeued, %lld failed for good", p->id, (long long)c.requeued,
+		        worker_id, (long long)c.failed);
 }
 
 static void worker_gone(engine *e, worker *w, int exit_code)
@@ -785,7 +798,7 @@ static void handle_map(engine *e, op *o)
 	if (p->state != POOL_ACTIVE) {
 		o->err = CM_ECLOSED;
 		snprintf(o->detail, sizeof(o->detail), "pool %s is %s and takes no new work%s%.150s", p->id,
-			 pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
+		         pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
@@ -803,9 +816,16 @@ static void handle_map(engine *e, op *o)
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	snprintf(j->state, sizeof(j->state), "running");
-	sj = (store_job){.num = j->num, .id = j->id, .pool_id = p->id, .function = m->function,
-			 .idem_key = o->idem_key, .state = j->state, .base = j->base, .total = j->total,
-			 .chunksize = j->chunksize, .created_ms = j->created_ms};
+	sj = (store_job){.num = j->num,
+	                 .id = j->id,
+	                 .pool_id = p->id,
+	                 .function = m->function,
+	                 .idem_key = o->idem_key,
+	                 .state = j->state,
+	                 .base = j->base,
+	                 .total = j->total,
+	                 .chunksize = j->chunksize,
+	                 .created_ms = j->created_ms};
 	json_t *cmd = NULL;
 	char *cmd_json = NULL;
 	if (m->ncommand) {
@@ -833,17 +853,7 @@ static void handle_map(engine *e, op *o)
 	m->function = NULL;
 	m->command = NULL;
 	m->ncommand = 0;
-	/* Jobs stay in base order: append. */
-	if (!p->jobs) {
-		p->jobs = j;
-	} else {
-		job *t = p->jobs;
-		while (t->next)
-			t = t->next;
-		t->next = j;
-	}
-	j->hash_next = e->jobs[hash_id(j->id)];
-	e->jobs[hash_id(j->id)] = j;
+	job_attach(e, p, j);
 	p->open_jobs++;
 	job_check_done(e, j);
 	o->created = 1;
@@ -926,8 +936,9 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 		live++;
 		if (p->state == POOL_TERMINATING && now >= p->kill_at)
 			p->backend->stop(w->handle, 1);
-		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms && !w->parked) ||
-			 (w->state == W_STARTING && now - w->started > CONNECT_GRACE_MS)) {
+		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
+		          !w->parked) ||
+		         (w->state == W_STARTING && now - w->started > CONNECT_GRACE_MS)) {
 			/* Silent for two leases (or never connected): take its
 			 * tasks back; the reap above requeues them. */
 			cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
@@ -965,7 +976,7 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 	if (p->fail_streak >= 3 + p->spec.processes) {
 		char reason[128];
 		snprintf(reason, sizeof(reason), "%d workers in a row exited before connecting to the hub %.60s",
-			 p->fail_streak, e->cfg->hub);
+		         p->fail_streak, e->cfg->hub);
 		pool_set_state(e, p, POOL_FAILED, reason);
 		return;
 	}
@@ -982,8 +993,7 @@ static void answer(engine *e, op *o, int committed)
 	if (o->kind == OP_PULL) {
 		uint8_t *frame = NULL;
 		size_t len = 0;
-		if (!committed || o->discard ||
-		    proto_frame_encode(PROTO_BATCH, &o->batch.base, &frame, &len) != CM_OK)
+		if (!committed || o->discard || proto_frame_encode(PROTO_BATCH, &o->batch.base, &frame, &len) != CM_OK)
 			hub_discard(o->slot);
 		else
 			hub_reply(o->slot, frame, len);
@@ -1111,7 +1121,7 @@ static void *engine_main(void *arg)
 /* ---- load and recovery -------------------------------------------------- */
 
 static void load_pool(void *ctx, const char *id, const char *secret, const char *spec_json, const char *state,
-		      const char *reason, int64_t created_ms)
+                      const char *reason, int64_t created_ms)
 {
 	engine *e = ctx;
 	pool *p = calloc(1, sizeof(*p));
@@ -1170,16 +1180,7 @@ static void load_job(void *ctx, const store_job *sj)
 	p->tasks_failed += j->failed;
 	if (strcmp(j->state, "running") == 0)
 		p->open_jobs++;
-	if (!p->jobs) {
-		p->jobs = j;
-	} else {
-		job *t = p->jobs;
-		while (t->next)
-			t = t->next;
-		t->next = j;
-	}
-	j->hash_next = e->jobs[hash_id(j->id)];
-	e->jobs[hash_id(j->id)] = j;
+	job_attach(e, p, j);
 }
 
 typedef struct load_queue_ctx {
@@ -1408,7 +1409,7 @@ int engine_job_get(engine *e, const char *id, json_t **out)
 }
 
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
-	       char *detail, size_t detail_len)
+               char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
 	int err = submit(e, &o);

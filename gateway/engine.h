@@ -40,7 +40,7 @@ int engine_pool_delete(engine *e, const char *id, json_t **out);
  * spec->command on success (set to NULL); the args stay the caller's.
  * *created is 1 for a new job, 0 when idem_key named an existing one. */
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
-	       char *detail, size_t detail_len);
+               char *detail, size_t detail_len);
 /* The pool's 100 most recent jobs, newest first. */
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);

@@ -75,7 +75,7 @@ static void on_aio(void *arg)
 		}
 		msg = nng_aio_get_msg(s->aio);
 		if (proto_frame_decode(PROTO_PULL, nng_msg_body(msg), nng_msg_len(msg), &pull, detail,
-				       sizeof(detail)) != CM_OK) {
+		                       sizeof(detail)) != CM_OK) {
 			nng_msg_free(msg);
 			cm_warn("hub: refused a frame: %s", detail);
 			refuse(s, detail);
@@ -94,8 +94,7 @@ static void on_aio(void *arg)
 		}
 		slot_recv(s);
 		return;
-	case SLOT_WAIT:
-		return; /* no aio runs while the engine holds the slot */
+	case SLOT_WAIT: return; /* no aio runs while the engine holds the slot */
 	}
 }
 

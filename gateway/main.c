@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cm_info("strand-gateway listening on http://%s, hub %s, db %s, backend %s", cfg.http, cfg.hub, cfg.db,
-		cfg.backend);
+	        cfg.backend);
 	sigwait(&set, &sig);
 	cm_info("signal %d: stopping", sig);
 	engine_quiesce(e); /* long polls answer now, so the API can stop */

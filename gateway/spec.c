@@ -9,7 +9,6 @@
 #include "common/common.h"
 #include "gateway/spec.h"
 
-
 static const char *const backends[] = {"local", NULL};
 static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
@@ -20,7 +19,7 @@ static int load(const char *body, size_t len, json_t **out, char *detail, size_t
 
 	if (!root) {
 		snprintf(detail, detail_len, "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
-			 jerr.column);
+		         jerr.column);
 		return CM_EINVAL;
 	}
 	if (!json_is_object(root)) {
@@ -37,7 +36,7 @@ static int check_keys(json_t *obj, const char *const *allowed, const char *where
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(obj, key, v) {
+	json_object_foreach (obj, key, v) {
 		int found = 0;
 		for (size_t i = 0; allowed[i] && !found; i++)
 			found = strcmp(key, allowed[i]) == 0;
@@ -50,8 +49,8 @@ static int check_keys(json_t *obj, const char *const *allowed, const char *where
 }
 
 /* Reads an optional integer field in [lo, hi]. */
-static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, int64_t hi, int64_t *out,
-		   char *detail, size_t detail_len)
+static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, int64_t hi, int64_t *out, char *detail,
+                   size_t detail_len)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -59,7 +58,7 @@ static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, 
 		return CM_OK;
 	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
 		snprintf(detail, detail_len, "field '%s%s' must be an integer from %lld to %lld", where, key,
-			 (long long)lo, (long long)hi);
+		         (long long)lo, (long long)hi);
 		return CM_EINVAL;
 	}
 	*out = json_integer_value(v);
@@ -67,7 +66,7 @@ static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, 
 }
 
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
-		    size_t detail_len)
+                    size_t detail_len)
 {
 	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
@@ -112,9 +111,9 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, p
 			offered |= strcmp(spec.backend, backends[i]) == 0;
 		if (!offered) {
 			snprintf(detail, detail_len,
-				 known ? "backend '%.31s' is not available in this gateway (available: local)"
-				       : "unknown backend '%.31s' (available: local)",
-				 spec.backend);
+			         known ? "backend '%.31s' is not available in this gateway (available: local)"
+			               : "unknown backend '%.31s' (available: local)",
+			         spec.backend);
 			err = CM_EUNSUPPORTED;
 			goto out;
 		}
@@ -132,7 +131,8 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, p
 		cpu = json_object_get(v, "cpu");
 		if (cpu && !json_is_null(cpu)) {
 			if (!json_is_number(cpu) || json_number_value(cpu) <= 0 || json_number_value(cpu) > 1024) {
-				snprintf(detail, detail_len, "field 'resources.cpu' must be a number of cores, 0 < cpu <= 1024");
+				snprintf(detail, detail_len,
+				         "field 'resources.cpu' must be a number of cores, 0 < cpu <= 1024");
 				err = CM_EINVAL;
 				goto out;
 			}
@@ -156,9 +156,9 @@ char *spec_pool_json(const pool_spec *spec)
 {
 	/* Unset resources are null, so that the stored spec parses back. */
 	json_t *o = json_pack("{s:i, s:s, s:i, s:{s:o, s:o, s:i}}", "processes", spec->processes, "backend",
-			      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu",
-			      spec->cpu > 0 ? json_real(spec->cpu) : json_null(), "memory_mb",
-			      spec->memory_mb > 0 ? json_integer(spec->memory_mb) : json_null(), "gpu", spec->gpu);
+	                      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu",
+	                      spec->cpu > 0 ? json_real(spec->cpu) : json_null(), "memory_mb",
+	                      spec->memory_mb > 0 ? json_integer(spec->memory_mb) : json_null(), "gpu", spec->gpu);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	json_decref(o);
@@ -229,7 +229,7 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 			err = CM_ENOMEM;
 			goto out;
 		}
-		json_array_foreach(cmd, i, a) {
+		json_array_foreach (cmd, i, a) {
 			if (!json_is_string(a)) {
 				snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
 				err = CM_EINVAL;
@@ -244,7 +244,9 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 		spec.function = strdup("exec");
 	} else {
 		if (!fn || !json_is_string(fn) || json_string_length(fn) == 0 || json_string_length(fn) > 256) {
-			snprintf(detail, detail_len, "field 'function' is required: a string such as \"echo\" or \"LIB.so:SYMBOL\" (or give 'command')");
+			snprintf(detail, detail_len,
+			         "field 'function' is required: a string such as \"echo\" or \"LIB.so:SYMBOL\" (or "
+			         "give 'command')");
 			err = CM_EINVAL;
 			goto out;
 		}
@@ -304,7 +306,7 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 			err = CM_ENOMEM;
 			goto out;
 		}
-		json_array_foreach(args, i, a) {
+		json_array_foreach (args, i, a) {
 			if ((err = add_arg(&spec, a, i, detail, detail_len)) != CM_OK)
 				goto out;
 		}

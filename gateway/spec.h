@@ -17,25 +17,25 @@
 typedef struct pool_spec {
 	int processes;
 	char backend[32];
-	double cpu;        /* cores per worker, 0: unset */
+	double cpu; /* cores per worker, 0: unset */
 	int64_t memory_mb; /* per worker, 0: unset */
-	int gpu;           /* GPUs per worker */
-	int max_attempts;  /* runs of a task before it fails for good */
+	int gpu; /* GPUs per worker */
+	int max_attempts; /* runs of a task before it fails for good */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend fills an absent "backend".
  * Returns CM_OK, CM_EINVAL (malformed: 400) or CM_EUNSUPPORTED (unknown
  * backend: 422), with the reason in detail. */
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
-		    size_t detail_len);
+                    size_t detail_len);
 /* The canonical JSON of a pool spec: a new string, free() it. */
 char *spec_pool_json(const pool_spec *spec);
 
 typedef struct map_spec {
-	char *function;   /* builtin, LIB.so:SYMBOL or "exec" */
-	char **command;   /* argv for exec */
+	char *function; /* builtin, LIB.so:SYMBOL or "exec" */
+	char **command; /* argv for exec */
 	size_t ncommand;
-	char **args;      /* JSON text of each argument */
+	char **args; /* JSON text of each argument */
 	size_t *lens;
 	size_t nargs;
 	int chunksize;

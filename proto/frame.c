@@ -37,7 +37,7 @@ int proto_frame_encode(proto_type type, const ProtobufCMessage *msg, uint8_t **o
 }
 
 int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
-		       size_t detail_len)
+                       size_t detail_len)
 {
 	const ProtobufCMessageDescriptor *d = descriptor(type);
 	ProtobufCMessage *msg;

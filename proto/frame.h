@@ -37,6 +37,6 @@ int proto_frame_encode(proto_type type, const ProtobufCMessage *msg, uint8_t **o
  * freed with protobuf_c_message_free_unpacked(*out, NULL). On failure returns
  * CM_EINVAL or CM_ETOOBIG and writes the reason into detail. */
 int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
-		       size_t detail_len);
+                       size_t detail_len);
 
 #endif

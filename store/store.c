@@ -13,49 +13,40 @@
 
 #define SCHEMA_VERSION 1
 
-static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
-	"CREATE TABLE IF NOT EXISTS pools("
-	"  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
-	"  state TEXT NOT NULL, reason TEXT, created_ms INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS jobs("
-	"  num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, pool_id TEXT NOT NULL,"
-	"  function TEXT NOT NULL, command TEXT, idem_key TEXT, state TEXT NOT NULL,"
-	"  base INTEGER NOT NULL, total INTEGER NOT NULL, chunksize INTEGER NOT NULL,"
-	"  created_ms INTEGER NOT NULL, UNIQUE(pool_id, idem_key));"
-	/* state: 0 queued, 1 pending (on worker), 2 done (seq, ok, value). */
-	"CREATE TABLE IF NOT EXISTS tasks("
-	"  id INTEGER PRIMARY KEY, job INTEGER NOT NULL, arg BLOB, state INTEGER NOT NULL,"
-	"  attempts INTEGER NOT NULL, worker TEXT, seq INTEGER, ok INTEGER, value BLOB);"
-	"CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
-	"CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
-	"CREATE TABLE IF NOT EXISTS workers("
-	"  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
-	"  exit_code INTEGER, started_ms INTEGER NOT NULL);"
-	"INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
+static const char schema[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
+                             "CREATE TABLE IF NOT EXISTS pools("
+                             "  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
+                             "  state TEXT NOT NULL, reason TEXT, created_ms INTEGER NOT NULL);"
+                             "CREATE TABLE IF NOT EXISTS jobs("
+                             "  num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, pool_id TEXT NOT NULL,"
+                             "  function TEXT NOT NULL, command TEXT, idem_key TEXT, state TEXT NOT NULL,"
+                             "  base INTEGER NOT NULL, total INTEGER NOT NULL, chunksize INTEGER NOT NULL,"
+                             "  created_ms INTEGER NOT NULL, UNIQUE(pool_id, idem_key));"
+                             /* state: 0 queued, 1 pending (on worker), 2 done (seq, ok, value). */
+                             "CREATE TABLE IF NOT EXISTS tasks("
+                             "  id INTEGER PRIMARY KEY, job INTEGER NOT NULL, arg BLOB, state INTEGER NOT NULL,"
+                             "  attempts INTEGER NOT NULL, worker TEXT, seq INTEGER, ok INTEGER, value BLOB);"
+                             "CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
+                             "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
+                             "CREATE TABLE IF NOT EXISTS workers("
+                             "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
+                             "  exit_code INTEGER, started_ms INTEGER NOT NULL);"
+                             "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
 /* Hot-path statements, prepared once per writer connection. */
-enum {
-	S_TASK_INSERT,
-	S_TASK_ASSIGN,
-	S_TASK_ASSIGNED,
-	S_TASK_COMPLETE,
-	S_RESULTS_INPUT,
-	S_RESULTS_COMPLETION,
-	S_COUNT
-};
+enum { S_TASK_INSERT, S_TASK_ASSIGN, S_TASK_ASSIGNED, S_TASK_COMPLETE, S_RESULTS_INPUT, S_RESULTS_COMPLETION, S_COUNT };
 
 static const char *const stmt_sql[S_COUNT] = {
-	[S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
-	[S_TASK_ASSIGN] = "UPDATE tasks SET state = 1, worker = ?, attempts = attempts + 1"
-			  " WHERE id BETWEEN ? AND ? AND state = 0",
-	[S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
-			    " AND worker = ? ORDER BY id",
-	[S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
-			    " WHERE id = ? AND state < 2",
-	[S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
-	[S_RESULTS_COMPLETION] = "SELECT id, seq, ok, value, (SELECT base FROM jobs WHERE num = ?1)"
-				 " FROM tasks WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        [S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
+        [S_TASK_ASSIGN] = "UPDATE tasks SET state = 1, worker = ?, attempts = attempts + 1"
+                          " WHERE id BETWEEN ? AND ? AND state = 0",
+        [S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
+                            " AND worker = ? ORDER BY id",
+        [S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
+                            " WHERE id = ? AND state < 2",
+        [S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
+        [S_RESULTS_COMPLETION] = "SELECT id, seq, ok, value, (SELECT base FROM jobs WHERE num = ?1)"
+                                 " FROM tasks WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
 };
 
 struct store {
@@ -74,7 +65,10 @@ static int fail(store *st, int rc)
 	return CM_EIO;
 }
 
-const char *store_errmsg(store *st) { return sqlite3_errmsg(st->db); }
+const char *store_errmsg(store *st)
+{
+	return sqlite3_errmsg(st->db);
+}
 
 static int exec(store *st, const char *sql)
 {
@@ -122,7 +116,7 @@ static int integrity_check(store *st, char *detail, size_t detail_len)
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW || strcmp(col_text(s, 0), "ok") != 0) {
 		snprintf(detail, detail_len, "database failed its integrity check: %s",
-			 rc == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(st->db));
+		         rc == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(st->db));
 		err = CM_EIO;
 	}
 	sqlite3_finalize(s);
@@ -141,7 +135,7 @@ int store_open(const char *path, int writer, store **out, char *detail, size_t d
 	rc = sqlite3_open_v2(path, &st->db, flags, NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(detail, detail_len, "cannot open database %s: %s", path,
-			 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		         st->db ? sqlite3_errmsg(st->db) : "out of memory");
 		store_close(st);
 		return CM_EUNAVAIL;
 	}
@@ -155,7 +149,7 @@ int store_open(const char *path, int writer, store **out, char *detail, size_t d
 		    integrity_check(st, detail, detail_len) != CM_OK || exec(st, schema) != CM_OK) {
 			if (!detail[0])
 				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
-					 sqlite3_errmsg(st->db));
+				         sqlite3_errmsg(st->db));
 			store_close(st);
 			return CM_EIO;
 		}
@@ -163,7 +157,7 @@ int store_open(const char *path, int writer, store **out, char *detail, size_t d
 	for (int i = 0; i < S_COUNT; i++) {
 		if (prepare(st, stmt_sql[i], &st->stmt[i]) != CM_OK) {
 			snprintf(detail, detail_len, "cannot prepare statements on %s: %s", path,
-				 sqlite3_errmsg(st->db));
+			         sqlite3_errmsg(st->db));
 			store_close(st);
 			return CM_EIO;
 		}
@@ -182,8 +176,14 @@ void store_close(store *st)
 	free(st);
 }
 
-int store_begin(store *st) { return exec(st, "BEGIN IMMEDIATE"); }
-int store_commit(store *st) { return exec(st, "COMMIT"); }
+int store_begin(store *st)
+{
+	return exec(st, "BEGIN IMMEDIATE");
+}
+int store_commit(store *st)
+{
+	return exec(st, "COMMIT");
+}
 void store_rollback(store *st)
 {
 	if (!sqlite3_get_autocommit(st->db))
@@ -193,7 +193,7 @@ void store_rollback(store *st)
 /* ---- pools -------------------------------------------------------------- */
 
 int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
-		      int64_t created_ms)
+                      int64_t created_ms)
 {
 	sqlite3_stmt *s;
 
@@ -241,9 +241,9 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_stmt *s;
 
 	if (prepare(st,
-		    "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-		    " created_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		    &s) != CM_OK)
+	            "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
+	            " created_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	            &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
 	bind_text(s, 2, job->id);
@@ -297,28 +297,28 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	int rc;
 
 	if (prepare(st,
-		    "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
-		    " j.chunksize, j.created_ms,"
-		    " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL),"
-		    " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL AND t.ok = 0)"
-		    " FROM jobs j ORDER BY j.num",
-		    &s) != CM_OK)
+	            "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
+	            " j.chunksize, j.created_ms,"
+	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL),"
+	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL AND t.ok = 0)"
+	            " FROM jobs j ORDER BY j.num",
+	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_job j = {
-			.num = sqlite3_column_int64(s, 0),
-			.id = col_text(s, 1),
-			.pool_id = col_text(s, 2),
-			.function = col_text(s, 3),
-			.command_json = col_text(s, 4),
-			.idem_key = col_text(s, 5),
-			.state = col_text(s, 6),
-			.base = sqlite3_column_int64(s, 7),
-			.total = sqlite3_column_int64(s, 8),
-			.chunksize = sqlite3_column_int(s, 9),
-			.created_ms = sqlite3_column_int64(s, 10),
-			.done = sqlite3_column_int64(s, 11),
-			.failed = sqlite3_column_int64(s, 12),
+		        .num = sqlite3_column_int64(s, 0),
+		        .id = col_text(s, 1),
+		        .pool_id = col_text(s, 2),
+		        .function = col_text(s, 3),
+		        .command_json = col_text(s, 4),
+		        .idem_key = col_text(s, 5),
+		        .state = col_text(s, 6),
+		        .base = sqlite3_column_int64(s, 7),
+		        .total = sqlite3_column_int64(s, 8),
+		        .chunksize = sqlite3_column_int(s, 9),
+		        .created_ms = sqlite3_column_int64(s, 10),
+		        .done = sqlite3_column_int64(s, 11),
+		        .failed = sqlite3_column_int64(s, 12),
 		};
 		fn(ctx, &j);
 	}
@@ -331,8 +331,9 @@ int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st, "SELECT (SELECT coalesce(max(num), 0) + 1 FROM jobs), (SELECT coalesce(max(id), 0) + 1 FROM tasks)",
-		    &s) != CM_OK)
+	if (prepare(st,
+	            "SELECT (SELECT coalesce(max(num), 0) + 1 FROM jobs), (SELECT coalesce(max(id), 0) + 1 FROM tasks)",
+	            &s) != CM_OK)
 		return CM_EIO;
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
@@ -379,8 +380,8 @@ int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, st
 	sqlite3_bind_int64(s, 2, hi);
 	bind_text(s, 3, worker);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW && err == CM_OK)
-		err = fn(ctx, sqlite3_column_int64(s, 0), sqlite3_column_blob(s, 1),
-			 (size_t)sqlite3_column_bytes(s, 1), sqlite3_column_int(s, 2));
+		err = fn(ctx, sqlite3_column_int64(s, 0), sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1),
+		         sqlite3_column_int(s, 2));
 	sqlite3_reset(s);
 	if (err != CM_OK)
 		return err;
@@ -423,9 +424,9 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
 	int err;
 
 	if (prepare(st,
-		    worker ? "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id"
-			   : "SELECT id, attempts FROM tasks WHERE state = 1 ORDER BY id",
-		    &s) != CM_OK)
+	            worker ? "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id"
+	                   : "SELECT id, attempts FROM tasks WHERE state = 1 ORDER BY id",
+	            &s) != CM_OK)
 		return CM_EIO;
 	if (worker)
 		bind_text(s, 1, worker);
@@ -433,9 +434,9 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
 	if (err != CM_OK)
 		return err;
 	if (prepare(st,
-		    worker ? "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?"
-			   : "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1",
-		    &s) != CM_OK)
+	            worker ? "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?"
+	                   : "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1",
+	            &s) != CM_OK)
 		return CM_EIO;
 	if (worker)
 		bind_text(s, 1, worker);
@@ -450,9 +451,9 @@ int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, con
 	/* One statement for the whole job; seq stays unique and above every
 	 * seq already given (seq_from + index). */
 	if (prepare(st,
-		    "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + (id - ?3), worker = NULL"
-		    " WHERE job = ?4 AND state < 2",
-		    &s) != CM_OK)
+	            "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + (id - ?3), worker = NULL"
+	            " WHERE job = ?4 AND state < 2",
+	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, message);
 	sqlite3_bind_int64(s, 2, seq_from);
@@ -479,7 +480,7 @@ int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
 /* ---- results ------------------------------------------------------------ */
 
 int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
-			void *ctx, int64_t *next)
+                        void *ctx, int64_t *next)
 {
 	sqlite3_stmt *s = st->stmt[S_RESULTS_INPUT];
 	int64_t hi = base + cursor + limit - 1;
@@ -509,7 +510,7 @@ int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, 
 }
 
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
-			     int64_t *next)
+                             int64_t *next)
 {
 	sqlite3_stmt *s = st->stmt[S_RESULTS_COMPLETION];
 	int64_t pos = cursor;
@@ -540,8 +541,10 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t 
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "INSERT OR REPLACE INTO workers(id, pool_id, pid, state, started_ms) VALUES(?, ?, ?, 'starting', ?)",
-		    &s) != CM_OK)
+	if (prepare(st,
+	            "INSERT OR REPLACE INTO workers(id, pool_id, pid, state, started_ms) VALUES(?, ?, ?, 'starting', "
+	            "?)",
+	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, id);
 	bind_text(s, 2, pool_id);

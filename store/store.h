@@ -40,12 +40,12 @@ void store_rollback(store *st);
 
 /* ---- pools -------------------------------------------------------------- */
 int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
-		      int64_t created_ms);
+                      int64_t created_ms);
 int store_pool_set_state(store *st, const char *id, const char *state, const char *reason);
 
 /* Calls fn once per stored pool (all strings borrowed for the call). */
-typedef void (*store_pool_fn)(void *ctx, const char *id, const char *secret, const char *spec_json,
-			      const char *state, const char *reason, int64_t created_ms);
+typedef void (*store_pool_fn)(void *ctx, const char *id, const char *secret, const char *spec_json, const char *state,
+                              const char *reason, int64_t created_ms);
 int store_pool_each(store *st, store_pool_fn fn, void *ctx);
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -55,11 +55,11 @@ typedef struct store_job {
 	const char *pool_id;
 	const char *function;
 	const char *command_json; /* JSON array, or NULL */
-	const char *idem_key;     /* or NULL */
+	const char *idem_key; /* or NULL */
 	const char *state;
 	int64_t base;
 	int64_t total;
-	int64_t done;   /* loaded only: results recorded */
+	int64_t done; /* loaded only: results recorded */
 	int64_t failed; /* loaded only: of which errors */
 	int chunksize;
 	int64_t created_ms;
@@ -103,7 +103,7 @@ int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
 /* ---- results ------------------------------------------------------------ */
 typedef struct store_result {
 	int64_t index; /* position in the job's input */
-	int64_t seq;   /* completion order, 1-based */
+	int64_t seq; /* completion order, 1-based */
 	int ok;
 	const char *value; /* JSON text when ok, error text otherwise; borrowed */
 	size_t len;
@@ -115,9 +115,9 @@ typedef int (*store_result_fn)(void *ctx, const store_result *r);
  * with seq > cursor in seq order (imap_unordered). *next is the cursor to
  * pass next time. */
 int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
-			void *ctx, int64_t *next);
+                        void *ctx, int64_t *next);
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
-			     int64_t *next);
+                             int64_t *next);
 
 /* ---- workers ------------------------------------------------------------ */
 int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms);

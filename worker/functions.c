@@ -23,8 +23,8 @@
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
-#define RESULT_MAX (1u << 20)      /* cap on one task's result */
-#define STDERR_TAIL 2048           /* what an exec error keeps of stderr */
+#define RESULT_MAX (1u << 20) /* cap on one task's result */
+#define STDERR_TAIL 2048 /* what an exec error keeps of stderr */
 #define PLUGIN_CACHE 32
 
 typedef struct plugin_entry {
@@ -123,7 +123,8 @@ static int run_builtin(const char *name, const char *arg, size_t arg_len, uint64
 			err = set_error(out, ok, "sleep: argument must be milliseconds (0 to 86400000)");
 		} else {
 			double ms = json_number_value(v);
-			struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000.0 * (double)(time_t)(ms / 1000)) * 1e6)};
+			struct timespec ts = {(time_t)(ms / 1000),
+			                      (long)((ms - 1000.0 * (double)(time_t)(ms / 1000)) * 1e6)};
 			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 				;
 			err = cm_buf_append(out, arg, arg_len);
@@ -235,13 +236,16 @@ static int run_plugin(worker_fns *fns, const char *name, const char *arg, size_t
 	return err;
 }
 
-static int64_t mono_ms(void) { return cm_now_ms(); }
+static int64_t mono_ms(void)
+{
+	return cm_now_ms();
+}
 
 /* exec: one process per task. The argument goes to stdin, stdout is the
  * result, stderr's tail explains a failure. One poll loop serves all three
  * pipes so that a child writing a lot before reading cannot deadlock us. */
 static int run_exec(char *const *command, size_t ncommand, const char *arg, size_t arg_len, unsigned timeout_ms,
-		    cm_buf *out, int *ok)
+                    cm_buf *out, int *ok)
 {
 	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1};
 	char **argv = NULL;
@@ -349,11 +353,11 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 	if (timed_out) {
 		err = set_error(out, ok, "exec: timed out after %u ms", timeout_ms);
 	} else if (WIFSIGNALED(status)) {
-		err = set_error(out, ok, "exec: %s killed by signal %d: %.*s", argv[0], WTERMSIG(status),
-				(int)se.len, se.data ? se.data : "");
+		err = set_error(out, ok, "exec: %s killed by signal %d: %.*s", argv[0], WTERMSIG(status), (int)se.len,
+		                se.data ? se.data : "");
 	} else if (WEXITSTATUS(status) != 0) {
 		err = set_error(out, ok, "exec: %s exited with status %d: %.*s", argv[0], WEXITSTATUS(status),
-				(int)se.len, se.data ? se.data : "");
+		                (int)se.len, se.data ? se.data : "");
 	} else if (!is_json(so.data ? so.data : "", so.len)) {
 		err = set_error(out, ok, "exec: %s wrote no JSON value on stdout", argv[0]);
 	} else {
@@ -376,7 +380,7 @@ out:
 }
 
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
-		   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
+                   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
 {
 	char detail[256];
 

@@ -24,31 +24,35 @@ static const char *env_or(const char *name, const char *fallback)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strand-worker [options]\n"
-		   "Runs tasks for one pool of a strand gateway. Backends start it; it is rarely run by hand.\n\n"
-		   "  --hub URL              nng URL of the gateway hub (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
-		   "  --pool ID              pool id (STRAND_POOL_ID)\n"
-		   "  --id ID                this worker's id (STRAND_WORKER_ID)\n"
-		   "  --secret S             the pool's secret (STRAND_SECRET)\n"
-		   "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
-		   "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
-		   "  --help                 this text\n");
+	           "Runs tasks for one pool of a strand gateway. Backends start it; it is rarely run by hand.\n\n"
+	           "  --hub URL              nng URL of the gateway hub (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
+	           "  --pool ID              pool id (STRAND_POOL_ID)\n"
+	           "  --id ID                this worker's id (STRAND_WORKER_ID)\n"
+	           "  --secret S             the pool's secret (STRAND_SECRET)\n"
+	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
+	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
+	           "  --help                 this text\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"hub", required_argument, NULL, 'h'},         {"pool", required_argument, NULL, 'p'},
-		{"id", required_argument, NULL, 'i'},          {"secret", required_argument, NULL, 's'},
-		{"plugin-path", required_argument, NULL, 'P'}, {"gateway-timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'H'},              {NULL, 0, NULL, 0},
+	        {"hub", required_argument, NULL, 'h'},
+	        {"pool", required_argument, NULL, 'p'},
+	        {"id", required_argument, NULL, 'i'},
+	        {"secret", required_argument, NULL, 's'},
+	        {"plugin-path", required_argument, NULL, 'P'},
+	        {"gateway-timeout", required_argument, NULL, 't'},
+	        {"help", no_argument, NULL, 'H'},
+	        {NULL, 0, NULL, 0},
 	};
 	worker_config cfg = {
-		.hub = env_or("STRAND_HUB", "tcp://127.0.0.1:7070"),
-		.pool_id = env_or("STRAND_POOL_ID", NULL),
-		.worker_id = env_or("STRAND_WORKER_ID", NULL),
-		.secret = env_or("STRAND_SECRET", ""),
-		.plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
-		.gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
+	        .hub = env_or("STRAND_HUB", "tcp://127.0.0.1:7070"),
+	        .pool_id = env_or("STRAND_POOL_ID", NULL),
+	        .worker_id = env_or("STRAND_WORKER_ID", NULL),
+	        .secret = env_or("STRAND_SECRET", ""),
+	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
+	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	};
 	struct sigaction sa;
 	int c;

@@ -55,15 +55,15 @@ typedef struct worker {
 	worker_fns *fns;
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;  /* executor waits for tasks */
+	pthread_cond_t cv; /* executor waits for tasks */
 	pthread_cond_t hub; /* hub thread waits for results */
-	task *tasks;        /* ring of queued tasks */
+	task *tasks; /* ring of queued tasks */
 	size_t head, count, cap;
-	result *out;        /* finished, not yet acknowledged */
+	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
 	int running;
 	int quit;
-	double avg_ms;      /* moving average of task run time */
+	double avg_ms; /* moving average of task run time */
 } worker;
 
 static void task_free(task *t)
@@ -114,8 +114,7 @@ static void *executor(void *arg)
 		cm_buf_init(&out);
 		t0 = cm_now_s();
 		if (worker_fns_run(w->fns, t.function, t.arg, t.arg_len, t.command, t.ncommand, t.timeout_ms,
-				   t.id * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ t.attempt, &out,
-				   &ok) != CM_OK) {
+		                   t.id * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ t.attempt, &out, &ok) != CM_OK) {
 			cm_buf_fini(&out);
 			ok = 0;
 			cm_buf_puts(&out, "worker out of memory running the task");
@@ -125,8 +124,8 @@ static void *executor(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
-		if (push_result(w, (result){t.id, ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0), ok, out.data,
-					    out.len}) != CM_OK)
+		if (push_result(w, (result){t.id, ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0), ok,
+		                            out.data, out.len}) != CM_OK)
 			cm_buf_fini(&out); /* the task will be re-run after its lease */
 		w->running = 0;
 		pthread_cond_signal(&w->hub);
@@ -198,7 +197,7 @@ static size_t target_in_hand(const worker *w)
  * of the outbox's head: the executor may grow the outbox meanwhile).
  * Returns CM_OK with *batch set, or an error. */
 static int exchange(worker *w, nng_socket sock, const result *sent, size_t nsend, uint32_t want, uint32_t in_hand,
-		    Strand__Batch **batch)
+                    Strand__Batch **batch)
 {
 	Strand__Pull pull = STRAND__PULL__INIT;
 	Strand__Result *rs = NULL;
@@ -334,7 +333,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		pthread_mutex_unlock(&w.mu);
 
 		err = exchange(&w, sock, sent, nsend, target > in_hand ? (uint32_t)(target - in_hand) : 0,
-			       (uint32_t)in_hand, &batch);
+		               (uint32_t)in_hand, &batch);
 		free(sent);
 
 		pthread_mutex_lock(&w.mu);

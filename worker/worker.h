@@ -15,12 +15,12 @@
 #include "common/common.h"
 
 typedef struct worker_config {
-	const char *hub;         /* nng URL of the gateway's hub */
+	const char *hub; /* nng URL of the gateway's hub */
 	const char *pool_id;
 	const char *worker_id;
 	const char *secret;
 	const char *plugin_path; /* colon-separated folders, may be NULL */
-	int gateway_timeout_s;   /* exit when the gateway stays away this long */
+	int gateway_timeout_s; /* exit when the gateway stays away this long */
 } worker_config;
 
 /* Runs until the gateway says stop, refuses us, stays away too long, or
@@ -35,6 +35,6 @@ typedef struct worker_fns worker_fns;
 worker_fns *worker_fns_new(const char *plugin_path);
 void worker_fns_free(worker_fns *fns);
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
-		   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
+                   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
 
 #endif

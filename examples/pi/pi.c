@@ -32,9 +32,9 @@ static int add(void *ctx, json_int_t index, int ok, json_t *value)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"url", required_argument, NULL, 'u'},   {"samples", required_argument, NULL, 'n'},
-		{"tasks", required_argument, NULL, 't'}, {"processes", required_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	        {"url", required_argument, NULL, 'u'},   {"samples", required_argument, NULL, 'n'},
+	        {"tasks", required_argument, NULL, 't'}, {"processes", required_argument, NULL, 'p'},
+	        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
 	};
 	const char *url = NULL;
 	long long samples = 1000000, tasks = 100;

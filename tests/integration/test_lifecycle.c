@@ -29,15 +29,13 @@ static int worker_pids(const gateway *g, const char *pool, pid_t *pids, int max)
 
 	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
 	r = http(g, "GET", path, NULL, NULL);
-	json_array_foreach(json_object_get(r.json, "workers"), k, w) {
+	json_array_foreach (json_object_get(r.json, "workers"), k, w) {
 		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
 			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
 	}
 	response_free(&r);
 	return n;
 }
-
-static json_t *collect(const gateway *g, const char *job);
 
 static void test_delete_leaves_no_worker(void **state)
 {
@@ -75,10 +73,11 @@ static void test_delete_leaves_no_worker(void **state)
 	assert_int_equal(json_integer_value(json_object_get(r.json, "failed")), 4);
 	response_free(&r);
 	/* Every index has an answer, so a client paging results finishes. */
-	json_t *items = collect(&g, job + strlen("/v1/jobs/"));
+	json_t *items = job_results(&g, job + strlen("/v1/jobs/"), "input", 5000);
 	assert_int_equal(json_array_size(items), 4);
 	for (size_t i = 0; i < 4; i++)
-		assert_non_null(strstr(json_string_value(json_object_get(json_array_get(items, i), "error")), "cancelled"));
+		assert_non_null(
+		        strstr(json_string_value(json_object_get(json_array_get(items, i), "error")), "cancelled"));
 	json_decref(items);
 	/* Deleting again is harmless. */
 	r = http(&g, "DELETE", path, NULL, NULL);
@@ -109,36 +108,13 @@ static void test_sigterm_stops_gateway_and_workers(void **state)
 	gateway_cleanup(&g);
 }
 
-/* Collects all results of a job in input order; returns the array. */
-static json_t *collect(const gateway *g, const char *job)
-{
-	json_t *all = json_array();
-	char cursor[32] = "0";
-
-	for (int round = 0; round < 1000; round++) {
-		char path[256];
-		response r;
-		snprintf(path, sizeof(path), "/v1/jobs/%s/results?limit=5000&wait=10&cursor=%s", job, cursor);
-		r = http(g, "GET", path, NULL, NULL);
-		assert_int_equal(r.status, 200);
-		json_array_extend(all, json_object_get(r.json, "items"));
-		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
-		int complete = json_is_true(json_object_get(r.json, "complete"));
-		response_free(&r);
-		if (complete)
-			return all;
-	}
-	fail_msg("job %s never completed", job);
-	return NULL;
-}
-
 static void assert_echo_results(json_t *items, int n)
 {
 	json_t *it;
 	size_t k;
 
 	assert_int_equal(json_array_size(items), n);
-	json_array_foreach(items, k, it) {
+	json_array_foreach (items, k, it) {
 		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
 		assert_true(json_is_true(json_object_get(it, "ok")));
 	}
@@ -162,7 +138,7 @@ static void test_restart_after_kill_loses_nothing(void **state)
 	r = http(&g, "POST", path, "{\"function\":\"echo\",\"args\":[10,11,12]}", NULL);
 	snprintf(done_job, sizeof(done_job), "%s", json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
-	json_decref(collect(&g, done_job));
+	json_decref(job_results(&g, done_job, "input", 5000));
 	/* ...and one in flight when the gateway is killed. */
 	for (int i = 0; i < 200; i++)
 		json_array_append_new(args, json_integer(10));
@@ -175,11 +151,11 @@ static void test_restart_after_kill_loses_nothing(void **state)
 	waitpid(g.pid, NULL, 0);
 
 	gateway_restart(&g);
-	json_t *items = collect(&g, done_job);
+	json_t *items = job_results(&g, done_job, "input", 5000);
 	assert_int_equal(json_array_size(items), 3);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 2), "value")), 12);
 	json_decref(items);
-	items = collect(&g, live_job);
+	items = job_results(&g, live_job, "input", 5000);
 	assert_echo_results(items, 200);
 	json_decref(items);
 	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
@@ -214,7 +190,7 @@ static void test_closed_pool_finishes_then_stops_workers(void **state)
 	assert_int_equal(r.status, 200);
 	response_free(&r);
 	/* close is not terminate: the queued work still completes (join). */
-	json_t *items = collect(&g, job);
+	json_t *items = job_results(&g, job, "input", 5000);
 	assert_int_equal(json_array_size(items), 6);
 	json_decref(items);
 	for (int i = 0; i < 200 && (process_alive(pids[0]) || process_alive(pids[1])); i++)
@@ -228,10 +204,10 @@ static void test_closed_pool_finishes_then_stops_workers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_delete_leaves_no_worker),
-		cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
-		cmocka_unit_test(test_restart_after_kill_loses_nothing),
-		cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
+	        cmocka_unit_test(test_delete_leaves_no_worker),
+	        cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
+	        cmocka_unit_test(test_restart_after_kill_loses_nothing),
+	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
 }

@@ -57,29 +57,9 @@ static char *submit(fixture *f, json_t *spec)
 	return id;
 }
 
-/* Pages every result of a job; returns them as one JSON array of items. */
 static json_t *collect(fixture *f, const char *job, const char *order, int limit)
 {
-	json_t *all = json_array();
-	char cursor[32] = "0";
-
-	for (int round = 0; round < 2000; round++) {
-		char path[256];
-		response r;
-		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=10&cursor=%s", job, order,
-			 limit, cursor);
-		r = http(&f->g, "GET", path, NULL, NULL);
-		assert_int_equal(r.status, 200);
-		json_array_extend(all, json_object_get(r.json, "items"));
-		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
-		if (json_is_true(json_object_get(r.json, "complete"))) {
-			response_free(&r);
-			return all;
-		}
-		response_free(&r);
-	}
-	fail_msg("job %s never completed", job);
-	return NULL;
+	return job_results(&f->g, job, order, limit);
 }
 
 static json_t *range_args(int n)
@@ -101,7 +81,7 @@ static void test_map_10000_input_order(void **state)
 	size_t k;
 
 	assert_int_equal(json_array_size(items), n);
-	json_array_foreach(items, k, it) {
+	json_array_foreach (items, k, it) {
 		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
 		assert_true(json_is_true(json_object_get(it, "ok")));
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(it, "value"), "i")), (json_int_t)k);
@@ -121,7 +101,7 @@ static void test_map_10000_completion_order(void **state)
 	size_t k;
 
 	assert_int_equal(json_array_size(items), n);
-	json_array_foreach(items, k, it) {
+	json_array_foreach (items, k, it) {
 		json_int_t idx = json_integer_value(json_object_get(it, "index"));
 		assert_true(idx >= 0 && idx < n);
 		assert_int_equal(seen[idx], 0); /* exactly once */
@@ -172,7 +152,7 @@ static void test_plugin_pi(void **state)
 	char *job = submit(f, json_pack("{s:s, s:o}", "function", "pi.so:pi_hits", "args", args));
 	items = collect(f, job, "input", 100);
 	assert_int_equal(json_array_size(items), 20);
-	json_array_foreach(items, k, it) {
+	json_array_foreach (items, k, it) {
 		assert_true(json_is_true(json_object_get(it, "ok")));
 		hits += (double)json_integer_value(json_object_get(it, "value"));
 	}
@@ -191,15 +171,15 @@ static void test_failures_are_results(void **state)
 		json_t *spec;
 		const char *error_part;
 	} cases[] = {
-		{json_pack("{s:s, s:[s,s,s]}", "function", "fail", "args", "boom", "boom", "boom"), "boom"},
-		{json_pack("{s:s, s:[i,i]}", "function", "missing.so:fn", "args", 1, 2), "not found"},
-		{json_pack("{s:s, s:[i]}", "function", "pi.so:no_such_symbol", "args", 1), "no symbol"},
-		{json_pack("{s:s, s:[s]}", "function", "pi.so:pi_hits", "args", "many"), "sample count"},
-		{json_pack("{s:[s,s,s], s:[i,i]}", "command", "sh", "-c", "echo oops >&2; exit 3", "args", 1, 2),
-		 "status 3: oops"},
-		{json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", "echo not json", "args", 1), "no JSON"},
-		{json_pack("{s:[s], s:[i]}", "command", "/nonexistent/program", "args", 1), "status 127"},
-		{json_pack("{s:s, s:[s]}", "function", "sleep", "args", "soon"), "milliseconds"},
+	        {json_pack("{s:s, s:[s,s,s]}", "function", "fail", "args", "boom", "boom", "boom"), "boom"},
+	        {json_pack("{s:s, s:[i,i]}", "function", "missing.so:fn", "args", 1, 2), "not found"},
+	        {json_pack("{s:s, s:[i]}", "function", "pi.so:no_such_symbol", "args", 1), "no symbol"},
+	        {json_pack("{s:s, s:[s]}", "function", "pi.so:pi_hits", "args", "many"), "sample count"},
+	        {json_pack("{s:[s,s,s], s:[i,i]}", "command", "sh", "-c", "echo oops >&2; exit 3", "args", 1, 2),
+	         "status 3: oops"},
+	        {json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", "echo not json", "args", 1), "no JSON"},
+	        {json_pack("{s:[s], s:[i]}", "command", "/nonexistent/program", "args", 1), "status 127"},
+	        {json_pack("{s:s, s:[s]}", "function", "sleep", "args", "soon"), "milliseconds"},
 	};
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -209,7 +189,7 @@ static void test_failures_are_results(void **state)
 		json_t *it;
 		size_t k;
 		assert_int_equal(json_array_size(items), n);
-		json_array_foreach(items, k, it) {
+		json_array_foreach (items, k, it) {
 			const char *err = json_string_value(json_object_get(it, "error"));
 			assert_true(json_is_false(json_object_get(it, "ok")));
 			assert_non_null(err);
@@ -228,9 +208,9 @@ static void test_failures_are_results(void **state)
 	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
 	after = http(&f->g, "GET", path, NULL, NULL);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(after.json, "counters"), "workers_lost")),
-			 0);
+	                 0);
 	assert_int_equal(
-		json_integer_value(json_object_get(json_object_get(after.json, "counters"), "workers_started")), 2);
+	        json_integer_value(json_object_get(json_object_get(after.json, "counters"), "workers_started")), 2);
 	response_free(&after);
 }
 
@@ -248,9 +228,9 @@ static void test_idempotency_key(void **state)
 	assert_int_equal(a.status, 202);
 	assert_int_equal(b.status, 202);
 	assert_string_equal(json_string_value(json_object_get(a.json, "id")),
-			    json_string_value(json_object_get(b.json, "id")));
+	                    json_string_value(json_object_get(b.json, "id")));
 	assert_string_not_equal(json_string_value(json_object_get(a.json, "id")),
-				json_string_value(json_object_get(c.json, "id")));
+	                        json_string_value(json_object_get(c.json, "id")));
 	response_free(&a);
 	response_free(&b);
 	response_free(&c);
@@ -274,8 +254,8 @@ static void test_crashed_worker_is_replaced(void **state)
 	char *job = submit(f, json_pack("{s:s, s:[n]}", "function", "crash", "args"));
 	json_t *items = collect(f, job, "input", 10);
 	assert_int_equal(json_array_size(items), 1);
-	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(items, 0), "error")),
-			       "worker lost 2 times"));
+	assert_non_null(
+	        strstr(json_string_value(json_object_get(json_array_get(items, 0), "error")), "worker lost 2 times"));
 	json_decref(items);
 	free(job);
 	/* The replacement serves new work. */
@@ -327,14 +307,14 @@ static void test_pool_jobs_and_dashboard(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_map_10000_input_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_map_10000_completion_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_plugin_pi, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_map_10000_input_order, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_map_10000_completion_order, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_plugin_pi, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("pool_map", tests, NULL, NULL);
 }

@@ -35,7 +35,7 @@ static int teardown(void **state)
 
 /* Asserts a problem response with the status and a detail containing part. */
 static void expect(const char *method, const char *path, const char *body, const char *header, long status,
-		   const char *part)
+                   const char *part)
 {
 	response r = http(&g, method, path, body, header);
 	const char *detail;
@@ -162,19 +162,15 @@ static void test_422_unknown_backend_or_function(void **state)
 	expect("POST", pool_path("/map"), "{\"function\":\"rm -rf\",\"args\":[1]}", NULL, 422, "unknown function");
 	expect("POST", pool_path("/map"), "{\"function\":\"../evil.so:f\",\"args\":[1]}", NULL, 422, "LIB.so:SYMBOL");
 	expect("POST", pool_path("/map"), "{\"function\":\"lib.so:1abc\",\"args\":[1]}", NULL, 422, "LIB.so:SYMBOL");
-	expect("POST", pool_path("/apply"), "{\"function\":\"builtin:nope\",\"arg\":1}", NULL, 422,
-	       "unknown function");
+	expect("POST", pool_path("/apply"), "{\"function\":\"builtin:nope\",\"arg\":1}", NULL, 422, "unknown function");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_400_malformed),
-		cmocka_unit_test(test_400_bad_query),
-		cmocka_unit_test(test_404_unknown),
-		cmocka_unit_test(test_409_closed_pool),
-		cmocka_unit_test(test_413_body_over_cap),
-		cmocka_unit_test(test_422_unknown_backend_or_function),
+	        cmocka_unit_test(test_400_malformed),     cmocka_unit_test(test_400_bad_query),
+	        cmocka_unit_test(test_404_unknown),       cmocka_unit_test(test_409_closed_pool),
+	        cmocka_unit_test(test_413_body_over_cap), cmocka_unit_test(test_422_unknown_backend_or_function),
 	};
 	return cmocka_run_group_tests_name("rest_errors", tests, setup, teardown);
 }

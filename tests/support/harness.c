@@ -256,7 +256,7 @@ void pool_wait_connected(const gateway *g, const char *pool_id, int processes)
 		json_t *w;
 		size_t k;
 		int connected = 0;
-		json_array_foreach(json_object_get(r.json, "workers"), k, w)
+		json_array_foreach (json_object_get(r.json, "workers"), k, w)
 			connected += strcmp(json_string_value(json_object_get(w, "state")), "connected") == 0;
 		response_free(&r);
 		if (connected >= processes)
@@ -264,6 +264,32 @@ void pool_wait_connected(const gateway *g, const char *pool_id, int processes)
 		usleep(25000);
 	}
 	fail_msg("pool %s: workers did not connect", pool_id);
+}
+
+json_t *job_results(const gateway *g, const char *job, const char *order, int limit)
+{
+	json_t *all = json_array();
+	char cursor[32] = "0";
+
+	/* wait=10 a page: a job that stops making progress fails within
+	 * 10 s per page of what is left, well inside ctest's timeout. */
+	for (int round = 0; round < 200; round++) {
+		char path[256];
+		int complete;
+		response r;
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=10&cursor=%s", job, order,
+		         limit, cursor);
+		r = http(g, "GET", path, NULL, NULL);
+		assert_int_equal(r.status, 200);
+		json_array_extend(all, json_object_get(r.json, "items"));
+		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
+		complete = json_is_true(json_object_get(r.json, "complete"));
+		response_free(&r);
+		if (complete)
+			return all;
+	}
+	fail_msg("job %s never completed", job);
+	return NULL;
 }
 
 int process_alive(pid_t pid)

@@ -20,9 +20,9 @@ typedef struct gateway {
 
 typedef struct response {
 	long status;
-	char *body;         /* NUL-terminated */
+	char *body; /* NUL-terminated */
 	size_t len;
-	json_t *json;       /* parsed body, or NULL */
+	json_t *json; /* parsed body, or NULL */
 	char content_type[128];
 	char location[256];
 } response;
@@ -47,6 +47,11 @@ void response_free(response *r);
 char *pool_create(const gateway *g, int processes);
 /* Waits until every worker of the pool is connected. */
 void pool_wait_connected(const gateway *g, const char *pool_id, int processes);
+
+/* Pages every result of a job (order "input" or "completion", pages of
+ * limit) until the job says complete; returns the items as one new JSON
+ * array. Fails the test if the job does not complete. */
+json_t *job_results(const gateway *g, const char *job, const char *order, int limit);
 
 /* Whether a process exists (kill(pid, 0)). */
 int process_alive(pid_t pid);

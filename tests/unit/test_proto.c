@@ -117,9 +117,9 @@ static void test_encode_checks_type(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_encode_checks_type),
+	        cmocka_unit_test(test_roundtrip),
+	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_encode_checks_type),
 	};
 	return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }

@@ -29,9 +29,9 @@ static void test_pool_defaults_and_fields(void **state)
 	assert_int_equal(s.max_attempts, 3);
 	assert_int_equal(spec_pool_parse("", 0, "local", &s, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(pool("{\"processes\":4,\"max_attempts\":1,\"resources\":{\"cpu\":0.5,\"memory_mb\":256,"
-			      "\"gpu\":1}}",
-			      &s, detail),
-			 CM_OK);
+	                      "\"gpu\":1}}",
+	                      &s, detail),
+	                 CM_OK);
 	assert_int_equal(s.processes, 4);
 	assert_int_equal(s.max_attempts, 1);
 	assert_true(s.cpu == 0.5);
@@ -52,20 +52,20 @@ static void test_pool_refusals(void **state)
 		int err;
 		const char *part;
 	} cases[] = {
-		{"{", CM_EINVAL, "not valid JSON"},
-		{"3", CM_EINVAL, "not valid JSON"},
-		{"[]", CM_EINVAL, "JSON object"},
-		{"{\"processes\":0}", CM_EINVAL, "'processes'"},
-		{"{\"processes\":2000}", CM_EINVAL, "'processes'"},
-		{"{\"processes\":2,\"processes\":3}", CM_EINVAL, "duplicate"},
-		{"{\"backend\":3}", CM_EINVAL, "'backend'"},
-		{"{\"backend\":\"mesos\"}", CM_EUNSUPPORTED, "unknown backend"},
-		{"{\"backend\":\"kubernetes\"}", CM_EUNSUPPORTED, "not available"},
-		{"{\"resources\":[]}", CM_EINVAL, "'resources'"},
-		{"{\"resources\":{\"cpu\":0}}", CM_EINVAL, "'resources.cpu'"},
-		{"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
-		{"{\"resources\":{\"disk\":1}}", CM_EINVAL, "unknown field 'resources.disk'"},
-		{"{\"image\":\"x\"}", CM_EINVAL, "unknown field 'image'"},
+	        {"{", CM_EINVAL, "not valid JSON"},
+	        {"3", CM_EINVAL, "not valid JSON"},
+	        {"[]", CM_EINVAL, "JSON object"},
+	        {"{\"processes\":0}", CM_EINVAL, "'processes'"},
+	        {"{\"processes\":2000}", CM_EINVAL, "'processes'"},
+	        {"{\"processes\":2,\"processes\":3}", CM_EINVAL, "duplicate"},
+	        {"{\"backend\":3}", CM_EINVAL, "'backend'"},
+	        {"{\"backend\":\"mesos\"}", CM_EUNSUPPORTED, "unknown backend"},
+	        {"{\"backend\":\"kubernetes\"}", CM_EUNSUPPORTED, "not available"},
+	        {"{\"resources\":[]}", CM_EINVAL, "'resources'"},
+	        {"{\"resources\":{\"cpu\":0}}", CM_EINVAL, "'resources.cpu'"},
+	        {"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
+	        {"{\"resources\":{\"disk\":1}}", CM_EINVAL, "unknown field 'resources.disk'"},
+	        {"{\"image\":\"x\"}", CM_EINVAL, "unknown field 'image'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -74,7 +74,7 @@ static void test_pool_refusals(void **state)
 		int err = pool(cases[i].body, &s, detail);
 		if (err != cases[i].err || !strstr(detail, cases[i].part))
 			fail_msg("%s: got %d '%s', expected %d '%s'", cases[i].body, err, detail, cases[i].err,
-				 cases[i].part);
+			         cases[i].part);
 	}
 }
 
@@ -89,9 +89,9 @@ static void test_map_parse(void **state)
 	char detail[256] = "";
 
 	(void)state;
-	assert_int_equal(map("{\"function\":\"echo\",\"args\":[1,\"two\",{\"three\":[3]},null],\"chunksize\":8}", 0,
-			     &m, detail),
-			 CM_OK);
+	assert_int_equal(
+	        map("{\"function\":\"echo\",\"args\":[1,\"two\",{\"three\":[3]},null],\"chunksize\":8}", 0, &m, detail),
+	        CM_OK);
 	assert_string_equal(m.function, "echo");
 	assert_int_equal(m.nargs, 4);
 	assert_string_equal(m.args[1], "\"two\"");
@@ -101,7 +101,7 @@ static void test_map_parse(void **state)
 	spec_map_fini(&m);
 
 	assert_int_equal(map("{\"command\":[\"sh\",\"-c\",\"cat\"],\"arg\":{\"x\":1},\"timeout_s\":5}", 1, &m, detail),
-			 CM_OK);
+	                 CM_OK);
 	assert_string_equal(m.function, "exec");
 	assert_int_equal(m.ncommand, 3);
 	assert_string_equal(m.command[2], "cat");
@@ -122,20 +122,20 @@ static void test_map_refusals(void **state)
 		int err;
 		const char *part;
 	} cases[] = {
-		{"{\"args\":[1]}", 0, CM_EINVAL, "'function'"},
-		{"{\"function\":\"echo\"}", 0, CM_EINVAL, "'args'"},
-		{"{\"function\":\"echo\",\"args\":{}}", 0, CM_EINVAL, "'args'"},
-		{"{\"function\":\"echo\",\"args\":[],\"chunksize\":0}", 0, CM_EINVAL, "'chunksize'"},
-		{"{\"function\":\"echo\",\"args\":[],\"arg\":1}", 0, CM_EINVAL, "unknown field 'arg'"},
-		{"{\"function\":\"echo\",\"arg\":1,\"chunksize\":2}", 1, CM_EINVAL, "unknown field 'chunksize'"},
-		{"{\"function\":\"echo\"}", 1, CM_EINVAL, "'arg'"},
-		{"{\"function\":\"exec\",\"args\":[]}", 0, CM_EINVAL, "'command'"},
-		{"{\"command\":[],\"args\":[]}", 0, CM_EINVAL, "'command'"},
-		{"{\"function\":\"nosuch\",\"args\":[]}", 0, CM_EUNSUPPORTED, "unknown function"},
-		{"{\"function\":\"a/b.so:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
-		{"{\"function\":\"lib.so:\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
-		{"{\"function\":\"lib.dll:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
-		{"{\"function\":\"echo\",\"args\":[],\"timeout_s\":-1}", 0, CM_EINVAL, "'timeout_s'"},
+	        {"{\"args\":[1]}", 0, CM_EINVAL, "'function'"},
+	        {"{\"function\":\"echo\"}", 0, CM_EINVAL, "'args'"},
+	        {"{\"function\":\"echo\",\"args\":{}}", 0, CM_EINVAL, "'args'"},
+	        {"{\"function\":\"echo\",\"args\":[],\"chunksize\":0}", 0, CM_EINVAL, "'chunksize'"},
+	        {"{\"function\":\"echo\",\"args\":[],\"arg\":1}", 0, CM_EINVAL, "unknown field 'arg'"},
+	        {"{\"function\":\"echo\",\"arg\":1,\"chunksize\":2}", 1, CM_EINVAL, "unknown field 'chunksize'"},
+	        {"{\"function\":\"echo\"}", 1, CM_EINVAL, "'arg'"},
+	        {"{\"function\":\"exec\",\"args\":[]}", 0, CM_EINVAL, "'command'"},
+	        {"{\"command\":[],\"args\":[]}", 0, CM_EINVAL, "'command'"},
+	        {"{\"function\":\"nosuch\",\"args\":[]}", 0, CM_EUNSUPPORTED, "unknown function"},
+	        {"{\"function\":\"a/b.so:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+	        {"{\"function\":\"lib.so:\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+	        {"{\"function\":\"lib.dll:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+	        {"{\"function\":\"echo\",\"args\":[],\"timeout_s\":-1}", 0, CM_EINVAL, "'timeout_s'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -144,7 +144,7 @@ static void test_map_refusals(void **state)
 		int err = map(cases[i].body, cases[i].single, &m, detail);
 		if (err != cases[i].err || !strstr(detail, cases[i].part))
 			fail_msg("%s: got %d '%s', expected %d '%s'", cases[i].body, err, detail, cases[i].err,
-				 cases[i].part);
+			         cases[i].part);
 	}
 }
 
@@ -193,12 +193,12 @@ static void test_config_flags_over_env(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_defaults_and_fields),
-		cmocka_unit_test(test_pool_refusals),
-		cmocka_unit_test(test_map_parse),
-		cmocka_unit_test(test_map_refusals),
-		cmocka_unit_test(test_function_names),
-		cmocka_unit_test(test_config_flags_over_env),
+	        cmocka_unit_test(test_pool_defaults_and_fields),
+	        cmocka_unit_test(test_pool_refusals),
+	        cmocka_unit_test(test_map_parse),
+	        cmocka_unit_test(test_map_refusals),
+	        cmocka_unit_test(test_function_names),
+	        cmocka_unit_test(test_config_flags_over_env),
 	};
 	return cmocka_run_group_tests_name("spec", tests, NULL, NULL);
 }

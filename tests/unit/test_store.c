@@ -50,8 +50,15 @@ static void insert_job(store *st, int n)
 {
 	char **args = calloc((size_t)n, sizeof(char *));
 	size_t *lens = calloc((size_t)n, sizeof(size_t));
-	store_job j = {.num = 1, .id = "j-1", .pool_id = "p-1", .function = "echo", .state = "running",
-		       .base = 1, .total = n, .chunksize = 1, .created_ms = 1};
+	store_job j = {.num = 1,
+	               .id = "j-1",
+	               .pool_id = "p-1",
+	               .function = "echo",
+	               .state = "running",
+	               .base = 1,
+	               .total = n,
+	               .chunksize = 1,
+	               .created_ms = 1};
 
 	for (int i = 0; i < n; i++) {
 		args[i] = malloc(16);
@@ -201,8 +208,16 @@ static void test_idempotency_and_reload(void **state)
 	seen r = {0};
 	int64_t next;
 	int rec;
-	store_job j = {.num = 2, .id = "j-2", .pool_id = "p-1", .function = "echo", .idem_key = "key",
-		       .state = "running", .base = 100, .total = 0, .chunksize = 1, .created_ms = 1};
+	store_job j = {.num = 2,
+	               .id = "j-2",
+	               .pool_id = "p-1",
+	               .function = "echo",
+	               .idem_key = "key",
+	               .state = "running",
+	               .base = 100,
+	               .total = 0,
+	               .chunksize = 1,
+	               .created_ms = 1};
 
 	insert_job(f->st, 2);
 	assert_int_equal(store_begin(f->st), CM_OK);
@@ -268,13 +283,13 @@ static void test_open_rejects_corrupt_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

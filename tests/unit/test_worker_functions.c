@@ -12,7 +12,7 @@
 #include "worker/worker.h"
 
 static int run(worker_fns *fns, const char *fn, const char *arg, char *const *cmd, size_t ncmd, unsigned timeout_ms,
-	       cm_buf *out)
+               cm_buf *out)
 {
 	int ok = -1;
 
@@ -116,9 +116,9 @@ static void test_exec(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_builtins),
-		cmocka_unit_test(test_plugin),
-		cmocka_unit_test(test_exec),
+	        cmocka_unit_test(test_builtins),
+	        cmocka_unit_test(test_plugin),
+	        cmocka_unit_test(test_exec),
 	};
 	return cmocka_run_group_tests_name("worker_functions", tests, NULL, NULL);
 }
