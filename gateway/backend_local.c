@@ -64,7 +64,10 @@ static int local_poll(int64_t handle, int *exit_code)
 	if (r == 0)
 		return 0;
 	if (r < 0) {
-		/* Not our child any more (reaped elsewhere): treat as gone. */
+		/* Not our child: a worker adopted after a restart of the gateway.
+		 * It is alive as long as the pid is. */
+		if (errno == ECHILD && kill((pid_t)handle, 0) == 0)
+			return 0;
 		*exit_code = -1;
 		return 1;
 	}

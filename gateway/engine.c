@@ -108,6 +108,8 @@ typedef struct job {
 	int chunksize;
 	unsigned timeout_ms;
 	double avg_us; /* moving average of task run time; < 0: not known yet */
+	int max_attempts;
+	int retry_errors;
 	char *function;
 	char **command;
 	size_t ncommand;
@@ -126,6 +128,7 @@ typedef struct worker {
 	int exit_code;
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */
+	int adopted; /* found alive at start: it must reconnect within two leases */
 	op *parked;
 	struct worker *next;
 } worker;
@@ -169,6 +172,10 @@ struct engine {
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	int64_t next_job, next_task;
+	/* Local workers no pool knows any more (started in a cycle that did not
+	 * commit): killed and reaped by the tick. */
+	int64_t *strays;
+	size_t nstrays;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -227,6 +234,8 @@ static void ready(engine *e, op *o)
 }
 
 static void pool_cancel_jobs(engine *e, pool *p, const char *why);
+static void state_clear(engine *e, int64_t *pids, size_t *npids);
+static int recover(engine *e, char *detail, size_t detail_len);
 
 static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
@@ -459,7 +468,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 	(void)len;
 	if (!j || strcmp(j->state, "running") != 0)
 		return CM_OK;
-	if (attempts >= c->p->spec.max_attempts) {
+	if (attempts >= j->max_attempts) {
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
 		                 attempts == 1 ? "" : "s", c->exit_code);
@@ -485,6 +494,21 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 	return CM_OK;
 }
 
+/* Puts the ranges requeue_one collected at the front of the pool's queue:
+ * they are the oldest work. */
+static void requeue_splice(pool *p, requeue_ctx *c)
+{
+	if (!c->head)
+		return;
+	for (range *r = c->head; r; r = r->next)
+		p->queued += r->hi - r->lo + 1;
+	c->tail->next = p->qhead;
+	p->qhead = c->head;
+	if (!p->qtail)
+		p->qtail = c->tail;
+	c->head = c->tail = NULL;
+}
+
 /* Puts a worker's pending tasks back at the front of its pool's queue (or
  * fails those out of attempts). */
 static void requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code)
@@ -492,14 +516,7 @@ static void requeue_worker(engine *e, pool *p, const char *worker_id, int exit_c
 	requeue_ctx c = {.e = e, .p = p, .exit_code = exit_code};
 
 	store_tasks_requeue(e->st, worker_id, requeue_one, &c);
-	if (c.head) {
-		for (range *r = c.head; r; r = r->next)
-			p->queued += r->hi - r->lo + 1;
-		c.tail->next = p->qhead;
-		p->qhead = c.head;
-		if (!p->qtail)
-			p->qtail = c.tail;
-	}
+	requeue_splice(p, &c);
 	if (c.requeued || c.failed)
 		cm_info("pool %s: %lld tasks of worker %s requeued, %lld failed for good", p->id, (long long)c.requeued,
 		        worker_id, (long long)c.failed);
@@ -672,14 +689,46 @@ static void handle_pull(engine *e, op *o)
 		store_worker_set_state(e->st, w->id, "connected", 0);
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
+	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
 	for (size_t i = 0; i < m->n_results; i++) {
 		const Strand__Result *r = m->results[i];
 		job *j = job_of_task(p, (int64_t)r->task_id);
 		if (w->pending > 0)
 			w->pending--;
-		if (j) {
-			record(e, j, (int64_t)r->task_id, r->ok, r->value.data, r->value.len);
-			j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		if (!j)
+			continue;
+		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		if (!r->ok && j->retry_errors && (int)r->attempt < j->max_attempts && !strcmp(j->state, "running") &&
+		    store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
+			/* The caller asked for errors to be retried. */
+			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
+			continue;
+		}
+		record(e, j, (int64_t)r->task_id, r->ok, r->value.data, r->value.len);
+	}
+	requeue_splice(p, &retry);
+	if (m->resync) {
+		/* Tasks recorded as ours that the worker does not hold were in an
+		 * answer lost on the way (a gateway restart, a dropped connection). */
+		requeue_ctx lost = {.e = e, .p = p, .exit_code = -1};
+		store_tasks_release(e->st, w->id, m->held, m->n_held, requeue_one, &lost);
+		requeue_splice(p, &lost);
+		w->pending = (int64_t)m->n_held;
+	}
+	if (m->running_task) {
+		job *j = job_of_task(p, (int64_t)m->running_task);
+		if (j && j->timeout_ms && m->running_ms > j->timeout_ms && !strcmp(j->state, "running")) {
+			char msg[96];
+			int n = snprintf(msg, sizeof(msg), "timed out after %.1f s", j->timeout_ms / 1000.0);
+			cm_warn("task %llu of job %s timed out on worker %s; replacing the worker",
+			        (unsigned long long)m->running_task, j->id, w->id);
+			record(e, j, (int64_t)m->running_task, 0, msg, (size_t)n);
+			/* The function cannot be interrupted inside the worker: replace
+			 * the worker; its other tasks go back to the queue. */
+			w->state = W_STOPPING;
+			p->backend->stop(w->handle, 1);
+			pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+			return;
 		}
 	}
 	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
@@ -811,7 +860,9 @@ static void handle_map(engine *e, op *o)
 	j->base = e->next_task;
 	j->total = (int64_t)m->nargs;
 	j->chunksize = m->chunksize;
-	j->timeout_ms = m->timeout_ms;
+	j->timeout_ms = m->timeout_ms ? m->timeout_ms : (unsigned)p->spec.timeout_s * 1000u;
+	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
+	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
 	j->avg_us = -1;
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
@@ -825,7 +876,10 @@ static void handle_map(engine *e, op *o)
 	                 .base = j->base,
 	                 .total = j->total,
 	                 .chunksize = j->chunksize,
-	                 .created_ms = j->created_ms};
+	                 .created_ms = j->created_ms,
+	                 .max_attempts = j->max_attempts,
+	                 .retry_errors = j->retry_errors,
+	                 .timeout_ms = j->timeout_ms};
 	json_t *cmd = NULL;
 	char *cmd_json = NULL;
 	if (m->ncommand) {
@@ -938,7 +992,8 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 			p->backend->stop(w->handle, 1);
 		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
 		          !w->parked) ||
-		         (w->state == W_STARTING && now - w->started > CONNECT_GRACE_MS)) {
+		         (w->state == W_STARTING &&
+		          now - w->started > (w->adopted ? 2 * (int64_t)e->cfg->lease_ms : CONNECT_GRACE_MS))) {
 			/* Silent for two leases (or never connected): take its
 			 * tasks back; the reap above requeues them. */
 			cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
@@ -993,7 +1048,12 @@ static void answer(engine *e, op *o, int committed)
 	if (o->kind == OP_PULL) {
 		uint8_t *frame = NULL;
 		size_t len = 0;
-		if (!committed || o->discard || proto_frame_encode(PROTO_BATCH, &o->batch.base, &frame, &len) != CM_OK)
+		Strand__Batch retry = STRAND__BATCH__INIT;
+		/* Nothing of this cycle was recorded: the worker keeps its results
+		 * and asks again; tasks handed out in it were never handed out. */
+		retry.status = STRAND__BATCH__STATUS__RETRY;
+		if (o->discard ||
+		    proto_frame_encode(PROTO_BATCH, committed ? &o->batch.base : &retry.base, &frame, &len) != CM_OK)
 			hub_discard(o->slot);
 		else
 			hub_reply(o->slot, frame, len);
@@ -1048,6 +1108,51 @@ static void stop_all_workers(engine *e)
 	} while (live);
 }
 
+/* After a commit failed (disk full, database read-only), memory is ahead of
+ * the database. Everyone waiting was told nothing was recorded (503 over
+ * HTTP, RETRY to workers, who keep their results); now memory is rebuilt
+ * from what is stored, exactly as at a restart, with the live workers
+ * adopted again. Workers started in the failed cycle are unknown to the
+ * database: they become strays, stopped and reaped by the tick. */
+static int reload(engine *e)
+{
+	size_t n = 0;
+	int64_t *pids;
+	char detail[256] = "";
+
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			n++;
+	pids = calloc(n + 1, sizeof(*pids));
+	if (!pids)
+		return CM_ENOMEM;
+	n = 0;
+	cm_error("commit failed (%s): nothing of this cycle was recorded; reloading the stored state",
+	         store_errmsg(e->st));
+	state_clear(e, pids, &n);
+	if (recover(e, detail, sizeof(detail)) != CM_OK) {
+		cm_error("cannot reload the stored state: %s; stopping", detail);
+		free(pids);
+		return CM_EIO;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int known = 0;
+		for (pool *p = e->pools; p && !known; p = p->next)
+			for (worker *w = p->workers; w && !known; w = w->next)
+				known = w->handle == pids[i];
+		if (!known) {
+			int64_t *s = realloc(e->strays, (e->nstrays + 1) * sizeof(*s));
+			if (!s)
+				continue;
+			e->strays = s;
+			e->strays[e->nstrays++] = pids[i];
+			backend_local.stop(pids[i], 1);
+		}
+	}
+	free(pids);
+	return CM_OK;
+}
+
 static void *engine_main(void *arg)
 {
 	engine *e = arg;
@@ -1087,6 +1192,11 @@ static void *engine_main(void *arg)
 		int64_t now = cm_now_ms();
 		for (pool *p = e->pools; p; p = p->next)
 			tick_pool(e, p, now);
+		for (size_t i = 0; i < e->nstrays; i++) {
+			int code;
+			if (backend_local.poll(e->strays[i], &code))
+				e->strays[i--] = e->strays[--e->nstrays];
+		}
 		if (committed && store_commit(e->st) != CM_OK) {
 			cm_error("commit failed: %s", store_errmsg(e->st));
 			store_rollback(e->st);
@@ -1101,11 +1211,7 @@ static void *engine_main(void *arg)
 		e->gen++;
 		pthread_cond_broadcast(&e->commit);
 		pthread_mutex_unlock(&e->mu);
-		if (!committed) {
-			/* Memory may now be ahead of the database. Rather than serve a
-			 * state that is not stored, stop: a restart reloads exactly
-			 * what was committed, and nothing acknowledged is lost. */
-			cm_error("the store refused a commit; the gateway stops so that a restart recovers from it");
+		if (!committed && reload(e) != CM_OK) {
 			pthread_mutex_lock(&e->mu);
 			e->stopping = e->closing = 1;
 			pthread_mutex_unlock(&e->mu);
@@ -1163,6 +1269,9 @@ static void load_job(void *ctx, const store_job *sj)
 	j->done = sj->done;
 	j->failed = sj->failed;
 	j->chunksize = sj->chunksize;
+	j->max_attempts = sj->max_attempts;
+	j->retry_errors = sj->retry_errors;
+	j->timeout_ms = (unsigned)sj->timeout_ms;
 	j->avg_us = -1;
 	j->created_ms = sj->created_ms;
 	j->function = strdup(sj->function);
@@ -1198,29 +1307,49 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 	return queue_push(c->p, c->j, id, id, 0);
 }
 
-static int noop_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+/* A worker of the previous run (or of this run, on a reload) that is still
+ * alive is adopted: it keeps its id and tasks, and must reconnect within two
+ * leases (it does so on its own, its results kept) or it is replaced. */
+static void load_worker(void *ctx, const char *id, const char *pool_id, int64_t pid, const char *state,
+                        int64_t started_ms)
 {
-	(void)ctx;
-	(void)id;
-	(void)arg;
-	(void)len;
-	(void)attempts;
-	return CM_OK;
-}
+	engine *e = ctx;
+	pool *p = pool_find(e, pool_id);
+	worker *w;
+	int code;
 
+	(void)state;
+	(void)started_ms;
+	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED || p->backend->poll(pid, &code) ||
+	    !(w = calloc(1, sizeof(*w)))) {
+		store_worker_set_state(e->st, id, "exited", -1);
+		return;
+	}
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	w->pool = p;
+	w->handle = pid;
+	w->state = W_STARTING;
+	w->adopted = 1;
+	w->started = w->last_seen = cm_now_ms();
+	w->next = p->workers;
+	p->workers = w;
+	cm_info("pool %s: adopting worker %s (pid %lld)", p->id, w->id, (long long)pid);
+}
 static int recover(engine *e, char *detail, size_t detail_len)
 {
 	int64_t queued = 0;
 	int njobs = 0;
 
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
-	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK) {
+	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
+	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
+		store_rollback(e->st);
 		return CM_EIO;
 	}
-	/* The workers of the previous run are not ours any more: what they held
-	 * goes back to the queue (it was handed out, not failed). */
-	store_tasks_requeue(e->st, NULL, noop_task, NULL);
+	/* What the workers that are gone held goes back to the queue (it was
+	 * handed out, not failed); adopted workers keep theirs. */
+	store_tasks_requeue_orphans(e->st);
 	for (pool *p = e->pools; p; p = p->next) {
 		if (p->state == POOL_TERMINATING)
 			pool_set_state(e, p, POOL_TERMINATED, NULL);
@@ -1298,6 +1427,20 @@ void engine_free(engine *e)
 		o->err = CM_ESHUTDOWN;
 		answer(e, o, 0);
 	}
+	state_clear(e, NULL, NULL);
+	free(e->strays);
+	store_close(e->st);
+	pthread_cond_destroy(&e->wake);
+	pthread_cond_destroy(&e->commit);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+/* Frees pools, jobs and workers, answering what waits on them as not
+ * recorded. When pids is given, the live workers' handles are added to it
+ * (*npids long, room for all assumed): a reload checks which come back. */
+static void state_clear(engine *e, int64_t *pids, size_t *npids)
+{
 	while (e->pools) {
 		pool *p = e->pools;
 		e->pools = p->next;
@@ -1307,6 +1450,8 @@ void engine_free(engine *e)
 			p->workers = w->next;
 			if (w->parked)
 				answer(e, w->parked, 0);
+			if (pids && w->state != W_EXITED)
+				pids[(*npids)++] = w->handle;
 			free(w);
 		}
 		while (p->jobs) {
@@ -1325,11 +1470,7 @@ void engine_free(engine *e)
 		}
 		free(p);
 	}
-	store_close(e->st);
-	pthread_cond_destroy(&e->wake);
-	pthread_cond_destroy(&e->commit);
-	pthread_mutex_destroy(&e->mu);
-	free(e);
+	memset(e->jobs, 0, sizeof(e->jobs));
 }
 
 /* Hands op to the engine and waits for its answer. */

@@ -65,10 +65,26 @@ static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, 
 	return CM_OK;
 }
 
+/* Reads an optional boolean field. */
+static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (!json_is_boolean(v)) {
+		snprintf(detail, detail_len, "field '%s' must be true or false", key);
+		return CM_EINVAL;
+	}
+	*out = json_is_true(v);
+	return CM_OK;
+}
+
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
                     size_t detail_len)
 {
-	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", NULL};
+	static const char *const keys[] = {"processes",    "backend",   "resources", "max_attempts",
+	                                   "retry_errors", "timeout_s", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3};
 	json_t *root = NULL;
@@ -94,6 +110,12 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, p
 	if ((err = get_int(root, "max_attempts", "", 1, 100, &n, detail, detail_len)) != CM_OK)
 		goto out;
 	spec.max_attempts = (int)n;
+	n = 0;
+	if ((err = get_int(root, "timeout_s", "", 0, 7 * 86400, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.timeout_s = (int)n;
+	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK)
+		goto out;
 	snprintf(spec.backend, sizeof(spec.backend), "%s", default_backend);
 	v = json_object_get(root, "backend");
 	if (v && !json_is_null(v)) {
@@ -155,8 +177,9 @@ out:
 char *spec_pool_json(const pool_spec *spec)
 {
 	/* Unset resources are null, so that the stored spec parses back. */
-	json_t *o = json_pack("{s:i, s:s, s:i, s:{s:o, s:o, s:i}}", "processes", spec->processes, "backend",
-	                      spec->backend, "max_attempts", spec->max_attempts, "resources", "cpu",
+	json_t *o = json_pack("{s:i, s:s, s:i, s:b, s:i, s:{s:o, s:o, s:i}}", "processes", spec->processes, "backend",
+	                      spec->backend, "max_attempts", spec->max_attempts, "retry_errors", spec->retry_errors,
+	                      "timeout_s", spec->timeout_s, "resources", "cpu",
 	                      spec->cpu > 0 ? json_real(spec->cpu) : json_null(), "memory_mb",
 	                      spec->memory_mb > 0 ? json_integer(spec->memory_mb) : json_null(), "gpu", spec->gpu);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -197,9 +220,11 @@ static int add_arg(map_spec *spec, json_t *v, size_t i, char *detail, size_t det
 
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const map_keys[] = {"function", "command", "args", "chunksize", "timeout_s", NULL};
-	static const char *const apply_keys[] = {"function", "command", "arg", "timeout_s", NULL};
-	map_spec spec = {.chunksize = 1};
+	static const char *const map_keys[] = {"function",  "command",      "args",         "chunksize",
+	                                       "timeout_s", "max_attempts", "retry_errors", NULL};
+	static const char *const apply_keys[] = {"function",     "command",      "arg", "timeout_s",
+	                                         "max_attempts", "retry_errors", NULL};
+	map_spec spec = {.chunksize = 1, .retry_errors = -1};
 	json_t *root = NULL;
 	json_t *fn, *cmd, *args;
 	int64_t n;
@@ -271,6 +296,12 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 	if ((err = get_int(root, "timeout_s", "", 0, 7 * 86400, &n, detail, detail_len)) != CM_OK)
 		goto out;
 	spec.timeout_ms = (unsigned)n * 1000u;
+	n = 0;
+	if ((err = get_int(root, "max_attempts", "", 1, 100, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	spec.max_attempts = (int)n;
+	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK)
+		goto out;
 	if (single) {
 		json_t *arg = json_object_get(root, "arg");
 		if (!arg) {

@@ -21,6 +21,8 @@ typedef struct pool_spec {
 	int64_t memory_mb; /* per worker, 0: unset */
 	int gpu; /* GPUs per worker */
 	int max_attempts; /* runs of a task before it fails for good */
+	int retry_errors; /* re-run a task whose function returned an error */
+	int timeout_s; /* a task running longer fails, its worker replaced */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend fills an absent "backend".
@@ -39,7 +41,9 @@ typedef struct map_spec {
 	size_t *lens;
 	size_t nargs;
 	int chunksize;
-	unsigned timeout_ms;
+	unsigned timeout_ms; /* 0: the pool's */
+	int max_attempts; /* 0: the pool's */
+	int retry_errors; /* -1: the pool's */
 } map_spec;
 
 /* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize}) or,

@@ -13,25 +13,27 @@
 
 #define SCHEMA_VERSION 1
 
-static const char schema[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
-                             "CREATE TABLE IF NOT EXISTS pools("
-                             "  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
-                             "  state TEXT NOT NULL, reason TEXT, created_ms INTEGER NOT NULL);"
-                             "CREATE TABLE IF NOT EXISTS jobs("
-                             "  num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, pool_id TEXT NOT NULL,"
-                             "  function TEXT NOT NULL, command TEXT, idem_key TEXT, state TEXT NOT NULL,"
-                             "  base INTEGER NOT NULL, total INTEGER NOT NULL, chunksize INTEGER NOT NULL,"
-                             "  created_ms INTEGER NOT NULL, UNIQUE(pool_id, idem_key));"
-                             /* state: 0 queued, 1 pending (on worker), 2 done (seq, ok, value). */
-                             "CREATE TABLE IF NOT EXISTS tasks("
-                             "  id INTEGER PRIMARY KEY, job INTEGER NOT NULL, arg BLOB, state INTEGER NOT NULL,"
-                             "  attempts INTEGER NOT NULL, worker TEXT, seq INTEGER, ok INTEGER, value BLOB);"
-                             "CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
-                             "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
-                             "CREATE TABLE IF NOT EXISTS workers("
-                             "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
-                             "  exit_code INTEGER, started_ms INTEGER NOT NULL);"
-                             "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
+static const char schema[] =
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
+        "CREATE TABLE IF NOT EXISTS pools("
+        "  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
+        "  state TEXT NOT NULL, reason TEXT, created_ms INTEGER NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS jobs("
+        "  num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, pool_id TEXT NOT NULL,"
+        "  function TEXT NOT NULL, command TEXT, idem_key TEXT, state TEXT NOT NULL,"
+        "  base INTEGER NOT NULL, total INTEGER NOT NULL, chunksize INTEGER NOT NULL,"
+        "  max_attempts INTEGER NOT NULL, retry_errors INTEGER NOT NULL, timeout_ms INTEGER NOT NULL,"
+        "  created_ms INTEGER NOT NULL, UNIQUE(pool_id, idem_key));"
+        /* state: 0 queued, 1 pending (on worker), 2 done (seq, ok, value). */
+        "CREATE TABLE IF NOT EXISTS tasks("
+        "  id INTEGER PRIMARY KEY, job INTEGER NOT NULL, arg BLOB, state INTEGER NOT NULL,"
+        "  attempts INTEGER NOT NULL, worker TEXT, seq INTEGER, ok INTEGER, value BLOB);"
+        "CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
+        "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
+        "CREATE TABLE IF NOT EXISTS workers("
+        "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
+        "  exit_code INTEGER, started_ms INTEGER NOT NULL);"
+        "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
 /* Hot-path statements, prepared once per writer connection. */
 enum { S_TASK_INSERT, S_TASK_ASSIGN, S_TASK_ASSIGNED, S_TASK_COMPLETE, S_RESULTS_INPUT, S_RESULTS_COMPLETION, S_COUNT };
@@ -242,7 +244,8 @@ int store_job_insert(store *st, const store_job *job)
 
 	if (prepare(st,
 	            "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-	            " created_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	            " created_ms, max_attempts, retry_errors, timeout_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+	            "?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
@@ -256,6 +259,9 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_bind_int64(s, 9, job->total);
 	sqlite3_bind_int(s, 10, job->chunksize);
 	sqlite3_bind_int64(s, 11, job->created_ms);
+	sqlite3_bind_int(s, 12, job->max_attempts);
+	sqlite3_bind_int(s, 13, job->retry_errors);
+	sqlite3_bind_int64(s, 14, job->timeout_ms);
 	return step_done(st, s);
 }
 
@@ -298,7 +304,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 
 	if (prepare(st,
 	            "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
-	            " j.chunksize, j.created_ms,"
+	            " j.chunksize, j.created_ms, j.max_attempts, j.retry_errors, j.timeout_ms,"
 	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL),"
 	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL AND t.ok = 0)"
 	            " FROM jobs j ORDER BY j.num",
@@ -317,8 +323,11 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .total = sqlite3_column_int64(s, 8),
 		        .chunksize = sqlite3_column_int(s, 9),
 		        .created_ms = sqlite3_column_int64(s, 10),
-		        .done = sqlite3_column_int64(s, 11),
-		        .failed = sqlite3_column_int64(s, 12),
+		        .max_attempts = sqlite3_column_int(s, 11),
+		        .retry_errors = sqlite3_column_int(s, 12),
+		        .timeout_ms = sqlite3_column_int64(s, 13),
+		        .done = sqlite3_column_int64(s, 14),
+		        .failed = sqlite3_column_int64(s, 15),
 		};
 		fn(ctx, &j);
 	}
@@ -443,6 +452,60 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
 	return step_done(st, s);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int store_tasks_release(store *st, const char *worker, uint64_t *held, size_t nheld, store_task_fn fn, void *ctx)
+{
+	sqlite3_stmt *s, *u;
+	int rc;
+	int err = CM_OK;
+
+	if (nheld)
+		qsort(held, nheld, sizeof(*held), cmp_u64);
+	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK)
+		return CM_EIO;
+	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL, attempts = max(attempts - 1, 0) WHERE id = ?",
+	            &u) != CM_OK) {
+		sqlite3_finalize(s);
+		return CM_EIO;
+	}
+	bind_text(s, 1, worker);
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
+		if (nheld && bsearch(&id, held, nheld, sizeof(*held), cmp_u64))
+			continue;
+		sqlite3_bind_int64(u, 1, (int64_t)id);
+		if (sqlite3_step(u) != SQLITE_DONE)
+			err = fail(st, sqlite3_errcode(st->db));
+		sqlite3_reset(u);
+		if (err == CM_OK)
+			err = fn(ctx, (int64_t)id, NULL, 0, sqlite3_column_int(s, 1) - 1);
+	}
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	return err;
+}
+
+int store_task_requeue_one(store *st, int64_t id)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL WHERE id = ? AND state = 1", &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, id);
+	return step_done(st, s);
+}
+
+int store_tasks_requeue_orphans(store *st)
+{
+	return exec(st, "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker NOT IN"
+	                " (SELECT id FROM workers WHERE state IN ('starting', 'connected'))");
+}
+
 int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count)
 {
 	sqlite3_stmt *s;
@@ -551,6 +614,22 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t 
 	sqlite3_bind_int64(s, 3, pid);
 	sqlite3_bind_int64(s, 4, started_ms);
 	return step_done(st, s);
+}
+
+int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st,
+	            "SELECT id, pool_id, pid, state, started_ms FROM workers WHERE state IN ('starting', 'connected')",
+	            &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3),
+		   sqlite3_column_int64(s, 4));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }
 
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code)

@@ -62,6 +62,9 @@ typedef struct store_job {
 	int64_t done; /* loaded only: results recorded */
 	int64_t failed; /* loaded only: of which errors */
 	int chunksize;
+	int max_attempts; /* runs of a task before it fails for good */
+	int retry_errors; /* re-run tasks whose function returned an error */
+	int64_t timeout_ms; /* a task running longer fails; 0: none */
 	int64_t created_ms;
 } store_job;
 
@@ -93,6 +96,16 @@ int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *
  * to QUEUED and calls fn(id, attempts) for each. */
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx);
 
+/* After a worker resynchronised: its PENDING tasks that are not among the
+ * nheld ids in held (sorted here) were lost in an answer that never reached
+ * it. They go back to QUEUED without the attempt being counted, and fn(id,
+ * attempts) is called for each. */
+int store_tasks_release(store *st, const char *worker, uint64_t *held, size_t nheld, store_task_fn fn, void *ctx);
+/* Puts one PENDING task back in the queue (a retried error). */
+int store_task_requeue_one(store *st, int64_t id);
+/* Returns to the queue every PENDING task whose worker is not live. */
+int store_tasks_requeue_orphans(store *st);
+
 /* Records every task of job that has no result yet as failed with message;
  * their seq numbers start at seq_from. *count is how many. */
 int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count);
@@ -122,5 +135,9 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
 /* ---- workers ------------------------------------------------------------ */
 int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
+/* Calls fn for each worker stored as starting or connected. */
+typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, int64_t pid, const char *state,
+                                int64_t started_ms);
+int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
 
 #endif

@@ -27,7 +27,11 @@
 #define BUDGET_MS 20.0
 #define MAX_BATCH 4096
 #define HEARTBEAT_MS 1000
-#define RECV_TIMEOUT_MS 10000 /* the gateway parks an idle pull for ~1 s */
+/* How long one exchange may take: the gateway parks an idle pull for up to
+ * 1 s, so never less than 2 s; never more than half the time after which the
+ * worker gives the gateway up. */
+#define RECV_TIMEOUT_MAX_MS 10000
+#define RECV_TIMEOUT_MIN_MS 2000
 #define MAX_PULL_RESULTS_BYTES (8u << 20)
 
 typedef struct task {
@@ -44,6 +48,7 @@ typedef struct task {
 typedef struct result {
 	uint64_t id;
 	uint32_t run_us;
+	uint32_t attempt;
 	int ok;
 	char *value;
 	size_t len;
@@ -62,6 +67,8 @@ typedef struct worker {
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
 	int running;
+	uint64_t running_id; /* the task running now */
+	int64_t running_since; /* monotonic ms */
 	int quit;
 	double avg_ms; /* moving average of task run time */
 } worker;
@@ -109,6 +116,8 @@ static void *executor(void *arg)
 		w->head = (w->head + 1) % w->cap;
 		w->count--;
 		w->running = 1;
+		w->running_id = t.id;
+		w->running_since = cm_now_ms();
 		pthread_mutex_unlock(&w->mu);
 
 		cm_buf_init(&out);
@@ -124,10 +133,11 @@ static void *executor(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
-		if (push_result(w, (result){t.id, ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0), ok,
-		                            out.data, out.len}) != CM_OK)
+		uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
+		if (push_result(w, (result){t.id, run_us, t.attempt, ok, out.data, out.len}) != CM_OK)
 			cm_buf_fini(&out); /* the task will be re-run after its lease */
 		w->running = 0;
+		w->running_id = 0;
 		pthread_cond_signal(&w->hub);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -193,13 +203,13 @@ static size_t target_in_hand(const worker *w)
 	return n > MAX_BATCH ? MAX_BATCH : (size_t)n;
 }
 
-/* One exchange with the hub, sending the nsend results in sent (a snapshot
- * of the outbox's head: the executor may grow the outbox meanwhile).
+/* One exchange with the hub: pull (want, in_hand, resync, held, running
+ * task) filled by the caller, plus the nsend results in sent (a snapshot of
+ * the outbox's head: the executor may grow the outbox meanwhile).
  * Returns CM_OK with *batch set, or an error. */
-static int exchange(worker *w, nng_socket sock, const result *sent, size_t nsend, uint32_t want, uint32_t in_hand,
+static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result *sent, size_t nsend,
                     Strand__Batch **batch)
 {
-	Strand__Pull pull = STRAND__PULL__INIT;
 	Strand__Result *rs = NULL;
 	Strand__Result **rp = NULL;
 	uint8_t *frame = NULL;
@@ -224,18 +234,17 @@ static int exchange(worker *w, nng_socket sock, const result *sent, size_t nsend
 		rs[i].task_id = sent[i].id;
 		rs[i].ok = sent[i].ok;
 		rs[i].run_us = sent[i].run_us;
+		rs[i].attempt = sent[i].attempt;
 		rs[i].value.data = (uint8_t *)sent[i].value;
 		rs[i].value.len = sent[i].len;
 		rp[i] = &rs[i];
 	}
-	pull.worker_id = (char *)w->cfg->worker_id;
-	pull.pool_id = (char *)w->cfg->pool_id;
-	pull.secret = (char *)w->cfg->secret;
-	pull.want = want;
-	pull.in_hand = in_hand;
-	pull.n_results = nsend;
-	pull.results = rp;
-	err = proto_frame_encode(PROTO_PULL, &pull.base, &frame, &frame_len);
+	pull->worker_id = (char *)w->cfg->worker_id;
+	pull->pool_id = (char *)w->cfg->pool_id;
+	pull->secret = (char *)w->cfg->secret;
+	pull->n_results = nsend;
+	pull->results = rp;
+	err = proto_frame_encode(PROTO_PULL, &pull->base, &frame, &frame_len);
 	if (err != CM_OK)
 		goto out;
 	if ((rv = nng_send(sock, frame, frame_len, 0)) != 0 ||
@@ -265,9 +274,11 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 {
 	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1};
 	nng_socket sock = NNG_SOCKET_INITIALIZER;
+	int recv_ms = cfg->gateway_timeout_s * 1000 / 2;
 	pthread_t exec_thread;
 	int64_t last_ok = cm_now_ms();
 	int starved = 0; /* the last pull brought no task */
+	int resync = 0; /* the last exchange failed: list what we hold */
 	int code = 0;
 	int rv;
 
@@ -277,10 +288,13 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	pthread_cond_init(&w.hub, NULL);
+	recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
+	          : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
+	                                          : recv_ms;
 	if ((rv = nng_req0_open(&sock)) != 0 ||
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, RECV_TIMEOUT_MS)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, RECV_TIMEOUT_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, recv_ms)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
 	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 1000)) != 0 ||
 	    (rv = nng_dial(sock, cfg->hub, NULL, NNG_FLAG_NONBLOCK)) != 0) {
@@ -303,6 +317,8 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		size_t nsend = 0;
 		size_t bytes = 0;
 		result *sent = NULL;
+		uint64_t *held = NULL;
+		Strand__Pull pull = STRAND__PULL__INIT;
 		int err;
 
 		/* Sleep while holding work and nothing to report, if the work is
@@ -330,14 +346,29 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		}
 		if (nsend)
 			memcpy(sent, w.out, nsend * sizeof(*sent));
+		pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
+		pull.in_hand = (uint32_t)in_hand;
+		if (w.running) {
+			pull.running_task = w.running_id;
+			pull.running_ms = (uint32_t)(cm_now_ms() - w.running_since);
+		}
+		if (resync && (held = malloc((in_hand + 1) * sizeof(*held)))) {
+			pull.resync = 1;
+			for (size_t i = 0; i < w.count; i++)
+				held[pull.n_held++] = w.tasks[(w.head + i) % w.cap].id;
+			if (w.running)
+				held[pull.n_held++] = w.running_id;
+			pull.held = held;
+		}
 		pthread_mutex_unlock(&w.mu);
 
-		err = exchange(&w, sock, sent, nsend, target > in_hand ? (uint32_t)(target - in_hand) : 0,
-		               (uint32_t)in_hand, &batch);
+		err = exchange(&w, sock, &pull, sent, nsend, &batch);
 		free(sent);
+		free(held);
 
 		pthread_mutex_lock(&w.mu);
 		if (err != CM_OK) {
+			resync = 1;
 			if (cm_now_ms() - last_ok > (int64_t)cfg->gateway_timeout_s * 1000) {
 				cm_error("gateway away for over %d s; exiting", cfg->gateway_timeout_s);
 				code = 3;
@@ -349,6 +380,17 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 			continue;
 		}
 		last_ok = cm_now_ms();
+		if (batch->status == STRAND__BATCH__STATUS__RETRY) {
+			/* The gateway recorded nothing (its store failed): keep the
+			 * results, and say what we hold when we ask again. */
+			protobuf_c_message_free_unpacked(&batch->base, NULL);
+			resync = 1;
+			pthread_mutex_unlock(&w.mu);
+			usleep(200 * 1000);
+			pthread_mutex_lock(&w.mu);
+			continue;
+		}
+		resync = 0;
 		/* The gateway has recorded what we sent: drop it. */
 		if (nsend) {
 			for (size_t i = 0; i < nsend; i++)
