@@ -1187,11 +1187,21 @@ static void *engine_main(void *arg)
 		committed = store_begin(e->st) == CM_OK;
 		for (op *o = rev, *n; o; o = n) {
 			n = o->next;
-			handle(e, o);
+			/* SQLite ends the transaction itself on some errors (a full
+			 * disk): from then on nothing of this cycle may be written,
+			 * or it would be stored in autocommit yet answered as failed. */
+			if (committed && !store_in_transaction(e->st))
+				committed = 0;
+			if (committed)
+				handle(e, o);
+			else
+				ready(e, o); /* answered below as not recorded */
 		}
 		int64_t now = cm_now_ms();
-		for (pool *p = e->pools; p; p = p->next)
+		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
 			tick_pool(e, p, now);
+		if (committed && !store_in_transaction(e->st))
+			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
 			int code;
 			if (backend_local.poll(e->strays[i], &code))

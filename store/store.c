@@ -182,6 +182,10 @@ int store_begin(store *st)
 {
 	return exec(st, "BEGIN IMMEDIATE");
 }
+int store_in_transaction(store *st)
+{
+	return !sqlite3_get_autocommit(st->db);
+}
 int store_commit(store *st)
 {
 	return exec(st, "COMMIT");

@@ -35,6 +35,9 @@ void store_close(store *st);
 const char *store_errmsg(store *st); /* borrowed; valid until the next call */
 
 int store_begin(store *st);
+/* Whether a transaction is open: SQLite rolls one back by itself on some
+ * errors (SQLITE_FULL among them). */
+int store_in_transaction(store *st);
 int store_commit(store *st);
 void store_rollback(store *st);
 

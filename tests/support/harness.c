@@ -78,6 +78,7 @@ void gateway_start(gateway *g, const char *const *extra_args)
 	assert_non_null(mkdtemp(g->dir));
 	snprintf(g->db, sizeof(g->db), "%s/strand.db", g->dir);
 	snprintf(g->log, sizeof(g->log), "%s/gateway.log", g->dir);
+	g->extra_args = extra_args;
 	/* Ports from the pid, moved on if taken: tests may run in parallel. */
 	for (int attempt = 0; attempt < 10; attempt++) {
 		unsigned seed = (unsigned)getpid() * 7919u + (unsigned)attempt * 104729u + (unsigned)time(NULL);
@@ -95,7 +96,7 @@ void gateway_start(gateway *g, const char *const *extra_args)
 
 void gateway_restart(gateway *g)
 {
-	spawn(g, NULL);
+	spawn(g, g->extra_args);
 	if (!wait_healthy(g))
 		fail_msg("gateway did not restart; see %s", g->log);
 }

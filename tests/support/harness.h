@@ -16,6 +16,7 @@ typedef struct gateway {
 	char db[300];
 	char log[300];
 	char base[64]; /* http://127.0.0.1:PORT */
+	const char *const *extra_args; /* given to gateway_start, kept for restarts */
 } gateway;
 
 typedef struct response {
