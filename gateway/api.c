@@ -282,7 +282,6 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 	char location[64];
 	map_spec spec;
 	json_t *out = NULL;
-	int created = 0;
 	int err;
 
 	if (key && (strlen(key) == 0 || strlen(key) > 128))
@@ -292,7 +291,7 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 	err = spec_map_parse(rq->body.data ? rq->body.data : "", rq->body.len, single, &spec, detail, sizeof(detail));
 	if (err != CM_OK)
 		return fail(c, err, url, detail);
-	err = engine_map(a->engine, pool_id, &spec, key, &out, &created, detail, sizeof(detail));
+	err = engine_map(a->engine, pool_id, &spec, key, &out, detail, sizeof(detail));
 	spec_map_fini(&spec);
 	if (err != CM_OK)
 		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
@@ -318,7 +317,6 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 			json_decref(page);
 		}
 	}
-	(void)created;
 	return send_json(c, 202, out, location);
 }
 

@@ -90,7 +90,6 @@ typedef struct op {
 	int err;
 	char detail[256];
 	json_t *out;
-	int created;
 	job_info info;
 	int done;
 	pthread_cond_t cv;
@@ -910,7 +909,6 @@ static void handle_map(engine *e, op *o)
 	job_attach(e, p, j);
 	p->open_jobs++;
 	job_check_done(e, j);
-	o->created = 1;
 	o->out = job_json(j);
 }
 
@@ -1559,17 +1557,15 @@ int engine_job_get(engine *e, const char *id, json_t **out)
 	return run_simple(e, OP_JOB_GET, id, out, NULL, 0);
 }
 
-int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
-               char *detail, size_t detail_len)
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
+               size_t detail_len)
 {
 	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
 	int err = submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK) {
+	if (err == CM_OK)
 		*out = o.out;
-		*created = o.created;
-	}
 	return err;
 }
 

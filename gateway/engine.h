@@ -36,11 +36,11 @@ int engine_pool_list(engine *e, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Terminates the pool: answers once every worker process is gone. */
 int engine_pool_delete(engine *e, const char *id, json_t **out);
-/* Queues a map (or an apply: one argument). Takes spec->function and
- * spec->command on success (set to NULL); the args stay the caller's.
- * *created is 1 for a new job, 0 when idem_key named an existing one. */
-int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, int *created,
-               char *detail, size_t detail_len);
+/* Queues a map (or an apply: one argument), or returns the job idem_key
+ * created before. Takes spec->function and spec->command on success (set to
+ * NULL); the args stay the caller's. */
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
+               size_t detail_len);
 /* The pool's 100 most recent jobs, newest first. */
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);

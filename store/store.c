@@ -436,23 +436,15 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
 	sqlite3_stmt *s;
 	int err;
 
-	if (prepare(st,
-	            worker ? "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id"
-	                   : "SELECT id, attempts FROM tasks WHERE state = 1 ORDER BY id",
-	            &s) != CM_OK)
+	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK)
 		return CM_EIO;
-	if (worker)
-		bind_text(s, 1, worker);
+	bind_text(s, 1, worker);
 	err = each_task(st, s, fn, ctx);
 	if (err != CM_OK)
 		return err;
-	if (prepare(st,
-	            worker ? "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?"
-	                   : "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1",
-	            &s) != CM_OK)
+	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?", &s) != CM_OK)
 		return CM_EIO;
-	if (worker)
-		bind_text(s, 1, worker);
+	bind_text(s, 1, worker);
 	return step_done(st, s);
 }
 

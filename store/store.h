@@ -95,8 +95,8 @@ int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, st
  * call recorded it, 0 when the task was already DONE or does not exist. */
 int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int *recorded);
 
-/* Returns every PENDING task of worker (or of any worker when worker is NULL)
- * to QUEUED and calls fn(id, attempts) for each. */
+/* Returns every PENDING task of worker to QUEUED and calls fn(id, attempts)
+ * for each. */
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx);
 
 /* After a worker resynchronised: its PENDING tasks that are not among the
