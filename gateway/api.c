@@ -338,8 +338,8 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 		if (strcmp(method, "POST") == 0) {
 			pool_spec spec;
 			char location[64];
-			err = spec_pool_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, &spec,
-			                      detail, sizeof(detail));
+			err = spec_pool_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend,
+			                      a->cfg->image, &spec, detail, sizeof(detail));
 			if (err == CM_OK)
 				err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
 			if (err != CM_OK)

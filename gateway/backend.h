@@ -1,7 +1,9 @@
 /*
- * Backends start and stop workers. One ops table per backend (local today;
- * docker and kubernetes plug in the same way), called from the engine thread
- * only, so implementations need no locking of their own.
+ * Backends start and stop workers: local processes, Docker containers (and
+ * later Kubernetes pods). Each is an object whose first member is this
+ * interface, called from the engine thread only, so implementations need no
+ * locking of their own. A worker is known to its backend by a handle string:
+ * a pid, a container id.
  */
 #ifndef GATEWAY_BACKEND_H
 #define GATEWAY_BACKEND_H
@@ -11,32 +13,38 @@
 
 #include "gateway/spec.h"
 
+#define BACKEND_HANDLE_MAX 80
+
 typedef struct backend_worker_spec {
 	const char *pool_id;
 	const char *worker_id;
 	const char *secret;
 	const char *hub;
-	const char *worker_bin;
-	const char *plugin_path;
-	const pool_spec *resources;
+	const char *worker_bin; /* local */
+	const char *plugin_path; /* local */
+	const pool_spec *spec; /* resources, image, volumes */
 } backend_worker_spec;
 
-typedef struct backend_ops {
+typedef struct backend backend;
+struct backend {
 	const char *name;
-	/* Starts one worker; *handle identifies it to the other calls. Returns
-	 * CM_OK, or an error with the reason (the backend's own words) in
-	 * detail. */
-	int (*spawn)(const backend_worker_spec *spec, int64_t *handle, char *detail, size_t detail_len);
-	/* Never blocks. Returns 1 and sets *exit_code (128 + signal for a
-	 * signal) once the worker is gone, 0 while it runs. */
-	int (*poll)(int64_t handle, int *exit_code);
+	/* Starts one worker and writes its handle. Returns CM_OK, or an error
+	 * with the reason (the backend's own words) in detail. */
+	int (*spawn)(backend *b, const backend_worker_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
+	             size_t detail_len);
+	/* Never blocks long. Returns 1 once the worker is gone, with its exit
+	 * code (128 + signal for a signal) and what it last said (may be empty);
+	 * 0 while it runs, or while the backend cannot tell. */
+	int (*poll)(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len);
 	/* Asks the worker to stop (hard: kill it now). */
-	void (*stop)(int64_t handle, int hard);
-} backend_ops;
+	void (*stop)(backend *b, const char *handle, int hard);
+	/* Removes what is left of a worker that is gone (a container). */
+	void (*release)(backend *b, const char *handle);
+	void (*free)(backend *b);
+};
 
-extern const backend_ops backend_local;
-
-/* The ops table for a backend name, or NULL. */
-const backend_ops *backend_find(const char *name);
+backend *backend_local_new(void);
+/* socket: the Docker Engine API's unix socket. */
+backend *backend_docker_new(const char *socket);
 
 #endif

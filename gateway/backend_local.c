@@ -2,6 +2,8 @@
  * The local backend: strand-worker processes forked on this host, children
  * of the gateway. Each runs in its own process group so that a Ctrl-C in the
  * gateway's terminal reaches the gateway, which then stops them in order.
+ * The handle is the pid; a worker adopted after a restart of the gateway is
+ * not its child, and is alive as long as its pid is.
  *
  * Resources: memory_mb becomes RLIMIT_AS; cpu and gpu are recorded but this
  * backend does not pin cores or hand out GPUs yet.
@@ -19,10 +21,12 @@
 #include "common/common.h"
 #include "gateway/backend.h"
 
-static int local_spawn(const backend_worker_spec *spec, int64_t *handle, char *detail, size_t detail_len)
+static int local_spawn(backend *b, const backend_worker_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
+                       size_t detail_len)
 {
 	pid_t pid;
 
+	(void)b;
 	if (access(spec->worker_bin, X_OK) != 0) {
 		snprintf(detail, detail_len, "cannot run worker binary %s: %s", spec->worker_bin, strerror(errno));
 		return CM_EUNAVAIL;
@@ -44,30 +48,37 @@ static int local_spawn(const backend_worker_spec *spec, int64_t *handle, char *d
 		setenv("STRAND_SECRET", spec->secret, 1);
 		if (spec->plugin_path && spec->plugin_path[0])
 			setenv("STRAND_PLUGIN_PATH", spec->plugin_path, 1);
-		if (spec->resources && spec->resources->memory_mb > 0) {
+		if (spec->spec && spec->spec->memory_mb > 0) {
 			struct rlimit rl;
-			rl.rlim_cur = rl.rlim_max = (rlim_t)spec->resources->memory_mb << 20;
+			rl.rlim_cur = rl.rlim_max = (rlim_t)spec->spec->memory_mb << 20;
 			setrlimit(RLIMIT_AS, &rl);
 		}
 		execv(spec->worker_bin, argv);
 		_exit(127);
 	}
-	*handle = pid;
+	snprintf(handle, BACKEND_HANDLE_MAX, "%d", (int)pid);
 	return CM_OK;
 }
 
-static int local_poll(int64_t handle, int *exit_code)
+static int local_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
 {
+	pid_t pid = (pid_t)atoi(handle);
 	int status;
-	pid_t r = waitpid((pid_t)handle, &status, WNOHANG);
+	pid_t r;
 
+	(void)b;
+	if (detail_len)
+		detail[0] = '\0';
+	if (pid <= 0) {
+		*exit_code = -1;
+		return 1;
+	}
+	r = waitpid(pid, &status, WNOHANG);
 	if (r == 0)
 		return 0;
 	if (r < 0) {
-		/* Not our child: a worker adopted after a restart of the gateway.
-		 * It is alive as long as the pid is. */
-		if (errno == ECHILD && kill((pid_t)handle, 0) == 0)
-			return 0;
+		if (errno == ECHILD && kill(pid, 0) == 0)
+			return 0; /* adopted, not our child: alive */
 		*exit_code = -1;
 		return 1;
 	}
@@ -75,21 +86,37 @@ static int local_poll(int64_t handle, int *exit_code)
 	return 1;
 }
 
-static void local_stop(int64_t handle, int hard)
+static void local_stop(backend *b, const char *handle, int hard)
 {
-	kill((pid_t)handle, hard ? SIGKILL : SIGTERM);
+	pid_t pid = (pid_t)atoi(handle);
+
+	(void)b;
+	if (pid > 0)
+		kill(pid, hard ? SIGKILL : SIGTERM);
 }
 
-const backend_ops backend_local = {
-        .name = "local",
-        .spawn = local_spawn,
-        .poll = local_poll,
-        .stop = local_stop,
-};
-
-const backend_ops *backend_find(const char *name)
+static void local_release(backend *b, const char *handle)
 {
-	if (strcmp(name, "local") == 0)
-		return &backend_local;
-	return NULL;
+	(void)b;
+	(void)handle; /* a reaped process leaves nothing behind */
+}
+
+static void local_free(backend *b)
+{
+	free(b);
+}
+
+backend *backend_local_new(void)
+{
+	backend *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->name = "local";
+	b->spawn = local_spawn;
+	b->poll = local_poll;
+	b->stop = local_stop;
+	b->release = local_release;
+	b->free = local_free;
+	return b;
 }

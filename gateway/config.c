@@ -22,7 +22,10 @@ void gw_config_usage(FILE *f)
 	           "  --http HOST:PORT     REST API address (STRAND_HTTP, default 127.0.0.1:8080)\n"
 	           "  --hub URL            nng URL workers dial (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
 	           "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
-	           "  --backend NAME       default backend for pools (STRAND_BACKEND, default local)\n"
+	           "  --backend NAME       default backend for pools: local or docker (STRAND_BACKEND, default local)\n"
+	           "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
+	           "                       strand-worker:latest)\n"
+	           "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
 	           "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
 	           "                       default: next to strand-gateway)\n"
 	           "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
@@ -43,6 +46,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"plugin-path", required_argument, NULL, 'p'},
 	        {"web-root", required_argument, NULL, 'r'},
 	        {"lease-ms", required_argument, NULL, 'l'},
+	        {"image", required_argument, NULL, 'i'},
+	        {"docker-socket", required_argument, NULL, 's'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -60,6 +65,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->hub, sizeof(cfg->hub), "tcp://127.0.0.1:7070");
 	snprintf(cfg->db, sizeof(cfg->db), "./strand.db");
 	snprintf(cfg->backend, sizeof(cfg->backend), "local");
+	snprintf(cfg->image, sizeof(cfg->image), "strand-worker:latest");
+	snprintf(cfg->docker_socket, sizeof(cfg->docker_socket), "/var/run/docker.sock");
 	snprintf(cfg->worker_bin, sizeof(cfg->worker_bin), "%s/strand-worker", dir);
 	snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../lib", dir);
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
@@ -69,6 +76,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
+	set(cfg->image, sizeof(cfg->image), getenv("STRAND_IMAGE"));
+	set(cfg->docker_socket, sizeof(cfg->docker_socket), getenv("STRAND_DOCKER_SOCKET"));
 	set(cfg->worker_bin, sizeof(cfg->worker_bin), getenv("STRAND_WORKER_BIN"));
 	set(cfg->plugin_path, sizeof(cfg->plugin_path), getenv("STRAND_PLUGIN_PATH"));
 	set(cfg->web_root, sizeof(cfg->web_root), getenv("STRAND_WEB_ROOT"));
@@ -86,6 +95,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'p': set(cfg->plugin_path, sizeof(cfg->plugin_path), optarg); break;
 		case 'r': set(cfg->web_root, sizeof(cfg->web_root), optarg); break;
 		case 'l': cfg->lease_ms = atoi(optarg); break;
+		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
+		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}

@@ -12,6 +12,8 @@ typedef struct gw_config {
 	char hub[256]; /* nng URL the hub listens on and workers dial */
 	char db[1024]; /* SQLite file */
 	char backend[32]; /* default backend for new pools */
+	char image[256]; /* default worker image (docker) */
+	char docker_socket[256]; /* the Docker Engine API */
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */

@@ -122,7 +122,7 @@ typedef struct job {
 typedef struct worker {
 	char id[20];
 	struct pool *pool;
-	int64_t handle;
+	char handle[BACKEND_HANDLE_MAX]; /* pid, container id */
 	worker_state state;
 	int exit_code;
 	int64_t started, last_seen;
@@ -136,7 +136,8 @@ typedef struct pool {
 	char id[20];
 	char secret[33];
 	pool_spec spec;
-	const backend_ops *backend;
+	backend *backend;
+	char last_words[256]; /* what the last worker that died said */
 	pool_state state;
 	char reason[512];
 	int64_t created_ms;
@@ -173,8 +174,12 @@ struct engine {
 	int64_t next_job, next_task;
 	/* Local workers no pool knows any more (started in a cycle that did not
 	 * commit): killed and reaped by the tick. */
-	int64_t *strays;
+	struct stray {
+		backend *b;
+		char handle[BACKEND_HANDLE_MAX];
+	} * strays;
 	size_t nstrays;
+	backend *local, *docker;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -198,6 +203,15 @@ static job *job_find(engine *e, const char *id)
 /* Adds a job to its pool (which keeps jobs in base order: jobs are created
  * in id order, so this appends) and to the id index. */
 static void job_attach(engine *e, struct pool *p, job *j);
+
+static backend *backend_for(engine *e, const char *name)
+{
+	if (strcmp(name, "local") == 0)
+		return e->local;
+	if (strcmp(name, "docker") == 0)
+		return e->docker;
+	return NULL;
+}
 
 static pool *pool_find(engine *e, const char *id)
 {
@@ -233,7 +247,7 @@ static void ready(engine *e, op *o)
 }
 
 static void pool_cancel_jobs(engine *e, pool *p, const char *why);
-static void state_clear(engine *e, int64_t *pids, size_t *npids);
+static void state_clear(engine *e, struct stray *live, size_t *nlive);
 static int recover(engine *e, char *detail, size_t detail_len);
 
 static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
@@ -290,9 +304,15 @@ static json_t *pool_json(const pool *p)
 			live++;
 			pending += w->pending;
 		}
-		json_array_append_new(workers, json_pack("{s:s, s:s, s:I, s:I, s:i}", "id", w->id, "state",
-		                                         worker_state_names[w->state], "pid", (json_int_t)w->handle,
-		                                         "pending", (json_int_t)w->pending, "exit_code", w->exit_code));
+		json_t *wj =
+		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state", worker_state_names[w->state],
+		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
+		if (strcmp(p->backend->name, "local") == 0)
+			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
+		else
+			json_object_set_new(wj, "container",
+			                    json_stringn(w->handle, strlen(w->handle) < 12 ? strlen(w->handle) : 12));
+		json_array_append_new(workers, wj);
 	}
 	iso_time(p->created_ms, created);
 	o = json_pack("{s:s, s:s, s:i, s:s, s:{s:f, s:I, s:i}, s:i, s:s, s:i, s:o,"
@@ -306,6 +326,8 @@ static json_t *pool_json(const pool *p)
 	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
 	if (o && p->reason[0])
 		json_object_set_new(o, "reason", json_string(p->reason));
+	if (o && strcmp(p->backend->name, "docker") == 0)
+		json_object_set_new(o, "image", json_string(p->spec.image));
 	return o;
 }
 
@@ -424,9 +446,9 @@ static int worker_spawn(engine *e, pool *p)
 	        .hub = e->cfg->hub,
 	        .worker_bin = e->cfg->worker_bin,
 	        .plugin_path = e->cfg->plugin_path,
-	        .resources = &p->spec,
+	        .spec = &p->spec,
 	};
-	err = p->backend->spawn(&spec, &w->handle, detail, sizeof(detail));
+	err = p->backend->spawn(p->backend, &spec, w->handle, detail, sizeof(detail));
 	if (err != CM_OK) {
 		char reason[320];
 		free(w);
@@ -439,7 +461,7 @@ static int worker_spawn(engine *e, pool *p)
 	p->workers = w;
 	p->workers_started++;
 	store_worker_insert(e->st, w->id, p->id, w->handle, cm_wall_ms());
-	cm_info("pool %s started worker %s (pid %lld)", p->id, w->id, (long long)w->handle);
+	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, p->backend->name, w->handle);
 	return CM_OK;
 }
 
@@ -521,7 +543,7 @@ static void requeue_worker(engine *e, pool *p, const char *worker_id, int exit_c
 		        worker_id, (long long)c.failed);
 }
 
-static void worker_gone(engine *e, worker *w, int exit_code)
+static void worker_gone(engine *e, worker *w, int exit_code, const char *last_words)
 {
 	pool *p = w->pool;
 	int expected = w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED;
@@ -544,6 +566,9 @@ static void worker_gone(engine *e, worker *w, int exit_code)
 	}
 	requeue_worker(e, p, w->id, exit_code);
 	w->pending = 0;
+	if (last_words && last_words[0])
+		snprintf(p->last_words, sizeof(p->last_words), "%s", last_words);
+	p->backend->release(p->backend, w->handle);
 }
 
 /* ---- pulls -------------------------------------------------------------- */
@@ -725,7 +750,7 @@ static void handle_pull(engine *e, op *o)
 			/* The function cannot be interrupted inside the worker: replace
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;
-			p->backend->stop(w->handle, 1);
+			p->backend->stop(p->backend, w->handle, 1);
 			pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
 			return;
 		}
@@ -758,7 +783,7 @@ static void handle_pool_create(engine *e, op *o)
 	cm_id_new('p', p->id);
 	cm_random_hex(p->secret, 16);
 	p->spec = *o->pool_spec;
-	p->backend = backend_find(p->spec.backend);
+	p->backend = backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
 	spec_json = spec_pool_json(&p->spec);
 	if (!p->backend || !spec_json ||
@@ -807,7 +832,7 @@ static void handle_pool_delete(engine *e, op *o)
 			if (w->state == W_EXITED)
 				continue;
 			w->state = W_STOPPING;
-			p->backend->stop(w->handle, 0);
+			p->backend->stop(p->backend, w->handle, 0);
 			if (w->parked) {
 				pull_finish(e, w->parked, STRAND__BATCH__STATUS__STOP, NULL);
 				w->parked = NULL;
@@ -981,13 +1006,14 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 		int code;
 		if (w->state == W_EXITED)
 			continue;
-		if (p->backend->poll(w->handle, &code)) {
-			worker_gone(e, w, code);
+		char why[256];
+		if (p->backend->poll(p->backend, w->handle, &code, why, sizeof(why))) {
+			worker_gone(e, w, code, why);
 			continue;
 		}
 		live++;
 		if (p->state == POOL_TERMINATING && now >= p->kill_at)
-			p->backend->stop(w->handle, 1);
+			p->backend->stop(p->backend, w->handle, 1);
 		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
 		          !w->parked) ||
 		         (w->state == W_STARTING &&
@@ -995,7 +1021,7 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 			/* Silent for two leases (or never connected): take its
 			 * tasks back; the reap above requeues them. */
 			cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
-			p->backend->stop(w->handle, 1);
+			p->backend->stop(p->backend, w->handle, 1);
 		}
 		if (w->parked) {
 			op *o = w->parked;
@@ -1027,9 +1053,10 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 	if (p->state == POOL_FAILED)
 		return;
 	if (p->fail_streak >= 3 + p->spec.processes) {
-		char reason[128];
-		snprintf(reason, sizeof(reason), "%d workers in a row exited before connecting to the hub %.60s",
-		         p->fail_streak, e->cfg->hub);
+		char reason[480];
+		snprintf(reason, sizeof(reason),
+		         "%d workers in a row exited before connecting to the hub %.60s%s%.256s", p->fail_streak,
+		         e->cfg->hub, p->last_words[0] ? "; the last one said: " : "", p->last_words);
 		pool_set_state(e, p, POOL_FAILED, reason);
 		return;
 	}
@@ -1083,7 +1110,7 @@ static void stop_all_workers(engine *e)
 		for (worker *w = p->workers; w; w = w->next)
 			if (w->state != W_EXITED) {
 				w->state = W_STOPPING;
-				p->backend->stop(w->handle, 0);
+				p->backend->stop(p->backend, w->handle, 0);
 			}
 	do {
 		int code;
@@ -1092,14 +1119,16 @@ static void stop_all_workers(engine *e)
 			for (worker *w = p->workers; w; w = w->next) {
 				if (w->state == W_EXITED)
 					continue;
-				if (p->backend->poll(w->handle, &code)) {
+				char why[64];
+				if (p->backend->poll(p->backend, w->handle, &code, why, sizeof(why))) {
 					w->state = W_EXITED;
 					store_worker_set_state(e->st, w->id, "exited", code);
+					p->backend->release(p->backend, w->handle);
 					continue;
 				}
 				live++;
 				if (cm_now_ms() > deadline)
-					p->backend->stop(w->handle, 1);
+					p->backend->stop(p->backend, w->handle, 1);
 			}
 		if (live)
 			usleep(10000);
@@ -1115,39 +1144,39 @@ static void stop_all_workers(engine *e)
 static int reload(engine *e)
 {
 	size_t n = 0;
-	int64_t *pids;
+	struct stray *live;
 	char detail[256] = "";
 
 	for (pool *p = e->pools; p; p = p->next)
 		for (worker *w = p->workers; w; w = w->next)
 			n++;
-	pids = calloc(n + 1, sizeof(*pids));
-	if (!pids)
+	live = calloc(n + 1, sizeof(*live));
+	if (!live)
 		return CM_ENOMEM;
 	n = 0;
 	cm_error("commit failed (%s): nothing of this cycle was recorded; reloading the stored state",
 	         store_errmsg(e->st));
-	state_clear(e, pids, &n);
+	state_clear(e, live, &n);
 	if (recover(e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot reload the stored state: %s; stopping", detail);
-		free(pids);
+		free(live);
 		return CM_EIO;
 	}
 	for (size_t i = 0; i < n; i++) {
 		int known = 0;
 		for (pool *p = e->pools; p && !known; p = p->next)
 			for (worker *w = p->workers; w && !known; w = w->next)
-				known = w->handle == pids[i];
+				known = strcmp(w->handle, live[i].handle) == 0;
 		if (!known) {
-			int64_t *s = realloc(e->strays, (e->nstrays + 1) * sizeof(*s));
+			struct stray *s = realloc(e->strays, (e->nstrays + 1) * sizeof(*s));
 			if (!s)
 				continue;
 			e->strays = s;
-			e->strays[e->nstrays++] = pids[i];
-			backend_local.stop(pids[i], 1);
+			e->strays[e->nstrays++] = live[i];
+			live[i].b->stop(live[i].b, live[i].handle, 1);
 		}
 	}
-	free(pids);
+	free(live);
 	return CM_OK;
 }
 
@@ -1201,9 +1230,13 @@ static void *engine_main(void *arg)
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
+			struct stray *s = &e->strays[i];
+			char why[64];
 			int code;
-			if (backend_local.poll(e->strays[i], &code))
+			if (s->b->poll(s->b, s->handle, &code, why, sizeof(why))) {
+				s->b->release(s->b, s->handle);
 				e->strays[i--] = e->strays[--e->nstrays];
+			}
 		}
 		if (committed && store_commit(e->st) != CM_OK) {
 			cm_error("commit failed: %s", store_errmsg(e->st));
@@ -1245,13 +1278,14 @@ static void load_pool(void *ctx, const char *id, const char *secret, const char 
 		return;
 	snprintf(p->id, sizeof(p->id), "%s", id);
 	snprintf(p->secret, sizeof(p->secret), "%s", secret);
-	if (spec_pool_parse(spec_json, strlen(spec_json), "local", &p->spec, detail, sizeof(detail)) != CM_OK) {
+	if (spec_pool_parse(spec_json, strlen(spec_json), "local", e->cfg->image, &p->spec, detail, sizeof(detail)) !=
+	    CM_OK) {
 		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
 		p->state = POOL_FAILED;
 	}
-	p->backend = backend_find(p->spec.backend);
+	p->backend = backend_for(e, p->spec.backend);
 	if (!p->backend)
-		p->backend = &backend_local;
+		p->backend = e->local;
 	for (int s = 0; s <= POOL_FAILED; s++)
 		if (strcmp(state, pool_state_names[s]) == 0)
 			p->state = (pool_state)s;
@@ -1318,30 +1352,31 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 /* A worker of the previous run (or of this run, on a reload) that is still
  * alive is adopted: it keeps its id and tasks, and must reconnect within two
  * leases (it does so on its own, its results kept) or it is replaced. */
-static void load_worker(void *ctx, const char *id, const char *pool_id, int64_t pid, const char *state,
+static void load_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                         int64_t started_ms)
 {
 	engine *e = ctx;
 	pool *p = pool_find(e, pool_id);
 	worker *w;
+	char why[64];
 	int code;
 
 	(void)state;
 	(void)started_ms;
-	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED || p->backend->poll(pid, &code) ||
-	    !(w = calloc(1, sizeof(*w)))) {
+	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED ||
+	    p->backend->poll(p->backend, handle, &code, why, sizeof(why)) || !(w = calloc(1, sizeof(*w)))) {
 		store_worker_set_state(e->st, id, "exited", -1);
 		return;
 	}
 	snprintf(w->id, sizeof(w->id), "%s", id);
 	w->pool = p;
-	w->handle = pid;
+	snprintf(w->handle, sizeof(w->handle), "%s", handle);
 	w->state = W_STARTING;
 	w->adopted = 1;
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;
-	cm_info("pool %s: adopting worker %s (pid %lld)", p->id, w->id, (long long)pid);
+	cm_info("pool %s: adopting worker %s (%s %.12s)", p->id, w->id, p->backend->name, handle);
 }
 static int recover(engine *e, char *detail, size_t detail_len)
 {
@@ -1389,6 +1424,8 @@ int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_l
 	if (!e)
 		return CM_ENOMEM;
 	e->cfg = cfg;
+	e->local = backend_local_new();
+	e->docker = backend_docker_new(cfg->docker_socket);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->wake, NULL);
 	pthread_cond_init(&e->commit, NULL);
@@ -1437,6 +1474,10 @@ void engine_free(engine *e)
 	}
 	state_clear(e, NULL, NULL);
 	free(e->strays);
+	if (e->local)
+		e->local->free(e->local);
+	if (e->docker)
+		e->docker->free(e->docker);
 	store_close(e->st);
 	pthread_cond_destroy(&e->wake);
 	pthread_cond_destroy(&e->commit);
@@ -1447,7 +1488,7 @@ void engine_free(engine *e)
 /* Frees pools, jobs and workers, answering what waits on them as not
  * recorded. When pids is given, the live workers' handles are added to it
  * (*npids long, room for all assumed): a reload checks which come back. */
-static void state_clear(engine *e, int64_t *pids, size_t *npids)
+static void state_clear(engine *e, struct stray *live, size_t *nlive)
 {
 	while (e->pools) {
 		pool *p = e->pools;
@@ -1458,8 +1499,10 @@ static void state_clear(engine *e, int64_t *pids, size_t *npids)
 			p->workers = w->next;
 			if (w->parked)
 				answer(e, w->parked, 0);
-			if (pids && w->state != W_EXITED)
-				pids[(*npids)++] = w->handle;
+			if (live && w->state != W_EXITED) {
+				live[*nlive].b = p->backend;
+				snprintf(live[(*nlive)++].handle, BACKEND_HANDLE_MAX, "%s", w->handle);
+			}
 			free(w);
 		}
 		while (p->jobs) {

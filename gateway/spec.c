@@ -9,7 +9,7 @@
 #include "common/common.h"
 #include "gateway/spec.h"
 
-static const char *const backends[] = {"local", NULL};
+static const char *const backends[] = {"local", "docker", NULL};
 static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
 static int load(const char *body, size_t len, json_t **out, char *detail, size_t detail_len)
@@ -80,11 +80,12 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 	return CM_OK;
 }
 
-int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
-                    size_t detail_len)
+int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                    pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes",    "backend",   "resources", "max_attempts",
-	                                   "retry_errors", "timeout_s", NULL};
+	static const char *const keys[] = {"processes",    "backend",      "resources",
+	                                   "max_attempts", "retry_errors", "timeout_s",
+	                                   "image",        "volumes",      NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3};
 	json_t *root = NULL;
@@ -133,11 +134,46 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, p
 			offered |= strcmp(spec.backend, backends[i]) == 0;
 		if (!offered) {
 			snprintf(detail, detail_len,
-			         known ? "backend '%.31s' is not available in this gateway (available: local)"
-			               : "unknown backend '%.31s' (available: local)",
+			         known ? "backend '%.31s' is not available in this gateway (available: local, docker)"
+			               : "unknown backend '%.31s' (available: local, docker)",
 			         spec.backend);
 			err = CM_EUNSUPPORTED;
 			goto out;
+		}
+	}
+	snprintf(spec.image, sizeof(spec.image), "%s", default_image);
+	v = json_object_get(root, "image");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= sizeof(spec.image)) {
+			snprintf(detail, detail_len, "field 'image' must be an image name (1 to 255 characters)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		snprintf(spec.image, sizeof(spec.image), "%s", json_string_value(v));
+	}
+	v = json_object_get(root, "volumes");
+	if (v && !json_is_null(v)) {
+		size_t i;
+		json_t *vol;
+		if (!json_is_array(v) || json_array_size(v) > SPEC_MAX_VOLUMES) {
+			snprintf(detail, detail_len,
+			         "field 'volumes' must be an array of at most %d \"SOURCE:PATH[:ro]\"",
+			         SPEC_MAX_VOLUMES);
+			err = CM_EINVAL;
+			goto out;
+		}
+		json_array_foreach (v, i, vol) {
+			const char *s = json_string_value(vol);
+			const char *colon = s ? strchr(s, ':') : NULL;
+			if (!s || !colon || colon == s || colon[1] != '/' || strlen(s) >= sizeof(spec.volumes[0])) {
+				snprintf(detail, detail_len,
+				         "field 'volumes[%zu]' must be \"NAME:/path\" or \"/host/path:/path\", "
+				         "optionally \":ro\"",
+				         i);
+				err = CM_EINVAL;
+				goto out;
+			}
+			snprintf(spec.volumes[spec.nvolumes++], sizeof(spec.volumes[0]), "%s", s);
 		}
 	}
 	v = json_object_get(root, "resources");
@@ -182,8 +218,14 @@ char *spec_pool_json(const pool_spec *spec)
 	                      "timeout_s", spec->timeout_s, "resources", "cpu",
 	                      spec->cpu > 0 ? json_real(spec->cpu) : json_null(), "memory_mb",
 	                      spec->memory_mb > 0 ? json_integer(spec->memory_mb) : json_null(), "gpu", spec->gpu);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_t *vols = json_array();
+	char *s;
 
+	for (int i = 0; i < spec->nvolumes; i++)
+		json_array_append_new(vols, json_string(spec->volumes[i]));
+	json_object_set_new(o, "image", json_string(spec->image));
+	json_object_set_new(o, "volumes", vols);
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;
 }

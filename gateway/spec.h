@@ -13,6 +13,7 @@
 #define SPEC_MAX_PROCESSES 1024
 #define SPEC_MAX_ARGS 10000000
 #define SPEC_ARG_MAX (1u << 20) /* one argument, as JSON text */
+#define SPEC_MAX_VOLUMES 16
 
 typedef struct pool_spec {
 	int processes;
@@ -23,13 +24,17 @@ typedef struct pool_spec {
 	int max_attempts; /* runs of a task before it fails for good */
 	int retry_errors; /* re-run a task whose function returned an error */
 	int timeout_s; /* a task running longer fails, its worker replaced */
+	char image[256]; /* docker: the worker image */
+	char volumes[SPEC_MAX_VOLUMES][256]; /* docker: "name:/path" or "/host:/path[:ro]" */
+	int nvolumes;
 } pool_spec;
 
-/* Parses POST /v1/pools. default_backend fills an absent "backend".
+/* Parses POST /v1/pools. default_backend and default_image fill an absent
+ * "backend" and "image".
  * Returns CM_OK, CM_EINVAL (malformed: 400) or CM_EUNSUPPORTED (unknown
  * backend: 422), with the reason in detail. */
-int spec_pool_parse(const char *body, size_t len, const char *default_backend, pool_spec *out, char *detail,
-                    size_t detail_len);
+int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                    pool_spec *out, char *detail, size_t detail_len);
 /* The canonical JSON of a pool spec: a new string, free() it. */
 char *spec_pool_json(const pool_spec *spec);
 

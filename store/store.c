@@ -31,7 +31,7 @@ static const char schema[] =
         "CREATE INDEX IF NOT EXISTS tasks_done ON tasks(job, seq) WHERE seq IS NOT NULL;"
         "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(worker) WHERE state = 1;"
         "CREATE TABLE IF NOT EXISTS workers("
-        "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, pid INTEGER, state TEXT NOT NULL,"
+        "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, handle TEXT NOT NULL, state TEXT NOT NULL,"
         "  exit_code INTEGER, started_ms INTEGER NOT NULL);"
         "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
@@ -596,18 +596,19 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
 
 /* ---- workers ------------------------------------------------------------ */
 
-int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms)
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms)
 {
 	sqlite3_stmt *s;
 
 	if (prepare(st,
-	            "INSERT OR REPLACE INTO workers(id, pool_id, pid, state, started_ms) VALUES(?, ?, ?, 'starting', "
+	            "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, started_ms) VALUES(?, ?, ?, "
+	            "'starting', "
 	            "?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, id);
 	bind_text(s, 2, pool_id);
-	sqlite3_bind_int64(s, 3, pid);
+	bind_text(s, 3, handle);
 	sqlite3_bind_int64(s, 4, started_ms);
 	return step_done(st, s);
 }
@@ -618,12 +619,12 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
 	int rc;
 
 	if (prepare(st,
-	            "SELECT id, pool_id, pid, state, started_ms FROM workers WHERE state IN ('starting', 'connected')",
+	            "SELECT id, pool_id, handle, state, started_ms FROM workers WHERE state IN ('starting', "
+	            "'connected')",
 	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3),
-		   sqlite3_column_int64(s, 4));
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }

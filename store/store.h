@@ -136,10 +136,10 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
                              int64_t *next);
 
 /* ---- workers ------------------------------------------------------------ */
-int store_worker_insert(store *st, const char *id, const char *pool_id, int64_t pid, int64_t started_ms);
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
 /* Calls fn for each worker stored as starting or connected. */
-typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, int64_t pid, const char *state,
+typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                                 int64_t started_ms);
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
 

@@ -14,7 +14,7 @@
 
 static int pool(const char *body, pool_spec *out, char *detail)
 {
-	return spec_pool_parse(body, strlen(body), "local", out, detail, 256);
+	return spec_pool_parse(body, strlen(body), "local", "img:1", out, detail, 256);
 }
 
 static void test_pool_defaults_and_fields(void **state)
@@ -27,7 +27,7 @@ static void test_pool_defaults_and_fields(void **state)
 	assert_true(s.processes >= 1);
 	assert_string_equal(s.backend, "local");
 	assert_int_equal(s.max_attempts, 3);
-	assert_int_equal(spec_pool_parse("", 0, "local", &s, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(spec_pool_parse("", 0, "local", "img:1", &s, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(pool("{\"processes\":4,\"max_attempts\":1,\"resources\":{\"cpu\":0.5,\"memory_mb\":256,"
 	                      "\"gpu\":1}}",
 	                      &s, detail),
@@ -65,7 +65,7 @@ static void test_pool_refusals(void **state)
 	        {"{\"resources\":{\"cpu\":0}}", CM_EINVAL, "'resources.cpu'"},
 	        {"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
 	        {"{\"resources\":{\"disk\":1}}", CM_EINVAL, "unknown field 'resources.disk'"},
-	        {"{\"image\":\"x\"}", CM_EINVAL, "unknown field 'image'"},
+	        {"{\"imag\":\"x\"}", CM_EINVAL, "unknown field 'imag'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the strand-worker and strand-gateway images without pulling
+# anything (no registry is reachable): each is FROM scratch, holding the
+# binaries and exactly the shared libraries ldd names for them.
+#   deploy/build-images.sh BUILD_DIR [TAG]
+set -euo pipefail
+build="$(cd "${1:?usage: build-images.sh BUILD_DIR [TAG]}" && pwd)"
+tag="${2:-latest}"
+here="$(cd "$(dirname "$0")" && pwd)"
+ctx=$(mktemp -d /tmp/strand-images-XXXXXX)
+trap 'rm -rf "$ctx"' EXIT
+
+# Copies files and the libraries they load (and the loader) into a root.
+add_with_libs() {
+  local root="$1"; shift
+  for f in "$@"; do
+    ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | while read -r lib; do
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
+  done
+}
+
+# worker: strand-worker, the example plugins, a /tmp.
+w="$ctx/worker"
+mkdir -p "$w/usr/bin" "$w/usr/lib/strand" "$w/tmp" "$w/etc"
+cp "$build/bin/strand-worker" "$w/usr/bin/"
+cp "$build"/lib/*.so "$w/usr/lib/strand/" 2>/dev/null || true
+add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
+echo "root:x:0:0:root:/:/usr/bin/strand-worker" >"$w/etc/passwd"
+cp "$here/worker.Dockerfile" "$w/Dockerfile"
+docker build -q -t "strand-worker:$tag" "$w" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
+
+# gateway: strand-gateway, strand-worker (for the local backend), the dashboard.
+g="$ctx/gateway"
+mkdir -p "$g/usr/bin" "$g/usr/lib/strand" "$g/usr/share/strand" "$g/data" "$g/tmp" "$g/etc"
+cp "$build/bin/strand-gateway" "$build/bin/strand-worker" "$g/usr/bin/"
+cp "$build"/lib/*.so "$g/usr/lib/strand/" 2>/dev/null || true
+cp -r "$build/share/strand/web" "$g/usr/share/strand/web"
+add_with_libs "$g" "$g/usr/bin/strand-gateway" "$g/usr/bin/strand-worker" "$g"/usr/lib/strand/*.so
+# libcurl resolves names through NSS; the Docker socket needs none, but the
+# resolver must find its files.
+for f in /etc/nsswitch.conf /etc/hosts; do [ -f "$f" ] && cp "$f" "$g/etc/"; done
+echo "root:x:0:0:root:/:/usr/bin/strand-gateway" >"$g/etc/passwd"
+cp "$here/gateway.Dockerfile" "$g/Dockerfile"
+docker build -q -t "strand-gateway:$tag" "$g" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
+echo "built strand-worker:$tag and strand-gateway:$tag"

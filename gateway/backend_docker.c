@@ -1,0 +1,303 @@
+/*
+ * The docker backend: one container per worker, through the Docker Engine
+ * API on its unix socket (libcurl), never the docker CLI. Runs on the engine
+ * thread only.
+ *
+ *   spawn   POST /containers/create  {Image, Env, Labels, HostConfig}
+ *           POST /containers/{id}/start        (removed again if it fails)
+ *   poll    GET  /containers/json?all=1&filters={"label":["strand.worker"]}
+ *           one list serves every worker for POLL_MS; a container that has
+ *           exited is gone, its exit code read from the list and its last
+ *           log lines (GET /containers/{id}/logs) kept as the reason
+ *   stop    POST /containers/{id}/kill?signal=SIGTERM|SIGKILL
+ *   release DELETE /containers/{id}?force=true
+ *
+ * Containers run with host networking (workers dial the hub on loopback)
+ * and carry the labels strand.pool and strand.worker, which is how a
+ * restarted gateway finds and adopts them. Resources map to HostConfig:
+ * cpu -> NanoCpus, memory_mb -> Memory, gpu -> DeviceRequests (nvidia),
+ * volumes -> Binds ("name:/path" for a named volume, "/host:/path[:ro]").
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "gateway/backend.h"
+
+#define API "http://docker/v1.41"
+#define POLL_MS 200
+#define REPLY_MAX (8u << 20)
+
+typedef struct docker {
+	backend base; /* first: the engine holds a backend * */
+	char socket[256];
+	CURL *curl;
+	json_t *list; /* the last container list, or NULL */
+	int64_t list_at;
+} docker;
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	cm_buf *b = ctx;
+
+	if (b->len + size * n > REPLY_MAX || cm_buf_append(b, p, size * n) != CM_OK)
+		return 0;
+	return size * n;
+}
+
+/* One call. body is borrowed (may be NULL); *reply is the body as it came.
+ * Returns the HTTP status, or 0 with the reason in detail when the daemon
+ * could not be reached. For statuses >= 300 detail holds its message. */
+static long call(docker *d, const char *method, const char *path, json_t *body, cm_buf *reply, char *detail,
+                 size_t detail_len)
+{
+	char url[1024];
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	long status = 0;
+	CURLcode rc;
+
+	cm_buf_init(reply);
+	snprintf(url, sizeof(url), API "%s", path);
+	curl_easy_reset(d->curl);
+	curl_easy_setopt(d->curl, CURLOPT_UNIX_SOCKET_PATH, d->socket);
+	curl_easy_setopt(d->curl, CURLOPT_URL, url);
+	curl_easy_setopt(d->curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, reply);
+	curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);
+	if (text)
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, text);
+	else if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
+	rc = curl_easy_perform(d->curl);
+	if (rc != CURLE_OK) {
+		snprintf(detail, detail_len, "cannot reach the Docker daemon at %s: %s", d->socket,
+		         curl_easy_strerror(rc));
+	} else {
+		curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 300) {
+			json_t *j = json_loadb(reply->data ? reply->data : "", reply->len, 0, NULL);
+			const char *msg = json_string_value(json_object_get(j, "message"));
+			snprintf(detail, detail_len, "Docker daemon: %s", msg ? msg : (reply->data ? reply->data : ""));
+			json_decref(j);
+		}
+	}
+	curl_slist_free_all(h);
+	free(text);
+	return status;
+}
+
+static json_t *spawn_body(const backend_worker_spec *w)
+{
+	const pool_spec *s = w->spec;
+	json_t *env = json_array();
+	json_t *host = json_pack("{s:s}", "NetworkMode", "host");
+	char kv[512];
+
+	snprintf(kv, sizeof(kv), "STRAND_HUB=%s", w->hub);
+	json_array_append_new(env, json_string(kv));
+	snprintf(kv, sizeof(kv), "STRAND_POOL_ID=%s", w->pool_id);
+	json_array_append_new(env, json_string(kv));
+	snprintf(kv, sizeof(kv), "STRAND_WORKER_ID=%s", w->worker_id);
+	json_array_append_new(env, json_string(kv));
+	snprintf(kv, sizeof(kv), "STRAND_SECRET=%s", w->secret);
+	json_array_append_new(env, json_string(kv));
+	if (s->cpu > 0)
+		json_object_set_new(host, "NanoCpus", json_integer((json_int_t)(s->cpu * 1e9)));
+	if (s->memory_mb > 0)
+		json_object_set_new(host, "Memory", json_integer((json_int_t)s->memory_mb << 20));
+	if (s->gpu > 0)
+		json_object_set_new(
+		        host, "DeviceRequests",
+		        json_pack("[{s:s, s:i, s:[[s]]}]", "Driver", "nvidia", "Count", s->gpu, "Capabilities", "gpu"));
+	if (s->nvolumes > 0) {
+		json_t *binds = json_array();
+		for (int i = 0; i < s->nvolumes; i++)
+			json_array_append_new(binds, json_string(s->volumes[i]));
+		json_object_set_new(host, "Binds", binds);
+	}
+	return json_pack("{s:s, s:o, s:{s:s, s:s}, s:o}", "Image", s->image, "Env", env, "Labels", "strand.pool",
+	                 w->pool_id, "strand.worker", w->worker_id, "HostConfig", host);
+}
+
+static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
+                        size_t detail_len)
+{
+	docker *d = (docker *)b;
+	json_t *body = spawn_body(w);
+	char path[256];
+	cm_buf reply;
+	long status;
+	json_t *created;
+	const char *id;
+
+	snprintf(path, sizeof(path), "/containers/create?name=strand-%s", w->worker_id);
+	status = call(d, "POST", path, body, &reply, detail, detail_len);
+	json_decref(body);
+	if (status != 201) {
+		if (status == 404) {
+			char why[256];
+			snprintf(why, sizeof(why), "%s", detail);
+			snprintf(detail, detail_len, "image %s is not on this Docker host (%s)", w->spec->image, why);
+		}
+		cm_buf_fini(&reply);
+		return CM_EUNAVAIL;
+	}
+	created = json_loadb(reply.data, reply.len, 0, NULL);
+	cm_buf_fini(&reply);
+	id = json_string_value(json_object_get(created, "Id"));
+	if (!id || strlen(id) >= BACKEND_HANDLE_MAX) {
+		snprintf(detail, detail_len, "Docker daemon: no container id in its answer");
+		json_decref(created);
+		return CM_EUNAVAIL;
+	}
+	snprintf(handle, BACKEND_HANDLE_MAX, "%s", id);
+	json_decref(created);
+	snprintf(path, sizeof(path), "/containers/%s/start", handle);
+	status = call(d, "POST", path, NULL, &reply, detail, detail_len);
+	cm_buf_fini(&reply);
+	if (status != 204 && status != 304) {
+		/* Refused (a device it has no driver for, a bad bind): leave nothing. */
+		char gone[160];
+		snprintf(gone, sizeof(gone), "/containers/%s?force=true", handle);
+		call(d, "DELETE", gone, NULL, &reply, path, sizeof(path));
+		cm_buf_fini(&reply);
+		return CM_EUNAVAIL;
+	}
+	d->list_at = 0; /* the list is out of date now */
+	return CM_OK;
+}
+
+/* Refreshes the container list if it is older than POLL_MS. */
+static int refresh(docker *d)
+{
+	static const char path[] = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22strand.worker%22%5D%7D";
+	char detail[256];
+	cm_buf reply;
+	json_t *list;
+
+	if (d->list && cm_now_ms() - d->list_at < POLL_MS)
+		return CM_OK;
+	if (call(d, "GET", path, NULL, &reply, detail, sizeof(detail)) != 200 ||
+	    !(list = json_loadb(reply.data, reply.len, 0, NULL)) || !json_is_array(list)) {
+		cm_buf_fini(&reply);
+		return CM_EUNAVAIL;
+	}
+	cm_buf_fini(&reply);
+	json_decref(d->list);
+	d->list = list;
+	d->list_at = cm_now_ms();
+	return CM_OK;
+}
+
+/* The last lines a container wrote: the logs endpoint multiplexes stdout and
+ * stderr in frames of an 8-byte header (stream, 0, 0, 0, big-endian size). */
+static void last_words(docker *d, const char *id, char *out, size_t out_len)
+{
+	char path[160], detail[128];
+	cm_buf reply;
+	size_t o = 0;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1&tail=3", id);
+	if (call(d, "GET", path, NULL, &reply, detail, sizeof(detail)) == 200) {
+		const unsigned char *p = (const unsigned char *)reply.data;
+		size_t i = 0;
+		while (p && i + 8 <= reply.len && o + 1 < out_len) {
+			size_t n = (size_t)p[i + 4] << 24 | (size_t)p[i + 5] << 16 | (size_t)p[i + 6] << 8 | p[i + 7];
+			i += 8;
+			for (size_t k = 0; k < n && i + k < reply.len && o + 1 < out_len; k++)
+				out[o++] = p[i + k] == '\n' ? ' ' : (char)p[i + k];
+			i += n;
+		}
+		out[o] = '\0';
+	}
+	cm_buf_fini(&reply);
+}
+
+static int docker_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
+{
+	docker *d = (docker *)b;
+	json_t *c;
+	size_t i;
+
+	if (detail_len)
+		detail[0] = '\0';
+	if (refresh(d) != CM_OK)
+		return 0; /* the daemon cannot say: assume nothing */
+	json_array_foreach (d->list, i, c) {
+		const char *state, *status;
+		if (strcmp(json_string_value(json_object_get(c, "Id")) ?: "", handle) != 0)
+			continue;
+		state = json_string_value(json_object_get(c, "State")) ?: "";
+		if (strcmp(state, "exited") != 0 && strcmp(state, "dead") != 0)
+			return 0;
+		status = json_string_value(json_object_get(c, "Status")) ?: "";
+		/* "Exited (137) 2 seconds ago" */
+		*exit_code = strchr(status, '(') ? atoi(strchr(status, '(') + 1) : -1;
+		last_words(d, handle, detail, detail_len);
+		return 1;
+	}
+	*exit_code = -1;
+	snprintf(detail, detail_len, "container %.12s is gone", handle);
+	return 1;
+}
+
+static void docker_stop(backend *b, const char *handle, int hard)
+{
+	docker *d = (docker *)b;
+	char path[160], detail[128];
+	cm_buf reply;
+
+	snprintf(path, sizeof(path), "/containers/%s/kill?signal=%s", handle, hard ? "SIGKILL" : "SIGTERM");
+	call(d, "POST", path, NULL, &reply, detail, sizeof(detail));
+	cm_buf_fini(&reply);
+	d->list_at = 0;
+}
+
+static void docker_release(backend *b, const char *handle)
+{
+	docker *d = (docker *)b;
+	char path[160], detail[128];
+	cm_buf reply;
+
+	snprintf(path, sizeof(path), "/containers/%s?force=true", handle);
+	call(d, "DELETE", path, NULL, &reply, detail, sizeof(detail));
+	cm_buf_fini(&reply);
+}
+
+static void docker_free(backend *b)
+{
+	docker *d = (docker *)b;
+
+	json_decref(d->list);
+	curl_easy_cleanup(d->curl);
+	free(d);
+}
+
+backend *backend_docker_new(const char *socket)
+{
+	docker *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->curl = curl_easy_init();
+	if (!d->curl) {
+		free(d);
+		return NULL;
+	}
+	snprintf(d->socket, sizeof(d->socket), "%s", socket);
+	d->base.name = "docker";
+	d->base.spawn = docker_spawn;
+	d->base.poll = docker_poll;
+	d->base.stop = docker_stop;
+	d->base.release = docker_release;
+	d->base.free = docker_free;
+	return &d->base;
+}
