@@ -2,14 +2,18 @@
 # Installs the Debian bookworm packages strand builds, tests and runs with.
 # Every dependency is a Debian package; nothing is vendored or downloaded
 # from anywhere else. Skips apt entirely when everything is already there.
+#   deploy/install-deps.sh [docker]   docker: also the Docker engine and
+#                                      docker-compose, for the docker backend
 set -euo pipefail
-
 packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler
   libcurl4-openssl-dev libjansson-dev libsqlite3-dev libcmocka-dev
   curl jq python3 procps
 )
+if [ "${1:-}" = docker ]; then
+  packages+=(docker.io docker-compose)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

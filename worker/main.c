@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 		case 'P': cfg.plugin_path = optarg; break;
 		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
 		case 'H': usage(stdout); return 0;
-		default: usage(stderr); return 64;
+		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
 	}
 	if (!cfg.pool_id || !cfg.worker_id) {

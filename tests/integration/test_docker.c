@@ -1,0 +1,315 @@
+/*
+ * The docker backend against a real dockerd (tests/run.sh starts one): the
+ * images are built first (deploy/build-images.sh, tag "test"), then a map on
+ * a docker pool, resource limits seen by `docker inspect`, a container
+ * killed with `docker kill` mid-map, the gateway SIGKILLed and its
+ * containers re-adopted, the daemon's refusals surfaced as a failed pool,
+ * and nothing left behind once a pool is deleted. Without a reachable
+ * daemon every test skips and says so.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static int have_docker;
+static const char *const image_args[] = {"--image", "strand-worker:test", NULL};
+
+/* Runs a shell command and returns its first line of output (static). */
+static const char *sh(const char *fmt, ...)
+{
+	static char line[4096];
+	char cmd[2048];
+	va_list ap;
+	FILE *p;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	line[0] = '\0';
+	p = popen(cmd, "r");
+	if (!p)
+		return line;
+	if (!fgets(line, sizeof(line), p))
+		line[0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	while (fgetc(p) != EOF)
+		;
+	pclose(p);
+	return line;
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (system("docker info >/dev/null 2>&1") != 0) {
+		print_message(
+		        "no Docker daemon answers (tests/run.sh starts one as root): skipping the docker tests\n");
+		return 0;
+	}
+	if (system(STRAND_SOURCE_DIR "/deploy/build-images.sh " STRAND_BUILD_DIR " test") != 0 ||
+	    system("printf 'FROM strand-worker:test\\nENTRYPOINT [\"/usr/bin/strand-worker\", \"--no-such-flag\"]\\n' "
+	           "| "
+	           "docker build -q -t strand-worker:broken - >/dev/null 2>&1") != 0) {
+		print_message("could not build the images\n");
+		return -1;
+	}
+	have_docker = 1;
+	return 0;
+}
+
+static void need_docker(void)
+{
+	if (!have_docker)
+		skip();
+}
+
+static json_t *pool_get(const gateway *g, const char *pool)
+{
+	char path[128];
+	response r;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	j = json_incref(r.json);
+	response_free(&r);
+	return j;
+}
+
+static char *create(const gateway *g, const char *spec)
+{
+	response r = http(g, "POST", "/v1/pools", spec, NULL);
+	char *id;
+
+	if (r.status != 201)
+		fail_msg("create: %ld %s", r.status, r.body);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+static char *submit(const gateway *g, const char *pool, json_t *spec)
+{
+	char path[128];
+	response r;
+	char *id;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http_json(g, "POST", path, spec);
+	assert_int_equal(r.status, 202);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+static int containers_of(const char *pool)
+{
+	return atoi(sh("docker ps -aq --filter label=strand.pool=%s | wc -l", pool));
+}
+
+static void assert_exact(json_t *items, int n)
+{
+	unsigned char *seen = calloc((size_t)n, 1);
+	json_t *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach (items, k, it) {
+		json_int_t idx = json_integer_value(json_object_get(it, "index"));
+		assert_true(idx >= 0 && idx < n);
+		assert_int_equal(seen[idx], 0);
+		seen[idx] = 1;
+		if (!json_is_true(json_object_get(it, "ok")))
+			fail_msg("index %lld: %s", (long long)idx, json_string_value(json_object_get(it, "error")));
+	}
+	free(seen);
+}
+
+static json_t *range(int n, double v)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, v > 0 ? json_real(v) : json_integer(i));
+	return a;
+}
+
+static void test_map_limits_and_cleanup(void **state)
+{
+	gateway g;
+	char path[128];
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	char *pool =
+	        create(&g, "{\"processes\":2,\"backend\":\"docker\",\"resources\":{\"cpu\":0.5,\"memory_mb\":200}}");
+	pool_wait_connected(&g, pool, 2);
+	assert_int_equal(containers_of(pool), 2);
+	/* The limits as the daemon applied them. */
+	const char *limits = sh("docker inspect --format '{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
+	                        "{{.HostConfig.NetworkMode}} {{index .Config.Labels \"strand.pool\"}}' "
+	                        "$(docker ps -q --filter label=strand.pool=%s | head -1)",
+	                        pool);
+	char want[128];
+	snprintf(want, sizeof(want), "500000000 209715200 host %s", pool);
+	assert_string_equal(limits, want);
+
+	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", range(2000, 0)));
+	json_t *items = job_results(&g, job, "input", 5000);
+	assert_exact(items, 2000);
+	json_decref(items);
+	free(job);
+	job = submit(&g, pool, json_pack("{s:s, s:[i,i]}", "function", "pi.so:pi_hits", "args", 10000, 10000));
+	items = job_results(&g, job, "input", 10);
+	assert_exact(items, 2);
+	json_decref(items);
+	free(job);
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	response r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(containers_of(pool), 0); /* nothing left, not even stopped ones */
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+static void test_docker_kill_is_a_crash(void **state)
+{
+	gateway g;
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	char *pool = create(&g, "{\"processes\":2,\"backend\":\"docker\"}");
+	pool_wait_connected(&g, pool, 2);
+	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(600, 3)));
+	usleep(500000);
+	/* docker kill: SIGKILL, the container's process gone at once. */
+	assert_true(strlen(sh("docker kill $(docker ps -q --filter label=strand.pool=%s | head -1)", pool)) >= 12);
+	json_t *items = job_results(&g, job, "completion", 5000);
+	assert_exact(items, 600);
+	json_decref(items);
+	json_t *p = pool_get(&g, pool);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_started")), 3);
+	json_decref(p);
+	assert_int_equal(containers_of(pool), 2); /* the dead one removed, its replacement running */
+	free(job);
+	gateway_cleanup(&g);
+	assert_int_equal(containers_of(pool), 0); /* a stopped gateway leaves none */
+	free(pool);
+}
+
+static void test_gateway_restart_readopts_containers(void **state)
+{
+	gateway g;
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	char *pool = create(&g, "{\"processes\":2,\"backend\":\"docker\"}");
+	pool_wait_connected(&g, pool, 2);
+	char before[256];
+	snprintf(before, sizeof(before), "%s",
+	         sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool));
+	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(3000, 0.5)));
+	usleep(400000);
+	kill(g.pid, SIGKILL);
+	waitpid(g.pid, NULL, 0);
+	gateway_restart(&g);
+	json_t *items = job_results(&g, job, "completion", 5000);
+	assert_exact(items, 3000);
+	json_decref(items);
+	/* The same containers did the rest: found by label, adopted. */
+	assert_string_equal(sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool), before);
+	free(job);
+	gateway_cleanup(&g);
+	assert_int_equal(containers_of(pool), 0); /* a stopped gateway leaves none */
+	free(pool);
+}
+
+/* Waits for the pool to fail and returns its reason (new string). */
+static char *failure_of(const gateway *g, const char *pool)
+{
+	for (int i = 0; i < 300; i++) {
+		json_t *p = pool_get(g, pool);
+		if (strcmp(json_string_value(json_object_get(p, "state")), "failed") == 0) {
+			char *why = strdup(json_string_value(json_object_get(p, "reason")) ?: "");
+			json_decref(p);
+			return why;
+		}
+		json_decref(p);
+		usleep(100000);
+	}
+	fail_msg("pool %s did not fail", pool);
+	return NULL;
+}
+
+static void expect_failure(const gateway *g, const char *spec, const char *part)
+{
+	char *pool = create(g, spec);
+	char *why = failure_of(g, pool);
+
+	if (!strstr(why, part))
+		fail_msg("reason '%s' lacks '%s'", why, part);
+	assert_int_equal(containers_of(pool), 0);
+	/* A job on a failed pool is refused, not left hanging. */
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	response r = http(g, "POST", path, "{\"function\":\"echo\",\"args\":[1]}", NULL);
+	assert_int_equal(r.status, 409);
+	response_free(&r);
+	free(why);
+	free(pool);
+}
+
+static void test_daemon_refusals_fail_the_pool(void **state)
+{
+	gateway g;
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	expect_failure(&g, "{\"processes\":1,\"backend\":\"docker\",\"image\":\"strand-no-such-image:1\"}",
+	               "not on this Docker host");
+	expect_failure(&g, "{\"processes\":1,\"backend\":\"docker\",\"resources\":{\"gpu\":1}}", "nvidia");
+	expect_failure(&g, "{\"processes\":1,\"backend\":\"docker\",\"image\":\"strand-worker:broken\"}",
+	               "no-such-flag");
+	gateway_cleanup(&g);
+
+	/* A daemon that is not there. */
+	static const char *const no_daemon[] = {"--docker-socket", "/nonexistent/docker.sock", NULL};
+	gateway_start(&g, no_daemon);
+	char *pool = create(&g, "{\"processes\":1,\"backend\":\"docker\"}");
+	char *why = failure_of(&g, pool);
+	assert_non_null(strstr(why, "cannot reach the Docker daemon at /nonexistent/docker.sock"));
+	free(why);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_map_limits_and_cleanup),
+	        cmocka_unit_test(test_docker_kill_is_a_crash),
+	        cmocka_unit_test(test_gateway_restart_readopts_containers),
+	        cmocka_unit_test(test_daemon_refusals_fail_the_pool),
+	};
+	return cmocka_run_group_tests_name("docker", tests, group_setup, NULL);
+}
