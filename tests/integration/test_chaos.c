@@ -61,8 +61,7 @@ static void test_chaos(void **state)
 		if (done)
 			break;
 		if ((tick == 5 || tick == 12) && gateway_kills < 2) {
-			kill(g.pid, SIGKILL);
-			waitpid(g.pid, NULL, 0);
+			gateway_kill(&g);
 			gateway_restart(&g);
 			gateway_kills++;
 			continue;

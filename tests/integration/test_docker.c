@@ -229,8 +229,7 @@ static void test_gateway_restart_readopts_containers(void **state)
 	         sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool));
 	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(3000, 0.5)));
 	usleep(400000);
-	kill(g.pid, SIGKILL);
-	waitpid(g.pid, NULL, 0);
+	gateway_kill(&g);
 	gateway_restart(&g);
 	json_t *items = job_results(&g, job, "completion", 5000);
 	assert_exact(items, 3000);

@@ -252,8 +252,7 @@ static void test_gateway_sigkill_readopts_workers(void **state)
 	assert_int_equal(pids_of(&g, pool, before, 4), 2);
 	job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_real(0.2), 10000)));
 	usleep(300000);
-	kill(g.pid, SIGKILL);
-	waitpid(g.pid, NULL, 0);
+	gateway_kill(&g);
 	gateway_restart(&g);
 	json_t *items = job_results(&g, job, "completion", 20000);
 	json_t *it;
@@ -291,9 +290,7 @@ static void test_workers_exit_when_gateway_stays_away(void **state)
 	pool = create(&g, "{\"processes\":2}");
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pids_of(&g, pool, pids, 4), 2);
-	kill(g.pid, SIGKILL);
-	waitpid(g.pid, NULL, 0);
-	g.pid = 0;
+	gateway_kill(&g);
 	/* Orphans now; they give up on their own (bounded wait: 30 s). */
 	for (int i = 0; i < 300 && (process_alive(pids[0]) || process_alive(pids[1])); i++)
 		usleep(100000);

@@ -147,8 +147,7 @@ static void test_restart_after_kill_loses_nothing(void **state)
 	snprintf(live_job, sizeof(live_job), "%s", json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	usleep(300000);
-	kill(g.pid, SIGKILL);
-	waitpid(g.pid, NULL, 0);
+	gateway_kill(&g);
 
 	gateway_restart(&g);
 	json_t *items = job_results(&g, done_job, "input", 5000);

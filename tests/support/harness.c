@@ -18,6 +18,37 @@
 
 #include "tests/support/harness.h"
 
+/* Every gateway started and not yet stopped: a failing test jumps out of
+ * its body, so an exit handler stops what it left (and with it the workers
+ * or containers those gateways started). */
+static pid_t running[64];
+
+static void stop_leftovers(void)
+{
+	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
+		if (running[i] > 0) {
+			kill(running[i], SIGTERM);
+			waitpid(running[i], NULL, 0);
+		}
+	}
+}
+
+static void track(pid_t pid, int add)
+{
+	static int registered;
+
+	if (!registered) {
+		atexit(stop_leftovers);
+		registered = 1;
+	}
+	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
+		if (add ? running[i] == 0 : running[i] == pid) {
+			running[i] = add ? pid : 0;
+			return;
+		}
+	}
+}
+
 static void spawn(gateway *g, const char *const *extra)
 {
 	char http[64], hub[64];
@@ -47,6 +78,7 @@ static void spawn(gateway *g, const char *const *extra)
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	track(g->pid, 1);
 }
 
 static int wait_healthy(gateway *g)
@@ -88,8 +120,7 @@ void gateway_start(gateway *g, const char *const *extra_args)
 		spawn(g, extra_args);
 		if (wait_healthy(g))
 			return;
-		kill(g->pid, SIGKILL);
-		waitpid(g->pid, NULL, 0);
+		gateway_kill(g);
 	}
 	fail_msg("gateway did not start; see %s", g->log);
 }
@@ -101,6 +132,17 @@ void gateway_restart(gateway *g)
 		fail_msg("gateway did not restart; see %s", g->log);
 }
 
+void gateway_kill(gateway *g)
+{
+	if (g->pid <= 0)
+		return;
+	kill(g->pid, SIGKILL);
+	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	track(g->pid, 0);
+	g->pid = 0;
+}
+
 int gateway_stop(gateway *g)
 {
 	int status = -1;
@@ -110,6 +152,7 @@ int gateway_stop(gateway *g)
 	kill(g->pid, SIGTERM);
 	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 		;
+	track(g->pid, 0);
 	g->pid = 0;
 	return status;
 }

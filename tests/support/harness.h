@@ -34,6 +34,8 @@ typedef struct response {
 void gateway_start(gateway *g, const char *const *extra_args);
 /* Starts again on the same database and ports (after gateway_stop/kill). */
 void gateway_restart(gateway *g);
+/* SIGKILL and wait: a crash of the gateway. */
+void gateway_kill(gateway *g);
 /* SIGTERM and wait; returns the exit status as waitpid gives it. */
 int gateway_stop(gateway *g);
 /* Removes the temporary folder. */
