@@ -4,6 +4,7 @@
  * Pool is), then submit -> every result durably recorded -> every result
  * fetched, timed end to end. Prints one line per workload:
  *   NAME TASKS SECONDS
+ *   strand-bench-overhead URL [WORKERS [BACKEND [WORKLOAD]]]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -43,6 +44,9 @@ int main(int argc, char **argv)
 	};
 	const char *url = argc > 1 ? argv[1] : NULL;
 	int workers = argc > 2 ? atoi(argv[2]) : 2;
+	const char *backend_name = argc > 3 ? argv[3] : "local";
+	const char *only = argc > 4 ? argv[4] : NULL; /* one workload by name */
+	json_t *spec = json_pack("{s:s}", "backend", backend_name);
 	strand_client *c = strand_client_new(url);
 	int code = 0;
 
@@ -53,10 +57,13 @@ int main(int argc, char **argv)
 		count got = {0};
 		double t0, t1;
 
+		if (only && strcmp(only, loads[l].name) != 0) {
+			json_decref(args);
+			continue;
+		}
 		for (int i = 0; i < n; i++)
 			json_array_append_new(args, json_integer(loads[l].arg_ms ? loads[l].arg_ms : i));
-		if (strand_pool_create(c, workers, NULL, pool) != 0 ||
-		    strand_pool_wait_ready(c, pool, workers, 30) != 0) {
+		if (strand_pool_create(c, workers, spec, pool) != 0 || strand_pool_wait_ready(c, pool, workers, 60) != 0) {
 			fprintf(stderr, "%s: %s\n", loads[l].name, strand_client_error(c));
 			return 1;
 		}
@@ -76,6 +83,7 @@ int main(int argc, char **argv)
 		strand_pool_terminate(c, pool);
 		json_decref(args);
 	}
+	json_decref(spec);
 	strand_client_free(c);
 	return code;
 }
