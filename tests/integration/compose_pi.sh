@@ -10,7 +10,8 @@ if ! command -v docker-compose >/dev/null || ! docker info >/dev/null 2>&1; then
   exit 77
 fi
 "$src/deploy/build-images.sh" "$build" compose >/dev/null
-port=$((20000 + RANDOM % 20000))
+. "$src/tests/integration/lib.sh"
+port=$(free_ports)
 export STRAND_TAG=compose STRAND_HTTP="127.0.0.1:$port" STRAND_HUB="tcp://127.0.0.1:$((port + 1))"
 export STRAND_URL="http://127.0.0.1:$port"
 project="strandtest$$"

@@ -4,14 +4,10 @@
 set -euo pipefail
 bin="$1"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$src/tests/integration/lib.sh"
 dir=$(mktemp -d /tmp/strand-test-pi-XXXXXX)
-port=$((20000 + RANDOM % 20000))
-export STRAND_URL="http://127.0.0.1:$port"
-"$bin/strand-gateway" --db "$dir/pi.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
-  2>"$dir/gateway.log" &
-gateway=$!
-trap 'kill -TERM $gateway 2>/dev/null; wait $gateway 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 200); do curl -sf "$STRAND_URL/healthz" >/dev/null && break; sleep 0.05; done
+trap 'kill -TERM $GATEWAY_PID 2>/dev/null; wait $GATEWAY_PID 2>/dev/null; rm -rf "$dir"' EXIT
+start_gateway "$bin" "$dir"
 
 check() {
   echo "$1"

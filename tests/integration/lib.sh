@@ -1,0 +1,38 @@
+# Shared by the shell tests: ports, and a gateway that retries elsewhere
+# when its ports are taken (tests run in parallel). Loopback only.
+
+# Prints a port P such that P and P+1 accept no connection now.
+free_ports() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# start_gateway BIN_DIR DIR: starts strand-gateway with its database and log
+# in DIR; sets GATEWAY_PID and STRAND_URL. Tries other ports if it cannot
+# listen.
+start_gateway() {
+  local bin="$1" dir="$2" port
+  for _ in $(seq 10); do
+    port=$(free_ports)
+    "$bin/strand-gateway" --db "$dir/strand.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
+      2>>"$dir/gateway.log" &
+    GATEWAY_PID=$!
+    export STRAND_URL="http://127.0.0.1:$port"
+    for _ in $(seq 200); do
+      curl -sf "$STRAND_URL/healthz" >/dev/null && return 0
+      kill -0 "$GATEWAY_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -9 "$GATEWAY_PID" 2>/dev/null
+    wait "$GATEWAY_PID" 2>/dev/null
+  done
+  echo "strand-gateway did not start; see $dir/gateway.log" >&2
+  return 1
+}
