@@ -472,7 +472,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return problem(c, 413, url, detail);
 	}
 	if (strcmp(url, "/healthz") == 0)
-		return send_json(c, 200, json_pack("{s:s}", "status", "ok"), NULL);
+		return send_json(c, 200, json_pack("{s:s, s:i}", "status", "ok", "pid", (int)getpid()), NULL);
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])

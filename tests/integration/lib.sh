@@ -26,7 +26,8 @@ start_gateway() {
     GATEWAY_PID=$!
     export STRAND_URL="http://127.0.0.1:$port"
     for _ in $(seq 200); do
-      curl -sf "$STRAND_URL/healthz" >/dev/null && return 0
+      # Ours, not another test's gateway that took the port first.
+      [ "$(curl -sf "$STRAND_URL/healthz" | jq -r .pid 2>/dev/null)" = "$GATEWAY_PID" ] && return 0
       kill -0 "$GATEWAY_PID" 2>/dev/null || break
       sleep 0.05
     done

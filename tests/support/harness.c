@@ -88,9 +88,10 @@ static int wait_healthy(gateway *g)
 		if (waitpid(g->pid, &status, WNOHANG) == g->pid)
 			return 0; /* exited: port taken or bad setup */
 		response r = http(g, "GET", "/healthz", NULL, NULL);
-		long code = r.status;
+		/* Ours, not another test's gateway that took the port first. */
+		int ours = r.status == 200 && json_integer_value(json_object_get(r.json, "pid")) == g->pid;
 		response_free(&r);
-		if (code == 200)
+		if (ours)
 			return 1;
 		usleep(25000);
 	}
