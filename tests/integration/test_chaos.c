@@ -85,21 +85,9 @@ static void test_chaos(void **state)
 	assert_true(worker_kills >= 3);
 
 	json_t *items = job_results(&g, job, "completion", 20000);
-	unsigned char *seen = calloc(TASKS, 1);
 	json_t *it;
 	size_t k;
-	assert_int_equal(json_array_size(items), TASKS);
-	json_array_foreach (items, k, it) {
-		json_int_t idx = json_integer_value(json_object_get(it, "index"));
-		assert_true(idx >= 0 && idx < TASKS);
-		if (seen[idx])
-			fail_msg("index %lld recorded twice", (long long)idx);
-		seen[idx] = 1;
-		if (!json_is_true(json_object_get(it, "ok")))
-			fail_msg("index %lld failed: %s", (long long)idx,
-			         json_string_value(json_object_get(it, "error")));
-	}
-	free(seen);
+	assert_each_index_once(items, TASKS);
 	json_decref(items);
 	/* Input order agrees: the same 20,000, each once, in order. */
 	items = job_results(&g, job, "input", 20000);

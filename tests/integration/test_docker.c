@@ -75,67 +75,9 @@ static void need_docker(void)
 		skip();
 }
 
-static json_t *pool_get(const gateway *g, const char *pool)
-{
-	char path[128];
-	response r;
-	json_t *j;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
-	r = http(g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	j = json_incref(r.json);
-	response_free(&r);
-	return j;
-}
-
-static char *create(const gateway *g, const char *spec)
-{
-	response r = http(g, "POST", "/v1/pools", spec, NULL);
-	char *id;
-
-	if (r.status != 201)
-		fail_msg("create: %ld %s", r.status, r.body);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
-}
-
-static char *submit(const gateway *g, const char *pool, json_t *spec)
-{
-	char path[128];
-	response r;
-	char *id;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
-	r = http_json(g, "POST", path, spec);
-	assert_int_equal(r.status, 202);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
-}
-
 static int containers_of(const char *pool)
 {
 	return atoi(sh("docker ps -aq --filter label=strand.pool=%s | wc -l", pool));
-}
-
-static void assert_exact(json_t *items, int n)
-{
-	unsigned char *seen = calloc((size_t)n, 1);
-	json_t *it;
-	size_t k;
-
-	assert_int_equal(json_array_size(items), n);
-	json_array_foreach (items, k, it) {
-		json_int_t idx = json_integer_value(json_object_get(it, "index"));
-		assert_true(idx >= 0 && idx < n);
-		assert_int_equal(seen[idx], 0);
-		seen[idx] = 1;
-		if (!json_is_true(json_object_get(it, "ok")))
-			fail_msg("index %lld: %s", (long long)idx, json_string_value(json_object_get(it, "error")));
-	}
-	free(seen);
 }
 
 static json_t *range(int n, double v)
@@ -155,8 +97,8 @@ static void test_map_limits_and_cleanup(void **state)
 	(void)state;
 	need_docker();
 	gateway_start(&g, image_args);
-	char *pool =
-	        create(&g, "{\"processes\":2,\"backend\":\"docker\",\"resources\":{\"cpu\":0.5,\"memory_mb\":200}}");
+	char *pool = pool_create_spec(
+	        &g, "{\"processes\":2,\"backend\":\"docker\",\"resources\":{\"cpu\":0.5,\"memory_mb\":200}}");
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(containers_of(pool), 2);
 	/* The limits as the daemon applied them. */
@@ -168,14 +110,14 @@ static void test_map_limits_and_cleanup(void **state)
 	snprintf(want, sizeof(want), "500000000 209715200 host %s", pool);
 	assert_string_equal(limits, want);
 
-	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", range(2000, 0)));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", range(2000, 0)));
 	json_t *items = job_results(&g, job, "input", 5000);
-	assert_exact(items, 2000);
+	assert_each_index_once(items, 2000);
 	json_decref(items);
 	free(job);
-	job = submit(&g, pool, json_pack("{s:s, s:[i,i]}", "function", "pi.so:pi_hits", "args", 10000, 10000));
+	job = job_submit(&g, pool, json_pack("{s:s, s:[i,i]}", "function", "pi.so:pi_hits", "args", 10000, 10000));
 	items = job_results(&g, job, "input", 10);
-	assert_exact(items, 2);
+	assert_each_index_once(items, 2);
 	json_decref(items);
 	free(job);
 
@@ -195,14 +137,14 @@ static void test_docker_kill_is_a_crash(void **state)
 	(void)state;
 	need_docker();
 	gateway_start(&g, image_args);
-	char *pool = create(&g, "{\"processes\":2,\"backend\":\"docker\"}");
+	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"docker\"}");
 	pool_wait_connected(&g, pool, 2);
-	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(600, 3)));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(600, 3)));
 	usleep(500000);
 	/* docker kill: SIGKILL, the container's process gone at once. */
 	assert_true(strlen(sh("docker kill $(docker ps -q --filter label=strand.pool=%s | head -1)", pool)) >= 12);
 	json_t *items = job_results(&g, job, "completion", 5000);
-	assert_exact(items, 600);
+	assert_each_index_once(items, 600);
 	json_decref(items);
 	json_t *p = pool_get(&g, pool);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 1);
@@ -222,17 +164,17 @@ static void test_gateway_restart_readopts_containers(void **state)
 	(void)state;
 	need_docker();
 	gateway_start(&g, image_args);
-	char *pool = create(&g, "{\"processes\":2,\"backend\":\"docker\"}");
+	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"docker\"}");
 	pool_wait_connected(&g, pool, 2);
 	char before[256];
 	snprintf(before, sizeof(before), "%s",
 	         sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool));
-	char *job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(3000, 0.5)));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(3000, 0.5)));
 	usleep(400000);
 	gateway_kill(&g);
 	gateway_restart(&g);
 	json_t *items = job_results(&g, job, "completion", 5000);
-	assert_exact(items, 3000);
+	assert_each_index_once(items, 3000);
 	json_decref(items);
 	/* The same containers did the rest: found by label, adopted. */
 	assert_string_equal(sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool), before);
@@ -261,7 +203,7 @@ static char *failure_of(const gateway *g, const char *pool)
 
 static void expect_failure(const gateway *g, const char *spec, const char *part)
 {
-	char *pool = create(g, spec);
+	char *pool = pool_create_spec(g, spec);
 	char *why = failure_of(g, pool);
 
 	if (!strstr(why, part))
@@ -294,7 +236,7 @@ static void test_daemon_refusals_fail_the_pool(void **state)
 	/* A daemon that is not there. */
 	static const char *const no_daemon[] = {"--docker-socket", "/nonexistent/docker.sock", NULL};
 	gateway_start(&g, no_daemon);
-	char *pool = create(&g, "{\"processes\":1,\"backend\":\"docker\"}");
+	char *pool = pool_create_spec(&g, "{\"processes\":1,\"backend\":\"docker\"}");
 	char *why = failure_of(&g, pool);
 	assert_non_null(strstr(why, "cannot reach the Docker daemon at /nonexistent/docker.sock"));
 	free(why);

@@ -19,46 +19,6 @@
 
 #include "tests/support/harness.h"
 
-static char *create(const gateway *g, const char *spec)
-{
-	response r = http(g, "POST", "/v1/pools", spec, NULL);
-	char *id;
-
-	assert_int_equal(r.status, 201);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
-}
-
-static char *submit(const gateway *g, const char *pool, json_t *spec)
-{
-	char path[128];
-	response r;
-	char *id;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
-	r = http_json(g, "POST", path, spec);
-	if (r.status != 202)
-		fail_msg("map: %ld %s", r.status, r.body);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
-}
-
-static json_t *pool_get(const gateway *g, const char *pool)
-{
-	char path[128];
-	response r;
-	json_t *j;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
-	r = http(g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	j = json_incref(r.json);
-	response_free(&r);
-	return j;
-}
-
 static json_int_t counter(const gateway *g, const char *pool, const char *name)
 {
 	json_t *p = pool_get(g, pool);
@@ -66,22 +26,6 @@ static json_int_t counter(const gateway *g, const char *pool, const char *name)
 
 	json_decref(p);
 	return v;
-}
-
-/* Live worker pids of a pool; returns how many. */
-static int pids_of(const gateway *g, const char *pool, pid_t *pids, int max)
-{
-	json_t *p = pool_get(g, pool);
-	json_t *w;
-	size_t k;
-	int n = 0;
-
-	json_array_foreach (json_object_get(p, "workers"), k, w) {
-		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
-			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
-	}
-	json_decref(p);
-	return n;
 }
 
 /* n copies of the argument v, as a JSON array. */
@@ -98,23 +42,12 @@ static json_t *repeat(json_t *v, int n)
 /* Asserts every index 0..n-1 appears exactly once, ok, with value want. */
 static void assert_exact(json_t *items, int n, json_int_t want)
 {
-	unsigned char *seen = calloc((size_t)n, 1);
 	json_t *it;
 	size_t k;
 
-	assert_int_equal(json_array_size(items), n);
-	json_array_foreach (items, k, it) {
-		json_int_t idx = json_integer_value(json_object_get(it, "index"));
-		assert_true(idx >= 0 && idx < n);
-		if (seen[idx])
-			fail_msg("index %lld delivered twice", (long long)idx);
-		seen[idx] = 1;
-		if (!json_is_true(json_object_get(it, "ok")))
-			fail_msg("index %lld failed: %s", (long long)idx,
-			         json_string_value(json_object_get(it, "error")));
+	assert_each_index_once(items, n);
+	json_array_foreach (items, k, it)
 		assert_int_equal(json_integer_value(json_object_get(it, "value")), want);
-	}
-	free(seen);
 }
 
 static void test_worker_sigkill_mid_map(void **state)
@@ -125,10 +58,10 @@ static void test_worker_sigkill_mid_map(void **state)
 
 	(void)state;
 	gateway_start(&g, NULL);
-	pool = create(&g, "{\"processes\":2}");
+	pool = pool_create_spec(&g, "{\"processes\":2}");
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(pids_of(&g, pool, pids, 4), 2);
-	job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(2), 1000)));
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
+	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(2), 1000)));
 	usleep(400000);
 	kill(pids[0], SIGKILL);
 	json_t *items = job_results(&g, job, "completion", 5000);
@@ -136,7 +69,7 @@ static void test_worker_sigkill_mid_map(void **state)
 	json_decref(items);
 	assert_int_equal(counter(&g, pool, "workers_lost"), 1);
 	assert_int_equal(counter(&g, pool, "workers_started"), 3);
-	assert_int_equal(pids_of(&g, pool, pids, 4), 2); /* back to `processes` */
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2); /* back to `processes` */
 	free(job);
 	free(pool);
 	gateway_cleanup(&g);
@@ -151,10 +84,10 @@ static void test_hung_worker_loses_its_lease(void **state)
 
 	(void)state;
 	gateway_start(&g, args);
-	pool = create(&g, "{\"processes\":2}");
+	pool = pool_create_spec(&g, "{\"processes\":2}");
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(pids_of(&g, pool, pids, 4), 2);
-	job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
+	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
 	usleep(300000);
 	/* Stopped, not dead: only the silence tells; two leases later it is
 	 * killed and its tasks run elsewhere. */
@@ -183,15 +116,15 @@ static void test_attempts_and_error_retries(void **state)
 
 	(void)state;
 	gateway_start(&g, NULL);
-	pool = create(&g, "{\"processes\":2}");
+	pool = pool_create_spec(&g, "{\"processes\":2}");
 	/* Default: three runs, then it fails for good. */
-	job = submit(&g, pool, json_pack("{s:s, s:[n]}", "function", "crash", "args"));
+	job = job_submit(&g, pool, json_pack("{s:s, s:[n]}", "function", "crash", "args"));
 	items = job_results(&g, job, "input", 10);
 	assert_non_null(strstr(error_of(items, 0), "worker lost 3 times"));
 	json_decref(items);
 	free(job);
 	/* Retries off for this map: one run. */
-	job = submit(&g, pool, json_pack("{s:s, s:[n], s:i}", "function", "crash", "args", "max_attempts", 1));
+	job = job_submit(&g, pool, json_pack("{s:s, s:[n], s:i}", "function", "crash", "args", "max_attempts", 1));
 	items = job_results(&g, job, "input", 10);
 	assert_non_null(strstr(error_of(items, 0), "worker lost 1 time"));
 	json_decref(items);
@@ -199,14 +132,15 @@ static void test_attempts_and_error_retries(void **state)
 	/* A command that fails on its first run and succeeds after: an error is
 	 * not retried unless asked for... */
 	snprintf(cmd, sizeof(cmd), "f=%s/flaky-$(cat); if [ -e $f ]; then echo 7; else touch $f; exit 1; fi", g.dir);
-	job = submit(&g, pool, json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", cmd, "args", 1));
+	job = job_submit(&g, pool, json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", cmd, "args", 1));
 	items = job_results(&g, job, "input", 10);
 	assert_non_null(strstr(error_of(items, 0), "status 1"));
 	json_decref(items);
 	free(job);
 	/* ...and is when the map says so. */
-	job = submit(&g, pool,
-	             json_pack("{s:[s,s,s], s:[i], s:b}", "command", "sh", "-c", cmd, "args", 2, "retry_errors", 1));
+	job = job_submit(
+	        &g, pool,
+	        json_pack("{s:[s,s,s], s:[i], s:b}", "command", "sh", "-c", cmd, "args", 2, "retry_errors", 1));
 	items = job_results(&g, job, "input", 10);
 	assert_true(json_is_true(json_object_get(json_array_get(items, 0), "ok")));
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "value")), 7);
@@ -224,9 +158,9 @@ static void test_task_timeout_replaces_worker(void **state)
 
 	(void)state;
 	gateway_start(&g, NULL);
-	pool = create(&g, "{\"processes\":1,\"timeout_s\":1}");
+	pool = pool_create_spec(&g, "{\"processes\":1,\"timeout_s\":1}");
 	pool_wait_connected(&g, pool, 1);
-	job = submit(&g, pool, json_pack("{s:s, s:[i,i,i]}", "function", "sleep", "args", 60000, 10, 20));
+	job = job_submit(&g, pool, json_pack("{s:s, s:[i,i,i]}", "function", "sleep", "args", 60000, 10, 20));
 	items = job_results(&g, job, "input", 10);
 	assert_int_equal(json_array_size(items), 3);
 	assert_non_null(strstr(error_of(items, 0), "timed out after 1.0 s"));
@@ -247,28 +181,18 @@ static void test_gateway_sigkill_readopts_workers(void **state)
 
 	(void)state;
 	gateway_start(&g, NULL);
-	pool = create(&g, "{\"processes\":2}");
+	pool = pool_create_spec(&g, "{\"processes\":2}");
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(pids_of(&g, pool, before, 4), 2);
-	job = submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_real(0.2), 10000)));
+	assert_int_equal(pool_worker_pids(&g, pool, before, 4), 2);
+	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_real(0.2), 10000)));
 	usleep(300000);
 	gateway_kill(&g);
 	gateway_restart(&g);
 	json_t *items = job_results(&g, job, "completion", 20000);
-	json_t *it;
-	size_t k;
-	assert_int_equal(json_array_size(items), 10000);
-	unsigned char *seen = calloc(10000, 1);
-	json_array_foreach (items, k, it) {
-		json_int_t idx = json_integer_value(json_object_get(it, "index"));
-		assert_int_equal(seen[idx], 0);
-		seen[idx] = 1;
-		assert_true(json_is_true(json_object_get(it, "ok")));
-	}
-	free(seen);
+	assert_each_index_once(items, 10000);
 	json_decref(items);
 	/* The same two processes serve the pool: adopted, not replaced. */
-	assert_int_equal(pids_of(&g, pool, after, 4), 2);
+	assert_int_equal(pool_worker_pids(&g, pool, after, 4), 2);
 	assert_true((after[0] == before[0] && after[1] == before[1]) ||
 	            (after[0] == before[1] && after[1] == before[0]));
 	assert_int_equal(counter(&g, pool, "workers_lost"), 0);
@@ -287,9 +211,9 @@ static void test_workers_exit_when_gateway_stays_away(void **state)
 	setenv("STRAND_GATEWAY_TIMEOUT", "2", 1); /* inherited by the workers */
 	gateway_start(&g, NULL);
 	unsetenv("STRAND_GATEWAY_TIMEOUT");
-	pool = create(&g, "{\"processes\":2}");
+	pool = pool_create_spec(&g, "{\"processes\":2}");
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(pids_of(&g, pool, pids, 4), 2);
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
 	gateway_kill(&g);
 	/* Orphans now; they give up on their own (bounded wait: 30 s). */
 	for (int i = 0; i < 300 && (process_alive(pids[0]) || process_alive(pids[1])); i++)

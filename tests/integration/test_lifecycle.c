@@ -18,25 +18,6 @@
 
 #include "tests/support/harness.h"
 
-/* The pids of a pool's live workers; returns how many (at most max). */
-static int worker_pids(const gateway *g, const char *pool, pid_t *pids, int max)
-{
-	char path[128];
-	response r;
-	json_t *w;
-	size_t k;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
-	r = http(g, "GET", path, NULL, NULL);
-	json_array_foreach (json_object_get(r.json, "workers"), k, w) {
-		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
-			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
-	}
-	response_free(&r);
-	return n;
-}
-
 static void test_delete_leaves_no_worker(void **state)
 {
 	gateway g;
@@ -49,7 +30,7 @@ static void test_delete_leaves_no_worker(void **state)
 	gateway_start(&g, NULL);
 	pool = pool_create(&g, 3);
 	pool_wait_connected(&g, pool, 3);
-	assert_int_equal(worker_pids(&g, pool, pids, 8), 3);
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 8), 3);
 	for (int i = 0; i < 3; i++)
 		assert_true(process_alive(pids[i]));
 	/* Busy workers too: a long map is running when the pool is deleted. */
@@ -98,7 +79,7 @@ static void test_sigterm_stops_gateway_and_workers(void **state)
 	gateway_start(&g, NULL);
 	pool = pool_create(&g, 2);
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(worker_pids(&g, pool, pids, 8), 2);
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 8), 2);
 	status = gateway_stop(&g);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
@@ -179,7 +160,7 @@ static void test_closed_pool_finishes_then_stops_workers(void **state)
 	gateway_start(&g, NULL);
 	pool = pool_create(&g, 2);
 	pool_wait_connected(&g, pool, 2);
-	assert_int_equal(worker_pids(&g, pool, pids, 4), 2);
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
 	r = http(&g, "POST", path, "{\"function\":\"sleep\",\"args\":[50,50,50,50,50,50]}", NULL);
 	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));

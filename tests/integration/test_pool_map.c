@@ -41,20 +41,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Submits a map and returns the job id (new string). */
 static char *submit(fixture *f, json_t *spec)
 {
-	char path[128];
-	response r;
-	char *id;
-
-	snprintf(path, sizeof(path), "/v1/pools/%s/map", f->pool);
-	r = http_json(&f->g, "POST", path, spec);
-	assert_int_equal(r.status, 202);
-	assert_non_null(strstr(r.location, "/v1/jobs/j-"));
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
+	return job_submit(&f->g, f->pool, spec);
 }
 
 static json_t *collect(fixture *f, const char *job, const char *order, int limit)
@@ -96,19 +85,14 @@ static void test_map_10000_completion_order(void **state)
 	const int n = 10000;
 	char *job = submit(f, json_pack("{s:s, s:o, s:i}", "function", "echo", "args", range_args(n), "chunksize", 7));
 	json_t *items = collect(f, job, "completion", 1234);
-	unsigned char *seen = calloc(n, 1);
 	json_t *it;
 	size_t k;
 
-	assert_int_equal(json_array_size(items), n);
+	assert_each_index_once(items, n);
 	json_array_foreach (items, k, it) {
 		json_int_t idx = json_integer_value(json_object_get(it, "index"));
-		assert_true(idx >= 0 && idx < n);
-		assert_int_equal(seen[idx], 0); /* exactly once */
-		seen[idx] = 1;
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(it, "value"), "i")), idx);
 	}
-	free(seen);
 	json_decref(items);
 	free(job);
 }

@@ -280,15 +280,90 @@ void response_free(response *r)
 	memset(r, 0, sizeof(*r));
 }
 
-char *pool_create(const gateway *g, int processes)
+char *pool_create_spec(const gateway *g, const char *spec)
 {
-	response r = http_json(g, "POST", "/v1/pools", json_pack("{s:i}", "processes", processes));
+	response r = http(g, "POST", "/v1/pools", spec, NULL);
 	char *id;
 
-	assert_int_equal(r.status, 201);
+	if (r.status != 201)
+		fail_msg("create pool: %ld %s", r.status, r.body);
 	id = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	return id;
+}
+
+char *pool_create(const gateway *g, int processes)
+{
+	char spec[64];
+
+	snprintf(spec, sizeof(spec), "{\"processes\":%d}", processes);
+	return pool_create_spec(g, spec);
+}
+
+json_t *pool_get(const gateway *g, const char *pool_id)
+{
+	char path[128];
+	response r;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
+	r = http(g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	j = json_incref(r.json);
+	response_free(&r);
+	return j;
+}
+
+int pool_worker_pids(const gateway *g, const char *pool_id, pid_t *pids, int max)
+{
+	json_t *p = pool_get(g, pool_id);
+	json_t *w;
+	size_t k;
+	int n = 0;
+
+	json_array_foreach (json_object_get(p, "workers"), k, w) {
+		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
+			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
+	}
+	json_decref(p);
+	return n;
+}
+
+char *job_submit(const gateway *g, const char *pool_id, json_t *spec)
+{
+	char path[128];
+	response r;
+	char *id;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool_id);
+	r = http_json(g, "POST", path, spec);
+	if (r.status != 202)
+		fail_msg("map: %ld %s", r.status, r.body);
+	assert_non_null(strstr(r.location, "/v1/jobs/j-"));
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+void assert_each_index_once(json_t *items, int n)
+{
+	unsigned char *seen = calloc((size_t)n, 1);
+	json_t *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach (items, k, it) {
+		json_int_t idx = json_integer_value(json_object_get(it, "index"));
+		if (idx < 0 || idx >= n)
+			fail_msg("index %lld out of range", (long long)idx);
+		if (seen[idx])
+			fail_msg("index %lld delivered twice", (long long)idx);
+		seen[idx] = 1;
+		if (!json_is_true(json_object_get(it, "ok")))
+			fail_msg("index %lld failed: %s", (long long)idx,
+			         json_string_value(json_object_get(it, "error")));
+	}
+	free(seen);
 }
 
 void pool_wait_connected(const gateway *g, const char *pool_id, int processes)

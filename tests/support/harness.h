@@ -56,6 +56,18 @@ void pool_wait_connected(const gateway *g, const char *pool_id, int processes);
  * array. Fails the test if the job does not complete. */
 json_t *job_results(const gateway *g, const char *job, const char *order, int limit);
 
+/* Creates a pool from a JSON spec (text); returns its id (new string). */
+char *pool_create_spec(const gateway *g, const char *spec);
+/* GET /v1/pools/{id}: the pool (new reference). */
+json_t *pool_get(const gateway *g, const char *pool_id);
+/* The pids (local backend) of the pool's workers that have not exited;
+ * returns how many, at most max. */
+int pool_worker_pids(const gateway *g, const char *pool_id, pid_t *pids, int max);
+/* POST a map (spec stolen); returns the job id (new string). */
+char *job_submit(const gateway *g, const char *pool_id, json_t *spec);
+/* Asserts items holds every index 0..n-1 exactly once, each ok. */
+void assert_each_index_once(json_t *items, int n);
+
 /* Whether a process exists (kill(pid, 0)). */
 int process_alive(pid_t pid);
 
