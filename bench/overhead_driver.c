@@ -63,7 +63,8 @@ int main(int argc, char **argv)
 		}
 		for (int i = 0; i < n; i++)
 			json_array_append_new(args, json_integer(loads[l].arg_ms ? loads[l].arg_ms : i));
-		if (strand_pool_create(c, workers, spec, pool) != 0 || strand_pool_wait_ready(c, pool, workers, 60) != 0) {
+		if (strand_pool_create(c, workers, spec, pool) != 0 ||
+		    strand_pool_wait_ready(c, pool, workers, 60) != 0) {
 			fprintf(stderr, "%s: %s\n", loads[l].name, strand_client_error(c));
 			return 1;
 		}

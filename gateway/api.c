@@ -8,6 +8,10 @@
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
  *   GET    /v1/jobs/{id}
+ *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
+ *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
+ *   POST   /v1/pipes {duplex}            GET|DELETE /v1/pipes/{id}
+ *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /  and /web/FILE              the dashboard
  */
@@ -405,6 +409,158 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 	return problem(c, 404, url, "no such job resource");
 }
 
+/* ---- queues and pipes --------------------------------------------------- */
+
+/* POST items to queue qid. */
+static enum MHD_Result queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, const request *rq)
+{
+	char detail[256] = "";
+	items_spec items;
+	json_t *out = NULL;
+	int err;
+
+	err = spec_items_parse(rq->body.data ? rq->body.data : "", rq->body.len, &items, detail, sizeof(detail));
+	if (err != CM_OK)
+		return fail(c, err, url, detail);
+	err = engine_queue_put(a->engine, qid, items.items, items.lens, items.n, &out);
+	spec_items_fini(&items);
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such queue or pipe" : NULL);
+	return send_json(c, 201, out, NULL);
+}
+
+/* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). */
+static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid)
+{
+	char detail[256] = "";
+	int64_t max = 1, wait_s = 0;
+	json_t *out = NULL;
+	int err;
+
+	if (query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	if ((err = engine_queue_get(a->engine, qid, max, wait_s * 1000, &out)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such queue or pipe" : NULL);
+	return send_json(c, 200, out, NULL);
+}
+
+static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                    const char *rest, const request *rq)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64], location[96];
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		if (strcmp(method, "POST") != 0)
+			return problem(c, 405, url, "create a queue with POST /v1/queues");
+		if ((err = engine_queue_create(a->engine, "queue", &out)) != CM_OK)
+			return fail(c, err, url, NULL);
+		snprintf(location, sizeof(location), "/v1/queues/%s", json_string_value(json_object_get(out, "id")));
+		return send_json(c, 201, out, location);
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	if (id[0] != 'q')
+		return problem(c, 404, url, "no such queue");
+	if (!sub || !sub[1]) {
+		if (strcmp(method, "GET") == 0)
+			err = engine_queue_info(a->engine, id, &out);
+		else if (strcmp(method, "DELETE") == 0)
+			err = engine_queue_delete(a->engine, id, &out);
+		else
+			return problem(c, 405, url, "use GET or DELETE on a queue");
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such queue" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(sub, "/items") != 0)
+		return problem(c, 404, url, "no such queue resource (items)");
+	if (strcmp(method, "POST") == 0)
+		return queue_put(a, c, url, id, rq);
+	if (strcmp(method, "GET") == 0)
+		return queue_get(a, c, url, id);
+	return problem(c, 405, url, "POST items to put, GET items to take");
+}
+
+/* A pipe is one queue per direction: "<pipe>.0" carries what end 0 sends
+ * (to end 1), "<pipe>.1" (duplex only) what end 1 sends. */
+static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                   const char *rest, const request *rq)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64], qid[80], detail[256] = "";
+	json_t *out = NULL, *other = NULL;
+	int duplex, end, err;
+
+	if (!rest[0]) {
+		char location[96];
+		if (strcmp(method, "POST") != 0)
+			return problem(c, 405, url, "create a pipe with POST /v1/pipes");
+		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, detail,
+		                      sizeof(detail));
+		if (err == CM_OK)
+			err = engine_queue_create(a->engine, duplex ? "duplex" : "simplex", &out);
+		if (err != CM_OK)
+			return fail(c, err, url, detail);
+		const char *pid = json_string_value(json_object_get(out, "id"));
+		json_t *ends = json_array();
+		for (int i = 0; i < 2; i++) {
+			snprintf(location, sizeof(location), "/v1/pipes/%s/ends/%d", pid, i);
+			json_array_append_new(ends, json_string(location));
+		}
+		json_object_set_new(out, "ends", ends);
+		snprintf(location, sizeof(location), "/v1/pipes/%s", pid);
+		return send_json(c, 201, out, location);
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	snprintf(qid, sizeof(qid), "%s.0", id);
+	if (id[0] != 'x' || engine_queue_info(a->engine, qid, &out) != CM_OK)
+		return problem(c, 404, url, "no such pipe");
+	snprintf(qid, sizeof(qid), "%s.1", id);
+	duplex = engine_queue_info(a->engine, qid, &other) == CM_OK;
+	if (!sub || !sub[1]) {
+		json_t *p;
+		if (strcmp(method, "DELETE") == 0) {
+			for (int i = 0; i < 1 + duplex; i++) {
+				json_t *gone = NULL;
+				snprintf(qid, sizeof(qid), "%s.%d", id, i);
+				engine_queue_delete(a->engine, qid, &gone);
+				json_decref(gone);
+			}
+		} else if (strcmp(method, "GET") != 0) {
+			json_decref(out);
+			json_decref(other);
+			return problem(c, 405, url, "use GET or DELETE on a pipe");
+		}
+		p = json_pack("{s:s, s:b, s:[o]}", "id", id, "duplex", duplex, "directions", out);
+		if (other)
+			json_array_append_new(json_object_get(p, "directions"), other);
+		if (strcmp(method, "DELETE") == 0)
+			json_object_set_new(p, "deleted", json_true());
+		return send_json(c, 200, p, NULL);
+	}
+	json_decref(out);
+	json_decref(other);
+	if (sscanf(sub, "/ends/%d", &end) != 1 || end < 0 || end > 1)
+		return problem(c, 404, url, "no such pipe resource (ends/0 or ends/1, then send or recv)");
+	sub = strchr(sub + 6, '/');
+	if (sub && strcmp(sub, "/send") == 0 && strcmp(method, "POST") == 0) {
+		if (!duplex && end != 0)
+			return problem(c, 409, url, "end 1 of a simplex pipe only receives");
+		snprintf(qid, sizeof(qid), "%s.%d", id, end);
+		return queue_put(a, c, url, qid, rq);
+	}
+	if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "GET") == 0) {
+		if (!duplex && end != 1)
+			return problem(c, 409, url, "end 0 of a simplex pipe only sends");
+		snprintf(qid, sizeof(qid), "%s.%d", id, duplex ? 1 - end : 0);
+		return queue_get(a, c, url, qid);
+	}
+	return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
+}
+
 /* ---- dashboard ---------------------------------------------------------- */
 
 static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *url, const char *name)
@@ -477,6 +633,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
 		return route_jobs(a, c, url, method, url + 9);
+	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
+		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
+	if (strncmp(url, "/v1/pipes", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
+		return route_pipes(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strcmp(method, "GET") == 0 && strcmp(url, "/") == 0)
 		return serve_file(a, c, url, "index.html");
 	if (strcmp(method, "GET") == 0 && strncmp(url, "/web/", 5) == 0)

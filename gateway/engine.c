@@ -64,6 +64,11 @@ typedef enum op_kind {
 	OP_JOB_GET,
 	OP_JOB_INFO,
 	OP_PULL,
+	OP_QUEUE_CREATE,
+	OP_QUEUE_INFO,
+	OP_QUEUE_DELETE,
+	OP_QUEUE_PUT,
+	OP_QUEUE_GET,
 } op_kind;
 
 struct pool;
@@ -78,6 +83,14 @@ typedef struct op {
 	const pool_spec *pool_spec;
 	map_spec *map;
 	const char *idem_key;
+	/* OP_QUEUE_*: what to create ("queue", "simplex", "duplex"), the items
+	 * to put (borrowed), how many to get, until when */
+	const char *qkind;
+	char *const *items;
+	const size_t *lens;
+	size_t nitems;
+	int64_t max;
+	int64_t deadline;
 	/* OP_PULL */
 	Strand__Pull *pull;
 	hub_slot *slot;
@@ -94,6 +107,17 @@ typedef struct op {
 	int done;
 	pthread_cond_t cv;
 } op;
+
+/* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
+ * memory holds the count and the readers waiting, first come first served. */
+typedef struct queue {
+	char id[48];
+	char kind[16];
+	int64_t size;
+	int64_t created_ms;
+	struct op *getters, *getters_tail;
+	struct queue *next;
+} queue;
 
 typedef struct range {
 	int64_t lo, hi;
@@ -169,6 +193,7 @@ struct engine {
 
 	/* engine thread only */
 	pool *pools;
+	queue *queues;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	int64_t next_job, next_task;
@@ -937,12 +962,181 @@ static void handle_map(engine *e, op *o)
 	o->out = job_json(j);
 }
 
+/* ---- queues and pipes --------------------------------------------------- */
+
+static queue *queue_find(engine *e, const char *id)
+{
+	for (queue *q = e->queues; q; q = q->next)
+		if (strcmp(q->id, id) == 0)
+			return q;
+	return NULL;
+}
+
+static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size)
+{
+	queue *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	snprintf(q->id, sizeof(q->id), "%s", id);
+	snprintf(q->kind, sizeof(q->kind), "%s", kind);
+	q->created_ms = created_ms;
+	q->size = size;
+	q->next = e->queues;
+	e->queues = q;
+	return q;
+}
+
+static json_t *queue_json(const queue *q)
+{
+	char created[32];
+
+	int waiting = 0;
+
+	for (const op *o = q->getters; o; o = o->next)
+		waiting++;
+	iso_time(q->created_ms, created);
+	return json_pack("{s:s, s:s, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
+	                 "waiting_readers", waiting, "created_at", created);
+}
+
+static int collect_item(void *ctx, const void *value, size_t len)
+{
+	json_t *v = json_loadb(value, len, JSON_DECODE_ANY, NULL);
+
+	return v && json_array_append_new(ctx, v) == 0 ? CM_OK : CM_ENOMEM;
+}
+
+/* Pops up to o->max items for the reader o and readies its answer. */
+static void queue_serve(engine *e, queue *q, op *o)
+{
+	json_t *items = json_array();
+	int64_t n = 0;
+
+	if ((o->err = store_queue_pop(e->st, q->id, o->max, collect_item, items, &n)) == CM_OK) {
+		q->size -= n;
+		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", items);
+	} else {
+		json_decref(items);
+	}
+	ready(e, o);
+}
+
+/* Serves waiting readers in arrival order while there are items, and
+ * answers those whose wait is over with nothing. */
+static void queue_tick(engine *e, queue *q, int64_t now)
+{
+	for (op **pp = &q->getters; *pp;) {
+		op *o = *pp;
+		if (q->size > 0 || now >= o->deadline) {
+			*pp = o->next;
+			queue_serve(e, q, o);
+		} else {
+			pp = &o->next;
+		}
+	}
+	q->getters_tail = NULL;
+	for (op *o = q->getters; o; o = o->next)
+		q->getters_tail = o;
+}
+
+static void answer_waiters(engine *e, queue *q, int err)
+{
+	while (q->getters) {
+		op *o = q->getters;
+		q->getters = o->next;
+		o->err = err;
+		ready(e, o);
+	}
+	q->getters_tail = NULL;
+}
+
+static void handle_queue(engine *e, op *o)
+{
+	queue *q = o->kind != OP_QUEUE_CREATE ? queue_find(e, o->id) : NULL;
+	char id[20];
+
+	if (o->kind != OP_QUEUE_CREATE && !q) {
+		o->err = CM_ENOENT;
+		ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_QUEUE_CREATE: {
+		/* A queue, or a pipe: one direction per queue, "<pipe>.0" and
+		 * (duplex) "<pipe>.1". */
+		int64_t now = cm_wall_ms();
+		int pipe = strcmp(o->qkind, "queue") != 0;
+		int ends = strcmp(o->qkind, "duplex") == 0 ? 2 : 1;
+		cm_id_new(pipe ? 'x' : 'q', id);
+		if (!pipe) {
+			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
+			    (q = queue_add(e, id, "queue", now, 0)))
+				o->out = queue_json(q);
+			break;
+		}
+		json_t *dirs = json_array();
+		for (int i = 0; i < ends && o->err == CM_OK; i++) {
+			char qid[48];
+			snprintf(qid, sizeof(qid), "%s.%d", id, i);
+			if ((o->err = store_queue_insert(e->st, qid, o->qkind, now)) == CM_OK &&
+			    (q = queue_add(e, qid, o->qkind, now, 0)))
+				json_array_append_new(dirs, queue_json(q));
+		}
+		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
+		break;
+	}
+	case OP_QUEUE_INFO: o->out = queue_json(q); break;
+	case OP_QUEUE_DELETE: {
+		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
+			break;
+		answer_waiters(e, q, CM_ENOENT);
+		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
+			if (*pp == q) {
+				*pp = q->next;
+				break;
+			}
+		o->out = json_pack("{s:s, s:b}", "id", q->id, "deleted", 1);
+		free(q);
+		break;
+	}
+	case OP_QUEUE_PUT:
+		if ((o->err = store_queue_put(e->st, q->id, o->nitems, o->items, o->lens)) != CM_OK)
+			break;
+		q->size += (int64_t)o->nitems;
+		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->nitems, "size",
+		                   (json_int_t)q->size);
+		queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
+		break;
+	case OP_QUEUE_GET:
+		if (q->size > 0 && !q->getters) {
+			queue_serve(e, q, o);
+			return;
+		}
+		/* Wait behind the readers already waiting: first come, first served. */
+		o->next = NULL;
+		if (q->getters_tail)
+			q->getters_tail->next = o;
+		else
+			q->getters = o;
+		q->getters_tail = o;
+		return;
+	default: break;
+	}
+	ready(e, o);
+}
+
 static void handle(engine *e, op *o)
 {
 	job *j;
 
 	switch (o->kind) {
 	case OP_PULL: handle_pull(e, o); return; /* answers itself, now or later */
+	case OP_QUEUE_CREATE:
+	case OP_QUEUE_INFO:
+	case OP_QUEUE_DELETE:
+	case OP_QUEUE_PUT:
+	case OP_QUEUE_GET: handle_queue(e, o); return; /* answers itself, now or later */
 	case OP_POOL_CREATE: handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
 		pool *p = pool_find(e, o->id);
@@ -1227,6 +1421,9 @@ static void *engine_main(void *arg)
 		int64_t now = cm_now_ms();
 		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
 			tick_pool(e, p, now);
+		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
+			if (q->getters)
+				queue_tick(e, q, now);
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
@@ -1334,6 +1531,11 @@ static void load_job(void *ctx, const store_job *sj)
 	job_attach(e, p, j);
 }
 
+static void load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
+{
+	queue_add(ctx, id, kind, created_ms, size);
+}
+
 typedef struct load_queue_ctx {
 	pool *p;
 	job *j;
@@ -1384,6 +1586,7 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	int njobs = 0;
 
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
+	    store_queue_each(e->st, load_queue, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
 	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
@@ -1522,6 +1725,16 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
+	while (e->queues) {
+		queue *q = e->queues;
+		e->queues = q->next;
+		while (q->getters) {
+			op *o = q->getters;
+			q->getters = o->next;
+			answer(e, o, 0);
+		}
+		free(q);
+	}
 }
 
 /* Hands op to the engine and waits for its answer. */
@@ -1619,6 +1832,46 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 
 	if (err == CM_OK)
 		*out = o.info;
+	return err;
+}
+
+int engine_queue_create(engine *e, const char *kind, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_CREATE, .qkind = kind};
+	int err = submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_queue_info(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
+}
+
+int engine_queue_delete(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
+}
+
+int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_PUT, .id = id, .items = items, .lens = lens, .nitems = n};
+	int err = submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_GET, .id = id, .max = max, .deadline = cm_now_ms() + wait_ms};
+	int err = submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
 	return err;
 }
 

@@ -45,6 +45,17 @@ int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);
 
+/* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
+ * one or two directions, queues "<pipe>.0" and "<pipe>.1"). Items are JSON
+ * texts (borrowed). engine_queue_get pops up to max items, waiting up to
+ * wait_ms for the first; each item goes to exactly one reader, and waiting
+ * readers are served in arrival order. */
+int engine_queue_create(engine *e, const char *kind, json_t **out);
+int engine_queue_info(engine *e, const char *id, json_t **out);
+int engine_queue_delete(engine *e, const char *id, json_t **out);
+int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out);
+int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out);
+
 /* What the results endpoint needs to page a job from the store. */
 typedef struct job_info {
 	int64_t num;

@@ -391,3 +391,90 @@ out:
 	json_decref(root);
 	return err;
 }
+
+void spec_items_fini(items_spec *spec)
+{
+	for (size_t i = 0; i < spec->n; i++)
+		free(spec->items[i]);
+	free(spec->items);
+	free(spec->lens);
+	memset(spec, 0, sizeof(*spec));
+}
+
+int spec_items_parse(const char *body, size_t len, items_spec *out, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"item", "items", NULL};
+	items_spec spec = {0};
+	json_t *root = NULL;
+	json_t *one, *many, *list;
+	size_t i;
+	json_t *v;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	one = json_object_get(root, "item");
+	many = json_object_get(root, "items");
+	if ((one != NULL) == (many != NULL) || (many && !json_is_array(many))) {
+		snprintf(detail, detail_len, "give either 'item' (any JSON value) or 'items' (an array of them)");
+		err = CM_EINVAL;
+		goto out;
+	}
+	list = many ? json_incref(many) : json_pack("[O]", one);
+	if (json_array_size(list) > SPEC_MAX_ARGS) {
+		json_decref(list);
+		snprintf(detail, detail_len, "field 'items' has over %d items", SPEC_MAX_ARGS);
+		err = CM_ETOOBIG;
+		goto out;
+	}
+	spec.items = calloc(json_array_size(list) + 1, sizeof(char *));
+	spec.lens = calloc(json_array_size(list) + 1, sizeof(size_t));
+	if (!spec.items || !spec.lens)
+		err = CM_ENOMEM;
+	json_array_foreach (list, i, v) {
+		if (err != CM_OK)
+			break;
+		char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text) {
+			err = CM_ENOMEM;
+		} else if (strlen(text) > SPEC_ARG_MAX) {
+			free(text);
+			snprintf(detail, detail_len, "item %zu is over the %u byte cap", i, SPEC_ARG_MAX);
+			err = CM_ETOOBIG;
+		} else {
+			spec.lens[spec.n] = strlen(text);
+			spec.items[spec.n++] = text;
+		}
+	}
+	json_decref(list);
+	if (err == CM_OK) {
+		*out = spec;
+		memset(&spec, 0, sizeof(spec));
+	}
+out:
+	spec_items_fini(&spec);
+	json_decref(root);
+	return err;
+}
+
+int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"duplex", NULL};
+	json_t *root = NULL;
+	int d = 1;
+	int err;
+
+	if (len == 0) {
+		*duplex = 1;
+		return CM_OK;
+	}
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) == CM_OK &&
+	    (err = get_bool(root, "duplex", &d, detail, detail_len)) == CM_OK)
+		*duplex = d;
+	json_decref(root);
+	return err;
+}

@@ -58,4 +58,16 @@ typedef struct map_spec {
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
 void spec_map_fini(map_spec *spec);
 
+/* Items for a queue or a pipe: {"item": ANY} or {"items": [ANY, ...]}. On
+ * success out owns new JSON texts (spec_items_fini frees them). */
+typedef struct items_spec {
+	char **items;
+	size_t *lens;
+	size_t n;
+} items_spec;
+int spec_items_parse(const char *body, size_t len, items_spec *out, char *detail, size_t detail_len);
+void spec_items_fini(items_spec *spec);
+/* POST /v1/pipes: {"duplex": BOOL} (default true, as multiprocessing.Pipe). */
+int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len);
+
 #endif

@@ -33,6 +33,12 @@ static const char schema[] =
         "CREATE TABLE IF NOT EXISTS workers("
         "  id TEXT PRIMARY KEY, pool_id TEXT NOT NULL, handle TEXT NOT NULL, state TEXT NOT NULL,"
         "  exit_code INTEGER, started_ms INTEGER NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS queues("
+        "  id TEXT PRIMARY KEY, kind TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+        /* Items in FIFO order: the rowid is the order of commit. */
+        "CREATE TABLE IF NOT EXISTS queue_items("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, value BLOB NOT NULL);"
+        "CREATE INDEX IF NOT EXISTS queue_items_by_queue ON queue_items(queue, id);"
         "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
 /* Hot-path statements, prepared once per writer connection. */
@@ -610,6 +616,91 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
 	bind_text(s, 2, pool_id);
 	bind_text(s, 3, handle);
 	sqlite3_bind_int64(s, 4, started_ms);
+	return step_done(st, s);
+}
+
+int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "INSERT INTO queues(id, kind, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	bind_text(s, 2, kind);
+	sqlite3_bind_int64(s, 3, created_ms);
+	return step_done(st, s);
+}
+
+int store_queue_delete(store *st, const char *id)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "DELETE FROM queue_items WHERE queue = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	if (step_done(st, s) != CM_OK || prepare(st, "DELETE FROM queues WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	return step_done(st, s);
+}
+
+int store_queue_each(store *st, store_queue_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st,
+	            "SELECT q.id, q.kind, q.created_ms, (SELECT count(*) FROM queue_items i WHERE i.queue = q.id)"
+	            " FROM queues q",
+	            &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens)
+{
+	sqlite3_stmt *s;
+	int rc = SQLITE_DONE;
+
+	if (prepare(st, "INSERT INTO queue_items(queue, value) VALUES(?, ?)", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, queue);
+	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+		sqlite3_bind_blob(s, 2, items[i], (int)lens[i], SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped)
+{
+	sqlite3_stmt *s;
+	int64_t last = -1;
+	int rc;
+	int err = CM_OK;
+
+	*popped = 0;
+	if (prepare(st, "SELECT id, value FROM queue_items WHERE queue = ? ORDER BY id LIMIT ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, queue);
+	sqlite3_bind_int64(s, 2, max);
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		last = sqlite3_column_int64(s, 0);
+		err = fn(ctx, sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1));
+		(*popped)++;
+	}
+	sqlite3_finalize(s);
+	if (err != CM_OK || last < 0)
+		return err;
+	if (prepare(st, "DELETE FROM queue_items WHERE queue = ? AND id <= ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, queue);
+	sqlite3_bind_int64(s, 2, last);
 	return step_done(st, s);
 }
 

@@ -135,6 +135,21 @@ int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, 
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
                              int64_t *next);
 
+/* ---- queues and pipes --------------------------------------------------- */
+/* A queue is a FIFO of JSON items; a pipe is one queue (simplex) or two
+ * (duplex) named "<pipe>.0" and "<pipe>.1". Items are ordered by commit. */
+int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms);
+/* Removes a queue and its items. */
+int store_queue_delete(store *st, const char *id);
+typedef void (*store_queue_fn)(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size);
+int store_queue_each(store *st, store_queue_fn fn, void *ctx);
+/* Appends n items (JSON texts, borrowed) in order. */
+int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens);
+/* Removes up to max items from the head, calling fn for each in order (value
+ * borrowed for the call); *popped is how many. */
+typedef int (*store_item_fn)(void *ctx, const void *value, size_t len);
+int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped);
+
 /* ---- workers ------------------------------------------------------------ */
 int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);

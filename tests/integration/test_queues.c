@@ -1,0 +1,343 @@
+/*
+ * SimpleQueue and Pipe over REST, on a real gateway: FIFO from one writer,
+ * four readers sharing a queue fairly with every item delivered to exactly
+ * one of them, long polling, a duplex pipe both ways and a simplex one one
+ * way, items surviving a gateway SIGKILL, and bad requests refused.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static gateway g;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gateway_cleanup(&g);
+	return 0;
+}
+
+static char *queue_new(void)
+{
+	response r = http(&g, "POST", "/v1/queues", NULL, NULL);
+	char *id;
+
+	assert_int_equal(r.status, 201);
+	assert_non_null(strstr(r.location, "/v1/queues/q-"));
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+static void put(const char *path, json_t *body)
+{
+	response r = http_json(&g, "POST", path, body);
+
+	if (r.status != 201)
+		fail_msg("put %s: %ld %s", path, r.status, r.body);
+	response_free(&r);
+}
+
+/* Pops from path (a queue's items or a pipe end's recv); returns the items
+ * array (new reference). */
+static json_t *take(const char *path)
+{
+	response r = http(&g, "GET", path, NULL, NULL);
+	json_t *items;
+
+	if (r.status != 200)
+		fail_msg("get %s: %ld %s", path, r.status, r.body);
+	items = json_incref(json_object_get(r.json, "items"));
+	response_free(&r);
+	return items;
+}
+
+static void test_fifo_from_one_writer(void **state)
+{
+	char *q = queue_new();
+	char path[160];
+	int next = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	/* Singles and batches, interleaved. */
+	for (int i = 0; i < 1000;) {
+		if (i % 3 == 0) {
+			put(path, json_pack("{s:i}", "item", i));
+			i++;
+		} else {
+			json_t *batch = json_array();
+			for (int k = 0; k < 50 && i < 1000; k++)
+				json_array_append_new(batch, json_integer(i++));
+			put(path, json_pack("{s:o}", "items", batch));
+		}
+	}
+	while (next < 1000) {
+		char get[200];
+		snprintf(get, sizeof(get), "%s?max=%d", path, 1 + next % 97);
+		json_t *items = take(get);
+		json_t *v;
+		size_t k;
+		assert_true(json_array_size(items) > 0);
+		json_array_foreach (items, k, v)
+			assert_int_equal(json_integer_value(v), next++);
+		json_decref(items);
+	}
+	json_t *rest = take(path);
+	assert_int_equal(json_array_size(rest), 0);
+	json_decref(rest);
+	free(q);
+}
+
+#define READERS 4
+#define ITEMS 400
+
+typedef struct reader {
+	char path[200];
+	int got[ITEMS];
+	int n;
+	int http_errors;
+} reader;
+
+static void *read_loop(void *arg)
+{
+	reader *r = arg;
+	time_t deadline = time(NULL) + 60;
+
+	while (time(NULL) < deadline) {
+		response res = http(&g, "GET", r->path, NULL, NULL);
+		json_t *items = json_object_get(res.json, "items");
+		json_t *v;
+		size_t k;
+		if (res.status != 200) {
+			r->http_errors++;
+			response_free(&res);
+			break;
+		}
+		json_array_foreach (items, k, v) {
+			int x = (int)json_integer_value(v);
+			if (x < 0) { /* the end marker, one per reader */
+				response_free(&res);
+				return NULL;
+			}
+			if (r->n < ITEMS)
+				r->got[r->n++] = x;
+		}
+		response_free(&res);
+	}
+	return NULL;
+}
+
+static void test_four_readers_share_fairly(void **state)
+{
+	char *q = queue_new();
+	char path[160];
+	reader readers[READERS];
+	pthread_t threads[READERS];
+	int seen[ITEMS] = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	for (int i = 0; i < READERS; i++) {
+		memset(&readers[i], 0, sizeof(readers[i]));
+		snprintf(readers[i].path, sizeof(readers[i].path), "%s?wait=10", path);
+		pthread_create(&threads[i], NULL, read_loop, &readers[i]);
+	}
+	usleep(200000); /* all four waiting before the first item */
+	for (int i = 0; i < ITEMS; i++) {
+		put(path, json_pack("{s:i}", "item", i));
+		if (i % 40 == 0)
+			usleep(10000);
+	}
+	for (int i = 0; i < READERS; i++)
+		put(path, json_pack("{s:i}", "item", -1));
+	for (int i = 0; i < READERS; i++)
+		pthread_join(threads[i], NULL);
+	int total = 0;
+	for (int i = 0; i < READERS; i++) {
+		assert_int_equal(readers[i].http_errors, 0);
+		print_message("reader %d got %d items\n", i, readers[i].n);
+		/* Fair: waiting readers are served in turn, so nobody starves. */
+		assert_true(readers[i].n >= ITEMS / READERS / 2);
+		for (int k = 0; k < readers[i].n; k++) {
+			int x = readers[i].got[k];
+			assert_true(x >= 0 && x < ITEMS);
+			assert_int_equal(seen[x], 0); /* to exactly one reader */
+			seen[x] = 1;
+			/* each reader sees its items in the writer's order */
+			if (k > 0)
+				assert_true(readers[i].got[k - 1] < x);
+		}
+		total += readers[i].n;
+	}
+	assert_int_equal(total, ITEMS);
+	free(q);
+}
+
+static void test_long_poll(void **state)
+{
+	char *q = queue_new();
+	char path[160], wait_path[200];
+
+	(void)state;
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	snprintf(wait_path, sizeof(wait_path), "%s?wait=1", path);
+	/* Nothing comes: an empty answer once the wait is over. */
+	json_t *items = take(wait_path);
+	assert_int_equal(json_array_size(items), 0);
+	json_decref(items);
+	/* An item already there comes at once, whatever the wait. */
+	put(path, json_pack("{s:s}", "item", "here"));
+	snprintf(wait_path, sizeof(wait_path), "%s?wait=30", path);
+	items = take(wait_path);
+	assert_string_equal(json_string_value(json_array_get(items, 0)), "here");
+	json_decref(items);
+	free(q);
+}
+
+static void test_pipes(void **state)
+{
+	response r;
+	char base[128], path[200];
+
+	(void)state;
+	r = http(&g, "POST", "/v1/pipes", "{\"duplex\":true}", NULL);
+	assert_int_equal(r.status, 201);
+	snprintf(base, sizeof(base), "/v1/pipes/%s/ends", json_string_value(json_object_get(r.json, "id")));
+	assert_int_equal(json_array_size(json_object_get(r.json, "ends")), 2);
+	response_free(&r);
+	/* Both ways, each end reading what the other sent. */
+	snprintf(path, sizeof(path), "%s/0/send", base);
+	put(path, json_pack("{s:[s,s]}", "items", "a1", "a2"));
+	snprintf(path, sizeof(path), "%s/1/send", base);
+	put(path, json_pack("{s:{s:i}}", "item", "b", 1));
+	snprintf(path, sizeof(path), "%s/1/recv?max=5&wait=5", base);
+	json_t *items = take(path);
+	assert_int_equal(json_array_size(items), 2);
+	assert_string_equal(json_string_value(json_array_get(items, 1)), "a2");
+	json_decref(items);
+	snprintf(path, sizeof(path), "%s/0/recv?wait=5", base);
+	items = take(path);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "b")), 1);
+	json_decref(items);
+	/* Nothing echoes back to the sender. */
+	snprintf(path, sizeof(path), "%s/0/recv", base);
+	items = take(path);
+	assert_int_equal(json_array_size(items), 0);
+	json_decref(items);
+
+	/* Simplex: end 0 sends, end 1 receives, not the other way. */
+	r = http(&g, "POST", "/v1/pipes", "{\"duplex\":false}", NULL);
+	snprintf(base, sizeof(base), "/v1/pipes/%s/ends", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "%s/0/send", base);
+	put(path, json_pack("{s:i}", "item", 42));
+	snprintf(path, sizeof(path), "%s/1/recv?wait=5", base);
+	items = take(path);
+	assert_int_equal(json_integer_value(json_array_get(items, 0)), 42);
+	json_decref(items);
+	snprintf(path, sizeof(path), "%s/1/send", base);
+	r = http(&g, "POST", path, "{\"item\":1}", NULL);
+	assert_int_equal(r.status, 409);
+	response_free(&r);
+	snprintf(path, sizeof(path), "%s/0/recv", base);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 409);
+	response_free(&r);
+}
+
+static void test_items_survive_a_gateway_kill(void **state)
+{
+	char *q = queue_new();
+	char path[160];
+
+	(void)state;
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	put(path, json_pack("{s:[i,i,i]}", "items", 7, 8, 9));
+	json_t *first = take(path);
+	assert_int_equal(json_integer_value(json_array_get(first, 0)), 7);
+	json_decref(first);
+	gateway_kill(&g);
+	gateway_restart(&g);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=10", q);
+	json_t *items = take(path);
+	assert_int_equal(json_array_size(items), 2); /* 7 was taken and acknowledged */
+	assert_int_equal(json_integer_value(json_array_get(items, 0)), 8);
+	assert_int_equal(json_integer_value(json_array_get(items, 1)), 9);
+	json_decref(items);
+	free(q);
+}
+
+static void test_bad_requests(void **state)
+{
+	char *q = queue_new();
+	char path[160];
+	struct {
+		const char *method, *path, *body;
+		long status;
+	} cases[] = {
+	        {"POST", "/items", "{}", 400},
+	        {"POST", "/items", "{\"item\":1,\"items\":[2]}", 400},
+	        {"POST", "/items", "{\"items\":3}", 400},
+	        {"POST", "/items", "{\"itme\":3}", 400},
+	        {"GET", "/items?max=0", NULL, 400},
+	        {"GET", "/items?wait=-1", NULL, 400},
+	        {"PUT", "/items", "{}", 405},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "/v1/queues/%s%s", q, cases[i].path);
+		response r = http(&g, cases[i].method, path, cases[i].body, NULL);
+		if (r.status != cases[i].status)
+			fail_msg("%s %s: %ld, expected %ld", cases[i].method, path, r.status, cases[i].status);
+		assert_string_equal(r.content_type, "application/problem+json");
+		response_free(&r);
+	}
+	response r = http(&g, "GET", "/v1/queues/q-0000000000000000/items", NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	r = http(&g, "POST", "/v1/pipes/x-0000000000000000/ends/0/send", "{\"item\":1}", NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	/* Deleted: gone, items and all. */
+	snprintf(path, sizeof(path), "/v1/queues/%s", q);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	free(q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_fifo_from_one_writer),
+	        cmocka_unit_test(test_four_readers_share_fairly),
+	        cmocka_unit_test(test_long_poll),
+	        cmocka_unit_test(test_pipes),
+	        cmocka_unit_test(test_items_survive_a_gateway_kill),
+	        cmocka_unit_test(test_bad_requests),
+	};
+	return cmocka_run_group_tests_name("queues", tests, setup, teardown);
+}
