@@ -10,6 +10,8 @@
  *   GET    /v1/jobs/{id}
  *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
+ *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
+ *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}
  *   POST   /v1/pipes {duplex}            GET|DELETE /v1/pipes/{id}
  *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
@@ -561,6 +563,74 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 	return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
 }
 
+/* ---- processes ---------------------------------------------------------- */
+
+static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                       const char *rest, const request *rq)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64], detail[256] = "";
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		if (strcmp(method, "GET") == 0) {
+			if ((err = engine_process_list(a->engine, &out)) != CM_OK)
+				return fail(c, err, url, NULL);
+			return send_json(c, 200, out, NULL);
+		}
+		if (strcmp(method, "POST") == 0) {
+			process_spec spec;
+			char location[64];
+			err = spec_process_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend,
+			                         a->cfg->image, &spec, detail, sizeof(detail));
+			if (err != CM_OK)
+				return fail(c, err, url, detail);
+			err = engine_process_start(a->engine, &spec, &out);
+			spec_process_fini(&spec);
+			if (err != CM_OK)
+				return fail(c, err, url, NULL);
+			snprintf(location, sizeof(location), "/v1/processes/%s",
+			         json_string_value(json_object_get(out, "id")));
+			return send_json(c, 201, out, location);
+		}
+		return problem(c, 405, url, "use GET or POST on /v1/processes");
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	if (sub && strcmp(sub, "/logs") == 0 && strcmp(method, "GET") == 0) {
+		if ((err = engine_process_logs(a->engine, id, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
+		char *text = strndup(json_string_value(out), json_string_length(out));
+		size_t len = json_string_length(out);
+		json_decref(out);
+		return text ? send_text(c, 200, text, len, "text/plain; charset=utf-8", NULL) : MHD_NO;
+	}
+	if (sub && sub[1])
+		return problem(c, 404, url, "no such process resource (logs)");
+	if (strcmp(method, "DELETE") == 0) {
+		if ((err = engine_process_delete(a->engine, id, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "use GET or DELETE on a process");
+	/* ?wait=S: join, up to S seconds. */
+	int64_t wait_s = 0;
+	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	int64_t deadline = cm_now_ms() + wait_s * 1000;
+	for (;;) {
+		uint64_t gen = engine_generation(a->engine);
+		if ((err = engine_process_get(a->engine, id, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
+		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
+		    engine_wait(a->engine, gen, deadline) != CM_OK)
+			break;
+		json_decref(out);
+	}
+	return send_json(c, 200, out, NULL);
+}
+
 /* ---- dashboard ---------------------------------------------------------- */
 
 static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *url, const char *name)
@@ -635,6 +705,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_jobs(a, c, url, method, url + 9);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
+	if (strncmp(url, "/v1/processes", 13) == 0 && (url[13] == '\0' || url[13] == '/'))
+		return route_processes(a, c, url, method, url[13] ? url + 14 : "", rq);
 	if (strncmp(url, "/v1/pipes", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pipes(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strcmp(method, "GET") == 0 && strcmp(url, "/") == 0)

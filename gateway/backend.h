@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/common.h"
 #include "gateway/spec.h"
 
 #define BACKEND_HANDLE_MAX 80
@@ -25,6 +26,19 @@ typedef struct backend_worker_spec {
 	const pool_spec *spec; /* resources, image, volumes */
 } backend_worker_spec;
 
+/* Anything a backend can run: a worker, or the body of a Process. */
+typedef struct backend_run_spec {
+	char *const *argv; /* local: the program; docker: the command, or empty for the image's */
+	size_t argc;
+	int entrypoint; /* docker: argv replaces the image's entrypoint (a command) */
+	char *const *env; /* "NAME=value" */
+	size_t nenv;
+	char *const *labels; /* docker: "name=value" */
+	size_t nlabels;
+	const pool_spec *spec; /* image, resources, volumes */
+	const char *log_path; /* local: stdout and stderr go here; NULL: the gateway's */
+} backend_run_spec;
+
 typedef struct backend backend;
 struct backend {
 	const char *name;
@@ -32,6 +46,11 @@ struct backend {
 	 * with the reason (the backend's own words) in detail. */
 	int (*spawn)(backend *b, const backend_worker_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
 	             size_t detail_len);
+	/* Runs one process or container; writes its handle. */
+	int (*run)(backend *b, const backend_run_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
+	           size_t detail_len);
+	/* Appends the last max bytes of what it wrote (stdout and stderr). */
+	int (*logs)(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out);
 	/* Never blocks long. Returns 1 once the worker is gone, with its exit
 	 * code (128 + signal for a signal) and what it last said (may be empty);
 	 * 0 while it runs, or while the backend cannot tell. */

@@ -3,17 +3,19 @@
  * API on its unix socket (libcurl), never the docker CLI. Runs on the engine
  * thread only.
  *
- *   spawn   POST /containers/create  {Image, Env, Labels, HostConfig}
+ *   run     POST /containers/create  {Image, Cmd|Entrypoint, Env, Labels, HostConfig}
  *           POST /containers/{id}/start        (removed again if it fails)
- *   poll    GET  /containers/json?all=1&filters={"label":["strand.worker"]}
+ *   poll    GET  /containers/json?all=1&filters={"label":["strand"]}
  *           one list serves every worker for POLL_MS; a container that has
  *           exited is gone, its exit code read from the list and its last
  *           log lines (GET /containers/{id}/logs) kept as the reason
+ *   logs    GET  /containers/{id}/logs (demultiplexed)
  *   stop    POST /containers/{id}/kill?signal=SIGTERM|SIGKILL
  *   release DELETE /containers/{id}?force=true
  *
  * Containers run with host networking (workers dial the hub on loopback)
- * and carry the labels strand.pool and strand.worker, which is how a
+ * and carry the label strand, with strand.pool and strand.worker (or
+ * strand.process), which is how a
  * restarted gateway finds and adopts them. Resources map to HostConfig:
  * cpu -> NanoCpus, memory_mb -> Memory, gpu -> DeviceRequests (nvidia),
  * volumes -> Binds ("name:/path" for a named volume, "/host:/path[:ro]").
@@ -93,21 +95,22 @@ static long call(docker *d, const char *method, const char *path, json_t *body, 
 	return status;
 }
 
-static json_t *spawn_body(const backend_worker_spec *w)
+static json_t *strings(char *const *v, size_t n)
 {
-	const pool_spec *s = w->spec;
-	json_t *env = json_array();
-	json_t *host = json_pack("{s:s}", "NetworkMode", "host");
-	char kv[512];
+	json_t *a = json_array();
 
-	snprintf(kv, sizeof(kv), "STRAND_HUB=%s", w->hub);
-	json_array_append_new(env, json_string(kv));
-	snprintf(kv, sizeof(kv), "STRAND_POOL_ID=%s", w->pool_id);
-	json_array_append_new(env, json_string(kv));
-	snprintf(kv, sizeof(kv), "STRAND_WORKER_ID=%s", w->worker_id);
-	json_array_append_new(env, json_string(kv));
-	snprintf(kv, sizeof(kv), "STRAND_SECRET=%s", w->secret);
-	json_array_append_new(env, json_string(kv));
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *run_body(const backend_run_spec *r)
+{
+	const pool_spec *s = r->spec;
+	json_t *host = json_pack("{s:s}", "NetworkMode", "host");
+	json_t *labels = json_object();
+	json_t *body;
+
 	if (s->cpu > 0)
 		json_object_set_new(host, "NanoCpus", json_integer((json_int_t)(s->cpu * 1e9)));
 	if (s->memory_mb > 0)
@@ -122,29 +125,40 @@ static json_t *spawn_body(const backend_worker_spec *w)
 			json_array_append_new(binds, json_string(s->volumes[i]));
 		json_object_set_new(host, "Binds", binds);
 	}
-	return json_pack("{s:s, s:o, s:{s:s, s:s}, s:o}", "Image", s->image, "Env", env, "Labels", "strand.pool",
-	                 w->pool_id, "strand.worker", w->worker_id, "HostConfig", host);
+	for (size_t i = 0; i < r->nlabels; i++) {
+		const char *eq = strchr(r->labels[i], '=');
+		if (eq) {
+			char key[128];
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - r->labels[i]), r->labels[i]);
+			json_object_set_new(labels, key, json_string(eq + 1));
+		}
+	}
+	json_object_set_new(labels, "strand", json_string("1"));
+	body = json_pack("{s:s, s:o, s:o, s:o}", "Image", s->image, "Env", strings(r->env, r->nenv), "Labels", labels,
+	                 "HostConfig", host);
+	if (r->argc)
+		json_object_set_new(body, r->entrypoint ? "Entrypoint" : "Cmd", strings(r->argv, r->argc));
+	return body;
 }
 
-static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
-                        size_t detail_len)
+static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND_HANDLE_MAX], char *detail,
+                      size_t detail_len)
 {
 	docker *d = (docker *)b;
-	json_t *body = spawn_body(w);
+	json_t *body = run_body(r);
 	char path[256];
 	cm_buf reply;
 	long status;
 	json_t *created;
 	const char *id;
 
-	snprintf(path, sizeof(path), "/containers/create?name=strand-%s", w->worker_id);
-	status = call(d, "POST", path, body, &reply, detail, detail_len);
+	status = call(d, "POST", "/containers/create", body, &reply, detail, detail_len);
 	json_decref(body);
 	if (status != 201) {
 		if (status == 404) {
 			char why[256];
 			snprintf(why, sizeof(why), "%s", detail);
-			snprintf(detail, detail_len, "image %s is not on this Docker host (%s)", w->spec->image, why);
+			snprintf(detail, detail_len, "image %s is not on this Docker host (%s)", r->spec->image, why);
 		}
 		cm_buf_fini(&reply);
 		return CM_EUNAVAIL;
@@ -174,10 +188,71 @@ static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BA
 	return CM_OK;
 }
 
+static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
+                        size_t detail_len)
+{
+	char env[4][600], labels[2][160];
+	char *envp[4], *labelp[2];
+	backend_run_spec r = {.env = envp, .nenv = 4, .labels = labelp, .nlabels = 2, .spec = w->spec};
+
+	snprintf(env[0], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
+	snprintf(env[1], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
+	snprintf(env[2], sizeof(env[0]), "STRAND_WORKER_ID=%s", w->worker_id);
+	snprintf(env[3], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
+	snprintf(labels[0], sizeof(labels[0]), "strand.pool=%s", w->pool_id);
+	snprintf(labels[1], sizeof(labels[0]), "strand.worker=%s", w->worker_id);
+	for (int i = 0; i < 4; i++)
+		envp[i] = env[i];
+	labelp[0] = labels[0];
+	labelp[1] = labels[1];
+	return docker_run(b, &r, handle, detail, detail_len);
+}
+
+/* Container output: the logs endpoint multiplexes stdout and stderr in
+ * frames of an 8-byte header (stream, 0, 0, 0, big-endian size). */
+static void demux(const cm_buf *raw, size_t max, cm_buf *out)
+{
+	const unsigned char *p = (const unsigned char *)raw->data;
+	size_t i = 0;
+
+	while (p && i + 8 <= raw->len) {
+		size_t n = (size_t)p[i + 4] << 24 | (size_t)p[i + 5] << 16 | (size_t)p[i + 6] << 8 | p[i + 7];
+		i += 8;
+		if (n > raw->len - i)
+			n = raw->len - i;
+		cm_buf_append(out, p + i, n);
+		i += n;
+	}
+	if (out->len > max) {
+		memmove(out->data, out->data + out->len - max, max);
+		out->len = max;
+		out->data[max] = '\0';
+	}
+}
+
+static int docker_logs(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out)
+{
+	docker *d = (docker *)b;
+	char path[200], detail[128];
+	cm_buf raw;
+	size_t before = out->len;
+
+	(void)log_path;
+	snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1", handle);
+	if (call(d, "GET", path, NULL, &raw, detail, sizeof(detail)) != 200) {
+		cm_buf_fini(&raw);
+		return CM_EUNAVAIL;
+	}
+	demux(&raw, max + before, out);
+	cm_buf_fini(&raw);
+	return CM_OK;
+}
+
 /* Refreshes the container list if it is older than POLL_MS. */
 static int refresh(docker *d)
 {
-	static const char path[] = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22strand.worker%22%5D%7D";
+	/* {"label":["strand"]}: every container strand made, workers and processes. */
+	static const char path[] = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22strand%22%5D%7D";
 	char detail[256];
 	cm_buf reply;
 	json_t *list;
@@ -196,29 +271,20 @@ static int refresh(docker *d)
 	return CM_OK;
 }
 
-/* The last lines a container wrote: the logs endpoint multiplexes stdout and
- * stderr in frames of an 8-byte header (stream, 0, 0, 0, big-endian size). */
+/* The last lines a container wrote, on one line: why it ended. */
 static void last_words(docker *d, const char *id, char *out, size_t out_len)
 {
-	char path[160], detail[128];
-	cm_buf reply;
-	size_t o = 0;
+	cm_buf text;
 
+	cm_buf_init(&text);
 	out[0] = '\0';
-	snprintf(path, sizeof(path), "/containers/%s/logs?stdout=1&stderr=1&tail=3", id);
-	if (call(d, "GET", path, NULL, &reply, detail, sizeof(detail)) == 200) {
-		const unsigned char *p = (const unsigned char *)reply.data;
-		size_t i = 0;
-		while (p && i + 8 <= reply.len && o + 1 < out_len) {
-			size_t n = (size_t)p[i + 4] << 24 | (size_t)p[i + 5] << 16 | (size_t)p[i + 6] << 8 | p[i + 7];
-			i += 8;
-			for (size_t k = 0; k < n && i + k < reply.len && o + 1 < out_len; k++)
-				out[o++] = p[i + k] == '\n' ? ' ' : (char)p[i + k];
-			i += n;
-		}
-		out[o] = '\0';
+	if (docker_logs(&d->base, id, NULL, out_len - 1, &text) == CM_OK && text.data) {
+		for (size_t i = 0; i < text.len; i++)
+			if (text.data[i] == '\n')
+				text.data[i] = ' ';
+		snprintf(out, out_len, "%s", text.data);
 	}
-	cm_buf_fini(&reply);
+	cm_buf_fini(&text);
 }
 
 static int docker_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
@@ -241,7 +307,8 @@ static int docker_poll(backend *b, const char *handle, int *exit_code, char *det
 		status = json_string_value(json_object_get(c, "Status")) ?: "";
 		/* "Exited (137) 2 seconds ago" */
 		*exit_code = strchr(status, '(') ? atoi(strchr(status, '(') + 1) : -1;
-		last_words(d, handle, detail, detail_len);
+		if (detail_len)
+			last_words(d, handle, detail, detail_len);
 		return 1;
 	}
 	*exit_code = -1;
@@ -295,6 +362,8 @@ backend *backend_docker_new(const char *socket)
 	snprintf(d->socket, sizeof(d->socket), "%s", socket);
 	d->base.name = "docker";
 	d->base.spawn = docker_spawn;
+	d->base.run = docker_run;
+	d->base.logs = docker_logs;
 	d->base.poll = docker_poll;
 	d->base.stop = docker_stop;
 	d->base.release = docker_release;

@@ -3,13 +3,15 @@
  * of the gateway. Each runs in its own process group so that a Ctrl-C in the
  * gateway's terminal reaches the gateway, which then stops them in order.
  * The handle is the pid; a worker adopted after a restart of the gateway is
- * not its child, and is alive as long as its pid is.
+ * not its child, and is alive as long as its pid is. A Process writes its
+ * output to a log file the engine names.
  *
  * Resources: memory_mb becomes RLIMIT_AS; cpu and gpu are recorded but this
  * backend does not pin cores or hand out GPUs yet.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,42 +23,107 @@
 #include "common/common.h"
 #include "gateway/backend.h"
 
-static int local_spawn(backend *b, const backend_worker_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
-                       size_t detail_len)
+static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
+                     size_t detail_len)
 {
+	int log_fd = -1;
 	pid_t pid;
 
 	(void)b;
-	if (access(spec->worker_bin, X_OK) != 0) {
-		snprintf(detail, detail_len, "cannot run worker binary %s: %s", spec->worker_bin, strerror(errno));
+	if (spec->argc == 0) {
+		snprintf(detail, detail_len, "nothing to run");
+		return CM_EINVAL;
+	}
+	if (strchr(spec->argv[0], '/') && access(spec->argv[0], X_OK) != 0) {
+		snprintf(detail, detail_len, "cannot run %s: %s", spec->argv[0], strerror(errno));
 		return CM_EUNAVAIL;
+	}
+	if (spec->log_path && (log_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+		snprintf(detail, detail_len, "cannot open log %s: %s", spec->log_path, strerror(errno));
+		return CM_EIO;
 	}
 	pid = fork();
 	if (pid < 0) {
 		snprintf(detail, detail_len, "fork: %s", strerror(errno));
+		if (log_fd >= 0)
+			close(log_fd);
 		return CM_EUNAVAIL;
 	}
 	if (pid == 0) {
-		char *argv[] = {(char *)spec->worker_bin, NULL};
+		char **argv = calloc(spec->argc + 1, sizeof(char *));
 		sigset_t none;
 		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		setenv("STRAND_HUB", spec->hub, 1);
-		setenv("STRAND_POOL_ID", spec->pool_id, 1);
-		setenv("STRAND_WORKER_ID", spec->worker_id, 1);
-		setenv("STRAND_SECRET", spec->secret, 1);
-		if (spec->plugin_path && spec->plugin_path[0])
-			setenv("STRAND_PLUGIN_PATH", spec->plugin_path, 1);
+		if (log_fd >= 0) {
+			int in = open("/dev/null", O_RDONLY);
+			if (in >= 0)
+				dup2(in, 0);
+			dup2(log_fd, 1);
+			dup2(log_fd, 2);
+		}
+		/* Nothing of the gateway's (its database, sockets, pipes) leaks in. */
+		close_range(3, ~0u, 0);
+		for (size_t i = 0; i < spec->nenv; i++)
+			putenv(spec->env[i]);
 		if (spec->spec && spec->spec->memory_mb > 0) {
 			struct rlimit rl;
 			rl.rlim_cur = rl.rlim_max = (rlim_t)spec->spec->memory_mb << 20;
 			setrlimit(RLIMIT_AS, &rl);
 		}
-		execv(spec->worker_bin, argv);
+		for (size_t i = 0; argv && i < spec->argc; i++)
+			argv[i] = spec->argv[i];
+		if (argv)
+			execvp(argv[0], argv);
+		dprintf(2, "cannot run %s: %s\n", spec->argv[0], strerror(errno));
 		_exit(127);
 	}
+	if (log_fd >= 0)
+		close(log_fd);
 	snprintf(handle, BACKEND_HANDLE_MAX, "%d", (int)pid);
+	return CM_OK;
+}
+
+static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
+                       size_t detail_len)
+{
+	char env[5][600];
+	char *envp[5];
+	char *argv[] = {(char *)w->worker_bin};
+	size_t n = 0;
+	backend_run_spec run = {.argv = argv, .argc = 1, .env = envp, .spec = w->spec};
+
+	snprintf(env[n++], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
+	snprintf(env[n++], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
+	snprintf(env[n++], sizeof(env[0]), "STRAND_WORKER_ID=%s", w->worker_id);
+	snprintf(env[n++], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
+	if (w->plugin_path && w->plugin_path[0])
+		snprintf(env[n++], sizeof(env[0]), "STRAND_PLUGIN_PATH=%.500s", w->plugin_path);
+	for (size_t i = 0; i < n; i++)
+		envp[i] = env[i];
+	run.nenv = n;
+	return local_run(b, &run, handle, detail, detail_len);
+}
+
+static int local_logs(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out)
+{
+	FILE *f;
+	long size;
+	char chunk[65536];
+	size_t n;
+
+	(void)b;
+	(void)handle;
+	if (!log_path || !(f = fopen(log_path, "rb")))
+		return CM_ENOENT;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > (long)max)
+		fseek(f, size - (long)max, SEEK_SET);
+	else
+		fseek(f, 0, SEEK_SET);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (cm_buf_append(out, chunk, n) != CM_OK)
+			break;
+	fclose(f);
 	return CM_OK;
 }
 
@@ -114,6 +181,8 @@ backend *backend_local_new(void)
 		return NULL;
 	b->name = "local";
 	b->spawn = local_spawn;
+	b->run = local_run;
+	b->logs = local_logs;
 	b->poll = local_poll;
 	b->stop = local_stop;
 	b->release = local_release;

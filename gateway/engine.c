@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,11 @@ typedef enum op_kind {
 	OP_QUEUE_DELETE,
 	OP_QUEUE_PUT,
 	OP_QUEUE_GET,
+	OP_PROC_START,
+	OP_PROC_GET,
+	OP_PROC_LIST,
+	OP_PROC_DELETE,
+	OP_PROC_LOGS,
 } op_kind;
 
 struct pool;
@@ -91,6 +97,8 @@ typedef struct op {
 	size_t nitems;
 	int64_t max;
 	int64_t deadline;
+	/* OP_PROC_START */
+	const process_spec *proc;
 	/* OP_PULL */
 	Strand__Pull *pull;
 	hub_slot *slot;
@@ -118,6 +126,25 @@ typedef struct queue {
 	struct op *getters, *getters_tail;
 	struct queue *next;
 } queue;
+
+/* A Process: one program or one function run once, on any backend. */
+typedef enum proc_state { PR_RUNNING, PR_EXITED, PR_FAILED } proc_state;
+static const char *const proc_state_names[] = {"running", "exited", "failed"};
+
+typedef struct process {
+	char id[20];
+	backend *backend;
+	char handle[BACKEND_HANDLE_MAX];
+	proc_state state;
+	int exit_code;
+	int terminated; /* ended by DELETE */
+	char reason[512];
+	char *spec_json;
+	char log_path[1100]; /* its output, kept after it ends */
+	int64_t created_ms, ended_ms, kill_at;
+	struct op *waiters; /* DELETEs waiting for it to end */
+	struct process *next;
+} process;
 
 typedef struct range {
 	int64_t lo, hi;
@@ -194,6 +221,7 @@ struct engine {
 	/* engine thread only */
 	pool *pools;
 	queue *queues;
+	process *processes;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	int64_t next_job, next_task;
@@ -1126,6 +1154,213 @@ static void handle_queue(engine *e, op *o)
 	ready(e, o);
 }
 
+/* ---- processes ---------------------------------------------------------- */
+
+static process *process_find(engine *e, const char *id)
+{
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (strcmp(pr->id, id) == 0)
+			return pr;
+	return NULL;
+}
+
+static json_t *process_json(const process *pr)
+{
+	char created[32], ended[32];
+	json_t *o;
+
+	iso_time(pr->created_ms, created);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "id", pr->id, "state", proc_state_names[pr->state],
+	              "backend", pr->backend->name, "handle", pr->handle, "terminated", pr->terminated, "created_at",
+	              created, "spec", json_loads(pr->spec_json, 0, NULL) ?: json_null());
+	if (pr->state != PR_RUNNING) {
+		iso_time(pr->ended_ms, ended);
+		json_object_set_new(o, "exit_code", json_integer(pr->exit_code));
+		json_object_set_new(o, "ended_at", json_string(ended));
+	}
+	if (pr->reason[0])
+		json_object_set_new(o, "reason", json_string(pr->reason));
+	if (strcmp(pr->backend->name, "local") == 0 && pr->handle[0])
+		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
+	return o;
+}
+
+static void process_save(engine *e, const process *pr)
+{
+	store_process sp = {.id = pr->id,
+	                    .spec_json = pr->spec_json,
+	                    .backend = pr->backend->name,
+	                    .handle = pr->handle,
+	                    .state = proc_state_names[pr->state],
+	                    .exit_code = pr->exit_code,
+	                    .reason = pr->reason[0] ? pr->reason : NULL,
+	                    .created_ms = pr->created_ms,
+	                    .ended_ms = pr->ended_ms};
+	store_process_save(e->st, &sp);
+}
+
+static process *process_add(engine *e, const char *id, backend *b, const char *spec_json, int64_t created_ms)
+{
+	process *pr = calloc(1, sizeof(*pr));
+
+	if (!pr || !(pr->spec_json = strdup(spec_json))) {
+		free(pr);
+		return NULL;
+	}
+	snprintf(pr->id, sizeof(pr->id), "%s", id);
+	pr->backend = b;
+	pr->created_ms = created_ms;
+	snprintf(pr->log_path, sizeof(pr->log_path), "%s.logs/%s.log", e->cfg->db, id);
+	pr->next = e->processes;
+	e->processes = pr;
+	return pr;
+}
+
+static void handle_proc_start(engine *e, op *o)
+{
+	const process_spec *s = o->proc;
+	backend *b = backend_for(e, s->run.backend);
+	char id[20], label[64], plugins[2200];
+	char *argv[6], *env[260], *labels[1];
+	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
+	process *pr;
+
+	cm_id_new('r', id);
+	if (!b || !(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
+		o->err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
+		return;
+	}
+	snprintf(label, sizeof(label), "strand.process=%s", id);
+	labels[0] = label;
+	for (size_t i = 0; i < s->nenv && i < 256; i++)
+		env[run.nenv++] = s->env[i];
+	if (s->command) {
+		/* A program: on docker it replaces the image's entrypoint. */
+		run.argv = s->command;
+		run.argc = s->ncommand;
+		run.entrypoint = 1;
+	} else {
+		/* A function: strand-worker runs it once. */
+		int local = b == e->local;
+		if (local)
+			argv[run.argc++] = (char *)e->cfg->worker_bin;
+		argv[run.argc++] = "--run";
+		argv[run.argc++] = s->function;
+		argv[run.argc++] = "--arg";
+		argv[run.argc++] = s->arg;
+		if (local) {
+			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
+			env[run.nenv++] = plugins;
+		}
+	}
+	run.log_path = pr->log_path;
+	if (b->run(b, &run, pr->handle, pr->reason, sizeof(pr->reason)) != CM_OK) {
+		pr->state = PR_FAILED;
+		pr->exit_code = -1;
+		pr->ended_ms = cm_wall_ms();
+		cm_warn("process %s could not start: %s", pr->id, pr->reason);
+	} else {
+		cm_info("process %s started (%s %.12s)", pr->id, b->name, pr->handle);
+	}
+	process_save(e, pr);
+	o->out = process_json(pr);
+}
+
+/* Keeps what a process wrote, then frees what its backend holds. */
+static void process_ended(engine *e, process *pr, int code, const char *why)
+{
+	pr->state = PR_EXITED;
+	pr->exit_code = code;
+	pr->ended_ms = cm_wall_ms();
+	if (why && why[0] && code != 0 && !pr->reason[0])
+		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
+	if (pr->backend != e->local) {
+		cm_buf out;
+		FILE *f;
+		cm_buf_init(&out);
+		if (pr->backend->logs(pr->backend, pr->handle, NULL, 1u << 20, &out) == CM_OK &&
+		    (f = fopen(pr->log_path, "wb"))) {
+			if (out.len)
+				fwrite(out.data, 1, out.len, f);
+			fclose(f);
+		}
+		cm_buf_fini(&out);
+	}
+	pr->backend->release(pr->backend, pr->handle);
+	process_save(e, pr);
+	cm_info("process %s exited with code %d", pr->id, code);
+	while (pr->waiters) {
+		op *o = pr->waiters;
+		pr->waiters = o->next;
+		o->out = process_json(pr);
+		ready(e, o);
+	}
+}
+
+static void tick_processes(engine *e, int64_t now)
+{
+	for (process *pr = e->processes; pr; pr = pr->next) {
+		char why[256];
+		int code;
+		if (pr->state != PR_RUNNING)
+			continue;
+		if (pr->backend->poll(pr->backend, pr->handle, &code, why, sizeof(why)))
+			process_ended(e, pr, code, why);
+		else if (pr->terminated && now >= pr->kill_at)
+			pr->backend->stop(pr->backend, pr->handle, 1);
+	}
+}
+
+static void handle_process(engine *e, op *o)
+{
+	process *pr = o->kind == OP_PROC_START || o->kind == OP_PROC_LIST ? NULL : process_find(e, o->id);
+
+	if (o->kind != OP_PROC_START && o->kind != OP_PROC_LIST && !pr) {
+		o->err = CM_ENOENT;
+		ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_PROC_START: handle_proc_start(e, o); break;
+	case OP_PROC_GET: o->out = process_json(pr); break;
+	case OP_PROC_LIST: {
+		json_t *a = json_array();
+		for (process *p = e->processes; p; p = p->next)
+			json_array_insert_new(a, 0, process_json(p)); /* oldest first */
+		o->out = json_pack("{s:o}", "processes", a);
+		break;
+	}
+	case OP_PROC_LOGS: {
+		cm_buf out;
+		cm_buf_init(&out);
+		/* While it runs its backend has the output; after, the log file. */
+		if (pr->state == PR_RUNNING)
+			pr->backend->logs(pr->backend, pr->handle, pr->log_path, 1u << 20, &out);
+		else
+			e->local->logs(e->local, NULL, pr->log_path, 1u << 20, &out);
+		o->out = json_stringn(out.data ? out.data : "", out.len);
+		cm_buf_fini(&out);
+		break;
+	}
+	case OP_PROC_DELETE:
+		if (pr->state == PR_RUNNING) {
+			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
+			if (!pr->terminated) {
+				pr->terminated = 1;
+				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+				pr->backend->stop(pr->backend, pr->handle, 0);
+			}
+			o->next = pr->waiters;
+			pr->waiters = o;
+			return;
+		}
+		o->out = process_json(pr);
+		break;
+	default: break;
+	}
+	ready(e, o);
+}
+
 static void handle(engine *e, op *o)
 {
 	job *j;
@@ -1137,6 +1372,11 @@ static void handle(engine *e, op *o)
 	case OP_QUEUE_DELETE:
 	case OP_QUEUE_PUT:
 	case OP_QUEUE_GET: handle_queue(e, o); return; /* answers itself, now or later */
+	case OP_PROC_START:
+	case OP_PROC_GET:
+	case OP_PROC_LIST:
+	case OP_PROC_DELETE:
+	case OP_PROC_LOGS: handle_process(e, o); return;
 	case OP_POOL_CREATE: handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
 		pool *p = pool_find(e, o->id);
@@ -1300,6 +1540,20 @@ static void stop_all_workers(engine *e)
 	int64_t deadline = cm_now_ms() + TERM_GRACE_MS;
 	int live;
 
+	/* Processes end with the gateway too: nothing it started outlives it. */
+	for (process *pr = e->processes; pr; pr = pr->next) {
+		if (pr->state != PR_RUNNING)
+			continue;
+		pr->backend->stop(pr->backend, pr->handle, 0);
+		for (int code; !pr->backend->poll(pr->backend, pr->handle, &code, NULL, 0);) {
+			if (cm_now_ms() > deadline)
+				pr->backend->stop(pr->backend, pr->handle, 1);
+			usleep(10000);
+		}
+		pr->state = PR_EXITED;
+		pr->terminated = 1;
+		process_save(e, pr);
+	}
 	for (pool *p = e->pools; p; p = p->next)
 		for (worker *w = p->workers; w; w = w->next)
 			if (w->state != W_EXITED) {
@@ -1424,6 +1678,8 @@ static void *engine_main(void *arg)
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
 			if (q->getters)
 				queue_tick(e, q, now);
+		if (committed && store_in_transaction(e->st))
+			tick_processes(e, now);
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
@@ -1531,6 +1787,34 @@ static void load_job(void *ctx, const store_job *sj)
 	job_attach(e, p, j);
 }
 
+/* A process stored as running is adopted if its backend still has it. */
+static void load_process(void *ctx, const store_process *sp)
+{
+	engine *e = ctx;
+	backend *b = backend_for(e, sp->backend);
+	process *pr = b ? process_add(e, sp->id, b, sp->spec_json, sp->created_ms) : NULL;
+	char why[64];
+	int code;
+
+	if (!pr)
+		return;
+	snprintf(pr->handle, sizeof(pr->handle), "%s", sp->handle ? sp->handle : "");
+	snprintf(pr->reason, sizeof(pr->reason), "%s", sp->reason ? sp->reason : "");
+	pr->exit_code = sp->exit_code;
+	pr->ended_ms = sp->ended_ms;
+	pr->state = strcmp(sp->state, "running") == 0  ? PR_RUNNING
+	            : strcmp(sp->state, "failed") == 0 ? PR_FAILED
+	                                               : PR_EXITED;
+	if (pr->state == PR_RUNNING && b->poll(b, pr->handle, &code, why, sizeof(why))) {
+		/* It ended while no gateway watched: its exit code is lost. */
+		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
+		pr->state = PR_EXITED;
+		pr->exit_code = -1;
+		pr->ended_ms = cm_wall_ms();
+		process_save(e, pr);
+	}
+}
+
 static void load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
 {
 	queue_add(ctx, id, kind, created_ms, size);
@@ -1586,7 +1870,7 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	int njobs = 0;
 
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
-	    store_queue_each(e->st, load_queue, e) != CM_OK ||
+	    store_queue_each(e->st, load_queue, e) != CM_OK || store_process_each(e->st, load_process, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
 	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
@@ -1627,6 +1911,12 @@ int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_l
 	if (!e)
 		return CM_ENOMEM;
 	e->cfg = cfg;
+	{
+		/* Process output is kept next to the database. */
+		char logs[1100];
+		snprintf(logs, sizeof(logs), "%s.logs", cfg->db);
+		mkdir(logs, 0755);
+	}
 	e->local = backend_local_new();
 	e->docker = backend_docker_new(cfg->docker_socket);
 	pthread_mutex_init(&e->mu, NULL);
@@ -1725,6 +2015,17 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
+	while (e->processes) {
+		process *pr = e->processes;
+		e->processes = pr->next;
+		while (pr->waiters) {
+			op *o = pr->waiters;
+			pr->waiters = o->next;
+			answer(e, o, 0);
+		}
+		free(pr->spec_json);
+		free(pr);
+	}
 	while (e->queues) {
 		queue *q = e->queues;
 		e->queues = q->next;
@@ -1873,6 +2174,36 @@ int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, js
 	if (err == CM_OK)
 		*out = o.out;
 	return err;
+}
+
+int engine_process_start(engine *e, const process_spec *spec, json_t **out)
+{
+	op o = {.kind = OP_PROC_START, .proc = spec};
+	int err = submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_process_get(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_PROC_GET, id, out, NULL, 0);
+}
+
+int engine_process_list(engine *e, json_t **out)
+{
+	return run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
+}
+
+int engine_process_delete(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_PROC_DELETE, id, out, NULL, 0);
+}
+
+int engine_process_logs(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
 }
 
 uint64_t engine_generation(engine *e)

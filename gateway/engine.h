@@ -56,6 +56,15 @@ int engine_queue_delete(engine *e, const char *id, json_t **out);
 int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out);
 int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out);
 
+/* Processes (multiprocessing.Process, `fiber run`): a program or one
+ * function run once on a backend. Logs come back as a JSON string. DELETE
+ * answers once the process has ended. */
+int engine_process_start(engine *e, const process_spec *spec, json_t **out);
+int engine_process_get(engine *e, const char *id, json_t **out);
+int engine_process_list(engine *e, json_t **out);
+int engine_process_delete(engine *e, const char *id, json_t **out);
+int engine_process_logs(engine *e, const char *id, json_t **out);
+
 /* What the results endpoint needs to page a job from the store. */
 typedef struct job_info {
 	int64_t num;

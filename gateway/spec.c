@@ -478,3 +478,141 @@ int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, siz
 	json_decref(root);
 	return err;
 }
+
+void spec_process_fini(process_spec *spec)
+{
+	free(spec->function);
+	free(spec->arg);
+	for (size_t i = 0; i < spec->ncommand; i++)
+		free(spec->command[i]);
+	free(spec->command);
+	for (size_t i = 0; i < spec->nenv; i++)
+		free(spec->env[i]);
+	free(spec->env);
+	free(spec->json);
+	memset(spec, 0, sizeof(*spec));
+}
+
+static char *strdup_or_fail(const char *s, int *err)
+{
+	char *c = strdup(s);
+
+	if (!c)
+		*err = CM_ENOMEM;
+	return c;
+}
+
+int spec_process_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                       process_spec *out, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"function",  "arg",     "command", "backend", "image",
+	                                   "resources", "volumes", "env",     NULL};
+	static const char *const run_keys[] = {"backend", "image", "resources", "volumes", NULL};
+	process_spec spec = {0};
+	json_t *root = NULL, *run = NULL;
+	json_t *fn, *cmd, *env, *v;
+	const char *key;
+	char *run_text = NULL;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	/* Where and with what it runs: the same fields, and rules, as a pool. */
+	run = json_object();
+	for (int i = 0; run_keys[i]; i++)
+		if ((v = json_object_get(root, run_keys[i])))
+			json_object_set(run, run_keys[i], v);
+	json_object_set_new(run, "processes", json_integer(1));
+	run_text = json_dumps(run, JSON_COMPACT);
+	if (!run_text || (err = spec_pool_parse(run_text, strlen(run_text), default_backend, default_image, &spec.run,
+	                                        detail, detail_len)) != CM_OK) {
+		err = err ? err : CM_ENOMEM;
+		goto out;
+	}
+	fn = json_object_get(root, "function");
+	cmd = json_object_get(root, "command");
+	if ((fn != NULL) == (cmd != NULL)) {
+		snprintf(detail, detail_len, "give either 'function' (with 'arg') or 'command' (an argv array)");
+		err = CM_EINVAL;
+		goto out;
+	}
+	if (cmd) {
+		size_t i;
+		json_t *a;
+		if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256) {
+			snprintf(detail, detail_len, "field 'command' must be a non-empty array of strings (argv)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		spec.command = calloc(json_array_size(cmd), sizeof(char *));
+		if (!spec.command) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+		json_array_foreach (cmd, i, a) {
+			if (!json_is_string(a)) {
+				snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
+				err = CM_EINVAL;
+				goto out;
+			}
+			if (!(spec.command[spec.ncommand] = strdup_or_fail(json_string_value(a), &err)))
+				goto out;
+			spec.ncommand++;
+		}
+	} else {
+		if (!json_is_string(fn) || strcmp(json_string_value(fn), "exec") == 0) {
+			snprintf(detail, detail_len,
+			         "field 'function' must be a function name (for a program, give 'command')");
+			err = CM_EINVAL;
+			goto out;
+		}
+		if ((err = cm_function_check(json_string_value(fn), detail, detail_len)) != CM_OK)
+			goto out;
+		v = json_object_get(root, "arg");
+		spec.arg = json_dumps(v ? v : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!(spec.function = strdup_or_fail(json_string_value(fn), &err)) || !spec.arg) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+	}
+	env = json_object_get(root, "env");
+	if (env && !json_is_null(env)) {
+		if (!json_is_object(env) || json_object_size(env) > 256) {
+			snprintf(detail, detail_len, "field 'env' must be an object of strings (at most 256)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		spec.env = calloc(json_object_size(env) + 1, sizeof(char *));
+		if (!spec.env) {
+			err = CM_ENOMEM;
+			goto out;
+		}
+		json_object_foreach (env, key, v) {
+			if (!json_is_string(v) || !key[0] || strchr(key, '=')) {
+				snprintf(detail, detail_len, "field 'env.%.64s' must be a string, its name without '='",
+				         key);
+				err = CM_EINVAL;
+				goto out;
+			}
+			if (asprintf(&spec.env[spec.nenv], "%s=%s", key, json_string_value(v)) < 0) {
+				err = CM_ENOMEM;
+				goto out;
+			}
+			spec.nenv++;
+		}
+	}
+	if (!(spec.json = json_dumps(root, JSON_COMPACT))) {
+		err = CM_ENOMEM;
+		goto out;
+	}
+	*out = spec;
+	memset(&spec, 0, sizeof(spec));
+out:
+	free(run_text);
+	json_decref(run);
+	spec_process_fini(&spec);
+	json_decref(root);
+	return err;
+}

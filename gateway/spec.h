@@ -58,6 +58,23 @@ typedef struct map_spec {
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
 void spec_map_fini(map_spec *spec);
 
+/* POST /v1/processes: {function, arg} or {command: [...]}, with backend,
+ * image, resources, volumes as for a pool, and env {NAME: "value"}. On
+ * success out owns new strings (spec_process_fini frees them). */
+typedef struct process_spec {
+	pool_spec run; /* backend, image, resources, volumes */
+	char *function; /* or NULL when command is given */
+	char *arg; /* JSON text */
+	char **command;
+	size_t ncommand;
+	char **env; /* "NAME=value" */
+	size_t nenv;
+	char *json; /* the request, compact, for the record */
+} process_spec;
+int spec_process_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                       process_spec *out, char *detail, size_t detail_len);
+void spec_process_fini(process_spec *spec);
+
 /* Items for a queue or a pipe: {"item": ANY} or {"items": [ANY, ...]}. On
  * success out owns new JSON texts (spec_items_fini frees them). */
 typedef struct items_spec {

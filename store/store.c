@@ -39,6 +39,10 @@ static const char schema[] =
         "CREATE TABLE IF NOT EXISTS queue_items("
         "  id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, value BLOB NOT NULL);"
         "CREATE INDEX IF NOT EXISTS queue_items_by_queue ON queue_items(queue, id);"
+        "CREATE TABLE IF NOT EXISTS processes("
+        "  id TEXT PRIMARY KEY, spec TEXT NOT NULL, backend TEXT NOT NULL, handle TEXT,"
+        "  state TEXT NOT NULL, exit_code INTEGER, reason TEXT, created_ms INTEGER NOT NULL,"
+        "  ended_ms INTEGER);"
         "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
 /* Hot-path statements, prepared once per writer connection. */
@@ -702,6 +706,55 @@ int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn,
 	bind_text(s, 1, queue);
 	sqlite3_bind_int64(s, 2, last);
 	return step_done(st, s);
+}
+
+int store_process_save(store *st, const store_process *p)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st,
+	            "INSERT OR REPLACE INTO processes(id, spec, backend, handle, state, exit_code, reason, created_ms,"
+	            " ended_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	            &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, p->id);
+	bind_text(s, 2, p->spec_json);
+	bind_text(s, 3, p->backend);
+	bind_text(s, 4, p->handle);
+	bind_text(s, 5, p->state);
+	sqlite3_bind_int(s, 6, p->exit_code);
+	bind_text(s, 7, p->reason);
+	sqlite3_bind_int64(s, 8, p->created_ms);
+	sqlite3_bind_int64(s, 9, p->ended_ms);
+	return step_done(st, s);
+}
+
+int store_process_each(store *st, store_process_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st,
+	            "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms FROM processes"
+	            " ORDER BY created_ms",
+	            &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_process p = {
+		        .id = col_text(s, 0),
+		        .spec_json = col_text(s, 1),
+		        .backend = col_text(s, 2),
+		        .handle = col_text(s, 3),
+		        .state = col_text(s, 4),
+		        .exit_code = sqlite3_column_int(s, 5),
+		        .reason = col_text(s, 6),
+		        .created_ms = sqlite3_column_int64(s, 7),
+		        .ended_ms = sqlite3_column_int64(s, 8),
+		};
+		fn(ctx, &p);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }
 
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)

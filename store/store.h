@@ -150,6 +150,21 @@ int store_queue_put(store *st, const char *queue, size_t n, char *const *items, 
 typedef int (*store_item_fn)(void *ctx, const void *value, size_t len);
 int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped);
 
+/* ---- processes ---------------------------------------------------------- */
+typedef struct store_process {
+	const char *id;
+	const char *spec_json; /* the request, as given */
+	const char *backend;
+	const char *handle; /* may be NULL: never started */
+	const char *state; /* running, exited, failed */
+	int exit_code;
+	const char *reason; /* may be NULL */
+	int64_t created_ms, ended_ms;
+} store_process;
+int store_process_save(store *st, const store_process *p);
+typedef void (*store_process_fn)(void *ctx, const store_process *p);
+int store_process_each(store *st, store_process_fn fn, void *ctx);
+
 /* ---- workers ------------------------------------------------------------ */
 int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);

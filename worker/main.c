@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "worker/worker.h"
 
@@ -21,6 +22,26 @@ static const char *env_or(const char *name, const char *fallback)
 	return v && v[0] ? v : fallback;
 }
 
+/* --run: one function, once, as the body of a strand Process. */
+static int run_once(const char *function, const char *arg, const char *plugin_path)
+{
+	worker_fns *fns = worker_fns_new(plugin_path);
+	cm_buf out;
+	int ok = 0;
+
+	cm_buf_init(&out);
+	if (!fns ||
+	    worker_fns_run(fns, function, arg, strlen(arg), NULL, 0, 0, (uint64_t)getpid(), &out, &ok) != CM_OK) {
+		fprintf(stderr, "strand-worker: out of memory\n");
+		ok = 0;
+	} else {
+		fprintf(ok ? stdout : stderr, "%s\n", out.data ? out.data : "");
+	}
+	cm_buf_fini(&out);
+	worker_fns_free(fns);
+	return ok ? 0 : 1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strand-worker [options]\n"
@@ -31,6 +52,9 @@ static void usage(FILE *f)
 	           "  --secret S             the pool's secret (STRAND_SECRET)\n"
 	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
+	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
+	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
+	           "  --arg JSON             the argument for --run (default null)\n"
 	           "  --help                 this text\n");
 }
 
@@ -43,6 +67,8 @@ int main(int argc, char **argv)
 	        {"secret", required_argument, NULL, 's'},
 	        {"plugin-path", required_argument, NULL, 'P'},
 	        {"gateway-timeout", required_argument, NULL, 't'},
+	        {"run", required_argument, NULL, 'r'},
+	        {"arg", required_argument, NULL, 'a'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -55,8 +81,9 @@ int main(int argc, char **argv)
 	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	};
 	struct sigaction sa;
+	const char *run = NULL;
+	const char *arg = "null";
 	int c;
-
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': cfg.hub = optarg; break;
@@ -65,10 +92,14 @@ int main(int argc, char **argv)
 		case 's': cfg.secret = optarg; break;
 		case 'P': cfg.plugin_path = optarg; break;
 		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
+		case 'r': run = optarg; break;
+		case 'a': arg = optarg; break;
 		case 'H': usage(stdout); return 0;
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
 	}
+	if (run)
+		return run_once(run, arg, cfg.plugin_path);
 	if (!cfg.pool_id || !cfg.worker_id) {
 		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");
 		return 64;

@@ -29,7 +29,8 @@ typedef struct response {
 } response;
 
 /* Starts a gateway with a new database; extra_args (NULL-terminated, may be
- * NULL) are added to its command line. Fails the test if it does not
+ * NULL, and kept for gateway_restart: it must outlive the gateway) are added
+ * to its command line. Fails the test if it does not
  * answer /healthz within a few seconds. */
 void gateway_start(gateway *g, const char *const *extra_args);
 /* Starts again on the same database and ports (after gateway_stop/kill). */

@@ -1,0 +1,240 @@
+/*
+ * Process over REST (multiprocessing.Process, `fiber run`): a program and a
+ * function run once, exit codes, logs, join with ?wait=, terminate, a
+ * process surviving a gateway SIGKILL, bad requests; and a function process
+ * in a container when a Docker engine answers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static gateway g;
+static const char *const args[] = {"--image", "strand-worker:latest", NULL};
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, args);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gateway_cleanup(&g);
+	return 0;
+}
+
+/* Starts a process; returns its id (new string). */
+static char *start(const char *spec)
+{
+	response r = http(&g, "POST", "/v1/processes", spec, NULL);
+	char *id;
+
+	if (r.status != 201)
+		fail_msg("start: %ld %s", r.status, r.body);
+	assert_non_null(strstr(r.location, "/v1/processes/r-"));
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+/* Joins (waits up to 30 s); returns the process (new reference). */
+static json_t *join(const char *id)
+{
+	char path[128];
+	response r;
+	json_t *p;
+
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=30", id);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	p = json_incref(r.json);
+	response_free(&r);
+	return p;
+}
+
+static char *logs(const char *id)
+{
+	char path[128];
+	response r;
+	char *text;
+
+	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.content_type, "text/plain"));
+	text = strdup(r.body);
+	response_free(&r);
+	return text;
+}
+
+static void test_program_exit_code_env_and_logs(void **state)
+{
+	(void)state;
+	char *id = start("{\"command\":[\"sh\",\"-c\",\"echo hello $WHO; echo trouble >&2; exit 3\"],"
+	                 "\"env\":{\"WHO\":\"strand\"}}");
+	json_t *p = join(id);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 3);
+	json_decref(p);
+	char *out = logs(id);
+	assert_non_null(strstr(out, "hello strand"));
+	assert_non_null(strstr(out, "trouble"));
+	free(out);
+	free(id);
+}
+
+static void test_function_process(void **state)
+{
+	(void)state;
+	char *id = start("{\"function\":\"pi.so:pi_hits\",\"arg\":100000}");
+	json_t *p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = logs(id);
+	long hits = atol(out);
+	assert_true(hits > 77000 && hits < 80000);
+	free(out);
+	free(id);
+
+	id = start("{\"function\":\"fail\",\"arg\":\"no luck\"}");
+	p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 1);
+	json_decref(p);
+	out = logs(id);
+	assert_non_null(strstr(out, "no luck"));
+	free(out);
+	free(id);
+}
+
+static void test_join_and_terminate(void **state)
+{
+	char path[128];
+
+	(void)state;
+	/* ?wait=0: the state now, running. */
+	char *id = start("{\"command\":[\"sleep\",\"30\"]}");
+	snprintf(path, sizeof(path), "/v1/processes/%s", id);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "running");
+	pid_t pid = (pid_t)json_integer_value(json_object_get(r.json, "pid"));
+	assert_true(pid > 0 && process_alive(pid));
+	response_free(&r);
+	/* terminate(): answered once it is gone. */
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
+	assert_true(json_is_true(json_object_get(r.json, "terminated")));
+	assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), 128 + 15);
+	response_free(&r);
+	assert_false(process_alive(pid));
+	free(id);
+
+	/* join(): a short program, waited for. */
+	id = start("{\"command\":[\"sh\",\"-c\",\"sleep 0.3; exit 7\"]}");
+	json_t *p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 7);
+	json_decref(p);
+	free(id);
+	r = http(&g, "GET", "/v1/processes", NULL, NULL);
+	assert_true(json_array_size(json_object_get(r.json, "processes")) >= 2);
+	response_free(&r);
+}
+
+static void test_survives_gateway_kill(void **state)
+{
+	(void)state;
+	char *id = start("{\"command\":[\"sh\",\"-c\",\"sleep 1.5; echo done\"]}");
+	gateway_kill(&g);
+	gateway_restart(&g);
+	json_t *p = join(id);
+	/* Adopted, not lost: it ran to its end (its exit code went to another
+	 * parent, so only "exited" is known) and its output is there. */
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	json_decref(p);
+	char *out = logs(id);
+	assert_non_null(strstr(out, "done"));
+	free(out);
+	free(id);
+}
+
+static void test_bad_requests(void **state)
+{
+	static const struct {
+		const char *body;
+		long status;
+		const char *part;
+	} cases[] = {
+	        {"{}", 400, "either 'function'"},
+	        {"{\"function\":\"echo\",\"command\":[\"true\"]}", 400, "either 'function'"},
+	        {"{\"command\":[]}", 400, "'command'"},
+	        {"{\"command\":[\"true\"],\"env\":{\"A\":1}}", 400, "'env.A'"},
+	        {"{\"command\":[\"true\"],\"backend\":\"mesos\"}", 422, "unknown backend"},
+	        {"{\"function\":\"nosuch\"}", 422, "unknown function"},
+	        {"{\"command\":[\"true\"],\"resources\":{\"cpu\":-1}}", 400, "'resources.cpu'"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		response r = http(&g, "POST", "/v1/processes", cases[i].body, NULL);
+		if (r.status != cases[i].status || !strstr(r.body, cases[i].part))
+			fail_msg("%s: %ld %s", cases[i].body, r.status, r.body);
+		assert_string_equal(r.content_type, "application/problem+json");
+		response_free(&r);
+	}
+	response r = http(&g, "GET", "/v1/processes/r-0000000000000000", NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	/* A program that cannot start still ends: exit code 127, and why. */
+	char *id = start("{\"command\":[\"/nonexistent/program\"]}");
+	json_t *p = join(id);
+	assert_true(json_integer_value(json_object_get(p, "exit_code")) == 127 ||
+	            strcmp(json_string_value(json_object_get(p, "state")), "failed") == 0);
+	json_decref(p);
+	free(id);
+}
+
+static void test_function_process_in_a_container(void **state)
+{
+	(void)state;
+	if (system("docker info >/dev/null 2>&1") != 0 ||
+	    system(STRAND_SOURCE_DIR "/deploy/build-images.sh " STRAND_BUILD_DIR " latest >/dev/null") != 0) {
+		print_message("no Docker engine answers: skipped\n");
+		skip();
+	}
+	char *id = start("{\"function\":\"pi.so:pi_hits\",\"arg\":100000,\"backend\":\"docker\","
+	                 "\"resources\":{\"memory_mb\":64}}");
+	json_t *p = join(id);
+	assert_string_equal(json_string_value(json_object_get(p, "backend")), "docker");
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = logs(id); /* kept after the container is removed */
+	assert_true(atol(out) > 77000 && atol(out) < 80000);
+	free(out);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(docker ps -aq --filter label=strand.process=%s)\"", id);
+	assert_int_equal(system(cmd), 0);
+	free(id);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_program_exit_code_env_and_logs),
+	        cmocka_unit_test(test_function_process),
+	        cmocka_unit_test(test_join_and_terminate),
+	        cmocka_unit_test(test_survives_gateway_kill),
+	        cmocka_unit_test(test_bad_requests),
+	        cmocka_unit_test(test_function_process_in_a_container),
+	};
+	return cmocka_run_group_tests_name("processes", tests, setup, teardown);
+}
