@@ -65,16 +65,15 @@ const char *strand_client_error(const strand_client *c)
 	return c->error;
 }
 
-long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
+/* One request; the body comes back as it is (new, NUL-terminated). */
+static long perform(strand_client *c, const char *method, const char *path, json_t *body, sink *s)
 {
 	char url[2048];
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	sink s = {0};
 	long status = 0;
 	CURLcode rc;
 
-	*reply = NULL;
 	h = curl_slist_append(h, "Expect:");
 	snprintf(url, sizeof(url), "%s%s", c->url, path);
 	curl_easy_reset(c->curl);
@@ -82,7 +81,7 @@ long strand_request(strand_client *c, const char *method, const char *path, json
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
 	if (text) {
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
@@ -93,16 +92,36 @@ long strand_request(strand_client *c, const char *method, const char *path, json
 		snprintf(c->error, sizeof(c->error), "%s %.300s: %s", method, url, curl_easy_strerror(rc));
 	} else {
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-		*reply = json_loadb(s.data ? s.data : "", s.len, 0, NULL);
 		if (status >= 300) {
-			const char *detail = json_string_value(json_object_get(*reply, "detail"));
+			json_t *j = json_loadb(s->data ? s->data : "", s->len, 0, NULL);
+			const char *detail = json_string_value(json_object_get(j, "detail"));
 			snprintf(c->error, sizeof(c->error), "%s %.200s: HTTP %ld: %.200s", method, path, status,
-			         detail ? detail : (s.data ? s.data : ""));
+			         detail ? detail : (s->data ? s->data : ""));
+			json_decref(j);
 		}
 	}
 	curl_slist_free_all(h);
 	free(text);
+	return status;
+}
+
+long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
+{
+	sink s = {0};
+	long status = perform(c, method, path, body, &s);
+
+	*reply = status ? json_loadb(s.data ? s.data : "", s.len, 0, NULL) : NULL;
 	free(s.data);
+	return status;
+}
+
+long strand_request_raw(strand_client *c, const char *method, const char *path, char **text, size_t *len)
+{
+	sink s = {0};
+	long status = perform(c, method, path, NULL, &s);
+
+	*text = s.data ? s.data : strdup("");
+	*len = s.len;
 	return status;
 }
 

@@ -24,6 +24,10 @@ const char *strand_client_error(const strand_client *c);
  * no answer came. */
 long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply);
 
+/* The same, for a body that is not JSON (logs): *text is new (free() it),
+ * NUL-terminated, *len long. */
+long strand_request_raw(strand_client *c, const char *method, const char *path, char **text, size_t *len);
+
 /* Pool(processes): spec is borrowed and may be NULL (defaults), id holds 32. */
 int strand_pool_create(strand_client *c, int processes, json_t *spec, char id[32]);
 /* Waits until the pool has `processes` connected workers (up to timeout_s). */

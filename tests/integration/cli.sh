@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The strand CLI against a real gateway: ids printed, results one JSON line
+# each, conventional exit codes (0 done, 1 refused or failed, 2 bad usage,
+# and a process's own code with `run --wait`), --help on every command, and
+# the progress bar when stdout is a terminal (script(1) gives it one).
+set -uo pipefail
+bin="$1"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$src/tests/integration/lib.sh"
+dir=$(mktemp -d /tmp/strand-test-cli-XXXXXX)
+trap 'kill -TERM $GATEWAY_PID 2>/dev/null; wait $GATEWAY_PID 2>/dev/null; rm -rf "$dir"' EXIT
+start_gateway "$bin" "$dir" || exit 1
+strand="$bin/strand"
+fails=0
+passes=0
+check() { # check NAME EXPECTED ACTUAL
+  if [ "$2" != "$3" ]; then
+    echo "FAIL $1: expected [$2], got [$3]"
+    fails=$((fails + 1))
+  else
+    echo "ok   $1"
+    passes=$((passes + 1))
+  fi
+}
+
+"$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
+"$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
+for c in run ps logs kill pool queue; do
+  "$strand" $c --help | grep -q usage; check "$c --help" 0 $?
+done
+
+pool=$("$strand" pool create --processes 2); check "pool id" "p-" "${pool:0:2}"
+out=$("$strand" pool map "$pool" echo 1 '"two"' '{"three":3}' --wait | tr '\n' ' ')
+check "map --wait results in order" '1 "two" {"three":3} ' "$out"
+job=$("$strand" pool map "$pool" fail boom)
+out=$("$strand" pool results "$job"); code=$?
+check "failed task: exit 1" 1 $code
+check "failed task: its error" '{"index":0,"error":"boom"}' "$out"
+"$strand" pool status "$job" | jq -e '.state == "done"' >/dev/null; check "status of a job" 0 $?
+"$strand" pool map p-0000000000000000 echo 1 >/dev/null 2>&1; check "unknown pool: exit 1" 1 $?
+bar=$(script -qc "$strand pool map $pool sleep 200 200 200 200 --wait" /dev/null | tr '\r' '\n' | grep -ac '^\[')
+[ "$bar" -ge 1 ]; check "progress bar on a terminal" 0 $?
+bar=$("$strand" pool map "$pool" sleep 10 --wait | grep -c '^\[')
+check "no progress bar when piped" 0 "$bar"
+"$strand" pool delete "$pool"; check "pool delete" 0 $?
+
+q=$("$strand" queue create)
+"$strand" queue put "$q" a 2 '[3]'; check "queue put" 0 $?
+out=$("$strand" queue get "$q" --max 5 | tr '\n' ' '); check "queue get: FIFO" '"a" 2 [3] ' "$out"
+out=$("$strand" queue get "$q" --wait 1); check "queue get: empty after wait" "" "$out"
+
+id=$("$strand" run -e WHO=cli -- sh -c 'echo hi $WHO'); check "run prints an id" "r-" "${id:0:2}"
+out=$("$strand" logs -f "$id"); check "logs -f" "hi cli" "$out"
+"$strand" ps | grep -q "$id"; check "ps lists it" 0 $?
+out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
+check "run --wait: its exit code" 5 $code
+check "run --wait: its output" "out" "$out"
+id=$("$strand" run -- sleep 30)
+out=$("$strand" kill "$id"); check "kill" "$id exited with code 143" "$out"
+"$strand" run >/dev/null 2>&1; check "run without a command" 2 $?
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
