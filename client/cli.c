@@ -93,19 +93,23 @@ static int cmd_run(strand_client *c, int argc, char **argv)
 		case 'v': json_array_append_new(vols, json_string(optarg)); break;
 		case 'e': {
 			char *eq = strchr(optarg, '=');
-			if (!eq)
-				return usage(run_help, EXIT_USAGE);
+			if (!eq) {
+				code = usage(run_help, EXIT_USAGE);
+				goto out;
+			}
 			*eq = '\0';
 			json_object_set_new(env, optarg, json_string(eq + 1));
 			break;
 		}
 		case 'w': wait = 1; break;
-		case 'h': return usage(run_help, 0);
-		default: return usage(run_help, EXIT_USAGE);
+		case 'h': code = usage(run_help, 0); goto out;
+		default: code = usage(run_help, EXIT_USAGE); goto out;
 		}
 	}
-	if (optind >= argc)
-		return usage(run_help, EXIT_USAGE);
+	if (optind >= argc) {
+		code = usage(run_help, EXIT_USAGE);
+		goto out;
+	}
 	json_t *cmd = json_array();
 	for (int i = optind; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));

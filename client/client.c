@@ -226,3 +226,58 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 			return 0;
 	}
 }
+
+int strand_manager_create(strand_client *c, const char *type, json_t *spec, char id[32])
+{
+	json_t *body = spec ? json_deep_copy(spec) : json_object();
+	int rc;
+
+	json_object_set_new(body, "type", json_string(type));
+	rc = expect(c, "POST", "/v1/managers", body, 201, id, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_manager_call(strand_client *c, const char *manager, const char *method, json_t *args, char call[32])
+{
+	char path[128];
+	json_t *body = json_pack("{s:s, s:o}", "method", method, "args", args ? json_incref(args) : json_array());
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls", manager);
+	rc = expect(c, "POST", path, body, 202, call, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_manager_get(strand_client *c, const char *manager, const char *call, int wait_s, json_t **result)
+{
+	char path[160];
+	json_t *reply;
+
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls/%s?wait=%d", manager, call, wait_s);
+	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		return -1;
+	if (strcmp(json_string_value(json_object_get(reply, "state")) ?: "", "done") != 0) {
+		snprintf(c->error, sizeof(c->error), "call %s: no result after %d s", call, wait_s);
+		json_decref(reply);
+		return -1;
+	}
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		snprintf(c->error, sizeof(c->error), "%s",
+		         json_string_value(json_object_get(reply, "error")) ?: "failed");
+		json_decref(reply);
+		return -1;
+	}
+	*result = json_incref(json_object_get(reply, "result"));
+	json_decref(reply);
+	return 0;
+}
+
+int strand_manager_shutdown(strand_client *c, const char *manager)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/managers/%s", manager);
+	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
+}

@@ -45,4 +45,15 @@ int strand_map(strand_client *c, const char *pool, const char *function, json_t 
 typedef int (*strand_result_fn)(void *ctx, json_int_t index, int ok, json_t *value);
 int strand_imap(strand_client *c, const char *job, int unordered, int page, strand_result_fn fn, void *ctx);
 
+/* AsyncManager: a manager hosting one object of type (dict, list, queue,
+ * counter, sleeper, LIB.so:TYPE); spec is borrowed, may be NULL; id holds 32. */
+int strand_manager_create(strand_client *c, const char *type, json_t *spec, char id[32]);
+/* Calls method with args (borrowed JSON array, may be NULL) and returns at
+ * once with the call's handle in call (32). */
+int strand_manager_call(strand_client *c, const char *manager, const char *method, json_t *args, char call[32]);
+/* The call's result (*result new), waiting for it up to wait_s. Returns 0,
+ * or -1 with the call's error (or the gateway's) in strand_client_error. */
+int strand_manager_get(strand_client *c, const char *manager, const char *call, int wait_s, json_t **result);
+int strand_manager_shutdown(strand_client *c, const char *manager);
+
 #endif

@@ -48,8 +48,8 @@ int cm_function_check(const char *name, char *detail, size_t detail_len)
 	const char *colon;
 	const char *bare;
 
-	if (strcmp(name, "exec") == 0)
-		return CM_OK;
+	if (strcmp(name, "exec") == 0 || strcmp(name, "manager") == 0)
+		return CM_OK; /* reserved: a command per task; a call to a hosted manager */
 	colon = strchr(name, ':');
 	if (colon && strncmp(name, "builtin:", 8) != 0) {
 		if (!is_library_name(name, (size_t)(colon - name)) || !is_ident(colon + 1, strlen(colon + 1))) {

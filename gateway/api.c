@@ -10,6 +10,8 @@
  *   GET    /v1/jobs/{id}
  *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
+ *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
+ *   POST   /v1/managers/{id}/calls       GET /v1/managers/{id}/calls/{cid}?wait=S
  *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
  *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}
  *   POST   /v1/pipes {duplex}            GET|DELETE /v1/pipes/{id}
@@ -563,6 +565,136 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 	return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
 }
 
+/* ---- managers ----------------------------------------------------------- */
+
+/* GET a call: its result once there, waiting up to wait_s. */
+static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const char *url, const char *cid,
+                                        int64_t wait_s)
+{
+	char detail[256] = "";
+	job_info info;
+	cm_buf b;
+	json_t *page, *item, *out;
+	int err;
+
+	if ((err = engine_job_info(a->engine, cid, &info)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such call" : NULL);
+	cm_buf_init(&b);
+	err = results_body(a, cid, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
+	page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+	cm_buf_fini(&b);
+	if (err != CM_OK)
+		return fail(c, err, url, detail);
+	item = json_array_get(json_object_get(page, "items"), 0);
+	if (!item) {
+		out = json_pack("{s:s, s:s}", "id", cid, "state", "pending");
+	} else if (json_is_true(json_object_get(item, "ok"))) {
+		json_t *v = json_object_get(item, "value");
+		out = json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "id", cid, "state", "done", "ok", 1, "result",
+		                json_object_get(v, "result"), "started_ms", json_object_get(v, "started_ms"),
+		                "ended_ms", json_object_get(v, "ended_ms"));
+	} else {
+		out = json_pack("{s:s, s:s, s:b, s:O}", "id", cid, "state", "done", "ok", 0, "error",
+		                json_object_get(item, "error"));
+	}
+	json_decref(page);
+	return send_json(c, 200, out, NULL);
+}
+
+static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *rest, const request *rq)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64], detail[256] = "", location[128];
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		if (strcmp(method, "GET") == 0) {
+			json_t *all = NULL, *p, *list = json_array();
+			size_t i;
+			if ((err = engine_pool_list(a->engine, &all)) != CM_OK)
+				return fail(c, err, url, NULL);
+			json_array_foreach (json_object_get(all, "pools"), i, p)
+				if (json_object_get(p, "type"))
+					json_array_append(list, p);
+			json_decref(all);
+			return send_json(c, 200, json_pack("{s:o}", "managers", list), NULL);
+		}
+		if (strcmp(method, "POST") != 0)
+			return problem(c, 405, url, "use GET or POST on /v1/managers");
+		pool_spec spec;
+		err = spec_manager_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend,
+		                         a->cfg->image, &spec, detail, sizeof(detail));
+		if (err == CM_OK)
+			err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
+		if (err != CM_OK)
+			return fail(c, err, url, detail);
+		snprintf(location, sizeof(location), "/v1/managers/%s", json_string_value(json_object_get(out, "id")));
+		return send_json(c, 201, out, location);
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	if (id[0] != 'm')
+		return problem(c, 404, url, "no such manager");
+	if (!sub || !sub[1]) {
+		if (strcmp(method, "GET") == 0)
+			err = engine_pool_get(a->engine, id, &out);
+		else if (strcmp(method, "DELETE") == 0)
+			err = engine_pool_delete(a->engine, id, &out);
+		else
+			return problem(c, 405, url, "use GET or DELETE on a manager");
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such manager" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(sub, "/calls") == 0 && strcmp(method, "POST") == 0) {
+		/* A call is a one-task job of the reserved function "manager". */
+		json_error_t jerr;
+		json_t *body = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, 0, &jerr);
+		json_t *m = json_object_get(body, "method"), *args = json_object_get(body, "args");
+		const char *k;
+		json_t *v;
+		int extra = 0;
+		json_object_foreach (body, k, v)
+			extra |= strcmp(k, "method") != 0 && strcmp(k, "args") != 0;
+		if (!json_is_object(body) || !json_is_string(m) || (args && !json_is_array(args)) || extra) {
+			json_decref(body);
+			return problem(c, 400, url, "a call is {\"method\": NAME, \"args\": [...]}");
+		}
+		json_t *call = json_pack("{s:O, s:o}", "method", m, "args", args ? json_incref(args) : json_array());
+		char *arg = json_dumps(call, JSON_COMPACT);
+		size_t len = arg ? strlen(arg) : 0;
+		char *fn = strdup("manager");
+		map_spec spec = {.function = fn,
+		                 .args = &arg,
+		                 .lens = &len,
+		                 .nargs = 1,
+		                 .chunksize = 1,
+		                 .max_attempts = 1,
+		                 .retry_errors = 0};
+		json_decref(call);
+		json_decref(body);
+		err = arg && fn ? engine_map(a->engine, id, &spec, NULL, &out, detail, sizeof(detail)) : CM_ENOMEM;
+		free(spec.function);
+		free(arg);
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such manager" : detail);
+		const char *cid = json_string_value(json_object_get(out, "id"));
+		snprintf(location, sizeof(location), "/v1/managers/%s/calls/%s", id, cid);
+		json_t *handle = json_pack("{s:s, s:s, s:s, s:s}", "id", cid, "manager", id, "state", "pending", "href",
+		                           location);
+		json_decref(out);
+		return send_json(c, 202, handle, location);
+	}
+	if (strncmp(sub, "/calls/", 7) == 0 && strcmp(method, "GET") == 0) {
+		int64_t wait_s = 0;
+		if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+			return problem(c, 400, url, detail);
+		return manager_call_get(a, c, url, sub + 7, wait_s);
+	}
+	return problem(c, 404, url, "use POST .../calls, GET .../calls/{id}");
+}
+
 /* ---- processes ---------------------------------------------------------- */
 
 static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
@@ -705,6 +837,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_jobs(a, c, url, method, url + 9);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
+	if (strncmp(url, "/v1/managers", 12) == 0 && (url[12] == '\0' || url[12] == '/'))
+		return route_managers(a, c, url, method, url[12] ? url + 13 : "", rq);
 	if (strncmp(url, "/v1/processes", 13) == 0 && (url[13] == '\0' || url[13] == '/'))
 		return route_processes(a, c, url, method, url[13] ? url + 14 : "", rq);
 	if (strncmp(url, "/v1/pipes", 9) == 0 && (url[9] == '\0' || url[9] == '/'))

@@ -23,7 +23,7 @@ typedef struct backend_worker_spec {
 	const char *hub;
 	const char *worker_bin; /* local */
 	const char *plugin_path; /* local */
-	const pool_spec *spec; /* resources, image, volumes */
+	const pool_spec *spec; /* resources, image, volumes, manager */
 } backend_worker_spec;
 
 /* Anything a backend can run: a worker, or the body of a Process. */

@@ -191,8 +191,8 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
                         size_t detail_len)
 {
-	char env[4][600], labels[2][160];
-	char *envp[4], *labelp[2];
+	char env[5][600], labels[2][160];
+	char *envp[5], *labelp[2];
 	backend_run_spec r = {.env = envp, .nenv = 4, .labels = labelp, .nlabels = 2, .spec = w->spec};
 
 	snprintf(env[0], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
@@ -201,7 +201,9 @@ static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BA
 	snprintf(env[3], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
 	snprintf(labels[0], sizeof(labels[0]), "strand.pool=%s", w->pool_id);
 	snprintf(labels[1], sizeof(labels[0]), "strand.worker=%s", w->worker_id);
-	for (int i = 0; i < 4; i++)
+	if (w->spec->manager[0])
+		snprintf(env[r.nenv++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
+	for (size_t i = 0; i < r.nenv; i++)
 		envp[i] = env[i];
 	labelp[0] = labels[0];
 	labelp[1] = labels[1];

@@ -87,8 +87,8 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
                        size_t detail_len)
 {
-	char env[5][600];
-	char *envp[5];
+	char env[6][600];
+	char *envp[6];
 	char *argv[] = {(char *)w->worker_bin};
 	size_t n = 0;
 	backend_run_spec run = {.argv = argv, .argc = 1, .env = envp, .spec = w->spec};
@@ -99,6 +99,8 @@ static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BAC
 	snprintf(env[n++], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
 	if (w->plugin_path && w->plugin_path[0])
 		snprintf(env[n++], sizeof(env[0]), "STRAND_PLUGIN_PATH=%.500s", w->plugin_path);
+	if (w->spec && w->spec->manager[0])
+		snprintf(env[n++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
 	for (size_t i = 0; i < n; i++)
 		envp[i] = env[i];
 	run.nenv = n;

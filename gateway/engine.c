@@ -381,6 +381,8 @@ static json_t *pool_json(const pool *p)
 		json_object_set_new(o, "reason", json_string(p->reason));
 	if (o && strcmp(p->backend->name, "docker") == 0)
 		json_object_set_new(o, "image", json_string(p->spec.image));
+	if (o && p->spec.manager[0])
+		json_object_set_new(o, "type", json_string(p->spec.manager));
 	return o;
 }
 
@@ -833,9 +835,9 @@ static void handle_pool_create(engine *e, op *o)
 		o->err = CM_ENOMEM;
 		return;
 	}
-	cm_id_new('p', p->id);
-	cm_random_hex(p->secret, 16);
 	p->spec = *o->pool_spec;
+	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
+	cm_random_hex(p->secret, 16);
 	p->backend = backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
 	spec_json = spec_pool_json(&p->spec);
@@ -1486,6 +1488,15 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 	}
 	if (p->state == POOL_FAILED)
 		return;
+	if (p->spec.manager[0] && p->workers_lost > 0) {
+		/* A manager's state lived in its one process: a new one would
+		 * silently start from nothing. */
+		char reason[400];
+		snprintf(reason, sizeof(reason), "the manager process ended, and its state with it%s%.300s",
+		         p->last_words[0] ? ": " : "", p->last_words);
+		pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
 	if (p->fail_streak >= 3 + p->spec.processes) {
 		char reason[480];
 		snprintf(reason, sizeof(reason),

@@ -83,9 +83,8 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                     pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes",    "backend",      "resources",
-	                                   "max_attempts", "retry_errors", "timeout_s",
-	                                   "image",        "volumes",      NULL};
+	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", "retry_errors",
+	                                   "timeout_s", "image",   "volumes",   "manager",      NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3};
 	json_t *root = NULL;
@@ -140,6 +139,15 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 			err = CM_EUNSUPPORTED;
 			goto out;
 		}
+	}
+	v = json_object_get(root, "manager");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || json_string_length(v) >= sizeof(spec.manager)) {
+			snprintf(detail, detail_len, "field 'manager' must be a manager type");
+			err = CM_EINVAL;
+			goto out;
+		}
+		snprintf(spec.manager, sizeof(spec.manager), "%s", json_string_value(v));
 	}
 	snprintf(spec.image, sizeof(spec.image), "%s", default_image);
 	v = json_object_get(root, "image");
@@ -224,6 +232,8 @@ char *spec_pool_json(const pool_spec *spec)
 	for (int i = 0; i < spec->nvolumes; i++)
 		json_array_append_new(vols, json_string(spec->volumes[i]));
 	json_object_set_new(o, "image", json_string(spec->image));
+	if (spec->manager[0])
+		json_object_set_new(o, "manager", json_string(spec->manager));
 	json_object_set_new(o, "volumes", vols);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -613,6 +623,52 @@ out:
 	free(run_text);
 	json_decref(run);
 	spec_process_fini(&spec);
+	json_decref(root);
+	return err;
+}
+
+int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                       pool_spec *out, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"type", "backend", "image", "resources", "volumes", NULL};
+	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
+	json_t *root = NULL, *type;
+	char *text = NULL;
+	int err, known = 0;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	type = json_object_get(root, "type");
+	if (!json_is_string(type)) {
+		snprintf(detail, detail_len,
+		         "field 'type' is required: dict, list, queue, counter, sleeper or LIB.so:TYPE");
+		err = CM_EINVAL;
+		goto out;
+	}
+	for (int i = 0; builtin[i]; i++)
+		known |= strcmp(json_string_value(type), builtin[i]) == 0;
+	if (!known && (!strchr(json_string_value(type), ':') ||
+	               cm_function_check(json_string_value(type), detail, detail_len) != CM_OK)) {
+		snprintf(detail, detail_len,
+		         "unknown manager type '%.100s': dict, list, queue, counter, sleeper or LIB.so:TYPE",
+		         json_string_value(type));
+		err = CM_EUNSUPPORTED;
+		goto out;
+	}
+	/* A manager is a pool of one worker, its calls never retried: its
+	 * state lives in that one process. */
+	json_object_set(root, "manager", type);
+	json_object_del(root, "type");
+	json_object_set_new(root, "processes", json_integer(1));
+	json_object_set_new(root, "max_attempts", json_integer(1));
+	if (!(text = json_dumps(root, JSON_COMPACT)))
+		err = CM_ENOMEM;
+	else
+		err = spec_pool_parse(text, strlen(text), default_backend, default_image, out, detail, detail_len);
+out:
+	free(text);
 	json_decref(root);
 	return err;
 }

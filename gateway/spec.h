@@ -27,6 +27,7 @@ typedef struct pool_spec {
 	char image[256]; /* docker: the worker image */
 	char volumes[SPEC_MAX_VOLUMES][256]; /* docker: "name:/path" or "/host:/path[:ro]" */
 	int nvolumes;
+	char manager[300]; /* a manager: the type its one worker hosts; "" for a pool */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent
@@ -35,6 +36,11 @@ typedef struct pool_spec {
  * backend: 422), with the reason in detail. */
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                     pool_spec *out, char *detail, size_t detail_len);
+/* Parses POST /v1/managers: {type, backend, image, resources, volumes}; a
+ * manager is a pool of one worker hosting an object of that type (dict,
+ * list, queue, counter, sleeper or LIB.so:TYPE), never retried. */
+int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                       pool_spec *out, char *detail, size_t detail_len);
 /* The canonical JSON of a pool spec: a new string, free() it. */
 char *spec_pool_json(const pool_spec *spec);
 

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "worker/manager.h"
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
@@ -34,6 +35,7 @@ typedef struct plugin_entry {
 
 struct worker_fns {
 	char *plugin_path;
+	worker_manager *manager;
 	plugin_entry cache[PLUGIN_CACHE];
 	size_t ncache;
 };
@@ -49,10 +51,17 @@ worker_fns *worker_fns_new(const char *plugin_path)
 	return fns;
 }
 
+void worker_fns_host(worker_fns *fns, worker_manager *m)
+{
+	worker_manager_free(fns->manager);
+	fns->manager = m;
+}
+
 void worker_fns_free(worker_fns *fns)
 {
 	if (!fns)
 		return;
+	worker_manager_free(fns->manager);
 	/* Libraries stay loaded until exit: a plugin may have started threads
 	 * or registered destructors that dlclose would pull out from under. */
 	for (size_t i = 0; i < fns->ncache; i++)
@@ -388,6 +397,11 @@ int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_
 		return set_error(out, ok, "%s", detail);
 	if (strcmp(function, "exec") == 0)
 		return run_exec(command, ncommand, arg, arg_len, timeout_ms, out, ok);
+	if (strcmp(function, "manager") == 0) {
+		if (!fns->manager)
+			return set_error(out, ok, "this worker hosts no manager");
+		return worker_manager_call(fns->manager, arg, arg_len, out, ok);
+	}
 	if (strchr(function, ':') && strncmp(function, "builtin:", 8) != 0)
 		return run_plugin(fns, function, arg, arg_len, out, ok);
 	return run_builtin(cm_function_builtin_name(function), arg, arg_len, seed, out, ok);

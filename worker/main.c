@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	        .secret = env_or("STRAND_SECRET", ""),
 	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
 	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
+	        .manager = env_or("STRAND_MANAGER_TYPE", NULL),
 	};
 	struct sigaction sa;
 	const char *run = NULL;

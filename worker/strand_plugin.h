@@ -21,4 +21,19 @@
 
 typedef int strand_plugin_fn(const char *arg, size_t arg_len, char **out);
 
+/*
+ * A manager type (the object an AsyncManager hosts), named LIB.so:TYPE:
+ *
+ *   void *TYPE_new(void);                          the object, or NULL
+ *   int   TYPE_call(void *self, const char *method, const char *args, char **out);
+ *   void  TYPE_free(void *self);
+ *
+ * args is a JSON array. TYPE_call follows the rules of a plugin function:
+ * 0 and a malloc'd JSON result, or non-zero and a malloc'd message. Calls
+ * come one at a time, in the order they were made.
+ */
+typedef void *strand_manager_new_fn(void);
+typedef int strand_manager_call_fn(void *self, const char *method, const char *args, char **out);
+typedef void strand_manager_free_fn(void *self);
+
 #endif

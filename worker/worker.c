@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "proto/frame.h"
+#include "worker/manager.h"
 #include "worker/worker.h"
 
 #define BUDGET_MS 20.0
@@ -285,6 +286,17 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	w.fns = worker_fns_new(cfg->plugin_path);
 	if (!w.fns)
 		return 1;
+	if (cfg->manager) {
+		worker_manager *m = NULL;
+		char *why = NULL;
+		if (worker_manager_new(cfg->manager, cfg->plugin_path, &m, &why) != CM_OK) {
+			cm_error("cannot host a manager: %s", why ? why : "out of memory");
+			free(why);
+			worker_fns_free(w.fns);
+			return 1;
+		}
+		worker_fns_host(w.fns, m);
+	}
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	pthread_cond_init(&w.hub, NULL);

@@ -21,6 +21,7 @@ typedef struct worker_config {
 	const char *secret;
 	const char *plugin_path; /* colon-separated folders, may be NULL */
 	int gateway_timeout_s; /* exit when the gateway stays away this long */
+	const char *manager; /* the type this worker hosts as a manager, or NULL */
 } worker_config;
 
 /* Runs until the gateway says stop, refuses us, stays away too long, or
@@ -33,6 +34,9 @@ int worker_run(const worker_config *cfg, volatile int *stop);
  * CM_ENOMEM. The plugin cache lives in fns (caller storage). */
 typedef struct worker_fns worker_fns;
 worker_fns *worker_fns_new(const char *plugin_path);
+/* Hosts a manager object: the task function "manager" calls it. Stolen. */
+struct worker_manager;
+void worker_fns_host(worker_fns *fns, struct worker_manager *m);
 void worker_fns_free(worker_fns *fns);
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
                    size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);

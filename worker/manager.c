@@ -1,0 +1,268 @@
+/*
+ * The object a manager worker hosts (STRAND_MANAGER_TYPE), called through
+ * the reserved task function "manager" with {"method": M, "args": [...]}.
+ * Builtin types keep their state in jansson values; plugin types
+ * (LIB.so:TYPE) in whatever TYPE_new returned. Runs on the executor thread,
+ * one call at a time.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker/manager.h"
+#include "worker/strand_plugin.h"
+
+struct worker_manager {
+	char type[300];
+	json_t *state; /* builtin types */
+	void *self; /* plugin types */
+	strand_manager_call_fn *call;
+	strand_manager_free_fn *destroy;
+};
+
+static int fail(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(char **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(err, fmt, ap) < 0)
+		*err = NULL;
+	va_end(ap);
+	return CM_EINVAL;
+}
+
+int worker_manager_new(const char *type, const char *plugin_path, worker_manager **out, char **err)
+{
+	worker_manager *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return CM_ENOMEM;
+	snprintf(m->type, sizeof(m->type), "%s", type);
+	if (strcmp(type, "dict") == 0)
+		m->state = json_object();
+	else if (strcmp(type, "list") == 0 || strcmp(type, "queue") == 0)
+		m->state = json_array();
+	else if (strcmp(type, "counter") == 0 || strcmp(type, "sleeper") == 0)
+		m->state = json_integer(0);
+	else {
+		const char *colon = strchr(type, ':');
+		char lib[256], sym[200], path[4096];
+		void *h = NULL;
+		strand_manager_new_fn *make;
+		if (!colon || !plugin_path) {
+			free(m);
+			return fail(err,
+			            "unknown manager type '%s' (dict, list, queue, counter, sleeper or LIB.so:TYPE)",
+			            type);
+		}
+		snprintf(lib, sizeof(lib), "%.*s", (int)(colon - type), type);
+		char *dirs = strdup(plugin_path), *save = NULL;
+		for (char *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !h; d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", d, lib);
+			if (access(path, R_OK) == 0)
+				h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+		free(dirs);
+		snprintf(sym, sizeof(sym), "%s_new", colon + 1);
+		*(void **)&make = h ? dlsym(h, sym) : NULL;
+		snprintf(sym, sizeof(sym), "%s_call", colon + 1);
+		*(void **)&m->call = h ? dlsym(h, sym) : NULL;
+		snprintf(sym, sizeof(sym), "%s_free", colon + 1);
+		*(void **)&m->destroy = h ? dlsym(h, sym) : NULL;
+		if (!make || !m->call || !m->destroy || !(m->self = make())) {
+			free(m);
+			return fail(err, "manager type %s: %s", type,
+			            !h ? "library not found on the plugin path"
+			               : "no TYPE_new, TYPE_call and TYPE_free");
+		}
+	}
+	*out = m;
+	return CM_OK;
+}
+
+void worker_manager_free(worker_manager *m)
+{
+	if (!m)
+		return;
+	if (m->self)
+		m->destroy(m->self);
+	json_decref(m->state);
+	free(m);
+}
+
+static json_t *arg(json_t *args, size_t i)
+{
+	return json_array_get(args, i);
+}
+
+/* Builtin types. Returns the result (new reference) or NULL with *err set. */
+static json_t *builtin(worker_manager *m, const char *method, json_t *args, char **err)
+{
+	json_t *s = m->state;
+
+	if (strcmp(m->type, "dict") == 0) {
+		const char *k = json_string_value(arg(args, 0));
+		if (strcmp(method, "len") == 0)
+			return json_integer((json_int_t)json_object_size(s));
+		if (strcmp(method, "keys") == 0 || strcmp(method, "items") == 0) {
+			json_t *out = json_array(), *v;
+			const char *key;
+			json_object_foreach (s, key, v)
+				json_array_append_new(out,
+				                      method[0] == 'k' ? json_string(key) : json_pack("[sO]", key, v));
+			return out;
+		}
+		if (strcmp(method, "update") == 0 && json_is_object(arg(args, 0))) {
+			json_object_update(s, arg(args, 0));
+			return json_null();
+		}
+		if (!k && (!strcmp(method, "set") || !strcmp(method, "get") || !strcmp(method, "del"))) {
+			fail(err, "dict.%s: the first argument must be a string key", method);
+			return NULL;
+		}
+		if (strcmp(method, "set") == 0 && arg(args, 1)) {
+			json_object_set(s, k, arg(args, 1));
+			return json_null();
+		}
+		if (strcmp(method, "get") == 0) {
+			json_t *v = json_object_get(s, k);
+			if (v)
+				return json_incref(v);
+			if (arg(args, 1))
+				return json_incref(arg(args, 1));
+			fail(err, "KeyError: %s", k);
+			return NULL;
+		}
+		if (strcmp(method, "del") == 0) {
+			if (json_object_del(s, k) != 0) {
+				fail(err, "KeyError: %s", k);
+				return NULL;
+			}
+			return json_null();
+		}
+	} else if (strcmp(m->type, "list") == 0 || strcmp(m->type, "queue") == 0) {
+		size_t n = json_array_size(s);
+		if (strcmp(method, "len") == 0 || strcmp(method, "size") == 0 || strcmp(method, "qsize") == 0)
+			return json_integer((json_int_t)n);
+		if (strcmp(method, "empty") == 0)
+			return json_boolean(n == 0);
+		if ((strcmp(method, "append") == 0 || strcmp(method, "put") == 0) && arg(args, 0)) {
+			json_array_append(s, arg(args, 0));
+			return json_null();
+		}
+		if (strcmp(method, "extend") == 0 && json_is_array(arg(args, 0))) {
+			json_array_extend(s, arg(args, 0));
+			return json_null();
+		}
+		if (strcmp(method, "items") == 0)
+			return json_deep_copy(s);
+		if (strcmp(method, "get") == 0 && strcmp(m->type, "list") == 0) {
+			json_int_t i = json_integer_value(arg(args, 0));
+			if (i < 0)
+				i += (json_int_t)n;
+			if (i < 0 || (size_t)i >= n) {
+				fail(err, "IndexError: list index out of range");
+				return NULL;
+			}
+			return json_incref(json_array_get(s, (size_t)i));
+		}
+		if (strcmp(method, "pop") == 0 || strcmp(method, "get") == 0) {
+			/* list.pop() takes from the end, queue.get() from the front */
+			size_t i = strcmp(m->type, "queue") == 0 ? 0 : n - 1;
+			json_t *v;
+			if (n == 0) {
+				fail(err, "%s",
+				     strcmp(m->type, "queue") == 0 ? "Empty: the queue is empty"
+				                                   : "IndexError: pop from empty list");
+				return NULL;
+			}
+			v = json_incref(json_array_get(s, i));
+			json_array_remove(s, i);
+			return v;
+		}
+	} else if (strcmp(m->type, "counter") == 0) {
+		json_int_t v = json_integer_value(s);
+		if (strcmp(method, "get") == 0)
+			return json_integer(v);
+		if (strcmp(method, "add") == 0 || strcmp(method, "increment") == 0) {
+			v += arg(args, 0) ? json_integer_value(arg(args, 0)) : 1;
+			json_integer_set(s, v);
+			return json_integer(v);
+		}
+		if (strcmp(method, "set") == 0 && json_is_integer(arg(args, 0))) {
+			json_integer_set(s, json_integer_value(arg(args, 0)));
+			return json_null();
+		}
+	} else if (strcmp(m->type, "sleeper") == 0 && strcmp(method, "sleep") == 0) {
+		/* For demos and tests: a call that takes a known time. */
+		double ms = json_number_value(arg(args, 0));
+		struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000.0 * (double)(time_t)(ms / 1000)) * 1e6)};
+		while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		return json_real(ms);
+	}
+	fail(err, "%s has no method %s with these arguments", m->type, method);
+	return NULL;
+}
+
+int worker_manager_call(worker_manager *m, const char *arg_json, size_t len, cm_buf *out, int *ok)
+{
+	json_t *call = json_loadb(arg_json, len, 0, NULL);
+	const char *method = json_string_value(json_object_get(call, "method"));
+	json_t *args = json_object_get(call, "args");
+	json_t *none = json_array(); /* for a call without args */
+	struct timespec t0, t1;
+	char *err = NULL;
+	char *text = NULL;
+	int rc = CM_OK;
+
+	*ok = 0;
+	clock_gettime(CLOCK_REALTIME, &t0);
+	if (!method || (args && !json_is_array(args))) {
+		fail(&err, "a call is {\"method\": NAME, \"args\": [...]}");
+	} else if (m->self) {
+		char *args_text = json_dumps(args ? args : none, JSON_COMPACT);
+		char *res = NULL;
+		if (m->call(m->self, method, args_text ? args_text : "[]", &res) == 0 && res) {
+			json_t *v = json_loads(res, JSON_DECODE_ANY, NULL);
+			if (v) {
+				text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+				json_decref(v);
+			} else {
+				fail(&err, "%s.%s: result is not JSON", m->type, method);
+			}
+			free(res);
+		} else {
+			err = res ? res : strdup("failed");
+		}
+		free(args_text);
+	} else {
+		json_t *v = builtin(m, method, args ? args : none, &err);
+		if (v) {
+			text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+			json_decref(v);
+		}
+	}
+	clock_gettime(CLOCK_REALTIME, &t1);
+	if (text) {
+		/* The call's own start and end: AsyncManager callers see overlap. */
+		*ok = 1;
+		rc = cm_buf_printf(out, "{\"result\":%s,\"started_ms\":%lld,\"ended_ms\":%lld}", text,
+		                   (long long)t0.tv_sec * 1000 + t0.tv_nsec / 1000000,
+		                   (long long)t1.tv_sec * 1000 + t1.tv_nsec / 1000000);
+	} else {
+		rc = cm_buf_puts(out, err ? err : "out of memory");
+	}
+	free(text);
+	free(err);
+	json_decref(none);
+	json_decref(call);
+	return rc;
+}

@@ -1,0 +1,18 @@
+/* The object a manager worker hosts; see manager.c. Not thread-safe: the
+ * executor thread alone calls it. */
+#ifndef WORKER_MANAGER_H
+#define WORKER_MANAGER_H
+
+#include "common/common.h"
+
+typedef struct worker_manager worker_manager;
+
+/* type: dict, list, queue, counter, sleeper, or LIB.so:TYPE found on
+ * plugin_path. *out is new. On failure *err is a new message (free it). */
+int worker_manager_new(const char *type, const char *plugin_path, worker_manager **out, char **err);
+void worker_manager_free(worker_manager *m);
+/* Runs one call, arg {"method": M, "args": [...]}; appends
+ * {"result": R, "started_ms": T0, "ended_ms": T1} or the error text. */
+int worker_manager_call(worker_manager *m, const char *arg, size_t len, cm_buf *out, int *ok);
+
+#endif
