@@ -12,6 +12,7 @@
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
  *   POST   /v1/managers/{id}/calls       GET /v1/managers/{id}/calls/{cid}?wait=S
+ *   POST   /v1/rings {size, ...}         GET|DELETE /v1/rings/{id}[?wait=S]
  *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
  *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}
  *   POST   /v1/pipes {duplex}            GET|DELETE /v1/pipes/{id}
@@ -695,6 +696,56 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 	return problem(c, 404, url, "use POST .../calls, GET .../calls/{id}");
 }
 
+/* ---- rings --------------------------------------------------------------- */
+
+static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                   const char *rest, const request *rq)
+{
+	char detail[256] = "", location[64];
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		process_spec spec;
+		int size = 0;
+		if (strcmp(method, "POST") != 0)
+			return problem(c, 405, url, "start a ring with POST /v1/rings");
+		err = spec_ring_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, a->cfg->image,
+		                      &spec, &size, detail, sizeof(detail));
+		if (err != CM_OK)
+			return fail(c, err, url, detail);
+		err = engine_ring_start(a->engine, &spec, size, &out, detail, sizeof(detail));
+		spec_process_fini(&spec);
+		if (err != CM_OK)
+			return fail(c, err, url, detail);
+		snprintf(location, sizeof(location), "/v1/rings/%s", json_string_value(json_object_get(out, "id")));
+		return send_json(c, 201, out, location);
+	}
+	if (strchr(rest, '/'))
+		return problem(c, 404, url, "no such ring resource");
+	if (strcmp(method, "DELETE") == 0) {
+		if ((err = engine_ring_delete(a->engine, rest, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such ring" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "use GET or DELETE on a ring");
+	int64_t wait_s = 0;
+	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	int64_t deadline = cm_now_ms() + wait_s * 1000;
+	for (;;) {
+		uint64_t gen = engine_generation(a->engine);
+		if ((err = engine_ring_get(a->engine, rest, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such ring" : NULL);
+		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
+		    engine_wait(a->engine, gen, deadline) != CM_OK)
+			break;
+		json_decref(out);
+	}
+	return send_json(c, 200, out, NULL);
+}
+
 /* ---- processes ---------------------------------------------------------- */
 
 static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
@@ -837,6 +888,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_jobs(a, c, url, method, url + 9);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
+	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
+		return route_rings(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/managers", 12) == 0 && (url[12] == '\0' || url[12] == '/'))
 		return route_managers(a, c, url, method, url[12] ? url + 13 : "", rq);
 	if (strncmp(url, "/v1/processes", 13) == 0 && (url[13] == '\0' || url[13] == '/'))

@@ -24,10 +24,13 @@
  * UPDATE per range.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +78,9 @@ typedef enum op_kind {
 	OP_PROC_LIST,
 	OP_PROC_DELETE,
 	OP_PROC_LOGS,
+	OP_RING_START,
+	OP_RING_GET,
+	OP_RING_DELETE,
 } op_kind;
 
 struct pool;
@@ -97,8 +103,9 @@ typedef struct op {
 	size_t nitems;
 	int64_t max;
 	int64_t deadline;
-	/* OP_PROC_START */
+	/* OP_PROC_START, OP_RING_START */
 	const process_spec *proc;
+	int ring_size;
 	/* OP_PULL */
 	Strand__Pull *pull;
 	hub_slot *slot;
@@ -145,6 +152,18 @@ typedef struct process {
 	struct op *waiters; /* DELETEs waiting for it to end */
 	struct process *next;
 } process;
+
+/* A Ring: size processes that find each other through MASTER_ADDR and
+ * MASTER_PORT (torch.distributed's env:// names). */
+typedef struct ring {
+	char id[20];
+	int size;
+	int master_port;
+	char members[SPEC_MAX_RING][20];
+	int64_t created_ms;
+	struct op *waiters; /* DELETEs waiting for every member to end */
+	struct ring *next;
+} ring;
 
 typedef struct range {
 	int64_t lo, hi;
@@ -222,6 +241,7 @@ struct engine {
 	pool *pools;
 	queue *queues;
 	process *processes;
+	ring *rings;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	int64_t next_job, next_task;
@@ -1218,20 +1238,24 @@ static process *process_add(engine *e, const char *id, backend *b, const char *s
 	return pr;
 }
 
-static void handle_proc_start(engine *e, op *o)
+/* Starts one process of spec s, with extra environment (for ring members).
+ * Returns it, also when it could not start (state failed, and why), or NULL
+ * with *err set. */
+static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
 {
-	const process_spec *s = o->proc;
 	backend *b = backend_for(e, s->run.backend);
 	char id[20], label[64], plugins[2200];
-	char *argv[6], *env[260], *labels[1];
+	char *argv[6], *env[270], *labels[1];
 	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
 	process *pr;
 
 	cm_id_new('r', id);
 	if (!b || !(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
-		o->err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
-		return;
+		*err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
+		return NULL;
 	}
+	for (size_t i = 0; i < nextra && i < 8; i++)
+		env[run.nenv++] = extra[i];
 	snprintf(label, sizeof(label), "strand.process=%s", id);
 	labels[0] = label;
 	for (size_t i = 0; i < s->nenv && i < 256; i++)
@@ -1265,7 +1289,15 @@ static void handle_proc_start(engine *e, op *o)
 		cm_info("process %s started (%s %.12s)", pr->id, b->name, pr->handle);
 	}
 	process_save(e, pr);
-	o->out = process_json(pr);
+	return pr;
+}
+
+static void handle_proc_start(engine *e, op *o)
+{
+	process *pr = process_start(e, o->proc, NULL, 0, &o->err);
+
+	if (pr)
+		o->out = process_json(pr);
 }
 
 /* Keeps what a process wrote, then frees what its backend holds. */
@@ -1310,6 +1342,172 @@ static void tick_processes(engine *e, int64_t now)
 			process_ended(e, pr, code, why);
 		else if (pr->terminated && now >= pr->kill_at)
 			pr->backend->stop(pr->backend, pr->handle, 1);
+	}
+}
+
+/* ---- rings --------------------------------------------------------------- */
+
+/* A block of n free TCP ports on loopback, for a ring's rendezvous: the
+ * gateway checks them by binding, so members do not collide with anything
+ * listening now. */
+static int free_port_block(int n)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		char hex[5];
+		int base, ok = 1;
+		cm_random_hex(hex, 2);
+		base = 30000 + (int)(strtol(hex, NULL, 16) % 25000);
+		for (int p = base; p < base + n && ok; p++) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+			a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok)
+			return base;
+	}
+	return 0;
+}
+
+static ring *ring_find(engine *e, const char *id)
+{
+	for (ring *r = e->rings; r; r = r->next)
+		if (strcmp(r->id, id) == 0)
+			return r;
+	return NULL;
+}
+
+static ring *ring_add(engine *e, const char *id, int size, int port, int64_t created_ms)
+{
+	ring *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	r->size = size;
+	r->master_port = port;
+	r->created_ms = created_ms;
+	r->next = e->rings;
+	e->rings = r;
+	return r;
+}
+
+/* running while any member runs; then done if all exited 0, else failed */
+static const char *ring_state(engine *e, const ring *r)
+{
+	int running = 0, bad = 0;
+
+	for (int i = 0; i < r->size; i++) {
+		process *pr = process_find(e, r->members[i]);
+		if (!pr || pr->state == PR_FAILED || (pr->state == PR_EXITED && pr->exit_code != 0))
+			bad = 1;
+		else if (pr->state == PR_RUNNING)
+			running = 1;
+	}
+	return running ? "running" : bad ? "failed" : "done";
+}
+
+static json_t *ring_json(engine *e, const ring *r)
+{
+	json_t *members = json_array();
+	char created[32];
+
+	for (int i = 0; i < r->size; i++) {
+		process *pr = process_find(e, r->members[i]);
+		json_t *m = pr ? process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
+		json_object_set_new(m, "rank", json_integer(i));
+		json_array_append_new(members, m);
+	}
+	iso_time(r->created_ms, created);
+	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", ring_state(e, r), "size", r->size,
+	                 "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created, "members",
+	                 members);
+}
+
+static void handle_ring(engine *e, op *o)
+{
+	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
+	char id[20];
+
+	if (o->kind != OP_RING_START && !r) {
+		o->err = CM_ENOENT;
+		ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_RING_START: {
+		int port = free_port_block(o->ring_size + 1);
+		char members[SPEC_MAX_RING * 20 + 1] = "";
+		if (!port) {
+			o->err = CM_EUNAVAIL;
+			snprintf(o->detail, sizeof(o->detail), "no block of %d free ports for the ring",
+			         o->ring_size + 1);
+			break;
+		}
+		cm_id_new('g', id);
+		if (!(r = ring_add(e, id, o->ring_size, port, cm_wall_ms()))) {
+			o->err = CM_ENOMEM;
+			break;
+		}
+		for (int i = 0; i < r->size; i++) {
+			char env[5][64];
+			char *envp[5];
+			snprintf(env[0], sizeof(env[0]), "RANK=%d", i);
+			snprintf(env[1], sizeof(env[1]), "WORLD_SIZE=%d", r->size);
+			snprintf(env[2], sizeof(env[2]), "MASTER_ADDR=127.0.0.1");
+			snprintf(env[3], sizeof(env[3]), "MASTER_PORT=%d", r->master_port);
+			snprintf(env[4], sizeof(env[4]), "STRAND_RING=%s", r->id);
+			for (int k = 0; k < 5; k++)
+				envp[k] = env[k];
+			process *pr = process_start(e, o->proc, envp, 5, &o->err);
+			if (!pr)
+				break;
+			snprintf(r->members[i], sizeof(r->members[i]), "%s", pr->id);
+			if (i)
+				strcat(members, ",");
+			strcat(members, pr->id);
+		}
+		if (o->err == CM_OK)
+			o->err = store_ring_insert(e->st, r->id, r->size, r->master_port, members, r->created_ms);
+		if (o->err == CM_OK)
+			o->out = ring_json(e, r);
+		break;
+	}
+	case OP_RING_GET: o->out = ring_json(e, r); break;
+	case OP_RING_DELETE:
+		for (int i = 0; i < r->size; i++) {
+			process *pr = process_find(e, r->members[i]);
+			if (pr && pr->state == PR_RUNNING && !pr->terminated) {
+				pr->terminated = 1;
+				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+				pr->backend->stop(pr->backend, pr->handle, 0);
+			}
+		}
+		if (strcmp(ring_state(e, r), "running") == 0) {
+			o->next = r->waiters;
+			r->waiters = o;
+			return; /* answered by the tick once every member ended */
+		}
+		o->out = ring_json(e, r);
+		break;
+	default: break;
+	}
+	ready(e, o);
+}
+
+static void tick_rings(engine *e)
+{
+	for (ring *r = e->rings; r; r = r->next) {
+		if (!r->waiters || strcmp(ring_state(e, r), "running") == 0)
+			continue;
+		while (r->waiters) {
+			op *o = r->waiters;
+			r->waiters = o->next;
+			o->out = ring_json(e, r);
+			ready(e, o);
+		}
 	}
 }
 
@@ -1379,6 +1577,9 @@ static void handle(engine *e, op *o)
 	case OP_PROC_LIST:
 	case OP_PROC_DELETE:
 	case OP_PROC_LOGS: handle_process(e, o); return;
+	case OP_RING_START:
+	case OP_RING_GET:
+	case OP_RING_DELETE: handle_ring(e, o); return;
 	case OP_POOL_CREATE: handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
 		pool *p = pool_find(e, o->id);
@@ -1689,8 +1890,10 @@ static void *engine_main(void *arg)
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
 			if (q->getters)
 				queue_tick(e, q, now);
-		if (committed && store_in_transaction(e->st))
+		if (committed && store_in_transaction(e->st)) {
 			tick_processes(e, now);
+			tick_rings(e);
+		}
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
@@ -1826,6 +2029,18 @@ static void load_process(void *ctx, const store_process *sp)
 	}
 }
 
+static void load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms)
+{
+	ring *r = ring_add(ctx, id, size > SPEC_MAX_RING ? SPEC_MAX_RING : size, master_port, created_ms);
+	const char *p = members;
+
+	for (int i = 0; r && i < r->size && p && *p; i++) {
+		const char *comma = strchr(p, ',');
+		snprintf(r->members[i], sizeof(r->members[i]), "%.*s", (int)(comma ? comma - p : (long)strlen(p)), p);
+		p = comma ? comma + 1 : NULL;
+	}
+}
+
 static void load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
 {
 	queue_add(ctx, id, kind, created_ms, size);
@@ -1882,6 +2097,7 @@ static int recover(engine *e, char *detail, size_t detail_len)
 
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
 	    store_queue_each(e->st, load_queue, e) != CM_OK || store_process_each(e->st, load_process, e) != CM_OK ||
+	    store_ring_each(e->st, load_ring, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
 	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
@@ -2026,6 +2242,16 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
+	while (e->rings) {
+		ring *r = e->rings;
+		e->rings = r->next;
+		while (r->waiters) {
+			op *o = r->waiters;
+			r->waiters = o->next;
+			answer(e, o, 0);
+		}
+		free(r);
+	}
 	while (e->processes) {
 		process *pr = e->processes;
 		e->processes = pr->next;
@@ -2210,6 +2436,27 @@ int engine_process_list(engine *e, json_t **out)
 int engine_process_delete(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_PROC_DELETE, id, out, NULL, 0);
+}
+
+int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_RING_START, .proc = spec, .ring_size = size};
+	int err = submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_ring_get(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_RING_GET, id, out, NULL, 0);
+}
+
+int engine_ring_delete(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_RING_DELETE, id, out, NULL, 0);
 }
 
 int engine_process_logs(engine *e, const char *id, json_t **out)

@@ -65,6 +65,13 @@ int engine_process_list(engine *e, json_t **out);
 int engine_process_delete(engine *e, const char *id, json_t **out);
 int engine_process_logs(engine *e, const char *id, json_t **out);
 
+/* Rings: size member processes with RANK, WORLD_SIZE, MASTER_ADDR and
+ * MASTER_PORT (a free port block the gateway reserved: by convention rank r
+ * listens on MASTER_PORT + 1 + r). DELETE answers once all have ended. */
+int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len);
+int engine_ring_get(engine *e, const char *id, json_t **out);
+int engine_ring_delete(engine *e, const char *id, json_t **out);
+
 /* What the results endpoint needs to page a job from the store. */
 typedef struct job_info {
 	int64_t num;

@@ -672,3 +672,33 @@ out:
 	json_decref(root);
 	return err;
 }
+
+int spec_ring_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                    process_spec *out, int *size, char *detail, size_t detail_len)
+{
+	json_t *root = NULL;
+	char *rest = NULL;
+	int64_t n = 0;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = get_int(root, "size", "", 1, SPEC_MAX_RING, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	if (n == 0) {
+		snprintf(detail, detail_len, "field 'size' is required: how many members (1 to %d)", SPEC_MAX_RING);
+		err = CM_EINVAL;
+		goto out;
+	}
+	/* The rest is what each member runs: a process spec. */
+	json_object_del(root, "size");
+	if (!(rest = json_dumps(root, JSON_COMPACT)))
+		err = CM_ENOMEM;
+	else if ((err = spec_process_parse(rest, strlen(rest), default_backend, default_image, out, detail,
+	                                   detail_len)) == CM_OK)
+		*size = (int)n;
+out:
+	free(rest);
+	json_decref(root);
+	return err;
+}

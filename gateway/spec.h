@@ -81,6 +81,11 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
                        process_spec *out, char *detail, size_t detail_len);
 void spec_process_fini(process_spec *spec);
 
+/* POST /v1/rings: a process spec plus "size" (members, 1 to 64). */
+#define SPEC_MAX_RING 64
+int spec_ring_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                    process_spec *out, int *size, char *detail, size_t detail_len);
+
 /* Items for a queue or a pipe: {"item": ANY} or {"items": [ANY, ...]}. On
  * success out owns new JSON texts (spec_items_fini frees them). */
 typedef struct items_spec {

@@ -43,6 +43,9 @@ static const char schema[] =
         "  id TEXT PRIMARY KEY, spec TEXT NOT NULL, backend TEXT NOT NULL, handle TEXT,"
         "  state TEXT NOT NULL, exit_code INTEGER, reason TEXT, created_ms INTEGER NOT NULL,"
         "  ended_ms INTEGER);"
+        "CREATE TABLE IF NOT EXISTS rings("
+        "  id TEXT PRIMARY KEY, size INTEGER NOT NULL, master_port INTEGER NOT NULL,"
+        "  members TEXT NOT NULL, created_ms INTEGER NOT NULL);"
         "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
 
 /* Hot-path statements, prepared once per writer connection. */
@@ -753,6 +756,35 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 		};
 		fn(ctx, &p);
 	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+int store_ring_insert(store *st, const char *id, int size, int master_port, const char *members, int64_t created_ms)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "INSERT INTO rings(id, size, master_port, members, created_ms) VALUES(?, ?, ?, ?, ?)", &s) !=
+	    CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, id);
+	sqlite3_bind_int(s, 2, size);
+	sqlite3_bind_int(s, 3, master_port);
+	bind_text(s, 4, members);
+	sqlite3_bind_int64(s, 5, created_ms);
+	return step_done(st, s);
+}
+
+int store_ring_each(store *st, store_ring_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st, "SELECT id, size, master_port, members, created_ms FROM rings", &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int(s, 2), col_text(s, 3),
+		   sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }

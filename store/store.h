@@ -165,6 +165,12 @@ int store_process_save(store *st, const store_process *p);
 typedef void (*store_process_fn)(void *ctx, const store_process *p);
 int store_process_each(store *st, store_process_fn fn, void *ctx);
 
+/* ---- rings: members are processes; members is their ids, comma-separated */
+int store_ring_insert(store *st, const char *id, int size, int master_port, const char *members, int64_t created_ms);
+typedef void (*store_ring_fn)(void *ctx, const char *id, int size, int master_port, const char *members,
+                              int64_t created_ms);
+int store_ring_each(store *st, store_ring_fn fn, void *ctx);
+
 /* ---- workers ------------------------------------------------------------ */
 int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
