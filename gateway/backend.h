@@ -62,7 +62,9 @@ struct backend {
 	void (*free)(backend *b);
 };
 
-backend *backend_local_new(void);
+/* gpus: devices to hand out through CUDA_VISIBLE_DEVICES; -1 counts the
+ * /dev/nvidiaN devices of this host. */
+backend *backend_local_new(int gpus);
 /* socket: the Docker Engine API's unix socket. */
 backend *backend_docker_new(const char *socket);
 

@@ -6,8 +6,11 @@
  * not its child, and is alive as long as its pid is. A Process writes its
  * output to a log file the engine names.
  *
- * Resources: memory_mb becomes RLIMIT_AS; cpu and gpu are recorded but this
- * backend does not pin cores or hand out GPUs yet.
+ * Resources: memory_mb becomes RLIMIT_AS; gpu gets that many distinct
+ * devices of this host (configured, or the /dev/nvidiaN found) through
+ * CUDA_VISIBLE_DEVICES, given back when the process is released; a request
+ * that cannot be met now is refused with the count free. cpu is recorded,
+ * not pinned.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,13 +26,50 @@
 #include "common/common.h"
 #include "gateway/backend.h"
 
+#define MAX_GPUS 64
+
+typedef struct local {
+	backend base; /* first: the engine holds a backend * */
+	int gpus;
+	pid_t holder[MAX_GPUS]; /* the pid using each device, 0: free */
+} local;
+
+/* Picks n free devices for a process yet to start; writes their ids
+ * ("0,2") into list. Returns CM_OK or CM_EUNAVAIL with the reason. */
+static int gpu_pick(local *l, int n, int *picked, char *list, size_t list_len, char *detail, size_t detail_len)
+{
+	int free_now = 0, k = 0;
+	size_t o = 0;
+
+	for (int i = 0; i < l->gpus; i++)
+		free_now += l->holder[i] == 0;
+	if (n > free_now) {
+		snprintf(detail, detail_len, "needs %d GPU%s; this host has %d, %d free now", n, n == 1 ? "" : "s",
+		         l->gpus, free_now);
+		return CM_EUNAVAIL;
+	}
+	list[0] = '\0';
+	for (int i = 0; i < l->gpus && k < n; i++) {
+		if (l->holder[i] == 0) {
+			picked[k++] = i;
+			o += (size_t)snprintf(list + o, list_len - o, "%s%d", o ? "," : "", i);
+		}
+	}
+	return CM_OK;
+}
+
 static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
                      size_t detail_len)
 {
+	local *l = (local *)b;
 	int log_fd = -1;
+	int gpu = spec->spec ? spec->spec->gpu : 0;
+	int picked[MAX_GPUS];
+	char devices[4 * MAX_GPUS] = "";
 	pid_t pid;
 
-	(void)b;
+	if (gpu > 0 && gpu_pick(l, gpu, picked, devices, sizeof(devices), detail, detail_len) != CM_OK)
+		return CM_EUNAVAIL;
 	if (spec->argc == 0) {
 		snprintf(detail, detail_len, "nothing to run");
 		return CM_EINVAL;
@@ -66,6 +106,8 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		close_range(3, ~0u, 0);
 		for (size_t i = 0; i < spec->nenv; i++)
 			putenv(spec->env[i]);
+		if (gpu > 0)
+			setenv("CUDA_VISIBLE_DEVICES", devices, 1);
 		if (spec->spec && spec->spec->memory_mb > 0) {
 			struct rlimit rl;
 			rl.rlim_cur = rl.rlim_max = (rlim_t)spec->spec->memory_mb << 20;
@@ -80,6 +122,8 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	}
 	if (log_fd >= 0)
 		close(log_fd);
+	for (int i = 0; i < gpu; i++)
+		l->holder[picked[i]] = pid;
 	snprintf(handle, BACKEND_HANDLE_MAX, "%d", (int)pid);
 	return CM_OK;
 }
@@ -166,8 +210,13 @@ static void local_stop(backend *b, const char *handle, int hard)
 
 static void local_release(backend *b, const char *handle)
 {
-	(void)b;
-	(void)handle; /* a reaped process leaves nothing behind */
+	local *l = (local *)b;
+	pid_t pid = (pid_t)atoi(handle);
+
+	/* A reaped process leaves nothing behind but its GPUs. */
+	for (int i = 0; i < l->gpus; i++)
+		if (l->holder[i] == pid)
+			l->holder[i] = 0;
 }
 
 static void local_free(backend *b)
@@ -175,12 +224,23 @@ static void local_free(backend *b)
 	free(b);
 }
 
-backend *backend_local_new(void)
+backend *backend_local_new(int gpus)
 {
-	backend *b = calloc(1, sizeof(*b));
+	local *l = calloc(1, sizeof(*l));
+	backend *b = &l->base;
 
-	if (!b)
+	if (!l)
 		return NULL;
+	if (gpus < 0) {
+		char dev[32];
+		gpus = 0;
+		for (int i = 0; i < MAX_GPUS; i++) {
+			snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
+			if (access(dev, F_OK) == 0)
+				gpus = i + 1;
+		}
+	}
+	l->gpus = gpus > MAX_GPUS ? MAX_GPUS : gpus;
 	b->name = "local";
 	b->spawn = local_spawn;
 	b->run = local_run;

@@ -32,6 +32,8 @@ void gw_config_usage(FILE *f)
 	           "                       default: ../lib next to strand-gateway)\n"
 	           "  --web-root DIR       dashboard files (STRAND_WEB_ROOT, default: ../share/strand/web)\n"
 	           "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
+	           "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
+	           "                       the /dev/nvidiaN devices found)\n"
 	           "  --help               this text\n");
 }
 
@@ -48,6 +50,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"lease-ms", required_argument, NULL, 'l'},
 	        {"image", required_argument, NULL, 'i'},
 	        {"docker-socket", required_argument, NULL, 's'},
+	        {"gpus", required_argument, NULL, 'g'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -71,6 +74,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../lib", dir);
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
+	cfg->gpus = -1;
 
 	set(cfg->http, sizeof(cfg->http), getenv("STRAND_HTTP"));
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
@@ -83,6 +87,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->web_root, sizeof(cfg->web_root), getenv("STRAND_WEB_ROOT"));
 	if (getenv("STRAND_LEASE_MS"))
 		cfg->lease_ms = atoi(getenv("STRAND_LEASE_MS"));
+	if (getenv("STRAND_GPUS") && getenv("STRAND_GPUS")[0])
+		cfg->gpus = atoi(getenv("STRAND_GPUS"));
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -97,6 +103,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'l': cfg->lease_ms = atoi(optarg); break;
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
+		case 'g': cfg->gpus = atoi(optarg); break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}

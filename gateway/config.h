@@ -18,6 +18,7 @@ typedef struct gw_config {
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */
 	int lease_ms; /* a worker silent this long loses its tasks */
+	int gpus; /* GPUs the local backend hands out; -1: count /dev/nvidiaN */
 	int help;
 } gw_config;
 

@@ -2144,7 +2144,7 @@ int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_l
 		snprintf(logs, sizeof(logs), "%s.logs", cfg->db);
 		mkdir(logs, 0755);
 	}
-	e->local = backend_local_new();
+	e->local = backend_local_new(cfg->gpus);
 	e->docker = backend_docker_new(cfg->docker_socket);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->wake, NULL);

@@ -226,6 +226,44 @@ static void test_function_process_in_a_container(void **state)
 	free(id);
 }
 
+static void test_gpus_are_handed_out_distinctly(void **state)
+{
+	static const char *const two_gpus[] = {"--gpus", "2", NULL};
+	static const char spec[] = "{\"command\":[\"sh\",\"-c\",\"echo gpu=$CUDA_VISIBLE_DEVICES; sleep 1\"],"
+	                           "\"resources\":{\"gpu\":1}}";
+	gateway mine = g; /* this test runs its own gateway with 2 GPUs configured */
+	char *a, *b, *c, *d;
+
+	(void)state;
+	gateway_start(&g, two_gpus);
+	a = start(spec);
+	b = start(spec);
+	c = start(spec);
+	json_t *pc = join(c); /* both devices taken: refused, with why */
+	assert_string_equal(json_string_value(json_object_get(pc, "state")), "failed");
+	assert_non_null(
+	        strstr(json_string_value(json_object_get(pc, "reason")), "needs 1 GPU; this host has 2, 0 free"));
+	json_decref(pc);
+	json_decref(join(a));
+	json_decref(join(b));
+	char *la = logs(a), *lb = logs(b);
+	assert_true((strstr(la, "gpu=0") && strstr(lb, "gpu=1")) || (strstr(la, "gpu=1") && strstr(lb, "gpu=0")));
+	free(la);
+	free(lb);
+	/* Given back when they ended: the next one gets a device. */
+	d = start("{\"command\":[\"sh\",\"-c\",\"echo gpu=$CUDA_VISIBLE_DEVICES\"],\"resources\":{\"gpu\":2}}");
+	json_decref(join(d));
+	char *ld = logs(d);
+	assert_non_null(strstr(ld, "gpu=0,1"));
+	free(ld);
+	gateway_cleanup(&g);
+	g = mine;
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +273,7 @@ int main(void)
 	        cmocka_unit_test(test_survives_gateway_kill),
 	        cmocka_unit_test(test_bad_requests),
 	        cmocka_unit_test(test_function_process_in_a_container),
+	        cmocka_unit_test(test_gpus_are_handed_out_distinctly),
 	};
 	return cmocka_run_group_tests_name("processes", tests, setup, teardown);
 }
