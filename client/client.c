@@ -281,3 +281,150 @@ int strand_manager_shutdown(strand_client *c, const char *manager)
 	snprintf(path, sizeof(path), "/v1/managers/%s", manager);
 	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
 }
+
+int strand_apply_async(strand_client *c, const char *pool, const char *function, json_t *arg, char job[32])
+{
+	char path[128];
+	json_t *body = json_pack("{s:s, s:O}", "function", function, "arg", arg);
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply", pool);
+	rc = expect(c, "POST", path, body, 202, job, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_apply(strand_client *c, const char *pool, const char *function, json_t *arg, int wait_s, json_t **result)
+{
+	char path[128];
+	json_t *body = json_pack("{s:s, s:O}", "function", function, "arg", arg);
+	json_t *reply = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=%d", pool, wait_s);
+	rc = expect(c, "POST", path, body, 200, NULL, &reply);
+	json_decref(body);
+	if (rc != 0)
+		return -1;
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		snprintf(c->error, sizeof(c->error), "%s",
+		         json_string_value(json_object_get(reply, "error")) ?: "failed");
+		json_decref(reply);
+		return -1;
+	}
+	*result = json_incref(json_object_get(reply, "value"));
+	json_decref(reply);
+	return 0;
+}
+
+int strand_pool_close(strand_client *c, const char *pool)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/close", pool);
+	return expect(c, "POST", path, NULL, 200, NULL, NULL);
+}
+
+int strand_pool_join(strand_client *c, const char *pool, int timeout_s)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	for (int i = 0; i < timeout_s * 20; i++) {
+		json_t *p;
+		if (expect(c, "GET", path, NULL, 200, NULL, &p) != 0)
+			return -1;
+		int open = (int)json_integer_value(json_object_get(json_object_get(p, "counters"), "jobs_open"));
+		int live = (int)json_integer_value(json_object_get(p, "live_workers"));
+		json_decref(p);
+		if (open == 0 && live == 0)
+			return 0;
+		usleep(50000);
+	}
+	snprintf(c->error, sizeof(c->error), "pool %s: not finished after %d s", pool, timeout_s);
+	return -1;
+}
+
+int strand_process_start(strand_client *c, char *const *argv, const char *function, json_t *arg, json_t *spec,
+                         char id[32])
+{
+	json_t *body = spec ? json_deep_copy(spec) : json_object();
+	int rc;
+
+	if (argv) {
+		json_t *cmd = json_array();
+		for (size_t i = 0; argv[i]; i++)
+			json_array_append_new(cmd, json_string(argv[i]));
+		json_object_set_new(body, "command", cmd);
+	} else {
+		json_object_set_new(body, "function", json_string(function));
+		json_object_set(body, "arg", arg ? arg : json_null());
+	}
+	rc = expect(c, "POST", "/v1/processes", body, 201, id, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_process_join(strand_client *c, const char *id, int timeout_s, int *exit_code)
+{
+	char path[128];
+	json_t *p;
+	int rc = -1;
+
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=%d", id, timeout_s);
+	if (expect(c, "GET", path, NULL, 200, NULL, &p) != 0)
+		return -1;
+	if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") != 0) {
+		*exit_code = (int)json_integer_value(json_object_get(p, "exit_code"));
+		rc = 0;
+	} else {
+		snprintf(c->error, sizeof(c->error), "process %s: still running after %d s", id, timeout_s);
+	}
+	json_decref(p);
+	return rc;
+}
+
+int strand_process_terminate(strand_client *c, const char *id)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/processes/%s", id);
+	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
+}
+
+int strand_queue_create(strand_client *c, char id[32])
+{
+	return expect(c, "POST", "/v1/queues", NULL, 201, id, NULL);
+}
+
+int strand_queue_put(strand_client *c, const char *queue, json_t *item)
+{
+	char path[128];
+	json_t *body = json_pack("{s:O}", "item", item);
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", queue);
+	rc = expect(c, "POST", path, body, 201, NULL, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **item)
+{
+	char path[160];
+	json_t *reply;
+	json_t *items;
+
+	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=1&wait=%d", queue, wait_s);
+	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		return -1;
+	items = json_object_get(reply, "items");
+	if (json_array_size(items) == 0) {
+		snprintf(c->error, sizeof(c->error), "queue %s: nothing within %d s", queue, wait_s);
+		json_decref(reply);
+		return -1;
+	}
+	*item = json_incref(json_array_get(items, 0));
+	json_decref(reply);
+	return 0;
+}

@@ -1,6 +1,8 @@
 /*
  * libstrand: a C client for the strand REST API, shaped like Python's
- * multiprocessing.Pool (create, map, imap/imap_unordered, terminate).
+ * multiprocessing: Pool (map, imap, imap_unordered, apply, apply_async,
+ * close, join, terminate), Process (start, join, terminate), SimpleQueue
+ * (put, get) and AsyncManager (call, get). pkg-config --cflags --libs strand.
  * It speaks HTTP with libcurl and JSON with jansson; one strand_client per
  * thread. Functions return 0 on success and -1 on failure, with the reason
  * (the server's problem+json detail when there is one) in
@@ -44,6 +46,32 @@ int strand_map(strand_client *c, const char *pool, const char *function, json_t 
  * (borrowed for the call). A non-zero return from fn stops early. */
 typedef int (*strand_result_fn)(void *ctx, json_int_t index, int ok, json_t *value);
 int strand_imap(strand_client *c, const char *job, int unordered, int page, strand_result_fn fn, void *ctx);
+
+/* apply_async: one call of function on arg (borrowed); job holds 32. */
+int strand_apply_async(strand_client *c, const char *pool, const char *function, json_t *arg, char job[32]);
+/* apply: waits up to wait_s for the result (*result new); -1 with the task's
+ * error in strand_client_error when it failed. */
+int strand_apply(strand_client *c, const char *pool, const char *function, json_t *arg, int wait_s, json_t **result);
+/* pool.close(): no new work. pool.join(): waits (up to timeout_s) until the
+ * work is done and the workers have stopped. */
+int strand_pool_close(strand_client *c, const char *pool);
+int strand_pool_join(strand_client *c, const char *pool, int timeout_s);
+
+/* Process(target).start(): a program (argv, NULL-terminated) or, with argv
+ * NULL, function(arg). spec (borrowed, may be NULL) adds backend, image,
+ * resources, env, volumes. id holds 32. */
+int strand_process_start(strand_client *c, char *const *argv, const char *function, json_t *arg, json_t *spec,
+                         char id[32]);
+/* join(): waits up to timeout_s; *exit_code once it ended (-1 if it never
+ * started). Returns -1 if it still runs. */
+int strand_process_join(strand_client *c, const char *id, int timeout_s, int *exit_code);
+int strand_process_terminate(strand_client *c, const char *id);
+
+/* SimpleQueue: create (id holds 32), put one item (borrowed), get one
+ * (*item new; -1 if none came within wait_s). */
+int strand_queue_create(strand_client *c, char id[32]);
+int strand_queue_put(strand_client *c, const char *queue, json_t *item);
+int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **item);
 
 /* AsyncManager: a manager hosting one object of type (dict, list, queue,
  * counter, sleeper, LIB.so:TYPE); spec is borrowed, may be NULL; id holds 32. */

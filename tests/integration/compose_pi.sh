@@ -16,7 +16,7 @@ export STRAND_TAG=compose STRAND_HTTP="127.0.0.1:$port" STRAND_HUB="tcp://127.0.
 export STRAND_URL="http://127.0.0.1:$port"
 project="strandtest$$"
 compose() { docker-compose -p "$project" -f "$src/docker-compose.yml" "$@"; }
-trap 'compose down -v --timeout 30 >/dev/null 2>&1 || true' EXIT
+trap 'code=$?; [ $code -eq 0 ] || { echo "--- exit $code; the gateway container said:"; compose logs --tail 25 gateway; }; compose down -v --timeout 30 >/dev/null 2>&1 || true' EXIT
 compose up -d >/dev/null 2>&1
 for _ in $(seq 100); do curl -sf "$STRAND_URL/healthz" >/dev/null && break; sleep 0.1; done
 out=$("$src/examples/pi/pi.sh" 200000 20)

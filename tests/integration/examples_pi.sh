@@ -6,7 +6,7 @@ bin="$1"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 . "$src/tests/integration/lib.sh"
 dir=$(mktemp -d /tmp/strand-test-pi-XXXXXX)
-trap 'kill -TERM $GATEWAY_PID 2>/dev/null; wait $GATEWAY_PID 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir"
 
 check() {

@@ -14,6 +14,8 @@ free_ports() {
   return 1
 }
 
+GATEWAY_PID=""
+
 # start_gateway BIN_DIR DIR: starts strand-gateway with its database and log
 # in DIR; sets GATEWAY_PID and STRAND_URL. Tries other ports if it cannot
 # listen.
@@ -33,7 +35,28 @@ start_gateway() {
     done
     kill -9 "$GATEWAY_PID" 2>/dev/null
     wait "$GATEWAY_PID" 2>/dev/null
+    GATEWAY_PID=""
   done
   echo "strand-gateway did not start; see $dir/gateway.log" >&2
   return 1
+}
+
+# For an EXIT trap: on failure, what the gateway said (under $dir).
+show_log_on_failure() {
+  local code=$?
+  if [ "$code" -ne 0 ] && [ -n "${dir:-}" ] && [ -f "$dir/gateway.log" ]; then
+    echo "--- exit $code; the gateway's log ends:"
+    tail -25 "$dir/gateway.log"
+  fi
+  return "$code"
+}
+
+# For an EXIT trap: stops the gateway start_gateway started, if it did; never
+# anything else (no pid, no signal).
+stop_gateway() {
+  if [ -n "${GATEWAY_PID:-}" ]; then
+    kill -TERM "$GATEWAY_PID" 2>/dev/null
+    wait "$GATEWAY_PID" 2>/dev/null
+    GATEWAY_PID=""
+  fi
 }

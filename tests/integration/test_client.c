@@ -1,0 +1,133 @@
+/*
+ * libstrand against a real gateway, each multiprocessing shape once: Pool
+ * (map + imap, apply, apply_async, close + join), Process (start, join,
+ * terminate), SimpleQueue (put, get) and AsyncManager (call, get).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client/client.h"
+#include "tests/support/harness.h"
+
+static gateway g;
+static strand_client *c;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	c = strand_client_new(g.base);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	strand_client_free(c);
+	gateway_cleanup(&g);
+	return 0;
+}
+
+static int sum_values(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	(void)index;
+	*(json_int_t *)ctx += ok ? json_integer_value(value) : 1000000;
+	return 0;
+}
+
+static void test_pool(void **state)
+{
+	char pool[32], job[32];
+	json_t *args = json_pack("[i,i,i,i]", 1, 2, 3, 4), *r = NULL;
+	json_int_t sum = 0;
+
+	(void)state;
+	assert_int_equal(strand_pool_create(c, 2, NULL, pool), 0);
+	assert_int_equal(strand_map(c, pool, "echo", args, 1, job), 0);
+	assert_int_equal(strand_imap(c, job, 0, 100, sum_values, &sum), 0);
+	assert_int_equal(sum, 10);
+	json_t *x = json_pack("{s:i}", "x", 5), *bad = json_string("bad"), *ms = json_integer(50);
+	assert_int_equal(strand_apply(c, pool, "echo", x, 30, &r), 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "x")), 5);
+	json_decref(r);
+	assert_int_equal(strand_apply(c, pool, "fail", bad, 30, &r), -1);
+	assert_non_null(strstr(strand_client_error(c), "bad"));
+	assert_int_equal(strand_apply_async(c, pool, "sleep", ms, job), 0);
+	json_decref(x);
+	json_decref(bad);
+	json_decref(ms);
+	sum = 0;
+	assert_int_equal(strand_imap(c, job, 1, 10, sum_values, &sum), 0);
+	assert_int_equal(sum, 50);
+	assert_int_equal(strand_pool_close(c, pool), 0);
+	assert_int_equal(strand_pool_join(c, pool, 30), 0);
+	json_decref(args);
+}
+
+static void test_process(void **state)
+{
+	char *const ok[] = {"sh", "-c", "exit 4", NULL};
+	char *const slow[] = {"sleep", "60", NULL};
+	char id[32];
+	int code = 0;
+
+	(void)state;
+	assert_int_equal(strand_process_start(c, ok, NULL, NULL, NULL, id), 0);
+	assert_int_equal(strand_process_join(c, id, 30, &code), 0);
+	assert_int_equal(code, 4);
+	json_t *arg = json_integer(1000);
+	assert_int_equal(strand_process_start(c, NULL, "pi", arg, NULL, id), 0);
+	json_decref(arg);
+	assert_int_equal(strand_process_join(c, id, 30, &code), 0);
+	assert_int_equal(code, 0);
+	assert_int_equal(strand_process_start(c, slow, NULL, NULL, NULL, id), 0);
+	assert_int_equal(strand_process_join(c, id, 0, &code), -1); /* still running */
+	assert_int_equal(strand_process_terminate(c, id), 0);
+	assert_int_equal(strand_process_join(c, id, 5, &code), 0);
+	assert_int_equal(code, 143);
+}
+
+static void test_queue_and_manager(void **state)
+{
+	char q[32], m[32], call[32];
+	json_t *item = NULL, *r = NULL;
+
+	(void)state;
+	assert_int_equal(strand_queue_create(c, q), 0);
+	json_t *v = json_pack("{s:s}", "k", "v");
+	assert_int_equal(strand_queue_put(c, q, v), 0);
+	json_decref(v);
+	assert_int_equal(strand_queue_get(c, q, 5, &item), 0);
+	assert_string_equal(json_string_value(json_object_get(item, "k")), "v");
+	json_decref(item);
+	assert_int_equal(strand_queue_get(c, q, 0, &item), -1); /* empty */
+
+	assert_int_equal(strand_manager_create(c, "counter", NULL, m), 0);
+	json_t *a = json_pack("[i]", 7);
+	assert_int_equal(strand_manager_call(c, m, "add", a, call), 0);
+	json_decref(a);
+	assert_int_equal(strand_manager_get(c, m, call, 30, &r), 0);
+	assert_int_equal(json_integer_value(r), 7);
+	json_decref(r);
+	assert_int_equal(strand_manager_call(c, m, "nosuch", NULL, call), 0);
+	assert_int_equal(strand_manager_get(c, m, call, 30, &r), -1);
+	assert_non_null(strstr(strand_client_error(c), "no method"));
+	assert_int_equal(strand_manager_shutdown(c, m), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_pool),
+	        cmocka_unit_test(test_process),
+	        cmocka_unit_test(test_queue_and_manager),
+	};
+	return cmocka_run_group_tests_name("client", tests, setup, teardown);
+}
