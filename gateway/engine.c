@@ -106,6 +106,11 @@ typedef struct op {
 	/* OP_PROC_START, OP_RING_START */
 	const process_spec *proc;
 	int ring_size;
+	/* OP_QUEUE_* from a worker: the call, where to answer, what it names */
+	Strand__QueueCall *qcall;
+	char qid[64];
+	char **owned_items;
+	size_t *owned_lens;
 	/* OP_PULL */
 	Strand__Pull *pull;
 	hub_slot *slot;
@@ -1101,11 +1106,71 @@ static void answer_waiters(engine *e, queue *q, int err)
 	q->getters_tail = NULL;
 }
 
+/* A worker's queue call: checks who asks, resolves a pipe end to the queue
+ * of its direction, and checks the items are JSON. Returns CM_OK, or an
+ * error with o->detail set. */
+static int resolve_queue_call(engine *e, op *o)
+{
+	Strand__QueueCall *m = o->qcall;
+	pool *p = pool_find(e, m->pool_id);
+	worker *w = NULL;
+	int sending = m->op == STRAND__QUEUE_CALL__OP__PUT;
+
+	if (p && strcmp(p->secret, m->secret) == 0)
+		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
+			;
+	if (!w) {
+		snprintf(o->detail, sizeof(o->detail), "unknown worker, pool or secret");
+		return CM_EINVAL;
+	}
+	if (m->pipe_end < 0) {
+		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
+	} else {
+		char probe[64];
+		int duplex;
+		snprintf(probe, sizeof(probe), "%.50s.1", m->queue);
+		duplex = queue_find(e, probe) != NULL;
+		if (m->pipe_end > 1 || (!duplex && m->pipe_end != (sending ? 0 : 1))) {
+			snprintf(o->detail, sizeof(o->detail), "end %d of pipe %.40s cannot %s", m->pipe_end, m->queue,
+			         sending ? "send" : "receive");
+			return CM_ECLOSED;
+		}
+		snprintf(o->qid, sizeof(o->qid), "%.50s.%d", m->queue,
+		         duplex ? (sending ? m->pipe_end : 1 - m->pipe_end) : 0);
+	}
+	o->id = o->qid;
+	if (sending) {
+		o->owned_items = calloc(m->n_items + 1, sizeof(char *));
+		o->owned_lens = calloc(m->n_items + 1, sizeof(size_t));
+		if (!o->owned_items || !o->owned_lens)
+			return CM_ENOMEM;
+		for (size_t i = 0; i < m->n_items; i++) {
+			json_t *v = json_loadb((const char *)m->items[i].data, m->items[i].len, JSON_DECODE_ANY, NULL);
+			if (!v || !(o->owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
+				json_decref(v);
+				snprintf(o->detail, sizeof(o->detail), "item %zu is not JSON", i);
+				return CM_EINVAL;
+			}
+			json_decref(v);
+			o->owned_lens[i] = strlen(o->owned_items[i]);
+			o->nitems = i + 1;
+		}
+		o->items = o->owned_items;
+		o->lens = o->owned_lens;
+	}
+	return CM_OK;
+}
+
 static void handle_queue(engine *e, op *o)
 {
-	queue *q = o->kind != OP_QUEUE_CREATE ? queue_find(e, o->id) : NULL;
+	queue *q;
 	char id[20];
 
+	if (o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) {
+		ready(e, o);
+		return;
+	}
+	q = o->kind != OP_QUEUE_CREATE ? queue_find(e, o->id) : NULL;
 	if (o->kind != OP_QUEUE_CREATE && !q) {
 		o->err = CM_ENOENT;
 		ready(e, o);
@@ -1714,8 +1779,57 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 
 /* ---- cycle -------------------------------------------------------------- */
 
+/* Answers a worker's queue call with a QueueReply frame. */
+static void answer_queue_call(engine *e, op *o, int committed)
+{
+	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
+	json_t *items = json_object_get(o->out, "items");
+	ProtobufCBinaryData *bins = NULL;
+	char **texts = NULL;
+	size_t n = json_array_size(items);
+	uint8_t *frame = NULL;
+	size_t len = 0;
+
+	(void)e;
+	reply.ok = committed && o->err == CM_OK;
+	reply.error = (char *)(reply.ok       ? ""
+	                       : o->detail[0] ? o->detail
+	                       : committed    ? cm_strerror(o->err)
+	                                      : "not recorded");
+	if (reply.ok && n) {
+		bins = calloc(n, sizeof(*bins));
+		texts = calloc(n, sizeof(*texts));
+		for (size_t i = 0; bins && texts && i < n; i++) {
+			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);
+			bins[i].data = (uint8_t *)texts[i];
+			bins[i].len = texts[i] ? strlen(texts[i]) : 0;
+		}
+		reply.items = bins;
+		reply.n_items = bins && texts ? n : 0;
+	}
+	if (proto_frame_encode(PROTO_QUEUE_REPLY, &reply.base, &frame, &len) == CM_OK)
+		hub_reply(o->slot, frame, len);
+	else
+		hub_discard(o->slot);
+	for (size_t i = 0; texts && i < n; i++)
+		free(texts[i]);
+	free(texts);
+	free(bins);
+	for (size_t i = 0; o->owned_items && i < o->nitems; i++)
+		free(o->owned_items[i]);
+	free(o->owned_items);
+	free(o->owned_lens);
+	json_decref(o->out);
+	protobuf_c_message_free_unpacked(&o->qcall->base, NULL);
+	free(o);
+}
+
 static void answer(engine *e, op *o, int committed)
 {
+	if (o->qcall) {
+		answer_queue_call(e, o, committed);
+		return;
+	}
 	if (o->kind == OP_PULL) {
 		uint8_t *frame = NULL;
 		size_t len = 0;
@@ -2499,6 +2613,33 @@ int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms)
 		err = CM_ESHUTDOWN;
 	pthread_mutex_unlock(&e->mu);
 	return err;
+}
+
+void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		protobuf_c_message_free_unpacked(&call->base, NULL);
+		hub_discard(slot);
+		return;
+	}
+	o->kind = call->op == STRAND__QUEUE_CALL__OP__PUT ? OP_QUEUE_PUT : OP_QUEUE_GET;
+	o->qcall = call;
+	o->slot = slot;
+	o->max = call->max ? call->max : 1;
+	o->deadline = cm_now_ms() + call->wait_ms;
+	pthread_mutex_lock(&e->mu);
+	if (e->stopping) {
+		pthread_mutex_unlock(&e->mu);
+		protobuf_c_message_free_unpacked(&call->base, NULL);
+		free(o);
+		return;
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
 }
 
 void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)

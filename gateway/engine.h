@@ -90,6 +90,10 @@ int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms);
  * hub_reply or hub_discard on slot. */
 void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull);
 
+/* From the hub: a queue or pipe call from code inside a worker (stolen);
+ * answered with a QueueReply through hub_reply. */
+void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call);
+
 /* Implemented by hub.c. frame is stolen. */
 void hub_reply(hub_slot *slot, uint8_t *frame, size_t len);
 void hub_discard(hub_slot *slot);

@@ -74,6 +74,19 @@ static void on_aio(void *arg)
 			return;
 		}
 		msg = nng_aio_get_msg(s->aio);
+		if (proto_frame_type(nng_msg_body(msg), nng_msg_len(msg)) == PROTO_QUEUE_CALL) {
+			ProtobufCMessage *call = NULL;
+			if (proto_frame_decode(PROTO_QUEUE_CALL, nng_msg_body(msg), nng_msg_len(msg), &call, detail,
+			                       sizeof(detail)) != CM_OK) {
+				nng_msg_free(msg);
+				refuse(s, detail);
+				return;
+			}
+			nng_msg_free(msg);
+			s->state = SLOT_WAIT;
+			engine_queue_call(s->hub->engine, s, (Strand__QueueCall *)call);
+			return;
+		}
 		if (proto_frame_decode(PROTO_PULL, nng_msg_body(msg), nng_msg_len(msg), &pull, detail,
 		                       sizeof(detail)) != CM_OK) {
 			nng_msg_free(msg);

@@ -10,8 +10,18 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	switch (type) {
 	case PROTO_PULL: return &strand__pull__descriptor;
 	case PROTO_BATCH: return &strand__batch__descriptor;
+	case PROTO_QUEUE_CALL: return &strand__queue_call__descriptor;
+	case PROTO_QUEUE_REPLY: return &strand__queue_reply__descriptor;
 	}
 	return NULL;
+}
+
+proto_type proto_frame_type(const uint8_t *data, size_t len)
+{
+	if (len < PROTO_HEADER_LEN || data[0] != 'S' || data[1] != 'T' || data[2] != PROTO_VERSION ||
+	    !descriptor((proto_type)data[3]))
+		return 0;
+	return (proto_type)data[3];
 }
 
 int proto_frame_encode(proto_type type, const ProtobufCMessage *msg, uint8_t **out, size_t *out_len)

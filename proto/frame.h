@@ -26,7 +26,12 @@
 typedef enum proto_type {
 	PROTO_PULL = 1,
 	PROTO_BATCH = 2,
+	PROTO_QUEUE_CALL = 3,
+	PROTO_QUEUE_REPLY = 4,
 } proto_type;
+
+/* The type of a frame (its header checked), or 0 if it is not one. */
+proto_type proto_frame_type(const uint8_t *data, size_t len);
 
 /* Encodes msg (a Strand__Pull or Strand__Batch matching type) into a new heap
  * buffer. *out is new, owned by the caller. Returns CM_OK, CM_ETOOBIG or

@@ -22,6 +22,18 @@
 typedef int strand_plugin_fn(const char *arg, size_t arg_len, char **out);
 
 /*
+ * Queues and pipes, from inside a task: functions strand-worker provides to
+ * the plugins it loads (over nng to the gateway, not HTTP). Items are JSON
+ * texts. Each returns 0 on success, 1 when nothing came within wait_ms (get,
+ * recv), -1 on an error (the message is on stderr: the task's log).
+ * *item is new; free() it.
+ */
+int strand_queue_put(const char *queue, const char *item);
+int strand_queue_get(const char *queue, int wait_ms, char **item);
+int strand_pipe_send(const char *pipe, int end, const char *item);
+int strand_pipe_recv(const char *pipe, int end, int wait_ms, char **item);
+
+/*
  * A manager type (the object an AsyncManager hosts), named LIB.so:TYPE:
  *
  *   void *TYPE_new(void);                          the object, or NULL

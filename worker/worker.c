@@ -314,6 +314,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		code = 1;
 		goto out_sock;
 	}
+	worker_api_init(cfg);
 	if (pthread_create(&exec_thread, NULL, executor, &w) != 0) {
 		code = 1;
 		goto out_sock;
@@ -432,6 +433,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	pthread_mutex_unlock(&w.mu);
 	/* A task still running finishes on its own; it is not interrupted. */
 	pthread_join(exec_thread, NULL);
+	worker_api_fini();
 out_sock:
 	nng_close(sock);
 	for (size_t i = 0; i < w.count; i++)

@@ -24,6 +24,10 @@ typedef struct worker_config {
 	const char *manager; /* the type this worker hosts as a manager, or NULL */
 } worker_config;
 
+/* The plugin API's connection (plugin_api.c): set before tasks run. */
+void worker_api_init(const worker_config *cfg);
+void worker_api_fini(void);
+
 /* Runs until the gateway says stop, refuses us, stays away too long, or
  * *stop becomes non-zero (set from a signal handler). Returns the process
  * exit code: 0 on a normal stop. */

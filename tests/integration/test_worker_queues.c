@@ -1,0 +1,144 @@
+/*
+ * Queues and pipes reached from inside a worker, over nng (the plugin API,
+ * through tests/plugins/queue_plugin.c), meeting what is put and taken over
+ * HTTP: both ways, long waits, pipe ends, and refusals.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static gateway g;
+static char *pool;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(pool);
+	gateway_cleanup(&g);
+	return 0;
+}
+
+/* Runs one task of qp.so:fn on arg (stolen) inside a worker; returns its
+ * outcome item (new reference). */
+static json_t *task(const char *fn, json_t *arg)
+{
+	char path[128], function[32];
+	response r;
+	json_t *item;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=60", pool);
+	snprintf(function, sizeof(function), "qp.so:%s", fn);
+	r = http_json(&g, "POST", path, json_pack("{s:s, s:o}", "function", function, "arg", arg));
+	assert_int_equal(r.status, 200);
+	item = json_incref(r.json);
+	response_free(&r);
+	return item;
+}
+
+static char *create(const char *path, const char *body)
+{
+	response r = http(&g, "POST", path, body, NULL);
+	char *id;
+
+	assert_int_equal(r.status, 201);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+static void test_queue_both_ways(void **state)
+{
+	char path[160];
+	(void)state;
+	char *q = create("/v1/queues", NULL);
+
+	/* A worker puts, HTTP takes. */
+	json_t *t = task("put", json_pack("{s:s, s:{s:i}}", "queue", q, "item", "from", 1));
+	assert_true(json_is_true(json_object_get(t, "ok")));
+	json_decref(t);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=5", q);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(
+	        json_integer_value(json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "from")), 1);
+	response_free(&r);
+
+	/* HTTP puts, a worker takes. */
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	r = http(&g, "POST", path, "{\"items\":[\"a\",[2]]}", NULL);
+	response_free(&r);
+	t = task("get", json_pack("{s:s, s:i}", "queue", q, "wait_ms", 1000));
+	assert_string_equal(json_string_value(json_object_get(t, "value")), "a");
+	json_decref(t);
+	t = task("get", json_pack("{s:s, s:i}", "queue", q, "wait_ms", 1000));
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(t, "value"), 0)), 2);
+	json_decref(t);
+	/* Empty: null after the wait. */
+	t = task("get", json_pack("{s:s, s:i}", "queue", q, "wait_ms", 200));
+	assert_true(json_is_null(json_object_get(t, "value")));
+	json_decref(t);
+	free(q);
+}
+
+static void test_pipe_between_worker_and_http(void **state)
+{
+	char path[200];
+	(void)state;
+	char *p = create("/v1/pipes", "{\"duplex\":true}");
+
+	json_t *t = task("pipe_send", json_pack("{s:s, s:i, s:s}", "pipe", p, "end", 0, "item", "hello"));
+	assert_true(json_is_true(json_object_get(t, "ok")));
+	json_decref(t);
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/1/recv?wait=5", p);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r.json, "items"), 0)), "hello");
+	response_free(&r);
+
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/1/send", p);
+	r = http(&g, "POST", path, "{\"item\":\"back\"}", NULL);
+	response_free(&r);
+	t = task("pipe_recv", json_pack("{s:s, s:i, s:i}", "pipe", p, "end", 0, "wait_ms", 1000));
+	assert_string_equal(json_string_value(json_object_get(t, "value")), "back");
+	json_decref(t);
+	free(p);
+}
+
+static void test_refusals_are_task_errors(void **state)
+{
+	(void)state;
+	json_t *t = task("put", json_pack("{s:s, s:i}", "queue", "q-0000000000000000", "item", 1));
+	assert_true(json_is_false(json_object_get(t, "ok")));
+	json_decref(t);
+	char *s = create("/v1/pipes", "{\"duplex\":false}");
+	t = task("pipe_send", json_pack("{s:s, s:i, s:i}", "pipe", s, "end", 1, "item", 1)); /* end 1 only receives */
+	assert_true(json_is_false(json_object_get(t, "ok")));
+	json_decref(t);
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_queue_both_ways),
+	        cmocka_unit_test(test_pipe_between_worker_and_http),
+	        cmocka_unit_test(test_refusals_are_task_errors),
+	};
+	return cmocka_run_group_tests_name("worker_queues", tests, setup, teardown);
+}

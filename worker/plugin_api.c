@@ -1,0 +1,149 @@
+/*
+ * The functions strand-worker provides to its plugins (strand_plugin.h):
+ * queues and pipes over nng, on a REQ socket of their own to the gateway's
+ * hub, opened on first use. strand-worker is linked with its symbols
+ * exported, so a plugin's references to them resolve at dlopen.
+ *
+ * The plugin ABI has no context argument (a plugin is plain C calling
+ * plain functions, as Python code calls multiprocessing's), so the
+ * connection lives in this file's one static, set by worker_api_init before
+ * any task runs and used only from the executor thread.
+ */
+#define _GNU_SOURCE
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/frame.h"
+#include "worker/strand_plugin.h"
+#include "worker/worker.h"
+
+static struct api {
+	const worker_config *cfg;
+	nng_socket sock;
+	int open;
+} api;
+
+void worker_api_init(const worker_config *cfg)
+{
+	api.cfg = cfg;
+}
+
+void worker_api_fini(void)
+{
+	if (api.open)
+		nng_close(api.sock);
+	api.open = 0;
+}
+
+/* One call; on success *reply is the answer (free with
+ * protobuf_c_message_free_unpacked). */
+static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
+{
+	uint8_t *frame = NULL;
+	size_t len;
+	void *buf = NULL;
+	size_t buf_len;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	int rv;
+
+	if (!api.cfg) {
+		fprintf(stderr, "strand: queues are reached from tasks a strand worker runs\n");
+		return -1;
+	}
+	if (!api.open) {
+		if ((rv = nng_req0_open(&api.sock)) != 0 || (rv = nng_dial(api.sock, api.cfg->hub, NULL, 0)) != 0) {
+			fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
+			return -1;
+		}
+		nng_socket_set_size(api.sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
+		nng_socket_set_ms(api.sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+		api.open = 1;
+	}
+	c->worker_id = (char *)api.cfg->worker_id;
+	c->pool_id = (char *)api.cfg->pool_id;
+	c->secret = (char *)api.cfg->secret;
+	nng_socket_set_ms(api.sock, NNG_OPT_RECVTIMEO, wait_ms + 30000);
+	if (proto_frame_encode(PROTO_QUEUE_CALL, &c->base, &frame, &len) != CM_OK)
+		return -1;
+	rv = nng_send(api.sock, frame, len, 0);
+	free(frame);
+	if (rv == 0)
+		rv = nng_recv(api.sock, &buf, &buf_len, NNG_FLAG_ALLOC);
+	if (rv != 0) {
+		fprintf(stderr, "strand: hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
+		return -1;
+	}
+	rv = proto_frame_decode(PROTO_QUEUE_REPLY, buf, buf_len, &msg, detail, sizeof(detail));
+	nng_free(buf, buf_len);
+	if (rv != CM_OK) {
+		/* The hub refuses with a Batch when it cannot read the call. */
+		fprintf(stderr, "strand: the hub refused the call\n");
+		return -1;
+	}
+	*reply = (Strand__QueueReply *)msg;
+	if (!(*reply)->ok) {
+		fprintf(stderr, "strand: %s\n", (*reply)->error);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int put(const char *queue, int end, const char *item)
+{
+	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
+	ProtobufCBinaryData bin = {strlen(item), (uint8_t *)item};
+	Strand__QueueReply *reply;
+
+	c.op = STRAND__QUEUE_CALL__OP__PUT;
+	c.queue = (char *)queue;
+	c.pipe_end = end;
+	c.items = &bin;
+	c.n_items = 1;
+	if (call(&c, 0, &reply) != 0)
+		return -1;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
+}
+
+static int get(const char *queue, int end, int wait_ms, char **item)
+{
+	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
+	Strand__QueueReply *reply;
+	int rc = 1;
+
+	c.op = STRAND__QUEUE_CALL__OP__GET;
+	c.queue = (char *)queue;
+	c.pipe_end = end;
+	c.max = 1;
+	c.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
+	if (call(&c, wait_ms, &reply) != 0)
+		return -1;
+	if (reply->n_items) {
+		*item = strndup((const char *)reply->items[0].data, reply->items[0].len);
+		rc = *item ? 0 : -1;
+	}
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return rc;
+}
+
+int strand_queue_put(const char *queue, const char *item)
+{
+	return put(queue, -1, item);
+}
+int strand_queue_get(const char *queue, int wait_ms, char **item)
+{
+	return get(queue, -1, wait_ms, item);
+}
+int strand_pipe_send(const char *pipe, int end, const char *item)
+{
+	return put(pipe, end, item);
+}
+int strand_pipe_recv(const char *pipe, int end, int wait_ms, char **item)
+{
+	return get(pipe, end, wait_ms, item);
+}
