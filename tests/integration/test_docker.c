@@ -244,6 +244,51 @@ static void test_daemon_refusals_fail_the_pool(void **state)
 	gateway_cleanup(&g);
 }
 
+static void test_manager_and_ring_in_containers(void **state)
+{
+	gateway g;
+	char path[160];
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	/* A manager hosted in a container keeps its state between calls. */
+	response r = http(&g, "POST", "/v1/managers", "{\"type\":\"counter\",\"backend\":\"docker\"}", NULL);
+	assert_int_equal(r.status, 201);
+	char *m = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls", m);
+	for (int i = 0; i < 2; i++) {
+		r = http(&g, "POST", path, "{\"method\":\"add\",\"args\":[5]}", NULL);
+		assert_int_equal(r.status, 202);
+		char get[200];
+		snprintf(get, sizeof(get), "%s/%s?wait=60", path, json_string_value(json_object_get(r.json, "id")));
+		response_free(&r);
+		r = http(&g, "GET", get, NULL, NULL);
+		assert_int_equal(json_integer_value(json_object_get(r.json, "result")), 5 * (i + 1));
+		response_free(&r);
+	}
+	assert_int_equal(containers_of(m), 1);
+	snprintf(path, sizeof(path), "/v1/managers/%s", m);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	response_free(&r);
+	assert_int_equal(containers_of(m), 0);
+	free(m);
+
+	/* A ring of two containers, each given its rank. */
+	r = http(&g, "POST", "/v1/rings", "{\"size\":2,\"backend\":\"docker\",\"function\":\"echo\",\"arg\":1}", NULL);
+	assert_int_equal(r.status, 201);
+	snprintf(path, sizeof(path), "/v1/rings/%s?wait=60", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "done");
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(json_object_get(r.json, "members"), 1), "backend")),
+	        "docker");
+	response_free(&r);
+	gateway_cleanup(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +296,7 @@ int main(void)
 	        cmocka_unit_test(test_docker_kill_is_a_crash),
 	        cmocka_unit_test(test_gateway_restart_readopts_containers),
 	        cmocka_unit_test(test_daemon_refusals_fail_the_pool),
+	        cmocka_unit_test(test_manager_and_ring_in_containers),
 	};
 	return cmocka_run_group_tests_name("docker", tests, group_setup, NULL);
 }
