@@ -698,6 +698,31 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 
 /* ---- rings --------------------------------------------------------------- */
 
+/* GET with ?wait=S on something that runs (a process, a ring): answers once
+ * its state is not "running" any more, or after S seconds. */
+static enum MHD_Result join(api *a, struct MHD_Connection *c, const char *url, const char *id,
+                            int (*get)(engine *, const char *, json_t **), const char *missing)
+{
+	char detail[256] = "";
+	int64_t wait_s = 0, deadline;
+	json_t *out = NULL;
+	int err;
+
+	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	deadline = cm_now_ms() + wait_s * 1000;
+	for (;;) {
+		uint64_t gen = engine_generation(a->engine);
+		if ((err = get(a->engine, id, &out)) != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? missing : NULL);
+		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
+		    engine_wait(a->engine, gen, deadline) != CM_OK)
+			break;
+		json_decref(out);
+	}
+	return send_json(c, 200, out, NULL);
+}
+
 static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const char *rest, const request *rq)
 {
@@ -730,20 +755,7 @@ static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char 
 	}
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "use GET or DELETE on a ring");
-	int64_t wait_s = 0;
-	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
-		return problem(c, 400, url, detail);
-	int64_t deadline = cm_now_ms() + wait_s * 1000;
-	for (;;) {
-		uint64_t gen = engine_generation(a->engine);
-		if ((err = engine_ring_get(a->engine, rest, &out)) != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such ring" : NULL);
-		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
-		    engine_wait(a->engine, gen, deadline) != CM_OK)
-			break;
-		json_decref(out);
-	}
-	return send_json(c, 200, out, NULL);
+	return join(a, c, url, rest, engine_ring_get, "no such ring");
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -797,21 +809,7 @@ static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const c
 	}
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "use GET or DELETE on a process");
-	/* ?wait=S: join, up to S seconds. */
-	int64_t wait_s = 0;
-	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
-		return problem(c, 400, url, detail);
-	int64_t deadline = cm_now_ms() + wait_s * 1000;
-	for (;;) {
-		uint64_t gen = engine_generation(a->engine);
-		if ((err = engine_process_get(a->engine, id, &out)) != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
-		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
-		    engine_wait(a->engine, gen, deadline) != CM_OK)
-			break;
-		json_decref(out);
-	}
-	return send_json(c, 200, out, NULL);
+	return join(a, c, url, id, engine_process_get, "no such process");
 }
 
 /* ---- dashboard ---------------------------------------------------------- */

@@ -9,6 +9,33 @@
 #include "common/common.h"
 #include "gateway/spec.h"
 
+/* Reads a non-empty argv array (at most 256 strings) into new copies. */
+static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t detail_len)
+{
+	char **argv;
+	size_t i;
+	json_t *a;
+
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256) {
+		snprintf(detail, detail_len, "field 'command' must be a non-empty array of strings (argv)");
+		return CM_EINVAL;
+	}
+	if (!(argv = calloc(json_array_size(cmd), sizeof(char *))))
+		return CM_ENOMEM;
+	*out = argv;
+	*n = 0;
+	json_array_foreach (cmd, i, a) {
+		if (!json_is_string(a)) {
+			snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
+			return CM_EINVAL;
+		}
+		if (!(argv[i] = strdup(json_string_value(a))))
+			return CM_ENOMEM;
+		*n = i + 1;
+	}
+	return CM_OK;
+}
+
 static const char *const backends[] = {"local", "docker", NULL};
 static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
@@ -289,35 +316,13 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 	fn = json_object_get(root, "function");
 	cmd = json_object_get(root, "command");
 	if (cmd && !json_is_null(cmd)) {
-		size_t i;
-		json_t *a;
 		if (fn && !json_is_null(fn) && !(json_is_string(fn) && strcmp(json_string_value(fn), "exec") == 0)) {
 			snprintf(detail, detail_len, "give either 'function' or 'command', not both");
 			err = CM_EINVAL;
 			goto out;
 		}
-		if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256) {
-			snprintf(detail, detail_len, "field 'command' must be a non-empty array of strings (argv)");
-			err = CM_EINVAL;
+		if ((err = get_argv(cmd, &spec.command, &spec.ncommand, detail, detail_len)) != CM_OK)
 			goto out;
-		}
-		spec.command = calloc(json_array_size(cmd), sizeof(char *));
-		if (!spec.command) {
-			err = CM_ENOMEM;
-			goto out;
-		}
-		json_array_foreach (cmd, i, a) {
-			if (!json_is_string(a)) {
-				snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
-				err = CM_EINVAL;
-				goto out;
-			}
-			if (!(spec.command[i] = strdup(json_string_value(a)))) {
-				err = CM_ENOMEM;
-				goto out;
-			}
-			spec.ncommand = i + 1;
-		}
 		spec.function = strdup("exec");
 	} else {
 		if (!fn || !json_is_string(fn) || json_string_length(fn) == 0 || json_string_length(fn) > 256) {
@@ -549,28 +554,8 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 		goto out;
 	}
 	if (cmd) {
-		size_t i;
-		json_t *a;
-		if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > 256) {
-			snprintf(detail, detail_len, "field 'command' must be a non-empty array of strings (argv)");
-			err = CM_EINVAL;
+		if ((err = get_argv(cmd, &spec.command, &spec.ncommand, detail, detail_len)) != CM_OK)
 			goto out;
-		}
-		spec.command = calloc(json_array_size(cmd), sizeof(char *));
-		if (!spec.command) {
-			err = CM_ENOMEM;
-			goto out;
-		}
-		json_array_foreach (cmd, i, a) {
-			if (!json_is_string(a)) {
-				snprintf(detail, detail_len, "field 'command[%zu]' must be a string", i);
-				err = CM_EINVAL;
-				goto out;
-			}
-			if (!(spec.command[spec.ncommand] = strdup_or_fail(json_string_value(a), &err)))
-				goto out;
-			spec.ncommand++;
-		}
 	} else {
 		if (!json_is_string(fn) || strcmp(json_string_value(fn), "exec") == 0) {
 			snprintf(detail, detail_len,
