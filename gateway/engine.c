@@ -1,7 +1,9 @@
 /*
  * The engine thread; see engine.h. Everything below runs on that thread,
  * except the public entry points at the end (HTTP and hub threads), which
- * only touch the inbox under e->mu.
+ * only touch the inbox under e->mu. This file holds the cycle, pools, jobs,
+ * workers and pulls; queues and pipes are in engine_queues.c, processes and
+ * rings in engine_processes.c, the types they share in engine_int.h.
  *
  * One cycle:
  *
@@ -24,241 +26,7 @@
  * UPDATE per range.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "common/common.h"
-#include "gateway/backend.h"
-#include "gateway/engine.h"
-#include "proto/frame.h"
-#include "store/store.h"
-
-#define TICK_MS 20
-#define PARK_MS 1000
-#define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
-#define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
-#define JOB_BUCKETS 16384
-/* A batch holds about this much work of its job beyond the first task, once
- * the job's task time is known: long tasks go one at a time, so none waits
- * in one worker's hands while another worker idles. */
-#define BATCH_BUDGET_US 20000.0
-
-typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
-static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
-
-typedef enum worker_state { W_STARTING, W_CONNECTED, W_STOPPING, W_EXITED } worker_state;
-static const char *const worker_state_names[] = {"starting", "connected", "stopping", "exited"};
-
-typedef enum op_kind {
-	OP_POOL_CREATE,
-	OP_POOL_GET,
-	OP_POOL_LIST,
-	OP_POOL_CLOSE,
-	OP_POOL_DELETE,
-	OP_POOL_JOBS,
-	OP_MAP,
-	OP_JOB_GET,
-	OP_JOB_INFO,
-	OP_PULL,
-	OP_QUEUE_CREATE,
-	OP_QUEUE_INFO,
-	OP_QUEUE_DELETE,
-	OP_QUEUE_PUT,
-	OP_QUEUE_GET,
-	OP_PROC_START,
-	OP_PROC_GET,
-	OP_PROC_LIST,
-	OP_PROC_DELETE,
-	OP_PROC_LOGS,
-	OP_RING_START,
-	OP_RING_GET,
-	OP_RING_DELETE,
-} op_kind;
-
-struct pool;
-struct job;
-struct worker;
-
-typedef struct op {
-	op_kind kind;
-	struct op *next;
-	/* inputs, borrowed from the waiting caller */
-	const char *id;
-	const pool_spec *pool_spec;
-	map_spec *map;
-	const char *idem_key;
-	/* OP_QUEUE_*: what to create ("queue", "simplex", "duplex"), the items
-	 * to put (borrowed), how many to get, until when */
-	const char *qkind;
-	char *const *items;
-	const size_t *lens;
-	size_t nitems;
-	int64_t max;
-	int64_t deadline;
-	/* OP_PROC_START, OP_RING_START */
-	const process_spec *proc;
-	int ring_size;
-	/* OP_QUEUE_* from a worker: the call, where to answer, what it names */
-	Strand__QueueCall *qcall;
-	char qid[64];
-	char **owned_items;
-	size_t *owned_lens;
-	/* OP_PULL */
-	Strand__Pull *pull;
-	hub_slot *slot;
-	Strand__Batch batch;
-	Strand__Task **tasks;
-	size_t ntasks, cap_tasks;
-	int discard; /* answer nothing: the worker will ask again */
-	int64_t park_until;
-	/* outputs */
-	int err;
-	char detail[256];
-	json_t *out;
-	job_info info;
-	int done;
-	pthread_cond_t cv;
-} op;
-
-/* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
- * memory holds the count and the readers waiting, first come first served. */
-typedef struct queue {
-	char id[48];
-	char kind[16];
-	int64_t size;
-	int64_t created_ms;
-	struct op *getters, *getters_tail;
-	struct queue *next;
-} queue;
-
-/* A Process: one program or one function run once, on any backend. */
-typedef enum proc_state { PR_RUNNING, PR_EXITED, PR_FAILED } proc_state;
-static const char *const proc_state_names[] = {"running", "exited", "failed"};
-
-typedef struct process {
-	char id[20];
-	backend *backend;
-	char handle[BACKEND_HANDLE_MAX];
-	proc_state state;
-	int exit_code;
-	int terminated; /* ended by DELETE */
-	char reason[512];
-	char *spec_json;
-	char log_path[1100]; /* its output, kept after it ends */
-	int64_t created_ms, ended_ms, kill_at;
-	struct op *waiters; /* DELETEs waiting for it to end */
-	struct process *next;
-} process;
-
-/* A Ring: size processes that find each other through MASTER_ADDR and
- * MASTER_PORT (torch.distributed's env:// names). */
-typedef struct ring {
-	char id[20];
-	int size;
-	int master_port;
-	char members[SPEC_MAX_RING][20];
-	int64_t created_ms;
-	struct op *waiters; /* DELETEs waiting for every member to end */
-	struct ring *next;
-} ring;
-
-typedef struct range {
-	int64_t lo, hi;
-	struct job *job;
-	struct range *next;
-} range;
-
-typedef struct job {
-	char id[20];
-	int64_t num, base, total, done, failed;
-	int chunksize;
-	unsigned timeout_ms;
-	double avg_us; /* moving average of task run time; < 0: not known yet */
-	int max_attempts;
-	int retry_errors;
-	char *function;
-	char **command;
-	size_t ncommand;
-	char state[16];
-	int64_t created_ms;
-	struct pool *pool;
-	struct job *next; /* in the pool, by base */
-	struct job *hash_next; /* in e->jobs */
-} job;
-
-typedef struct worker {
-	char id[20];
-	struct pool *pool;
-	char handle[BACKEND_HANDLE_MAX]; /* pid, container id */
-	worker_state state;
-	int exit_code;
-	int64_t started, last_seen;
-	int64_t pending; /* tasks handed out and not yet reported */
-	int adopted; /* found alive at start: it must reconnect within two leases */
-	op *parked;
-	struct worker *next;
-} worker;
-
-typedef struct pool {
-	char id[20];
-	char secret[33];
-	pool_spec spec;
-	backend *backend;
-	char last_words[256]; /* what the last worker that died said */
-	pool_state state;
-	char reason[512];
-	int64_t created_ms;
-	worker *workers;
-	job *jobs, *jobs_tail, *last_job;
-	range *qhead, *qtail;
-	int64_t queued;
-	int64_t open_jobs;
-	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
-	int fail_streak; /* workers that exited without ever connecting */
-	int64_t kill_at; /* while terminating: SIGKILL the rest then */
-	op *delete_waiters;
-	struct pool *next;
-} pool;
-
-struct engine {
-	const gw_config *cfg;
-	store *st;
-	pthread_t thread;
-	int started;
-
-	pthread_mutex_t mu; /* guards the fields up to gen */
-	pthread_cond_t wake;
-	pthread_cond_t commit;
-	op *inbox;
-	int stopping;
-	int closing;
-	uint64_t gen;
-
-	/* engine thread only */
-	pool *pools;
-	queue *queues;
-	process *processes;
-	ring *rings;
-	job *jobs[JOB_BUCKETS];
-	op *ready;
-	int64_t next_job, next_task;
-	/* Local workers no pool knows any more (started in a cycle that did not
-	 * commit): killed and reaped by the tick. */
-	struct stray {
-		backend *b;
-		char handle[BACKEND_HANDLE_MAX];
-	} * strays;
-	size_t nstrays;
-	backend *local, *docker;
-};
+#include "gateway/engine_int.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -282,7 +50,7 @@ static job *job_find(engine *e, const char *id)
  * in id order, so this appends) and to the id index. */
 static void job_attach(engine *e, struct pool *p, job *j);
 
-static backend *backend_for(engine *e, const char *name)
+backend *engine__backend_for(engine *e, const char *name)
 {
 	if (strcmp(name, "local") == 0)
 		return e->local;
@@ -291,7 +59,7 @@ static backend *backend_for(engine *e, const char *name)
 	return NULL;
 }
 
-static pool *pool_find(engine *e, const char *id)
+pool *engine__pool_find(engine *e, const char *id)
 {
 	for (pool *p = e->pools; p; p = p->next)
 		if (strcmp(p->id, id) == 0)
@@ -309,7 +77,7 @@ static job *job_of_task(pool *p, int64_t id)
 	return NULL;
 }
 
-static void iso_time(int64_t ms, char out[32])
+void engine__iso_time(int64_t ms, char out[32])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -318,7 +86,7 @@ static void iso_time(int64_t ms, char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void ready(engine *e, op *o)
+void engine__ready(engine *e, op *o)
 {
 	o->next = e->ready;
 	e->ready = o;
@@ -360,7 +128,7 @@ static json_t *job_json(const job *j)
 	char created[32];
 	char self[64], results[80];
 
-	iso_time(j->created_ms, created);
+	engine__iso_time(j->created_ms, created);
 	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
 	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
 	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
@@ -392,7 +160,7 @@ static json_t *pool_json(const pool *p)
 			                    json_stringn(w->handle, strlen(w->handle) < 12 ? strlen(w->handle) : 12));
 		json_array_append_new(workers, wj);
 	}
-	iso_time(p->created_ms, created);
+	engine__iso_time(p->created_ms, created);
 	o = json_pack("{s:s, s:s, s:i, s:s, s:{s:f, s:I, s:i}, s:i, s:s, s:i, s:o,"
 	              " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 	              "id", p->id, "state", pool_state_names[p->state], "processes", p->spec.processes, "backend",
@@ -549,7 +317,7 @@ static void pull_finish(engine *e, op *o, Strand__Batch__Status status, const ch
 {
 	o->batch.status = status;
 	o->batch.error = (char *)(error ? error : "");
-	ready(e, o);
+	engine__ready(e, o);
 }
 
 typedef struct requeue_ctx {
@@ -635,7 +403,7 @@ static void worker_gone(engine *e, worker *w, int exit_code, const char *last_wo
 	store_worker_set_state(e->st, w->id, "exited", exit_code);
 	if (w->parked) {
 		w->parked->discard = 1;
-		ready(e, w->parked);
+		engine__ready(e, w->parked);
 		w->parked = NULL;
 	}
 	if (!expected) {
@@ -769,7 +537,7 @@ static int pool_drained(const pool *p)
 static void handle_pull(engine *e, op *o)
 {
 	Strand__Pull *m = o->pull;
-	pool *p = pool_find(e, m->pool_id);
+	pool *p = engine__pool_find(e, m->pool_id);
 	worker *w = NULL;
 
 	o->batch.lease_ms = (uint32_t)e->cfg->lease_ms;
@@ -783,7 +551,7 @@ static void handle_pull(engine *e, op *o)
 	if (w->parked) {
 		/* The worker gave up on its parked pull and asked again. */
 		w->parked->discard = 1;
-		ready(e, w->parked);
+		engine__ready(e, w->parked);
 		w->parked = NULL;
 	}
 	w->last_seen = cm_now_ms();
@@ -863,7 +631,7 @@ static void handle_pool_create(engine *e, op *o)
 	p->spec = *o->pool_spec;
 	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
 	cm_random_hex(p->secret, 16);
-	p->backend = backend_for(e, p->spec.backend);
+	p->backend = engine__backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
 	spec_json = spec_pool_json(&p->spec);
 	if (!p->backend || !spec_json ||
@@ -886,7 +654,7 @@ static void handle_pool_create(engine *e, op *o)
 
 static void handle_pool_close(engine *e, op *o)
 {
-	pool *p = pool_find(e, o->id);
+	pool *p = engine__pool_find(e, o->id);
 
 	if (!p) {
 		o->err = CM_ENOENT;
@@ -899,11 +667,11 @@ static void handle_pool_close(engine *e, op *o)
 
 static void handle_pool_delete(engine *e, op *o)
 {
-	pool *p = pool_find(e, o->id);
+	pool *p = engine__pool_find(e, o->id);
 
 	if (!p) {
 		o->err = CM_ENOENT;
-		ready(e, o);
+		engine__ready(e, o);
 		return;
 	}
 	if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED) {
@@ -923,7 +691,7 @@ static void handle_pool_delete(engine *e, op *o)
 	}
 	if (p->state == POOL_TERMINATED) {
 		o->out = pool_json(p);
-		ready(e, o);
+		engine__ready(e, o);
 		return;
 	}
 	/* Answered by the tick once every worker is gone. */
@@ -933,7 +701,7 @@ static void handle_pool_delete(engine *e, op *o)
 
 static void handle_map(engine *e, op *o)
 {
-	pool *p = pool_find(e, o->id);
+	pool *p = engine__pool_find(e, o->id);
 	map_spec *m = o->map;
 	job *j;
 	store_job sj;
@@ -1017,615 +785,6 @@ static void handle_map(engine *e, op *o)
 	o->out = job_json(j);
 }
 
-/* ---- queues and pipes --------------------------------------------------- */
-
-static queue *queue_find(engine *e, const char *id)
-{
-	for (queue *q = e->queues; q; q = q->next)
-		if (strcmp(q->id, id) == 0)
-			return q;
-	return NULL;
-}
-
-static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size)
-{
-	queue *q = calloc(1, sizeof(*q));
-
-	if (!q)
-		return NULL;
-	snprintf(q->id, sizeof(q->id), "%s", id);
-	snprintf(q->kind, sizeof(q->kind), "%s", kind);
-	q->created_ms = created_ms;
-	q->size = size;
-	q->next = e->queues;
-	e->queues = q;
-	return q;
-}
-
-static json_t *queue_json(const queue *q)
-{
-	char created[32];
-
-	int waiting = 0;
-
-	for (const op *o = q->getters; o; o = o->next)
-		waiting++;
-	iso_time(q->created_ms, created);
-	return json_pack("{s:s, s:s, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
-	                 "waiting_readers", waiting, "created_at", created);
-}
-
-static int collect_item(void *ctx, const void *value, size_t len)
-{
-	json_t *v = json_loadb(value, len, JSON_DECODE_ANY, NULL);
-
-	return v && json_array_append_new(ctx, v) == 0 ? CM_OK : CM_ENOMEM;
-}
-
-/* Pops up to o->max items for the reader o and readies its answer. */
-static void queue_serve(engine *e, queue *q, op *o)
-{
-	json_t *items = json_array();
-	int64_t n = 0;
-
-	if ((o->err = store_queue_pop(e->st, q->id, o->max, collect_item, items, &n)) == CM_OK) {
-		q->size -= n;
-		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", items);
-	} else {
-		json_decref(items);
-	}
-	ready(e, o);
-}
-
-/* Serves waiting readers in arrival order while there are items, and
- * answers those whose wait is over with nothing. */
-static void queue_tick(engine *e, queue *q, int64_t now)
-{
-	for (op **pp = &q->getters; *pp;) {
-		op *o = *pp;
-		if (q->size > 0 || now >= o->deadline) {
-			*pp = o->next;
-			queue_serve(e, q, o);
-		} else {
-			pp = &o->next;
-		}
-	}
-	q->getters_tail = NULL;
-	for (op *o = q->getters; o; o = o->next)
-		q->getters_tail = o;
-}
-
-static void answer_waiters(engine *e, queue *q, int err)
-{
-	while (q->getters) {
-		op *o = q->getters;
-		q->getters = o->next;
-		o->err = err;
-		ready(e, o);
-	}
-	q->getters_tail = NULL;
-}
-
-/* A worker's queue call: checks who asks, resolves a pipe end to the queue
- * of its direction, and checks the items are JSON. Returns CM_OK, or an
- * error with o->detail set. */
-static int resolve_queue_call(engine *e, op *o)
-{
-	Strand__QueueCall *m = o->qcall;
-	pool *p = pool_find(e, m->pool_id);
-	worker *w = NULL;
-	int sending = m->op == STRAND__QUEUE_CALL__OP__PUT;
-
-	if (p && strcmp(p->secret, m->secret) == 0)
-		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
-			;
-	if (!w) {
-		snprintf(o->detail, sizeof(o->detail), "unknown worker, pool or secret");
-		return CM_EINVAL;
-	}
-	if (m->pipe_end < 0) {
-		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
-	} else {
-		char probe[64];
-		int duplex;
-		snprintf(probe, sizeof(probe), "%.50s.1", m->queue);
-		duplex = queue_find(e, probe) != NULL;
-		if (m->pipe_end > 1 || (!duplex && m->pipe_end != (sending ? 0 : 1))) {
-			snprintf(o->detail, sizeof(o->detail), "end %d of pipe %.40s cannot %s", m->pipe_end, m->queue,
-			         sending ? "send" : "receive");
-			return CM_ECLOSED;
-		}
-		snprintf(o->qid, sizeof(o->qid), "%.50s.%d", m->queue,
-		         duplex ? (sending ? m->pipe_end : 1 - m->pipe_end) : 0);
-	}
-	o->id = o->qid;
-	if (sending) {
-		o->owned_items = calloc(m->n_items + 1, sizeof(char *));
-		o->owned_lens = calloc(m->n_items + 1, sizeof(size_t));
-		if (!o->owned_items || !o->owned_lens)
-			return CM_ENOMEM;
-		for (size_t i = 0; i < m->n_items; i++) {
-			json_t *v = json_loadb((const char *)m->items[i].data, m->items[i].len, JSON_DECODE_ANY, NULL);
-			if (!v || !(o->owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
-				json_decref(v);
-				snprintf(o->detail, sizeof(o->detail), "item %zu is not JSON", i);
-				return CM_EINVAL;
-			}
-			json_decref(v);
-			o->owned_lens[i] = strlen(o->owned_items[i]);
-			o->nitems = i + 1;
-		}
-		o->items = o->owned_items;
-		o->lens = o->owned_lens;
-	}
-	return CM_OK;
-}
-
-static void handle_queue(engine *e, op *o)
-{
-	queue *q;
-	char id[20];
-
-	if (o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) {
-		ready(e, o);
-		return;
-	}
-	q = o->kind != OP_QUEUE_CREATE ? queue_find(e, o->id) : NULL;
-	if (o->kind != OP_QUEUE_CREATE && !q) {
-		o->err = CM_ENOENT;
-		ready(e, o);
-		return;
-	}
-	switch (o->kind) {
-	case OP_QUEUE_CREATE: {
-		/* A queue, or a pipe: one direction per queue, "<pipe>.0" and
-		 * (duplex) "<pipe>.1". */
-		int64_t now = cm_wall_ms();
-		int pipe = strcmp(o->qkind, "queue") != 0;
-		int ends = strcmp(o->qkind, "duplex") == 0 ? 2 : 1;
-		cm_id_new(pipe ? 'x' : 'q', id);
-		if (!pipe) {
-			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
-			    (q = queue_add(e, id, "queue", now, 0)))
-				o->out = queue_json(q);
-			break;
-		}
-		json_t *dirs = json_array();
-		for (int i = 0; i < ends && o->err == CM_OK; i++) {
-			char qid[48];
-			snprintf(qid, sizeof(qid), "%s.%d", id, i);
-			if ((o->err = store_queue_insert(e->st, qid, o->qkind, now)) == CM_OK &&
-			    (q = queue_add(e, qid, o->qkind, now, 0)))
-				json_array_append_new(dirs, queue_json(q));
-		}
-		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
-		break;
-	}
-	case OP_QUEUE_INFO: o->out = queue_json(q); break;
-	case OP_QUEUE_DELETE: {
-		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
-			break;
-		answer_waiters(e, q, CM_ENOENT);
-		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
-			if (*pp == q) {
-				*pp = q->next;
-				break;
-			}
-		o->out = json_pack("{s:s, s:b}", "id", q->id, "deleted", 1);
-		free(q);
-		break;
-	}
-	case OP_QUEUE_PUT:
-		if ((o->err = store_queue_put(e->st, q->id, o->nitems, o->items, o->lens)) != CM_OK)
-			break;
-		q->size += (int64_t)o->nitems;
-		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->nitems, "size",
-		                   (json_int_t)q->size);
-		queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
-		break;
-	case OP_QUEUE_GET:
-		if (q->size > 0 && !q->getters) {
-			queue_serve(e, q, o);
-			return;
-		}
-		/* Wait behind the readers already waiting: first come, first served. */
-		o->next = NULL;
-		if (q->getters_tail)
-			q->getters_tail->next = o;
-		else
-			q->getters = o;
-		q->getters_tail = o;
-		return;
-	default: break;
-	}
-	ready(e, o);
-}
-
-/* ---- processes ---------------------------------------------------------- */
-
-static process *process_find(engine *e, const char *id)
-{
-	for (process *pr = e->processes; pr; pr = pr->next)
-		if (strcmp(pr->id, id) == 0)
-			return pr;
-	return NULL;
-}
-
-static json_t *process_json(const process *pr)
-{
-	char created[32], ended[32];
-	json_t *o;
-
-	iso_time(pr->created_ms, created);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "id", pr->id, "state", proc_state_names[pr->state],
-	              "backend", pr->backend->name, "handle", pr->handle, "terminated", pr->terminated, "created_at",
-	              created, "spec", json_loads(pr->spec_json, 0, NULL) ?: json_null());
-	if (pr->state != PR_RUNNING) {
-		iso_time(pr->ended_ms, ended);
-		json_object_set_new(o, "exit_code", json_integer(pr->exit_code));
-		json_object_set_new(o, "ended_at", json_string(ended));
-	}
-	if (pr->reason[0])
-		json_object_set_new(o, "reason", json_string(pr->reason));
-	if (strcmp(pr->backend->name, "local") == 0 && pr->handle[0])
-		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
-	return o;
-}
-
-static void process_save(engine *e, const process *pr)
-{
-	store_process sp = {.id = pr->id,
-	                    .spec_json = pr->spec_json,
-	                    .backend = pr->backend->name,
-	                    .handle = pr->handle,
-	                    .state = proc_state_names[pr->state],
-	                    .exit_code = pr->exit_code,
-	                    .reason = pr->reason[0] ? pr->reason : NULL,
-	                    .created_ms = pr->created_ms,
-	                    .ended_ms = pr->ended_ms};
-	store_process_save(e->st, &sp);
-}
-
-static process *process_add(engine *e, const char *id, backend *b, const char *spec_json, int64_t created_ms)
-{
-	process *pr = calloc(1, sizeof(*pr));
-
-	if (!pr || !(pr->spec_json = strdup(spec_json))) {
-		free(pr);
-		return NULL;
-	}
-	snprintf(pr->id, sizeof(pr->id), "%s", id);
-	pr->backend = b;
-	pr->created_ms = created_ms;
-	snprintf(pr->log_path, sizeof(pr->log_path), "%s.logs/%s.log", e->cfg->db, id);
-	pr->next = e->processes;
-	e->processes = pr;
-	return pr;
-}
-
-/* Starts one process of spec s, with extra environment (for ring members).
- * Returns it, also when it could not start (state failed, and why), or NULL
- * with *err set. */
-static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
-{
-	backend *b = backend_for(e, s->run.backend);
-	char id[20], label[64], plugins[2200];
-	char *argv[6], *env[270], *labels[1];
-	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
-	process *pr;
-
-	cm_id_new('r', id);
-	if (!b || !(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
-		*err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
-		return NULL;
-	}
-	for (size_t i = 0; i < nextra && i < 8; i++)
-		env[run.nenv++] = extra[i];
-	snprintf(label, sizeof(label), "strand.process=%s", id);
-	labels[0] = label;
-	for (size_t i = 0; i < s->nenv && i < 256; i++)
-		env[run.nenv++] = s->env[i];
-	if (s->command) {
-		/* A program: on docker it replaces the image's entrypoint. */
-		run.argv = s->command;
-		run.argc = s->ncommand;
-		run.entrypoint = 1;
-	} else {
-		/* A function: strand-worker runs it once. */
-		int local = b == e->local;
-		if (local)
-			argv[run.argc++] = (char *)e->cfg->worker_bin;
-		argv[run.argc++] = "--run";
-		argv[run.argc++] = s->function;
-		argv[run.argc++] = "--arg";
-		argv[run.argc++] = s->arg;
-		if (local) {
-			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
-			env[run.nenv++] = plugins;
-		}
-	}
-	run.log_path = pr->log_path;
-	if (b->run(b, &run, pr->handle, pr->reason, sizeof(pr->reason)) != CM_OK) {
-		pr->state = PR_FAILED;
-		pr->exit_code = -1;
-		pr->ended_ms = cm_wall_ms();
-		cm_warn("process %s could not start: %s", pr->id, pr->reason);
-	} else {
-		cm_info("process %s started (%s %.12s)", pr->id, b->name, pr->handle);
-	}
-	process_save(e, pr);
-	return pr;
-}
-
-static void handle_proc_start(engine *e, op *o)
-{
-	process *pr = process_start(e, o->proc, NULL, 0, &o->err);
-
-	if (pr)
-		o->out = process_json(pr);
-}
-
-/* Keeps what a process wrote, then frees what its backend holds. */
-static void process_ended(engine *e, process *pr, int code, const char *why)
-{
-	pr->state = PR_EXITED;
-	pr->exit_code = code;
-	pr->ended_ms = cm_wall_ms();
-	if (why && why[0] && code != 0 && !pr->reason[0])
-		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
-	if (pr->backend != e->local) {
-		cm_buf out;
-		FILE *f;
-		cm_buf_init(&out);
-		if (pr->backend->logs(pr->backend, pr->handle, NULL, 1u << 20, &out) == CM_OK &&
-		    (f = fopen(pr->log_path, "wb"))) {
-			if (out.len)
-				fwrite(out.data, 1, out.len, f);
-			fclose(f);
-		}
-		cm_buf_fini(&out);
-	}
-	pr->backend->release(pr->backend, pr->handle);
-	process_save(e, pr);
-	cm_info("process %s exited with code %d", pr->id, code);
-	while (pr->waiters) {
-		op *o = pr->waiters;
-		pr->waiters = o->next;
-		o->out = process_json(pr);
-		ready(e, o);
-	}
-}
-
-static void tick_processes(engine *e, int64_t now)
-{
-	for (process *pr = e->processes; pr; pr = pr->next) {
-		char why[256];
-		int code;
-		if (pr->state != PR_RUNNING)
-			continue;
-		if (pr->backend->poll(pr->backend, pr->handle, &code, why, sizeof(why)))
-			process_ended(e, pr, code, why);
-		else if (pr->terminated && now >= pr->kill_at)
-			pr->backend->stop(pr->backend, pr->handle, 1);
-	}
-}
-
-/* ---- rings --------------------------------------------------------------- */
-
-/* A block of n free TCP ports on loopback, for a ring's rendezvous: the
- * gateway checks them by binding, so members do not collide with anything
- * listening now. */
-static int free_port_block(int n)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		char hex[5];
-		int base, ok = 1;
-		cm_random_hex(hex, 2);
-		base = 30000 + (int)(strtol(hex, NULL, 16) % 25000);
-		for (int p = base; p < base + n && ok; p++) {
-			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-			a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-			ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-			if (fd >= 0)
-				close(fd);
-		}
-		if (ok)
-			return base;
-	}
-	return 0;
-}
-
-static ring *ring_find(engine *e, const char *id)
-{
-	for (ring *r = e->rings; r; r = r->next)
-		if (strcmp(r->id, id) == 0)
-			return r;
-	return NULL;
-}
-
-static ring *ring_add(engine *e, const char *id, int size, int port, int64_t created_ms)
-{
-	ring *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return NULL;
-	snprintf(r->id, sizeof(r->id), "%s", id);
-	r->size = size;
-	r->master_port = port;
-	r->created_ms = created_ms;
-	r->next = e->rings;
-	e->rings = r;
-	return r;
-}
-
-/* running while any member runs; then done if all exited 0, else failed */
-static const char *ring_state(engine *e, const ring *r)
-{
-	int running = 0, bad = 0;
-
-	for (int i = 0; i < r->size; i++) {
-		process *pr = process_find(e, r->members[i]);
-		if (!pr || pr->state == PR_FAILED || (pr->state == PR_EXITED && pr->exit_code != 0))
-			bad = 1;
-		else if (pr->state == PR_RUNNING)
-			running = 1;
-	}
-	return running ? "running" : bad ? "failed" : "done";
-}
-
-static json_t *ring_json(engine *e, const ring *r)
-{
-	json_t *members = json_array();
-	char created[32];
-
-	for (int i = 0; i < r->size; i++) {
-		process *pr = process_find(e, r->members[i]);
-		json_t *m = pr ? process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
-		json_object_set_new(m, "rank", json_integer(i));
-		json_array_append_new(members, m);
-	}
-	iso_time(r->created_ms, created);
-	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", ring_state(e, r), "size", r->size,
-	                 "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created, "members",
-	                 members);
-}
-
-static void handle_ring(engine *e, op *o)
-{
-	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
-	char id[20];
-
-	if (o->kind != OP_RING_START && !r) {
-		o->err = CM_ENOENT;
-		ready(e, o);
-		return;
-	}
-	switch (o->kind) {
-	case OP_RING_START: {
-		int port = free_port_block(o->ring_size + 1);
-		char members[SPEC_MAX_RING * 20 + 1] = "";
-		if (!port) {
-			o->err = CM_EUNAVAIL;
-			snprintf(o->detail, sizeof(o->detail), "no block of %d free ports for the ring",
-			         o->ring_size + 1);
-			break;
-		}
-		cm_id_new('g', id);
-		if (!(r = ring_add(e, id, o->ring_size, port, cm_wall_ms()))) {
-			o->err = CM_ENOMEM;
-			break;
-		}
-		for (int i = 0; i < r->size; i++) {
-			char env[5][64];
-			char *envp[5];
-			snprintf(env[0], sizeof(env[0]), "RANK=%d", i);
-			snprintf(env[1], sizeof(env[1]), "WORLD_SIZE=%d", r->size);
-			snprintf(env[2], sizeof(env[2]), "MASTER_ADDR=127.0.0.1");
-			snprintf(env[3], sizeof(env[3]), "MASTER_PORT=%d", r->master_port);
-			snprintf(env[4], sizeof(env[4]), "STRAND_RING=%s", r->id);
-			for (int k = 0; k < 5; k++)
-				envp[k] = env[k];
-			process *pr = process_start(e, o->proc, envp, 5, &o->err);
-			if (!pr)
-				break;
-			snprintf(r->members[i], sizeof(r->members[i]), "%s", pr->id);
-			if (i)
-				strcat(members, ",");
-			strcat(members, pr->id);
-		}
-		if (o->err == CM_OK)
-			o->err = store_ring_insert(e->st, r->id, r->size, r->master_port, members, r->created_ms);
-		if (o->err == CM_OK)
-			o->out = ring_json(e, r);
-		break;
-	}
-	case OP_RING_GET: o->out = ring_json(e, r); break;
-	case OP_RING_DELETE:
-		for (int i = 0; i < r->size; i++) {
-			process *pr = process_find(e, r->members[i]);
-			if (pr && pr->state == PR_RUNNING && !pr->terminated) {
-				pr->terminated = 1;
-				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				pr->backend->stop(pr->backend, pr->handle, 0);
-			}
-		}
-		if (strcmp(ring_state(e, r), "running") == 0) {
-			o->next = r->waiters;
-			r->waiters = o;
-			return; /* answered by the tick once every member ended */
-		}
-		o->out = ring_json(e, r);
-		break;
-	default: break;
-	}
-	ready(e, o);
-}
-
-static void tick_rings(engine *e)
-{
-	for (ring *r = e->rings; r; r = r->next) {
-		if (!r->waiters || strcmp(ring_state(e, r), "running") == 0)
-			continue;
-		while (r->waiters) {
-			op *o = r->waiters;
-			r->waiters = o->next;
-			o->out = ring_json(e, r);
-			ready(e, o);
-		}
-	}
-}
-
-static void handle_process(engine *e, op *o)
-{
-	process *pr = o->kind == OP_PROC_START || o->kind == OP_PROC_LIST ? NULL : process_find(e, o->id);
-
-	if (o->kind != OP_PROC_START && o->kind != OP_PROC_LIST && !pr) {
-		o->err = CM_ENOENT;
-		ready(e, o);
-		return;
-	}
-	switch (o->kind) {
-	case OP_PROC_START: handle_proc_start(e, o); break;
-	case OP_PROC_GET: o->out = process_json(pr); break;
-	case OP_PROC_LIST: {
-		json_t *a = json_array();
-		for (process *p = e->processes; p; p = p->next)
-			json_array_insert_new(a, 0, process_json(p)); /* oldest first */
-		o->out = json_pack("{s:o}", "processes", a);
-		break;
-	}
-	case OP_PROC_LOGS: {
-		cm_buf out;
-		cm_buf_init(&out);
-		/* While it runs its backend has the output; after, the log file. */
-		if (pr->state == PR_RUNNING)
-			pr->backend->logs(pr->backend, pr->handle, pr->log_path, 1u << 20, &out);
-		else
-			e->local->logs(e->local, NULL, pr->log_path, 1u << 20, &out);
-		o->out = json_stringn(out.data ? out.data : "", out.len);
-		cm_buf_fini(&out);
-		break;
-	}
-	case OP_PROC_DELETE:
-		if (pr->state == PR_RUNNING) {
-			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
-			if (!pr->terminated) {
-				pr->terminated = 1;
-				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				pr->backend->stop(pr->backend, pr->handle, 0);
-			}
-			o->next = pr->waiters;
-			pr->waiters = o;
-			return;
-		}
-		o->out = process_json(pr);
-		break;
-	default: break;
-	}
-	ready(e, o);
-}
-
 static void handle(engine *e, op *o)
 {
 	job *j;
@@ -1636,18 +795,18 @@ static void handle(engine *e, op *o)
 	case OP_QUEUE_INFO:
 	case OP_QUEUE_DELETE:
 	case OP_QUEUE_PUT:
-	case OP_QUEUE_GET: handle_queue(e, o); return; /* answers itself, now or later */
+	case OP_QUEUE_GET: engine__handle_queue(e, o); return; /* answers itself, now or later */
 	case OP_PROC_START:
 	case OP_PROC_GET:
 	case OP_PROC_LIST:
 	case OP_PROC_DELETE:
-	case OP_PROC_LOGS: handle_process(e, o); return;
+	case OP_PROC_LOGS: engine__handle_process(e, o); return;
 	case OP_RING_START:
 	case OP_RING_GET:
-	case OP_RING_DELETE: handle_ring(e, o); return;
+	case OP_RING_DELETE: engine__handle_ring(e, o); return;
 	case OP_POOL_CREATE: handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
-		pool *p = pool_find(e, o->id);
+		pool *p = engine__pool_find(e, o->id);
 		if (p)
 			o->out = pool_json(p);
 		else
@@ -1664,7 +823,7 @@ static void handle(engine *e, op *o)
 	case OP_POOL_CLOSE: handle_pool_close(e, o); break;
 	case OP_POOL_JOBS: {
 		/* Most recent first, at most 100: jobs are kept in base order. */
-		pool *p = pool_find(e, o->id);
+		pool *p = engine__pool_find(e, o->id);
 		json_t *a;
 		size_t n = 0;
 		if (!p) {
@@ -1695,7 +854,7 @@ static void handle(engine *e, op *o)
 	}
 	if (o->err && !o->detail[0])
 		snprintf(o->detail, sizeof(o->detail), "%s", cm_strerror(o->err));
-	ready(e, o);
+	engine__ready(e, o);
 }
 
 /* ---- the tick ----------------------------------------------------------- */
@@ -1748,7 +907,7 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 			op *o = p->delete_waiters;
 			p->delete_waiters = o->next;
 			o->out = pool_json(p);
-			ready(e, o);
+			engine__ready(e, o);
 		}
 		return;
 	}
@@ -1779,55 +938,10 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 
 /* ---- cycle -------------------------------------------------------------- */
 
-/* Answers a worker's queue call with a QueueReply frame. */
-static void answer_queue_call(engine *e, op *o, int committed)
-{
-	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
-	json_t *items = json_object_get(o->out, "items");
-	ProtobufCBinaryData *bins = NULL;
-	char **texts = NULL;
-	size_t n = json_array_size(items);
-	uint8_t *frame = NULL;
-	size_t len = 0;
-
-	(void)e;
-	reply.ok = committed && o->err == CM_OK;
-	reply.error = (char *)(reply.ok       ? ""
-	                       : o->detail[0] ? o->detail
-	                       : committed    ? cm_strerror(o->err)
-	                                      : "not recorded");
-	if (reply.ok && n) {
-		bins = calloc(n, sizeof(*bins));
-		texts = calloc(n, sizeof(*texts));
-		for (size_t i = 0; bins && texts && i < n; i++) {
-			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);
-			bins[i].data = (uint8_t *)texts[i];
-			bins[i].len = texts[i] ? strlen(texts[i]) : 0;
-		}
-		reply.items = bins;
-		reply.n_items = bins && texts ? n : 0;
-	}
-	if (proto_frame_encode(PROTO_QUEUE_REPLY, &reply.base, &frame, &len) == CM_OK)
-		hub_reply(o->slot, frame, len);
-	else
-		hub_discard(o->slot);
-	for (size_t i = 0; texts && i < n; i++)
-		free(texts[i]);
-	free(texts);
-	free(bins);
-	for (size_t i = 0; o->owned_items && i < o->nitems; i++)
-		free(o->owned_items[i]);
-	free(o->owned_items);
-	free(o->owned_lens);
-	json_decref(o->out);
-	protobuf_c_message_free_unpacked(&o->qcall->base, NULL);
-	free(o);
-}
-
-static void answer(engine *e, op *o, int committed)
+void engine__answer(engine *e, op *o, int committed)
 {
 	if (o->qcall) {
-		answer_queue_call(e, o, committed);
+		engine__answer_queue_call(e, o, committed);
 		return;
 	}
 	if (o->kind == OP_PULL) {
@@ -1866,20 +980,8 @@ static void stop_all_workers(engine *e)
 	int64_t deadline = cm_now_ms() + TERM_GRACE_MS;
 	int live;
 
-	/* Processes end with the gateway too: nothing it started outlives it. */
-	for (process *pr = e->processes; pr; pr = pr->next) {
-		if (pr->state != PR_RUNNING)
-			continue;
-		pr->backend->stop(pr->backend, pr->handle, 0);
-		for (int code; !pr->backend->poll(pr->backend, pr->handle, &code, NULL, 0);) {
-			if (cm_now_ms() > deadline)
-				pr->backend->stop(pr->backend, pr->handle, 1);
-			usleep(10000);
-		}
-		pr->state = PR_EXITED;
-		pr->terminated = 1;
-		process_save(e, pr);
-	}
+	engine__processes_stop(e, deadline);
+
 	for (pool *p = e->pools; p; p = p->next)
 		for (worker *w = p->workers; w; w = w->next)
 			if (w->state != W_EXITED) {
@@ -1996,17 +1098,17 @@ static void *engine_main(void *arg)
 			if (committed)
 				handle(e, o);
 			else
-				ready(e, o); /* answered below as not recorded */
+				engine__ready(e, o); /* answered below as not recorded */
 		}
 		int64_t now = cm_now_ms();
 		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
 			tick_pool(e, p, now);
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
 			if (q->getters)
-				queue_tick(e, q, now);
+				engine__queue_tick(e, q, now);
 		if (committed && store_in_transaction(e->st)) {
-			tick_processes(e, now);
-			tick_rings(e);
+			engine__tick_processes(e, now);
+			engine__tick_rings(e);
 		}
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
@@ -2027,7 +1129,7 @@ static void *engine_main(void *arg)
 		while (e->ready) {
 			op *o = e->ready;
 			e->ready = o->next;
-			answer(e, o, committed);
+			engine__answer(e, o, committed);
 		}
 		pthread_mutex_lock(&e->mu);
 		e->gen++;
@@ -2064,7 +1166,7 @@ static void load_pool(void *ctx, const char *id, const char *secret, const char 
 		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
 		p->state = POOL_FAILED;
 	}
-	p->backend = backend_for(e, p->spec.backend);
+	p->backend = engine__backend_for(e, p->spec.backend);
 	if (!p->backend)
 		p->backend = e->local;
 	for (int s = 0; s <= POOL_FAILED; s++)
@@ -2080,7 +1182,7 @@ static void load_pool(void *ctx, const char *id, const char *secret, const char 
 static void load_job(void *ctx, const store_job *sj)
 {
 	engine *e = ctx;
-	pool *p = pool_find(e, sj->pool_id);
+	pool *p = engine__pool_find(e, sj->pool_id);
 	job *j;
 
 	if (!p || !(j = calloc(1, sizeof(*j))))
@@ -2115,51 +1217,6 @@ static void load_job(void *ctx, const store_job *sj)
 	job_attach(e, p, j);
 }
 
-/* A process stored as running is adopted if its backend still has it. */
-static void load_process(void *ctx, const store_process *sp)
-{
-	engine *e = ctx;
-	backend *b = backend_for(e, sp->backend);
-	process *pr = b ? process_add(e, sp->id, b, sp->spec_json, sp->created_ms) : NULL;
-	char why[64];
-	int code;
-
-	if (!pr)
-		return;
-	snprintf(pr->handle, sizeof(pr->handle), "%s", sp->handle ? sp->handle : "");
-	snprintf(pr->reason, sizeof(pr->reason), "%s", sp->reason ? sp->reason : "");
-	pr->exit_code = sp->exit_code;
-	pr->ended_ms = sp->ended_ms;
-	pr->state = strcmp(sp->state, "running") == 0  ? PR_RUNNING
-	            : strcmp(sp->state, "failed") == 0 ? PR_FAILED
-	                                               : PR_EXITED;
-	if (pr->state == PR_RUNNING && b->poll(b, pr->handle, &code, why, sizeof(why))) {
-		/* It ended while no gateway watched: its exit code is lost. */
-		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
-		pr->state = PR_EXITED;
-		pr->exit_code = -1;
-		pr->ended_ms = cm_wall_ms();
-		process_save(e, pr);
-	}
-}
-
-static void load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms)
-{
-	ring *r = ring_add(ctx, id, size > SPEC_MAX_RING ? SPEC_MAX_RING : size, master_port, created_ms);
-	const char *p = members;
-
-	for (int i = 0; r && i < r->size && p && *p; i++) {
-		const char *comma = strchr(p, ',');
-		snprintf(r->members[i], sizeof(r->members[i]), "%.*s", (int)(comma ? comma - p : (long)strlen(p)), p);
-		p = comma ? comma + 1 : NULL;
-	}
-}
-
-static void load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
-{
-	queue_add(ctx, id, kind, created_ms, size);
-}
-
 typedef struct load_queue_ctx {
 	pool *p;
 	job *j;
@@ -2182,7 +1239,7 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
                         int64_t started_ms)
 {
 	engine *e = ctx;
-	pool *p = pool_find(e, pool_id);
+	pool *p = engine__pool_find(e, pool_id);
 	worker *w;
 	char why[64];
 	int code;
@@ -2210,8 +1267,9 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	int njobs = 0;
 
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
-	    store_queue_each(e->st, load_queue, e) != CM_OK || store_process_each(e->st, load_process, e) != CM_OK ||
-	    store_ring_each(e->st, load_ring, e) != CM_OK ||
+	    store_queue_each(e->st, engine__load_queue, e) != CM_OK ||
+	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
+	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
 	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
@@ -2304,7 +1362,7 @@ void engine_free(engine *e)
 		op *o = e->inbox;
 		e->inbox = o->next;
 		o->err = CM_ESHUTDOWN;
-		answer(e, o, 0);
+		engine__answer(e, o, 0);
 	}
 	state_clear(e, NULL, NULL);
 	free(e->strays);
@@ -2332,7 +1390,7 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 			worker *w = p->workers;
 			p->workers = w->next;
 			if (w->parked)
-				answer(e, w->parked, 0);
+				engine__answer(e, w->parked, 0);
 			if (live && w->state != W_EXITED) {
 				live[*nlive].b = p->backend;
 				snprintf(live[(*nlive)++].handle, BACKEND_HANDLE_MAX, "%s", w->handle);
@@ -2351,46 +1409,17 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 		while (p->delete_waiters) {
 			op *o = p->delete_waiters;
 			p->delete_waiters = o->next;
-			answer(e, o, 0);
+			engine__answer(e, o, 0);
 		}
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
-	while (e->rings) {
-		ring *r = e->rings;
-		e->rings = r->next;
-		while (r->waiters) {
-			op *o = r->waiters;
-			r->waiters = o->next;
-			answer(e, o, 0);
-		}
-		free(r);
-	}
-	while (e->processes) {
-		process *pr = e->processes;
-		e->processes = pr->next;
-		while (pr->waiters) {
-			op *o = pr->waiters;
-			pr->waiters = o->next;
-			answer(e, o, 0);
-		}
-		free(pr->spec_json);
-		free(pr);
-	}
-	while (e->queues) {
-		queue *q = e->queues;
-		e->queues = q->next;
-		while (q->getters) {
-			op *o = q->getters;
-			q->getters = o->next;
-			answer(e, o, 0);
-		}
-		free(q);
-	}
+	engine__processes_clear(e);
+	engine__queues_clear(e);
 }
 
 /* Hands op to the engine and waits for its answer. */
-static int submit(engine *e, op *o)
+int engine__submit(engine *e, op *o)
 {
 	pthread_cond_init(&o->cv, NULL);
 	pthread_mutex_lock(&e->mu);
@@ -2410,10 +1439,10 @@ static int submit(engine *e, op *o)
 	return o->err;
 }
 
-static int run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
+int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = kind, .id = id};
-	int err = submit(e, &o);
+	int err = engine__submit(e, &o);
 
 	if (detail)
 		snprintf(detail, detail_len, "%s", o.detail);
@@ -2427,7 +1456,7 @@ static int run_simple(engine *e, op_kind kind, const char *id, json_t **out, cha
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_POOL_CREATE, .pool_spec = spec};
-	int err = submit(e, &o);
+	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);
 	if (err == CM_OK)
@@ -2437,39 +1466,39 @@ int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *det
 
 int engine_pool_get(engine *e, const char *id, json_t **out)
 {
-	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);
+	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
 }
 
 int engine_pool_list(engine *e, json_t **out)
 {
-	return run_simple(e, OP_POOL_LIST, NULL, out, NULL, 0);
+	return engine__run_simple(e, OP_POOL_LIST, NULL, out, NULL, 0);
 }
 
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
 {
-	return run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
 }
 
 int engine_pool_delete(engine *e, const char *id, json_t **out)
 {
-	return run_simple(e, OP_POOL_DELETE, id, out, NULL, 0);
+	return engine__run_simple(e, OP_POOL_DELETE, id, out, NULL, 0);
 }
 
 int engine_pool_jobs(engine *e, const char *id, json_t **out)
 {
-	return run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
+	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
 }
 
 int engine_job_get(engine *e, const char *id, json_t **out)
 {
-	return run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
 }
 
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
                size_t detail_len)
 {
 	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
-	int err = submit(e, &o);
+	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);
 	if (err == CM_OK)
@@ -2480,102 +1509,11 @@ int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_
 int engine_job_info(engine *e, const char *id, job_info *out)
 {
 	op o = {.kind = OP_JOB_INFO, .id = id};
-	int err = submit(e, &o);
+	int err = engine__submit(e, &o);
 
 	if (err == CM_OK)
 		*out = o.info;
 	return err;
-}
-
-int engine_queue_create(engine *e, const char *kind, json_t **out)
-{
-	op o = {.kind = OP_QUEUE_CREATE, .qkind = kind};
-	int err = submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_queue_info(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
-}
-
-int engine_queue_delete(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
-}
-
-int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out)
-{
-	op o = {.kind = OP_QUEUE_PUT, .id = id, .items = items, .lens = lens, .nitems = n};
-	int err = submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out)
-{
-	op o = {.kind = OP_QUEUE_GET, .id = id, .max = max, .deadline = cm_now_ms() + wait_ms};
-	int err = submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_process_start(engine *e, const process_spec *spec, json_t **out)
-{
-	op o = {.kind = OP_PROC_START, .proc = spec};
-	int err = submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_process_get(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_PROC_GET, id, out, NULL, 0);
-}
-
-int engine_process_list(engine *e, json_t **out)
-{
-	return run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
-}
-
-int engine_process_delete(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_PROC_DELETE, id, out, NULL, 0);
-}
-
-int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_RING_START, .proc = spec, .ring_size = size};
-	int err = submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_ring_get(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_RING_GET, id, out, NULL, 0);
-}
-
-int engine_ring_delete(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_RING_DELETE, id, out, NULL, 0);
-}
-
-int engine_process_logs(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
 }
 
 uint64_t engine_generation(engine *e)
@@ -2613,33 +1551,6 @@ int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms)
 		err = CM_ESHUTDOWN;
 	pthread_mutex_unlock(&e->mu);
 	return err;
-}
-
-void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
-{
-	op *o = calloc(1, sizeof(*o));
-
-	if (!o) {
-		protobuf_c_message_free_unpacked(&call->base, NULL);
-		hub_discard(slot);
-		return;
-	}
-	o->kind = call->op == STRAND__QUEUE_CALL__OP__PUT ? OP_QUEUE_PUT : OP_QUEUE_GET;
-	o->qcall = call;
-	o->slot = slot;
-	o->max = call->max ? call->max : 1;
-	o->deadline = cm_now_ms() + call->wait_ms;
-	pthread_mutex_lock(&e->mu);
-	if (e->stopping) {
-		pthread_mutex_unlock(&e->mu);
-		protobuf_c_message_free_unpacked(&call->base, NULL);
-		free(o);
-		return;
-	}
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
-	pthread_mutex_unlock(&e->mu);
 }
 
 void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)

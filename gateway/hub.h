@@ -1,7 +1,8 @@
 /*
  * hub: the nng REP socket workers dial. Frames are decoded here; a frame
  * that does not decode is refused with a Batch{REFUSED, reason} and never
- * reaches the engine. Everything else goes to engine_pull.
+ * reaches the engine. Pulls go to engine_pull, queue and pipe calls from
+ * code inside workers to engine_queue_call.
  */
 #ifndef GATEWAY_HUB_H
 #define GATEWAY_HUB_H

@@ -1,0 +1,274 @@
+/*
+ * The engine's inside, shared by its parts: engine.c (the cycle, pools,
+ * jobs, workers, pulls), engine_queues.c (queues and pipes) and
+ * engine_processes.c (processes and rings). Everything here belongs to the
+ * engine thread; see engine.c for the cycle and engine.h for the contract.
+ */
+#ifndef GATEWAY_ENGINE_INT_H
+#define GATEWAY_ENGINE_INT_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "gateway/backend.h"
+#include "gateway/engine.h"
+#include "proto/frame.h"
+#include "store/store.h"
+
+#define TICK_MS 20
+#define PARK_MS 1000
+#define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
+#define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
+#define JOB_BUCKETS 16384
+/* A batch holds about this much work of its job beyond the first task, once
+ * the job's task time is known: long tasks go one at a time, so none waits
+ * in one worker's hands while another worker idles. */
+#define BATCH_BUDGET_US 20000.0
+
+typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
+static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
+
+typedef enum worker_state { W_STARTING, W_CONNECTED, W_STOPPING, W_EXITED } worker_state;
+static const char *const worker_state_names[] = {"starting", "connected", "stopping", "exited"};
+
+typedef enum op_kind {
+	OP_POOL_CREATE,
+	OP_POOL_GET,
+	OP_POOL_LIST,
+	OP_POOL_CLOSE,
+	OP_POOL_DELETE,
+	OP_POOL_JOBS,
+	OP_MAP,
+	OP_JOB_GET,
+	OP_JOB_INFO,
+	OP_PULL,
+	OP_QUEUE_CREATE,
+	OP_QUEUE_INFO,
+	OP_QUEUE_DELETE,
+	OP_QUEUE_PUT,
+	OP_QUEUE_GET,
+	OP_PROC_START,
+	OP_PROC_GET,
+	OP_PROC_LIST,
+	OP_PROC_DELETE,
+	OP_PROC_LOGS,
+	OP_RING_START,
+	OP_RING_GET,
+	OP_RING_DELETE,
+} op_kind;
+
+struct pool;
+struct job;
+struct worker;
+
+typedef struct op {
+	op_kind kind;
+	struct op *next;
+	/* inputs, borrowed from the waiting caller */
+	const char *id;
+	const pool_spec *pool_spec;
+	map_spec *map;
+	const char *idem_key;
+	/* OP_QUEUE_*: what to create ("queue", "simplex", "duplex"), the items
+	 * to put (borrowed), how many to get, until when */
+	const char *qkind;
+	char *const *items;
+	const size_t *lens;
+	size_t nitems;
+	int64_t max;
+	int64_t deadline;
+	/* OP_PROC_START, OP_RING_START */
+	const process_spec *proc;
+	int ring_size;
+	/* OP_QUEUE_* from a worker: the call, where to answer, what it names */
+	Strand__QueueCall *qcall;
+	char qid[64];
+	char **owned_items;
+	size_t *owned_lens;
+	/* OP_PULL */
+	Strand__Pull *pull;
+	hub_slot *slot;
+	Strand__Batch batch;
+	Strand__Task **tasks;
+	size_t ntasks, cap_tasks;
+	int discard; /* answer nothing: the worker will ask again */
+	int64_t park_until;
+	/* outputs */
+	int err;
+	char detail[256];
+	json_t *out;
+	job_info info;
+	int done;
+	pthread_cond_t cv;
+} op;
+
+/* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
+ * memory holds the count and the readers waiting, first come first served. */
+typedef struct queue {
+	char id[48];
+	char kind[16];
+	int64_t size;
+	int64_t created_ms;
+	struct op *getters, *getters_tail;
+	struct queue *next;
+} queue;
+
+/* A Process: one program or one function run once, on any backend. */
+typedef enum proc_state { PR_RUNNING, PR_EXITED, PR_FAILED } proc_state;
+static const char *const proc_state_names[] = {"running", "exited", "failed"};
+
+typedef struct process {
+	char id[20];
+	backend *backend;
+	char handle[BACKEND_HANDLE_MAX];
+	proc_state state;
+	int exit_code;
+	int terminated; /* ended by DELETE */
+	char reason[512];
+	char *spec_json;
+	char log_path[1100]; /* its output, kept after it ends */
+	int64_t created_ms, ended_ms, kill_at;
+	struct op *waiters; /* DELETEs waiting for it to end */
+	struct process *next;
+} process;
+
+/* A Ring: size processes that find each other through MASTER_ADDR and
+ * MASTER_PORT (torch.distributed's env:// names). */
+typedef struct ring {
+	char id[20];
+	int size;
+	int master_port;
+	char members[SPEC_MAX_RING][20];
+	int64_t created_ms;
+	struct op *waiters; /* DELETEs waiting for every member to end */
+	struct ring *next;
+} ring;
+
+typedef struct range {
+	int64_t lo, hi;
+	struct job *job;
+	struct range *next;
+} range;
+
+typedef struct job {
+	char id[20];
+	int64_t num, base, total, done, failed;
+	int chunksize;
+	unsigned timeout_ms;
+	double avg_us; /* moving average of task run time; < 0: not known yet */
+	int max_attempts;
+	int retry_errors;
+	char *function;
+	char **command;
+	size_t ncommand;
+	char state[16];
+	int64_t created_ms;
+	struct pool *pool;
+	struct job *next; /* in the pool, by base */
+	struct job *hash_next; /* in e->jobs */
+} job;
+
+typedef struct worker {
+	char id[20];
+	struct pool *pool;
+	char handle[BACKEND_HANDLE_MAX]; /* pid, container id */
+	worker_state state;
+	int exit_code;
+	int64_t started, last_seen;
+	int64_t pending; /* tasks handed out and not yet reported */
+	int adopted; /* found alive at start: it must reconnect within two leases */
+	op *parked;
+	struct worker *next;
+} worker;
+
+typedef struct pool {
+	char id[20];
+	char secret[33];
+	pool_spec spec;
+	backend *backend;
+	char last_words[256]; /* what the last worker that died said */
+	pool_state state;
+	char reason[512];
+	int64_t created_ms;
+	worker *workers;
+	job *jobs, *jobs_tail, *last_job;
+	range *qhead, *qtail;
+	int64_t queued;
+	int64_t open_jobs;
+	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
+	int fail_streak; /* workers that exited without ever connecting */
+	int64_t kill_at; /* while terminating: SIGKILL the rest then */
+	op *delete_waiters;
+	struct pool *next;
+} pool;
+
+struct engine {
+	const gw_config *cfg;
+	store *st;
+	pthread_t thread;
+	int started;
+
+	pthread_mutex_t mu; /* guards the fields up to gen */
+	pthread_cond_t wake;
+	pthread_cond_t commit;
+	op *inbox;
+	int stopping;
+	int closing;
+	uint64_t gen;
+
+	/* engine thread only */
+	pool *pools;
+	queue *queues;
+	process *processes;
+	ring *rings;
+	job *jobs[JOB_BUCKETS];
+	op *ready;
+	int64_t next_job, next_task;
+	/* Local workers no pool knows any more (started in a cycle that did not
+	 * commit): killed and reaped by the tick. */
+	struct stray {
+		backend *b;
+		char handle[BACKEND_HANDLE_MAX];
+	} * strays;
+	size_t nstrays;
+	backend *local, *docker;
+};
+
+/* ---- shared by engine.c, engine_queues.c and engine_processes.c --------- */
+
+/* engine.c */
+void engine__ready(engine *e, op *o); /* answer o after this cycle's commit */
+void engine__answer(engine *e, op *o, int committed); /* answer o now */
+void engine__iso_time(int64_t ms, char out[32]);
+backend *engine__backend_for(engine *e, const char *name);
+pool *engine__pool_find(engine *e, const char *id);
+int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait */
+int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len);
+
+/* engine_queues.c */
+void engine__handle_queue(engine *e, op *o);
+void engine__queue_tick(engine *e, queue *q, int64_t now);
+void engine__answer_queue_call(engine *e, op *o, int committed);
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size);
+void engine__queues_clear(engine *e);
+
+/* engine_processes.c */
+void engine__handle_process(engine *e, op *o);
+void engine__handle_ring(engine *e, op *o);
+void engine__tick_processes(engine *e, int64_t now);
+void engine__tick_rings(engine *e);
+void engine__load_process(void *ctx, const store_process *sp);
+void engine__load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms);
+void engine__processes_clear(engine *e);
+void engine__processes_stop(engine *e, int64_t deadline);
+
+#endif

@@ -1,0 +1,528 @@
+/*
+ * Processes and Rings in the engine; see engine.h. Runs on the engine
+ * thread, but for the public entry points at the end, which hand requests
+ * over through the inbox. A Process is a program or one function run once on
+ * a backend; a Ring is size of them with RANK, WORLD_SIZE, MASTER_ADDR and
+ * MASTER_PORT.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+
+/* ---- processes ---------------------------------------------------------- */
+
+static process *process_find(engine *e, const char *id)
+{
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (strcmp(pr->id, id) == 0)
+			return pr;
+	return NULL;
+}
+
+static json_t *process_json(const process *pr)
+{
+	char created[32], ended[32];
+	json_t *o;
+
+	engine__iso_time(pr->created_ms, created);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "id", pr->id, "state", proc_state_names[pr->state],
+	              "backend", pr->backend->name, "handle", pr->handle, "terminated", pr->terminated, "created_at",
+	              created, "spec", json_loads(pr->spec_json, 0, NULL) ?: json_null());
+	if (pr->state != PR_RUNNING) {
+		engine__iso_time(pr->ended_ms, ended);
+		json_object_set_new(o, "exit_code", json_integer(pr->exit_code));
+		json_object_set_new(o, "ended_at", json_string(ended));
+	}
+	if (pr->reason[0])
+		json_object_set_new(o, "reason", json_string(pr->reason));
+	if (strcmp(pr->backend->name, "local") == 0 && pr->handle[0])
+		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
+	return o;
+}
+
+static void process_save(engine *e, const process *pr)
+{
+	store_process sp = {.id = pr->id,
+	                    .spec_json = pr->spec_json,
+	                    .backend = pr->backend->name,
+	                    .handle = pr->handle,
+	                    .state = proc_state_names[pr->state],
+	                    .exit_code = pr->exit_code,
+	                    .reason = pr->reason[0] ? pr->reason : NULL,
+	                    .created_ms = pr->created_ms,
+	                    .ended_ms = pr->ended_ms};
+	store_process_save(e->st, &sp);
+}
+
+static process *process_add(engine *e, const char *id, backend *b, const char *spec_json, int64_t created_ms)
+{
+	process *pr = calloc(1, sizeof(*pr));
+
+	if (!pr || !(pr->spec_json = strdup(spec_json))) {
+		free(pr);
+		return NULL;
+	}
+	snprintf(pr->id, sizeof(pr->id), "%s", id);
+	pr->backend = b;
+	pr->created_ms = created_ms;
+	snprintf(pr->log_path, sizeof(pr->log_path), "%s.logs/%s.log", e->cfg->db, id);
+	pr->next = e->processes;
+	e->processes = pr;
+	return pr;
+}
+
+/* Starts one process of spec s, with extra environment (for ring members).
+ * Returns it, also when it could not start (state failed, and why), or NULL
+ * with *err set. */
+static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
+{
+	backend *b = engine__backend_for(e, s->run.backend);
+	char id[20], label[64], plugins[2200];
+	char *argv[6], *env[270], *labels[1];
+	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
+	process *pr;
+
+	cm_id_new('r', id);
+	if (!b || !(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
+		*err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
+		return NULL;
+	}
+	for (size_t i = 0; i < nextra && i < 8; i++)
+		env[run.nenv++] = extra[i];
+	snprintf(label, sizeof(label), "strand.process=%s", id);
+	labels[0] = label;
+	for (size_t i = 0; i < s->nenv && i < 256; i++)
+		env[run.nenv++] = s->env[i];
+	if (s->command) {
+		/* A program: on docker it replaces the image's entrypoint. */
+		run.argv = s->command;
+		run.argc = s->ncommand;
+		run.entrypoint = 1;
+	} else {
+		/* A function: strand-worker runs it once. */
+		int local = b == e->local;
+		if (local)
+			argv[run.argc++] = (char *)e->cfg->worker_bin;
+		argv[run.argc++] = "--run";
+		argv[run.argc++] = s->function;
+		argv[run.argc++] = "--arg";
+		argv[run.argc++] = s->arg;
+		if (local) {
+			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
+			env[run.nenv++] = plugins;
+		}
+	}
+	run.log_path = pr->log_path;
+	if (b->run(b, &run, pr->handle, pr->reason, sizeof(pr->reason)) != CM_OK) {
+		pr->state = PR_FAILED;
+		pr->exit_code = -1;
+		pr->ended_ms = cm_wall_ms();
+		cm_warn("process %s could not start: %s", pr->id, pr->reason);
+	} else {
+		cm_info("process %s started (%s %.12s)", pr->id, b->name, pr->handle);
+	}
+	process_save(e, pr);
+	return pr;
+}
+
+static void handle_proc_start(engine *e, op *o)
+{
+	process *pr = process_start(e, o->proc, NULL, 0, &o->err);
+
+	if (pr)
+		o->out = process_json(pr);
+}
+
+/* Keeps what a process wrote, then frees what its backend holds. */
+static void process_ended(engine *e, process *pr, int code, const char *why)
+{
+	pr->state = PR_EXITED;
+	pr->exit_code = code;
+	pr->ended_ms = cm_wall_ms();
+	if (why && why[0] && code != 0 && !pr->reason[0])
+		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
+	if (pr->backend != e->local) {
+		cm_buf out;
+		FILE *f;
+		cm_buf_init(&out);
+		if (pr->backend->logs(pr->backend, pr->handle, NULL, 1u << 20, &out) == CM_OK &&
+		    (f = fopen(pr->log_path, "wb"))) {
+			if (out.len)
+				fwrite(out.data, 1, out.len, f);
+			fclose(f);
+		}
+		cm_buf_fini(&out);
+	}
+	pr->backend->release(pr->backend, pr->handle);
+	process_save(e, pr);
+	cm_info("process %s exited with code %d", pr->id, code);
+	while (pr->waiters) {
+		op *o = pr->waiters;
+		pr->waiters = o->next;
+		o->out = process_json(pr);
+		engine__ready(e, o);
+	}
+}
+
+void engine__tick_processes(engine *e, int64_t now)
+{
+	for (process *pr = e->processes; pr; pr = pr->next) {
+		char why[256];
+		int code;
+		if (pr->state != PR_RUNNING)
+			continue;
+		if (pr->backend->poll(pr->backend, pr->handle, &code, why, sizeof(why)))
+			process_ended(e, pr, code, why);
+		else if (pr->terminated && now >= pr->kill_at)
+			pr->backend->stop(pr->backend, pr->handle, 1);
+	}
+}
+
+/* ---- rings --------------------------------------------------------------- */
+
+/* A block of n free TCP ports on loopback, for a ring's rendezvous: the
+ * gateway checks them by binding, so members do not collide with anything
+ * listening now. */
+static int free_port_block(int n)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		char hex[5];
+		int base, ok = 1;
+		cm_random_hex(hex, 2);
+		base = 30000 + (int)(strtol(hex, NULL, 16) % 25000);
+		for (int p = base; p < base + n && ok; p++) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+			a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok)
+			return base;
+	}
+	return 0;
+}
+
+static ring *ring_find(engine *e, const char *id)
+{
+	for (ring *r = e->rings; r; r = r->next)
+		if (strcmp(r->id, id) == 0)
+			return r;
+	return NULL;
+}
+
+static ring *ring_add(engine *e, const char *id, int size, int port, int64_t created_ms)
+{
+	ring *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	r->size = size;
+	r->master_port = port;
+	r->created_ms = created_ms;
+	r->next = e->rings;
+	e->rings = r;
+	return r;
+}
+
+/* running while any member runs; then done if all exited 0, else failed */
+static const char *ring_state(engine *e, const ring *r)
+{
+	int running = 0, bad = 0;
+
+	for (int i = 0; i < r->size; i++) {
+		process *pr = process_find(e, r->members[i]);
+		if (!pr || pr->state == PR_FAILED || (pr->state == PR_EXITED && pr->exit_code != 0))
+			bad = 1;
+		else if (pr->state == PR_RUNNING)
+			running = 1;
+	}
+	return running ? "running" : bad ? "failed" : "done";
+}
+
+static json_t *ring_json(engine *e, const ring *r)
+{
+	json_t *members = json_array();
+	char created[32];
+
+	for (int i = 0; i < r->size; i++) {
+		process *pr = process_find(e, r->members[i]);
+		json_t *m = pr ? process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
+		json_object_set_new(m, "rank", json_integer(i));
+		json_array_append_new(members, m);
+	}
+	engine__iso_time(r->created_ms, created);
+	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", ring_state(e, r), "size", r->size,
+	                 "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created, "members",
+	                 members);
+}
+
+void engine__handle_ring(engine *e, op *o)
+{
+	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
+	char id[20];
+
+	if (o->kind != OP_RING_START && !r) {
+		o->err = CM_ENOENT;
+		engine__ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_RING_START: {
+		int port = free_port_block(o->ring_size + 1);
+		char members[SPEC_MAX_RING * 20 + 1] = "";
+		if (!port) {
+			o->err = CM_EUNAVAIL;
+			snprintf(o->detail, sizeof(o->detail), "no block of %d free ports for the ring",
+			         o->ring_size + 1);
+			break;
+		}
+		cm_id_new('g', id);
+		if (!(r = ring_add(e, id, o->ring_size, port, cm_wall_ms()))) {
+			o->err = CM_ENOMEM;
+			break;
+		}
+		for (int i = 0; i < r->size; i++) {
+			char env[5][64];
+			char *envp[5];
+			snprintf(env[0], sizeof(env[0]), "RANK=%d", i);
+			snprintf(env[1], sizeof(env[1]), "WORLD_SIZE=%d", r->size);
+			snprintf(env[2], sizeof(env[2]), "MASTER_ADDR=127.0.0.1");
+			snprintf(env[3], sizeof(env[3]), "MASTER_PORT=%d", r->master_port);
+			snprintf(env[4], sizeof(env[4]), "STRAND_RING=%s", r->id);
+			for (int k = 0; k < 5; k++)
+				envp[k] = env[k];
+			process *pr = process_start(e, o->proc, envp, 5, &o->err);
+			if (!pr)
+				break;
+			snprintf(r->members[i], sizeof(r->members[i]), "%s", pr->id);
+			if (i)
+				strcat(members, ",");
+			strcat(members, pr->id);
+		}
+		if (o->err == CM_OK)
+			o->err = store_ring_insert(e->st, r->id, r->size, r->master_port, members, r->created_ms);
+		if (o->err == CM_OK)
+			o->out = ring_json(e, r);
+		break;
+	}
+	case OP_RING_GET: o->out = ring_json(e, r); break;
+	case OP_RING_DELETE:
+		for (int i = 0; i < r->size; i++) {
+			process *pr = process_find(e, r->members[i]);
+			if (pr && pr->state == PR_RUNNING && !pr->terminated) {
+				pr->terminated = 1;
+				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+				pr->backend->stop(pr->backend, pr->handle, 0);
+			}
+		}
+		if (strcmp(ring_state(e, r), "running") == 0) {
+			o->next = r->waiters;
+			r->waiters = o;
+			return; /* answered by the tick once every member ended */
+		}
+		o->out = ring_json(e, r);
+		break;
+	default: break;
+	}
+	engine__ready(e, o);
+}
+
+void engine__tick_rings(engine *e)
+{
+	for (ring *r = e->rings; r; r = r->next) {
+		if (!r->waiters || strcmp(ring_state(e, r), "running") == 0)
+			continue;
+		while (r->waiters) {
+			op *o = r->waiters;
+			r->waiters = o->next;
+			o->out = ring_json(e, r);
+			engine__ready(e, o);
+		}
+	}
+}
+
+void engine__handle_process(engine *e, op *o)
+{
+	process *pr = o->kind == OP_PROC_START || o->kind == OP_PROC_LIST ? NULL : process_find(e, o->id);
+
+	if (o->kind != OP_PROC_START && o->kind != OP_PROC_LIST && !pr) {
+		o->err = CM_ENOENT;
+		engine__ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_PROC_START: handle_proc_start(e, o); break;
+	case OP_PROC_GET: o->out = process_json(pr); break;
+	case OP_PROC_LIST: {
+		json_t *a = json_array();
+		for (process *p = e->processes; p; p = p->next)
+			json_array_insert_new(a, 0, process_json(p)); /* oldest first */
+		o->out = json_pack("{s:o}", "processes", a);
+		break;
+	}
+	case OP_PROC_LOGS: {
+		cm_buf out;
+		cm_buf_init(&out);
+		/* While it runs its backend has the output; after, the log file. */
+		if (pr->state == PR_RUNNING)
+			pr->backend->logs(pr->backend, pr->handle, pr->log_path, 1u << 20, &out);
+		else
+			e->local->logs(e->local, NULL, pr->log_path, 1u << 20, &out);
+		o->out = json_stringn(out.data ? out.data : "", out.len);
+		cm_buf_fini(&out);
+		break;
+	}
+	case OP_PROC_DELETE:
+		if (pr->state == PR_RUNNING) {
+			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
+			if (!pr->terminated) {
+				pr->terminated = 1;
+				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+				pr->backend->stop(pr->backend, pr->handle, 0);
+			}
+			o->next = pr->waiters;
+			pr->waiters = o;
+			return;
+		}
+		o->out = process_json(pr);
+		break;
+	default: break;
+	}
+	engine__ready(e, o);
+}
+
+/* A process stored as running is adopted if its backend still has it. */
+void engine__load_process(void *ctx, const store_process *sp)
+{
+	engine *e = ctx;
+	backend *b = engine__backend_for(e, sp->backend);
+	process *pr = b ? process_add(e, sp->id, b, sp->spec_json, sp->created_ms) : NULL;
+	char why[64];
+	int code;
+
+	if (!pr)
+		return;
+	snprintf(pr->handle, sizeof(pr->handle), "%s", sp->handle ? sp->handle : "");
+	snprintf(pr->reason, sizeof(pr->reason), "%s", sp->reason ? sp->reason : "");
+	pr->exit_code = sp->exit_code;
+	pr->ended_ms = sp->ended_ms;
+	pr->state = strcmp(sp->state, "running") == 0  ? PR_RUNNING
+	            : strcmp(sp->state, "failed") == 0 ? PR_FAILED
+	                                               : PR_EXITED;
+	if (pr->state == PR_RUNNING && b->poll(b, pr->handle, &code, why, sizeof(why))) {
+		/* It ended while no gateway watched: its exit code is lost. */
+		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
+		pr->state = PR_EXITED;
+		pr->exit_code = -1;
+		pr->ended_ms = cm_wall_ms();
+		process_save(e, pr);
+	}
+}
+
+void engine__load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms)
+{
+	ring *r = ring_add(ctx, id, size > SPEC_MAX_RING ? SPEC_MAX_RING : size, master_port, created_ms);
+	const char *p = members;
+
+	for (int i = 0; r && i < r->size && p && *p; i++) {
+		const char *comma = strchr(p, ',');
+		snprintf(r->members[i], sizeof(r->members[i]), "%.*s", (int)(comma ? comma - p : (long)strlen(p)), p);
+		p = comma ? comma + 1 : NULL;
+	}
+}
+
+int engine_process_start(engine *e, const process_spec *spec, json_t **out)
+{
+	op o = {.kind = OP_PROC_START, .proc = spec};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_process_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_GET, id, out, NULL, 0);
+}
+
+int engine_process_list(engine *e, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
+}
+
+int engine_process_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_DELETE, id, out, NULL, 0);
+}
+
+int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_RING_START, .proc = spec, .ring_size = size};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_ring_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_RING_GET, id, out, NULL, 0);
+}
+
+int engine_ring_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_RING_DELETE, id, out, NULL, 0);
+}
+
+int engine_process_logs(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
+}
+
+void engine__processes_clear(engine *e)
+{
+	while (e->rings) {
+		ring *r = e->rings;
+		e->rings = r->next;
+		while (r->waiters) {
+			op *o = r->waiters;
+			r->waiters = o->next;
+			engine__answer(e, o, 0);
+		}
+		free(r);
+	}
+	while (e->processes) {
+		process *pr = e->processes;
+		e->processes = pr->next;
+		while (pr->waiters) {
+			op *o = pr->waiters;
+			pr->waiters = o->next;
+			engine__answer(e, o, 0);
+		}
+		free(pr->spec_json);
+		free(pr);
+	}
+}
+
+/* At shutdown: processes end with the gateway too. */
+void engine__processes_stop(engine *e, int64_t deadline)
+{
+	for (process *pr = e->processes; pr; pr = pr->next) {
+		if (pr->state != PR_RUNNING)
+			continue;
+		pr->backend->stop(pr->backend, pr->handle, 0);
+		for (int code; !pr->backend->poll(pr->backend, pr->handle, &code, NULL, 0);) {
+			if (cm_now_ms() > deadline)
+				pr->backend->stop(pr->backend, pr->handle, 1);
+			usleep(10000);
+		}
+		pr->state = PR_EXITED;
+		pr->terminated = 1;
+		process_save(e, pr);
+	}
+}

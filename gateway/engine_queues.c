@@ -1,0 +1,365 @@
+/*
+ * SimpleQueues and Pipes in the engine; see engine.h. Runs on the engine
+ * thread, but for the public entry points at the end (HTTP and hub threads),
+ * which hand requests over through the inbox. Items live in the store;
+ * memory holds counts and the readers waiting, served first come, first
+ * served. Calls from code inside workers arrive from the hub and are
+ * answered with QueueReply frames.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+
+/* ---- queues and pipes --------------------------------------------------- */
+
+static queue *queue_find(engine *e, const char *id)
+{
+	for (queue *q = e->queues; q; q = q->next)
+		if (strcmp(q->id, id) == 0)
+			return q;
+	return NULL;
+}
+
+static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size)
+{
+	queue *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	snprintf(q->id, sizeof(q->id), "%s", id);
+	snprintf(q->kind, sizeof(q->kind), "%s", kind);
+	q->created_ms = created_ms;
+	q->size = size;
+	q->next = e->queues;
+	e->queues = q;
+	return q;
+}
+
+static json_t *queue_json(const queue *q)
+{
+	char created[32];
+
+	int waiting = 0;
+
+	for (const op *o = q->getters; o; o = o->next)
+		waiting++;
+	engine__iso_time(q->created_ms, created);
+	return json_pack("{s:s, s:s, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
+	                 "waiting_readers", waiting, "created_at", created);
+}
+
+static int collect_item(void *ctx, const void *value, size_t len)
+{
+	json_t *v = json_loadb(value, len, JSON_DECODE_ANY, NULL);
+
+	return v && json_array_append_new(ctx, v) == 0 ? CM_OK : CM_ENOMEM;
+}
+
+/* Pops up to o->max items for the reader o and readies its answer. */
+static void queue_serve(engine *e, queue *q, op *o)
+{
+	json_t *items = json_array();
+	int64_t n = 0;
+
+	if ((o->err = store_queue_pop(e->st, q->id, o->max, collect_item, items, &n)) == CM_OK) {
+		q->size -= n;
+		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", items);
+	} else {
+		json_decref(items);
+	}
+	engine__ready(e, o);
+}
+
+/* Serves waiting readers in arrival order while there are items, and
+ * answers those whose wait is over with nothing. */
+void engine__queue_tick(engine *e, queue *q, int64_t now)
+{
+	for (op **pp = &q->getters; *pp;) {
+		op *o = *pp;
+		if (q->size > 0 || now >= o->deadline) {
+			*pp = o->next;
+			queue_serve(e, q, o);
+		} else {
+			pp = &o->next;
+		}
+	}
+	q->getters_tail = NULL;
+	for (op *o = q->getters; o; o = o->next)
+		q->getters_tail = o;
+}
+
+static void answer_waiters(engine *e, queue *q, int err)
+{
+	while (q->getters) {
+		op *o = q->getters;
+		q->getters = o->next;
+		o->err = err;
+		engine__ready(e, o);
+	}
+	q->getters_tail = NULL;
+}
+
+/* A worker's queue call: checks who asks, resolves a pipe end to the queue
+ * of its direction, and checks the items are JSON. Returns CM_OK, or an
+ * error with o->detail set. */
+static int resolve_queue_call(engine *e, op *o)
+{
+	Strand__QueueCall *m = o->qcall;
+	pool *p = engine__pool_find(e, m->pool_id);
+	worker *w = NULL;
+	int sending = m->op == STRAND__QUEUE_CALL__OP__PUT;
+
+	if (p && strcmp(p->secret, m->secret) == 0)
+		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
+			;
+	if (!w) {
+		snprintf(o->detail, sizeof(o->detail), "unknown worker, pool or secret");
+		return CM_EINVAL;
+	}
+	if (m->pipe_end < 0) {
+		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
+	} else {
+		char probe[64];
+		int duplex;
+		snprintf(probe, sizeof(probe), "%.50s.1", m->queue);
+		duplex = queue_find(e, probe) != NULL;
+		if (m->pipe_end > 1 || (!duplex && m->pipe_end != (sending ? 0 : 1))) {
+			snprintf(o->detail, sizeof(o->detail), "end %d of pipe %.40s cannot %s", m->pipe_end, m->queue,
+			         sending ? "send" : "receive");
+			return CM_ECLOSED;
+		}
+		snprintf(o->qid, sizeof(o->qid), "%.50s.%d", m->queue,
+		         duplex ? (sending ? m->pipe_end : 1 - m->pipe_end) : 0);
+	}
+	o->id = o->qid;
+	if (sending) {
+		o->owned_items = calloc(m->n_items + 1, sizeof(char *));
+		o->owned_lens = calloc(m->n_items + 1, sizeof(size_t));
+		if (!o->owned_items || !o->owned_lens)
+			return CM_ENOMEM;
+		for (size_t i = 0; i < m->n_items; i++) {
+			json_t *v = json_loadb((const char *)m->items[i].data, m->items[i].len, JSON_DECODE_ANY, NULL);
+			if (!v || !(o->owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
+				json_decref(v);
+				snprintf(o->detail, sizeof(o->detail), "item %zu is not JSON", i);
+				return CM_EINVAL;
+			}
+			json_decref(v);
+			o->owned_lens[i] = strlen(o->owned_items[i]);
+			o->nitems = i + 1;
+		}
+		o->items = o->owned_items;
+		o->lens = o->owned_lens;
+	}
+	return CM_OK;
+}
+
+void engine__handle_queue(engine *e, op *o)
+{
+	queue *q;
+	char id[20];
+
+	if (o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) {
+		engine__ready(e, o);
+		return;
+	}
+	q = o->kind != OP_QUEUE_CREATE ? queue_find(e, o->id) : NULL;
+	if (o->kind != OP_QUEUE_CREATE && !q) {
+		o->err = CM_ENOENT;
+		engine__ready(e, o);
+		return;
+	}
+	switch (o->kind) {
+	case OP_QUEUE_CREATE: {
+		/* A queue, or a pipe: one direction per queue, "<pipe>.0" and
+		 * (duplex) "<pipe>.1". */
+		int64_t now = cm_wall_ms();
+		int pipe = strcmp(o->qkind, "queue") != 0;
+		int ends = strcmp(o->qkind, "duplex") == 0 ? 2 : 1;
+		cm_id_new(pipe ? 'x' : 'q', id);
+		if (!pipe) {
+			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
+			    (q = queue_add(e, id, "queue", now, 0)))
+				o->out = queue_json(q);
+			break;
+		}
+		json_t *dirs = json_array();
+		for (int i = 0; i < ends && o->err == CM_OK; i++) {
+			char qid[48];
+			snprintf(qid, sizeof(qid), "%s.%d", id, i);
+			if ((o->err = store_queue_insert(e->st, qid, o->qkind, now)) == CM_OK &&
+			    (q = queue_add(e, qid, o->qkind, now, 0)))
+				json_array_append_new(dirs, queue_json(q));
+		}
+		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
+		break;
+	}
+	case OP_QUEUE_INFO: o->out = queue_json(q); break;
+	case OP_QUEUE_DELETE: {
+		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
+			break;
+		answer_waiters(e, q, CM_ENOENT);
+		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
+			if (*pp == q) {
+				*pp = q->next;
+				break;
+			}
+		o->out = json_pack("{s:s, s:b}", "id", q->id, "deleted", 1);
+		free(q);
+		break;
+	}
+	case OP_QUEUE_PUT:
+		if ((o->err = store_queue_put(e->st, q->id, o->nitems, o->items, o->lens)) != CM_OK)
+			break;
+		q->size += (int64_t)o->nitems;
+		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->nitems, "size",
+		                   (json_int_t)q->size);
+		engine__queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
+		break;
+	case OP_QUEUE_GET:
+		if (q->size > 0 && !q->getters) {
+			queue_serve(e, q, o);
+			return;
+		}
+		/* Wait behind the readers already waiting: first come, first served. */
+		o->next = NULL;
+		if (q->getters_tail)
+			q->getters_tail->next = o;
+		else
+			q->getters = o;
+		q->getters_tail = o;
+		return;
+	default: break;
+	}
+	engine__ready(e, o);
+}
+
+/* Answers a worker's queue call with a QueueReply frame. */
+void engine__answer_queue_call(engine *e, op *o, int committed)
+{
+	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
+	json_t *items = json_object_get(o->out, "items");
+	ProtobufCBinaryData *bins = NULL;
+	char **texts = NULL;
+	size_t n = json_array_size(items);
+	uint8_t *frame = NULL;
+	size_t len = 0;
+
+	(void)e;
+	reply.ok = committed && o->err == CM_OK;
+	reply.error = (char *)(reply.ok       ? ""
+	                       : o->detail[0] ? o->detail
+	                       : committed    ? cm_strerror(o->err)
+	                                      : "not recorded");
+	if (reply.ok && n) {
+		bins = calloc(n, sizeof(*bins));
+		texts = calloc(n, sizeof(*texts));
+		for (size_t i = 0; bins && texts && i < n; i++) {
+			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);
+			bins[i].data = (uint8_t *)texts[i];
+			bins[i].len = texts[i] ? strlen(texts[i]) : 0;
+		}
+		reply.items = bins;
+		reply.n_items = bins && texts ? n : 0;
+	}
+	if (proto_frame_encode(PROTO_QUEUE_REPLY, &reply.base, &frame, &len) == CM_OK)
+		hub_reply(o->slot, frame, len);
+	else
+		hub_discard(o->slot);
+	for (size_t i = 0; texts && i < n; i++)
+		free(texts[i]);
+	free(texts);
+	free(bins);
+	for (size_t i = 0; o->owned_items && i < o->nitems; i++)
+		free(o->owned_items[i]);
+	free(o->owned_items);
+	free(o->owned_lens);
+	json_decref(o->out);
+	protobuf_c_message_free_unpacked(&o->qcall->base, NULL);
+	free(o);
+}
+
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
+{
+	queue_add(ctx, id, kind, created_ms, size);
+}
+
+int engine_queue_create(engine *e, const char *kind, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_CREATE, .qkind = kind};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_queue_info(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
+}
+
+int engine_queue_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
+}
+
+int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_PUT, .id = id, .items = items, .lens = lens, .nitems = n};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_GET, .id = id, .max = max, .deadline = cm_now_ms() + wait_ms};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		protobuf_c_message_free_unpacked(&call->base, NULL);
+		hub_discard(slot);
+		return;
+	}
+	o->kind = call->op == STRAND__QUEUE_CALL__OP__PUT ? OP_QUEUE_PUT : OP_QUEUE_GET;
+	o->qcall = call;
+	o->slot = slot;
+	o->max = call->max ? call->max : 1;
+	o->deadline = cm_now_ms() + call->wait_ms;
+	pthread_mutex_lock(&e->mu);
+	if (e->stopping) {
+		pthread_mutex_unlock(&e->mu);
+		protobuf_c_message_free_unpacked(&call->base, NULL);
+		free(o);
+		return;
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+}
+
+void engine__queues_clear(engine *e)
+{
+	while (e->queues) {
+		queue *q = e->queues;
+		e->queues = q->next;
+		while (q->getters) {
+			op *o = q->getters;
+			q->getters = o->next;
+			engine__answer(e, o, 0);
+		}
+		free(q);
+	}
+}
