@@ -33,8 +33,9 @@ start_gateway() {
       kill -0 "$GATEWAY_PID" 2>/dev/null || break
       sleep 0.05
     done
-    kill -9 "$GATEWAY_PID" 2>/dev/null
-    wait "$GATEWAY_PID" 2>/dev/null
+    # It may have exited already (its port was taken): not an error here.
+    kill -9 "$GATEWAY_PID" 2>/dev/null || true
+    wait "$GATEWAY_PID" 2>/dev/null || true
     GATEWAY_PID=""
   done
   echo "strand-gateway did not start; see $dir/gateway.log" >&2
@@ -55,8 +56,8 @@ show_log_on_failure() {
 # anything else (no pid, no signal).
 stop_gateway() {
   if [ -n "${GATEWAY_PID:-}" ]; then
-    kill -TERM "$GATEWAY_PID" 2>/dev/null
-    wait "$GATEWAY_PID" 2>/dev/null
+    kill -TERM "$GATEWAY_PID" 2>/dev/null || true
+    wait "$GATEWAY_PID" 2>/dev/null || true
     GATEWAY_PID=""
   fi
 }
