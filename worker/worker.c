@@ -300,6 +300,8 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	pthread_cond_init(&w.hub, NULL);
+	/* Redial a gateway that went away at least 4 times a second (nng backs
+	 * off up to this): a restarted gateway gets its workers back quickly. */
 	recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
 	          : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
 	                                          : recv_ms;
@@ -308,7 +310,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, recv_ms)) != 0 ||
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
 	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 1000)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
 	    (rv = nng_dial(sock, cfg->hub, NULL, NNG_FLAG_NONBLOCK)) != 0) {
 		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
 		code = 1;
