@@ -280,6 +280,35 @@ static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char 
 	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
 }
 
+/* ---- routing ------------------------------------------------------------ */
+
+/* The first path segment of rest (sub: where it ends, or NULL) into id. */
+static void first_segment(const char *rest, const char *sub, char *id, size_t id_len)
+{
+	snprintf(id, id_len, "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+}
+
+/* GET or DELETE of one resource: its JSON, or 404 naming what is missing. */
+static enum MHD_Result get_or_delete(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                     const char *id, int (*get)(engine *, const char *, json_t **),
+                                     int (*del)(engine *, const char *, json_t **), const char *noun)
+{
+	char detail[96];
+	json_t *out = NULL;
+	int err;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0) {
+		snprintf(detail, sizeof(detail), "use GET or DELETE on a %s", noun);
+		return problem(c, 405, url, detail);
+	}
+	err = (strcmp(method, "GET") == 0 ? get : del)(a->engine, id, &out);
+	if (err != CM_OK) {
+		snprintf(detail, sizeof(detail), "no such %s", noun);
+		return fail(c, err, url, err == CM_ENOENT ? detail : NULL);
+	}
+	return send_json(c, 200, out, NULL);
+}
+
 /* ---- pools and jobs ----------------------------------------------------- */
 
 static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id,
@@ -360,18 +389,9 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 		return problem(c, 405, url, "use GET or POST on /v1/pools");
 	}
 	sub = strchr(rest, '/');
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
-	if (!sub || !sub[1]) {
-		if (strcmp(method, "GET") == 0)
-			err = engine_pool_get(a->engine, id, &out);
-		else if (strcmp(method, "DELETE") == 0)
-			err = engine_pool_delete(a->engine, id, &out);
-		else
-			return problem(c, 405, url, "use GET or DELETE on a pool");
-		if (err != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
-		return send_json(c, 200, out, NULL);
-	}
+	first_segment(rest, sub, id, sizeof(id));
+	if (!sub || !sub[1])
+		return get_or_delete(a, c, url, method, id, engine_pool_get, engine_pool_delete, "pool");
 	if (strcmp(sub, "/jobs") == 0) {
 		if (strcmp(method, "GET") != 0)
 			return problem(c, 405, url, "use GET on a pool's jobs");
@@ -403,7 +423,7 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "jobs are read with GET");
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	first_segment(rest, sub, id, sizeof(id));
 	if (!sub || !sub[1]) {
 		if ((err = engine_job_get(a->engine, id, &out)) != CM_OK)
 			return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
@@ -466,20 +486,11 @@ static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char
 		snprintf(location, sizeof(location), "/v1/queues/%s", json_string_value(json_object_get(out, "id")));
 		return send_json(c, 201, out, location);
 	}
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	first_segment(rest, sub, id, sizeof(id));
 	if (id[0] != 'q')
 		return problem(c, 404, url, "no such queue");
-	if (!sub || !sub[1]) {
-		if (strcmp(method, "GET") == 0)
-			err = engine_queue_info(a->engine, id, &out);
-		else if (strcmp(method, "DELETE") == 0)
-			err = engine_queue_delete(a->engine, id, &out);
-		else
-			return problem(c, 405, url, "use GET or DELETE on a queue");
-		if (err != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such queue" : NULL);
-		return send_json(c, 200, out, NULL);
-	}
+	if (!sub || !sub[1])
+		return get_or_delete(a, c, url, method, id, engine_queue_info, engine_queue_delete, "queue");
 	if (strcmp(sub, "/items") != 0)
 		return problem(c, 404, url, "no such queue resource (items)");
 	if (strcmp(method, "POST") == 0)
@@ -519,7 +530,7 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 		snprintf(location, sizeof(location), "/v1/pipes/%s", pid);
 		return send_json(c, 201, out, location);
 	}
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	first_segment(rest, sub, id, sizeof(id));
 	snprintf(qid, sizeof(qid), "%s.0", id);
 	if (id[0] != 'x' || engine_queue_info(a->engine, qid, &out) != CM_OK)
 		return problem(c, 404, url, "no such pipe");
@@ -634,20 +645,11 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		snprintf(location, sizeof(location), "/v1/managers/%s", json_string_value(json_object_get(out, "id")));
 		return send_json(c, 201, out, location);
 	}
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	first_segment(rest, sub, id, sizeof(id));
 	if (id[0] != 'm')
 		return problem(c, 404, url, "no such manager");
-	if (!sub || !sub[1]) {
-		if (strcmp(method, "GET") == 0)
-			err = engine_pool_get(a->engine, id, &out);
-		else if (strcmp(method, "DELETE") == 0)
-			err = engine_pool_delete(a->engine, id, &out);
-		else
-			return problem(c, 405, url, "use GET or DELETE on a manager");
-		if (err != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such manager" : NULL);
-		return send_json(c, 200, out, NULL);
-	}
+	if (!sub || !sub[1])
+		return get_or_delete(a, c, url, method, id, engine_pool_get, engine_pool_delete, "manager");
 	if (strcmp(sub, "/calls") == 0 && strcmp(method, "POST") == 0) {
 		/* A call is a one-task job of the reserved function "manager". */
 		json_error_t jerr;
@@ -791,7 +793,7 @@ static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const c
 		}
 		return problem(c, 405, url, "use GET or POST on /v1/processes");
 	}
-	snprintf(id, sizeof(id), "%.*s", (int)(sub ? (size_t)(sub - rest) : strlen(rest)), rest);
+	first_segment(rest, sub, id, sizeof(id));
 	if (sub && strcmp(sub, "/logs") == 0 && strcmp(method, "GET") == 0) {
 		if ((err = engine_process_logs(a->engine, id, &out)) != CM_OK)
 			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
