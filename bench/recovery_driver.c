@@ -220,5 +220,8 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%.250s%s", db, suffixes[i]);
 		unlink(path);
 	}
+	char logs[300];
+	snprintf(logs, sizeof(logs), "%.250s.logs", db);
+	rmdir(logs); /* the gateway keeps process output there: none in this bench */
 	return 0;
 }

@@ -336,7 +336,8 @@ static void docker_release(backend *b, const char *handle)
 	char path[160], detail[128];
 	cm_buf reply;
 
-	snprintf(path, sizeof(path), "/containers/%s?force=true", handle);
+	/* v=true: the anonymous volumes it made go too (named ones stay). */
+	snprintf(path, sizeof(path), "/containers/%s?force=true&v=true", handle);
 	call(d, "DELETE", path, NULL, &reply, detail, sizeof(detail));
 	cm_buf_fini(&reply);
 }
