@@ -11,23 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/tally.h"
 #include "client/client.h"
 #include "common/common.h"
-
-typedef struct count {
-	long n, failed;
-} count;
-
-static int tally(void *ctx, json_int_t index, int ok, json_t *value)
-{
-	count *c = ctx;
-
-	(void)index;
-	(void)value;
-	c->n++;
-	c->failed += !ok;
-	return 0;
-}
 
 int main(int argc, char **argv)
 {

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/tally.h"
 #include "client/client.h"
 #include "common/common.h"
 
@@ -91,21 +92,6 @@ static void *kill_loop(void *arg)
 	}
 	strand_client_free(c);
 	return NULL;
-}
-
-typedef struct count {
-	long n, failed;
-} count;
-
-static int tally(void *ctx, json_int_t index, int ok, json_t *value)
-{
-	count *c = ctx;
-
-	(void)index;
-	(void)value;
-	c->n++;
-	c->failed += !ok;
-	return 0;
 }
 
 /* One map on a fresh pool of 2; returns tasks per second. */

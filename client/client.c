@@ -227,6 +227,21 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 	}
 }
 
+/* Takes an outcome {"ok": true, key: V} or {"ok": false, "error": E}
+ * (reply stolen): *result is V (new), or -1 with E as the error. */
+static int outcome(strand_client *c, json_t *reply, const char *key, json_t **result)
+{
+	int ok = json_is_true(json_object_get(reply, "ok"));
+
+	if (ok)
+		*result = json_incref(json_object_get(reply, key));
+	else
+		snprintf(c->error, sizeof(c->error), "%s",
+		         json_string_value(json_object_get(reply, "error")) ?: "failed");
+	json_decref(reply);
+	return ok ? 0 : -1;
+}
+
 int strand_manager_create(strand_client *c, const char *type, json_t *spec, char id[32])
 {
 	json_t *body = spec ? json_deep_copy(spec) : json_object();
@@ -263,15 +278,7 @@ int strand_manager_get(strand_client *c, const char *manager, const char *call, 
 		json_decref(reply);
 		return -1;
 	}
-	if (!json_is_true(json_object_get(reply, "ok"))) {
-		snprintf(c->error, sizeof(c->error), "%s",
-		         json_string_value(json_object_get(reply, "error")) ?: "failed");
-		json_decref(reply);
-		return -1;
-	}
-	*result = json_incref(json_object_get(reply, "result"));
-	json_decref(reply);
-	return 0;
+	return outcome(c, reply, "result", result);
 }
 
 int strand_manager_shutdown(strand_client *c, const char *manager)
@@ -306,15 +313,7 @@ int strand_apply(strand_client *c, const char *pool, const char *function, json_
 	json_decref(body);
 	if (rc != 0)
 		return -1;
-	if (!json_is_true(json_object_get(reply, "ok"))) {
-		snprintf(c->error, sizeof(c->error), "%s",
-		         json_string_value(json_object_get(reply, "error")) ?: "failed");
-		json_decref(reply);
-		return -1;
-	}
-	*result = json_incref(json_object_get(reply, "value"));
-	json_decref(reply);
-	return 0;
+	return outcome(c, reply, "value", result);
 }
 
 int strand_pool_close(strand_client *c, const char *pool)

@@ -437,7 +437,8 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 /* ---- queues and pipes --------------------------------------------------- */
 
 /* POST items to queue qid. */
-static enum MHD_Result queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, const request *rq)
+static enum MHD_Result queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                                 const request *rq)
 {
 	char detail[256] = "";
 	items_spec items;
@@ -447,15 +448,15 @@ static enum MHD_Result queue_put(api *a, struct MHD_Connection *c, const char *u
 	err = spec_items_parse(rq->body.data ? rq->body.data : "", rq->body.len, &items, detail, sizeof(detail));
 	if (err != CM_OK)
 		return fail(c, err, url, detail);
-	err = engine_queue_put(a->engine, qid, items.items, items.lens, items.n, &out);
+	err = engine_queue_put(a->engine, qid, end, items.items, items.lens, items.n, &out, detail, sizeof(detail));
 	spec_items_fini(&items);
 	if (err != CM_OK)
-		return fail(c, err, url, err == CM_ENOENT ? "no such queue or pipe" : NULL);
+		return fail(c, err, url, detail[0] ? detail : err == CM_ENOENT ? "no such queue" : NULL);
 	return send_json(c, 201, out, NULL);
 }
 
 /* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). */
-static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid)
+static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end)
 {
 	char detail[256] = "";
 	int64_t max = 1, wait_s = 0;
@@ -465,8 +466,8 @@ static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *u
 	if (query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
 	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 		return problem(c, 400, url, detail);
-	if ((err = engine_queue_get(a->engine, qid, max, wait_s * 1000, &out)) != CM_OK)
-		return fail(c, err, url, err == CM_ENOENT ? "no such queue or pipe" : NULL);
+	if ((err = engine_queue_get(a->engine, qid, end, max, wait_s * 1000, &out, detail, sizeof(detail))) != CM_OK)
+		return fail(c, err, url, detail[0] ? detail : err == CM_ENOENT ? "no such queue" : NULL);
 	return send_json(c, 200, out, NULL);
 }
 
@@ -494,14 +495,14 @@ static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char
 	if (strcmp(sub, "/items") != 0)
 		return problem(c, 404, url, "no such queue resource (items)");
 	if (strcmp(method, "POST") == 0)
-		return queue_put(a, c, url, id, rq);
+		return queue_put(a, c, url, id, -1, rq);
 	if (strcmp(method, "GET") == 0)
-		return queue_get(a, c, url, id);
+		return queue_get(a, c, url, id, -1);
 	return problem(c, 405, url, "POST items to put, GET items to take");
 }
 
-/* A pipe is one queue per direction: "<pipe>.0" carries what end 0 sends
- * (to end 1), "<pipe>.1" (duplex only) what end 1 sends. */
+/* A pipe is one queue per direction, "<pipe>.0" and (duplex) "<pipe>.1";
+ * which one an end sends to or receives from, the engine decides. */
 static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const char *rest, const request *rq)
 {
@@ -531,50 +532,40 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 		return send_json(c, 201, out, location);
 	}
 	first_segment(rest, sub, id, sizeof(id));
+	if (sub && strncmp(sub, "/ends/", 6) == 0) {
+		/* send and recv: the engine picks the direction's queue */
+		if (sscanf(sub, "/ends/%d", &end) != 1 || end < 0 || end > 1)
+			return problem(c, 404, url, "no such pipe end (ends/0 or ends/1, then send or recv)");
+		sub = strchr(sub + 6, '/');
+		if (sub && strcmp(sub, "/send") == 0 && strcmp(method, "POST") == 0)
+			return queue_put(a, c, url, id, end, rq);
+		if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "GET") == 0)
+			return queue_get(a, c, url, id, end);
+		return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
+	}
+	if (sub && sub[1])
+		return problem(c, 404, url, "no such pipe resource (ends)");
+	if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+		return problem(c, 405, url, "use GET or DELETE on a pipe");
 	snprintf(qid, sizeof(qid), "%s.0", id);
 	if (id[0] != 'x' || engine_queue_info(a->engine, qid, &out) != CM_OK)
 		return problem(c, 404, url, "no such pipe");
 	snprintf(qid, sizeof(qid), "%s.1", id);
 	duplex = engine_queue_info(a->engine, qid, &other) == CM_OK;
-	if (!sub || !sub[1]) {
-		json_t *p;
-		if (strcmp(method, "DELETE") == 0) {
-			for (int i = 0; i < 1 + duplex; i++) {
-				json_t *gone = NULL;
-				snprintf(qid, sizeof(qid), "%s.%d", id, i);
-				engine_queue_delete(a->engine, qid, &gone);
-				json_decref(gone);
-			}
-		} else if (strcmp(method, "GET") != 0) {
-			json_decref(out);
-			json_decref(other);
-			return problem(c, 405, url, "use GET or DELETE on a pipe");
+	if (strcmp(method, "DELETE") == 0) {
+		for (int i = 0; i < 1 + duplex; i++) {
+			json_t *gone = NULL;
+			snprintf(qid, sizeof(qid), "%s.%d", id, i);
+			engine_queue_delete(a->engine, qid, &gone);
+			json_decref(gone);
 		}
-		p = json_pack("{s:s, s:b, s:[o]}", "id", id, "duplex", duplex, "directions", out);
-		if (other)
-			json_array_append_new(json_object_get(p, "directions"), other);
-		if (strcmp(method, "DELETE") == 0)
-			json_object_set_new(p, "deleted", json_true());
-		return send_json(c, 200, p, NULL);
 	}
-	json_decref(out);
-	json_decref(other);
-	if (sscanf(sub, "/ends/%d", &end) != 1 || end < 0 || end > 1)
-		return problem(c, 404, url, "no such pipe resource (ends/0 or ends/1, then send or recv)");
-	sub = strchr(sub + 6, '/');
-	if (sub && strcmp(sub, "/send") == 0 && strcmp(method, "POST") == 0) {
-		if (!duplex && end != 0)
-			return problem(c, 409, url, "end 1 of a simplex pipe only receives");
-		snprintf(qid, sizeof(qid), "%s.%d", id, end);
-		return queue_put(a, c, url, qid, rq);
-	}
-	if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "GET") == 0) {
-		if (!duplex && end != 1)
-			return problem(c, 409, url, "end 0 of a simplex pipe only sends");
-		snprintf(qid, sizeof(qid), "%s.%d", id, duplex ? 1 - end : 0);
-		return queue_get(a, c, url, qid);
-	}
-	return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
+	json_t *p = json_pack("{s:s, s:b, s:[o]}", "id", id, "duplex", duplex, "directions", out);
+	if (other)
+		json_array_append_new(json_object_get(p, "directions"), other);
+	if (strcmp(method, "DELETE") == 0)
+		json_object_set_new(p, "deleted", json_true());
+	return send_json(c, 200, p, NULL);
 }
 
 /* ---- managers ----------------------------------------------------------- */

@@ -53,8 +53,12 @@ int engine_job_get(engine *e, const char *id, json_t **out);
 int engine_queue_create(engine *e, const char *kind, json_t **out);
 int engine_queue_info(engine *e, const char *id, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
-int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out);
-int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out);
+/* pipe_end -1: id is a queue; 0 or 1: id is a pipe, and the engine picks
+ * the queue of that end's direction (CM_ECLOSED if the end cannot do it). */
+int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
+                     json_t **out, char *detail, size_t detail_len);
+int engine_queue_get(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms, json_t **out, char *detail,
+                     size_t detail_len);
 
 /* Processes (multiprocessing.Process, `fiber run`): a program or one
  * function run once on a backend. Logs come back as a JSON string. DELETE

@@ -92,6 +92,8 @@ typedef struct op {
 	/* OP_QUEUE_* from a worker: the call, where to answer, what it names */
 	Strand__QueueCall *qcall;
 	char qid[64];
+	const char *pipe; /* OP_QUEUE_PUT/GET on an end of this pipe (o->id unset) */
+	int pipe_end;
 	char **owned_items;
 	size_t *owned_lens;
 	/* OP_PULL */

@@ -98,9 +98,38 @@ static void answer_waiters(engine *e, queue *q, int err)
 	q->getters_tail = NULL;
 }
 
+/* An end of a pipe, for a put (send) or a get (receive), to the queue of
+ * its direction, into o->qid: in a duplex pipe "<pipe>.E" carries what end E
+ * sends; a simplex pipe has "<pipe>.0" only, end 0 sending, end 1 receiving.
+ * Used by HTTP and by code inside workers alike. */
+static int resolve_pipe(engine *e, op *o, const char *pipe, int end)
+{
+	int sending = o->kind == OP_QUEUE_PUT;
+	char probe[64];
+	int duplex;
+
+	snprintf(probe, sizeof(probe), "%.50s.0", pipe);
+	if (!queue_find(e, probe)) {
+		snprintf(o->detail, sizeof(o->detail), "no such pipe");
+		return CM_ENOENT;
+	}
+	snprintf(probe, sizeof(probe), "%.50s.1", pipe);
+	duplex = queue_find(e, probe) != NULL;
+	if (end < 0 || end > 1 || (!duplex && end != (sending ? 0 : 1))) {
+		snprintf(o->detail, sizeof(o->detail), "end %d of %s pipe %.40s cannot %s", end,
+		         duplex ? "duplex" : "simplex", pipe, sending ? "send" : "receive");
+		return CM_ECLOSED;
+	}
+	snprintf(o->qid, sizeof(o->qid), "%.50s.%d", pipe, duplex ? (sending ? end : 1 - end) : 0);
+	o->id = o->qid;
+	return CM_OK;
+}
+
 /* A worker's queue call: checks who asks, resolves a pipe end to the queue
  * of its direction, and checks the items are JSON. Returns CM_OK, or an
  * error with o->detail set. */
+static int resolve_pipe(engine *e, op *o, const char *pipe, int end);
+
 static int resolve_queue_call(engine *e, op *o)
 {
 	Strand__QueueCall *m = o->qcall;
@@ -115,22 +144,14 @@ static int resolve_queue_call(engine *e, op *o)
 		snprintf(o->detail, sizeof(o->detail), "unknown worker, pool or secret");
 		return CM_EINVAL;
 	}
-	if (m->pipe_end < 0) {
-		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
+	if (m->pipe_end >= 0) {
+		int err = resolve_pipe(e, o, m->queue, m->pipe_end);
+		if (err != CM_OK)
+			return err;
 	} else {
-		char probe[64];
-		int duplex;
-		snprintf(probe, sizeof(probe), "%.50s.1", m->queue);
-		duplex = queue_find(e, probe) != NULL;
-		if (m->pipe_end > 1 || (!duplex && m->pipe_end != (sending ? 0 : 1))) {
-			snprintf(o->detail, sizeof(o->detail), "end %d of pipe %.40s cannot %s", m->pipe_end, m->queue,
-			         sending ? "send" : "receive");
-			return CM_ECLOSED;
-		}
-		snprintf(o->qid, sizeof(o->qid), "%.50s.%d", m->queue,
-		         duplex ? (sending ? m->pipe_end : 1 - m->pipe_end) : 0);
+		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
+		o->id = o->qid;
 	}
-	o->id = o->qid;
 	if (sending) {
 		o->owned_items = calloc(m->n_items + 1, sizeof(char *));
 		o->owned_lens = calloc(m->n_items + 1, sizeof(size_t));
@@ -158,7 +179,8 @@ void engine__handle_queue(engine *e, op *o)
 	queue *q;
 	char id[20];
 
-	if (o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) {
+	if ((o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) ||
+	    (o->pipe && (o->err = resolve_pipe(e, o, o->pipe, o->pipe_end)) != CM_OK)) {
 		engine__ready(e, o);
 		return;
 	}
@@ -303,21 +325,36 @@ int engine_queue_delete(engine *e, const char *id, json_t **out)
 	return engine__run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
 }
 
-int engine_queue_put(engine *e, const char *id, char *const *items, const size_t *lens, size_t n, json_t **out)
+int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
+                     json_t **out, char *detail, size_t detail_len)
 {
-	op o = {.kind = OP_QUEUE_PUT, .id = id, .items = items, .lens = lens, .nitems = n};
+	op o = {.kind = OP_QUEUE_PUT,
+	        .id = pipe_end < 0 ? id : NULL,
+	        .pipe = pipe_end < 0 ? NULL : id,
+	        .pipe_end = pipe_end,
+	        .items = items,
+	        .lens = lens,
+	        .nitems = n};
 	int err = engine__submit(e, &o);
 
+	snprintf(detail, detail_len, "%s", o.detail);
 	if (err == CM_OK)
 		*out = o.out;
 	return err;
 }
 
-int engine_queue_get(engine *e, const char *id, int64_t max, int64_t wait_ms, json_t **out)
+int engine_queue_get(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms, json_t **out, char *detail,
+                     size_t detail_len)
 {
-	op o = {.kind = OP_QUEUE_GET, .id = id, .max = max, .deadline = cm_now_ms() + wait_ms};
+	op o = {.kind = OP_QUEUE_GET,
+	        .id = pipe_end < 0 ? id : NULL,
+	        .pipe = pipe_end < 0 ? NULL : id,
+	        .pipe_end = pipe_end,
+	        .max = max,
+	        .deadline = cm_now_ms() + wait_ms};
 	int err = engine__submit(e, &o);
 
+	snprintf(detail, detail_len, "%s", o.detail);
 	if (err == CM_OK)
 		*out = o.out;
 	return err;
