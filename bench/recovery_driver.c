@@ -148,6 +148,10 @@ int main(int argc, char **argv)
 	snprintf(hub, sizeof(hub), "tcp://127.0.0.1:%d", atoi(argv[2]) + 1);
 	snprintf(url, sizeof(url), "http://%s", http);
 	srand((unsigned)getpid());
+	/* One token for the gateway it starts (and restarts) and for itself. */
+	char token[65];
+	cm_random_hex(token, 32);
+	setenv("STRAND_TOKEN", token, 1);
 	c = strand_client_new(url);
 	gw = gateway_start();
 	wait_healthy(c);

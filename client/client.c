@@ -1,4 +1,5 @@
 /* libstrand; see client.h. */
+#define _GNU_SOURCE
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 struct strand_client {
 	CURL *curl;
 	char url[512];
+	char auth[300]; /* "Authorization: Bearer TOKEN", or "" */
 	char error[512];
 };
 
@@ -32,6 +34,29 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
+/* The gateway's API token: $STRAND_TOKEN, else the first line of
+ * $STRAND_TOKEN_FILE, else of ./strand.token (where the quickstart's gateway
+ * keeps it, next to ./strand.db). None found: requests go without, and a
+ * gateway that asks for one answers 401. */
+static void load_token(strand_client *c)
+{
+	const char *token = getenv("STRAND_TOKEN");
+	const char *path = getenv("STRAND_TOKEN_FILE");
+	char line[260] = "";
+	FILE *f;
+
+	if (!token || !token[0]) {
+		f = fopen(path && path[0] ? path : "strand.token", "re");
+		if (f && fgets(line, sizeof(line), f))
+			line[strcspn(line, "\r\n")] = '\0';
+		if (f)
+			fclose(f);
+		token = line;
+	}
+	if (token[0])
+		snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %.256s", token);
+}
+
 strand_client *strand_client_new(const char *url)
 {
 	strand_client *c = calloc(1, sizeof(*c));
@@ -43,6 +68,7 @@ strand_client *strand_client_new(const char *url)
 	snprintf(c->url, sizeof(c->url), "%s", url);
 	if (c->url[0] && c->url[strlen(c->url) - 1] == '/')
 		c->url[strlen(c->url) - 1] = '\0';
+	load_token(c);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	c->curl = curl_easy_init();
 	if (!c->curl) {
@@ -57,6 +83,7 @@ void strand_client_free(strand_client *c)
 	if (!c)
 		return;
 	curl_easy_cleanup(c->curl);
+	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
 }
 
@@ -75,6 +102,8 @@ static long perform(strand_client *c, const char *method, const char *path, json
 	CURLcode rc;
 
 	h = curl_slist_append(h, "Expect:");
+	if (c->auth[0])
+		h = curl_slist_append(h, c->auth);
 	snprintf(url, sizeof(url), "%s%s", c->url, path);
 	curl_easy_reset(c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);

@@ -25,6 +25,7 @@ typedef enum cm_err {
 	CM_EUNAVAIL, /* a dependency is down or the store is read-only */
 	CM_ETIMEDOUT, /* a wait ran out */
 	CM_ESHUTDOWN, /* the process is stopping */
+	CM_EPERM, /* the operator's policy forbids it */
 } cm_err;
 
 /* Returns a static, human-readable name for an error code. */
@@ -62,6 +63,12 @@ char *cm_buf_steal(cm_buf *b);
 void cm_id_new(char prefix, char out[20]);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
+
+/* Whether s[0..len) is valid UTF-8 (strict: no overlongs, surrogates or NUL). */
+int cm_utf8_valid(const char *s, size_t len);
+/* Replaces each byte of the NUL-terminated s that is not part of a valid
+ * UTF-8 sequence (a cut multibyte character included) with '?', in place. */
+void cm_utf8_sanitize(char *s);
 
 int64_t cm_now_ms(void); /* monotonic clock */
 int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */

@@ -15,6 +15,7 @@ const char *cm_strerror(int err)
 	case CM_EUNAVAIL: return "unavailable";
 	case CM_ETIMEDOUT: return "timed out";
 	case CM_ESHUTDOWN: return "shutting down";
+	case CM_EPERM: return "forbidden by the gateway's policy";
 	}
 	return "unknown error";
 }

@@ -16,6 +16,9 @@ export STRAND_HUB="${STRAND_HUB:-tcp://127.0.0.1:7070}"
 export STRAND_DB="${STRAND_DB:-$PWD/strand.db}"
 export STRAND_BACKEND="${STRAND_BACKEND:-local}"
 export STRAND_URL="http://$STRAND_HTTP"
+# The gateway creates its API token (0600) next to the database on first
+# start; the examples, strand and libstrand read it from there.
+export STRAND_TOKEN_FILE="${STRAND_TOKEN_FILE:-$(dirname "$STRAND_DB")/strand.token}"
 
 ./build/bin/strand-gateway &
 gateway=$!
@@ -34,5 +37,6 @@ if [ "${QUICKSTART_EXIT:-0}" = 1 ]; then
   wait $gateway
   exit 0
 fi
-echo "strand-gateway is running on $STRAND_URL (pid $gateway, database $STRAND_DB); Ctrl-C stops it."
+echo "strand-gateway is running on $STRAND_URL (pid $gateway, database $STRAND_DB, API token in"
+echo "$STRAND_TOKEN_FILE); Ctrl-C stops it."
 wait $gateway

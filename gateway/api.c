@@ -30,11 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
 #include "gateway/api.h"
+#include "gateway/auth.h"
+#include "gateway/policy.h"
 #include "store/store.h"
 
 #define READERS 16
@@ -42,6 +45,7 @@
 struct api {
 	const gw_config *cfg;
 	engine *engine;
+	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t mu;
 	store *readers[READERS]; /* idle read-only connections */
@@ -51,6 +55,7 @@ struct api {
 typedef struct request {
 	cm_buf body;
 	int too_big;
+	int refused; /* answered at its first call: the body is not read */
 } request;
 
 /* ---- responses ---------------------------------------------------------- */
@@ -66,6 +71,7 @@ static int status_of(int err)
 	case CM_EUNAVAIL:
 	case CM_ESHUTDOWN: return MHD_HTTP_SERVICE_UNAVAILABLE;
 	case CM_ETIMEDOUT: return MHD_HTTP_GATEWAY_TIMEOUT;
+	case CM_EPERM: return MHD_HTTP_FORBIDDEN;
 	default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 }
@@ -74,18 +80,25 @@ static const char *slug_of(int status)
 {
 	switch (status) {
 	case 400: return "bad-request";
+	case 401: return "unauthorized";
+	case 403: return "forbidden";
 	case 404: return "not-found";
 	case 405: return "method-not-allowed";
 	case 409: return "conflict";
 	case 413: return "content-too-large";
+	case 414: return "uri-too-long";
+	case 415: return "unsupported-media-type";
+	case 421: return "misdirected-request";
 	case 422: return "unprocessable";
 	case 503: return "unavailable";
 	default: return "internal";
 	}
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
-                                 const char *location)
+/* Queues text (stolen) as the answer; header_name/value: one extra header
+ * (Location, WWW-Authenticate, Set-Cookie), or NULL. */
+static enum MHD_Result send_text_with(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
+                                      const char *header_name, const char *header_value)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
@@ -96,11 +109,18 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *tex
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (location)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (header_name && header_value)
+		MHD_add_response_header(r, header_name, header_value);
 	ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
+                                 const char *location)
+{
+	return send_text_with(c, status, text, len, type, MHD_HTTP_HEADER_LOCATION, location);
 }
 
 /* Sends and releases j (stolen) as the given content type. */
@@ -120,16 +140,34 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_t *j
 	return send_json_as(c, status, j, "application/json", location);
 }
 
-static enum MHD_Result problem(struct MHD_Connection *c, int status, const char *url, const char *detail)
+/* A problem+json answer. The URL and the detail may hold bytes a client sent
+ * (a field name, an id): they are made valid UTF-8 first, or jansson would
+ * refuse them and the client would get no answer at all. */
+static enum MHD_Result problem_with(struct MHD_Connection *c, int status, const char *url, const char *detail,
+                                    const char *header_name, const char *header_value)
 {
-	char type[64];
+	const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+	char type[64], instance[API_URL_MAX + 1], text[512];
 	json_t *j;
+	char *body;
 
 	snprintf(type, sizeof(type), "urn:strand:problem:%s", slug_of(status));
-	j = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", MHD_get_reason_phrase_for((unsigned)status),
-	              "status", status, "detail",
-	              detail && detail[0] ? detail : MHD_get_reason_phrase_for((unsigned)status), "instance", url);
-	return send_json_as(c, status, j, "application/problem+json", NULL);
+	snprintf(instance, sizeof(instance), "%s", url ? url : "");
+	snprintf(text, sizeof(text), "%s", detail && detail[0] ? detail : reason);
+	cm_utf8_sanitize(instance);
+	cm_utf8_sanitize(text);
+	j = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", reason, "status", status, "detail", text,
+	              "instance", instance);
+	body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!body)
+		return MHD_NO;
+	return send_text_with(c, status, body, strlen(body), "application/problem+json", header_name, header_value);
+}
+
+static enum MHD_Result problem(struct MHD_Connection *c, int status, const char *url, const char *detail)
+{
+	return problem_with(c, status, url, detail, NULL, NULL);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *c, int err, const char *url, const char *detail)
@@ -329,6 +367,10 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 	err = spec_map_parse(rq->body.data ? rq->body.data : "", rq->body.len, single, &spec, detail, sizeof(detail));
 	if (err != CM_OK)
 		return fail(c, err, url, detail);
+	if ((err = policy_check_command(a->cfg, spec.command != NULL, detail, sizeof(detail))) != CM_OK) {
+		spec_map_fini(&spec);
+		return fail(c, err, url, detail);
+	}
 	err = engine_map(a->engine, pool_id, &spec, key, &out, detail, sizeof(detail));
 	spec_map_fini(&spec);
 	if (err != CM_OK)
@@ -378,6 +420,8 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 			char location[64];
 			err = spec_pool_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend,
 			                      a->cfg->image, &spec, detail, sizeof(detail));
+			if (err == CM_OK)
+				err = policy_check_run(a->cfg, &spec, detail, sizeof(detail));
 			if (err == CM_OK)
 				err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
 			if (err != CM_OK)
@@ -571,17 +615,22 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 /* ---- managers ----------------------------------------------------------- */
 
 /* GET a call: its result once there, waiting up to wait_s. */
-static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const char *url, const char *cid,
-                                        int64_t wait_s)
+static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const char *url, const char *manager,
+                                        const char *cid, int64_t wait_s)
 {
 	char detail[256] = "";
 	job_info info;
 	cm_buf b;
-	json_t *page, *item, *out;
-	int err;
+	json_t *page, *item, *out, *job = NULL;
+	int err, mine;
 
-	if ((err = engine_job_info(a->engine, cid, &info)) != CM_OK)
-		return fail(c, err, url, err == CM_ENOENT ? "no such call" : NULL);
+	/* Only this manager's calls: any other job's result is not a call's. */
+	err = engine_job_get(a->engine, cid, &job);
+	mine = err == CM_OK && json_is_string(json_object_get(job, "pool")) &&
+	       strcmp(json_string_value(json_object_get(job, "pool")), manager) == 0;
+	json_decref(job);
+	if (!mine || (err = engine_job_info(a->engine, cid, &info)) != CM_OK)
+		return fail(c, mine ? err : CM_ENOENT, url, !mine || err == CM_ENOENT ? "no such call" : NULL);
 	cm_buf_init(&b);
 	err = results_body(a, cid, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
 	page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
@@ -593,11 +642,11 @@ static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const 
 		out = json_pack("{s:s, s:s}", "id", cid, "state", "pending");
 	} else if (json_is_true(json_object_get(item, "ok"))) {
 		json_t *v = json_object_get(item, "value");
-		out = json_pack("{s:s, s:s, s:b, s:O, s:O, s:O}", "id", cid, "state", "done", "ok", 1, "result",
+		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?, s:O?}", "id", cid, "state", "done", "ok", 1, "result",
 		                json_object_get(v, "result"), "started_ms", json_object_get(v, "started_ms"),
 		                "ended_ms", json_object_get(v, "ended_ms"));
 	} else {
-		out = json_pack("{s:s, s:s, s:b, s:O}", "id", cid, "state", "done", "ok", 0, "error",
+		out = json_pack("{s:s, s:s, s:b, s:O?}", "id", cid, "state", "done", "ok", 0, "error",
 		                json_object_get(item, "error"));
 	}
 	json_decref(page);
@@ -629,6 +678,8 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		pool_spec spec;
 		err = spec_manager_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend,
 		                         a->cfg->image, &spec, detail, sizeof(detail));
+		if (err == CM_OK)
+			err = policy_check_run(a->cfg, &spec, detail, sizeof(detail));
 		if (err == CM_OK)
 			err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
 		if (err != CM_OK)
@@ -684,7 +735,7 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		int64_t wait_s = 0;
 		if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 			return problem(c, 400, url, detail);
-		return manager_call_get(a, c, url, sub + 7, wait_s);
+		return manager_call_get(a, c, url, id, sub + 7, wait_s);
 	}
 	return problem(c, 404, url, "use POST .../calls, GET .../calls/{id}");
 }
@@ -732,6 +783,10 @@ static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char 
 		                      &spec, &size, detail, sizeof(detail));
 		if (err != CM_OK)
 			return fail(c, err, url, detail);
+		if ((err = policy_check_process(a->cfg, &spec, detail, sizeof(detail))) != CM_OK) {
+			spec_process_fini(&spec);
+			return fail(c, err, url, detail);
+		}
 		err = engine_ring_start(a->engine, &spec, size, &out, detail, sizeof(detail));
 		spec_process_fini(&spec);
 		if (err != CM_OK)
@@ -774,6 +829,10 @@ static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const c
 			                         a->cfg->image, &spec, detail, sizeof(detail));
 			if (err != CM_OK)
 				return fail(c, err, url, detail);
+			if ((err = policy_check_process(a->cfg, &spec, detail, sizeof(detail))) != CM_OK) {
+				spec_process_fini(&spec);
+				return fail(c, err, url, detail);
+			}
 			err = engine_process_start(a->engine, &spec, &out);
 			spec_process_fini(&spec);
 			if (err != CM_OK)
@@ -841,6 +900,138 @@ static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *
 	return ret;
 }
 
+/* ---- who may ask ------------------------------------------------------- */
+
+typedef struct header_count {
+	int content_length; /* how many Content-Length headers */
+	int differ; /* two of them disagree */
+	int transfer_encoding;
+	const char *first;
+} header_count;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	header_count *h = cls;
+
+	(void)kind;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+		if (h->content_length++ && value && h->first && strcmp(value, h->first) != 0)
+			h->differ = 1;
+		if (!h->first)
+			h->first = value;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+		h->transfer_encoding = 1;
+	}
+	return MHD_YES;
+}
+
+static int is_safe_method(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+/* Checks what can be checked from the request line and headers alone, before
+ * any of the body is read: returns 0 to go on, or an HTTP status with the
+ * reason in detail. */
+static int screen(api *a, struct MHD_Connection *c, const char *url, const char *method, char *detail,
+                  size_t detail_len)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+	const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *cookie = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, AUTH_COOKIE);
+	header_count h = {0};
+
+	if (strlen(url) > API_URL_MAX) {
+		snprintf(detail, detail_len, "the URL is over %d bytes", API_URL_MAX);
+		return 414;
+	}
+	if (!cm_utf8_valid(url, strlen(url))) {
+		snprintf(detail, detail_len, "the URL is not valid UTF-8 once percent-decoded");
+		return 400;
+	}
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+	if (h.differ || (h.content_length && h.transfer_encoding)) {
+		snprintf(detail, detail_len, "conflicting Content-Length or Transfer-Encoding headers");
+		return 400;
+	}
+	/* DNS rebinding: a page on a name that resolves here carries that name. */
+	if (!auth_host_allowed(host, a->cfg->public_hosts)) {
+		snprintf(detail, detail_len,
+		         "Host '%.100s' is not a name of this gateway: use its IP address, localhost or a "
+		         "--public-host name",
+		         host ? host : "");
+		return 421;
+	}
+	if (strcmp(url, "/healthz") == 0) {
+		if (!is_safe_method(method)) {
+			snprintf(detail, detail_len, "use GET on /healthz");
+			return 405;
+		}
+		return 0;
+	}
+	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0)
+		return 0; /* the dashboard's files: public; they hold no data */
+	if (origin && !auth_origin_same(origin, host)) {
+		snprintf(detail, detail_len, "cross-origin request refused (Origin '%.100s')", origin);
+		return 403;
+	}
+	if (!is_safe_method(method) && (h.content_length || h.transfer_encoding) &&
+	    !(h.first && strcmp(h.first, "0") == 0) && !auth_content_type_json(type)) {
+		snprintf(detail, detail_len, "request bodies must be 'Content-Type: application/json'");
+		return 415;
+	}
+	if (!a->token[0] || strcmp(url, "/v1/session") == 0)
+		return 0; /* --no-auth; or the dashboard's sign-in, which checks the token itself */
+	if (auth_token_equal(a->token, auth_bearer(auth)))
+		return 0;
+	if (!auth && auth_token_equal(a->token, cookie)) {
+		/* A browser sends the cookie on its own: a change must also come
+		 * with this gateway's own Origin (checked above). */
+		if (is_safe_method(method) || origin)
+			return 0;
+		snprintf(detail, detail_len, "a request authenticated by cookie must carry this gateway's Origin");
+		return 403;
+	}
+	snprintf(detail, detail_len,
+	         auth ? "the bearer token is not this gateway's"
+	              : "authentication required: 'Authorization: Bearer TOKEN' (the token is in the gateway's token "
+	                "file, see strand-gateway --help)");
+	return 401;
+}
+
+/* POST /v1/session {"token"}: the dashboard signs in once and the browser
+ * keeps the token in an HttpOnly, SameSite=Strict cookie, out of the reach
+ * of scripts and of other sites. DELETE signs out. */
+static enum MHD_Result route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                     const request *rq)
+{
+	char cookie[AUTH_TOKEN_MAX + 128];
+	json_t *body, *token;
+	int ok;
+
+	if (strcmp(method, "DELETE") == 0) {
+		snprintf(cookie, sizeof(cookie), "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", AUTH_COOKIE);
+		return send_text_with(c, 200, strdup("{}"), 2, "application/json", MHD_HTTP_HEADER_SET_COOKIE, cookie);
+	}
+	if (strcmp(method, "POST") != 0)
+		return problem(c, 405, url, "sign in with POST /v1/session {\"token\": ...}, out with DELETE");
+	body = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, 0, NULL);
+	token = json_object_get(body, "token");
+	if (!json_is_object(body) || !json_is_string(token) || json_object_size(body) != 1) {
+		json_decref(body);
+		return problem(c, 400, url, "a sign-in is {\"token\": \"...\"}");
+	}
+	ok = !a->token[0] || auth_token_equal(a->token, json_string_value(token));
+	json_decref(body);
+	if (!ok)
+		return problem(c, 401, url, "the token is not this gateway's");
+	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict", AUTH_COOKIE, a->token);
+	return send_text_with(c, 200, strdup("{\"signed_in\":true}"), 18, "application/json",
+	                      MHD_HTTP_HEADER_SET_COOKIE, cookie);
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -851,11 +1042,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	(void)version;
 	if (!rq) {
+		char detail[256];
+		int status;
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		cm_buf_init(&rq->body);
 		*con_cls = rq;
+		/* Refused before its body is read: an unauthenticated client
+		 * cannot make the gateway buffer anything. */
+		if ((status = screen(a, c, url, method, detail, sizeof(detail))) != 0) {
+			rq->refused = 1;
+			if (status == 401)
+				return problem_with(c, status, url, detail, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				                    "Bearer realm=\"strand\"");
+			return problem(c, status, url, detail);
+		}
+		return MHD_YES;
+	}
+	if (rq->refused) {
+		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -873,6 +1079,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (strcmp(url, "/healthz") == 0)
 		return send_json(c, 200, json_pack("{s:s, s:i}", "status", "ok", "pid", (int)getpid()), NULL);
+	if (strcmp(url, "/v1/session") == 0)
+		return route_session(a, c, url, method, rq);
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
@@ -940,6 +1148,72 @@ bad:
 	return CM_EINVAL;
 }
 
+/* Percent-decoding of the path and query, as MHD's own except that %00 is
+ * left as it is: a NUL would end the id early, so that "p-1%00x" would name
+ * pool p-1. Returns the new length. */
+static int hex_value(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+		return (ch | 0x20) - 'a' + 10;
+	return -1;
+}
+
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+
+	(void)cls;
+	(void)c;
+	for (const char *r = s; *r;) {
+		int hi = r[0] == '%' ? hex_value(r[1]) : -1;
+		int lo = hi >= 0 ? hex_value(r[2]) : -1;
+		if (lo >= 0 && (hi | lo) != 0) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
+/* The token every /v1 request must carry, or none with --no-auth (loopback
+ * only: anyone who can reach the port could otherwise run programs). */
+static int load_token(api *a, const struct sockaddr_storage *ss, char *detail, size_t detail_len)
+{
+	const gw_config *cfg = a->cfg;
+	int created = 0, err;
+
+	if (cfg->no_auth) {
+		if (!is_loopback(ss)) {
+			snprintf(detail, detail_len, "--no-auth is refused unless --http is a loopback address (not %s)",
+			         cfg->http);
+			return CM_EINVAL;
+		}
+		cm_warn("authentication is OFF (--no-auth): every local user and process can use the API");
+		return CM_OK;
+	}
+	if ((err = auth_token_load(cfg->token_file, cfg->token, a->token, &created, detail, detail_len)) != CM_OK)
+		return err;
+	if (cfg->token[0])
+		cm_info("API token: from STRAND_TOKEN");
+	else
+		cm_info("API token: in %s%s", cfg->token_file, created ? " (created now)" : "");
+	return CM_OK;
+}
+
 int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
@@ -952,7 +1226,8 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	a->cfg = cfg;
 	a->engine = e;
 	pthread_mutex_init(&a->mu, NULL);
-	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK) {
+	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK ||
+	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK) {
 		api_stop(a);
 		return err;
 	}
@@ -960,8 +1235,9 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 	                                 (v6 ? MHD_USE_IPv6 : 0),
 	                         0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_CONNECTION_TIMEOUT,
-	                         (unsigned)(API_WAIT_MAX_S + 60), MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
+	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
+	                         a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(API_WAIT_MAX_S + 60),
+	                         MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
 	if (!a->daemon) {
 		snprintf(detail, detail_len, "cannot listen on http://%s (in use?)", cfg->http);
 		api_stop(a);

@@ -14,6 +14,7 @@
  * ten million small arguments. */
 #define API_BODY_MAX (64u << 20)
 #define API_WAIT_MAX_S 300
+#define API_URL_MAX 2048 /* longer URLs: 414 */
 #define API_PAGE_MAX 100000
 
 typedef struct api api;

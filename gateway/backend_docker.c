@@ -29,6 +29,8 @@
 #include "common/common.h"
 #include "gateway/backend.h"
 
+#define DOCKER_UNPRIVILEGED_USER "65534:65534"
+
 #define API "http://docker/v1.41"
 #define POLL_MS 200
 #define REPLY_MAX (8u << 20)
@@ -138,6 +140,11 @@ static json_t *run_body(const backend_run_spec *r)
 	                 "HostConfig", host);
 	if (r->argc)
 		json_object_set_new(body, r->entrypoint ? "Entrypoint" : "Cmd", strings(r->argv, r->argc));
+	/* Not root unless the pool asked and the operator allowed it (the
+	 * gateway checked): a task breaking out of a root container owns the
+	 * host. nobody:nogroup needs no passwd file in a FROM scratch image. */
+	if (!s->root)
+		json_object_set_new(body, "User", json_string(DOCKER_UNPRIVILEGED_USER));
 	return body;
 }
 

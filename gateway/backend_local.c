@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +94,7 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		char **argv = calloc(spec->argc + 1, sizeof(char *));
 		sigset_t none;
 		setpgid(0, 0);
+		umask(022); /* the gateway's own 077 is for its files, not a task's */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (log_fd >= 0) {

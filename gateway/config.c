@@ -15,7 +15,7 @@ static void set(char *dst, size_t n, const char *v)
 		snprintf(dst, n, "%s", v);
 }
 
-void gw_config_usage(FILE *f)
+void gw_config_usage(FILE *f, const gw_config *cfg)
 {
 	fprintf(f, "usage: strand-gateway [options]\n"
 	           "Runs the strand REST gateway: pools, jobs and workers, persisted in SQLite.\n\n"
@@ -34,7 +34,20 @@ void gw_config_usage(FILE *f)
 	           "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
 	           "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
 	           "                       the /dev/nvidiaN devices found)\n"
-	           "  --help               this text\n");
+	           "\nSecurity (see README, Security):\n"
+	           "  --token-file FILE    the API token every /v1 request must carry as 'Authorization: Bearer'\n"
+	           "                       (STRAND_TOKEN_FILE, default: strand.token next to --db, now %s);\n"
+	           "                       created 0600 with a random token when absent. STRAND_TOKEN sets the\n"
+	           "                       token itself instead\n"
+	           "  --no-auth            ask no token: refused unless --http is a loopback address\n"
+	           "  --public-host NAMES  host names (comma-separated) clients may use in the Host header besides\n"
+	           "                       IP addresses and localhost (STRAND_PUBLIC_HOST)\n"
+	           "  --allow-host-paths P host-path volumes allowed under these prefixes (colon-separated;\n"
+	           "                       STRAND_ALLOW_HOST_PATHS; default none: named volumes only)\n"
+	           "  --no-commands        refuse command tasks and command processes (STRAND_NO_COMMANDS=1)\n"
+	           "  --allow-root-containers  a pool or process may ask for \"root\": true containers\n"
+	           "  --help               this text\n",
+	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
 
 int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len)
@@ -51,6 +64,12 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"image", required_argument, NULL, 'i'},
 	        {"docker-socket", required_argument, NULL, 's'},
 	        {"gpus", required_argument, NULL, 'g'},
+	        {"token-file", required_argument, NULL, 't'},
+	        {"no-auth", no_argument, NULL, 'N'},
+	        {"public-host", required_argument, NULL, 'P'},
+	        {"allow-host-paths", required_argument, NULL, 'A'},
+	        {"no-commands", no_argument, NULL, 'C'},
+	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -85,6 +104,14 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->worker_bin, sizeof(cfg->worker_bin), getenv("STRAND_WORKER_BIN"));
 	set(cfg->plugin_path, sizeof(cfg->plugin_path), getenv("STRAND_PLUGIN_PATH"));
 	set(cfg->web_root, sizeof(cfg->web_root), getenv("STRAND_WEB_ROOT"));
+	set(cfg->token_file, sizeof(cfg->token_file), getenv("STRAND_TOKEN_FILE"));
+	set(cfg->token, sizeof(cfg->token), getenv("STRAND_TOKEN"));
+	/* Workers and processes inherit the gateway's environment: the token
+	 * must not be in it. Still single-threaded here, so unsetenv is safe. */
+	unsetenv("STRAND_TOKEN");
+	set(cfg->public_hosts, sizeof(cfg->public_hosts), getenv("STRAND_PUBLIC_HOST"));
+	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
+	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	if (getenv("STRAND_LEASE_MS"))
 		cfg->lease_ms = atoi(getenv("STRAND_LEASE_MS"));
 	if (getenv("STRAND_GPUS") && getenv("STRAND_GPUS")[0])
@@ -104,6 +131,12 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
+		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
+		case 'N': cfg->no_auth = 1; break;
+		case 'P': set(cfg->public_hosts, sizeof(cfg->public_hosts), optarg); break;
+		case 'A': set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), optarg); break;
+		case 'C': cfg->no_commands = 1; break;
+		case 'R': cfg->allow_root_containers = 1; break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}
@@ -111,6 +144,12 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	if (optind < argc) {
 		snprintf(detail, detail_len, "unexpected argument '%s' (see --help)", argv[optind]);
 		return CM_EINVAL;
+	}
+	if (!cfg->token_file[0]) {
+		/* Next to the database, so one operator's gateway and files stay together. */
+		char db[sizeof(cfg->db)];
+		snprintf(db, sizeof(db), "%s", cfg->db);
+		snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/strand.token", dirname(db));
 	}
 	if (cfg->lease_ms < 100) {
 		snprintf(detail, detail_len, "lease must be at least 100 ms");

@@ -19,12 +19,20 @@ typedef struct gw_config {
 	char web_root[1024]; /* dashboard files */
 	int lease_ms; /* a worker silent this long loses its tasks */
 	int gpus; /* GPUs the local backend hands out; -1: count /dev/nvidiaN */
+	char token_file[1100]; /* the API token: read, or created 0600 */
+	char token[256]; /* STRAND_TOKEN, taken out of the environment so no child inherits it */
+	int no_auth; /* --no-auth: no token asked (loopback only) */
+	char public_hosts[1024]; /* extra names the Host header may carry, comma-separated */
+	char allow_host_paths[2048]; /* host-path volume prefixes allowed, colon-separated; "": none */
+	int no_commands; /* refuse command tasks and command processes */
+	int allow_root_containers; /* containers may run as root when a pool asks */
 	int help;
 } gw_config;
 
 /* Fills cfg from defaults, then environment, then argv. On a bad flag returns
  * CM_EINVAL with the reason in detail. */
 int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len);
-void gw_config_usage(FILE *f);
+/* cfg: the loaded configuration, for the defaults it resolved (may be NULL). */
+void gw_config_usage(FILE *f, const gw_config *cfg);
 
 #endif

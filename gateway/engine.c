@@ -258,11 +258,13 @@ static void pool_cancel_jobs(engine *e, pool *p, const char *why)
 }
 
 /* Records one result; returns 1 if it was the first for that task. */
-static int record(engine *e, job *j, int64_t id, int ok, const void *value, size_t len)
+/* holder: the worker the result came from (only the task's holder's
+ * counts), NULL for the gateway's own verdict. */
+static int record(engine *e, job *j, int64_t id, const char *holder, int ok, const void *value, size_t len)
 {
 	int recorded = 0;
 
-	if (store_task_complete(e->st, id, j->done + 1, ok, value, len, &recorded) != CM_OK || !recorded)
+	if (store_task_complete(e->st, id, j->done + 1, ok, value, len, holder, &recorded) != CM_OK || !recorded)
 		return 0;
 	j->done++;
 	j->pool->tasks_done++;
@@ -341,7 +343,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
 		                 attempts == 1 ? "" : "s", c->exit_code);
-		record(c->e, j, id, 0, msg, (size_t)n);
+		record(c->e, j, id, NULL, 0, msg, (size_t)n);
 		c->failed++;
 		return CM_OK;
 	}
@@ -576,7 +578,7 @@ static void handle_pull(engine *e, op *o)
 			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
 			continue;
 		}
-		record(e, j, (int64_t)r->task_id, r->ok, r->value.data, r->value.len);
+		record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value.data, r->value.len);
 	}
 	requeue_splice(p, &retry);
 	if (m->resync) {
@@ -594,7 +596,7 @@ static void handle_pull(engine *e, op *o)
 			int n = snprintf(msg, sizeof(msg), "timed out after %.1f s", j->timeout_ms / 1000.0);
 			cm_warn("task %llu of job %s timed out on worker %s; replacing the worker",
 			        (unsigned long long)m->running_task, j->id, w->id);
-			record(e, j, (int64_t)m->running_task, 0, msg, (size_t)n);
+			record(e, j, (int64_t)m->running_task, NULL, 0, msg, (size_t)n);
 			/* The function cannot be interrupted inside the worker: replace
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;
@@ -1161,7 +1163,7 @@ static void load_pool(void *ctx, const char *id, const char *secret, const char 
 		return;
 	snprintf(p->id, sizeof(p->id), "%s", id);
 	snprintf(p->secret, sizeof(p->secret), "%s", secret);
-	if (spec_pool_parse(spec_json, strlen(spec_json), "local", e->cfg->image, &p->spec, detail, sizeof(detail)) !=
+	if (spec_pool_load(spec_json, e->cfg->image, &p->spec, detail, sizeof(detail)) !=
 	    CM_OK) {
 		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
 		p->state = POOL_FAILED;

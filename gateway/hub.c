@@ -17,6 +17,7 @@
 
 #include "common/common.h"
 #include "gateway/hub.h"
+#include "gateway/result_check.h"
 #include "proto/frame.h"
 
 #define HUB_SLOTS 256
@@ -57,6 +58,31 @@ static void refuse(hub_slot *s, const char *why)
 		slot_recv(s);
 }
 
+/* Each result that is not readable JSON (or an error that is not UTF-8)
+ * becomes a failed task saying so, here on nng's thread rather than on the
+ * engine's. The replaced bytes were allocated by protobuf-c's default
+ * allocator (malloc), so they are freed and allocated the same way. */
+static void check_results(Strand__Pull *pull)
+{
+	for (size_t i = 0; i < pull->n_results; i++) {
+		Strand__Result *r = pull->results[i];
+		char why[200];
+		uint8_t *copy;
+		size_t n;
+		if (result_check(r->ok, r->value.data, r->value.len, why, sizeof(why)))
+			continue;
+		n = strlen(why);
+		if (!(copy = malloc(n)))
+			n = 0;
+		else
+			memcpy(copy, why, n);
+		free(r->value.data);
+		r->value.data = copy;
+		r->value.len = n;
+		r->ok = 0;
+	}
+}
+
 static void on_aio(void *arg)
 {
 	hub_slot *s = arg;
@@ -95,6 +121,7 @@ static void on_aio(void *arg)
 			return;
 		}
 		nng_msg_free(msg);
+		check_results((Strand__Pull *)pull);
 		s->state = SLOT_WAIT;
 		engine_pull(s->hub->engine, s, (Strand__Pull *)pull);
 		return;

@@ -1,6 +1,7 @@
 /* strand-gateway: configuration, signals, and the start/stop order of the
  * engine, the hub and the REST API. */
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	if (cfg.help) {
-		gw_config_usage(stdout);
+		gw_config_usage(stdout, &cfg);
 		return 0;
 	}
 	/* Signals are taken synchronously by this thread (sigwait); every other
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The database, its WAL, the token and the logs: the operator's only. */
+	umask(077);
 
 	if (engine_new(&cfg, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);

@@ -107,11 +107,16 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 	return CM_OK;
 }
 
-int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
-                    pool_spec *out, char *detail, size_t detail_len)
+/* stored: a spec the gateway wrote itself (spec_pool_json), which may name
+ * the manager type its worker hosts; a client's request may not. */
+static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                      int stored, pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", "retry_errors",
-	                                   "timeout_s", "image",   "volumes",   "manager",      NULL};
+	static const char *const keys[] = {"processes",    "backend", "resources", "max_attempts", "retry_errors",
+	                                   "timeout_s",    "image",   "volumes",   "root",         NULL};
+	static const char *const stored_keys[] = {"processes", "backend", "resources", "max_attempts",
+	                                          "retry_errors", "timeout_s", "image", "volumes", "root",
+	                                          "manager", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3};
 	json_t *root = NULL;
@@ -126,7 +131,7 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 	}
 	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
 		return err;
-	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+	if ((err = check_keys(root, stored ? stored_keys : keys, "", detail, detail_len)) != CM_OK)
 		goto out;
 	/* multiprocessing's default: one worker per CPU. */
 	n = ncpu > 0 ? ncpu : 1;
@@ -141,7 +146,8 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 	if ((err = get_int(root, "timeout_s", "", 0, 7 * 86400, &n, detail, detail_len)) != CM_OK)
 		goto out;
 	spec.timeout_s = (int)n;
-	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK)
+	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK ||
+	    (err = get_bool(root, "root", &spec.root, detail, detail_len)) != CM_OK)
 		goto out;
 	snprintf(spec.backend, sizeof(spec.backend), "%s", default_backend);
 	v = json_object_get(root, "backend");
@@ -245,6 +251,18 @@ out:
 	return err;
 }
 
+int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
+                    pool_spec *out, char *detail, size_t detail_len)
+{
+	return pool_parse(body, len, default_backend, default_image, 0, out, detail, detail_len);
+}
+
+int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail,
+                   size_t detail_len)
+{
+	return pool_parse(spec_json, strlen(spec_json), "local", default_image, 1, out, detail, detail_len);
+}
+
 char *spec_pool_json(const pool_spec *spec)
 {
 	/* Unset resources are null, so that the stored spec parses back. */
@@ -261,6 +279,8 @@ char *spec_pool_json(const pool_spec *spec)
 	json_object_set_new(o, "image", json_string(spec->image));
 	if (spec->manager[0])
 		json_object_set_new(o, "manager", json_string(spec->manager));
+	if (spec->root)
+		json_object_set_new(o, "root", json_true());
 	json_object_set_new(o, "volumes", vols);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -521,8 +541,8 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
                        process_spec *out, char *detail, size_t detail_len)
 {
 	static const char *const keys[] = {"function",  "arg",     "command", "backend", "image",
-	                                   "resources", "volumes", "env",     NULL};
-	static const char *const run_keys[] = {"backend", "image", "resources", "volumes", NULL};
+	                                   "resources", "volumes", "env",     "root",    NULL};
+	static const char *const run_keys[] = {"backend", "image", "resources", "volumes", "root", NULL};
 	process_spec spec = {0};
 	json_t *root = NULL, *run = NULL;
 	json_t *fn, *cmd, *env, *v;
@@ -615,7 +635,7 @@ out:
 int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"type", "backend", "image", "resources", "volumes", NULL};
+	static const char *const keys[] = {"type", "backend", "image", "resources", "volumes", "root", NULL};
 	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
 	json_t *root = NULL, *type;
 	char *text = NULL;
@@ -651,7 +671,7 @@ int spec_manager_parse(const char *body, size_t len, const char *default_backend
 	if (!(text = json_dumps(root, JSON_COMPACT)))
 		err = CM_ENOMEM;
 	else
-		err = spec_pool_parse(text, strlen(text), default_backend, default_image, out, detail, detail_len);
+		err = pool_parse(text, strlen(text), default_backend, default_image, 1, out, detail, detail_len);
 out:
 	free(text);
 	json_decref(root);

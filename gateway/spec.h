@@ -28,6 +28,7 @@ typedef struct pool_spec {
 	char volumes[SPEC_MAX_VOLUMES][256]; /* docker: "name:/path" or "/host:/path[:ro]" */
 	int nvolumes;
 	char manager[300]; /* a manager: the type its one worker hosts; "" for a pool */
+	int root; /* containers run as root (only with --allow-root-containers) */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent
@@ -36,6 +37,10 @@ typedef struct pool_spec {
  * backend: 422), with the reason in detail. */
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                     pool_spec *out, char *detail, size_t detail_len);
+/* Parses a spec the gateway stored (spec_pool_json), which may also carry
+ * the manager type its worker hosts. */
+int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail,
+                   size_t detail_len);
 /* Parses POST /v1/managers: {type, backend, image, resources, volumes}; a
  * manager is a pool of one worker hosting an object of that type (dict,
  * list, queue, counter, sleeper or LIB.so:TYPE), never retried. */

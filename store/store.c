@@ -58,7 +58,7 @@ static const char *const stmt_sql[S_COUNT] = {
         [S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
                             " AND worker = ? ORDER BY id",
         [S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
-                            " WHERE id = ? AND state < 2",
+                            " WHERE id = ? AND state < 2 AND (?5 IS NULL OR worker = ?5)",
         [S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
         [S_RESULTS_COMPLETION] = "SELECT id, seq, ok, value, (SELECT base FROM jobs WHERE num = ?1)"
                                  " FROM tasks WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
@@ -414,7 +414,8 @@ int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, st
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CM_OK : fail(st, rc);
 }
 
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int *recorded)
+int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *holder,
+                        int *recorded)
 {
 	sqlite3_stmt *s = st->stmt[S_TASK_COMPLETE];
 	int rc;
@@ -423,6 +424,10 @@ int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *
 	sqlite3_bind_int(s, 2, ok);
 	sqlite3_bind_blob(s, 3, value, (int)len, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 4, id);
+	if (holder)
+		sqlite3_bind_text(s, 5, holder, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 5);
 	rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE)

@@ -91,9 +91,13 @@ int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *con
 typedef int (*store_task_fn)(void *ctx, int64_t id, const void *arg, size_t arg_len, int attempts);
 int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx);
 
-/* Records a result unless the task already has one. *recorded is 1 when this
- * call recorded it, 0 when the task was already DONE or does not exist. */
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int *recorded);
+/* Records a result unless the task already has one. holder: the worker the
+ * result came from, which must be the one holding the task (NULL: the
+ * gateway's own verdict, such as a timeout). *recorded is 1 when this call
+ * recorded it, 0 when the task was already DONE, is held by another worker
+ * or by none, or does not exist. */
+int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *holder,
+                        int *recorded);
 
 /* Returns every PENDING task of worker to QUEUED and calls fn(id, attempts)
  * for each. */

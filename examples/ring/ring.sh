@@ -6,10 +6,13 @@ set -euo pipefail
 url="${STRAND_URL:-http://127.0.0.1:8080}"
 size="${1:-4}"
 bin="$(cd "${2:-$(dirname "$0")/../../build/bin}" && pwd)"
-ring=$(curl -sSf -X POST "$url/v1/rings" -H 'Content-Type: application/json' \
-  -d "{\"size\": $size, \"command\": [\"$bin/strand-example-ring\", \"8\"]}" | jq -r .id)
-state=$(curl -sSf "$url/v1/rings/$ring?wait=60" | jq -r .state)
-for p in $(curl -sSf "$url/v1/rings/$ring" | jq -r '.members[].id'); do
-  curl -sSf "$url/v1/processes/$p/logs"
+# The gateway's API token: $STRAND_TOKEN, else $STRAND_TOKEN_FILE, else
+# ./strand.token. It goes to curl through a file descriptor, never argv.
+token="${STRAND_TOKEN:-$(cat "${STRAND_TOKEN_FILE:-strand.token}" 2>/dev/null || true)}"
+api() { curl -sSf -H @<(printf 'Authorization: Bearer %s\n' "$token") -H 'Content-Type: application/json' "$@"; }
+ring=$(api -X POST "$url/v1/rings" -d "{\"size\": $size, \"command\": [\"$bin/strand-example-ring\", \"8\"]}" | jq -r .id)
+state=$(api "$url/v1/rings/$ring?wait=60" | jq -r .state)
+for p in $(api "$url/v1/rings/$ring" | jq -r '.members[].id'); do
+  api "$url/v1/processes/$p/logs"
 done
 [ "$state" = done ]

@@ -31,6 +31,10 @@ for _ in $(seq 5); do
   compose down -v --timeout 10 >/dev/null 2>&1 || true
 done
 [ $up = 1 ] || { echo "the compose gateway did not come up"; exit 1; }
+# The gateway made its token next to its database, on the volume.
+STRAND_TOKEN="$(docker cp "$(compose ps -q gateway)":/data/strand.token - | tar -xO)"
+export STRAND_TOKEN
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$STRAND_URL/v1/pools")" = 401 ]
 out=$("$src/examples/pi/pi.sh" 200000 20)
 echo "$out"
 [[ "$out" =~ ^Pi\ is\ roughly\ 3\.1 ]]

@@ -23,10 +23,14 @@ start_gateway() {
   local bin="$1" dir="$2" port
   for _ in $(seq 10); do
     port=$(free_ports)
-    "$bin/strand-gateway" --db "$dir/strand.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
+    env -u STRAND_TOKEN -u STRAND_TOKEN_FILE \
+      "$bin/strand-gateway" --db "$dir/strand.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
       2>>"$dir/gateway.log" &
     GATEWAY_PID=$!
     export STRAND_URL="http://127.0.0.1:$port"
+    # The token the gateway makes next to its database: strand and
+    # libstrand read it from here, scurl too.
+    export STRAND_TOKEN_FILE="$dir/strand.token"
     for _ in $(seq 200); do
       # Ours, not another test's gateway that took the port first.
       [ "$(curl -sf "$STRAND_URL/healthz" | jq -r .pid 2>/dev/null)" = "$GATEWAY_PID" ] && return 0
@@ -40,6 +44,13 @@ start_gateway() {
   done
   echo "strand-gateway did not start; see $dir/gateway.log" >&2
   return 1
+}
+
+# curl with the gateway's token (read by the shell, never on a command line
+# where ps would show it) and a JSON body type.
+scurl() {
+  curl -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") \
+    -H 'Content-Type: application/json' "$@"
 }
 
 # For an EXIT trap: on failure, what the gateway said (under $dir).

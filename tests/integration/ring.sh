@@ -16,15 +16,15 @@ check() {
   if [ "$2" != "$3" ]; then echo "FAIL $1: expected [$2], got [$3]"; fails=$((fails + 1)); else echo "ok   $1"; passes=$((passes + 1)); fi
 }
 logs_of() { # every member's output, rank order
-  for p in $(curl -sf "$STRAND_URL/v1/rings/$1" | jq -r '.members | sort_by(.rank) | .[].id'); do
-    curl -sf "$STRAND_URL/v1/processes/$p/logs"
+  for p in $(scurl -sf "$STRAND_URL/v1/rings/$1" | jq -r '.members | sort_by(.rank) | .[].id'); do
+    scurl -sf "$STRAND_URL/v1/processes/$p/logs"
   done
 }
 
-ring=$(curl -sf -X POST "$STRAND_URL/v1/rings" \
+ring=$(scurl -sf -X POST "$STRAND_URL/v1/rings" \
   -d '{"size":3,"command":["sh","-c","echo $RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT"]}' | jq -r .id)
 check "ring id" "g-" "${ring:0:2}"
-check "ring ends done" done "$(curl -sf "$STRAND_URL/v1/rings/$ring?wait=30" | jq -r .state)"
+check "ring ends done" done "$(scurl -sf "$STRAND_URL/v1/rings/$ring?wait=30" | jq -r .state)"
 out=$(logs_of "$ring")
 check "ranks 0..2, each once" "0 1 2" "$(echo "$out" | awk '{print $1}' | sort -n | tr '\n' ' ' | sed 's/ $//')"
 check "world size" "3 3 3" "$(echo "$out" | awk '{print $2}' | tr '\n' ' ' | sed 's/ $//')"
@@ -37,12 +37,12 @@ check "all-reduce: the same result on every rank" 1 "$(echo "$out" | sed 's/.*av
 check "all-reduce: the right average" " 2.5000 5.0000 7.5000 10.0000 12.5000 15.0000 17.5000 20.0000" \
   "$(echo "$out" | sed 's/.*average =//' | sort -u)"
 
-ring=$(curl -sf -X POST "$STRAND_URL/v1/rings" -d '{"size":2,"command":["sleep","60"]}' | jq -r .id)
-del=$(curl -sf -X DELETE "$STRAND_URL/v1/rings/$ring")
+ring=$(scurl -sf -X POST "$STRAND_URL/v1/rings" -d '{"size":2,"command":["sleep","60"]}' | jq -r .id)
+del=$(scurl -sf -X DELETE "$STRAND_URL/v1/rings/$ring")
 check "delete: every member ended" "143 143" "$(echo "$del" | jq -r '[.members[].exit_code] | map(tostring) | join(" ")')"
 
-check "size 0 refused" 400 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STRAND_URL/v1/rings" -d '{"size":0,"command":["true"]}')"
-check "no command refused" 400 "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$STRAND_URL/v1/rings" -d '{"size":2}')"
-check "unknown ring" 404 "$(curl -s -o /dev/null -w '%{http_code}' "$STRAND_URL/v1/rings/g-0000000000000000")"
+check "size 0 refused" 400 "$(scurl -s -o /dev/null -w '%{http_code}' -X POST "$STRAND_URL/v1/rings" -d '{"size":0,"command":["true"]}')"
+check "no command refused" 400 "$(scurl -s -o /dev/null -w '%{http_code}' -X POST "$STRAND_URL/v1/rings" -d '{"size":2}')"
+check "unknown ring" 404 "$(scurl -s -o /dev/null -w '%{http_code}' "$STRAND_URL/v1/rings/g-0000000000000000")"
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -52,7 +52,7 @@ static void track(pid_t pid, int add)
 static void spawn(gateway *g, const char *const *extra)
 {
 	char http[64], hub[64];
-	const char *argv[32];
+	const char *argv[34];
 	int n = 0;
 
 	snprintf(http, sizeof(http), "127.0.0.1:%d", g->http_port);
@@ -64,6 +64,10 @@ static void spawn(gateway *g, const char *const *extra)
 	argv[n++] = hub;
 	argv[n++] = "--db";
 	argv[n++] = g->db;
+	/* Where it would be by default too (next to the database), unless a
+	 * test moves the database. */
+	argv[n++] = "--token-file";
+	argv[n++] = g->token_file;
 	for (int i = 0; extra && extra[i] && n < 30; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
@@ -75,10 +79,31 @@ static void spawn(gateway *g, const char *const *extra)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		/* Each gateway makes its own token next to its own database. */
+		unsetenv("STRAND_TOKEN_FILE");
+		unsetenv("STRAND_TOKEN");
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	track(g->pid, 1);
+}
+
+/* The token the gateway created next to its database (the tests use the
+ * default, as a user would); none with --no-auth or STRAND_TOKEN. */
+static int read_token(gateway *g)
+{
+	char token[260] = "";
+	FILE *f = fopen(g->token_file, "r");
+
+	if (f && fgets(token, sizeof(token), f))
+		token[strcspn(token, "\r\n")] = '\0';
+	if (f)
+		fclose(f);
+	if (token[0])
+		snprintf(g->auth, sizeof(g->auth), "Authorization: Bearer %s", token);
+	/* For libstrand and the examples the tests run. */
+	setenv("STRAND_TOKEN_FILE", g->token_file, 1);
+	return 1;
 }
 
 static int wait_healthy(gateway *g)
@@ -92,7 +117,7 @@ static int wait_healthy(gateway *g)
 		int ours = r.status == 200 && json_integer_value(json_object_get(r.json, "pid")) == g->pid;
 		response_free(&r);
 		if (ours)
-			return 1;
+			return read_token(g);
 		usleep(25000);
 	}
 	return 0;
@@ -111,6 +136,7 @@ void gateway_start(gateway *g, const char *const *extra_args)
 	assert_non_null(mkdtemp(g->dir));
 	snprintf(g->db, sizeof(g->db), "%s/strand.db", g->dir);
 	snprintf(g->log, sizeof(g->log), "%s/gateway.log", g->dir);
+	snprintf(g->token_file, sizeof(g->token_file), "%s/strand.token", g->dir);
 	g->extra_args = extra_args;
 	/* Ports from the pid, moved on if taken: tests may run in parallel. */
 	for (int attempt = 0; attempt < 10; attempt++) {
@@ -222,7 +248,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-response http(const gateway *g, const char *method, const char *path, const char *body, const char *header)
+response http_as(const gateway *g, const char *method, const char *path, const char *body,
+                 const char *const *headers)
 {
 	response r = {0};
 	sink s = {0};
@@ -240,10 +267,11 @@ response http(const gateway *g, const char *method, const char *path, const char
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
-	if (header)
-		hdrs = curl_slist_append(hdrs, header);
+	/* curl would add a form Content-Type to a body: only what is given. */
+	hdrs = curl_slist_append(hdrs, "Content-Type:");
+	for (int i = 0; headers && headers[i]; i++)
+		hdrs = curl_slist_append(hdrs, headers[i]);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	if (body) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -261,6 +289,19 @@ response http(const gateway *g, const char *method, const char *path, const char
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
 	return r;
+}
+
+response http(const gateway *g, const char *method, const char *path, const char *body, const char *header)
+{
+	const char *headers[4] = {"Content-Type: application/json"};
+	int n = 1;
+
+	if (g->auth[0])
+		headers[n++] = g->auth;
+	if (header)
+		headers[n++] = header;
+	headers[n] = NULL;
+	return http_as(g, method, path, body, headers);
 }
 
 response http_json(const gateway *g, const char *method, const char *path, json_t *body)

@@ -16,6 +16,8 @@ typedef struct gateway {
 	char db[300];
 	char log[300];
 	char base[64]; /* http://127.0.0.1:PORT */
+	char token_file[300]; /* the API token the gateway made next to its database */
+	char auth[320]; /* "Authorization: Bearer TOKEN" */
 	const char *const *extra_args; /* given to gateway_start, kept for restarts */
 } gateway;
 
@@ -42,8 +44,13 @@ int gateway_stop(gateway *g);
 /* Removes the temporary folder. */
 void gateway_cleanup(gateway *g);
 
-/* One request. body may be NULL; header may be NULL ("Name: value"). */
+/* One request, authenticated with the gateway's token and sent as JSON.
+ * body may be NULL; header may be NULL ("Name: value"). */
 response http(const gateway *g, const char *method, const char *path, const char *body, const char *header);
+/* One request with exactly these headers (NULL-terminated, may be NULL): no
+ * token and no Content-Type unless given. */
+response http_as(const gateway *g, const char *method, const char *path, const char *body,
+                 const char *const *headers);
 response http_json(const gateway *g, const char *method, const char *path, json_t *body /* stolen */);
 void response_free(response *r);
 

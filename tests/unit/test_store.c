@@ -132,11 +132,11 @@ static void test_result_recorded_exactly_once(void **state)
 	insert_job(f->st, 3);
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "\"x\"", 3, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "\"x\"", 3, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 1);
-	assert_int_equal(store_task_complete(f->st, 2, 2, 1, "\"y\"", 3, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 2, 1, "\"y\"", 3, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 0); /* a re-sent result is dropped */
-	assert_int_equal(store_task_complete(f->st, 999, 3, 1, "1", 1, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 999, 3, 1, "1", 1, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 0); /* no such task */
 	assert_int_equal(store_commit(f->st), CM_OK);
 }
@@ -152,10 +152,10 @@ static void test_results_input_order_stops_at_gap(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_tasks_assign(f->st, 1, 5, "w-a", on_task, &a), CM_OK);
 	/* Results for indexes 0, 1, 3, 4 (ids 1, 2, 4, 5); index 2 missing. */
-	assert_int_equal(store_task_complete(f->st, 4, 1, 1, "30", 2, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 1, 2, 1, "0", 1, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 3, 0, "bad", 3, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 5, 4, 1, "40", 2, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 4, 1, 1, "30", 2, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 1, 2, 1, "0", 1, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 3, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 5, 4, 1, "40", 2, NULL, &rec), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 
 	assert_int_equal(store_results_input(f->st, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
@@ -185,7 +185,7 @@ static void test_requeue_returns_pending_tasks(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
 	assert_int_equal(store_tasks_assign(f->st, 4, 6, "w-b", on_task, &a), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "1", 1, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "1", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &q), CM_OK);
 	assert_int_equal(q.n, 2); /* ids 1 and 3; 2 has its result */
 	assert_int_equal(q.ids[0], 1);
@@ -225,7 +225,7 @@ static void test_idempotency_and_reload(void **state)
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_OK);
 	assert_string_equal(id, "j-2");
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "other", id), CM_ENOENT);
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "7", 1, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "7", 1, NULL, &rec), CM_OK);
 	/* A reader sees nothing uncommitted. */
 	assert_int_equal(store_open(f->path, 0, &reader, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(store_results_input(reader, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
@@ -249,7 +249,7 @@ static void test_cancel_fills_every_missing_result(void **state)
 	insert_job(f->st, 4);
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_tasks_assign(f->st, 1, 2, "w-a", on_task, &a), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_job_cancel(f->st, 1, 1, 2, "cancelled", &n), CM_OK);
 	assert_int_equal(n, 3); /* one pending, two queued */
 	assert_int_equal(store_commit(f->st), CM_OK);

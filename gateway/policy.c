@@ -1,0 +1,108 @@
+/* Operator policy; see policy.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "gateway/policy.h"
+
+/* Normalizes an absolute path in place: no "//", ".", ".." or trailing
+ * slash. Returns 0 when it is not absolute or climbs above the root. */
+static int normalize(char *path)
+{
+	char *out = path;
+	const char *in = path;
+
+	if (path[0] != '/')
+		return 0;
+	while (*in) {
+		const char *seg;
+		size_t n;
+		while (*in == '/')
+			in++;
+		seg = in;
+		while (*in && *in != '/')
+			in++;
+		n = (size_t)(in - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			if (out == path)
+				return 0;
+			while (out > path && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, n);
+		out += n;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+	return 1;
+}
+
+int policy_path_allowed(const char *path, const char *prefixes)
+{
+	char p[1024], pre[1024];
+
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p) || !normalize(p))
+		return 0;
+	for (const char *s = prefixes; s && *s;) {
+		const char *colon = strchr(s, ':');
+		size_t n = colon ? (size_t)(colon - s) : strlen(s);
+		if (n && n < sizeof(pre)) {
+			memcpy(pre, s, n);
+			pre[n] = '\0';
+			if (normalize(pre)) {
+				size_t m = strlen(pre);
+				if (strcmp(pre, "/") == 0 ||
+				    (strncmp(p, pre, m) == 0 && (p[m] == '\0' || p[m] == '/')))
+					return 1;
+			}
+		}
+		s = colon ? colon + 1 : s + n;
+	}
+	return 0;
+}
+
+int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, size_t detail_len)
+{
+	for (int i = 0; i < run->nvolumes; i++) {
+		char source[256];
+		const char *colon = strchr(run->volumes[i], ':');
+		snprintf(source, sizeof(source), "%.*s", (int)(colon - run->volumes[i]), run->volumes[i]);
+		if (source[0] != '/')
+			continue; /* a named volume: the engine's own storage */
+		if (!policy_path_allowed(source, cfg->allow_host_paths)) {
+			snprintf(detail, detail_len,
+			         "field 'volumes[%d]': host path '%.200s' is not under a prefix the operator allowed "
+			         "(--allow-host-paths)",
+			         i, source);
+			return CM_EPERM;
+		}
+	}
+	if (run->root && !cfg->allow_root_containers) {
+		snprintf(detail, detail_len,
+		         "field 'root': containers run as an unprivileged user on this gateway "
+		         "(--allow-root-containers allows root)");
+		return CM_EPERM;
+	}
+	return CM_OK;
+}
+
+int policy_check_process(const gw_config *cfg, const process_spec *spec, char *detail, size_t detail_len)
+{
+	int err = policy_check_run(cfg, &spec->run, detail, detail_len);
+
+	return err != CM_OK ? err : policy_check_command(cfg, spec->command != NULL, detail, detail_len);
+}
+
+int policy_check_command(const gw_config *cfg, int has_command, char *detail, size_t detail_len)
+{
+	if (has_command && cfg->no_commands) {
+		snprintf(detail, detail_len, "field 'command': commands are switched off on this gateway (--no-commands)");
+		return CM_EPERM;
+	}
+	return CM_OK;
+}
