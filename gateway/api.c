@@ -228,12 +228,17 @@ static void reader_give(api *a, store *st)
 static int append_result(void *ctx, const store_result *r)
 {
 	cm_buf *b = ctx;
+	size_t worst = r->ok ? r->len : 6 * r->len; /* an error is escaped: \u00XX at worst */
 	int err;
 
+	/* Bounded answers: a page stops before API_PAGE_BYTES (always holding
+	 * at least one result), and next_cursor says where to go on. */
+	if (b->data[b->len - 1] != '[' && b->len + worst + 64 > API_PAGE_BYTES)
+		return STORE_PAGE_FULL;
 	err = cm_buf_printf(b, "%s{\"index\":%lld,\"ok\":%s,", b->data[b->len - 1] == '[' ? "" : ",",
 	                    (long long)r->index, r->ok ? "true" : "false");
 	if (err == CM_OK && r->ok) {
-		/* Results are JSON text checked by the worker: copied as they are. */
+		/* Results are JSON text the hub checked (result_check.h): copied as they are. */
 		err = cm_buf_puts(b, "\"value\":");
 		if (err == CM_OK)
 			err = r->len ? cm_buf_append(b, r->value, r->len) : cm_buf_puts(b, "null");

@@ -578,12 +578,12 @@ int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, 
 		r.ok = sqlite3_column_int(s, 3);
 		r.value = sqlite3_column_blob(s, 4);
 		r.len = (size_t)sqlite3_column_bytes(s, 4);
-		err = fn(ctx, &r);
-		pos = r.index + 1;
+		if ((err = fn(ctx, &r)) == CM_OK)
+			pos = r.index + 1;
 	}
 	sqlite3_reset(s);
 	*next = pos;
-	return err;
+	return err == STORE_PAGE_FULL ? CM_OK : err;
 }
 
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
@@ -604,12 +604,12 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
 		r.ok = sqlite3_column_int(s, 2);
 		r.value = sqlite3_column_blob(s, 3);
 		r.len = (size_t)sqlite3_column_bytes(s, 3);
-		err = fn(ctx, &r);
-		pos = r.seq;
+		if ((err = fn(ctx, &r)) == CM_OK)
+			pos = r.seq;
 	}
 	sqlite3_reset(s);
 	*next = pos;
-	return err;
+	return err == STORE_PAGE_FULL ? CM_OK : err;
 }
 
 /* ---- workers ------------------------------------------------------------ */

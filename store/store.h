@@ -128,7 +128,10 @@ typedef struct store_result {
 	const char *value; /* JSON text when ok, error text otherwise; borrowed */
 	size_t len;
 } store_result;
+/* Returns CM_OK to go on, STORE_PAGE_FULL to end the page before r (r is
+ * not counted in *next), or an error. */
 typedef int (*store_result_fn)(void *ctx, const store_result *r);
+#define STORE_PAGE_FULL (-1)
 
 /* Input order: results for indexes cursor, cursor+1, ... up to limit, stopping
  * at the first index that has no result yet (imap). Completion order: results

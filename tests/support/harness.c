@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -245,6 +249,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 
 	if (len > 10 && strncasecmp(p, "Location: ", 10) == 0)
 		snprintf(r->location, sizeof(r->location), "%.*s", (int)(len - 12), p + 10);
+	if (len > 12 && strncasecmp(p, "Set-Cookie: ", 12) == 0)
+		snprintf(r->set_cookie, sizeof(r->set_cookie), "%.*s", (int)(len - 14), p + 12);
+	if (len > 18 && strncasecmp(p, "WWW-Authenticate: ", 18) == 0)
+		snprintf(r->www_authenticate, sizeof(r->www_authenticate), "%.*s", (int)(len - 20), p + 18);
 	return len;
 }
 
@@ -253,7 +261,7 @@ response http_as(const gateway *g, const char *method, const char *path, const c
 {
 	response r = {0};
 	sink s = {0};
-	char url[2048];
+	char url[8192];
 	struct curl_slist *hdrs = NULL;
 	CURL *c = curl_easy_init();
 	char *ct = NULL;
@@ -312,6 +320,33 @@ response http_json(const gateway *g, const char *method, const char *path, json_
 	free(text);
 	json_decref(body);
 	return r;
+}
+
+int http_raw(const gateway *g, const char *request, char *out, size_t out_len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g->http_port)};
+	struct timeval tv = {.tv_sec = 10};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t got = 0;
+	int status = 0;
+	ssize_t n;
+
+	out[0] = '\0';
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    write(fd, request, strlen(request)) != (ssize_t)strlen(request)) {
+		close(fd);
+		return 0;
+	}
+	while (got + 1 < out_len && (n = read(fd, out + got, out_len - got - 1)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fd);
+	if (sscanf(out, "HTTP/1.%*d %d", &status) != 1)
+		status = 0;
+	return status;
 }
 
 void response_free(response *r)

@@ -28,6 +28,8 @@ typedef struct response {
 	json_t *json; /* parsed body, or NULL */
 	char content_type[128];
 	char location[256];
+	char set_cookie[512];
+	char www_authenticate[128];
 } response;
 
 /* Starts a gateway with a new database; extra_args (NULL-terminated, may be
@@ -53,6 +55,10 @@ response http_as(const gateway *g, const char *method, const char *path, const c
                  const char *const *headers);
 response http_json(const gateway *g, const char *method, const char *path, json_t *body /* stolen */);
 void response_free(response *r);
+/* Sends request (raw bytes, as they are) on a new loopback connection and
+ * reads the answer until the gateway closes it or 10 s pass. Returns the
+ * HTTP status of the answer (0: none), its whole text in out. */
+int http_raw(const gateway *g, const char *request, char *out, size_t out_len);
 
 /* Creates a pool of n local workers and returns its id (a new string). */
 char *pool_create(const gateway *g, int processes);

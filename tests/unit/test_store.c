@@ -141,6 +141,25 @@ static void test_result_recorded_exactly_once(void **state)
 	assert_int_equal(store_commit(f->st), CM_OK);
 }
 
+static void test_result_only_from_the_holder(void **state)
+{
+	fixture *f = *state;
+	seen a = {0};
+	int rec = -1;
+
+	insert_job(f->st, 3);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 2, "w-a", on_task, &a), CM_OK);
+	/* Another worker's forgery, for a task held and for one held by none. */
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "\"forged\"", 8, "w-b", &rec), CM_OK);
+	assert_int_equal(rec, 0);
+	assert_int_equal(store_task_complete(f->st, 3, 1, 1, "\"forged\"", 8, "w-a", &rec), CM_OK);
+	assert_int_equal(rec, 0);
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "\"real\"", 6, "w-a", &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_commit(f->st), CM_OK);
+}
+
 static void test_results_input_order_stops_at_gap(void **state)
 {
 	fixture *f = *state;
@@ -285,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),

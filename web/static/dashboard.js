@@ -32,15 +32,48 @@ function fill(tbody, rows) {
   tbody.replaceChildren(...rows);
 }
 
+class SignedOut extends Error {}
+
 async function get(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
+  if (r.status === 401) throw new SignedOut();
   if (!r.ok) throw new Error(path + ": HTTP " + r.status);
   return r.json();
 }
 
+// Signed out: the form asks for the token once; the gateway answers with an
+// HttpOnly, SameSite=Strict cookie, so this script never holds it after.
+function showSignIn(signedOut) {
+  document.getElementById("sign-in").hidden = !signedOut;
+  document.getElementById("main").hidden = signedOut;
+  document.getElementById("sign-out").hidden = signedOut;
+}
+
+async function session(method, body) {
+  return fetch("/v1/session", {
+    method, credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+}
+
+document.getElementById("sign-in").onsubmit = async (ev) => {
+  ev.preventDefault();
+  const input = document.getElementById("token");
+  const r = await session("POST", { token: input.value.trim() });
+  input.value = "";
+  document.getElementById("sign-in-error").textContent = r.ok ? "" : "that is not this gateway's token";
+  if (r.ok) refresh();
+};
+
+document.getElementById("sign-out").onclick = async () => {
+  await session("DELETE");
+  refresh();
+};
+
 async function refresh() {
   try {
     const { pools } = await get("/v1/pools");
+    showSignIn(false);
     const body = document.querySelector("#pools tbody");
     fill(body, pools.map((p) => {
       const tr = document.createElement("tr");
@@ -74,6 +107,11 @@ async function refresh() {
     }
     document.getElementById("status").textContent = "live · " + new Date().toLocaleTimeString();
   } catch (e) {
+    if (e instanceof SignedOut) {
+      showSignIn(true);
+      document.getElementById("status").textContent = "signed out";
+      return;
+    }
     document.getElementById("status").textContent = "gateway unreachable: " + e.message;
   }
 }

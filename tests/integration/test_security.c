@@ -1,0 +1,384 @@
+/*
+ * Only the operator gets in: the API token, the checks against cross-site
+ * use (Host, Origin, Content-Type), the dashboard's cookie, the operator's
+ * policy, and a clear problem+json answer to every malformed request. Each
+ * attack is tried for real against a gateway on loopback, and what it must
+ * not have done (a process started, a pool created) is checked too.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+static gateway g;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gateway_cleanup(&g);
+	return 0;
+}
+
+/* The answer is problem+json with this status, and its detail holds want. */
+static void assert_problem(response *r, long status, const char *want)
+{
+	const char *detail = json_string_value(json_object_get(r->json, "detail"));
+
+	if (r->status != status)
+		fail_msg("expected %ld, got %ld: %s", status, r->status, r->body);
+	assert_string_equal(r->content_type, "application/problem+json");
+	assert_int_equal(json_integer_value(json_object_get(r->json, "status")), status);
+	if (want && (!detail || !strstr(detail, want)))
+		fail_msg("detail '%s' does not say '%s'", detail ? detail : "(none)", want);
+}
+
+static size_t count_of(const char *path, const char *key)
+{
+	response r = http(&g, "GET", path, NULL, NULL);
+	size_t n;
+
+	assert_int_equal(r.status, 200);
+	n = json_array_size(json_object_get(r.json, key));
+	response_free(&r);
+	return n;
+}
+
+static void test_every_v1_request_needs_the_token(void **state)
+{
+	const char *json[] = {"Content-Type: application/json", NULL};
+	const char *wrong[] = {"Content-Type: application/json", "Authorization: Bearer 0123456789abcdef0123", NULL};
+	struct stat sb;
+	response r;
+
+	(void)state;
+	/* The token file: made at start, next to the database, the owner's only. */
+	assert_int_equal(stat(g.token_file, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(sb.st_size, 65); /* 64 hex digits and a newline */
+	assert_int_equal(stat(g.db, &sb), 0);
+	assert_int_equal(sb.st_mode & 077, 0);
+
+	r = http_as(&g, "POST", "/v1/processes", "{\"command\":[\"touch\",\"/tmp/strand-pwned\"]}", json);
+	assert_problem(&r, 401, "authentication required");
+	assert_string_equal(r.www_authenticate, "Bearer realm=\"strand\"");
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/pools", NULL, wrong);
+	assert_problem(&r, 401, "not this gateway's");
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/jobs/j-0000000000000000/results", NULL, NULL);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
+	/* Nothing ran. */
+	assert_int_equal(count_of("/v1/processes", "processes"), 0);
+
+	/* /healthz stays open, GET only. */
+	r = http_as(&g, "GET", "/healthz", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	r = http_as(&g, "POST", "/healthz", "{}", json);
+	assert_problem(&r, 405, "GET");
+	response_free(&r);
+}
+
+static void test_cross_site_requests_are_refused(void **state)
+{
+	char auth[400], evil_host[] = "Host: strand.attacker.example:80";
+	const char *text_plain[] = {"Content-Type: text/plain", auth, NULL};
+	const char *foreign_origin[] = {"Content-Type: application/json", auth, "Origin: http://attacker.example",
+	                                NULL};
+	const char *rebound[] = {"Content-Type: application/json", auth, evil_host, NULL};
+	const char *form_csrf[] = {"Content-Type: text/plain", "Origin: http://attacker.example", NULL};
+	response r;
+
+	(void)state;
+	snprintf(auth, sizeof(auth), "%s", g.auth);
+	/* A form post from another site: no token, a foreign Origin, text/plain. */
+	r = http_as(&g, "POST", "/v1/processes", "{\"command\":[\"id\"]}", form_csrf);
+	assert_true(r.status == 401 || r.status == 403);
+	response_free(&r);
+	/* Even holding the token, each of the three gets no further. */
+	r = http_as(&g, "POST", "/v1/processes", "{\"command\":[\"id\"]}", text_plain);
+	assert_problem(&r, 415, "application/json");
+	response_free(&r);
+	r = http_as(&g, "POST", "/v1/processes", "{\"command\":[\"id\"]}", foreign_origin);
+	assert_problem(&r, 403, "cross-origin");
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/pools", NULL, rebound);
+	assert_problem(&r, 421, "strand.attacker.example");
+	response_free(&r);
+	assert_int_equal(count_of("/v1/processes", "processes"), 0);
+
+	/* Its own names pass: an IP literal, localhost, and its own Origin. */
+	char same_origin[128];
+	snprintf(same_origin, sizeof(same_origin), "Origin: http://localhost:%d", g.http_port);
+	char local_host[64];
+	snprintf(local_host, sizeof(local_host), "Host: localhost:%d", g.http_port);
+	const char *own[] = {"Content-Type: application/json", auth, same_origin, local_host, NULL};
+	r = http_as(&g, "POST", "/v1/queues", NULL, own);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+}
+
+static void test_dashboard_cookie_is_httponly_strict_and_needs_origin(void **state)
+{
+	char token[320], body[400], cookie[400], origin[96];
+	const char *json[] = {"Content-Type: application/json", NULL};
+	response r;
+
+	(void)state;
+	snprintf(token, sizeof(token), "%s", g.auth + strlen("Authorization: Bearer "));
+	r = http_as(&g, "POST", "/v1/session", "{\"token\":\"0123456789abcdef-wrong\"}", json);
+	assert_problem(&r, 401, NULL);
+	assert_string_equal(r.set_cookie, "");
+	response_free(&r);
+
+	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", token);
+	r = http_as(&g, "POST", "/v1/session", body, json);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.set_cookie, "HttpOnly"));
+	assert_non_null(strstr(r.set_cookie, "SameSite=Strict"));
+	assert_non_null(strstr(r.set_cookie, "Path=/"));
+	response_free(&r);
+
+	snprintf(cookie, sizeof(cookie), "Cookie: strand_token=%s", token);
+	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%d", g.http_port);
+	const char *read[] = {cookie, NULL};
+	const char *change_no_origin[] = {"Content-Type: application/json", cookie, NULL};
+	const char *change_own_origin[] = {"Content-Type: application/json", cookie, origin, NULL};
+	const char *change_foreign[] = {"Content-Type: application/json", cookie, "Origin: http://127.0.0.2:1", NULL};
+	r = http_as(&g, "GET", "/v1/pools", NULL, read);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	r = http_as(&g, "POST", "/v1/queues", NULL, change_no_origin);
+	assert_problem(&r, 403, "Origin");
+	response_free(&r);
+	r = http_as(&g, "POST", "/v1/queues", NULL, change_foreign);
+	assert_problem(&r, 403, "cross-origin");
+	response_free(&r);
+	r = http_as(&g, "POST", "/v1/queues", NULL, change_own_origin);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	/* Signing out clears the cookie. */
+	r = http_as(&g, "DELETE", "/v1/session", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.set_cookie, "Max-Age=0"));
+	response_free(&r);
+}
+
+static void test_malformed_requests_all_get_problem_json(void **state)
+{
+	char path[4200], body[2048], req[1024];
+	response r;
+
+	(void)state;
+	r = http(&g, "GET", "/v1/pools/%ff", NULL, NULL);
+	assert_problem(&r, 400, "UTF-8");
+	response_free(&r);
+	/* %00 is not the end of the id. */
+	char *pool = pool_create(&g, 1);
+	snprintf(path, sizeof(path), "/v1/pools/%s%%00x", pool);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_problem(&r, 404, "no such pool");
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "instance")), "%00x"));
+	response_free(&r);
+	/* A long URL. */
+	memset(path, 'a', sizeof(path) - 1);
+	memcpy(path, "/v1/pools/", 10);
+	path[3000] = '\0';
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_problem(&r, 414, NULL);
+	response_free(&r);
+	/* An unknown field whose long non-ASCII name is cut in the detail. */
+	size_t n = (size_t)snprintf(body, sizeof(body), "{\"");
+	for (int i = 0; i < 300; i++)
+		n += (size_t)snprintf(body + n, sizeof(body) - n, "\xc3\xa9");
+	snprintf(body + n, sizeof(body) - n, "\": 1}");
+	r = http(&g, "POST", "/v1/pools", body, NULL);
+	assert_problem(&r, 400, "field");
+	response_free(&r);
+	/* Undocumented: a client cannot name what a pool's workers dlopen. */
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"manager\":\"/tmp/evil.so:x\"}", NULL);
+	assert_problem(&r, 400, "manager");
+	response_free(&r);
+	/* A manager's call URL naming a job that is not its call. */
+	response m = http(&g, "POST", "/v1/managers", "{\"type\":\"counter\"}", NULL);
+	assert_int_equal(m.status, 201);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", "echo", "args", 1));
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls/%s", json_string_value(json_object_get(m.json, "id")),
+	         job);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_problem(&r, 404, "no such call");
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/managers/%s", json_string_value(json_object_get(m.json, "id")));
+	response_free(&m);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	response_free(&r);
+	/* Two Content-Length headers that disagree: request smuggling. */
+	snprintf(req, sizeof(req),
+	         "POST /v1/queues HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nContent-Type: application/json\r\n"
+	         "Content-Length: 2\r\nContent-Length: 40\r\nConnection: close\r\n\r\n{}",
+	         g.auth);
+	char out[4096];
+	int status = http_raw(&g, req, out, sizeof(out));
+	assert_int_equal(status, 400);
+	free(job);
+	free(pool);
+}
+
+static void test_operator_policy(void **state)
+{
+	size_t pools = count_of("/v1/pools", "pools");
+	response r;
+
+	(void)state;
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"/:/host\"]}", NULL);
+	assert_problem(&r, 403, "--allow-host-paths");
+	response_free(&r);
+	r = http(&g, "POST", "/v1/processes", "{\"command\":[\"true\"],\"volumes\":[\"/etc:/x:ro\"]}", NULL);
+	assert_problem(&r, 403, "volumes[0]");
+	response_free(&r);
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"root\":true}", NULL);
+	assert_problem(&r, 403, "--allow-root-containers");
+	response_free(&r);
+	assert_int_equal(count_of("/v1/pools", "pools"), pools);
+	/* A named volume is the engine's own storage: allowed. */
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"cache:/cache\"]}", NULL);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+}
+
+static void test_operator_policy_flags(void **state)
+{
+	static const char *const args[] = {"--allow-host-paths", "/srv/data:/var/tmp", "--no-commands",
+	                                   "--allow-root-containers", NULL};
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"root\":true,\"volumes\":[\"/srv/data/x:/x\"]}", NULL);
+	assert_int_equal(r.status, 201);
+	char *pool = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	/* Prefixes are whole path steps, after "..": no way out. */
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"/srv/data/../../etc:/x\"]}", NULL);
+	assert_problem(&r, 403, "/srv/data/../../etc");
+	response_free(&r);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"/srv/database:/x\"]}", NULL);
+	assert_problem(&r, 403, NULL);
+	response_free(&r);
+	/* --no-commands: neither command tasks nor command processes. */
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&h, "POST", path, "{\"command\":[\"cat\"],\"args\":[1]}", NULL);
+	assert_problem(&r, 403, "--no-commands");
+	response_free(&r);
+	r = http(&h, "POST", "/v1/processes", "{\"command\":[\"true\"]}", NULL);
+	assert_problem(&r, 403, "--no-commands");
+	response_free(&r);
+	r = http(&h, "POST", "/v1/rings", "{\"size\":2,\"command\":[\"true\"]}", NULL);
+	assert_problem(&r, 403, "--no-commands");
+	response_free(&r);
+	/* Functions still run. */
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"args\":[1]}", NULL);
+	assert_int_equal(r.status, 202);
+	response_free(&r);
+	free(pool);
+	gateway_cleanup(&h);
+}
+
+static void test_no_auth_only_on_loopback(void **state)
+{
+	static const char *const args[] = {"--no-auth", NULL};
+	char cmd[1200], line[512] = "";
+	gateway h;
+	response r;
+	FILE *p;
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd),
+	         "%s/strand-gateway --no-auth --http 0.0.0.0:1 --hub tcp://127.0.0.1:0 --db %s/other.db 2>&1; echo "
+	         "exit=$?",
+	         STRAND_BIN_DIR, g.dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	char all[2048] = "";
+	while (fgets(line, sizeof(line), p))
+		strncat(all, line, sizeof(all) - strlen(all) - 1);
+	pclose(p);
+	assert_non_null(strstr(all, "--no-auth is refused unless --http is a loopback address"));
+	assert_non_null(strstr(all, "exit=1"));
+
+	gateway_start(&h, args);
+	r = http_as(&h, "GET", "/v1/pools", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	gateway_cleanup(&h);
+}
+
+static void test_result_pages_stop_at_16_mib(void **state)
+{
+	/* 40 results of 512 KiB each: 20 MiB, over one page. */
+	json_t *args = json_array();
+	char *big = malloc(512 * 1024 + 1);
+	char path[160];
+	int64_t seen = 0;
+
+	(void)state;
+	memset(big, 'z', 512 * 1024);
+	big[512 * 1024] = '\0';
+	for (int i = 0; i < 40; i++)
+		json_array_append_new(args, json_string(big));
+	free(big);
+	char *pool = pool_create(&g, 2);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", args));
+	json_decref(job_results(&g, job, "input", 1000)); /* all there */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/results?limit=1000", job);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(r.len <= (16u << 20));
+	seen = (int64_t)json_array_size(json_object_get(r.json, "items"));
+	assert_true(seen > 0 && seen < 40);
+	assert_false(json_is_true(json_object_get(r.json, "complete")));
+	assert_int_equal(atoll(json_string_value(json_object_get(r.json, "next_cursor"))), seen);
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/results?limit=1000&cursor=%lld", job, (long long)seen);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 40 - seen);
+	assert_true(json_is_true(json_object_get(r.json, "complete")));
+	response_free(&r);
+	free(job);
+	free(pool);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_every_v1_request_needs_the_token),
+	        cmocka_unit_test(test_cross_site_requests_are_refused),
+	        cmocka_unit_test(test_dashboard_cookie_is_httponly_strict_and_needs_origin),
+	        cmocka_unit_test(test_malformed_requests_all_get_problem_json),
+	        cmocka_unit_test(test_operator_policy),
+	        cmocka_unit_test(test_operator_policy_flags),
+	        cmocka_unit_test(test_no_auth_only_on_loopback),
+	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
+	};
+	return cmocka_run_group_tests_name("security", tests, setup, teardown);
+}
