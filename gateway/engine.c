@@ -288,11 +288,17 @@ static int worker_spawn(engine *e, pool *p)
 	if (!w)
 		return CM_ENOMEM;
 	cm_id_new('w', w->id);
+	cm_random_hex(w->secret, CREDENTIALS_SECRET_LEN / 2);
 	w->pool = p;
+	/* Known to the hub before it can dial in. */
+	if ((err = credentials_add(e->creds, w->id, p->id, w->secret)) != CM_OK) {
+		free(w);
+		return err;
+	}
 	spec = (backend_worker_spec){
 	        .pool_id = p->id,
 	        .worker_id = w->id,
-	        .secret = p->secret,
+	        .secret = w->secret,
 	        .hub = e->cfg->hub,
 	        .worker_bin = e->cfg->worker_bin,
 	        .plugin_path = e->cfg->plugin_path,
@@ -301,6 +307,7 @@ static int worker_spawn(engine *e, pool *p)
 	err = p->backend->spawn(p->backend, &spec, w->handle, detail, sizeof(detail));
 	if (err != CM_OK) {
 		char reason[320];
+		credentials_remove(e->creds, w->id);
 		free(w);
 		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %s", p->backend->name, detail);
 		pool_set_state(e, p, POOL_FAILED, reason);
@@ -310,7 +317,7 @@ static int worker_spawn(engine *e, pool *p)
 	w->next = p->workers;
 	p->workers = w;
 	p->workers_started++;
-	store_worker_insert(e->st, w->id, p->id, w->handle, cm_wall_ms());
+	store_worker_insert(e->st, w->id, p->id, w->handle, w->secret, cm_wall_ms());
 	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, p->backend->name, w->handle);
 	return CM_OK;
 }
@@ -402,6 +409,7 @@ static void worker_gone(engine *e, worker *w, int exit_code, const char *last_wo
 		p->fail_streak++;
 	w->state = W_EXITED;
 	w->exit_code = exit_code;
+	credentials_remove(e->creds, w->id);
 	store_worker_set_state(e->st, w->id, "exited", exit_code);
 	if (w->parked) {
 		w->parked->discard = 1;
@@ -543,11 +551,12 @@ static void handle_pull(engine *e, op *o)
 	worker *w = NULL;
 
 	o->batch.lease_ms = (uint32_t)e->cfg->lease_ms;
-	if (p && strcmp(p->secret, m->secret) == 0)
+	/* The hub checked the worker's secret and that it serves this pool. */
+	if (p)
 		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
 			;
 	if (!w || w->state == W_EXITED) {
-		pull_finish(e, o, STRAND__BATCH__STATUS__REFUSED, "unknown worker, pool or secret");
+		pull_finish(e, o, STRAND__BATCH__STATUS__REFUSED, "unknown worker or pool");
 		return;
 	}
 	if (w->parked) {
@@ -632,12 +641,11 @@ static void handle_pool_create(engine *e, op *o)
 	}
 	p->spec = *o->pool_spec;
 	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
-	cm_random_hex(p->secret, 16);
 	p->backend = engine__backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
 	spec_json = spec_pool_json(&p->spec);
 	if (!p->backend || !spec_json ||
-	    (o->err = store_pool_insert(e->st, p->id, p->secret, spec_json, "active", p->created_ms)) != CM_OK) {
+	    (o->err = store_pool_insert(e->st, p->id, spec_json, "active", p->created_ms)) != CM_OK) {
 		if (!o->err)
 			o->err = p->backend ? CM_ENOMEM : CM_EUNSUPPORTED;
 		snprintf(o->detail, sizeof(o->detail), "cannot create the pool: %s", cm_strerror(o->err));
@@ -954,7 +962,7 @@ void engine__answer(engine *e, op *o, int committed)
 		 * and asks again; tasks handed out in it were never handed out. */
 		retry.status = STRAND__BATCH__STATUS__RETRY;
 		if (o->discard ||
-		    proto_frame_encode(PROTO_BATCH, committed ? &o->batch.base : &retry.base, &frame, &len) != CM_OK)
+		    proto_frame_encode(PROTO_BATCH, NULL, NULL, committed ? &o->batch.base : &retry.base, &frame, &len) != CM_OK)
 			hub_discard(o->slot);
 		else
 			hub_reply(o->slot, frame, len);
@@ -1000,6 +1008,7 @@ static void stop_all_workers(engine *e)
 				char why[64];
 				if (p->backend->poll(p->backend, w->handle, &code, why, sizeof(why))) {
 					w->state = W_EXITED;
+					credentials_remove(e->creds, w->id);
 					store_worker_set_state(e->st, w->id, "exited", code);
 					p->backend->release(p->backend, w->handle);
 					continue;
@@ -1152,8 +1161,8 @@ static void *engine_main(void *arg)
 
 /* ---- load and recovery -------------------------------------------------- */
 
-static void load_pool(void *ctx, const char *id, const char *secret, const char *spec_json, const char *state,
-                      const char *reason, int64_t created_ms)
+static void load_pool(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
+                      int64_t created_ms)
 {
 	engine *e = ctx;
 	pool *p = calloc(1, sizeof(*p));
@@ -1162,9 +1171,7 @@ static void load_pool(void *ctx, const char *id, const char *secret, const char 
 	if (!p)
 		return;
 	snprintf(p->id, sizeof(p->id), "%s", id);
-	snprintf(p->secret, sizeof(p->secret), "%s", secret);
-	if (spec_pool_load(spec_json, e->cfg->image, &p->spec, detail, sizeof(detail)) !=
-	    CM_OK) {
+	if (spec_pool_load(spec_json, e->cfg->image, &p->spec, detail, sizeof(detail)) != CM_OK) {
 		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
 		p->state = POOL_FAILED;
 	}
@@ -1238,7 +1245,7 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
  * alive is adopted: it keeps its id and tasks, and must reconnect within two
  * leases (it does so on its own, its results kept) or it is replaced. */
 static void load_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                        int64_t started_ms)
+                        const char *secret, int64_t started_ms)
 {
 	engine *e = ctx;
 	pool *p = engine__pool_find(e, pool_id);
@@ -1256,6 +1263,12 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 	snprintf(w->id, sizeof(w->id), "%s", id);
 	w->pool = p;
 	snprintf(w->handle, sizeof(w->handle), "%s", handle);
+	/* A worker of a release before per-worker secrets has none: the hub
+	 * refuses it and it is replaced after two leases, like a silent one. */
+	if (secret && strlen(secret) == CREDENTIALS_SECRET_LEN) {
+		snprintf(w->secret, sizeof(w->secret), "%s", secret);
+		credentials_add(e->creds, w->id, p->id, w->secret);
+	}
 	w->state = W_STARTING;
 	w->adopted = 1;
 	w->started = w->last_seen = cm_now_ms();
@@ -1268,6 +1281,7 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	int64_t queued = 0;
 	int njobs = 0;
 
+	credentials_clear(e->creds); /* the workers loaded below are all there are */
 	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
 	    store_queue_each(e->st, engine__load_queue, e) != CM_OK ||
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
@@ -1304,7 +1318,7 @@ static int recover(engine *e, char *detail, size_t detail_len)
 
 /* ---- public ------------------------------------------------------------- */
 
-int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_len)
+int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *detail, size_t detail_len)
 {
 	engine *e = calloc(1, sizeof(*e));
 	int err;
@@ -1312,6 +1326,7 @@ int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_l
 	if (!e)
 		return CM_ENOMEM;
 	e->cfg = cfg;
+	e->creds = creds;
 	{
 		/* Process output is kept next to the database. */
 		char logs[1100];

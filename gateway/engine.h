@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "gateway/config.h"
+#include "gateway/credentials.h"
 #include "gateway/spec.h"
 #include "proto/strand.pb-c.h"
 
@@ -22,8 +23,9 @@ typedef struct engine engine;
 typedef struct hub_slot hub_slot;
 
 /* Opens the store, loads and recovers the state, restarts the workers of
- * live pools. *out is new (engine_free). */
-int engine_new(const gw_config *cfg, engine **out, char *detail, size_t detail_len);
+ * live pools. creds (borrowed, outlives the engine) gets each worker's
+ * secret for the hub. *out is new (engine_free). */
+int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *detail, size_t detail_len);
 int engine_start(engine *e);
 /* Stops taking requests and wakes every long poll (they answer at once). */
 void engine_quiesce(engine *e);

@@ -188,13 +188,13 @@ typedef struct worker {
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */
 	int adopted; /* found alive at start: it must reconnect within two leases */
+	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
 	op *parked;
 	struct worker *next;
 } worker;
 
 typedef struct pool {
 	char id[20];
-	char secret[33];
 	pool_spec spec;
 	backend *backend;
 	char last_words[256]; /* what the last worker that died said */
@@ -215,6 +215,7 @@ typedef struct pool {
 
 struct engine {
 	const gw_config *cfg;
+	credentials *creds; /* shared with the hub */
 	store *st;
 	pthread_t thread;
 	int started;

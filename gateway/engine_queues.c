@@ -137,11 +137,12 @@ static int resolve_queue_call(engine *e, op *o)
 	worker *w = NULL;
 	int sending = m->op == STRAND__QUEUE_CALL__OP__PUT;
 
-	if (p && strcmp(p->secret, m->secret) == 0)
+	/* The hub checked the worker's secret and that it serves this pool. */
+	if (p)
 		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
 			;
 	if (!w) {
-		snprintf(o->detail, sizeof(o->detail), "unknown worker, pool or secret");
+		snprintf(o->detail, sizeof(o->detail), "unknown worker or pool");
 		return CM_EINVAL;
 	}
 	if (m->pipe_end >= 0) {
@@ -283,7 +284,7 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 		reply.items = bins;
 		reply.n_items = bins && texts ? n : 0;
 	}
-	if (proto_frame_encode(PROTO_QUEUE_REPLY, &reply.base, &frame, &len) == CM_OK)
+	if (proto_frame_encode(PROTO_QUEUE_REPLY, NULL, NULL, &reply.base, &frame, &len) == CM_OK)
 		hub_reply(o->slot, frame, len);
 	else
 		hub_discard(o->slot);

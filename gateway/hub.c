@@ -10,6 +10,7 @@
  * queue inside nng until a slot frees up.
  */
 #include <nng/nng.h>
+#include <pthread.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,12 @@ struct hub_slot {
 
 struct hub {
 	engine *engine;
+	credentials *creds;
+	/* The engine thread answers slots (hub_reply) while the gateway stops:
+	 * once closed, an answer is dropped instead of racing hub_close over
+	 * the slot's aio. */
+	pthread_mutex_t mu;
+	int closed;
 	nng_socket sock;
 	hub_slot slots[HUB_SLOTS];
 	int nslots;
@@ -52,7 +59,7 @@ static void refuse(hub_slot *s, const char *why)
 
 	b.status = STRAND__BATCH__STATUS__REFUSED;
 	b.error = (char *)why;
-	if (proto_frame_encode(PROTO_BATCH, &b.base, &frame, &len) == CM_OK)
+	if (proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len) == CM_OK)
 		hub_reply(s, frame, len);
 	else
 		slot_recv(s);
@@ -83,49 +90,83 @@ static void check_results(Strand__Pull *pull)
 	}
 }
 
+/* Whether the decoded message names the worker the header authenticated,
+ * and that worker's pool. */
+static int names_sender(const proto_header *h, const char *pool, const char *worker_id, const char *pool_id)
+{
+	return worker_id && pool_id && strlen(worker_id) == h->worker_id_len &&
+	       memcmp(worker_id, h->worker_id, h->worker_id_len) == 0 && strcmp(pool_id, pool) == 0;
+}
+
+/* A frame in: who sent it is checked from its header before its body is
+ * decoded (within a budget), then it goes to the engine. */
+static void on_frame(hub_slot *s, nng_msg *msg)
+{
+	const uint8_t *data = nng_msg_body(msg);
+	size_t len = nng_msg_len(msg);
+	ProtobufCMessage *m = NULL;
+	char detail[256], pool[20];
+	proto_header h;
+
+	if (proto_frame_header(data, len, &h, detail, sizeof(detail)) != CM_OK) {
+		nng_msg_free(msg);
+		refuse(s, detail);
+		return;
+	}
+	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL) {
+		nng_msg_free(msg);
+		refuse(s, "the hub takes Pull and QueueCall frames only");
+		return;
+	}
+	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, pool)) {
+		nng_msg_free(msg);
+		refuse(s, "unknown worker or wrong secret");
+		return;
+	}
+	if (proto_frame_decode(h.type, data, len, &m, detail, sizeof(detail)) != CM_OK) {
+		nng_msg_free(msg);
+		cm_warn("hub: refused a frame of worker %.*s: %s", (int)h.worker_id_len, h.worker_id, detail);
+		refuse(s, detail);
+		return;
+	}
+	nng_msg_free(msg);
+	if (h.type == PROTO_QUEUE_CALL) {
+		Strand__QueueCall *call = (Strand__QueueCall *)m;
+		if (!names_sender(&h, pool, call->worker_id, call->pool_id)) {
+			protobuf_c_message_free_unpacked(m, NULL);
+			refuse(s, "the call names another worker or pool than its sender");
+			return;
+		}
+		s->state = SLOT_WAIT;
+		engine_queue_call(s->hub->engine, s, call);
+		return;
+	}
+	Strand__Pull *pull = (Strand__Pull *)m;
+	if (!names_sender(&h, pool, pull->worker_id, pull->pool_id)) {
+		protobuf_c_message_free_unpacked(m, NULL);
+		refuse(s, "the pull names another worker or pool than its sender");
+		return;
+	}
+	check_results(pull);
+	s->state = SLOT_WAIT;
+	engine_pull(s->hub->engine, s, pull);
+}
+
 static void on_aio(void *arg)
 {
 	hub_slot *s = arg;
 	int rv = nng_aio_result(s->aio);
 
 	switch (s->state) {
-	case SLOT_RECV: {
-		nng_msg *msg;
-		ProtobufCMessage *pull = NULL;
-		char detail[256];
+	case SLOT_RECV:
 		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 			return;
 		if (rv != 0) {
 			slot_recv(s);
 			return;
 		}
-		msg = nng_aio_get_msg(s->aio);
-		if (proto_frame_type(nng_msg_body(msg), nng_msg_len(msg)) == PROTO_QUEUE_CALL) {
-			ProtobufCMessage *call = NULL;
-			if (proto_frame_decode(PROTO_QUEUE_CALL, nng_msg_body(msg), nng_msg_len(msg), &call, detail,
-			                       sizeof(detail)) != CM_OK) {
-				nng_msg_free(msg);
-				refuse(s, detail);
-				return;
-			}
-			nng_msg_free(msg);
-			s->state = SLOT_WAIT;
-			engine_queue_call(s->hub->engine, s, (Strand__QueueCall *)call);
-			return;
-		}
-		if (proto_frame_decode(PROTO_PULL, nng_msg_body(msg), nng_msg_len(msg), &pull, detail,
-		                       sizeof(detail)) != CM_OK) {
-			nng_msg_free(msg);
-			cm_warn("hub: refused a frame: %s", detail);
-			refuse(s, detail);
-			return;
-		}
-		nng_msg_free(msg);
-		check_results((Strand__Pull *)pull);
-		s->state = SLOT_WAIT;
-		engine_pull(s->hub->engine, s, (Strand__Pull *)pull);
+		on_frame(s, nng_aio_get_msg(s->aio));
 		return;
-	}
 	case SLOT_SEND:
 		if (rv != 0) {
 			nng_msg_free(nng_aio_get_msg(s->aio));
@@ -142,23 +183,30 @@ void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
 {
 	nng_msg *msg;
 
-	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
+	pthread_mutex_lock(&s->hub->mu);
+	if (s->hub->closed) {
 		free(frame);
-		hub_discard(s);
-		return;
+	} else if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
+		free(frame);
+		slot_recv(s);
+	} else {
+		free(frame);
+		s->state = SLOT_SEND;
+		nng_aio_set_msg(s->aio, msg);
+		nng_ctx_send(s->ctx, s->aio);
 	}
-	free(frame);
-	s->state = SLOT_SEND;
-	nng_aio_set_msg(s->aio, msg);
-	nng_ctx_send(s->ctx, s->aio);
+	pthread_mutex_unlock(&s->hub->mu);
 }
 
 void hub_discard(hub_slot *s)
 {
-	slot_recv(s);
+	pthread_mutex_lock(&s->hub->mu);
+	if (!s->hub->closed)
+		slot_recv(s);
+	pthread_mutex_unlock(&s->hub->mu);
 }
 
-int hub_start(const char *url, engine *e, hub **out, char *detail, size_t detail_len)
+int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
 {
 	hub *h = calloc(1, sizeof(*h));
 	int rv;
@@ -166,6 +214,8 @@ int hub_start(const char *url, engine *e, hub **out, char *detail, size_t detail
 	if (!h)
 		return CM_ENOMEM;
 	h->engine = e;
+	h->creds = creds;
+	pthread_mutex_init(&h->mu, NULL);
 	if ((rv = nng_rep0_open(&h->sock)) != 0 ||
 	    (rv = nng_socket_set_size(h->sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0) {
 		snprintf(detail, detail_len, "hub socket: %s", nng_strerror(rv));
@@ -180,14 +230,16 @@ int hub_start(const char *url, engine *e, hub **out, char *detail, size_t detail
 			if (s->aio)
 				nng_aio_free(s->aio);
 			h->nslots = i;
-			hub_stop(h);
+			hub_close(h);
+			hub_free(h);
 			return CM_EIO;
 		}
 		h->nslots = i + 1;
 	}
 	if ((rv = nng_listen(h->sock, url, NULL, 0)) != 0) {
 		snprintf(detail, detail_len, "cannot listen on hub %s: %s", url, nng_strerror(rv));
-		hub_stop(h);
+		hub_close(h);
+		hub_free(h);
 		return CM_EUNAVAIL;
 	}
 	for (int i = 0; i < h->nslots; i++)
@@ -196,14 +248,24 @@ int hub_start(const char *url, engine *e, hub **out, char *detail, size_t detail
 	return CM_OK;
 }
 
-void hub_stop(hub *h)
+void hub_close(hub *h)
 {
 	if (!h)
 		return;
+	pthread_mutex_lock(&h->mu);
+	h->closed = 1;
+	pthread_mutex_unlock(&h->mu);
 	nng_close(h->sock);
-	for (int i = 0; i < h->nslots; i++) {
+	for (int i = 0; i < h->nslots; i++)
 		nng_aio_stop(h->slots[i].aio);
+}
+
+void hub_free(hub *h)
+{
+	if (!h)
+		return;
+	for (int i = 0; i < h->nslots; i++)
 		nng_aio_free(h->slots[i].aio);
-	}
+	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

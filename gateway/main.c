@@ -8,6 +8,7 @@
 #include "common/common.h"
 #include "gateway/api.h"
 #include "gateway/config.h"
+#include "gateway/credentials.h"
 #include "gateway/engine.h"
 #include "gateway/hub.h"
 
@@ -15,6 +16,7 @@ int main(int argc, char **argv)
 {
 	gw_config cfg;
 	char detail[512] = "";
+	credentials *creds = NULL;
 	engine *e = NULL;
 	hub *h = NULL;
 	api *a = NULL;
@@ -39,27 +41,34 @@ int main(int argc, char **argv)
 	/* The database, its WAL, the token and the logs: the operator's only. */
 	umask(077);
 
-	if (engine_new(&cfg, &e, detail, sizeof(detail)) != CM_OK) {
+	if (credentials_new(&creds) != CM_OK || engine_new(&cfg, creds, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
+		credentials_free(creds);
 		return 1;
 	}
-	if (hub_start(cfg.hub, e, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
+	if (hub_start(cfg.hub, e, creds, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
 	    api_start(&cfg, e, &a, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		engine_quiesce(e);
 		api_stop(a);
+		hub_close(h);
 		engine_free(e);
-		hub_stop(h);
+		hub_free(h);
+		credentials_free(creds);
 		return 1;
 	}
 	cm_info("strand-gateway listening on http://%s, hub %s, db %s, backend %s", cfg.http, cfg.hub, cfg.db,
 	        cfg.backend);
 	sigwait(&set, &sig);
 	cm_info("signal %d: stopping", sig);
+	/* Outside in: no new request, no new frame, then the engine (which may
+	 * still answer parked pulls into the closed hub), then the hub's memory. */
 	engine_quiesce(e); /* long polls answer now, so the API can stop */
 	api_stop(a);
+	hub_close(h);
 	engine_free(e); /* stops every worker it started */
-	hub_stop(h);
+	hub_free(h);
+	credentials_free(creds);
 	cm_info("stopped");
 	return 0;
 }

@@ -1,9 +1,12 @@
 /* Frame encode/decode; see frame.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/common.h"
 #include "proto/frame.h"
+
+#define FIELD_MAX 255 /* a length byte */
 
 static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 {
@@ -16,47 +19,15 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	return NULL;
 }
 
-proto_type proto_frame_type(const uint8_t *data, size_t len)
+int proto_frame_header(const uint8_t *data, size_t len, proto_header *out, char *detail, size_t detail_len)
 {
-	if (len < PROTO_HEADER_LEN || data[0] != 'S' || data[1] != 'T' || data[2] != PROTO_VERSION ||
-	    !descriptor((proto_type)data[3]))
-		return 0;
-	return (proto_type)data[3];
-}
-
-int proto_frame_encode(proto_type type, const ProtobufCMessage *msg, uint8_t **out, size_t *out_len)
-{
-	size_t body = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf;
-
-	if (msg->descriptor != descriptor(type))
-		return CM_EINVAL;
-	if (body + PROTO_HEADER_LEN > PROTO_FRAME_MAX)
-		return CM_ETOOBIG;
-	buf = malloc(body + PROTO_HEADER_LEN);
-	if (!buf)
-		return CM_ENOMEM;
-	buf[0] = 'S';
-	buf[1] = 'T';
-	buf[2] = PROTO_VERSION;
-	buf[3] = (uint8_t)type;
-	protobuf_c_message_pack(msg, buf + PROTO_HEADER_LEN);
-	*out = buf;
-	*out_len = body + PROTO_HEADER_LEN;
-	return CM_OK;
-}
-
-int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
-                       size_t detail_len)
-{
-	const ProtobufCMessageDescriptor *d = descriptor(type);
-	ProtobufCMessage *msg;
+	size_t at = PROTO_MAGIC_LEN;
 
 	if (len > PROTO_FRAME_MAX) {
 		snprintf(detail, detail_len, "frame of %zu bytes is over the %u byte cap", len, PROTO_FRAME_MAX);
 		return CM_ETOOBIG;
 	}
-	if (len < PROTO_HEADER_LEN || data[0] != 'S' || data[1] != 'T') {
+	if (len < PROTO_MAGIC_LEN || data[0] != 'S' || data[1] != 'T') {
 		snprintf(detail, detail_len, "not a strand frame (bad magic or truncated header)");
 		return CM_EINVAL;
 	}
@@ -64,14 +35,106 @@ int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, Protobu
 		snprintf(detail, detail_len, "protocol version %u, this side speaks %u", data[2], PROTO_VERSION);
 		return CM_EINVAL;
 	}
-	if (!d || data[3] != (uint8_t)type) {
-		snprintf(detail, detail_len, "frame type %u where %u was expected", data[3], (unsigned)type);
+	if (!descriptor((proto_type)data[3])) {
+		snprintf(detail, detail_len, "unknown frame type %u", data[3]);
 		return CM_EINVAL;
 	}
-	msg = protobuf_c_message_unpack(d, NULL, len - PROTO_HEADER_LEN, data + PROTO_HEADER_LEN);
-	if (!msg) {
-		snprintf(detail, detail_len, "corrupt or truncated protobuf body");
+	out->type = (proto_type)data[3];
+	if (at >= len || at + 1 + data[at] > len)
+		goto truncated;
+	out->worker_id_len = data[at];
+	out->worker_id = (const char *)data + at + 1;
+	at += 1 + data[at];
+	if (at >= len || at + 1 + data[at] > len)
+		goto truncated;
+	out->secret_len = data[at];
+	out->secret = (const char *)data + at + 1;
+	out->body = at + 1 + data[at];
+	return CM_OK;
+truncated:
+	snprintf(detail, detail_len, "truncated frame header");
+	return CM_EINVAL;
+}
+
+int proto_frame_encode(proto_type type, const char *worker_id, const char *secret, const ProtobufCMessage *msg,
+                       uint8_t **out, size_t *out_len)
+{
+	size_t id_len = worker_id ? strlen(worker_id) : 0;
+	size_t secret_len = secret ? strlen(secret) : 0;
+	size_t head = PROTO_MAGIC_LEN + 2 + id_len + secret_len;
+	size_t body = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf;
+
+	if (msg->descriptor != descriptor(type) || id_len > FIELD_MAX || secret_len > FIELD_MAX)
 		return CM_EINVAL;
+	if (body + head > PROTO_FRAME_MAX)
+		return CM_ETOOBIG;
+	buf = malloc(body + head);
+	if (!buf)
+		return CM_ENOMEM;
+	buf[0] = 'S';
+	buf[1] = 'T';
+	buf[2] = PROTO_VERSION;
+	buf[3] = (uint8_t)type;
+	buf[4] = (uint8_t)id_len;
+	memcpy(buf + 5, worker_id ? worker_id : "", id_len);
+	buf[5 + id_len] = (uint8_t)secret_len;
+	memcpy(buf + 6 + id_len, secret ? secret : "", secret_len);
+	protobuf_c_message_pack(msg, buf + head);
+	*out = buf;
+	*out_len = body + head;
+	return CM_OK;
+}
+
+/* protobuf-c allocations while decoding one frame, counted against a budget.
+ * Blocks come from malloc, so the message is freed with the default
+ * allocator (protobuf_c_message_free_unpacked(msg, NULL)). */
+typedef struct budget {
+	size_t left;
+	int spent;
+} budget;
+
+static void *budget_alloc(void *data, size_t size)
+{
+	budget *b = data;
+
+	if (size > b->left) {
+		b->spent = 1;
+		return NULL;
+	}
+	b->left -= size;
+	return malloc(size);
+}
+
+static void budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
+                       size_t detail_len)
+{
+	budget b = {.left = PROTO_DECODE_BUDGET(len)};
+	ProtobufCAllocator allocator = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
+	ProtobufCMessage *msg;
+	proto_header h;
+	int err;
+
+	if ((err = proto_frame_header(data, len, &h, detail, detail_len)) != CM_OK)
+		return err;
+	if (h.type != type) {
+		snprintf(detail, detail_len, "frame type %u where %u was expected", (unsigned)h.type, (unsigned)type);
+		return CM_EINVAL;
+	}
+	msg = protobuf_c_message_unpack(descriptor(type), &allocator, len - h.body, data + h.body);
+	if (!msg) {
+		if (b.spent)
+			snprintf(detail, detail_len, "frame of %zu bytes decodes to more than %zu bytes", len,
+			         PROTO_DECODE_BUDGET(len));
+		else
+			snprintf(detail, detail_len, "corrupt or truncated protobuf body");
+		return b.spent ? CM_ETOOBIG : CM_EINVAL;
 	}
 	*out = msg;
 	return CM_OK;

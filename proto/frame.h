@@ -1,12 +1,19 @@
 /*
  * Framing of protocol messages on nng. nng already delimits messages; a frame
- * adds a 4-byte header (magic "ST", version, message type) so that a stray
- * or future peer is refused with a clear reason instead of being misparsed.
+ * adds a header so that a stray or future peer is refused with a clear reason
+ * instead of being misparsed, and so that the hub can tell who is speaking
+ * before it decodes a single byte of the body:
  *
- *   +----+----+---------+------+------------------------+
- *   | 'S'| 'T'| version | type | protobuf-c message ... |
- *   +----+----+---------+------+------------------------+
+ *   +----+----+---------+------+--------+-----------+---------+--------+--------------------+
+ *   | 'S'| 'T'| version | type | id len | worker id | sec len | secret | protobuf-c message |
+ *   +----+----+---------+------+--------+-----------+---------+--------+--------------------+
+ *     1    1      1        1       1      id len        1      sec len
  *
+ * A worker's frames (Pull, QueueCall) carry its id and its own secret; the
+ * gateway's (Batch, QueueReply) carry neither (both lengths 0).
+ *
+ * Decoding allocates through a budget of PROTO_DECODE_BUDGET(len) bytes, so
+ * a frame made of many empty elements cannot expand into gigabytes.
  * Thread-safe; no state.
  */
 #ifndef PROTO_FRAME_H
@@ -17,11 +24,14 @@
 
 #include "proto/strand.pb-c.h"
 
-#define PROTO_VERSION 1
-#define PROTO_HEADER_LEN 4
+#define PROTO_VERSION 2
+#define PROTO_MAGIC_LEN 4 /* 'S', 'T', version, type */
 /* The largest frame either side accepts: tasks and results are capped far
  * below this, and a batch is cut to fit. */
 #define PROTO_FRAME_MAX (32u << 20)
+/* What decoding a frame of len bytes may allocate: the bytes themselves and
+ * room for the message structures of a real batch of small results. */
+#define PROTO_DECODE_BUDGET(len) (2 * (size_t)(len) + ((size_t)16 << 20))
 
 typedef enum proto_type {
 	PROTO_PULL = 1,
@@ -30,13 +40,27 @@ typedef enum proto_type {
 	PROTO_QUEUE_REPLY = 4,
 } proto_type;
 
-/* The type of a frame (its header checked), or 0 if it is not one. */
-proto_type proto_frame_type(const uint8_t *data, size_t len);
+/* A frame's header, parsed; the strings point into the frame (not
+ * NUL-terminated). */
+typedef struct proto_header {
+	proto_type type;
+	const char *worker_id;
+	size_t worker_id_len;
+	const char *secret;
+	size_t secret_len;
+	size_t body; /* offset of the protobuf message */
+} proto_header;
 
-/* Encodes msg (a Strand__Pull or Strand__Batch matching type) into a new heap
- * buffer. *out is new, owned by the caller. Returns CM_OK, CM_ETOOBIG or
+/* Parses the header only. Returns CM_OK, or CM_EINVAL / CM_ETOOBIG with the
+ * reason in detail. */
+int proto_frame_header(const uint8_t *data, size_t len, proto_header *out, char *detail, size_t detail_len);
+
+/* Encodes msg (a message matching type) into a new heap buffer, with the
+ * sender's worker id and secret (both NULL for the gateway's frames). *out is
+ * new, owned by the caller. Returns CM_OK, CM_EINVAL, CM_ETOOBIG or
  * CM_ENOMEM; *out untouched on failure. */
-int proto_frame_encode(proto_type type, const ProtobufCMessage *msg, uint8_t **out, size_t *out_len);
+int proto_frame_encode(proto_type type, const char *worker_id, const char *secret, const ProtobufCMessage *msg,
+                       uint8_t **out, size_t *out_len);
 
 /* Decodes a frame of the given type. On success *out is a new message to be
  * freed with protobuf_c_message_free_unpacked(*out, NULL). On failure returns

@@ -11,9 +11,9 @@
 #include "common/common.h"
 #include "store/store.h"
 
-#define SCHEMA_VERSION 1
-
-static const char schema[] =
+/* Version 1, the first release's schema (which also wrote meta.schema_version
+ * and left PRAGMA user_version at 0). */
+static const char schema_v1[] =
         "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
         "CREATE TABLE IF NOT EXISTS pools("
         "  id TEXT PRIMARY KEY, secret TEXT NOT NULL, spec TEXT NOT NULL,"
@@ -47,6 +47,16 @@ static const char schema[] =
         "  id TEXT PRIMARY KEY, size INTEGER NOT NULL, master_port INTEGER NOT NULL,"
         "  members TEXT NOT NULL, created_ms INTEGER NOT NULL);"
         "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');";
+
+/* migrations[v] moves a database from version v to v + 1; PRAGMA user_version
+ * records where a database stands. Steps only ever get added. */
+static const char *const migrations[] = {
+        schema_v1,
+        /* 2: each worker has its own secret; the pool-wide one goes. */
+        "ALTER TABLE workers ADD COLUMN secret TEXT;"
+        "ALTER TABLE pools DROP COLUMN secret;",
+};
+#define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* Hot-path statements, prepared once per writer connection. */
 enum { S_TASK_INSERT, S_TASK_ASSIGN, S_TASK_ASSIGNED, S_TASK_COMPLETE, S_RESULTS_INPUT, S_RESULTS_COMPLETION, S_COUNT };
@@ -138,6 +148,58 @@ static int integrity_check(store *st, char *detail, size_t detail_len)
 	return err;
 }
 
+static int int_query(store *st, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(st, sql, &s) != CM_OK)
+		return CM_EIO;
+	rc = sqlite3_step(s);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+}
+
+/* Brings the schema to SCHEMA_VERSION, one step at a time, in one
+ * transaction: a crash midway leaves the database as it was. */
+static int migrate(store *st, char *detail, size_t detail_len)
+{
+	int64_t version = 0, v1 = 0;
+	char set[64];
+
+	if (int_query(st, "PRAGMA user_version", &version) != CM_OK ||
+	    int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &v1) != CM_OK)
+		return CM_EIO;
+	if (version == 0 && v1)
+		version = 1; /* the first release did not set user_version */
+	if (version > SCHEMA_VERSION) {
+		snprintf(detail, detail_len, "the database is of schema version %lld, newer than this gateway's %d",
+		         (long long)version, SCHEMA_VERSION);
+		return CM_EUNSUPPORTED;
+	}
+	if (version == SCHEMA_VERSION)
+		return CM_OK;
+	snprintf(set, sizeof(set), "PRAGMA user_version = %d", SCHEMA_VERSION);
+	if (exec(st, "BEGIN IMMEDIATE") != CM_OK)
+		return CM_EIO;
+	for (int64_t v = version; v < SCHEMA_VERSION; v++) {
+		if (exec(st, migrations[v]) != CM_OK) {
+			snprintf(detail, detail_len, "schema migration to version %lld failed: %s", (long long)v + 1,
+			         sqlite3_errmsg(st->db));
+			store_rollback(st);
+			return CM_EIO;
+		}
+	}
+	if (exec(st, set) != CM_OK || exec(st, "COMMIT") != CM_OK) {
+		store_rollback(st);
+		return CM_EIO;
+	}
+	if (version > 0)
+		cm_info("database schema migrated from version %lld to %d", (long long)version, SCHEMA_VERSION);
+	return CM_OK;
+}
+
 int store_open(const char *path, int writer, store **out, char *detail, size_t detail_len)
 {
 	store *st = calloc(1, sizeof(*st));
@@ -161,7 +223,7 @@ int store_open(const char *path, int writer, store **out, char *detail, size_t d
 		 * matters for a gateway killed with -9); FULL would add an fsync
 		 * per commit for power loss, and commits are grouped either way. */
 		if (exec(st, "PRAGMA journal_mode=WAL") != CM_OK || exec(st, "PRAGMA synchronous=NORMAL") != CM_OK ||
-		    integrity_check(st, detail, detail_len) != CM_OK || exec(st, schema) != CM_OK) {
+		    integrity_check(st, detail, detail_len) != CM_OK || migrate(st, detail, detail_len) != CM_OK) {
 			if (!detail[0])
 				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
 				         sqlite3_errmsg(st->db));
@@ -211,18 +273,16 @@ void store_rollback(store *st)
 
 /* ---- pools -------------------------------------------------------------- */
 
-int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
-                      int64_t created_ms)
+int store_pool_insert(store *st, const char *id, const char *spec_json, const char *state, int64_t created_ms)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "INSERT INTO pools(id, secret, spec, state, created_ms) VALUES(?, ?, ?, ?, ?)", &s) != CM_OK)
+	if (prepare(st, "INSERT INTO pools(id, spec, state, created_ms) VALUES(?, ?, ?, ?)", &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, id);
-	bind_text(s, 2, secret);
-	bind_text(s, 3, spec_json);
-	bind_text(s, 4, state);
-	sqlite3_bind_int64(s, 5, created_ms);
+	bind_text(s, 2, spec_json);
+	bind_text(s, 3, state);
+	sqlite3_bind_int64(s, 4, created_ms);
 	return step_done(st, s);
 }
 
@@ -243,12 +303,10 @@ int store_pool_each(store *st, store_pool_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st, "SELECT id, secret, spec, state, reason, created_ms FROM pools ORDER BY created_ms", &s) !=
-	    CM_OK)
+	if (prepare(st, "SELECT id, spec, state, reason, created_ms FROM pools ORDER BY created_ms", &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), col_text(s, 4),
-		   sqlite3_column_int64(s, 5));
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }
@@ -614,20 +672,21 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
 
 /* ---- workers ------------------------------------------------------------ */
 
-int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms)
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret,
+                        int64_t started_ms)
 {
 	sqlite3_stmt *s;
 
 	if (prepare(st,
-	            "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, started_ms) VALUES(?, ?, ?, "
-	            "'starting', "
-	            "?)",
+	            "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, secret, started_ms)"
+	            " VALUES(?, ?, ?, 'starting', ?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, id);
 	bind_text(s, 2, pool_id);
 	bind_text(s, 3, handle);
-	sqlite3_bind_int64(s, 4, started_ms);
+	bind_text(s, 4, secret);
+	sqlite3_bind_int64(s, 5, started_ms);
 	return step_done(st, s);
 }
 
@@ -800,12 +859,13 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
 	int rc;
 
 	if (prepare(st,
-	            "SELECT id, pool_id, handle, state, started_ms FROM workers WHERE state IN ('starting', "
-	            "'connected')",
+	            "SELECT id, pool_id, handle, state, secret, started_ms FROM workers"
+	            " WHERE state IN ('starting', 'connected')",
 	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4));
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), col_text(s, 4),
+		   sqlite3_column_int64(s, 5));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }

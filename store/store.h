@@ -42,12 +42,11 @@ int store_commit(store *st);
 void store_rollback(store *st);
 
 /* ---- pools -------------------------------------------------------------- */
-int store_pool_insert(store *st, const char *id, const char *secret, const char *spec_json, const char *state,
-                      int64_t created_ms);
+int store_pool_insert(store *st, const char *id, const char *spec_json, const char *state, int64_t created_ms);
 int store_pool_set_state(store *st, const char *id, const char *state, const char *reason);
 
 /* Calls fn once per stored pool (all strings borrowed for the call). */
-typedef void (*store_pool_fn)(void *ctx, const char *id, const char *secret, const char *spec_json, const char *state,
+typedef void (*store_pool_fn)(void *ctx, const char *id, const char *spec_json, const char *state,
                               const char *reason, int64_t created_ms);
 int store_pool_each(store *st, store_pool_fn fn, void *ctx);
 
@@ -179,11 +178,13 @@ typedef void (*store_ring_fn)(void *ctx, const char *id, int size, int master_po
 int store_ring_each(store *st, store_ring_fn fn, void *ctx);
 
 /* ---- workers ------------------------------------------------------------ */
-int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, int64_t started_ms);
+/* secret: the worker's own, which it presents in every frame to the hub. */
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret,
+                        int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                                int64_t started_ms);
+                                const char *secret, int64_t started_ms);
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
 
 #endif

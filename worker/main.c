@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "worker/worker.h"
@@ -49,7 +50,8 @@ static void usage(FILE *f)
 	           "  --hub URL              nng URL of the gateway hub (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
 	           "  --pool ID              pool id (STRAND_POOL_ID)\n"
 	           "  --id ID                this worker's id (STRAND_WORKER_ID)\n"
-	           "  --secret S             the pool's secret (STRAND_SECRET)\n"
+	           "  (STRAND_SECRET: this worker's own secret, from the environment only: it is removed from\n"
+	           "  it at start, out of the reach of tasks)\n"
 	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
 	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
@@ -58,13 +60,32 @@ static void usage(FILE *f)
 	           "  --help                 this text\n");
 }
 
+/* The worker's own secret, which every frame to the hub carries. It is taken
+ * out of the environment at once, so that no task (a command the worker
+ * forks, a plugin calling getenv) finds it, and the process is made
+ * undumpable, so that other processes of the same user cannot read it from
+ * /proc/PID/environ or /proc/PID/mem either (root still can). */
+static const char *take_secret(void)
+{
+	static char secret[128];
+	char *v = getenv("STRAND_SECRET");
+
+	if (v) {
+		snprintf(secret, sizeof(secret), "%s", v);
+		/* The bytes /proc/PID/environ shows, not a copy. */
+		explicit_bzero(v, strlen(v));
+		unsetenv("STRAND_SECRET");
+	}
+	prctl(PR_SET_DUMPABLE, 0);
+	return secret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	        {"hub", required_argument, NULL, 'h'},
 	        {"pool", required_argument, NULL, 'p'},
 	        {"id", required_argument, NULL, 'i'},
-	        {"secret", required_argument, NULL, 's'},
 	        {"plugin-path", required_argument, NULL, 'P'},
 	        {"gateway-timeout", required_argument, NULL, 't'},
 	        {"run", required_argument, NULL, 'r'},
@@ -76,7 +97,7 @@ int main(int argc, char **argv)
 	        .hub = env_or("STRAND_HUB", "tcp://127.0.0.1:7070"),
 	        .pool_id = env_or("STRAND_POOL_ID", NULL),
 	        .worker_id = env_or("STRAND_WORKER_ID", NULL),
-	        .secret = env_or("STRAND_SECRET", ""),
+	        .secret = take_secret(),
 	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
 	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	        .manager = env_or("STRAND_MANAGER_TYPE", NULL),
@@ -90,7 +111,6 @@ int main(int argc, char **argv)
 		case 'h': cfg.hub = optarg; break;
 		case 'p': cfg.pool_id = optarg; break;
 		case 'i': cfg.worker_id = optarg; break;
-		case 's': cfg.secret = optarg; break;
 		case 'P': cfg.plugin_path = optarg; break;
 		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
 		case 'r': run = optarg; break;

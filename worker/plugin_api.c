@@ -65,9 +65,8 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 	}
 	c->worker_id = (char *)api.cfg->worker_id;
 	c->pool_id = (char *)api.cfg->pool_id;
-	c->secret = (char *)api.cfg->secret;
 	nng_socket_set_ms(api.sock, NNG_OPT_RECVTIMEO, wait_ms + 30000);
-	if (proto_frame_encode(PROTO_QUEUE_CALL, &c->base, &frame, &len) != CM_OK)
+	if (proto_frame_encode(PROTO_QUEUE_CALL, api.cfg->worker_id, api.cfg->secret, &c->base, &frame, &len) != CM_OK)
 		return -1;
 	rv = nng_send(api.sock, frame, len, 0);
 	free(frame);

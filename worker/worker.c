@@ -242,10 +242,9 @@ static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result
 	}
 	pull->worker_id = (char *)w->cfg->worker_id;
 	pull->pool_id = (char *)w->cfg->pool_id;
-	pull->secret = (char *)w->cfg->secret;
 	pull->n_results = nsend;
 	pull->results = rp;
-	err = proto_frame_encode(PROTO_PULL, &pull->base, &frame, &frame_len);
+	err = proto_frame_encode(PROTO_PULL, w->cfg->worker_id, w->cfg->secret, &pull->base, &frame, &frame_len);
 	if (err != CM_OK)
 		goto out;
 	if ((rv = nng_send(sock, frame, frame_len, 0)) != 0 ||

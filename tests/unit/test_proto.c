@@ -1,5 +1,6 @@
-/* proto: frames round-trip; corrupt, truncated, foreign and oversized frames
- * are refused with a reason. */
+/* proto: frames round-trip with their sender's credentials in the header;
+ * corrupt, truncated, foreign, oversized and expanding frames are refused
+ * with a reason. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +21,6 @@ static void encode_pull(uint8_t **out, size_t *len)
 
 	pull.worker_id = "w-1";
 	pull.pool_id = "p-1";
-	pull.secret = "s3cret";
 	pull.want = 64;
 	pull.in_hand = 2;
 	r1.task_id = 7;
@@ -32,7 +32,7 @@ static void encode_pull(uint8_t **out, size_t *len)
 	r2.value.len = 4;
 	pull.results = rs;
 	pull.n_results = 2;
-	assert_int_equal(proto_frame_encode(PROTO_PULL, &pull.base, out, len), CM_OK);
+	assert_int_equal(proto_frame_encode(PROTO_PULL, "w-1", "s3cret", &pull.base, out, len), CM_OK);
 }
 
 static void test_roundtrip(void **state)
@@ -44,12 +44,21 @@ static void test_roundtrip(void **state)
 	Strand__Pull *p;
 
 	(void)state;
+	proto_header h;
+
 	encode_pull(&buf, &len);
-	assert_memory_equal(buf, "ST\x01\x01", 4);
+	assert_memory_equal(buf, "ST\x02\x01\x03w-1\x06s3cret", 15);
+	/* The header alone tells who speaks, before any decoding. */
+	assert_int_equal(proto_frame_header(buf, len, &h, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(h.type, PROTO_PULL);
+	assert_int_equal(h.worker_id_len, 3);
+	assert_memory_equal(h.worker_id, "w-1", 3);
+	assert_int_equal(h.secret_len, 6);
+	assert_memory_equal(h.secret, "s3cret", 6);
+	assert_int_equal(h.body, 15);
 	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_OK);
 	p = (Strand__Pull *)msg;
 	assert_string_equal(p->worker_id, "w-1");
-	assert_string_equal(p->secret, "s3cret");
 	assert_int_equal(p->want, 64);
 	assert_int_equal(p->n_results, 2);
 	assert_int_equal(p->results[0]->task_id, 7);
@@ -81,6 +90,7 @@ static void test_refusals(void **state)
 	expect_refused(buf, 0, PROTO_PULL, "truncated header");
 	expect_refused(buf, 3, PROTO_PULL, "truncated header");
 	expect_refused(buf, len, PROTO_BATCH, "frame type 1");
+	expect_refused(buf, 8, PROTO_PULL, "truncated frame header"); /* inside the worker id */
 	buf[2] = 9;
 	expect_refused(buf, len, PROTO_PULL, "protocol version 9");
 	buf[2] = PROTO_VERSION;
@@ -90,13 +100,35 @@ static void test_refusals(void **state)
 	/* Truncated bodies at every length must be refused or decode cleanly,
 	 * never crash; the full body minus its last byte cuts a field. */
 	expect_refused(buf, len - 1, PROTO_PULL, "corrupt");
-	for (size_t cut = PROTO_HEADER_LEN; cut < len; cut++) {
+	for (size_t cut = 0; cut < len; cut++) {
 		ProtobufCMessage *msg = NULL;
 		char detail[256];
 		if (proto_frame_decode(PROTO_PULL, buf, cut, &msg, detail, sizeof(detail)) == CM_OK)
 			protobuf_c_message_free_unpacked(msg, NULL);
 	}
 	expect_refused(buf, PROTO_FRAME_MAX + 1u, PROTO_PULL, "cap");
+	free(buf);
+}
+
+/* 16 MiB of empty results, two bytes each, would unpack into 8 million
+ * structures (about 500 MiB): decoding stops at its budget instead. */
+static void test_expanding_frame_is_refused_within_budget(void **state)
+{
+	size_t n = 16u << 20;
+	uint8_t *buf = malloc(n);
+	ProtobufCMessage *msg = NULL;
+	char detail[256] = "";
+
+	(void)state;
+	assert_non_null(buf);
+	memcpy(buf, "ST\x02\x01\x00\x00", 6);
+	for (size_t i = 6; i + 1 < n; i += 2) {
+		buf[i] = 0x32; /* field 6 (results), length-delimited */
+		buf[i + 1] = 0x00; /* an empty Result */
+	}
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
+	assert_null(msg);
+	assert_non_null(strstr(detail, "decodes to more than"));
 	free(buf);
 }
 
@@ -107,10 +139,12 @@ static void test_encode_checks_type(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(proto_frame_encode(PROTO_PULL, &b.base, &buf, &len), CM_EINVAL);
+	assert_int_equal(proto_frame_encode(PROTO_PULL, NULL, NULL, &b.base, &buf, &len), CM_EINVAL);
 	assert_null(buf);
-	assert_int_equal(proto_frame_encode(PROTO_BATCH, &b.base, &buf, &len), CM_OK);
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &buf, &len), CM_OK);
 	assert_int_equal(buf[3], PROTO_BATCH);
+	assert_int_equal(buf[4], 0); /* the gateway's frames carry no credentials */
+	assert_int_equal(buf[5], 0);
 	free(buf);
 }
 
@@ -120,6 +154,7 @@ int main(void)
 	        cmocka_unit_test(test_roundtrip),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_encode_checks_type),
+	        cmocka_unit_test(test_expanding_frame_is_refused_within_budget),
 	};
 	return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }

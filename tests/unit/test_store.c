@@ -1,5 +1,6 @@
 /* store: the tasks table as queue, pending table and results, on a real
  * SQLite file. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "common/common.h"
 #include "store/store.h"
@@ -65,7 +67,7 @@ static void insert_job(store *st, int n)
 		lens[i] = (size_t)snprintf(args[i], 16, "%d", i);
 	}
 	assert_int_equal(store_begin(st), CM_OK);
-	assert_int_equal(store_pool_insert(st, "p-1", "s", "{}", "active", 1), CM_OK);
+	assert_int_equal(store_pool_insert(st, "p-1", "{}", "active", 1), CM_OK);
 	assert_int_equal(store_job_insert(st, &j), CM_OK);
 	assert_int_equal(store_tasks_insert(st, 1, 1, (size_t)n, args, lens), CM_OK);
 	assert_int_equal(store_commit(st), CM_OK);
@@ -282,6 +284,87 @@ static void test_cancel_fills_every_missing_result(void **state)
 	assert_int_equal(r.n, 4); /* seqs unique: all four come back once */
 }
 
+typedef struct loaded_worker {
+	int n;
+	char id[20], secret[80];
+} loaded_worker;
+
+static void on_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
+                      const char *secret, int64_t started_ms)
+{
+	loaded_worker *w = ctx;
+
+	(void)pool_id;
+	(void)handle;
+	(void)state;
+	(void)started_ms;
+	w->n++;
+	if (strcmp(id, "w-old") == 0) {
+		snprintf(w->id, sizeof(w->id), "%s", id);
+		snprintf(w->secret, sizeof(w->secret), "%s", secret ? secret : "(null)");
+	}
+}
+
+static void on_pool(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
+                    int64_t created_ms)
+{
+	(void)spec_json;
+	(void)state;
+	(void)reason;
+	(void)created_ms;
+	snprintf(ctx, 20, "%s", id);
+}
+
+/* A database made by the first release's schema (tests/unit/fixtures) opens,
+ * is migrated step by step, keeps its rows, and is not migrated twice. */
+static void test_migrates_a_version_1_database(void **state)
+{
+	fixture *f = *state;
+	char path[128], detail[256] = "", pool[20] = "";
+	char *sql = NULL;
+	size_t len = 0;
+	sqlite3 *db;
+	store *st = NULL;
+	loaded_worker w = {0};
+	FILE *fp = fopen(STRAND_FIXTURES "/schema_v1.sql", "r");
+
+	assert_non_null(fp);
+	assert_int_equal(getdelim(&sql, &len, '\0', fp) > 0, 1);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	                              "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
+	                              "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1);",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(db);
+	free(sql);
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(store_open(path, 1, &st, detail, sizeof(detail)), CM_OK);
+		w.n = 0;
+		assert_int_equal(store_worker_each_live(st, on_worker, &w), CM_OK);
+		assert_int_equal(w.n, 1 + round); /* w-old, then w-new too */
+		assert_string_equal(w.id, "w-old");
+		assert_string_equal(w.secret, "(null)"); /* it must be replaced: it has no secret of its own */
+		assert_int_equal(store_pool_each(st, on_pool, pool), CM_OK);
+		assert_string_equal(pool, "p-old");
+		assert_int_equal(store_begin(st), CM_OK);
+		assert_int_equal(store_worker_insert(st, "w-new", "p-old", "124", "s3cr3t", 2), CM_OK);
+		assert_int_equal(store_commit(st), CM_OK);
+		store_close(st);
+	}
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 2);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+}
+
 static void test_open_rejects_corrupt_file(void **state)
 {
 	fixture *f = *state;
@@ -310,6 +393,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_migrates_a_version_1_database, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -1,0 +1,31 @@
+/*
+ * Who may speak to the hub: each worker's id and its own secret, shared by
+ * the engine (which makes and forgets workers) and the hub (which checks
+ * every frame's header against it before decoding the body, on nng's
+ * threads). A worker's secret is its alone, so a task or a process that
+ * learns one worker's secret cannot pose as another worker or another pool.
+ * Thread-safe (one mutex; lookups are short).
+ */
+#ifndef GATEWAY_CREDENTIALS_H
+#define GATEWAY_CREDENTIALS_H
+
+#include <stddef.h>
+
+#define CREDENTIALS_SECRET_LEN 64 /* hex digits of a worker secret */
+
+typedef struct credentials credentials;
+
+int credentials_new(credentials **out);
+void credentials_free(credentials *c);
+/* Registers (or replaces) a worker's secret; pool_id is the pool it serves. */
+int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *secret);
+void credentials_remove(credentials *c, const char *worker_id);
+/* Forgets every worker: the engine reloads its state from the store. */
+void credentials_clear(credentials *c);
+/* Whether id (id_len bytes, not NUL-terminated) is a known worker holding
+ * this secret; compares the secret in time independent of where it differs.
+ * pool_out (20 bytes) receives the worker's pool when known. */
+int credentials_check(credentials *c, const char *id, size_t id_len, const char *secret, size_t secret_len,
+                      char pool_out[20]);
+
+#endif
