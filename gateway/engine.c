@@ -619,8 +619,16 @@ static void handle_pull(engine *e, op *o)
 		pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
 		return;
 	}
+	/* Tasks handed to this worker that it does not count were in an answer
+	 * it never got (lost, or taken by someone holding its secret): it lists
+	 * what it holds next time, and the rest goes back to the queue. */
+	if (!m->resync) {
+		int64_t held = 0;
+		store_tasks_held_count(e->st, w->id, &held);
+		o->batch.list_held = (int64_t)m->in_hand < held;
+	}
 	assign(e, p, w, m->want, m->in_hand, o);
-	if (o->ntasks == 0 && m->in_hand == 0) {
+	if (o->ntasks == 0 && m->in_hand == 0 && !o->batch.list_held) {
 		o->park_until = cm_now_ms() + PARK_MS;
 		w->parked = o;
 		return;

@@ -107,6 +107,7 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 	ProtobufCMessage *m = NULL;
 	char detail[256], pool[20];
 	proto_header h;
+	int named;
 
 	if (proto_frame_header(data, len, &h, detail, sizeof(detail)) != CM_OK) {
 		nng_msg_free(msg);
@@ -124,32 +125,28 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 		return;
 	}
 	if (proto_frame_decode(h.type, data, len, &m, detail, sizeof(detail)) != CM_OK) {
-		nng_msg_free(msg);
 		cm_warn("hub: refused a frame of worker %.*s: %s", (int)h.worker_id_len, h.worker_id, detail);
+		nng_msg_free(msg);
 		refuse(s, detail);
 		return;
 	}
-	nng_msg_free(msg);
-	if (h.type == PROTO_QUEUE_CALL) {
-		Strand__QueueCall *call = (Strand__QueueCall *)m;
-		if (!names_sender(&h, pool, call->worker_id, call->pool_id)) {
-			protobuf_c_message_free_unpacked(m, NULL);
-			refuse(s, "the call names another worker or pool than its sender");
-			return;
-		}
-		s->state = SLOT_WAIT;
-		engine_queue_call(s->hub->engine, s, call);
-		return;
-	}
-	Strand__Pull *pull = (Strand__Pull *)m;
-	if (!names_sender(&h, pool, pull->worker_id, pull->pool_id)) {
+	if (h.type == PROTO_QUEUE_CALL)
+		named = names_sender(&h, pool, ((Strand__QueueCall *)m)->worker_id, ((Strand__QueueCall *)m)->pool_id);
+	else
+		named = names_sender(&h, pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
+	nng_msg_free(msg); /* h pointed into it */
+	if (!named) {
 		protobuf_c_message_free_unpacked(m, NULL);
-		refuse(s, "the pull names another worker or pool than its sender");
+		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
-	check_results(pull);
 	s->state = SLOT_WAIT;
-	engine_pull(s->hub->engine, s, pull);
+	if (h.type == PROTO_QUEUE_CALL) {
+		engine_queue_call(s->hub->engine, s, (Strand__QueueCall *)m);
+	} else {
+		check_results((Strand__Pull *)m);
+		engine_pull(s->hub->engine, s, (Strand__Pull *)m);
+	}
 }
 
 static void on_aio(void *arg)

@@ -59,7 +59,16 @@ static const char *const migrations[] = {
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* Hot-path statements, prepared once per writer connection. */
-enum { S_TASK_INSERT, S_TASK_ASSIGN, S_TASK_ASSIGNED, S_TASK_COMPLETE, S_RESULTS_INPUT, S_RESULTS_COMPLETION, S_COUNT };
+enum {
+	S_TASK_INSERT,
+	S_TASK_ASSIGN,
+	S_TASK_ASSIGNED,
+	S_TASKS_HELD_COUNT,
+	S_TASK_COMPLETE,
+	S_RESULTS_INPUT,
+	S_RESULTS_COMPLETION,
+	S_COUNT
+};
 
 static const char *const stmt_sql[S_COUNT] = {
         [S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
@@ -67,6 +76,8 @@ static const char *const stmt_sql[S_COUNT] = {
                           " WHERE id BETWEEN ? AND ? AND state = 0",
         [S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
                             " AND worker = ? ORDER BY id",
+        /* Uses the partial index tasks_pending. */
+        [S_TASKS_HELD_COUNT] = "SELECT count(*) FROM tasks WHERE worker = ? AND state = 1",
         [S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
                             " WHERE id = ? AND state < 2 AND (?5 IS NULL OR worker = ?5)",
         [S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
@@ -492,6 +503,18 @@ int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *
 		return fail(st, rc);
 	*recorded = sqlite3_changes(st->db) == 1;
 	return CM_OK;
+}
+
+int store_tasks_held_count(store *st, const char *worker, int64_t *n)
+{
+	sqlite3_stmt *s = st->stmt[S_TASKS_HELD_COUNT];
+	int rc;
+
+	bind_text(s, 1, worker);
+	rc = sqlite3_step(s);
+	*n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? CM_OK : fail(st, rc);
 }
 
 static int each_task(store *st, sqlite3_stmt *s, store_task_fn fn, void *ctx)

@@ -90,6 +90,9 @@ int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *con
 typedef int (*store_task_fn)(void *ctx, int64_t id, const void *arg, size_t arg_len, int attempts);
 int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx);
 
+/* How many tasks the store records as held by worker (pending on it). */
+int store_tasks_held_count(store *st, const char *worker, int64_t *n);
+
 /* Records a result unless the task already has one. holder: the worker the
  * result came from, which must be the one holding the task (NULL: the
  * gateway's own verdict, such as a timeout). *recorded is 1 when this call

@@ -361,17 +361,20 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		if (nsend)
 			memcpy(sent, w.out, nsend * sizeof(*sent));
 		pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
-		pull.in_hand = (uint32_t)in_hand;
+		/* Finished tasks whose results wait for a later pull are held too. */
+		pull.in_hand = (uint32_t)(in_hand + (w.nout - nsend));
 		if (w.running) {
 			pull.running_task = w.running_id;
 			pull.running_ms = (uint32_t)(cm_now_ms() - w.running_since);
 		}
-		if (resync && (held = malloc((in_hand + 1) * sizeof(*held)))) {
+		if (resync && (held = malloc((pull.in_hand + 1) * sizeof(*held)))) {
 			pull.resync = 1;
 			for (size_t i = 0; i < w.count; i++)
 				held[pull.n_held++] = w.tasks[(w.head + i) % w.cap].id;
 			if (w.running)
 				held[pull.n_held++] = w.running_id;
+			for (size_t i = nsend; i < w.nout; i++)
+				held[pull.n_held++] = w.out[i].id;
 			pull.held = held;
 		}
 		pthread_mutex_unlock(&w.mu);
@@ -422,6 +425,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 			code = 1;
 		} else {
 			starved = batch->n_tasks == 0;
+			resync = batch->list_held;
 			pthread_cond_signal(&w.cv);
 			protobuf_c_message_free_unpacked(&batch->base, NULL);
 			continue;

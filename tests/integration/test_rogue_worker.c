@@ -1,0 +1,261 @@
+/*
+ * A rogue program on the worker network: it dials the hub with a forged
+ * identity, with one worker's stolen secret posing as another, answers tasks
+ * another worker holds, sends results that are not JSON, and sends 32 MiB
+ * frames. None of it may steal a task, record a forged result, break a
+ * results page, or make the gateway's memory balloon.
+ *
+ * The stolen secret is read from the gateway's database, as an attacker who
+ * got hold of one worker's secret would have it (the tests run as root).
+ */
+#define _GNU_SOURCE
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "proto/frame.h"
+#include "tests/support/harness.h"
+
+static gateway g;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gateway_cleanup(&g);
+	return 0;
+}
+
+/* Sends frame to the hub and returns the Batch it answers (new), or NULL. */
+static Strand__Batch *exchange(const uint8_t *frame, size_t len)
+{
+	char url[64], detail[256];
+	nng_socket sock;
+	void *reply = NULL;
+	size_t reply_len = 0;
+	ProtobufCMessage *msg = NULL;
+
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", g.hub_port);
+	assert_int_equal(nng_req0_open(&sock), 0);
+	nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 20000);
+	nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
+	assert_int_equal(nng_dial(sock, url, NULL, 0), 0);
+	assert_int_equal(nng_send(sock, (void *)frame, len, 0), 0);
+	int rv = nng_recv(sock, &reply, &reply_len, NNG_FLAG_ALLOC);
+	if (rv == 0) {
+		if (proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)) != CM_OK) {
+			print_message("the hub's answer does not decode: %s\n", detail);
+			msg = NULL;
+		}
+		nng_free(reply, reply_len);
+	} else {
+		print_message("no answer from the hub: %s\n", nng_strerror(rv));
+	}
+	nng_close(sock);
+	return (Strand__Batch *)msg;
+}
+
+typedef struct forged {
+	uint64_t task;
+	const char *value;
+} forged;
+
+/* A pull as worker_id/pool_id with secret, carrying results, wanting want. */
+static Strand__Batch *pull_as(const char *worker_id, const char *pool_id, const char *secret, const forged *results,
+                              size_t n, uint32_t want)
+{
+	Strand__Pull pull = STRAND__PULL__INIT;
+	Strand__Result rs[4], *rp[4];
+	uint8_t *frame;
+	size_t len;
+
+	for (size_t i = 0; i < n; i++) {
+		strand__result__init(&rs[i]);
+		rs[i].task_id = results[i].task;
+		rs[i].ok = 1;
+		rs[i].attempt = 1;
+		rs[i].value.data = (uint8_t *)results[i].value;
+		rs[i].value.len = strlen(results[i].value);
+		rp[i] = &rs[i];
+	}
+	pull.worker_id = (char *)worker_id;
+	pull.pool_id = (char *)pool_id;
+	pull.want = want;
+	pull.results = rp;
+	pull.n_results = n;
+	assert_int_equal(proto_frame_encode(PROTO_PULL, worker_id, secret, &pull.base, &frame, &len), CM_OK);
+	Strand__Batch *b = exchange(frame, len);
+	free(frame);
+	return b;
+}
+
+static void assert_refused(Strand__Batch *b, const char *why)
+{
+	assert_non_null(b);
+	assert_int_equal(b->status, STRAND__BATCH__STATUS__REFUSED);
+	assert_int_equal(b->n_tasks, 0);
+	if (!strstr(b->error, why))
+		fail_msg("refused with '%s', not '%s'", b->error, why);
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+}
+
+/* The live workers of the pool and, for each, the task it holds. */
+typedef struct held {
+	char worker[20];
+	char secret[80];
+	int64_t task;
+} held;
+
+static int held_tasks(const char *pool, held out[2])
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int n = 0;
+
+	assert_int_equal(sqlite3_open_v2(g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db,
+	                                    "SELECT w.id, w.secret, t.id FROM workers w JOIN tasks t ON t.worker = w.id"
+	                                    " WHERE w.pool_id = ? AND t.state = 1 ORDER BY w.id",
+	                                    -1, &s, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
+	while (n < 2 && sqlite3_step(s) == SQLITE_ROW) {
+		snprintf(out[n].worker, sizeof(out[n].worker), "%s", (const char *)sqlite3_column_text(s, 0));
+		snprintf(out[n].secret, sizeof(out[n].secret), "%s", (const char *)sqlite3_column_text(s, 1));
+		out[n].task = sqlite3_column_int64(s, 2);
+		n++;
+	}
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return n;
+}
+
+static long peak_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static void test_rogue_worker_steals_nothing_and_forges_nothing(void **state)
+{
+	held h[2];
+	int n = 0;
+
+	(void)state;
+	char *pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	/* A new job's first tasks go out one per worker, as probes: each of
+	 * the two workers holds one 1.5 s task for a while. */
+	char *job = job_submit(&g, pool,
+	                       json_pack("{s:s, s:[i,i,i,i]}", "function", "sleep", "args", 1500, 1500, 1500, 1500));
+	for (int i = 0; i < 200 && (n = held_tasks(pool, h)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);
+	assert_string_not_equal(h[0].worker, h[1].worker);
+
+	/* Forged identities: a made-up worker, and worker 1 with worker 0's
+	 * stolen secret. Neither gets a task. */
+	assert_refused(pull_as("w-0000000000000000", pool, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+	                       NULL, 0, 100),
+	               "unknown worker or wrong secret");
+	assert_refused(pull_as(h[1].worker, pool, h[0].secret, NULL, 0, 100), "unknown worker or wrong secret");
+	/* The right secret, but the body names another worker's pool. */
+	assert_refused(pull_as(h[0].worker, "p-0000000000000000", h[0].secret, NULL, 0, 100), "another worker or pool than its sender");
+
+	/* With worker 0's secret: a result for the task worker 1 holds is not
+	 * recorded; one that is not JSON, for worker 0's own task, fails it. */
+	forged lies[] = {{(uint64_t)h[1].task, "\"forged\""}, {(uint64_t)h[0].task, "1], {\"index\": 99"}};
+	Strand__Batch *b = pull_as(h[0].worker, pool, h[0].secret, lies, 2, 0);
+	assert_non_null(b);
+	assert_int_not_equal(b->status, STRAND__BATCH__STATUS__REFUSED);
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+
+	/* 32 MiB frames: unauthenticated, refused before decoding; and with the
+	 * stolen secret, 16 million empty results, refused within the decode
+	 * budget. Neither may take the gateway's memory anywhere near the
+	 * gigabytes such frames would decode to. */
+	long before = peak_rss_kib(g.pid);
+	size_t big = PROTO_FRAME_MAX - 64;
+	uint8_t *frame = malloc(big);
+	assert_non_null(frame);
+	size_t at = 0;
+	frame[at++] = 'S';
+	frame[at++] = 'T';
+	frame[at++] = PROTO_VERSION;
+	frame[at++] = PROTO_PULL;
+	frame[at++] = (uint8_t)strlen(h[0].worker);
+	memcpy(frame + at, h[0].worker, strlen(h[0].worker));
+	at += strlen(h[0].worker);
+	size_t secret_at = at;
+	frame[at++] = 64;
+	memset(frame + at, 'f', 64);
+	at += 64;
+	for (; at + 1 < big; at += 2) {
+		frame[at] = 0x32; /* Pull.results */
+		frame[at + 1] = 0;
+	}
+	assert_refused(exchange(frame, big), "unknown worker or wrong secret");
+	memcpy(frame + secret_at + 1, h[0].secret, 64);
+	assert_refused(exchange(frame, big), "decodes to more than");
+	free(frame);
+	long grown_mib = (peak_rss_kib(g.pid) - before) / 1024;
+	print_message("gateway peak RSS grew by %ld MiB over two 32 MiB frames\n", grown_mib);
+	assert_true(grown_mib < 512);
+
+	/* The job ends with every true result, the forged one nowhere, and the
+	 * page readable: the invalid result is a failed task saying why. */
+	json_t *items = job_results(&g, job, "input", 100);
+	json_t *it;
+	size_t i;
+	int invalid = 0;
+	assert_int_equal(json_array_size(items), 4);
+	json_array_foreach (items, i, it) {
+		if (json_is_true(json_object_get(it, "ok"))) {
+			assert_int_equal(json_integer_value(json_object_get(it, "value")), 1500);
+		} else {
+			const char *error = json_string_value(json_object_get(it, "error"));
+			assert_non_null(strstr(error, "invalid result: not one UTF-8 JSON value"));
+			invalid++;
+		}
+	}
+	assert_int_equal(invalid, 1);
+	json_decref(items);
+	free(job);
+	free(pool);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_rogue_worker_steals_nothing_and_forges_nothing),
+	};
+	return cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
+}
