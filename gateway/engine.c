@@ -1075,6 +1075,27 @@ static int reload(engine *e)
 	return CM_OK;
 }
 
+/* The gateway itself stood still (SIGSTOP, a long commit, a swapped-out
+ * host): its workers could not be heard meanwhile, so their silence says
+ * nothing. Leases restart from now instead of killing healthy workers. */
+static void forgive_stall(engine *e, int64_t now)
+{
+	int64_t gap = e->last_cycle ? now - e->last_cycle : 0;
+
+	e->last_cycle = now;
+	if (gap <= e->cfg->lease_ms / 2)
+		return;
+	cm_warn("the gateway stood still for %lld ms; worker leases restart now", (long long)gap);
+	for (pool *p = e->pools; p; p = p->next) {
+		for (worker *w = p->workers; w; w = w->next) {
+			if (w->last_seen < now)
+				w->last_seen = now;
+			if (w->state == W_STARTING)
+				w->started += gap;
+		}
+	}
+}
+
 static void *engine_main(void *arg)
 {
 	engine *e = arg;
@@ -1099,6 +1120,7 @@ static void *engine_main(void *arg)
 		e->inbox = NULL;
 		stop = e->stopping;
 		pthread_mutex_unlock(&e->mu);
+		forgive_stall(e, cm_now_ms());
 		while (batch) { /* the inbox is LIFO; handle in arrival order */
 			op *n = batch->next;
 			batch->next = rev;

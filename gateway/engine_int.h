@@ -235,6 +235,7 @@ struct engine {
 	ring *rings;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
+	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t next_job, next_task;
 	/* Local workers no pool knows any more (started in a cycle that did not
 	 * commit): killed and reaped by the tick. */

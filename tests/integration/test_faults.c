@@ -102,6 +102,36 @@ static void test_hung_worker_loses_its_lease(void **state)
 	gateway_cleanup(&g);
 }
 
+/* The gateway itself stopped for four leases: its workers were healthy all
+ * along, so none may be killed for the silence the gateway caused. */
+static void test_paused_gateway_keeps_healthy_workers(void **state)
+{
+	static const char *const args[] = {"--lease-ms", "300", NULL};
+	gateway g;
+	pid_t before[4], after[4];
+	char *pool, *job;
+
+	(void)state;
+	gateway_start(&g, args);
+	pool = pool_create_spec(&g, "{\"processes\":2}");
+	pool_wait_connected(&g, pool, 2);
+	assert_int_equal(pool_worker_pids(&g, pool, before, 4), 2);
+	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
+	usleep(200000);
+	kill(g.pid, SIGSTOP);
+	usleep(1200000);
+	kill(g.pid, SIGCONT);
+	json_t *items = job_results(&g, job, "input", 5000);
+	assert_exact(items, 300, 5);
+	json_decref(items);
+	assert_int_equal(counter(&g, pool, "workers_lost"), 0);
+	assert_int_equal(pool_worker_pids(&g, pool, after, 4), 2);
+	assert_true((before[0] == after[0] && before[1] == after[1]) || (before[0] == after[1] && before[1] == after[0]));
+	free(job);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
 static const char *error_of(json_t *items, size_t i)
 {
 	return json_string_value(json_object_get(json_array_get(items, i), "error"));
@@ -229,6 +259,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_worker_sigkill_mid_map),
 	        cmocka_unit_test(test_hung_worker_loses_its_lease),
+	        cmocka_unit_test(test_paused_gateway_keeps_healthy_workers),
 	        cmocka_unit_test(test_attempts_and_error_retries),
 	        cmocka_unit_test(test_task_timeout_replaces_worker),
 	        cmocka_unit_test(test_gateway_sigkill_readopts_workers),
