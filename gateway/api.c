@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1219,6 +1220,21 @@ static int load_token(api *a, const struct sockaddr_storage *ss, char *detail, s
 	return CM_OK;
 }
 
+/* --http-max, or what the open-file limit (raised to its hard maximum at
+ * start) leaves after a reserve for the store, the hub and the workers. */
+static unsigned connection_limit(const gw_config *cfg)
+{
+	struct rlimit rl;
+	rlim_t room;
+
+	if (cfg->http_max > 0)
+		return (unsigned)cfg->http_max;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return API_CONNECTIONS_MAX;
+	room = rl.rlim_cur > 2 * API_FD_RESERVE ? rl.rlim_cur - API_FD_RESERVE : rl.rlim_cur / 2;
+	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
+}
+
 int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
@@ -1236,13 +1252,19 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 		api_stop(a);
 		return err;
 	}
+	/* The idle timeout covers reading a request and a silent keep-alive; a
+	 * handler waiting in a long poll is not idle. One client address
+	 * cannot take every connection, and all of them stay below the
+	 * open-file limit the gateway also needs for its store, hub and
+	 * workers. */
 	a->daemon =
-	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 	                                 (v6 ? MHD_USE_IPv6 : 0),
 	                         0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
-	                         a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(API_WAIT_MAX_S + 60),
-	                         MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
+	                         a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
+	                         MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	                         (unsigned)cfg->http_per_client, MHD_OPTION_END);
 	if (!a->daemon) {
 		snprintf(detail, detail_len, "cannot listen on http://%s (in use?)", cfg->http);
 		api_stop(a);

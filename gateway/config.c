@@ -46,6 +46,10 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	           "                       STRAND_ALLOW_HOST_PATHS; default none: named volumes only)\n"
 	           "  --no-commands        refuse command tasks and command processes (STRAND_NO_COMMANDS=1)\n"
 	           "  --allow-root-containers  a pool or process may ask for \"root\": true containers\n"
+	           "  --http-idle S        close a connection idle for S seconds: a slow header, a silent\n"
+	           "                       keep-alive (default 10; a long poll is not idle)\n"
+	           "  --http-per-client N  connections one client address may hold (default 256)\n"
+	           "  --http-max N         connections in all (default: below the open-file limit, at most 8192)\n"
 	           "  --help               this text\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
@@ -70,6 +74,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"allow-host-paths", required_argument, NULL, 'A'},
 	        {"no-commands", no_argument, NULL, 'C'},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
+	        {"http-idle", required_argument, NULL, 'I'},
+	        {"http-per-client", required_argument, NULL, 'c'},
+	        {"http-max", required_argument, NULL, 'm'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -94,6 +101,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
 	cfg->gpus = -1;
+	cfg->http_idle_s = 10;
+	cfg->http_per_client = 256;
 
 	set(cfg->http, sizeof(cfg->http), getenv("STRAND_HTTP"));
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
@@ -137,6 +146,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'A': set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), optarg); break;
 		case 'C': cfg->no_commands = 1; break;
 		case 'R': cfg->allow_root_containers = 1; break;
+		case 'I': cfg->http_idle_s = atoi(optarg); break;
+		case 'c': cfg->http_per_client = atoi(optarg); break;
+		case 'm': cfg->http_max = atoi(optarg); break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}
@@ -150,6 +162,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		char db[sizeof(cfg->db)];
 		snprintf(db, sizeof(db), "%s", cfg->db);
 		snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/strand.token", dirname(db));
+	}
+	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
+		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
+		return CM_EINVAL;
 	}
 	if (cfg->lease_ms < 100) {
 		snprintf(detail, detail_len, "lease must be at least 100 ms");

@@ -26,6 +26,9 @@ typedef struct gw_config {
 	char allow_host_paths[2048]; /* host-path volume prefixes allowed, colon-separated; "": none */
 	int no_commands; /* refuse command tasks and command processes */
 	int allow_root_containers; /* containers may run as root when a pool asks */
+	int http_idle_s; /* a connection idle this long (a slow header, a silent keep-alive) is closed */
+	int http_per_client; /* connections one client address may hold open */
+	int http_max; /* connections in all; 0: from the file-descriptor limit */
 	int help;
 } gw_config;
 

@@ -1,6 +1,7 @@
 /* strand-gateway: configuration, signals, and the start/stop order of the
  * engine, the hub and the REST API. */
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -11,6 +12,18 @@
 #include "gateway/credentials.h"
 #include "gateway/engine.h"
 #include "gateway/hub.h"
+
+/* As many open files as the hard limit allows: each HTTP connection, worker
+ * and hub pipe holds one; the API sizes its connection limit from this. */
+static void raise_open_file_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -40,6 +53,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* The database, its WAL, the token and the logs: the operator's only. */
 	umask(077);
+	raise_open_file_limit();
 
 	if (credentials_new(&creds) != CM_OK || engine_new(&cfg, creds, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);

@@ -13,11 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "common/common.h"
 #include "tests/support/harness.h"
 
 static gateway g;
@@ -368,6 +373,88 @@ static void test_result_pages_stop_at_16_mib(void **state)
 	free(pool);
 }
 
+/* Opens a TCP connection to the gateway from source address from (another
+ * loopback address: another client), sending nothing. */
+static int idle_connection(const gateway *gw, const char *from)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	inet_pton(AF_INET, from, &src.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons((uint16_t)gw->http_port);
+	assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	return fd;
+}
+
+/* Whether the server closed fd (end of stream or reset). */
+static int closed_by_server(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static int count_closed(const int *fds, int n)
+{
+	int closed = 0;
+
+	for (int i = 0; i < n; i++)
+		closed += closed_by_server(fds[i]);
+	return closed;
+}
+
+/* 1,000 idle connections from one client: it gets its share and no more,
+ * the others are served meanwhile, and idle connections are closed. Bounded:
+ * loopback only, a fixed count, closed at the end. */
+static void test_idle_connection_flood(void **state)
+{
+	static const char *const args[] = {"--http-idle", "2", "--http-per-client", "100", NULL};
+	enum { FLOOD = 1000 };
+	int fds[FLOOD];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	char *pool = pool_create(&h, 1);
+	pool_wait_connected(&h, pool, 1);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = idle_connection(&h, "127.0.0.2");
+	/* Past its share, the flooding client's connections are closed at once. */
+	int closed = 0;
+	for (int i = 0; i < 100 && (closed = count_closed(fds, FLOOD)) < FLOOD - 100; i++)
+		usleep(20000);
+	assert_int_equal(closed, FLOOD - 100);
+
+	/* Another client is served meanwhile. */
+	double t0 = cm_now_s();
+	r = http_as(&h, "GET", "/healthz", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	double t1 = cm_now_s();
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=10", pool);
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"arg\":7}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "value")), 7);
+	response_free(&r);
+	print_message("with %d idle connections open: /healthz %.1f ms, apply %.1f ms\n", FLOOD - closed,
+	              1000 * (t1 - t0), 1000 * (cm_now_s() - t1));
+
+	/* Idle ones are closed after --http-idle. */
+	for (int i = 0; i < 400 && (closed = count_closed(fds, FLOOD)) < FLOOD; i++)
+		usleep(20000);
+	assert_int_equal(closed, FLOOD);
+	for (int i = 0; i < FLOOD; i++)
+		close(fds[i]);
+	free(pool);
+	gateway_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +466,7 @@ int main(void)
 	        cmocka_unit_test(test_operator_policy_flags),
 	        cmocka_unit_test(test_no_auth_only_on_loopback),
 	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
+	        cmocka_unit_test(test_idle_connection_flood),
 	};
 	return cmocka_run_group_tests_name("security", tests, setup, teardown);
 }
