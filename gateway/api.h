@@ -10,8 +10,8 @@
 #include "gateway/config.h"
 #include "gateway/engine.h"
 
-/* Request bodies over this are refused with 413. 64 MiB fits a map of about
- * ten million small arguments. */
+/* Request bodies over this are refused with 413: a map of up to a million
+ * arguments (SPEC_MAX_VALUES) of some 64 bytes each. */
 #define API_BODY_MAX (64u << 20)
 #define API_WAIT_MAX_S 300
 #define API_URL_MAX 2048 /* longer URLs: 414 */

@@ -35,11 +35,12 @@ struct hub_slot {
 struct hub {
 	engine *engine;
 	credentials *creds;
-	/* The engine thread answers slots (hub_reply) while the gateway stops:
-	 * once closed, an answer is dropped instead of racing hub_close over
-	 * the slot's aio. */
+	/* While stopping: frames are refused without reaching the engine, and
+	 * hub_refuse_frames waits until no callback is inside the engine. */
 	pthread_mutex_t mu;
-	int closed;
+	pthread_cond_t idle;
+	int refusing;
+	int in_engine; /* callbacks handing a frame to the engine now */
 	nng_socket sock;
 	hub_slot slots[HUB_SLOTS];
 	int nslots;
@@ -88,6 +89,33 @@ static void check_results(Strand__Pull *pull)
 		r->value.len = n;
 		r->ok = 0;
 	}
+}
+
+/* Hands a decoded frame to the engine, unless the gateway is stopping: then
+ * it is refused, and hub_refuse_frames knows when no callback is left
+ * inside the engine. */
+static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
+{
+	hub *h = s->hub;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->refusing) {
+		pthread_mutex_unlock(&h->mu);
+		protobuf_c_message_free_unpacked(m, NULL);
+		refuse(s, "the gateway is stopping");
+		return;
+	}
+	h->in_engine++;
+	pthread_mutex_unlock(&h->mu);
+	s->state = SLOT_WAIT;
+	if (type == PROTO_QUEUE_CALL)
+		engine_queue_call(h->engine, s, (Strand__QueueCall *)m);
+	else
+		engine_pull(h->engine, s, (Strand__Pull *)m);
+	pthread_mutex_lock(&h->mu);
+	if (--h->in_engine == 0)
+		pthread_cond_broadcast(&h->idle);
+	pthread_mutex_unlock(&h->mu);
 }
 
 /* Whether the decoded message names the worker the header authenticated,
@@ -140,13 +168,9 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
-	s->state = SLOT_WAIT;
-	if (h.type == PROTO_QUEUE_CALL) {
-		engine_queue_call(s->hub->engine, s, (Strand__QueueCall *)m);
-	} else {
+	if (h.type == PROTO_PULL)
 		check_results((Strand__Pull *)m);
-		engine_pull(s->hub->engine, s, (Strand__Pull *)m);
-	}
+	to_engine(s, h.type, m);
 }
 
 static void on_aio(void *arg)
@@ -180,27 +204,20 @@ void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
 {
 	nng_msg *msg;
 
-	pthread_mutex_lock(&s->hub->mu);
-	if (s->hub->closed) {
+	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
 		free(frame);
-	} else if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
-		free(frame);
-		slot_recv(s);
-	} else {
-		free(frame);
-		s->state = SLOT_SEND;
-		nng_aio_set_msg(s->aio, msg);
-		nng_ctx_send(s->ctx, s->aio);
+		hub_discard(s);
+		return;
 	}
-	pthread_mutex_unlock(&s->hub->mu);
+	free(frame);
+	s->state = SLOT_SEND;
+	nng_aio_set_msg(s->aio, msg);
+	nng_ctx_send(s->ctx, s->aio);
 }
 
 void hub_discard(hub_slot *s)
 {
-	pthread_mutex_lock(&s->hub->mu);
-	if (!s->hub->closed)
-		slot_recv(s);
-	pthread_mutex_unlock(&s->hub->mu);
+	slot_recv(s);
 }
 
 int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
@@ -213,6 +230,7 @@ int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *d
 	h->engine = e;
 	h->creds = creds;
 	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->idle, NULL);
 	if ((rv = nng_rep0_open(&h->sock)) != 0 ||
 	    (rv = nng_socket_set_size(h->sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0) {
 		snprintf(detail, detail_len, "hub socket: %s", nng_strerror(rv));
@@ -227,7 +245,6 @@ int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *d
 			if (s->aio)
 				nng_aio_free(s->aio);
 			h->nslots = i;
-			hub_close(h);
 			hub_free(h);
 			return CM_EIO;
 		}
@@ -235,7 +252,6 @@ int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *d
 	}
 	if ((rv = nng_listen(h->sock, url, NULL, 0)) != 0) {
 		snprintf(detail, detail_len, "cannot listen on hub %s: %s", url, nng_strerror(rv));
-		hub_close(h);
 		hub_free(h);
 		return CM_EUNAVAIL;
 	}
@@ -245,24 +261,29 @@ int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *d
 	return CM_OK;
 }
 
-void hub_close(hub *h)
+void hub_refuse_frames(hub *h)
 {
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->mu);
-	h->closed = 1;
+	h->refusing = 1;
+	while (h->in_engine)
+		pthread_cond_wait(&h->idle, &h->mu);
 	pthread_mutex_unlock(&h->mu);
-	nng_close(h->sock);
-	for (int i = 0; i < h->nslots; i++)
-		nng_aio_stop(h->slots[i].aio);
 }
 
 void hub_free(hub *h)
 {
 	if (!h)
 		return;
-	for (int i = 0; i < h->nslots; i++)
+	/* Every slot the engine held was answered when it stopped, so the
+	 * contexts are idle or receiving: closing aborts those receives. */
+	nng_close(h->sock);
+	for (int i = 0; i < h->nslots; i++) {
+		nng_aio_stop(h->slots[i].aio);
 		nng_aio_free(h->slots[i].aio);
+	}
+	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

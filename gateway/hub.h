@@ -17,12 +17,14 @@
 typedef struct hub hub;
 
 /* Listens on url; creds is borrowed and outlives the hub. *out is new
- * (hub_close, then hub_free). */
+ * (hub_refuse_frames, then hub_free). */
 int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len);
-/* Stops taking frames: no callback reaches the engine after this returns,
- * while the engine may still answer the slots it holds (into the void). */
-void hub_close(hub *h);
-/* Frees the hub, after hub_close and once the engine is gone. */
+/* From now on every frame is refused without reaching the engine; returns
+ * once no callback is inside the engine. The engine may still answer the
+ * slots it holds (and must, before hub_free). */
+void hub_refuse_frames(hub *h);
+/* Closes the socket and frees the hub: after hub_refuse_frames, once the
+ * engine has stopped. */
 void hub_free(hub *h);
 
 #endif

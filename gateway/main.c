@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		cm_error("cannot start: %s", detail);
 		engine_quiesce(e);
 		api_stop(a);
-		hub_close(h);
+		hub_refuse_frames(h);
 		engine_free(e);
 		hub_free(h);
 		credentials_free(creds);
@@ -75,11 +75,11 @@ int main(int argc, char **argv)
 	        cfg.backend);
 	sigwait(&set, &sig);
 	cm_info("signal %d: stopping", sig);
-	/* Outside in: no new request, no new frame, then the engine (which may
-	 * still answer parked pulls into the closed hub), then the hub's memory. */
+	/* Outside in: no new request, no new frame into the engine, then the
+	 * engine (which answers the pulls it parked), then the hub. */
 	engine_quiesce(e); /* long polls answer now, so the API can stop */
 	api_stop(a);
-	hub_close(h);
+	hub_refuse_frames(h);
 	engine_free(e); /* stops every worker it started */
 	hub_free(h);
 	credentials_free(creds);

@@ -39,10 +39,45 @@ static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t de
 static const char *const backends[] = {"local", "docker", NULL};
 static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
+/* Counts the JSON values in text without building any, stopping past max:
+ * a parsed value costs jansson some 100 bytes, whatever its text's length,
+ * so the count bounds the memory a body can take before anything is built.
+ * Strings (keys too) are skipped whole, escapes included; malformed text is
+ * left for the parser to refuse. */
+static size_t count_values(const char *s, size_t len, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n <= max; i++) {
+		char c = s[i];
+		if (c == '"') {
+			n++;
+			for (i++; i < len && s[i] != '"'; i++)
+				i += s[i] == '\\';
+		} else if (c == '{' || c == '[') {
+			n++;
+		} else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+			n++;
+			while (i + 1 < len && s[i + 1] && strchr("0123456789+-.eEtruefalsn", s[i + 1]))
+				i++;
+		}
+	}
+	return n;
+}
+
 static int load(const char *body, size_t len, json_t **out, char *detail, size_t detail_len)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root;
+
+	if (count_values(body, len, SPEC_MAX_VALUES) > SPEC_MAX_VALUES) {
+		snprintf(detail, detail_len,
+		         "the body holds over %d JSON values; split it (several maps, or chunks of inputs as one "
+		         "argument each)",
+		         SPEC_MAX_VALUES);
+		return CM_ETOOBIG;
+	}
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 
 	if (!root) {
 		snprintf(detail, detail_len, "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,

@@ -148,6 +148,36 @@ static void test_map_refusals(void **state)
 	}
 }
 
+/* The values in a body are counted before it is parsed: a million small
+ * arguments parse, one more value is refused before jansson builds any;
+ * braces and numbers inside strings are not values. */
+static void test_body_values_counted_before_parsing(void **state)
+{
+	size_t cap = 16 + 2 * (size_t)SPEC_MAX_VALUES + 64;
+	char *body = malloc(cap);
+	char detail[256] = "";
+	map_spec m;
+	size_t n;
+
+	(void)state;
+	/* {"function":"noop","args":[0,0,...]}: the object, two keys, "noop" and
+	 * the array are 5 values besides the args. */
+	n = (size_t)snprintf(body, cap, "{\"function\":\"noop\",\"args\":[");
+	for (int i = 0; i < SPEC_MAX_VALUES - 5; i++)
+		n += (size_t)snprintf(body + n, cap - n, "%s0", i ? "," : "");
+	snprintf(body + n, cap - n, "]}");
+	assert_int_equal(map(body, 0, &m, detail), CM_OK);
+	assert_int_equal(m.nargs, SPEC_MAX_VALUES - 5);
+	spec_map_fini(&m);
+	snprintf(body + n, cap - n, ",0]}");
+	assert_int_equal(map(body, 0, &m, detail), CM_ETOOBIG);
+	assert_non_null(strstr(detail, "JSON values"));
+	free(body);
+	assert_int_equal(map("{\"function\":\"echo\",\"args\":[\"[1,2,{\\\"3\\\":4}]\"]}", 0, &m, detail), CM_OK);
+	assert_int_equal(m.nargs, 1);
+	spec_map_fini(&m);
+}
+
 static void test_function_names(void **state)
 {
 	char detail[256];
@@ -198,6 +228,7 @@ int main(void)
 	        cmocka_unit_test(test_map_parse),
 	        cmocka_unit_test(test_map_refusals),
 	        cmocka_unit_test(test_function_names),
+	        cmocka_unit_test(test_body_values_counted_before_parsing),
 	        cmocka_unit_test(test_config_flags_over_env),
 	};
 	return cmocka_run_group_tests_name("spec", tests, NULL, NULL);
