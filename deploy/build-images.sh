@@ -24,24 +24,32 @@ add_with_libs() {
 # worker: strand-worker, the example plugins, a /tmp.
 w="$ctx/worker"
 mkdir -p "$w/usr/bin" "$w/usr/lib/strand" "$w/tmp" "$w/etc"
+chmod 1777 "$w/tmp" # workers run as nobody (65534) unless a pool asks for root
 cp "$build/bin/strand-worker" "$w/usr/bin/"
 cp "$build"/lib/*.so "$w/usr/lib/strand/" 2>/dev/null || true
 add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
-echo "root:x:0:0:root:/:/usr/bin/strand-worker" >"$w/etc/passwd"
+printf 'root:x:0:0:root:/:/usr/bin/strand-worker\nnobody:x:65534:65534:nobody:/tmp:/usr/bin/strand-worker\n' \
+  >"$w/etc/passwd"
 cp "$here/worker.Dockerfile" "$w/Dockerfile"
 docker build -q -t "strand-worker:$tag" "$w" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
 
-# gateway: strand-gateway, strand-worker (for the local backend), the dashboard.
+# gateway: strand-gateway, strand-worker (for the local backend), the
+# dashboard; in the context, the file system under root/ and the database
+# folder apart, for the Dockerfile to give it to the gateway's user.
 g="$ctx/gateway"
-mkdir -p "$g/usr/bin" "$g/usr/lib/strand" "$g/usr/share/strand" "$g/data" "$g/tmp" "$g/etc"
-cp "$build/bin/strand-gateway" "$build/bin/strand-worker" "$g/usr/bin/"
-cp "$build"/lib/*.so "$g/usr/lib/strand/" 2>/dev/null || true
-cp -r "$build/share/strand/web" "$g/usr/share/strand/web"
-add_with_libs "$g" "$g/usr/bin/strand-gateway" "$g/usr/bin/strand-worker" "$g"/usr/lib/strand/*.so
+r="$g/root"
+mkdir -p "$r/usr/bin" "$r/usr/lib/strand" "$r/usr/share/strand" "$r/tmp" "$r/etc" "$g/data"
+chmod 0700 "$g/data"
+chmod 1777 "$r/tmp"
+cp "$build/bin/strand-gateway" "$build/bin/strand-worker" "$r/usr/bin/"
+cp "$build"/lib/*.so "$r/usr/lib/strand/" 2>/dev/null || true
+cp -r "$build/share/strand/web" "$r/usr/share/strand/web"
+add_with_libs "$r" "$r/usr/bin/strand-gateway" "$r/usr/bin/strand-worker" "$r"/usr/lib/strand/*.so
 # libcurl resolves names through NSS; the Docker socket needs none, but the
 # resolver must find its files.
-for f in /etc/nsswitch.conf /etc/hosts; do [ -f "$f" ] && cp "$f" "$g/etc/"; done
-echo "root:x:0:0:root:/:/usr/bin/strand-gateway" >"$g/etc/passwd"
+for f in /etc/nsswitch.conf /etc/hosts; do [ -f "$f" ] && cp "$f" "$r/etc/"; done
+printf 'root:x:0:0:root:/:/usr/bin/strand-gateway\nstrand:x:65534:65534:strand:/data:/usr/bin/strand-gateway\n' \
+  >"$r/etc/passwd"
 cp "$here/gateway.Dockerfile" "$g/Dockerfile"
 docker build -q -t "strand-gateway:$tag" "$g" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
 echo "built strand-worker:$tag and strand-gateway:$tag"

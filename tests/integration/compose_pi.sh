@@ -12,6 +12,9 @@ fi
 "$src/deploy/build-images.sh" "$build" compose >/dev/null
 . "$src/tests/integration/lib.sh"
 project="strandtest$$"
+# The gateway runs as 65534 in the socket's group.
+STRAND_DOCKER_GID=$(stat -c %g /var/run/docker.sock)
+export STRAND_DOCKER_GID
 compose() { docker-compose -p "$project" -f "$src/docker-compose.yml" "$@"; }
 trap 'code=$?; [ $code -eq 0 ] || { echo "--- exit $code; the gateway container said:"; compose logs --tail 25 gateway; }; compose down -v --timeout 30 >/dev/null 2>&1 || true' EXIT
 # Tests run in parallel: if the ports are taken by the time the gateway
@@ -35,6 +38,8 @@ done
 STRAND_TOKEN="$(docker cp "$(compose ps -q gateway)":/data/strand.token - | tar -xO)"
 export STRAND_TOKEN
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$STRAND_URL/v1/pools")" = 401 ]
+# Not root inside its container.
+[ "$(docker inspect -f '{{.Config.User}}' "$(compose ps -q gateway)")" = "65534:$STRAND_DOCKER_GID" ]
 out=$("$src/examples/pi/pi.sh" 200000 20)
 echo "$out"
 [[ "$out" =~ ^Pi\ is\ roughly\ 3\.1 ]]
