@@ -2,8 +2,9 @@
 # Installs the Debian bookworm packages strand builds, tests and runs with.
 # Every dependency is a Debian package; nothing is vendored or downloaded
 # from anywhere else. Skips apt entirely when everything is already there.
-#   deploy/install-deps.sh [docker]   docker: also the Docker engine and
-#                                      docker-compose, for the docker backend
+#   deploy/install-deps.sh [docker] [test]
+#     docker: also the Docker engine and docker-compose, for the docker backend
+#     test:   also clang and its libFuzzer runtime, for tests/fuzz
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -11,9 +12,13 @@ packages=(
   libcurl4-openssl-dev libjansson-dev libsqlite3-dev libcmocka-dev
   curl jq python3 procps
 )
-if [ "${1:-}" = docker ]; then
-  packages+=(docker.io docker-compose)
-fi
+for extra in "$@"; do
+  case "$extra" in
+  docker) packages+=(docker.io docker-compose) ;;
+  test) packages+=(clang libclang-rt-14-dev) ;;
+  *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./deploy/install-deps.sh docker
+./deploy/install-deps.sh docker test
 # The docker tests need a real engine; they skip, saying why, only where
 # none can be started.
 ./deploy/start-dockerd.sh || echo "no Docker engine: the docker tests will skip"
