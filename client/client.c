@@ -12,6 +12,7 @@ struct strand_client {
 	CURL *curl;
 	char url[512];
 	char auth[300]; /* "Authorization: Bearer TOKEN", or "" */
+	char ca_file[512]; /* $STRAND_CA_FILE: trust this CA for https:// (a self-signed gateway) */
 	char error[512];
 };
 
@@ -69,6 +70,8 @@ strand_client *strand_client_new(const char *url)
 	if (c->url[0] && c->url[strlen(c->url) - 1] == '/')
 		c->url[strlen(c->url) - 1] = '\0';
 	load_token(c);
+	if (getenv("STRAND_CA_FILE"))
+		snprintf(c->ca_file, sizeof(c->ca_file), "%s", getenv("STRAND_CA_FILE"));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	c->curl = curl_easy_init();
 	if (!c->curl) {
@@ -112,6 +115,8 @@ static long perform(strand_client *c, const char *method, const char *path, json
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+	if (c->ca_file[0])
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
 	if (text) {
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));

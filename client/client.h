@@ -17,7 +17,9 @@ typedef struct strand_client strand_client;
 
 /* url NULL: $STRAND_URL, else http://127.0.0.1:8080. Every request carries
  * the API token: $STRAND_TOKEN, else the first line of $STRAND_TOKEN_FILE,
- * else of ./strand.token. Returns a new client. */
+ * else of ./strand.token. For an https:// gateway whose certificate is not
+ * signed by a system CA, $STRAND_CA_FILE names the CA (or the certificate
+ * itself) to trust. Returns a new client. */
 strand_client *strand_client_new(const char *url);
 void strand_client_free(strand_client *c);
 /* The last error, borrowed; valid until the next call. */

@@ -15,7 +15,7 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
   docker) packages+=(docker.io docker-compose) ;;
-  test) packages+=(clang libclang-rt-14-dev) ;;
+  test) packages+=(clang libclang-rt-14-dev openssl) ;;
   *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
   esac
 done

@@ -47,6 +47,7 @@ struct api {
 	const gw_config *cfg;
 	engine *engine;
 	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
+	cm_buf tls_cert, tls_key; /* PEM, kept for as long as the daemon runs */
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t mu;
 	store *readers[READERS]; /* idle read-only connections */
@@ -1235,6 +1236,28 @@ static unsigned connection_limit(const gw_config *cfg)
 	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
 }
 
+/* Reads a whole PEM file into b (NUL-terminated, as MHD wants it). */
+static int read_pem(const char *path, cm_buf *b, char *detail, size_t detail_len)
+{
+	char chunk[4096];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		snprintf(detail, detail_len, "cannot read %s: %s", path, strerror(errno));
+		return CM_EIO;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b->len < (1u << 20))
+		if (cm_buf_append(b, chunk, n) != CM_OK)
+			break;
+	fclose(f);
+	if (!b->len || !strstr(b->data, "-----BEGIN ")) {
+		snprintf(detail, detail_len, "%s is not a PEM file", path);
+		return CM_EINVAL;
+	}
+	return CM_OK;
+}
+
 int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
@@ -1247,11 +1270,20 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	a->cfg = cfg;
 	a->engine = e;
 	pthread_mutex_init(&a->mu, NULL);
+	cm_buf_init(&a->tls_cert);
+	cm_buf_init(&a->tls_key);
 	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK ||
-	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK) {
+	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK ||
+	    (cfg->tls_cert[0] && ((err = read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
+	                          (err = read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK))) {
 		api_stop(a);
 		return err;
 	}
+	struct MHD_OptionItem tls[] = {
+	        {MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert.data},
+	        {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key.data},
+	        {MHD_OPTION_END, 0, NULL},
+	};
 	/* The idle timeout covers reading a request and a silent keep-alive; a
 	 * handler waiting in a long poll is not idle. One client address
 	 * cannot take every connection, and all of them stay below the
@@ -1259,14 +1291,16 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	 * workers. */
 	a->daemon =
 	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	                                 (v6 ? MHD_USE_IPv6 : 0),
+	                                 (v6 ? MHD_USE_IPv6 : 0) | (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
 	                         0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
 	                         a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
 	                         MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	                         (unsigned)cfg->http_per_client, MHD_OPTION_END);
+	                         (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY,
+	                         cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
 	if (!a->daemon) {
-		snprintf(detail, detail_len, "cannot listen on http://%s (in use?)", cfg->http);
+		snprintf(detail, detail_len, "cannot listen on %s://%s (in use, or the certificate and key do not match?)",
+		         cfg->tls_cert[0] ? "https" : "http", cfg->http);
 		api_stop(a);
 		return CM_EUNAVAIL;
 	}
@@ -1282,6 +1316,10 @@ void api_stop(api *a)
 		MHD_stop_daemon(a->daemon);
 	while (a->nreaders)
 		store_close(a->readers[--a->nreaders]);
+	if (a->tls_key.data)
+		explicit_bzero(a->tls_key.data, a->tls_key.len);
+	cm_buf_fini(&a->tls_cert);
+	cm_buf_fini(&a->tls_key);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

@@ -50,6 +50,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	           "                       keep-alive (default 10; a long poll is not idle)\n"
 	           "  --http-per-client N  connections one client address may hold (default 256)\n"
 	           "  --http-max N         connections in all (default: below the open-file limit, at most 8192)\n"
+	           "  --tls-cert FILE      serve HTTPS with this certificate chain (PEM; STRAND_TLS_CERT)\n"
+	           "  --tls-key FILE       and this private key (PEM; STRAND_TLS_KEY)\n"
 	           "  --help               this text\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
@@ -77,6 +79,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
 	        {"http-max", required_argument, NULL, 'm'},
+	        {"tls-cert", required_argument, NULL, 'T'},
+	        {"tls-key", required_argument, NULL, 'K'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -119,6 +123,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	 * must not be in it. Still single-threaded here, so unsetenv is safe. */
 	unsetenv("STRAND_TOKEN");
 	set(cfg->public_hosts, sizeof(cfg->public_hosts), getenv("STRAND_PUBLIC_HOST"));
+	set(cfg->tls_cert, sizeof(cfg->tls_cert), getenv("STRAND_TLS_CERT"));
+	set(cfg->tls_key, sizeof(cfg->tls_key), getenv("STRAND_TLS_KEY"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	if (getenv("STRAND_LEASE_MS"))
@@ -149,6 +155,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
 		case 'm': cfg->http_max = atoi(optarg); break;
+		case 'T': set(cfg->tls_cert, sizeof(cfg->tls_cert), optarg); break;
+		case 'K': set(cfg->tls_key, sizeof(cfg->tls_key), optarg); break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}
@@ -162,6 +170,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		char db[sizeof(cfg->db)];
 		snprintf(db, sizeof(db), "%s", cfg->db);
 		snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/strand.token", dirname(db));
+	}
+	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+		snprintf(detail, detail_len, "--tls-cert and --tls-key go together");
+		return CM_EINVAL;
 	}
 	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
 		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");

@@ -29,6 +29,8 @@ typedef struct gw_config {
 	int http_idle_s; /* a connection idle this long (a slow header, a silent keep-alive) is closed */
 	int http_per_client; /* connections one client address may hold open */
 	int http_max; /* connections in all; 0: from the file-descriptor limit */
+	char tls_cert[1024]; /* HTTPS: the certificate chain (PEM), "" for plain HTTP */
+	char tls_key[1024]; /* ... and its private key (PEM) */
 	int help;
 } gw_config;
 

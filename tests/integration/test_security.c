@@ -455,6 +455,53 @@ static void test_idle_connection_flood(void **state)
 	gateway_cleanup(&h);
 }
 
+/* HTTPS with the operator's certificate (a throwaway self-signed one here):
+ * the API and the dashboard's sign-in work over it, libstrand trusts it
+ * through STRAND_CA_FILE, and plain HTTP on that port gets nowhere. */
+static void test_https(void **state)
+{
+	char cert[300], key[300], cmd[1024], same_origin[96];
+	const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+	gateway h;
+	response r;
+
+	(void)state;
+	snprintf(cert, sizeof(cert), "%s/cert.pem", g.dir);
+	snprintf(key, sizeof(key), "%s/key.pem", g.dir);
+	snprintf(cmd, sizeof(cmd),
+	         "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+	         "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout %s -out %s 2>/dev/null",
+	         key, cert);
+	if (system(cmd) != 0) {
+		print_message("skipped: no openssl to make a certificate\n");
+		skip();
+	}
+	gateway_start(&h, args);
+	assert_int_equal(strncmp(h.base, "https://", 8), 0);
+	char *pool = pool_create(&h, 1);
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=10", pool);
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"arg\":[1,2]}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "value")), 2);
+	response_free(&r);
+	/* The dashboard's cookie, with the https Origin. */
+	snprintf(same_origin, sizeof(same_origin), "Origin: https://127.0.0.1:%d", h.http_port);
+	const char *own[] = {"Content-Type: application/json", h.auth, same_origin, NULL};
+	r = http_as(&h, "POST", "/v1/queues", NULL, own);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	/* Plain HTTP to the HTTPS port: no answer a client could take. */
+	gateway plain = h;
+	snprintf(plain.base, sizeof(plain.base), "http://127.0.0.1:%d", h.http_port);
+	plain.ca_file[0] = '\0';
+	r = http(&plain, "GET", "/v1/pools", NULL, NULL);
+	assert_int_not_equal(r.status, 200);
+	response_free(&r);
+	free(pool);
+	gateway_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +514,7 @@ int main(void)
 	        cmocka_unit_test(test_no_auth_only_on_loopback),
 	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
 	        cmocka_unit_test(test_idle_connection_flood),
+	        cmocka_unit_test(test_https),
 	};
 	return cmocka_run_group_tests_name("security", tests, setup, teardown);
 }

@@ -142,12 +142,15 @@ void gateway_start(gateway *g, const char *const *extra_args)
 	snprintf(g->log, sizeof(g->log), "%s/gateway.log", g->dir);
 	snprintf(g->token_file, sizeof(g->token_file), "%s/strand.token", g->dir);
 	g->extra_args = extra_args;
+	for (int i = 0; extra_args && extra_args[i]; i++)
+		if (strcmp(extra_args[i], "--tls-cert") == 0 && extra_args[i + 1])
+			snprintf(g->ca_file, sizeof(g->ca_file), "%s", extra_args[i + 1]);
 	/* Ports from the pid, moved on if taken: tests may run in parallel. */
 	for (int attempt = 0; attempt < 10; attempt++) {
 		unsigned seed = (unsigned)getpid() * 7919u + (unsigned)attempt * 104729u + (unsigned)time(NULL);
 		g->http_port = 20000 + (int)(seed % 20000);
 		g->hub_port = g->http_port + 20000;
-		snprintf(g->base, sizeof(g->base), "http://127.0.0.1:%d", g->http_port);
+		snprintf(g->base, sizeof(g->base), "%s://127.0.0.1:%d", g->ca_file[0] ? "https" : "http", g->http_port);
 		spawn(g, extra_args);
 		if (wait_healthy(g))
 			return;
@@ -275,6 +278,8 @@ response http_as(const gateway *g, const char *method, const char *path, const c
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	if (g->ca_file[0])
+		curl_easy_setopt(c, CURLOPT_CAINFO, g->ca_file);
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	/* curl would add a form Content-Type to a body: only what is given. */
 	hdrs = curl_slist_append(hdrs, "Content-Type:");

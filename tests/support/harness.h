@@ -15,7 +15,8 @@ typedef struct gateway {
 	char dir[256]; /* temporary folder holding the database and the log */
 	char db[300];
 	char log[300];
-	char base[64]; /* http://127.0.0.1:PORT */
+	char base[64]; /* http://127.0.0.1:PORT, https:// with --tls-cert */
+	char ca_file[300]; /* with --tls-cert: that certificate, trusted as a CA */
 	char token_file[300]; /* the API token the gateway made next to its database */
 	char auth[320]; /* "Authorization: Bearer TOKEN" */
 	const char *const *extra_args; /* given to gateway_start, kept for restarts */
