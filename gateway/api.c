@@ -56,6 +56,7 @@ struct api {
 
 typedef struct request {
 	cm_buf body;
+	size_t cap; /* the body's cap for this route */
 	int too_big;
 	int refused; /* answered at its first call: the body is not read */
 } request;
@@ -701,21 +702,11 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		return get_or_delete(a, c, url, method, id, engine_pool_get, engine_pool_delete, "manager");
 	if (strcmp(sub, "/calls") == 0 && strcmp(method, "POST") == 0) {
 		/* A call is a one-task job of the reserved function "manager". */
-		json_error_t jerr;
-		json_t *body = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, 0, &jerr);
-		json_t *m = json_object_get(body, "method"), *args = json_object_get(body, "args");
-		const char *k;
-		json_t *v;
-		int extra = 0;
-		json_object_foreach (body, k, v)
-			extra |= strcmp(k, "method") != 0 && strcmp(k, "args") != 0;
-		if (!json_is_object(body) || !json_is_string(m) || (args && !json_is_array(args)) || extra) {
-			json_decref(body);
-			return problem(c, 400, url, "a call is {\"method\": NAME, \"args\": [...]}");
-		}
-		json_t *call = json_pack("{s:O, s:o}", "method", m, "args", args ? json_incref(args) : json_array());
-		char *arg = json_dumps(call, JSON_COMPACT);
-		size_t len = arg ? strlen(arg) : 0;
+		char *arg = NULL;
+		if ((err = spec_call_parse(rq->body.data ? rq->body.data : "", rq->body.len, &arg, detail,
+		                           sizeof(detail))) != CM_OK)
+			return fail(c, err, url, detail);
+		size_t len = strlen(arg);
 		char *fn = strdup("manager");
 		map_spec spec = {.function = fn,
 		                 .args = &arg,
@@ -724,9 +715,7 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		                 .chunksize = 1,
 		                 .max_attempts = 1,
 		                 .retry_errors = 0};
-		json_decref(call);
-		json_decref(body);
-		err = arg && fn ? engine_map(a->engine, id, &spec, NULL, &out, detail, sizeof(detail)) : CM_ENOMEM;
+		err = fn ? engine_map(a->engine, id, &spec, NULL, &out, detail, sizeof(detail)) : CM_ENOMEM;
 		free(spec.function);
 		free(arg);
 		if (err != CM_OK)
@@ -1024,6 +1013,7 @@ static enum MHD_Result route_session(api *a, struct MHD_Connection *c, const cha
 	}
 	if (strcmp(method, "POST") != 0)
 		return problem(c, 405, url, "sign in with POST /v1/session {\"token\": ...}, out with DELETE");
+	/* Reached without a token: its body is capped small (on_request). */
 	body = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, 0, NULL);
 	token = json_object_get(body, "token");
 	if (!json_is_object(body) || !json_is_string(token) || json_object_size(body) != 1) {
@@ -1034,7 +1024,8 @@ static enum MHD_Result route_session(api *a, struct MHD_Connection *c, const cha
 	json_decref(body);
 	if (!ok)
 		return problem(c, 401, url, "the token is not this gateway's");
-	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict", AUTH_COOKIE, a->token);
+	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", AUTH_COOKIE, a->token,
+	         a->cfg->tls_cert[0] ? "; Secure" : "");
 	return send_text_with(c, 200, strdup("{\"signed_in\":true}"), 18, "application/json",
 	                      MHD_HTTP_HEADER_SET_COOKIE, cookie);
 }
@@ -1055,6 +1046,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!rq)
 			return MHD_NO;
 		cm_buf_init(&rq->body);
+		/* The sign-in is the one route without a token: its body is a token. */
+		rq->cap = strcmp(url, "/v1/session") == 0 ? API_SESSION_BODY_MAX : API_BODY_MAX;
 		*con_cls = rq;
 		/* Refused before its body is read: an unauthenticated client
 		 * cannot make the gateway buffer anything. */
@@ -1072,7 +1065,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->body.len + *upload_size > API_BODY_MAX)
+		if (!rq->too_big && rq->body.len + *upload_size > rq->cap)
 			rq->too_big = 1;
 		if (!rq->too_big && cm_buf_append(&rq->body, upload_data, *upload_size) != CM_OK)
 			rq->too_big = 1;
@@ -1081,7 +1074,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (rq->too_big) {
 		char detail[96];
-		snprintf(detail, sizeof(detail), "request body is over the %u byte cap", API_BODY_MAX);
+		snprintf(detail, sizeof(detail), "request body is over the %zu byte cap", rq->cap);
 		return problem(c, 413, url, detail);
 	}
 	if (strcmp(url, "/healthz") == 0)

@@ -13,6 +13,7 @@
 /* Request bodies over this are refused with 413: a map of up to a million
  * arguments (SPEC_MAX_VALUES) of some 64 bytes each. */
 #define API_BODY_MAX (64u << 20)
+#define API_SESSION_BODY_MAX 4096u /* POST /v1/session, the one route without a token */
 #define API_WAIT_MAX_S 300
 #define API_URL_MAX 2048 /* longer URLs: 414 */
 #define API_CONNECTIONS_MAX 8192u /* HTTP connections at most, whatever the open-file limit */

@@ -713,6 +713,33 @@ out:
 	return err;
 }
 
+int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"method", "args", NULL};
+	json_t *root = NULL, *method, *args, *call;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK)
+		goto out;
+	method = json_object_get(root, "method");
+	args = json_object_get(root, "args");
+	if (!json_is_string(method) || json_string_length(method) == 0 || json_string_length(method) > 128 ||
+	    (args && !json_is_array(args))) {
+		snprintf(detail, detail_len, "a call is {\"method\": NAME, \"args\": [...]}");
+		err = CM_EINVAL;
+		goto out;
+	}
+	call = json_pack("{s:O, s:o}", "method", method, "args", args ? json_incref(args) : json_array());
+	*arg = call ? json_dumps(call, JSON_COMPACT) : NULL;
+	json_decref(call);
+	err = *arg ? CM_OK : CM_ENOMEM;
+out:
+	json_decref(root);
+	return err;
+}
+
 int spec_ring_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                     process_spec *out, int *size, char *detail, size_t detail_len)
 {

@@ -103,6 +103,10 @@ typedef struct items_spec {
 } items_spec;
 int spec_items_parse(const char *body, size_t len, items_spec *out, char *detail, size_t detail_len);
 void spec_items_fini(items_spec *spec);
+/* POST /v1/managers/{id}/calls: {"method": NAME, "args": [...]}. On success
+ * *arg is the task argument the hosting worker reads, {"method","args"} as
+ * compact JSON (new; free() it). */
+int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size_t detail_len);
 /* POST /v1/pipes: {"duplex": BOOL} (default true, as multiprocessing.Pipe). */
 int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len);
 

@@ -70,7 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 7: {
 		int duplex;
 		pool_spec p;
+		char *arg = NULL;
 		spec_pipe_parse(body, len, &duplex, detail, sizeof(detail));
+		if (spec_call_parse(body, len, &arg, detail, sizeof(detail)) == CM_OK)
+			free(arg);
 		spec_pool_load(text, "img", &p, detail, sizeof(detail));
 		break;
 	}
