@@ -64,6 +64,11 @@ void cm_id_new(char prefix, char out[20]);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
 
+/* Reads the PEM file at path (a certificate chain or a key, at most 1 MiB)
+ * into out, NUL-terminated. Returns CM_OK, or CM_EIO / CM_EINVAL (not PEM)
+ * with the reason in detail. */
+int cm_read_pem(const char *path, cm_buf *out, char *detail, size_t detail_len);
+
 /* Whether s[0..len) is valid UTF-8 (strict: no overlongs, surrogates or NUL). */
 int cm_utf8_valid(const char *s, size_t len);
 /* Replaces each byte of the NUL-terminated s that is not part of a valid

@@ -1,6 +1,8 @@
 /* Ids and clocks. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -56,4 +58,25 @@ double cm_now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cm_read_pem(const char *path, cm_buf *out, char *detail, size_t detail_len)
+{
+	char chunk[4096];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		snprintf(detail, detail_len, "cannot read %s: %s", path, strerror(errno));
+		return CM_EIO;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && out->len < (1u << 20))
+		if (cm_buf_append(out, chunk, n) != CM_OK)
+			break;
+	fclose(f);
+	if (!out->len || !strstr(out->data, "-----BEGIN ")) {
+		snprintf(detail, detail_len, "%s is not a PEM file", path);
+		return CM_EINVAL;
+	}
+	return CM_OK;
 }

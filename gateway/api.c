@@ -1229,28 +1229,6 @@ static unsigned connection_limit(const gw_config *cfg)
 	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
 }
 
-/* Reads a whole PEM file into b (NUL-terminated, as MHD wants it). */
-static int read_pem(const char *path, cm_buf *b, char *detail, size_t detail_len)
-{
-	char chunk[4096];
-	size_t n;
-	FILE *f = fopen(path, "re");
-
-	if (!f) {
-		snprintf(detail, detail_len, "cannot read %s: %s", path, strerror(errno));
-		return CM_EIO;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b->len < (1u << 20))
-		if (cm_buf_append(b, chunk, n) != CM_OK)
-			break;
-	fclose(f);
-	if (!b->len || !strstr(b->data, "-----BEGIN ")) {
-		snprintf(detail, detail_len, "%s is not a PEM file", path);
-		return CM_EINVAL;
-	}
-	return CM_OK;
-}
-
 int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
@@ -1267,8 +1245,8 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	cm_buf_init(&a->tls_key);
 	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK ||
 	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK ||
-	    (cfg->tls_cert[0] && ((err = read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
-	                          (err = read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK))) {
+	    (cfg->tls_cert[0] && ((err = cm_read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
+	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK))) {
 		api_stop(a);
 		return err;
 	}

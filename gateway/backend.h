@@ -21,6 +21,8 @@ typedef struct backend_worker_spec {
 	const char *worker_id;
 	const char *secret;
 	const char *hub;
+	const char *hub_ca_pem; /* tls+tcp:// hub: the CA the worker trusts (PEM), else NULL */
+	const char *hub_server_name; /* ... and the name it checks, or NULL: the URL's host */
 	const char *worker_bin; /* local */
 	const char *plugin_path; /* local */
 	const pool_spec *spec; /* resources, image, volumes, manager */

@@ -20,6 +20,7 @@
  * cpu -> NanoCpus, memory_mb -> Memory, gpu -> DeviceRequests (nvidia),
  * volumes -> Binds ("name:/path" for a named volume, "/host:/path[:ro]").
  */
+#define _GNU_SOURCE
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -198,9 +199,10 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
                         size_t detail_len)
 {
-	char env[5][600], labels[2][160];
-	char *envp[5], *labelp[2];
+	char env[6][600], labels[2][160];
+	char *envp[7], *labelp[2], *ca = NULL;
 	backend_run_spec r = {.env = envp, .nenv = 4, .labels = labelp, .nlabels = 2, .spec = w->spec};
+	int err;
 
 	snprintf(env[0], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
 	snprintf(env[1], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
@@ -210,11 +212,18 @@ static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BA
 	snprintf(labels[1], sizeof(labels[0]), "strand.worker=%s", w->worker_id);
 	if (w->spec->manager[0])
 		snprintf(env[r.nenv++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
+	if (w->hub_server_name)
+		snprintf(env[r.nenv++], sizeof(env[0]), "STRAND_HUB_SERVER_NAME=%.255s", w->hub_server_name);
 	for (size_t i = 0; i < r.nenv; i++)
 		envp[i] = env[i];
+	/* The CA travels in the environment: no file to mount into the container. */
+	if (w->hub_ca_pem && asprintf(&ca, "STRAND_HUB_CA_PEM=%s", w->hub_ca_pem) > 0)
+		envp[r.nenv++] = ca;
 	labelp[0] = labels[0];
 	labelp[1] = labels[1];
-	return docker_run(b, &r, handle, detail, detail_len);
+	err = docker_run(b, &r, handle, detail, detail_len);
+	free(ca);
+	return err;
 }
 
 /* Container output: the logs endpoint multiplexes stdout and stderr in

@@ -133,11 +133,13 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
                        size_t detail_len)
 {
-	char env[6][600];
-	char *envp[6];
+	char env[7][600];
+	char *envp[8];
 	char *argv[] = {(char *)w->worker_bin};
+	char *ca = NULL;
 	size_t n = 0;
 	backend_run_spec run = {.argv = argv, .argc = 1, .env = envp, .spec = w->spec};
+	int err;
 
 	snprintf(env[n++], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
 	snprintf(env[n++], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
@@ -147,10 +149,17 @@ static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BAC
 		snprintf(env[n++], sizeof(env[0]), "STRAND_PLUGIN_PATH=%.500s", w->plugin_path);
 	if (w->spec && w->spec->manager[0])
 		snprintf(env[n++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
+	if (w->hub_server_name)
+		snprintf(env[n++], sizeof(env[0]), "STRAND_HUB_SERVER_NAME=%.255s", w->hub_server_name);
 	for (size_t i = 0; i < n; i++)
 		envp[i] = env[i];
+	/* A certificate chain does not fit the fixed entries. */
+	if (w->hub_ca_pem && asprintf(&ca, "STRAND_HUB_CA_PEM=%s", w->hub_ca_pem) > 0)
+		envp[n++] = ca;
 	run.nenv = n;
-	return local_run(b, &run, handle, detail, detail_len);
+	err = local_run(b, &run, handle, detail, detail_len);
+	free(ca);
+	return err;
 }
 
 static int local_logs(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out)

@@ -51,7 +51,11 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	           "  --http-per-client N  connections one client address may hold (default 256)\n"
 	           "  --http-max N         connections in all (default: below the open-file limit, at most 8192)\n"
 	           "  --tls-cert FILE      serve HTTPS with this certificate chain (PEM; STRAND_TLS_CERT)\n"
-	           "  --tls-key FILE       and this private key (PEM; STRAND_TLS_KEY)\n"
+	           "  --tls-key FILE       and this private key (PEM; STRAND_TLS_KEY). A --hub tls+tcp://HOST:PORT\n"
+	           "                       uses them too: workers get the CA to trust in their environment\n"
+	           "  --hub-ca FILE        the CA workers trust for a tls+tcp:// hub (STRAND_HUB_CA, default --tls-cert)\n"
+	           "  --hub-server-name N  the name workers check on the hub's certificate (STRAND_HUB_SERVER_NAME,\n"
+	           "                       default the hub URL's host; mbedtls matches DNS names, not IP addresses)\n"
 	           "  --help               this text\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
@@ -81,6 +85,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"http-max", required_argument, NULL, 'm'},
 	        {"tls-cert", required_argument, NULL, 'T'},
 	        {"tls-key", required_argument, NULL, 'K'},
+	        {"hub-ca", required_argument, NULL, 'a'},
+	        {"hub-server-name", required_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'H'},
 	        {NULL, 0, NULL, 0},
 	};
@@ -125,6 +131,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->public_hosts, sizeof(cfg->public_hosts), getenv("STRAND_PUBLIC_HOST"));
 	set(cfg->tls_cert, sizeof(cfg->tls_cert), getenv("STRAND_TLS_CERT"));
 	set(cfg->tls_key, sizeof(cfg->tls_key), getenv("STRAND_TLS_KEY"));
+	set(cfg->hub_ca, sizeof(cfg->hub_ca), getenv("STRAND_HUB_CA"));
+	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	if (getenv("STRAND_LEASE_MS"))
@@ -157,6 +165,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'm': cfg->http_max = atoi(optarg); break;
 		case 'T': set(cfg->tls_cert, sizeof(cfg->tls_cert), optarg); break;
 		case 'K': set(cfg->tls_key, sizeof(cfg->tls_key), optarg); break;
+		case 'a': set(cfg->hub_ca, sizeof(cfg->hub_ca), optarg); break;
+		case 'n': set(cfg->hub_server_name, sizeof(cfg->hub_server_name), optarg); break;
 		case 'H': cfg->help = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}
@@ -173,6 +183,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
 		snprintf(detail, detail_len, "--tls-cert and --tls-key go together");
+		return CM_EINVAL;
+	}
+	if (strncmp(cfg->hub, "tls+", 4) == 0 && !cfg->tls_cert[0]) {
+		snprintf(detail, detail_len, "a %s hub needs --tls-cert and --tls-key", cfg->hub);
 		return CM_EINVAL;
 	}
 	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {

@@ -30,7 +30,9 @@ typedef struct gw_config {
 	int http_per_client; /* connections one client address may hold open */
 	int http_max; /* connections in all; 0: from the file-descriptor limit */
 	char tls_cert[1024]; /* HTTPS: the certificate chain (PEM), "" for plain HTTP */
-	char tls_key[1024]; /* ... and its private key (PEM) */
+	char tls_key[1024]; /* ... and its private key (PEM); also the hub's, for a tls+tcp:// hub */
+	char hub_ca[1024]; /* tls+tcp:// hub: the CA workers trust (PEM); "": tls_cert itself */
+	char hub_server_name[256]; /* ... and the name workers expect on its certificate; "": the hub URL's host */
 	int help;
 } gw_config;
 

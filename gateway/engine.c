@@ -300,6 +300,8 @@ static int worker_spawn(engine *e, pool *p)
 	        .worker_id = w->id,
 	        .secret = w->secret,
 	        .hub = e->cfg->hub,
+	        .hub_ca_pem = e->hub_ca.len ? e->hub_ca.data : NULL,
+	        .hub_server_name = e->cfg->hub_server_name[0] ? e->cfg->hub_server_name : NULL,
 	        .worker_bin = e->cfg->worker_bin,
 	        .plugin_path = e->cfg->plugin_path,
 	        .spec = &p->spec,
@@ -1357,6 +1359,15 @@ int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *det
 		return CM_ENOMEM;
 	e->cfg = cfg;
 	e->creds = creds;
+	cm_buf_init(&e->hub_ca);
+	/* A TLS hub: the workers get the CA to check it by (the certificate
+	 * itself when it is self-signed). */
+	if (strncmp(cfg->hub, "tls+", 4) == 0 &&
+	    (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert, &e->hub_ca, detail, detail_len)) != CM_OK) {
+		cm_buf_fini(&e->hub_ca);
+		free(e);
+		return err;
+	}
 	{
 		/* Process output is kept next to the database. */
 		char logs[1100];
@@ -1418,6 +1429,7 @@ void engine_free(engine *e)
 	if (e->docker)
 		e->docker->free(e->docker);
 	store_close(e->st);
+	cm_buf_fini(&e->hub_ca);
 	pthread_cond_destroy(&e->wake);
 	pthread_cond_destroy(&e->commit);
 	pthread_mutex_destroy(&e->mu);

@@ -216,6 +216,7 @@ typedef struct pool {
 struct engine {
 	const gw_config *cfg;
 	credentials *creds; /* shared with the hub */
+	cm_buf hub_ca; /* tls+tcp:// hub: the CA (PEM) its workers trust; empty otherwise */
 	store *st;
 	pthread_t thread;
 	int started;

@@ -10,8 +10,9 @@
  * queue inside nng until a slot frees up.
  */
 #include <nng/nng.h>
-#include <pthread.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/tls/tls.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,7 +221,47 @@ void hub_discard(hub_slot *s)
 	slot_recv(s);
 }
 
-int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
+/* Listens on cfg->hub; a tls+tcp:// hub presents the gateway's certificate
+ * (--tls-cert, --tls-key). */
+static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_len)
+{
+	nng_tls_config *t = NULL;
+	nng_listener l;
+	cm_buf cert, key;
+	int rv, err = CM_OK;
+
+	cm_buf_init(&cert);
+	cm_buf_init(&key);
+	if ((rv = nng_listener_create(&l, h->sock, cfg->hub)) != 0) {
+		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
+		return CM_EUNAVAIL;
+	}
+	if (strncmp(cfg->hub, "tls+", 4) == 0) {
+		if ((err = cm_read_pem(cfg->tls_cert, &cert, detail, detail_len)) == CM_OK &&
+		    (err = cm_read_pem(cfg->tls_key, &key, detail, detail_len)) == CM_OK &&
+		    ((rv = nng_tls_config_alloc(&t, NNG_TLS_MODE_SERVER)) != 0 ||
+		     (rv = nng_tls_config_own_cert(t, cert.data, key.data, NULL)) != 0 ||
+		     (rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, t)) != 0)) {
+			snprintf(detail, detail_len, "hub TLS with %s: %s", cfg->tls_cert, nng_strerror(rv));
+			err = CM_EINVAL;
+		}
+		if (t)
+			nng_tls_config_free(t); /* the listener holds its own reference */
+		if (key.data)
+			explicit_bzero(key.data, key.len);
+		cm_buf_fini(&cert);
+		cm_buf_fini(&key);
+	}
+	if (err == CM_OK && (rv = nng_listener_start(l, 0)) != 0) {
+		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
+	}
+	if (err != CM_OK)
+		nng_listener_close(l);
+	return err;
+}
+
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
 {
 	hub *h = calloc(1, sizeof(*h));
 	int rv;
@@ -250,10 +291,9 @@ int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *d
 		}
 		h->nslots = i + 1;
 	}
-	if ((rv = nng_listen(h->sock, url, NULL, 0)) != 0) {
-		snprintf(detail, detail_len, "cannot listen on hub %s: %s", url, nng_strerror(rv));
+	if ((rv = listen_on(h, cfg, detail, detail_len)) != CM_OK) {
 		hub_free(h);
-		return CM_EUNAVAIL;
+		return rv;
 	}
 	for (int i = 0; i < h->nslots; i++)
 		slot_recv(&h->slots[i]);

@@ -16,9 +16,10 @@
 
 typedef struct hub hub;
 
-/* Listens on url; creds is borrowed and outlives the hub. *out is new
- * (hub_refuse_frames, then hub_free). */
-int hub_start(const char *url, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len);
+/* Listens on cfg->hub (tls+tcp:// with cfg's certificate and key); cfg and
+ * creds are borrowed and outlive the hub. *out is new (hub_refuse_frames,
+ * then hub_free). */
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len);
 /* From now on every frame is refused without reaching the engine; returns
  * once no callback is inside the engine. The engine may still answer the
  * slots it holds (and must, before hub_free). */

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 		credentials_free(creds);
 		return 1;
 	}
-	if (hub_start(cfg.hub, e, creds, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
+	if (hub_start(&cfg, e, creds, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
 	    api_start(&cfg, e, &a, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		engine_quiesce(e);
@@ -71,8 +71,8 @@ int main(int argc, char **argv)
 		credentials_free(creds);
 		return 1;
 	}
-	cm_info("strand-gateway listening on http://%s, hub %s, db %s, backend %s", cfg.http, cfg.hub, cfg.db,
-	        cfg.backend);
+	cm_info("strand-gateway listening on %s://%s, hub %s, db %s, backend %s", cfg.tls_cert[0] ? "https" : "http",
+	        cfg.http, cfg.hub, cfg.db, cfg.backend);
 	sigwait(&set, &sig);
 	cm_info("signal %d: stopping", sig);
 	/* Outside in: no new request, no new frame into the engine, then the

@@ -53,6 +53,8 @@ static void usage(FILE *f)
 	           "  (STRAND_SECRET: this worker's own secret, from the environment only: it is removed from\n"
 	           "  it at start, out of the reach of tasks)\n"
 	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
+	           "  (a tls+tcp:// hub: the CA to trust in STRAND_HUB_CA_PEM, or a file in STRAND_HUB_CA; the name\n"
+	           "  its certificate carries in STRAND_HUB_SERVER_NAME, default the hub URL's host)\n"
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
 	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
 	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
@@ -101,6 +103,9 @@ int main(int argc, char **argv)
 	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
 	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	        .manager = env_or("STRAND_MANAGER_TYPE", NULL),
+	        .hub_ca_pem = env_or("STRAND_HUB_CA_PEM", NULL),
+	        .hub_ca_file = env_or("STRAND_HUB_CA", NULL),
+	        .hub_server_name = env_or("STRAND_HUB_SERVER_NAME", NULL),
 	};
 	struct sigaction sa;
 	const char *run = NULL;

@@ -55,7 +55,7 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 		return -1;
 	}
 	if (!api.open) {
-		if ((rv = nng_req0_open(&api.sock)) != 0 || (rv = nng_dial(api.sock, api.cfg->hub, NULL, 0)) != 0) {
+		if ((rv = nng_req0_open(&api.sock)) != 0 || (rv = worker_hub_dial(api.sock, api.cfg, 0)) != 0) {
 			fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
 			return -1;
 		}

@@ -310,7 +310,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
 	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
 	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
-	    (rv = nng_dial(sock, cfg->hub, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+	    (rv = worker_hub_dial(sock, cfg, NNG_FLAG_NONBLOCK)) != 0) {
 		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
 		code = 1;
 		goto out_sock;

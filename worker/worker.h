@@ -12,6 +12,8 @@
 #ifndef WORKER_WORKER_H
 #define WORKER_WORKER_H
 
+#include <nng/nng.h>
+
 #include "common/common.h"
 
 typedef struct worker_config {
@@ -22,7 +24,14 @@ typedef struct worker_config {
 	const char *plugin_path; /* colon-separated folders, may be NULL */
 	int gateway_timeout_s; /* exit when the gateway stays away this long */
 	const char *manager; /* the type this worker hosts as a manager, or NULL */
+	const char *hub_ca_pem; /* tls+tcp:// hub: the CA to trust (PEM text), or NULL */
+	const char *hub_ca_file; /* ... or a file holding it */
+	const char *hub_server_name; /* ... and the name its certificate carries; NULL: the URL's host */
 } worker_config;
+
+/* Dials cfg->hub on sock (nng_dial flags), with TLS for a tls+tcp:// hub.
+ * Returns 0 or an nng error. */
+int worker_hub_dial(nng_socket sock, const worker_config *cfg, int flags);
 
 /* The plugin API's connection (plugin_api.c): set before tasks run. */
 void worker_api_init(const worker_config *cfg);

@@ -55,7 +55,7 @@ static void start_gateway(void)
 		snprintf(cfg.http, sizeof(cfg.http), "127.0.0.1:%d", port);
 		snprintf(cfg.hub, sizeof(cfg.hub), "tcp://127.0.0.1:%d", port + 20000);
 		h = NULL;
-		if (hub_start(cfg.hub, e, creds, &h, detail, sizeof(detail)) == CM_OK &&
+		if (hub_start(&cfg, e, creds, &h, detail, sizeof(detail)) == CM_OK &&
 		    api_start(&cfg, e, &a, detail, sizeof(detail)) == CM_OK)
 			return; /* runs until the fuzzer exits */
 		if (h) {

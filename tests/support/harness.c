@@ -60,7 +60,8 @@ static void spawn(gateway *g, const char *const *extra)
 	int n = 0;
 
 	snprintf(http, sizeof(http), "127.0.0.1:%d", g->http_port);
-	snprintf(hub, sizeof(hub), "tcp://127.0.0.1:%d", g->hub_port);
+	/* With --tls-cert, the hub speaks TLS too. */
+	snprintf(hub, sizeof(hub), "%s://127.0.0.1:%d", g->ca_file[0] ? "tls+tcp" : "tcp", g->hub_port);
 	argv[n++] = STRAND_BIN_DIR "/strand-gateway";
 	argv[n++] = "--http";
 	argv[n++] = http;

@@ -16,7 +16,7 @@ typedef struct gateway {
 	char db[300];
 	char log[300];
 	char base[64]; /* http://127.0.0.1:PORT, https:// with --tls-cert */
-	char ca_file[300]; /* with --tls-cert: that certificate, trusted as a CA */
+	char ca_file[300]; /* with --tls-cert: that certificate, trusted as a CA; the hub is tls+tcp:// */
 	char token_file[300]; /* the API token the gateway made next to its database */
 	char auth[320]; /* "Authorization: Bearer TOKEN" */
 	const char *const *extra_args; /* given to gateway_start, kept for restarts */
