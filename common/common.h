@@ -88,6 +88,10 @@ double cm_now_s(void); /* monotonic, in seconds with ns resolution */
  * reason for a refusal into detail. Returns CM_OK or CM_EUNSUPPORTED.
  */
 int cm_function_check(const char *name, char *detail, size_t detail_len);
+/* The same for a name a client sent, where the reserved "manager" (the
+ * gateway's own calls to a hosted object) is refused too. Every route that
+ * takes a function name checks it here. */
+int cm_function_check_request(const char *name, char *detail, size_t detail_len);
 /* Strips an optional "builtin:" prefix; returns a borrowed pointer into name. */
 const char *cm_function_builtin_name(const char *name);
 extern const char *const cm_builtin_functions[]; /* NULL-terminated */

@@ -43,6 +43,16 @@ static int is_library_name(const char *s, size_t n)
 	return 1;
 }
 
+int cm_function_check_request(const char *name, char *detail, size_t detail_len)
+{
+	if (strcmp(name, "manager") == 0) {
+		snprintf(detail, detail_len,
+		         "function 'manager' is reserved: call a manager with POST /v1/managers/{id}/calls");
+		return CM_EUNSUPPORTED;
+	}
+	return cm_function_check(name, detail, detail_len);
+}
+
 int cm_function_check(const char *name, char *detail, size_t detail_len)
 {
 	const char *colon;

@@ -1198,8 +1198,8 @@ static int load_token(api *a, const struct sockaddr_storage *ss, char *detail, s
 
 	if (cfg->no_auth) {
 		if (!is_loopback(ss)) {
-			snprintf(detail, detail_len, "--no-auth is refused unless --http is a loopback address (not %s)",
-			         cfg->http);
+			snprintf(detail, detail_len,
+			         "--no-auth is refused unless --http is a loopback address (not %s)", cfg->http);
 			return CM_EINVAL;
 		}
 		cm_warn("authentication is OFF (--no-auth): every local user and process can use the API");
@@ -1260,17 +1260,17 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	 * cannot take every connection, and all of them stay below the
 	 * open-file limit the gateway also needs for its store, hub and
 	 * workers. */
-	a->daemon =
-	        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	                                 (v6 ? MHD_USE_IPv6 : 0) | (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
-	                         0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
-	                         a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
-	                         MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	                         (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY,
-	                         cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
+	a->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+	                                     (v6 ? MHD_USE_IPv6 : 0) | (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
+	                             0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
+	                             unescape, a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
+	                             MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg),
+	                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client,
+	                             MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
 	if (!a->daemon) {
-		snprintf(detail, detail_len, "cannot listen on %s://%s (in use, or the certificate and key do not match?)",
+		snprintf(detail, detail_len,
+		         "cannot listen on %s://%s (in use, or the certificate and key do not match?)",
 		         cfg->tls_cert[0] ? "https" : "http", cfg->http);
 		api_stop(a);
 		return CM_EUNAVAIL;

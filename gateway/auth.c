@@ -23,7 +23,8 @@ static int token_ok(const char *t, char *detail, size_t detail_len, const char *
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (t[i] < '!' || t[i] > '~') {
-			snprintf(detail, detail_len, "the API token in %s holds a space or a non-ASCII character", where);
+			snprintf(detail, detail_len, "the API token in %s holds a space or a non-ASCII character",
+			         where);
 			return CM_EINVAL;
 		}
 	}
@@ -75,8 +76,8 @@ int auth_token_load(const char *path, const char *env_token, char token[AUTH_TOK
 		return CM_EIO;
 	}
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077)) {
-		snprintf(detail, detail_len, "the token file %s must be a regular file only its owner can read (chmod 600)",
-		         path);
+		snprintf(detail, detail_len,
+		         "the token file %s must be a regular file only its owner can read (chmod 600)", path);
 		close(fd);
 		return CM_EINVAL;
 	}

@@ -971,8 +971,8 @@ void engine__answer(engine *e, op *o, int committed)
 		/* Nothing of this cycle was recorded: the worker keeps its results
 		 * and asks again; tasks handed out in it were never handed out. */
 		retry.status = STRAND__BATCH__STATUS__RETRY;
-		if (o->discard ||
-		    proto_frame_encode(PROTO_BATCH, NULL, NULL, committed ? &o->batch.base : &retry.base, &frame, &len) != CM_OK)
+		if (o->discard || proto_frame_encode(PROTO_BATCH, NULL, NULL, committed ? &o->batch.base : &retry.base,
+		                                     &frame, &len) != CM_OK)
 			hub_discard(o->slot);
 		else
 			hub_reply(o->slot, frame, len);
@@ -1362,8 +1362,8 @@ int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *det
 	cm_buf_init(&e->hub_ca);
 	/* A TLS hub: the workers get the CA to check it by (the certificate
 	 * itself when it is self-signed). */
-	if (strncmp(cfg->hub, "tls+", 4) == 0 &&
-	    (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert, &e->hub_ca, detail, detail_len)) != CM_OK) {
+	if (strncmp(cfg->hub, "tls+", 4) == 0 && (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert,
+	                                                            &e->hub_ca, detail, detail_len)) != CM_OK) {
 		cm_buf_fini(&e->hub_ca);
 		free(e);
 		return err;

@@ -56,8 +56,7 @@ int policy_path_allowed(const char *path, const char *prefixes)
 			pre[n] = '\0';
 			if (normalize(pre)) {
 				size_t m = strlen(pre);
-				if (strcmp(pre, "/") == 0 ||
-				    (strncmp(p, pre, m) == 0 && (p[m] == '\0' || p[m] == '/')))
+				if (strcmp(pre, "/") == 0 || (strncmp(p, pre, m) == 0 && (p[m] == '\0' || p[m] == '/')))
 					return 1;
 			}
 		}
@@ -101,7 +100,8 @@ int policy_check_process(const gw_config *cfg, const process_spec *spec, char *d
 int policy_check_command(const gw_config *cfg, int has_command, char *detail, size_t detail_len)
 {
 	if (has_command && cfg->no_commands) {
-		snprintf(detail, detail_len, "field 'command': commands are switched off on this gateway (--no-commands)");
+		snprintf(detail, detail_len,
+		         "field 'command': commands are switched off on this gateway (--no-commands)");
 		return CM_EPERM;
 	}
 	return CM_OK;

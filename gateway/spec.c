@@ -144,14 +144,14 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 
 /* stored: a spec the gateway wrote itself (spec_pool_json), which may name
  * the manager type its worker hosts; a client's request may not. */
-static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
-                      int stored, pool_spec *out, char *detail, size_t detail_len)
+static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
+                      pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes",    "backend", "resources", "max_attempts", "retry_errors",
-	                                   "timeout_s",    "image",   "volumes",   "root",         NULL};
-	static const char *const stored_keys[] = {"processes", "backend", "resources", "max_attempts",
-	                                          "retry_errors", "timeout_s", "image", "volumes", "root",
-	                                          "manager", NULL};
+	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", "retry_errors",
+	                                   "timeout_s", "image",   "volumes",   "root",         NULL};
+	static const char *const stored_keys[] = {"processes",    "backend",   "resources", "max_attempts",
+	                                          "retry_errors", "timeout_s", "image",     "volumes",
+	                                          "root",         "manager",   NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3};
 	json_t *root = NULL;
@@ -292,8 +292,7 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 	return pool_parse(body, len, default_backend, default_image, 0, out, detail, detail_len);
 }
 
-int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail,
-                   size_t detail_len)
+int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len)
 {
 	return pool_parse(spec_json, strlen(spec_json), "local", default_image, 1, out, detail, detail_len);
 }
@@ -392,7 +391,7 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 			err = CM_EINVAL;
 			goto out;
 		}
-		if ((err = cm_function_check(json_string_value(fn), detail, detail_len)) != CM_OK)
+		if ((err = cm_function_check_request(json_string_value(fn), detail, detail_len)) != CM_OK)
 			goto out;
 		spec.function = strdup(json_string_value(fn));
 	}
@@ -618,7 +617,7 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 			err = CM_EINVAL;
 			goto out;
 		}
-		if ((err = cm_function_check(json_string_value(fn), detail, detail_len)) != CM_OK)
+		if ((err = cm_function_check_request(json_string_value(fn), detail, detail_len)) != CM_OK)
 			goto out;
 		v = json_object_get(root, "arg");
 		spec.arg = json_dumps(v ? v : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);

@@ -42,8 +42,7 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
                     pool_spec *out, char *detail, size_t detail_len);
 /* Parses a spec the gateway stored (spec_pool_json), which may also carry
  * the manager type its worker hosts. */
-int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail,
-                   size_t detail_len);
+int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len);
 /* Parses POST /v1/managers: {type, backend, image, resources, volumes}; a
  * manager is a pool of one worker hosting an object of that type (dict,
  * list, queue, counter, sleeper or LIB.so:TYPE), never retried. */

@@ -46,8 +46,8 @@ int store_pool_insert(store *st, const char *id, const char *spec_json, const ch
 int store_pool_set_state(store *st, const char *id, const char *state, const char *reason);
 
 /* Calls fn once per stored pool (all strings borrowed for the call). */
-typedef void (*store_pool_fn)(void *ctx, const char *id, const char *spec_json, const char *state,
-                              const char *reason, int64_t created_ms);
+typedef void (*store_pool_fn)(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
+                              int64_t created_ms);
 int store_pool_each(store *st, store_pool_fn fn, void *ctx);
 
 /* ---- jobs --------------------------------------------------------------- */

@@ -45,8 +45,8 @@ static int tls_config(const worker_config *cfg, nng_tls_config **out)
 	else
 		rv = NNG_EINVAL; /* no CA: the hub could be anyone */
 	if (rv == 0)
-		rv = nng_tls_config_server_name(t, cfg->hub_server_name && cfg->hub_server_name[0] ? cfg->hub_server_name
-		                                                                                    : host);
+		rv = nng_tls_config_server_name(
+		        t, cfg->hub_server_name && cfg->hub_server_name[0] ? cfg->hub_server_name : host);
 	if (rv == 0)
 		rv = nng_tls_config_auth_mode(t, NNG_TLS_AUTH_MODE_REQUIRED);
 	if (rv != 0) {

@@ -126,7 +126,8 @@ static void test_paused_gateway_keeps_healthy_workers(void **state)
 	json_decref(items);
 	assert_int_equal(counter(&g, pool, "workers_lost"), 0);
 	assert_int_equal(pool_worker_pids(&g, pool, after, 4), 2);
-	assert_true((before[0] == after[0] && before[1] == after[1]) || (before[0] == after[1] && before[1] == after[0]));
+	assert_true((before[0] == after[0] && before[1] == after[1]) ||
+	            (before[0] == after[1] && before[1] == after[0]));
 	free(job);
 	free(pool);
 	gateway_cleanup(&g);

@@ -183,12 +183,13 @@ static void test_rogue_worker_steals_nothing_and_forges_nothing(void **state)
 
 	/* Forged identities: a made-up worker, and worker 1 with worker 0's
 	 * stolen secret. Neither gets a task. */
-	assert_refused(pull_as("w-0000000000000000", pool, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
-	                       NULL, 0, 100),
+	assert_refused(pull_as("w-0000000000000000", pool,
+	                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", NULL, 0, 100),
 	               "unknown worker or wrong secret");
 	assert_refused(pull_as(h[1].worker, pool, h[0].secret, NULL, 0, 100), "unknown worker or wrong secret");
 	/* The right secret, but the body names another worker's pool. */
-	assert_refused(pull_as(h[0].worker, "p-0000000000000000", h[0].secret, NULL, 0, 100), "another worker or pool than its sender");
+	assert_refused(pull_as(h[0].worker, "p-0000000000000000", h[0].secret, NULL, 0, 100),
+	               "another worker or pool than its sender");
 
 	/* With worker 0's secret: a result for the task worker 1 holds is not
 	 * recorded; one that is not JSON, for worker 0's own task, fails it. */

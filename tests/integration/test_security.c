@@ -236,8 +236,7 @@ static void test_malformed_requests_all_get_problem_json(void **state)
 	response m = http(&g, "POST", "/v1/managers", "{\"type\":\"counter\"}", NULL);
 	assert_int_equal(m.status, 201);
 	char *job = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", "echo", "args", 1));
-	snprintf(path, sizeof(path), "/v1/managers/%s/calls/%s", json_string_value(json_object_get(m.json, "id")),
-	         job);
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls/%s", json_string_value(json_object_get(m.json, "id")), job);
 	r = http(&g, "GET", path, NULL, NULL);
 	assert_problem(&r, 404, "no such call");
 	response_free(&r);

@@ -260,8 +260,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-response http_as(const gateway *g, const char *method, const char *path, const char *body,
-                 const char *const *headers)
+response http_as(const gateway *g, const char *method, const char *path, const char *body, const char *const *headers)
 {
 	response r = {0};
 	sink s = {0};

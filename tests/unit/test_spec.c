@@ -133,6 +133,8 @@ static void test_map_refusals(void **state)
 	        {"{\"command\":[],\"args\":[]}", 0, CM_EINVAL, "'command'"},
 	        {"{\"function\":\"nosuch\",\"args\":[]}", 0, CM_EUNSUPPORTED, "unknown function"},
 	        {"{\"function\":\"a/b.so:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+	        {"{\"function\":\"../x.so:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
+	        {"{\"function\":\"manager\",\"args\":[]}", 0, CM_EUNSUPPORTED, "reserved"},
 	        {"{\"function\":\"lib.so:\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
 	        {"{\"function\":\"lib.dll:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
 	        {"{\"function\":\"echo\",\"args\":[],\"timeout_s\":-1}", 0, CM_EINVAL, "'timeout_s'"},
