@@ -230,17 +230,25 @@ void gateway_cleanup(gateway *g)
 typedef struct sink {
 	char *data;
 	size_t len;
+	size_t cap;
 } sink;
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
 	sink *s = ctx;
-	char *q = realloc(s->data, s->len + size * n + 1);
 
-	if (!q)
-		return 0;
-	memcpy(q + s->len, p, size * n);
-	s->data = q;
+	/* Doubling: a 16 MiB page arrives in thousands of pieces. */
+	if (s->len + size * n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		char *q;
+		while (cap < s->len + size * n + 1)
+			cap *= 2;
+		if (!(q = realloc(s->data, cap)))
+			return 0;
+		s->data = q;
+		s->cap = cap;
+	}
+	memcpy(s->data + s->len, p, size * n);
 	s->len += size * n;
 	s->data[s->len] = '\0';
 	return size * n;
