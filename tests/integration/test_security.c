@@ -496,7 +496,14 @@ static void test_https(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "value")), 2);
 	response_free(&r);
-	/* The dashboard's cookie, with the https Origin. */
+	/* The dashboard's cookie is Secure here, and works with the https Origin. */
+	char body[400];
+	const char *json[] = {"Content-Type: application/json", NULL};
+	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", h.auth + strlen("Authorization: Bearer "));
+	r = http_as(&h, "POST", "/v1/session", body, json);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.set_cookie, "; Secure"));
+	response_free(&r);
 	snprintf(same_origin, sizeof(same_origin), "Origin: https://127.0.0.1:%d", h.http_port);
 	const char *own[] = {"Content-Type: application/json", h.auth, same_origin, NULL};
 	r = http_as(&h, "POST", "/v1/queues", NULL, own);

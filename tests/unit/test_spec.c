@@ -220,6 +220,17 @@ static void test_config_flags_over_env(void **state)
 	assert_int_equal(gw_config_load(&cfg, 2, argv2, detail, sizeof(detail)), CM_EINVAL);
 	assert_int_equal(gw_config_load(&cfg, 2, argv3, detail, sizeof(detail)), CM_EINVAL);
 	assert_non_null(strstr(detail, "stray"));
+
+	/* The token file sits next to the database unless told otherwise. */
+	assert_int_equal(gw_config_load(&cfg, 5, argv1, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.token_file, "/tmp/strand.token");
+	/* TLS: a certificate needs its key, and a TLS hub needs both. */
+	char *argv4[] = {"strand-gateway", "--tls-cert", "/tmp/c.pem", NULL};
+	char *argv5[] = {"strand-gateway", "--hub", "tls+tcp://127.0.0.1:7070", NULL};
+	assert_int_equal(gw_config_load(&cfg, 3, argv4, detail, sizeof(detail)), CM_EINVAL);
+	assert_non_null(strstr(detail, "--tls-key"));
+	assert_int_equal(gw_config_load(&cfg, 3, argv5, detail, sizeof(detail)), CM_EINVAL);
+	assert_non_null(strstr(detail, "needs --tls-cert and --tls-key"));
 }
 
 int main(void)
