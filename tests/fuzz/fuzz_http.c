@@ -51,9 +51,10 @@ static void start_gateway(void)
 	    engine_start(e) != CM_OK)
 		abort();
 	for (int attempt = 0; attempt < 20; attempt++) {
-		port = 20000 + (int)((getpid() * 7919u + (unsigned)attempt * 104729u) % 20000);
+		/* Below the ephemeral range, as in the test harness. */
+		port = 10000 + (int)((getpid() * 7919u + (unsigned)attempt * 104729u) % 11000);
 		snprintf(cfg.http, sizeof(cfg.http), "127.0.0.1:%d", port);
-		snprintf(cfg.hub, sizeof(cfg.hub), "tcp://127.0.0.1:%d", port + 20000);
+		snprintf(cfg.hub, sizeof(cfg.hub), "tcp://127.0.0.1:%d", port + 11000);
 		h = NULL;
 		if (hub_start(&cfg, e, creds, &h, detail, sizeof(detail)) == CM_OK &&
 		    api_start(&cfg, e, &a, detail, sizeof(detail)) == CM_OK)

@@ -149,8 +149,12 @@ void gateway_start(gateway *g, const char *const *extra_args)
 	/* Ports from the pid, moved on if taken: tests may run in parallel. */
 	for (int attempt = 0; attempt < 10; attempt++) {
 		unsigned seed = (unsigned)getpid() * 7919u + (unsigned)attempt * 104729u + (unsigned)time(NULL);
-		g->http_port = 20000 + (int)(seed % 20000);
-		g->hub_port = g->http_port + 20000;
+		/* Both below Linux's ephemeral range (32768 and up): a worker
+		 * redialing a gateway that is down could otherwise be given the
+		 * hub's port as its own source port and hold it (a TCP
+		 * self-connect), and the restarted gateway could not listen. */
+		g->http_port = 10000 + (int)(seed % 11000);
+		g->hub_port = g->http_port + 11000;
 		snprintf(g->base, sizeof(g->base), "%s://127.0.0.1:%d", g->ca_file[0] ? "https" : "http", g->http_port);
 		spawn(g, extra_args);
 		if (wait_healthy(g))
