@@ -629,16 +629,15 @@ static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const 
 	char detail[256] = "";
 	job_info info;
 	cm_buf b;
-	json_t *page, *item, *out, *job = NULL;
-	int err, mine;
+	json_t *page, *item, *out;
+	int err;
 
 	/* Only this manager's calls: any other job's result is not a call's. */
-	err = engine_job_get(a->engine, cid, &job);
-	mine = err == CM_OK && json_is_string(json_object_get(job, "pool")) &&
-	       strcmp(json_string_value(json_object_get(job, "pool")), manager) == 0;
-	json_decref(job);
-	if (!mine || (err = engine_job_info(a->engine, cid, &info)) != CM_OK)
-		return fail(c, mine ? err : CM_ENOENT, url, !mine || err == CM_ENOENT ? "no such call" : NULL);
+	err = engine_job_info(a->engine, cid, &info);
+	if (err == CM_OK && strcmp(info.pool, manager) != 0)
+		err = CM_ENOENT;
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such call" : NULL);
 	cm_buf_init(&b);
 	err = results_body(a, cid, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
 	page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
@@ -1148,9 +1147,6 @@ bad:
 	return CM_EINVAL;
 }
 
-/* Percent-decoding of the path and query, as MHD's own except that %00 is
- * left as it is: a NUL would end the id early, so that "p-1%00x" would name
- * pool p-1. Returns the new length. */
 static int hex_value(char ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -1160,6 +1156,9 @@ static int hex_value(char ch)
 	return -1;
 }
 
+/* Percent-decoding of the path and query, as MHD's own except that %00 is
+ * left as it is: a NUL would end the id early, so that "p-1%00x" would name
+ * pool p-1. Returns the new length. */
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
 	char *w = s;

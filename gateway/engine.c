@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "gateway/engine_int.h"
+#include "gateway/policy.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -623,8 +624,10 @@ static void handle_pull(engine *e, op *o)
 	}
 	/* Tasks handed to this worker that it does not count were in an answer
 	 * it never got (lost, or taken by someone holding its secret): it lists
-	 * what it holds next time, and the rest goes back to the queue. */
-	if (!m->resync) {
+	 * what it holds next time, and the rest goes back to the queue. The
+	 * store is asked only when the counts disagree or the worker holds
+	 * nothing (a forged result can lower w->pending), not on every pull. */
+	if (!m->resync && ((int64_t)m->in_hand < w->pending || m->in_hand == 0)) {
 		int64_t held = 0;
 		store_tasks_held_count(e->st, w->id, &held);
 		o->batch.list_held = (int64_t)m->in_hand < held;
@@ -868,8 +871,10 @@ static void handle(engine *e, op *o)
 			o->err = CM_ENOENT;
 		else if (o->kind == OP_JOB_GET)
 			o->out = job_json(j);
-		else
-			o->info = (job_info){j->num, j->base, j->total};
+		else {
+			o->info = (job_info){.num = j->num, .base = j->base, .total = j->total};
+			snprintf(o->info.pool, sizeof(o->info.pool), "%s", j->pool->id);
+		}
 		break;
 	}
 	if (o->err && !o->detail[0])
@@ -1203,6 +1208,9 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 	if (!p)
 		return;
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	for (int s = 0; s <= POOL_FAILED; s++)
+		if (strcmp(state, pool_state_names[s]) == 0)
+			p->state = (pool_state)s;
 	if (spec_pool_load(spec_json, e->cfg->image, &p->spec, detail, sizeof(detail)) != CM_OK) {
 		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
 		p->state = POOL_FAILED;
@@ -1210,9 +1218,6 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 	p->backend = engine__backend_for(e, p->spec.backend);
 	if (!p->backend)
 		p->backend = e->local;
-	for (int s = 0; s <= POOL_FAILED; s++)
-		if (strcmp(state, pool_state_names[s]) == 0)
-			p->state = (pool_state)s;
 	if (reason)
 		snprintf(p->reason, sizeof(p->reason), "%s", reason);
 	p->created_ms = created_ms;
@@ -1328,6 +1333,14 @@ static int recover(engine *e, char *detail, size_t detail_len)
 	 * handed out, not failed); adopted workers keep theirs. */
 	store_tasks_requeue_orphans(e->st);
 	for (pool *p = e->pools; p; p = p->next) {
+		char why[300], refusal[400];
+		/* The operator may have tightened the policy since the pool was
+		 * made: it starts no worker the policy now forbids. */
+		if ((p->state == POOL_ACTIVE || p->state == POOL_CLOSED) &&
+		    policy_check_run(e->cfg, &p->spec, why, sizeof(why)) != CM_OK) {
+			snprintf(refusal, sizeof(refusal), "the gateway's policy forbids it now: %s", why);
+			pool_set_state(e, p, POOL_FAILED, refusal);
+		}
 		if (p->state == POOL_TERMINATING)
 			pool_set_state(e, p, POOL_TERMINATED, NULL);
 		if (p->state == POOL_TERMINATED || p->state == POOL_FAILED)

@@ -83,6 +83,7 @@ typedef struct job_info {
 	int64_t num;
 	int64_t base;
 	int64_t total;
+	char pool[20]; /* the pool (or manager) the job runs on */
 } job_info;
 int engine_job_info(engine *e, const char *id, job_info *out);
 

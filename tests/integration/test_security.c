@@ -314,6 +314,17 @@ static void test_operator_policy_flags(void **state)
 	r = http(&h, "POST", path, "{\"function\":\"echo\",\"args\":[1]}", NULL);
 	assert_int_equal(r.status, 202);
 	response_free(&r);
+	/* Restarted under a stricter policy, the pool (root, a host path) starts
+	 * no worker: it fails, saying why. */
+	static const char *const strict[] = {"--no-commands", NULL};
+	assert_int_equal(gateway_stop(&h), 0);
+	h.extra_args = strict;
+	gateway_restart(&h);
+	json_t *p = pool_get(&h, pool);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "failed");
+	assert_non_null(strstr(json_string_value(json_object_get(p, "reason")), "policy forbids it now"));
+	assert_non_null(strstr(json_string_value(json_object_get(p, "reason")), "--allow-host-paths"));
+	json_decref(p);
 	free(pool);
 	gateway_cleanup(&h);
 }
