@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef enum cm_err {
 	CM_OK = 0,
@@ -77,6 +78,9 @@ void cm_utf8_sanitize(char *s);
 
 int64_t cm_now_ms(void); /* monotonic clock */
 int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
+/* The time ms milliseconds from now on clock id, for pthread_cond_timedwait
+ * (whose condition variable waits on that clock). */
+struct timespec cm_timespec_in(clockid_t id, int64_t ms);
 double cm_now_s(void); /* monotonic, in seconds with ns resolution */
 
 /*

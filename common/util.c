@@ -52,6 +52,22 @@ int64_t cm_wall_ms(void)
 	return clock_ms(CLOCK_REALTIME);
 }
 
+struct timespec cm_timespec_in(clockid_t id, int64_t ms)
+{
+	struct timespec ts;
+
+	if (ms < 0)
+		ms = 0;
+	clock_gettime(id, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 double cm_now_s(void)
 {
 	struct timespec ts;

@@ -1,7 +1,8 @@
 /*
- * REST handlers. Runs on libmicrohttpd's connection threads (one per
- * connection), so a long poll simply blocks its own thread on the engine's
- * commit generation; nothing here holds engine state.
+ * REST handlers. They run on libmicrohttpd's small thread pool, so nothing
+ * here may wait long: a short request waits for one engine cycle; a long
+ * poll parks its connection (parking.h) and looks again when resumed.
+ * Nothing here holds engine state.
  *
  *   GET    /healthz                      GET  /v1/pools       POST /v1/pools
  *   GET    /v1/pools/{id}                DELETE /v1/pools/{id}
@@ -38,10 +39,15 @@
 #include "common/common.h"
 #include "gateway/api.h"
 #include "gateway/auth.h"
+#include "gateway/parking.h"
 #include "gateway/policy.h"
 #include "store/store.h"
 
 #define READERS 16
+/* Handlers wait at most for an engine cycle or a results page, so a few
+ * threads per core serve any number of connections. */
+#define HTTP_THREADS 8
+#define API_STOP_GRACE_MS 5000 /* at stop, for parked requests' answers to be sent */
 
 struct api {
 	const gw_config *cfg;
@@ -49,17 +55,47 @@ struct api {
 	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
 	cm_buf tls_cert, tls_key; /* PEM, kept for as long as the daemon runs */
 	struct MHD_Daemon *daemon;
+	parking *parking;
 	pthread_mutex_t mu;
 	store *readers[READERS]; /* idle read-only connections */
 	int nreaders;
+	size_t parked; /* requests that parked once and are not completed yet */
+	pthread_cond_t unparked;
 };
 
-typedef struct request {
+typedef struct request request;
+
+/* One look of a long poll: answers (returns 1 with *ret set) or returns 0
+ * to wait on. When final (its deadline passed, the gateway stops) it must
+ * answer. */
+typedef int (*request_look)(api *a, struct MHD_Connection *c, const char *url, request *rq, int final,
+                            enum MHD_Result *ret);
+
+struct request {
+	api *api;
+	struct MHD_Connection *connection;
 	cm_buf body;
 	size_t cap; /* the body's cap for this route */
 	int too_big;
 	int refused; /* answered at its first call: the body is not read */
-} request;
+	int parked; /* counted in api.parked until it completes */
+
+	/* A long poll, between its looks: what it waits on and until when. */
+	request_look look;
+	int64_t deadline;
+	char id[64]; /* the job, call, process or ring */
+	job_info info;
+	int completion;
+	int64_t cursor, limit;
+	int (*get)(engine *, const char *, json_t **); /* a join's */
+	const char *missing; /* 404's detail */
+	json_t *accepted; /* apply: the 202 answer when no result comes in time */
+	char location[64];
+
+	/* An engine call it started, answered once the connection resumes. */
+	int calling;
+	engine_call *call; /* NULL while calling: there was no memory to start it */
+};
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -268,11 +304,11 @@ static int read_page(api *a, const job_info *info, int completion, int64_t curso
 	return err;
 }
 
-/* Pages results, long polling up to wait_s seconds for the first one. */
+/* One page of results as the JSON body. *waitable: it holds no result and
+ * the job has more to come, so a long poll may wait for one. */
 static int results_body(api *a, const char *job_id, const job_info *info, int completion, int64_t cursor, int64_t limit,
-                        int64_t wait_s, cm_buf *b, char *detail, size_t detail_len)
+                        cm_buf *b, int *waitable, char *detail, size_t detail_len)
 {
-	int64_t deadline = cm_now_ms() + wait_s * 1000;
 	int64_t next = cursor;
 	size_t items_at;
 	int err;
@@ -282,48 +318,152 @@ static int results_body(api *a, const char *job_id, const job_info *info, int co
 	if (err != CM_OK)
 		return err;
 	items_at = b->len;
-	for (;;) {
-		uint64_t gen = engine_generation(a->engine);
-		err = read_page(a, info, completion, cursor, limit, b, &next, detail, detail_len);
-		if (err != CM_OK)
-			return err;
-		if (b->len > items_at || next >= info->total || wait_s == 0)
-			break;
-		if (engine_wait(a->engine, gen, deadline) != CM_OK)
-			break;
-	}
+	if ((err = read_page(a, info, completion, cursor, limit, b, &next, detail, detail_len)) != CM_OK)
+		return err;
+	*waitable = b->len == items_at && next < info->total;
 	return cm_buf_printf(b, "],\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
 	                     next >= info->total ? "true" : "false");
 }
 
-static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
+/* Counts a request that parks for the first time: the API's stop waits
+ * until each is answered and sent. */
+static void count_parked(api *a, request *rq)
+{
+	if (rq->parked)
+		return;
+	rq->parked = 1;
+	pthread_mutex_lock(&a->mu);
+	a->parked++;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Looks once more: answers, or parks the connection until there may be
+ * something new. The generation is read before the look, so a commit
+ * between the look and the park resumes it at once. */
+static enum MHD_Result long_poll(api *a, struct MHD_Connection *c, const char *url, request *rq)
+{
+	uint64_t gen = engine_generation(a->engine);
+	int final = cm_now_ms() >= rq->deadline || engine_closing(a->engine);
+	enum MHD_Result ret;
+
+	if (rq->look(a, c, url, rq, final, &ret))
+		return ret;
+	count_parked(a, rq);
+	parking_wait(a->parking, c, gen, rq->deadline);
+	return MHD_YES;
+}
+
+/* Starts a long poll of wait_s seconds (0: one look). */
+static enum MHD_Result long_poll_start(api *a, struct MHD_Connection *c, const char *url, request *rq,
+                                       request_look look, int64_t wait_s)
+{
+	rq->look = look;
+	rq->deadline = cm_now_ms() + wait_s * 1000;
+	return long_poll(a, c, url, rq);
+}
+
+/* The first page of a job with at most one result, parsed; NULL on error. */
+static json_t *first_result_page(api *a, request *rq, int *waitable, int *err, char *detail, size_t detail_len)
+{
+	cm_buf b;
+	json_t *page = NULL;
+
+	cm_buf_init(&b);
+	*err = results_body(a, rq->id, &rq->info, 0, 0, 1, &b, waitable, detail, detail_len);
+	if (*err == CM_OK && !(page = json_loadb(b.data, b.len, 0, NULL)))
+		*err = CM_ENOMEM;
+	cm_buf_fini(&b);
+	return page;
+}
+
+static int look_results(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
 {
 	char detail[256] = "";
-	int64_t cursor = 0, limit = 1000, wait_s = 0;
-	const char *order = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
-	int completion = 0;
-	job_info info;
+	int waitable = 0;
 	cm_buf b;
 	int err;
 
-	if (order && strcmp(order, "completion") == 0)
-		completion = 1;
-	else if (order && strcmp(order, "input") != 0)
-		return problem(c, 400, url, "query parameter 'order' must be 'input' or 'completion'");
-	if (query_int(c, "cursor", 0, INT64_MAX / 2, &cursor, detail, sizeof(detail)) != CM_OK ||
-	    query_int(c, "limit", 1, API_PAGE_MAX, &limit, detail, sizeof(detail)) != CM_OK ||
-	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
-		return problem(c, 400, url, detail);
-	if ((err = engine_job_info(a->engine, job_id, &info)) != CM_OK)
-		return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
 	cm_buf_init(&b);
-	err = results_body(a, job_id, &info, completion, cursor, limit, wait_s, &b, detail, sizeof(detail));
+	err = results_body(a, rq->id, &rq->info, rq->completion, rq->cursor, rq->limit, &b, &waitable, detail,
+	                   sizeof(detail));
 	if (err != CM_OK) {
 		cm_buf_fini(&b);
-		return fail(c, err, url, detail);
+		*ret = fail(c, err, url, detail);
+		return 1;
+	}
+	if (waitable && !final) {
+		cm_buf_fini(&b);
+		return 0;
 	}
 	size_t len = b.len;
-	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+	*ret = send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+	return 1;
+}
+
+static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id, request *rq)
+{
+	char detail[256] = "";
+	int64_t wait_s = 0;
+	const char *order = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
+	int err;
+
+	rq->limit = 1000;
+	if (order && strcmp(order, "completion") == 0)
+		rq->completion = 1;
+	else if (order && strcmp(order, "input") != 0)
+		return problem(c, 400, url, "query parameter 'order' must be 'input' or 'completion'");
+	if (query_int(c, "cursor", 0, INT64_MAX / 2, &rq->cursor, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "limit", 1, API_PAGE_MAX, &rq->limit, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	if ((err = engine_job_info(a->engine, job_id, &rq->info)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+	snprintf(rq->id, sizeof(rq->id), "%s", job_id);
+	return long_poll_start(a, c, url, rq, look_results, wait_s);
+}
+
+/* ---- engine calls that answer later ------------------------------------- */
+
+static void call_done(void *ctx)
+{
+	request *rq = ctx;
+
+	parking_resume(rq->api->parking, rq->connection);
+}
+
+/* Holds the connection for a call start() is about to start; the handler
+ * runs again once it is answered (call_answer). */
+static void call_hold(api *a, struct MHD_Connection *c, request *rq, const char *missing)
+{
+	rq->calling = 1;
+	rq->missing = missing;
+	count_parked(a, rq);
+	parking_hold(a->parking, c);
+}
+
+/* A started call was answered (or could not start): its answer. */
+static enum MHD_Result call_answer(struct MHD_Connection *c, const char *url, request *rq)
+{
+	char detail[256] = "";
+	json_t *out = NULL;
+	int err;
+
+	if (!rq->call)
+		return fail(c, CM_ENOMEM, url, NULL);
+	err = engine_call_finish(rq->call, &out, detail, sizeof(detail));
+	rq->call = NULL;
+	rq->calling = 0;
+	if (err != CM_OK)
+		return fail(c, err, url, detail[0] ? detail : err == CM_ENOENT ? rq->missing : NULL);
+	return send_json(c, 200, out, NULL);
+}
+
+static enum MHD_Result call_started(api *a, struct MHD_Connection *c, request *rq, engine_call *call)
+{
+	rq->call = call;
+	if (!call) /* done never runs: resume now, answered as out of memory */
+		parking_resume(a->parking, c);
+	return MHD_YES;
 }
 
 /* ---- routing ------------------------------------------------------------ */
@@ -336,29 +476,55 @@ static void first_segment(const char *rest, const char *sub, char *id, size_t id
 
 /* GET or DELETE of one resource: its JSON, or 404 naming what is missing. */
 static enum MHD_Result get_or_delete(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                     const char *id, int (*get)(engine *, const char *, json_t **),
-                                     int (*del)(engine *, const char *, json_t **), const char *noun)
+                                     const char *id, request *rq, int (*get)(engine *, const char *, json_t **),
+                                     engine_call *(*del)(engine *, const char *, engine_call_done, void *),
+                                     const char *noun, const char *missing)
 {
 	char detail[96];
 	json_t *out = NULL;
 	int err;
 
-	if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0) {
+	if (strcmp(method, "DELETE") == 0) {
+		call_hold(a, c, rq, missing);
+		return call_started(a, c, rq, del(a->engine, id, call_done, rq));
+	}
+	if (strcmp(method, "GET") != 0) {
 		snprintf(detail, sizeof(detail), "use GET or DELETE on a %s", noun);
 		return problem(c, 405, url, detail);
 	}
-	err = (strcmp(method, "GET") == 0 ? get : del)(a->engine, id, &out);
-	if (err != CM_OK) {
-		snprintf(detail, sizeof(detail), "no such %s", noun);
-		return fail(c, err, url, err == CM_ENOENT ? detail : NULL);
-	}
+	if ((err = get(a->engine, id, &out)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? missing : NULL);
 	return send_json(c, 200, out, NULL);
 }
 
 /* ---- pools and jobs ----------------------------------------------------- */
 
-static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id,
-                                const request *rq, int single)
+static int look_apply(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
+{
+	char detail[256] = "";
+	int waitable = 0, err;
+	json_t *page = first_result_page(a, rq, &waitable, &err, detail, sizeof(detail));
+	json_t *item = json_array_get(json_object_get(page, "items"), 0);
+
+	(void)url;
+	if (item) {
+		json_object_set_new(item, "job", json_string(rq->id));
+		json_incref(item);
+		json_decref(page);
+		*ret = send_json(c, 200, item, rq->location);
+		return 1;
+	}
+	json_decref(page);
+	if (!final && err == CM_OK)
+		return 0;
+	/* No result in time (or it cannot be read): the job stands, 202. */
+	*ret = send_json(c, 202, rq->accepted, rq->location);
+	rq->accepted = NULL;
+	return 1;
+}
+
+static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq,
+                                int single)
 {
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
 	char detail[256] = "";
@@ -384,32 +550,19 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 	if (err != CM_OK)
 		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
 	snprintf(location, sizeof(location), "/v1/jobs/%s", json_string_value(json_object_get(out, "id")));
-	if (single && wait_s > 0) {
-		/* apply: wait for the one result and answer with it. */
-		job_info info;
-		cm_buf b;
-		const char *job_id = json_string_value(json_object_get(out, "id"));
-		if (engine_job_info(a->engine, job_id, &info) == CM_OK) {
-			cm_buf_init(&b);
-			err = results_body(a, job_id, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
-			json_t *page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
-			json_t *item = json_array_get(json_object_get(page, "items"), 0);
-			cm_buf_fini(&b);
-			if (item) {
-				json_object_set_new(item, "job", json_string(job_id));
-				json_incref(item);
-				json_decref(page);
-				json_decref(out);
-				return send_json(c, 200, item, location);
-			}
-			json_decref(page);
+	if (single && wait_s > 0) { /* apply: wait for the one result and answer with it */
+		snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(out, "id")));
+		snprintf(rq->location, sizeof(rq->location), "%s", location);
+		if (engine_job_info(a->engine, rq->id, &rq->info) == CM_OK) {
+			rq->accepted = out;
+			return long_poll_start(a, c, url, rq, look_apply, wait_s);
 		}
 	}
 	return send_json(c, 202, out, location);
 }
 
 static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                   const char *rest, const request *rq)
+                                   const char *rest, request *rq)
 {
 	char detail[256] = "";
 	char id[64];
@@ -443,7 +596,8 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	sub = strchr(rest, '/');
 	first_segment(rest, sub, id, sizeof(id));
 	if (!sub || !sub[1])
-		return get_or_delete(a, c, url, method, id, engine_pool_get, engine_pool_delete, "pool");
+		return get_or_delete(a, c, url, method, id, rq, engine_pool_get, engine_pool_delete_start, "pool",
+		                     "no such pool");
 	if (strcmp(sub, "/jobs") == 0) {
 		if (strcmp(method, "GET") != 0)
 			return problem(c, 405, url, "use GET on a pool's jobs");
@@ -466,7 +620,7 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 }
 
 static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *rest)
+                                  const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64];
@@ -482,7 +636,7 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 		return send_json(c, 200, out, NULL);
 	}
 	if (strcmp(sub, "/results") == 0)
-		return get_results(a, c, url, id);
+		return get_results(a, c, url, id, rq);
 	return problem(c, 404, url, "no such job resource");
 }
 
@@ -507,24 +661,23 @@ static enum MHD_Result queue_put(api *a, struct MHD_Connection *c, const char *u
 	return send_json(c, 201, out, NULL);
 }
 
-/* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). */
-static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end)
+/* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
+ * keeps the reader in line and answers when items come or the wait ends. */
+static enum MHD_Result queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                                 request *rq)
 {
 	char detail[256] = "";
 	int64_t max = 1, wait_s = 0;
-	json_t *out = NULL;
-	int err;
 
 	if (query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
 	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 		return problem(c, 400, url, detail);
-	if ((err = engine_queue_get(a->engine, qid, end, max, wait_s * 1000, &out, detail, sizeof(detail))) != CM_OK)
-		return fail(c, err, url, detail[0] ? detail : err == CM_ENOENT ? "no such queue" : NULL);
-	return send_json(c, 200, out, NULL);
+	call_hold(a, c, rq, "no such queue");
+	return call_started(a, c, rq, engine_queue_get_start(a->engine, qid, end, max, wait_s * 1000, call_done, rq));
 }
 
 static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                    const char *rest, const request *rq)
+                                    const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64], location[96];
@@ -542,21 +695,27 @@ static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char
 	first_segment(rest, sub, id, sizeof(id));
 	if (id[0] != 'q')
 		return problem(c, 404, url, "no such queue");
-	if (!sub || !sub[1])
-		return get_or_delete(a, c, url, method, id, engine_queue_info, engine_queue_delete, "queue");
+	if (!sub || !sub[1]) {
+		if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+			return problem(c, 405, url, "use GET or DELETE on a queue");
+		err = (strcmp(method, "GET") == 0 ? engine_queue_info : engine_queue_delete)(a->engine, id, &out);
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such queue" : NULL);
+		return send_json(c, 200, out, NULL);
+	}
 	if (strcmp(sub, "/items") != 0)
 		return problem(c, 404, url, "no such queue resource (items)");
 	if (strcmp(method, "POST") == 0)
 		return queue_put(a, c, url, id, -1, rq);
 	if (strcmp(method, "GET") == 0)
-		return queue_get(a, c, url, id, -1);
+		return queue_get(a, c, url, id, -1, rq);
 	return problem(c, 405, url, "POST items to put, GET items to take");
 }
 
 /* A pipe is one queue per direction, "<pipe>.0" and (duplex) "<pipe>.1";
  * which one an end sends to or receives from, the engine decides. */
 static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                   const char *rest, const request *rq)
+                                   const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64], qid[80], detail[256] = "";
@@ -592,7 +751,7 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 		if (sub && strcmp(sub, "/send") == 0 && strcmp(method, "POST") == 0)
 			return queue_put(a, c, url, id, end, rq);
 		if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "GET") == 0)
-			return queue_get(a, c, url, id, end);
+			return queue_get(a, c, url, id, end, rq);
 		return problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
 	}
 	if (sub && sub[1])
@@ -622,46 +781,56 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 
 /* ---- managers ----------------------------------------------------------- */
 
-/* GET a call: its result once there, waiting up to wait_s. */
-static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const char *url, const char *manager,
-                                        const char *cid, int64_t wait_s)
+static int look_call(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
 {
 	char detail[256] = "";
-	job_info info;
-	cm_buf b;
-	json_t *page, *item, *out;
-	int err;
+	int waitable = 0, err;
+	json_t *page = first_result_page(a, rq, &waitable, &err, detail, sizeof(detail));
+	json_t *item = json_array_get(json_object_get(page, "items"), 0);
+	json_t *out;
 
-	/* Only this manager's calls: any other job's result is not a call's. */
-	err = engine_job_info(a->engine, cid, &info);
-	if (err == CM_OK && strcmp(info.pool, manager) != 0)
-		err = CM_ENOENT;
-	if (err != CM_OK)
-		return fail(c, err, url, err == CM_ENOENT ? "no such call" : NULL);
-	cm_buf_init(&b);
-	err = results_body(a, cid, &info, 0, 0, 1, wait_s, &b, detail, sizeof(detail));
-	page = err == CM_OK ? json_loadb(b.data, b.len, 0, NULL) : NULL;
-	cm_buf_fini(&b);
-	if (err != CM_OK)
-		return fail(c, err, url, detail);
-	item = json_array_get(json_object_get(page, "items"), 0);
+	if (err != CM_OK) {
+		*ret = fail(c, err, url, detail);
+		return 1;
+	}
+	if (!item && !final) {
+		json_decref(page);
+		return 0;
+	}
 	if (!item) {
-		out = json_pack("{s:s, s:s}", "id", cid, "state", "pending");
+		out = json_pack("{s:s, s:s}", "id", rq->id, "state", "pending");
 	} else if (json_is_true(json_object_get(item, "ok"))) {
 		json_t *v = json_object_get(item, "value");
-		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?, s:O?}", "id", cid, "state", "done", "ok", 1, "result",
+		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?, s:O?}", "id", rq->id, "state", "done", "ok", 1, "result",
 		                json_object_get(v, "result"), "started_ms", json_object_get(v, "started_ms"),
 		                "ended_ms", json_object_get(v, "ended_ms"));
 	} else {
-		out = json_pack("{s:s, s:s, s:b, s:O?}", "id", cid, "state", "done", "ok", 0, "error",
+		out = json_pack("{s:s, s:s, s:b, s:O?}", "id", rq->id, "state", "done", "ok", 0, "error",
 		                json_object_get(item, "error"));
 	}
 	json_decref(page);
-	return send_json(c, 200, out, NULL);
+	*ret = send_json(c, 200, out, NULL);
+	return 1;
+}
+
+/* GET a call: its result once there, waiting up to wait_s. */
+static enum MHD_Result manager_call_get(api *a, struct MHD_Connection *c, const char *url, const char *manager,
+                                        const char *cid, int64_t wait_s, request *rq)
+{
+	int err;
+
+	/* Only this manager's calls: any other job's result is not a call's. */
+	err = engine_job_info(a->engine, cid, &rq->info);
+	if (err == CM_OK && strcmp(rq->info.pool, manager) != 0)
+		err = CM_ENOENT;
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such call" : NULL);
+	snprintf(rq->id, sizeof(rq->id), "%s", cid);
+	return long_poll_start(a, c, url, rq, look_call, wait_s);
 }
 
 static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                      const char *rest, const request *rq)
+                                      const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64], detail[256] = "", location[128];
@@ -698,7 +867,8 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 	if (id[0] != 'm')
 		return problem(c, 404, url, "no such manager");
 	if (!sub || !sub[1])
-		return get_or_delete(a, c, url, method, id, engine_pool_get, engine_pool_delete, "manager");
+		return get_or_delete(a, c, url, method, id, rq, engine_pool_get, engine_pool_delete_start, "manager",
+		                     "no such manager");
 	if (strcmp(sub, "/calls") == 0 && strcmp(method, "POST") == 0) {
 		/* A call is a one-task job of the reserved function "manager". */
 		char *arg = NULL;
@@ -730,40 +900,48 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		int64_t wait_s = 0;
 		if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 			return problem(c, 400, url, detail);
-		return manager_call_get(a, c, url, id, sub + 7, wait_s);
+		return manager_call_get(a, c, url, id, sub + 7, wait_s, rq);
 	}
 	return problem(c, 404, url, "use POST .../calls, GET .../calls/{id}");
 }
 
 /* ---- rings --------------------------------------------------------------- */
 
+static int look_join(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
+{
+	json_t *out = NULL;
+	int err = rq->get(a->engine, rq->id, &out);
+
+	if (err != CM_OK) {
+		*ret = fail(c, err, url, err == CM_ENOENT ? rq->missing : NULL);
+		return 1;
+	}
+	if (!final && strcmp(json_string_value(json_object_get(out, "state")), "running") == 0) {
+		json_decref(out);
+		return 0;
+	}
+	*ret = send_json(c, 200, out, NULL);
+	return 1;
+}
+
 /* GET with ?wait=S on something that runs (a process, a ring): answers once
  * its state is not "running" any more, or after S seconds. */
-static enum MHD_Result join(api *a, struct MHD_Connection *c, const char *url, const char *id,
+static enum MHD_Result join(api *a, struct MHD_Connection *c, const char *url, const char *id, request *rq,
                             int (*get)(engine *, const char *, json_t **), const char *missing)
 {
 	char detail[256] = "";
-	int64_t wait_s = 0, deadline;
-	json_t *out = NULL;
-	int err;
+	int64_t wait_s = 0;
 
 	if (query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 		return problem(c, 400, url, detail);
-	deadline = cm_now_ms() + wait_s * 1000;
-	for (;;) {
-		uint64_t gen = engine_generation(a->engine);
-		if ((err = get(a->engine, id, &out)) != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? missing : NULL);
-		if (wait_s == 0 || strcmp(json_string_value(json_object_get(out, "state")), "running") != 0 ||
-		    engine_wait(a->engine, gen, deadline) != CM_OK)
-			break;
-		json_decref(out);
-	}
-	return send_json(c, 200, out, NULL);
+	snprintf(rq->id, sizeof(rq->id), "%s", id);
+	rq->get = get;
+	rq->missing = missing;
+	return long_poll_start(a, c, url, rq, look_join, wait_s);
 }
 
 static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                   const char *rest, const request *rq)
+                                   const char *rest, request *rq)
 {
 	char detail[256] = "", location[64];
 	json_t *out = NULL;
@@ -792,19 +970,18 @@ static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char 
 	if (strchr(rest, '/'))
 		return problem(c, 404, url, "no such ring resource");
 	if (strcmp(method, "DELETE") == 0) {
-		if ((err = engine_ring_delete(a->engine, rest, &out)) != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such ring" : NULL);
-		return send_json(c, 200, out, NULL);
+		call_hold(a, c, rq, "no such ring");
+		return call_started(a, c, rq, engine_ring_delete_start(a->engine, rest, call_done, rq));
 	}
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "use GET or DELETE on a ring");
-	return join(a, c, url, rest, engine_ring_get, "no such ring");
+	return join(a, c, url, rest, rq, engine_ring_get, "no such ring");
 }
 
 /* ---- processes ---------------------------------------------------------- */
 
 static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
-                                       const char *rest, const request *rq)
+                                       const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
 	char id[64], detail[256] = "";
@@ -850,13 +1027,12 @@ static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const c
 	if (sub && sub[1])
 		return problem(c, 404, url, "no such process resource (logs)");
 	if (strcmp(method, "DELETE") == 0) {
-		if ((err = engine_process_delete(a->engine, id, &out)) != CM_OK)
-			return fail(c, err, url, err == CM_ENOENT ? "no such process" : NULL);
-		return send_json(c, 200, out, NULL);
+		call_hold(a, c, rq, "no such process");
+		return call_started(a, c, rq, engine_process_delete_start(a->engine, id, call_done, rq));
 	}
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "use GET or DELETE on a process");
-	return join(a, c, url, id, engine_process_get, "no such process");
+	return join(a, c, url, id, rq, engine_process_get, "no such process");
 }
 
 /* ---- dashboard ---------------------------------------------------------- */
@@ -1044,6 +1220,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
+		rq->api = a;
+		rq->connection = c;
 		cm_buf_init(&rq->body);
 		/* The sign-in is the one route without a token: its body is a token. */
 		rq->cap = strcmp(url, "/v1/session") == 0 ? API_SESSION_BODY_MAX : API_BODY_MAX;
@@ -1071,6 +1249,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (rq->calling) /* resumed: the engine answered the call it started */
+		return call_answer(c, url, rq);
+	if (rq->look) /* resumed: a long poll looks again */
+		return long_poll(a, c, url, rq);
 	if (rq->too_big) {
 		char detail[96];
 		snprintf(detail, sizeof(detail), "request body is over the %zu byte cap", rq->cap);
@@ -1083,7 +1265,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
-		return route_jobs(a, c, url, method, url + 9);
+		return route_jobs(a, c, url, method, url + 9, rq);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
@@ -1103,13 +1285,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	api *a = cls;
 	request *rq = *con_cls;
 
-	(void)cls;
 	(void)c;
 	(void)toe;
+	if (rq && rq->parked) {
+		pthread_mutex_lock(&a->mu);
+		if (--a->parked == 0)
+			pthread_cond_broadcast(&a->unparked);
+		pthread_mutex_unlock(&a->mu);
+	}
 	if (rq) {
 		cm_buf_fini(&rq->body);
+		json_decref(rq->accepted);
 		free(rq);
 		*con_cls = NULL;
 	}
@@ -1240,12 +1429,14 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	a->cfg = cfg;
 	a->engine = e;
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->unparked, NULL);
 	cm_buf_init(&a->tls_cert);
 	cm_buf_init(&a->tls_key);
 	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK ||
 	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK ||
 	    (cfg->tls_cert[0] && ((err = cm_read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
-	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK))) {
+	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK)) ||
+	    (err = parking_new(e, &a->parking)) != CM_OK) {
 		api_stop(a);
 		return err;
 	}
@@ -1254,19 +1445,20 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	        {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key.data},
 	        {MHD_OPTION_END, 0, NULL},
 	};
-	/* The idle timeout covers reading a request and a silent keep-alive; a
-	 * handler waiting in a long poll is not idle. One client address
-	 * cannot take every connection, and all of them stay below the
-	 * open-file limit the gateway also needs for its store, hub and
-	 * workers. */
-	a->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	                                     (v6 ? MHD_USE_IPv6 : 0) | (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
-	                             0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
-	                             unescape, a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
-	                             MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg),
-	                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client,
-	                             MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
+	/* A few threads, each polling its share of the connections with
+	 * epoll; long polls are suspended, not waited for (parking.h). The idle
+	 * timeout covers reading a request and a silent keep-alive; a
+	 * suspended connection is not idle. One client address cannot take
+	 * every connection, and all of them stay below the open-file limit the
+	 * gateway also needs for its store, hub and workers. */
+	a->daemon = MHD_start_daemon(
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) |
+	                (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
+	        0, NULL, NULL, on_request, a, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS, MHD_OPTION_SOCK_ADDR,
+	        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
+	        unescape, a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT,
+	        connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client,
+	        MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
 	if (!a->daemon) {
 		snprintf(detail, detail_len,
 		         "cannot listen on %s://%s (in use, or the certificate and key do not match?)",
@@ -1282,14 +1474,27 @@ void api_stop(api *a)
 {
 	if (!a)
 		return;
+	/* libmicrohttpd must not stop with a connection suspended: every long
+	 * poll answers first (the engine quiesced, so none waits long). */
+	if (a->parking)
+		parking_stop(a->parking);
+	/* ... and is sent: stopping closes connections with answers unsent.
+	 * A client that does not read gets a few seconds. */
+	pthread_mutex_lock(&a->mu);
+	struct timespec until = cm_timespec_in(CLOCK_REALTIME, API_STOP_GRACE_MS);
+	while (a->parked && pthread_cond_timedwait(&a->unparked, &a->mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&a->mu);
 	if (a->daemon)
 		MHD_stop_daemon(a->daemon);
+	parking_free(a->parking);
 	while (a->nreaders)
 		store_close(a->readers[--a->nreaders]);
 	if (a->tls_key.data)
 		explicit_bzero(a->tls_key.data, a->tls_key.len);
 	cm_buf_fini(&a->tls_cert);
 	cm_buf_fini(&a->tls_key);
+	pthread_cond_destroy(&a->unparked);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

@@ -994,10 +994,15 @@ void engine__answer(engine *e, op *o, int committed)
 		o->err = CM_EUNAVAIL;
 		snprintf(o->detail, sizeof(o->detail), "the store could not commit: %s", store_errmsg(e->st));
 	}
+	engine_call_done done = o->done_fn;
+	void *ctx = o->done_ctx;
 	pthread_mutex_lock(&e->mu);
 	o->done = 1;
-	pthread_cond_signal(&o->cv);
+	if (!done)
+		pthread_cond_signal(&o->cv);
 	pthread_mutex_unlock(&e->mu);
+	if (done)
+		done(ctx); /* o stays until its caller reads it (engine_call_finish) */
 }
 
 static void stop_all_workers(engine *e)
@@ -1109,23 +1114,18 @@ static void *engine_main(void *arg)
 
 	for (;;) {
 		op *batch, *rev = NULL;
-		int stop;
+		int stop, closing;
 		int committed;
 
 		pthread_mutex_lock(&e->mu);
 		if (!e->inbox && !e->stopping) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += TICK_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, TICK_MS);
 			pthread_cond_timedwait(&e->wake, &e->mu, &ts);
 		}
 		batch = e->inbox;
 		e->inbox = NULL;
 		stop = e->stopping;
+		closing = e->closing;
 		pthread_mutex_unlock(&e->mu);
 		forgive_stall(e, cm_now_ms());
 		while (batch) { /* the inbox is LIFO; handle in arrival order */
@@ -1158,6 +1158,8 @@ static void *engine_main(void *arg)
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
 		}
+		if (closing)
+			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		for (size_t i = 0; i < e->nstrays; i++) {
@@ -1179,10 +1181,21 @@ static void *engine_main(void *arg)
 			e->ready = o->next;
 			engine__answer(e, o, committed);
 		}
-		pthread_mutex_lock(&e->mu);
-		e->gen++;
-		pthread_cond_broadcast(&e->commit);
-		pthread_mutex_unlock(&e->mu);
+		/* Long polls look again only when something they read may have
+		 * changed: an idle tick leaves the generation where it was. */
+		int64_t changes = store_total_changes(e->st);
+		if (changes != e->changes || !committed) {
+			void (*on_commit)(void *);
+			void *ctx;
+			e->changes = changes;
+			pthread_mutex_lock(&e->mu);
+			e->gen++;
+			on_commit = e->on_commit;
+			ctx = e->on_commit_ctx;
+			pthread_mutex_unlock(&e->mu);
+			if (on_commit)
+				on_commit(ctx);
+		}
 		if (!committed && reload(e) != CM_OK) {
 			pthread_mutex_lock(&e->mu);
 			e->stopping = e->closing = 1;
@@ -1391,7 +1404,6 @@ int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *det
 	e->docker = backend_docker_new(cfg->docker_socket);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->wake, NULL);
-	pthread_cond_init(&e->commit, NULL);
 	if ((err = store_open(cfg->db, 1, &e->st, detail, detail_len)) != CM_OK ||
 	    (err = recover(e, detail, detail_len)) != CM_OK) {
 		engine_free(e);
@@ -1411,10 +1423,17 @@ int engine_start(engine *e)
 
 void engine_quiesce(engine *e)
 {
+	void (*on_commit)(void *);
+	void *ctx;
+
 	pthread_mutex_lock(&e->mu);
 	e->closing = 1;
-	pthread_cond_broadcast(&e->commit);
+	pthread_cond_signal(&e->wake);
+	on_commit = e->on_commit;
+	ctx = e->on_commit_ctx;
 	pthread_mutex_unlock(&e->mu);
+	if (on_commit)
+		on_commit(ctx);
 }
 
 void engine_free(engine *e)
@@ -1444,7 +1463,6 @@ void engine_free(engine *e)
 	store_close(e->st);
 	cm_buf_fini(&e->hub_ca);
 	pthread_cond_destroy(&e->wake);
-	pthread_cond_destroy(&e->commit);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
 }
@@ -1511,6 +1529,51 @@ int engine__submit(engine *e, op *o)
 	return o->err;
 }
 
+op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->kind = kind;
+	snprintf(o->owned_id, sizeof(o->owned_id), "%s", id);
+	o->id = o->owned_id;
+	o->done_fn = done;
+	o->done_ctx = ctx;
+	return o;
+}
+
+engine_call *engine__start(engine *e, op *o)
+{
+	pthread_mutex_lock(&e->mu);
+	if (e->closing) {
+		pthread_mutex_unlock(&e->mu);
+		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
+		o->err = CM_ESHUTDOWN;
+		o->done = 1;
+		o->done_fn(o->done_ctx);
+		return o;
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+	return o;
+}
+
+int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len)
+{
+	int err = c->err;
+
+	snprintf(detail, detail_len, "%s", c->detail);
+	if (err == CM_OK)
+		*out = c->out;
+	else
+		json_decref(c->out);
+	free(c);
+	return err;
+}
+
 int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = kind, .id = id};
@@ -1551,9 +1614,11 @@ int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, siz
 	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
 }
 
-int engine_pool_delete(engine *e, const char *id, json_t **out)
+engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	return engine__run_simple(e, OP_POOL_DELETE, id, out, NULL, 0);
+	op *o = engine__call_new(OP_POOL_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
 }
 
 int engine_pool_jobs(engine *e, const char *id, json_t **out)
@@ -1598,31 +1663,22 @@ uint64_t engine_generation(engine *e)
 	return g;
 }
 
-int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms)
+int engine_closing(engine *e)
 {
-	int err = CM_OK;
+	int closing;
 
 	pthread_mutex_lock(&e->mu);
-	while (e->gen == gen && !e->closing) {
-		int64_t left = deadline_ms - cm_now_ms();
-		struct timespec ts;
-		if (left <= 0) {
-			err = CM_ETIMEDOUT;
-			break;
-		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&e->commit, &e->mu, &ts);
-	}
-	if (e->closing)
-		err = CM_ESHUTDOWN;
+	closing = e->closing;
 	pthread_mutex_unlock(&e->mu);
-	return err;
+	return closing;
+}
+
+void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&e->mu);
+	e->on_commit = on_commit;
+	e->on_commit_ctx = ctx;
+	pthread_mutex_unlock(&e->mu);
 }
 
 void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)

@@ -5,8 +5,10 @@
  * (group commit), and only after COMMIT does anyone get an answer. So a 2xx
  * reply, and a worker's acknowledgement, always mean "durably recorded".
  *
- * The calls below block the calling HTTP thread until the engine answers.
- * JSON outputs are new references owned by the caller.
+ * Most calls below block the calling HTTP thread until the engine answers
+ * (one cycle, milliseconds). Calls that can wait long (a queue get, a
+ * delete that waits for processes to end) are started instead and answer
+ * through a callback. JSON outputs are new references owned by the caller.
  */
 #ifndef GATEWAY_ENGINE_H
 #define GATEWAY_ENGINE_H
@@ -22,12 +24,22 @@
 typedef struct engine engine;
 typedef struct hub_slot hub_slot;
 
+/* A call that answers later. Its *_start function hands it to the engine
+ * and returns at once (NULL: out of memory, done never runs); done(ctx) then
+ * runs exactly once, on the engine's thread or inside *_start when the
+ * gateway is stopping, so it must not block. After it ran, the answer is
+ * read with engine_call_finish, which frees the call. */
+typedef struct op engine_call;
+typedef void (*engine_call_done)(void *ctx);
+int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len);
+
 /* Opens the store, loads and recovers the state, restarts the workers of
  * live pools. creds (borrowed, outlives the engine) gets each worker's
  * secret for the hub. *out is new (engine_free). */
 int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *detail, size_t detail_len);
 int engine_start(engine *e);
-/* Stops taking requests and wakes every long poll (they answer at once). */
+/* Stops taking requests and wakes every long poll (they answer at once):
+ * queue readers that wait are answered CM_ESHUTDOWN. */
 void engine_quiesce(engine *e);
 /* Stops the engine thread, every worker it started, and frees it all. */
 void engine_free(engine *e);
@@ -37,7 +49,7 @@ int engine_pool_get(engine *e, const char *id, json_t **out);
 int engine_pool_list(engine *e, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Terminates the pool: answers once every worker process is gone. */
-int engine_pool_delete(engine *e, const char *id, json_t **out);
+engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 /* Queues a map (or an apply: one argument), or returns the job idem_key
  * created before. Takes spec->function and spec->command on success (set to
  * NULL); the args stay the caller's. */
@@ -49,9 +61,9 @@ int engine_job_get(engine *e, const char *id, json_t **out);
 
 /* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
  * one or two directions, queues "<pipe>.0" and "<pipe>.1"). Items are JSON
- * texts (borrowed). engine_queue_get pops up to max items, waiting up to
- * wait_ms for the first; each item goes to exactly one reader, and waiting
- * readers are served in arrival order. */
+ * texts (borrowed). A queue get pops up to max items, waiting up to wait_ms
+ * for the first; each item goes to exactly one reader, and waiting readers
+ * are served in arrival order. */
 int engine_queue_create(engine *e, const char *kind, json_t **out);
 int engine_queue_info(engine *e, const char *id, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
@@ -59,8 +71,8 @@ int engine_queue_delete(engine *e, const char *id, json_t **out);
  * the queue of that end's direction (CM_ECLOSED if the end cannot do it). */
 int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
                      json_t **out, char *detail, size_t detail_len);
-int engine_queue_get(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms, json_t **out, char *detail,
-                     size_t detail_len);
+engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
+                                    engine_call_done done, void *ctx);
 
 /* Processes (multiprocessing.Process, `fiber run`): a program or one
  * function run once on a backend. Logs come back as a JSON string. DELETE
@@ -68,7 +80,7 @@ int engine_queue_get(engine *e, const char *id, int pipe_end, int64_t max, int64
 int engine_process_start(engine *e, const process_spec *spec, json_t **out);
 int engine_process_get(engine *e, const char *id, json_t **out);
 int engine_process_list(engine *e, json_t **out);
-int engine_process_delete(engine *e, const char *id, json_t **out);
+engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 int engine_process_logs(engine *e, const char *id, json_t **out);
 
 /* Rings: size member processes with RANK, WORLD_SIZE, MASTER_ADDR and
@@ -76,7 +88,7 @@ int engine_process_logs(engine *e, const char *id, json_t **out);
  * listens on MASTER_PORT + 1 + r). DELETE answers once all have ended. */
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len);
 int engine_ring_get(engine *e, const char *id, json_t **out);
-int engine_ring_delete(engine *e, const char *id, json_t **out);
+engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 
 /* What the results endpoint needs to page a job from the store. */
 typedef struct job_info {
@@ -87,11 +99,13 @@ typedef struct job_info {
 } job_info;
 int engine_job_info(engine *e, const char *id, job_info *out);
 
-/* Commit generations, for long polls: engine_wait returns CM_OK once a
- * commit after gen happened, CM_ETIMEDOUT at deadline_ms (monotonic), or
- * CM_ESHUTDOWN when the gateway stops. */
+/* Commit generations, for long polls: the generation moves on after each
+ * cycle that changed the store (or failed to commit). on_commit(ctx) runs
+ * on the engine's thread after each move, and once more at engine_quiesce;
+ * it must not block. */
 uint64_t engine_generation(engine *e);
-int engine_wait(engine *e, uint64_t gen, int64_t deadline_ms);
+int engine_closing(engine *e); /* engine_quiesce ran */
+void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx);
 
 /* From the hub: a worker's pull (stolen). The engine answers through
  * hub_reply or hub_discard on slot. */

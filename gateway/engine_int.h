@@ -104,13 +104,17 @@ typedef struct op {
 	size_t ntasks, cap_tasks;
 	int discard; /* answer nothing: the worker will ask again */
 	int64_t park_until;
+	/* a started call (engine_call): it owns its id, and answers by done_fn */
+	char owned_id[64];
+	engine_call_done done_fn;
+	void *done_ctx;
 	/* outputs */
 	int err;
 	char detail[256];
 	json_t *out;
 	job_info info;
 	int done;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* a submitted call's caller waits on it */
 } op;
 
 /* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
@@ -221,13 +225,14 @@ struct engine {
 	pthread_t thread;
 	int started;
 
-	pthread_mutex_t mu; /* guards the fields up to gen */
+	pthread_mutex_t mu; /* guards the fields up to on_commit_ctx */
 	pthread_cond_t wake;
-	pthread_cond_t commit;
 	op *inbox;
 	int stopping;
 	int closing;
 	uint64_t gen;
+	void (*on_commit)(void *ctx);
+	void *on_commit_ctx;
 
 	/* engine thread only */
 	pool *pools;
@@ -237,6 +242,7 @@ struct engine {
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
+	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
 	/* Local workers no pool knows any more (started in a cycle that did not
 	 * commit): killed and reaped by the tick. */
@@ -257,6 +263,9 @@ void engine__iso_time(int64_t ms, char out[32]);
 backend *engine__backend_for(engine *e, const char *name);
 pool *engine__pool_find(engine *e, const char *id);
 int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait */
+/* A started call of kind on id (copied), answering through done. */
+op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx);
+engine_call *engine__start(engine *e, op *o); /* hand over; returns o */
 int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len);
 
 /* engine_queues.c */
@@ -265,6 +274,7 @@ void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
 void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size);
 void engine__queues_clear(engine *e);
+void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUTDOWN */
 
 /* engine_processes.c */
 void engine__handle_process(engine *e, op *o);

@@ -453,9 +453,11 @@ int engine_process_list(engine *e, json_t **out)
 	return engine__run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
 }
 
-int engine_process_delete(engine *e, const char *id, json_t **out)
+engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	return engine__run_simple(e, OP_PROC_DELETE, id, out, NULL, 0);
+	op *o = engine__call_new(OP_PROC_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
 }
 
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
@@ -474,9 +476,11 @@ int engine_ring_get(engine *e, const char *id, json_t **out)
 	return engine__run_simple(e, OP_RING_GET, id, out, NULL, 0);
 }
 
-int engine_ring_delete(engine *e, const char *id, json_t **out)
+engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	return engine__run_simple(e, OP_RING_DELETE, id, out, NULL, 0);
+	op *o = engine__call_new(OP_RING_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
 }
 
 int engine_process_logs(engine *e, const char *id, json_t **out)

@@ -344,21 +344,21 @@ int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items
 	return err;
 }
 
-int engine_queue_get(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms, json_t **out, char *detail,
-                     size_t detail_len)
+engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
+                                    engine_call_done done, void *ctx)
 {
-	op o = {.kind = OP_QUEUE_GET,
-	        .id = pipe_end < 0 ? id : NULL,
-	        .pipe = pipe_end < 0 ? NULL : id,
-	        .pipe_end = pipe_end,
-	        .max = max,
-	        .deadline = cm_now_ms() + wait_ms};
-	int err = engine__submit(e, &o);
+	op *o = engine__call_new(OP_QUEUE_GET, id, done, ctx);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	if (!o)
+		return NULL;
+	if (pipe_end >= 0) {
+		o->pipe = o->id;
+		o->id = NULL;
+	}
+	o->pipe_end = pipe_end;
+	o->max = max;
+	o->deadline = cm_now_ms() + wait_ms;
+	return engine__start(e, o);
 }
 
 void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
@@ -399,5 +399,14 @@ void engine__queues_clear(engine *e)
 			engine__answer(e, o, 0);
 		}
 		free(q);
+	}
+}
+
+void engine__queues_quiesce(engine *e)
+{
+	for (queue *q = e->queues; q; q = q->next) {
+		for (op *o = q->getters; o; o = o->next)
+			snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
+		answer_waiters(e, q, CM_ESHUTDOWN);
 	}
 }

@@ -272,6 +272,12 @@ int store_in_transaction(store *st)
 {
 	return !sqlite3_get_autocommit(st->db);
 }
+
+int64_t store_total_changes(store *st)
+{
+	return sqlite3_total_changes64(st->db);
+}
+
 int store_commit(store *st)
 {
 	return exec(st, "COMMIT");

@@ -40,6 +40,8 @@ int store_begin(store *st);
 int store_in_transaction(store *st);
 int store_commit(store *st);
 void store_rollback(store *st);
+/* Rows changed since the store opened: a cycle that moved it wrote something. */
+int64_t store_total_changes(store *st);
 
 /* ---- pools -------------------------------------------------------------- */
 int store_pool_insert(store *st, const char *id, const char *spec_json, const char *state, int64_t created_ms);

@@ -339,13 +339,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		 * enough or the gateway had no more to give last time. */
 		while (!*stop && w.nout == 0 && in_hand > 0 && (starved || in_hand >= target_in_hand(&w)) &&
 		       cm_now_ms() < beat) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, 200);
 			pthread_cond_timedwait(&w.hub, &w.mu, &ts);
 			in_hand = w.count + (size_t)w.running;
 		}

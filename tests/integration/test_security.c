@@ -16,8 +16,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -475,6 +477,241 @@ static void test_idle_connection_flood(void **state)
 	gateway_cleanup(&h);
 }
 
+/* The gateway's thread count, from /proc. */
+static int thread_count(pid_t pid)
+{
+	char path[64], line[256];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	assert_non_null(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Sends a GET with the token from client address from and returns the
+ * socket; the answer is read later (read_answer). */
+static int start_get(const gateway *gw, const char *from, const char *path)
+{
+	char req[1024];
+	int fd = idle_connection(gw, from);
+	struct timeval tv = {.tv_sec = 60};
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nConnection: close\r\n\r\n",
+	                 path, gw->auth);
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(write(fd, req, (size_t)n), n);
+	return fd;
+}
+
+/* Reads the answer on fd to its end; returns its status, *body its JSON. */
+static int read_answer(int fd, json_t **body)
+{
+	char buf[8192];
+	size_t got = 0;
+	ssize_t n;
+	int status = 0;
+
+	while (got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - got - 1)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+		status = 0;
+	const char *start = strstr(buf, "\r\n\r\n");
+	*body = start ? json_loads(start + 4, 0, NULL) : NULL;
+	return status;
+}
+
+/* Waits (10 s at most) until n readers wait on queue, as the queue says. */
+static void wait_for_readers(const gateway *gw, const char *queue, json_int_t n)
+{
+	char path[96];
+	json_int_t waiting = 0;
+
+	snprintf(path, sizeof(path), "/v1/queues/%s", queue);
+	for (int i = 0; i < 500 && waiting < n; i++) {
+		response r = http(gw, "GET", path, NULL, NULL);
+		waiting = json_integer_value(json_object_get(r.json, "waiting_readers"));
+		response_free(&r);
+		if (waiting < n)
+			usleep(20000);
+	}
+	assert_int_equal(waiting, n);
+}
+
+/* Long polls park their connection instead of holding a thread: hundreds of
+ * queue reads, joins and result waits at once leave the gateway's thread
+ * count where it was, the API answers meanwhile, and every poll gets its
+ * answer: each queued item goes to exactly one reader. Bounded: loopback,
+ * fixed counts, each socket read with a timeout. */
+static void test_long_polls_hold_no_thread(void **state)
+{
+	static const char *const args[] = {"--http-per-client", "2000", NULL};
+	enum { READERS_N = 400, JOINS = 100, WAITS = 100, IDLE = 400 };
+	int readers[READERS_N], joins[JOINS], waits[WAITS], idle[IDLE];
+	struct rlimit fds;
+	char path[160], queue[32], proc[32], job[32];
+	gateway h;
+	response r;
+
+	(void)state;
+	getrlimit(RLIMIT_NOFILE, &fds); /* this test holds 1,000 sockets */
+	fds.rlim_cur = fds.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &fds);
+	gateway_start(&h, args);
+	char *pool = pool_create(&h, 2); /* one sleeps through the test, one applies */
+	pool_wait_connected(&h, pool, 2);
+	r = http(&h, "POST", "/v1/queues", "{}", NULL);
+	assert_int_equal(r.status, 201);
+	snprintf(queue, sizeof(queue), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	r = http(&h, "POST", "/v1/processes", "{\"command\":[\"sleep\",\"60\"]}", NULL);
+	assert_int_equal(r.status, 201);
+	snprintf(proc, sizeof(proc), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&h, "POST", path, "{\"function\":\"sleep\",\"args\":[60000]}", NULL);
+	assert_int_equal(r.status, 202);
+	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	int before = thread_count(h.pid);
+
+	for (int i = 0; i < READERS_N; i++) {
+		snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=60", queue);
+		readers[i] = start_get(&h, "127.0.0.3", path);
+	}
+	for (int i = 0; i < JOINS; i++) {
+		snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", proc);
+		joins[i] = start_get(&h, "127.0.0.3", path);
+	}
+	for (int i = 0; i < WAITS; i++) {
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?wait=60", job);
+		waits[i] = start_get(&h, "127.0.0.3", path);
+	}
+	/* Every reader is in line before anything is put. */
+	wait_for_readers(&h, queue, READERS_N);
+	int during = thread_count(h.pid);
+	print_message("gateway threads: %d before, %d with %d long polls waiting\n", before, during,
+	              READERS_N + JOINS + WAITS);
+	assert_true(during <= before + 2);
+
+	/* With idle connections on top, 1,000 are open: the API answers. */
+	for (int i = 0; i < IDLE; i++)
+		idle[i] = idle_connection(&h, "127.0.0.4");
+	double t0 = cm_now_s();
+	r = http_as(&h, "GET", "/healthz", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	double t1 = cm_now_s();
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=30", pool);
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"arg\":5}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "value")), 5);
+	response_free(&r);
+	print_message("with 1,000 connections open: /healthz %.1f ms, apply %.1f ms\n", 1000 * (t1 - t0),
+	              1000 * (cm_now_s() - t1));
+	for (int i = 0; i < IDLE; i++)
+		close(idle[i]);
+
+	/* One put serves every reader, one item each, in line. */
+	json_t *items = json_array();
+	for (int i = 0; i < READERS_N; i++)
+		json_array_append_new(items, json_integer(i));
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", queue);
+	r = http_json(&h, "POST", path, json_pack("{s:o}", "items", items));
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	unsigned char seen[READERS_N] = {0};
+	for (int i = 0; i < READERS_N; i++) {
+		json_t *body = NULL;
+		assert_int_equal(read_answer(readers[i], &body), 200);
+		json_t *its = json_object_get(body, "items");
+		assert_int_equal(json_array_size(its), 1);
+		json_int_t v = json_integer_value(json_array_get(its, 0));
+		assert_true(v >= 0 && v < READERS_N && !seen[v]);
+		seen[v] = 1;
+		json_decref(body);
+	}
+
+	/* Ending the process answers every join with its end. */
+	snprintf(path, sizeof(path), "/v1/processes/%s", proc);
+	r = http(&h, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	for (int i = 0; i < JOINS; i++) {
+		json_t *body = NULL;
+		assert_int_equal(read_answer(joins[i], &body), 200);
+		assert_string_not_equal(json_string_value(json_object_get(body, "state")), "running");
+		assert_string_equal(json_string_value(json_object_get(body, "id")), proc);
+		json_decref(body);
+	}
+	/* Deleting the pool ends its job: every result wait answers. */
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(&h, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	for (int i = 0; i < WAITS; i++) {
+		json_t *body = NULL;
+		assert_int_equal(read_answer(waits[i], &body), 200);
+		assert_string_equal(json_string_value(json_object_get(body, "job")), job);
+		assert_int_equal(json_array_size(json_object_get(body, "items")), 1);
+		assert_true(json_is_false(json_object_get(json_array_get(json_object_get(body, "items"), 0), "ok")));
+		json_decref(body);
+	}
+	free(pool);
+	gateway_cleanup(&h);
+}
+
+/* Stopping the gateway answers every parked poll before it exits: a queue
+ * reader gets 503, a result wait its page as it stands. */
+static void test_long_polls_answer_when_the_gateway_stops(void **state)
+{
+	enum { N = 20 };
+	int readers[N], waits[N];
+	char path[160], queue[32], job[32];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, NULL);
+	char *pool = pool_create(&h, 1);
+	pool_wait_connected(&h, pool, 1);
+	r = http(&h, "POST", "/v1/queues", "{}", NULL);
+	snprintf(queue, sizeof(queue), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&h, "POST", path, "{\"function\":\"sleep\",\"args\":[60000]}", NULL);
+	assert_int_equal(r.status, 202);
+	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=60", queue);
+		readers[i] = start_get(&h, "127.0.0.5", path);
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?wait=60", job);
+		waits[i] = start_get(&h, "127.0.0.5", path);
+	}
+	wait_for_readers(&h, queue, N);
+	int status = gateway_stop(&h);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < N; i++) {
+		json_t *body = NULL;
+		assert_int_equal(read_answer(readers[i], &body), 503);
+		json_decref(body);
+		assert_int_equal(read_answer(waits[i], &body), 200);
+		assert_string_equal(json_string_value(json_object_get(body, "job")), job);
+		assert_int_equal(json_array_size(json_object_get(body, "items")), 0);
+		json_decref(body);
+	}
+	free(pool);
+	gateway_cleanup(&h);
+}
+
 /* TLS with the operator's certificate (a throwaway self-signed one here):
  * HTTPS for the API and the dashboard's sign-in, and a tls+tcp:// hub its
  * workers reach after checking the certificate by name (mbedtls matches the
@@ -543,6 +780,8 @@ int main(void)
 	        cmocka_unit_test(test_no_auth_only_on_loopback),
 	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
 	        cmocka_unit_test(test_idle_connection_flood),
+	        cmocka_unit_test(test_long_polls_hold_no_thread),
+	        cmocka_unit_test(test_long_polls_answer_when_the_gateway_stops),
 	        cmocka_unit_test(test_https),
 	};
 	return cmocka_run_group_tests_name("security", tests, setup, teardown);
