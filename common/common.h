@@ -78,6 +78,9 @@ void cm_utf8_sanitize(char *s);
 
 int64_t cm_now_ms(void); /* monotonic clock */
 int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
+/* Appends the last max bytes of the file at path to out (CM_ENOENT: no
+ * such file). */
+int cm_read_tail(const char *path, size_t max, cm_buf *out);
 /* The time ms milliseconds from now on clock id, for pthread_cond_timedwait
  * (whose condition variable waits on that clock). */
 struct timespec cm_timespec_in(clockid_t id, int64_t ms);

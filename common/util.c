@@ -96,3 +96,23 @@ int cm_read_pem(const char *path, cm_buf *out, char *detail, size_t detail_len)
 	}
 	return CM_OK;
 }
+
+int cm_read_tail(const char *path, size_t max, cm_buf *out)
+{
+	char chunk[65536];
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	long size;
+	size_t n;
+	int err = CM_OK;
+
+	if (!f)
+		return CM_ENOENT;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > (long)max)
+		fseek(f, size - (long)max, SEEK_SET);
+	else
+		fseek(f, 0, SEEK_SET);
+	while (err == CM_OK && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		err = cm_buf_append(out, chunk, n);
+	fclose(f);
+	return err;
+}

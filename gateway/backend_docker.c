@@ -1,7 +1,8 @@
 /*
  * The docker backend: one container per worker, through the Docker Engine
- * API on its unix socket (libcurl), never the docker CLI. Runs on the engine
- * thread only.
+ * API on its unix socket (libcurl), never the docker CLI. Runs on its
+ * executor's thread only (backend_executor.h): a slow daemon stalls no one
+ * else.
  *
  *   run     POST /containers/create  {Image, Cmd|Entrypoint, Env, Labels, HostConfig}
  *           POST /containers/{id}/start        (removed again if it fails)
@@ -39,6 +40,7 @@
 typedef struct docker {
 	backend base; /* first: the engine holds a backend * */
 	char socket[256];
+	long timeout_s;
 	CURL *curl;
 	json_t *list; /* the last container list, or NULL */
 	int64_t list_at;
@@ -74,7 +76,7 @@ static long call(docker *d, const char *method, const char *path, json_t *body, 
 	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, reply);
-	curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, d->timeout_s);
 	curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);
 	if (text)
 		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, text);
@@ -194,36 +196,6 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 	}
 	d->list_at = 0; /* the list is out of date now */
 	return CM_OK;
-}
-
-static int docker_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
-                        size_t detail_len)
-{
-	char env[6][600], labels[2][160];
-	char *envp[7], *labelp[2], *ca = NULL;
-	backend_run_spec r = {.env = envp, .nenv = 4, .labels = labelp, .nlabels = 2, .spec = w->spec};
-	int err;
-
-	snprintf(env[0], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
-	snprintf(env[1], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
-	snprintf(env[2], sizeof(env[0]), "STRAND_WORKER_ID=%s", w->worker_id);
-	snprintf(env[3], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
-	snprintf(labels[0], sizeof(labels[0]), "strand.pool=%s", w->pool_id);
-	snprintf(labels[1], sizeof(labels[0]), "strand.worker=%s", w->worker_id);
-	if (w->spec->manager[0])
-		snprintf(env[r.nenv++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
-	if (w->hub_server_name)
-		snprintf(env[r.nenv++], sizeof(env[0]), "STRAND_HUB_SERVER_NAME=%.255s", w->hub_server_name);
-	for (size_t i = 0; i < r.nenv; i++)
-		envp[i] = env[i];
-	/* The CA travels in the environment: no file to mount into the container. */
-	if (w->hub_ca_pem && asprintf(&ca, "STRAND_HUB_CA_PEM=%s", w->hub_ca_pem) > 0)
-		envp[r.nenv++] = ca;
-	labelp[0] = labels[0];
-	labelp[1] = labels[1];
-	err = docker_run(b, &r, handle, detail, detail_len);
-	free(ca);
-	return err;
 }
 
 /* Container output: the logs endpoint multiplexes stdout and stderr in
@@ -367,7 +339,17 @@ static void docker_free(backend *b)
 	free(d);
 }
 
-backend *backend_docker_new(const char *socket)
+static const backend_ops docker_ops = {
+        .name = "docker",
+        .run = docker_run,
+        .logs = docker_logs,
+        .poll = docker_poll,
+        .stop = docker_stop,
+        .release = docker_release,
+        .free = docker_free,
+};
+
+backend *backend_docker_new(const char *socket, int timeout_s)
 {
 	docker *d = calloc(1, sizeof(*d));
 
@@ -379,13 +361,7 @@ backend *backend_docker_new(const char *socket)
 		return NULL;
 	}
 	snprintf(d->socket, sizeof(d->socket), "%s", socket);
-	d->base.name = "docker";
-	d->base.spawn = docker_spawn;
-	d->base.run = docker_run;
-	d->base.logs = docker_logs;
-	d->base.poll = docker_poll;
-	d->base.stop = docker_stop;
-	d->base.release = docker_release;
-	d->base.free = docker_free;
+	d->timeout_s = timeout_s;
+	d->base.ops = &docker_ops;
 	return &d->base;
 }

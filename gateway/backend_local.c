@@ -1,7 +1,9 @@
 /*
- * The local backend: strand-worker processes forked on this host, children
- * of the gateway. Each runs in its own process group so that a Ctrl-C in the
- * gateway's terminal reaches the gateway, which then stops them in order.
+ * The local backend: strand-worker processes (and Processes' programs)
+ * started on this host as children of the gateway (spawn.h). Each leads its
+ * own process group: a Ctrl-C in the gateway's terminal reaches only the
+ * gateway, which then stops them in order, and a stop or the end of one
+ * reaches everything it started.
  * The handle is the pid; a worker adopted after a restart of the gateway is
  * not its child, and is alive as long as its pid is. A Process writes its
  * output to a log file the engine names.
@@ -26,6 +28,7 @@
 
 #include "common/common.h"
 #include "gateway/backend.h"
+#include "gateway/spawn.h"
 
 #define MAX_GPUS 64
 
@@ -63,125 +66,52 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
                      size_t detail_len)
 {
 	local *l = (local *)b;
-	int log_fd = -1;
 	int gpu = spec->spec ? spec->spec->gpu : 0;
 	int picked[MAX_GPUS];
-	char devices[4 * MAX_GPUS] = "";
+	char devices[4 * MAX_GPUS] = "", cuda[4 * MAX_GPUS + 32];
+	char **env = calloc(spec->nenv + 1, sizeof(char *));
+	spawn_options o = {.argv = spec->argv, .argc = spec->argc, .env = env, .nenv = spec->nenv, .output_fd = -1};
 	pid_t pid;
+	int err;
 
-	if (gpu > 0 && gpu_pick(l, gpu, picked, devices, sizeof(devices), detail, detail_len) != CM_OK)
-		return CM_EUNAVAIL;
-	if (spec->argc == 0) {
-		snprintf(detail, detail_len, "nothing to run");
-		return CM_EINVAL;
+	if (!env) {
+		snprintf(detail, detail_len, "out of memory");
+		return CM_ENOMEM;
 	}
-	if (strchr(spec->argv[0], '/') && access(spec->argv[0], X_OK) != 0) {
-		snprintf(detail, detail_len, "cannot run %s: %s", spec->argv[0], strerror(errno));
+	memcpy(env, spec->env, spec->nenv * sizeof(char *));
+	if (gpu > 0 && gpu_pick(l, gpu, picked, devices, sizeof(devices), detail, detail_len) != CM_OK) {
+		free(env);
 		return CM_EUNAVAIL;
 	}
-	if (spec->log_path && (log_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+	if (gpu > 0) {
+		snprintf(cuda, sizeof(cuda), "CUDA_VISIBLE_DEVICES=%s", devices);
+		env[o.nenv++] = cuda;
+	}
+	if (spec->spec && spec->spec->memory_mb > 0)
+		o.memory_bytes = (unsigned long long)spec->spec->memory_mb << 20;
+	if (spec->log_path &&
+	    (o.output_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
 		snprintf(detail, detail_len, "cannot open log %s: %s", spec->log_path, strerror(errno));
+		free(env);
 		return CM_EIO;
 	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(detail, detail_len, "fork: %s", strerror(errno));
-		if (log_fd >= 0)
-			close(log_fd);
-		return CM_EUNAVAIL;
-	}
-	if (pid == 0) {
-		char **argv = calloc(spec->argc + 1, sizeof(char *));
-		sigset_t none;
-		setpgid(0, 0);
-		umask(022); /* the gateway's own 077 is for its files, not a task's */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (log_fd >= 0) {
-			int in = open("/dev/null", O_RDONLY);
-			if (in >= 0)
-				dup2(in, 0);
-			dup2(log_fd, 1);
-			dup2(log_fd, 2);
-		}
-		/* Nothing of the gateway's (its database, sockets, pipes) leaks in. */
-		close_range(3, ~0u, 0);
-		for (size_t i = 0; i < spec->nenv; i++)
-			putenv(spec->env[i]);
-		if (gpu > 0)
-			setenv("CUDA_VISIBLE_DEVICES", devices, 1);
-		if (spec->spec && spec->spec->memory_mb > 0) {
-			struct rlimit rl;
-			rl.rlim_cur = rl.rlim_max = (rlim_t)spec->spec->memory_mb << 20;
-			setrlimit(RLIMIT_AS, &rl);
-		}
-		for (size_t i = 0; argv && i < spec->argc; i++)
-			argv[i] = spec->argv[i];
-		if (argv)
-			execvp(argv[0], argv);
-		dprintf(2, "cannot run %s: %s\n", spec->argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (log_fd >= 0)
-		close(log_fd);
+	err = spawn_process(&o, &pid, detail, detail_len);
+	if (o.output_fd >= 0)
+		close(o.output_fd);
+	free(env);
+	if (err != CM_OK)
+		return err;
 	for (int i = 0; i < gpu; i++)
 		l->holder[picked[i]] = pid;
 	snprintf(handle, BACKEND_HANDLE_MAX, "%d", (int)pid);
 	return CM_OK;
 }
 
-static int local_spawn(backend *b, const backend_worker_spec *w, char handle[BACKEND_HANDLE_MAX], char *detail,
-                       size_t detail_len)
-{
-	char env[7][600];
-	char *envp[8];
-	char *argv[] = {(char *)w->worker_bin};
-	char *ca = NULL;
-	size_t n = 0;
-	backend_run_spec run = {.argv = argv, .argc = 1, .env = envp, .spec = w->spec};
-	int err;
-
-	snprintf(env[n++], sizeof(env[0]), "STRAND_HUB=%s", w->hub);
-	snprintf(env[n++], sizeof(env[0]), "STRAND_POOL_ID=%s", w->pool_id);
-	snprintf(env[n++], sizeof(env[0]), "STRAND_WORKER_ID=%s", w->worker_id);
-	snprintf(env[n++], sizeof(env[0]), "STRAND_SECRET=%s", w->secret);
-	if (w->plugin_path && w->plugin_path[0])
-		snprintf(env[n++], sizeof(env[0]), "STRAND_PLUGIN_PATH=%.500s", w->plugin_path);
-	if (w->spec && w->spec->manager[0])
-		snprintf(env[n++], sizeof(env[0]), "STRAND_MANAGER_TYPE=%s", w->spec->manager);
-	if (w->hub_server_name)
-		snprintf(env[n++], sizeof(env[0]), "STRAND_HUB_SERVER_NAME=%.255s", w->hub_server_name);
-	for (size_t i = 0; i < n; i++)
-		envp[i] = env[i];
-	/* A certificate chain does not fit the fixed entries. */
-	if (w->hub_ca_pem && asprintf(&ca, "STRAND_HUB_CA_PEM=%s", w->hub_ca_pem) > 0)
-		envp[n++] = ca;
-	run.nenv = n;
-	err = local_run(b, &run, handle, detail, detail_len);
-	free(ca);
-	return err;
-}
-
 static int local_logs(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out)
 {
-	FILE *f;
-	long size;
-	char chunk[65536];
-	size_t n;
-
 	(void)b;
 	(void)handle;
-	if (!log_path || !(f = fopen(log_path, "rb")))
-		return CM_ENOENT;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > (long)max)
-		fseek(f, size - (long)max, SEEK_SET);
-	else
-		fseek(f, 0, SEEK_SET);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (cm_buf_append(out, chunk, n) != CM_OK)
-			break;
-	fclose(f);
-	return CM_OK;
+	return cm_read_tail(log_path, max, out);
 }
 
 static int local_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
@@ -210,13 +140,11 @@ static int local_poll(backend *b, const char *handle, int *exit_code, char *deta
 	return 1;
 }
 
+/* The whole group: what the program started stops with it. */
 static void local_stop(backend *b, const char *handle, int hard)
 {
-	pid_t pid = (pid_t)atoi(handle);
-
 	(void)b;
-	if (pid > 0)
-		kill(pid, hard ? SIGKILL : SIGTERM);
+	spawn_signal_group((pid_t)atoi(handle), hard ? SIGKILL : SIGTERM);
 }
 
 static void local_release(backend *b, const char *handle)
@@ -224,7 +152,9 @@ static void local_release(backend *b, const char *handle)
 	local *l = (local *)b;
 	pid_t pid = (pid_t)atoi(handle);
 
-	/* A reaped process leaves nothing behind but its GPUs. */
+	/* What it started and left running dies with it; its pid cannot have
+	 * been reused while that group lives. Then its GPUs are free again. */
+	spawn_signal_group(pid, SIGKILL);
 	for (int i = 0; i < l->gpus; i++)
 		if (l->holder[i] == pid)
 			l->holder[i] = 0;
@@ -234,6 +164,16 @@ static void local_free(backend *b)
 {
 	free(b);
 }
+
+static const backend_ops local_ops = {
+        .name = "local",
+        .run = local_run,
+        .logs = local_logs,
+        .poll = local_poll,
+        .stop = local_stop,
+        .release = local_release,
+        .free = local_free,
+};
 
 backend *backend_local_new(int gpus)
 {
@@ -252,13 +192,6 @@ backend *backend_local_new(int gpus)
 		}
 	}
 	l->gpus = gpus > MAX_GPUS ? MAX_GPUS : gpus;
-	b->name = "local";
-	b->spawn = local_spawn;
-	b->run = local_run;
-	b->logs = local_logs;
-	b->poll = local_poll;
-	b->stop = local_stop;
-	b->release = local_release;
-	b->free = local_free;
+	b->ops = &local_ops;
 	return b;
 }

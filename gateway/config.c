@@ -27,6 +27,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
 	        "                       strand-worker:latest)\n"
 	        "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
+	        "  --backend-timeout S  a call to a backend's daemon that takes longer fails, and the workers it\n"
+	        "                       starts with it (STRAND_BACKEND_TIMEOUT, default 30)\n"
 	        "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
 	        "                       default: next to strand-gateway)\n"
 	        "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
@@ -74,6 +76,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"lease-ms", required_argument, NULL, 'l'},
 	        {"image", required_argument, NULL, 'i'},
 	        {"docker-socket", required_argument, NULL, 's'},
+	        {"backend-timeout", required_argument, NULL, 'o'},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -111,6 +114,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../lib", dir);
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
+	cfg->backend_timeout_s = 30;
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
@@ -136,6 +140,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
+	if (getenv("STRAND_BACKEND_TIMEOUT"))
+		cfg->backend_timeout_s = atoi(getenv("STRAND_BACKEND_TIMEOUT"));
 	if (getenv("STRAND_LEASE_MS"))
 		cfg->lease_ms = atoi(getenv("STRAND_LEASE_MS"));
 	if (getenv("STRAND_GPUS") && getenv("STRAND_GPUS")[0])
@@ -154,6 +160,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'l': cfg->lease_ms = atoi(optarg); break;
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
+		case 'o': cfg->backend_timeout_s = atoi(optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -192,6 +199,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
 		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
+		return CM_EINVAL;
+	}
+	if (cfg->backend_timeout_s < 1 || cfg->backend_timeout_s > 3600) {
+		snprintf(detail, detail_len, "--backend-timeout must be 1 to 3600 seconds");
 		return CM_EINVAL;
 	}
 	if (cfg->lease_ms < 100) {

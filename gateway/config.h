@@ -14,6 +14,7 @@ typedef struct gw_config {
 	char backend[32]; /* default backend for new pools */
 	char image[256]; /* default worker image (docker) */
 	char docker_socket[256]; /* the Docker Engine API */
+	int backend_timeout_s; /* a call to a backend's daemon that takes longer fails */
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */

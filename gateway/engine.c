@@ -51,12 +51,11 @@ static job *job_find(engine *e, const char *id)
  * in id order, so this appends) and to the id index. */
 static void job_attach(engine *e, struct pool *p, job *j);
 
-backend *engine__backend_for(engine *e, const char *name)
+bx *engine__backend_for(engine *e, const char *name)
 {
-	if (strcmp(name, "local") == 0)
-		return e->local;
-	if (strcmp(name, "docker") == 0)
-		return e->docker;
+	for (size_t i = 0; i < e->nbackends; i++)
+		if (strcmp(bx_name(e->backends[i]), name) == 0)
+			return e->backends[i];
 	return NULL;
 }
 
@@ -94,7 +93,8 @@ void engine__ready(engine *e, op *o)
 }
 
 static void pool_cancel_jobs(engine *e, pool *p, const char *why);
-static void state_clear(engine *e, struct stray *live, size_t *nlive);
+static void state_clear(engine *e);
+static void handle_backend_event(engine *e, op *o);
 static int recover(engine *e, char *detail, size_t detail_len);
 
 static void pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
@@ -154,7 +154,9 @@ static json_t *pool_json(const pool *p)
 		json_t *wj =
 		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state", worker_state_names[w->state],
 		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
-		if (strcmp(p->backend->name, "local") == 0)
+		if (!w->handle[0])
+			; /* its backend has not started it yet */
+		else if (strcmp(bx_name(p->backend), "local") == 0)
 			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
 		else
 			json_object_set_new(wj, "container",
@@ -173,7 +175,7 @@ static json_t *pool_json(const pool *p)
 	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
 	if (o && p->reason[0])
 		json_object_set_new(o, "reason", json_string(p->reason));
-	if (o && strcmp(p->backend->name, "docker") == 0)
+	if (o && strcmp(bx_name(p->backend), "docker") == 0)
 		json_object_set_new(o, "image", json_string(p->spec.image));
 	if (o && p->spec.manager[0])
 		json_object_set_new(o, "type", json_string(p->spec.manager));
@@ -279,11 +281,62 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 
 /* ---- workers ------------------------------------------------------------ */
 
+/* What starts a worker of pool p: strand-worker with its identity in the
+ * environment (locally the program; in a container the image's entrypoint).
+ * The strings live in env_text (room for 8) and *ca (free it). */
+static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
+                                        char labels[][160], char **labelp, char **ca)
+{
+	int local = p->backend == e->local;
+	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
+	size_t n = 0;
+
+	snprintf(env_text[n++], 600, "STRAND_HUB=%s", e->cfg->hub);
+	snprintf(env_text[n++], 600, "STRAND_POOL_ID=%s", p->id);
+	snprintf(env_text[n++], 600, "STRAND_WORKER_ID=%s", w->id);
+	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", w->secret);
+	if (local && e->cfg->plugin_path[0])
+		snprintf(env_text[n++], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
+	if (p->spec.manager[0])
+		snprintf(env_text[n++], 600, "STRAND_MANAGER_TYPE=%s", p->spec.manager);
+	if (e->cfg->hub_server_name[0])
+		snprintf(env_text[n++], 600, "STRAND_HUB_SERVER_NAME=%.255s", e->cfg->hub_server_name);
+	for (size_t i = 0; i < n; i++)
+		envp[i] = env_text[i];
+	/* A certificate chain does not fit the fixed entries. */
+	*ca = NULL;
+	if (e->hub_ca.len && asprintf(ca, "STRAND_HUB_CA_PEM=%s", e->hub_ca.data) > 0)
+		envp[n++] = *ca;
+	run.nenv = n;
+	if (local) {
+		argv[run.argc++] = (char *)e->cfg->worker_bin;
+	} else {
+		snprintf(labels[0], 160, "strand.pool=%s", p->id);
+		snprintf(labels[1], 160, "strand.worker=%s", w->id);
+		labelp[0] = labels[0];
+		labelp[1] = labels[1];
+		run.labels = labelp;
+		run.nlabels = 2;
+	}
+	return run;
+}
+
+/* Asks w's backend to stop it, once per strength. */
+static void worker_stop(pool *p, worker *w, int hard)
+{
+	if (w->stop_sent >= 1 + hard)
+		return;
+	w->stop_sent = 1 + hard;
+	bx_stop(p->backend, w->id, hard);
+}
+
+/* Adds a worker in state starting and asks the backend to start it; the
+ * backend answers later (worker_started). */
 static int worker_spawn(engine *e, pool *p)
 {
 	worker *w = calloc(1, sizeof(*w));
-	backend_worker_spec spec;
-	char detail[256] = "";
+	char env[8][600], labels[2][160];
+	char *envp[9], *argv[1], *labelp[2], *ca = NULL;
 	int err;
 
 	if (!w)
@@ -296,33 +349,44 @@ static int worker_spawn(engine *e, pool *p)
 		free(w);
 		return err;
 	}
-	spec = (backend_worker_spec){
-	        .pool_id = p->id,
-	        .worker_id = w->id,
-	        .secret = w->secret,
-	        .hub = e->cfg->hub,
-	        .hub_ca_pem = e->hub_ca.len ? e->hub_ca.data : NULL,
-	        .hub_server_name = e->cfg->hub_server_name[0] ? e->cfg->hub_server_name : NULL,
-	        .worker_bin = e->cfg->worker_bin,
-	        .plugin_path = e->cfg->plugin_path,
-	        .spec = &p->spec,
-	};
-	err = p->backend->spawn(p->backend, &spec, w->handle, detail, sizeof(detail));
+	backend_run_spec run = worker_run_spec(e, p, w, env, envp, argv, labels, labelp, &ca);
+	err = bx_run(p->backend, w->id, &run, NULL);
+	if (ca) {
+		explicit_bzero(ca, strlen(ca));
+		free(ca);
+	}
+	explicit_bzero(env, sizeof(env));
 	if (err != CM_OK) {
-		char reason[320];
 		credentials_remove(e->creds, w->id);
 		free(w);
-		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %s", p->backend->name, detail);
-		pool_set_state(e, p, POOL_FAILED, reason);
 		return err;
 	}
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;
 	p->workers_started++;
-	store_worker_insert(e->st, w->id, p->id, w->handle, w->secret, cm_wall_ms());
-	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, p->backend->name, w->handle);
+	store_worker_insert(e->st, w->id, p->id, "", w->secret, cm_wall_ms());
 	return CM_OK;
+}
+
+/* The backend answered a worker's start. */
+static void worker_started(engine *e, pool *p, worker *w, const bx_event *ev)
+{
+	if (ev->err != CM_OK) {
+		char reason[600];
+		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %s", bx_name(p->backend),
+		         ev->detail);
+		w->state = W_EXITED;
+		w->exit_code = -1;
+		credentials_remove(e->creds, w->id);
+		store_worker_set_state(e->st, w->id, "exited", -1);
+		if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED)
+			pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
+	snprintf(w->handle, sizeof(w->handle), "%s", ev->handle);
+	store_worker_set_handle(e->st, w->id, w->handle);
+	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, bx_name(p->backend), w->handle);
 }
 
 static void pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error)
@@ -428,8 +492,8 @@ static void worker_gone(engine *e, worker *w, int exit_code, const char *last_wo
 	requeue_worker(e, p, w->id, exit_code);
 	w->pending = 0;
 	if (last_words && last_words[0])
-		snprintf(p->last_words, sizeof(p->last_words), "%s", last_words);
-	p->backend->release(p->backend, w->handle);
+		snprintf(p->last_words, sizeof(p->last_words), "%.255s", last_words);
+	bx_release(p->backend, w->id);
 }
 
 /* ---- pulls -------------------------------------------------------------- */
@@ -612,7 +676,7 @@ static void handle_pull(engine *e, op *o)
 			/* The function cannot be interrupted inside the worker: replace
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;
-			p->backend->stop(p->backend, w->handle, 1);
+			worker_stop(p, w, 1);
 			pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
 			return;
 		}
@@ -703,7 +767,7 @@ static void handle_pool_delete(engine *e, op *o)
 			if (w->state == W_EXITED)
 				continue;
 			w->state = W_STOPPING;
-			p->backend->stop(p->backend, w->handle, 0);
+			worker_stop(p, w, 0);
 			if (w->parked) {
 				pull_finish(e, w->parked, STRAND__BATCH__STATUS__STOP, NULL);
 				w->parked = NULL;
@@ -814,6 +878,7 @@ static void handle(engine *e, op *o)
 
 	switch (o->kind) {
 	case OP_PULL: handle_pull(e, o); return; /* answers itself, now or later */
+	case OP_BACKEND_EVENT: handle_backend_event(e, o); return; /* no one to answer */
 	case OP_QUEUE_CREATE:
 	case OP_QUEUE_INFO:
 	case OP_QUEUE_DELETE:
@@ -889,25 +954,20 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 	int live = 0;
 
 	for (worker *w = p->workers; w; w = w->next) {
-		int code;
 		if (w->state == W_EXITED)
 			continue;
-		char why[256];
-		if (p->backend->poll(p->backend, w->handle, &code, why, sizeof(why))) {
-			worker_gone(e, w, code, why);
-			continue;
-		}
 		live++;
 		if (p->state == POOL_TERMINATING && now >= p->kill_at)
-			p->backend->stop(p->backend, w->handle, 1);
+			worker_stop(p, w, 1);
 		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
 		          !w->parked) ||
 		         (w->state == W_STARTING &&
 		          now - w->started > (w->adopted ? 2 * (int64_t)e->cfg->lease_ms : CONNECT_GRACE_MS))) {
 			/* Silent for two leases (or never connected): take its
 			 * tasks back; the reap above requeues them. */
-			cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
-			p->backend->stop(p->backend, w->handle, 1);
+			if (w->stop_sent < 2)
+				cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
+			worker_stop(p, w, 1);
 		}
 		if (w->parked) {
 			op *o = w->parked;
@@ -965,6 +1025,11 @@ static void tick_pool(engine *e, pool *p, int64_t now)
 
 void engine__answer(engine *e, op *o, int committed)
 {
+	if (o->kind == OP_BACKEND_EVENT) { /* not handled: a reload re-adopts, and its end is reported again */
+		bx_event_free(o->event);
+		free(o);
+		return;
+	}
 	if (o->qcall) {
 		engine__answer_queue_call(e, o, committed);
 		return;
@@ -1005,85 +1070,136 @@ void engine__answer(engine *e, op *o, int committed)
 		done(ctx); /* o stays until its caller reads it (engine_call_finish) */
 }
 
-static void stop_all_workers(engine *e)
+/* The worker that owner names, and its pool; NULL if none. */
+static worker *worker_find(engine *e, const char *owner, pool **pool_out)
 {
-	int64_t deadline = cm_now_ms() + TERM_GRACE_MS;
-	int live;
-
-	engine__processes_stop(e, deadline);
-
 	for (pool *p = e->pools; p; p = p->next)
 		for (worker *w = p->workers; w; w = w->next)
-			if (w->state != W_EXITED) {
-				w->state = W_STOPPING;
-				p->backend->stop(p->backend, w->handle, 0);
+			if (strcmp(w->id, owner) == 0) {
+				*pool_out = p;
+				return w;
 			}
-	do {
-		int code;
-		live = 0;
+	return NULL;
+}
+
+/* What an executor reported: a start, an end, or logs a reader waits for. */
+static void handle_backend_event(engine *e, op *o)
+{
+	bx_event *ev = o->event;
+	pool *p = NULL;
+	worker *w = ev->kind == BX_LOGS ? NULL : worker_find(e, ev->owner, &p);
+
+	if (ev->kind == BX_LOGS) {
+		for (op **pp = &e->log_reads; *pp; pp = &(*pp)->next) {
+			op *reader = *pp;
+			if (reader != ev->tag)
+				continue;
+			*pp = reader->next;
+			reader->out = json_stringn(ev->logs.data ? ev->logs.data : "", ev->logs.len);
+			engine__ready(e, reader);
+			break;
+		}
+	} else if (w && ev->kind == BX_STARTED) {
+		worker_started(e, p, w, ev);
+	} else if (w && w->state != W_EXITED) {
+		worker_gone(e, w, ev->exit_code, ev->detail);
+	} else if (w) {
+		bx_release(ev->from, ev->owner);
+	} else if (!engine__process_event(e, ev)) {
+		/* No one has that owner any more (forgotten in a reload): it must
+		 * not run unseen. */
+		if (ev->kind == BX_STARTED && ev->err == CM_OK)
+			bx_stop(ev->from, ev->owner, 1);
+		else if (ev->kind == BX_EXITED)
+			bx_release(ev->from, ev->owner);
+	}
+	bx_event_free(ev);
+	free(o);
+}
+
+/* At shutdown everything the engine started ends with it: each is asked to
+ * stop, killed after the grace, and its end awaited, for a bounded time (a
+ * hung daemon must not keep the gateway from exiting). Runs on the engine
+ * thread after its last cycle; what arrives meanwhile is answered as not
+ * recorded, except the backends' events. */
+static void stop_everything(engine *e)
+{
+	int64_t grace_end = cm_now_ms() + TERM_GRACE_MS, give_up = grace_end + STOP_WAIT_MS;
+	int hard = 0;
+
+	for (;;) {
+		int live = engine__processes_stop(e, hard);
 		for (pool *p = e->pools; p; p = p->next)
-			for (worker *w = p->workers; w; w = w->next) {
-				if (w->state == W_EXITED)
-					continue;
-				char why[64];
-				if (p->backend->poll(p->backend, w->handle, &code, why, sizeof(why))) {
-					w->state = W_EXITED;
-					credentials_remove(e->creds, w->id);
-					store_worker_set_state(e->st, w->id, "exited", code);
-					p->backend->release(p->backend, w->handle);
-					continue;
+			for (worker *w = p->workers; w; w = w->next)
+				if (w->state != W_EXITED) {
+					w->state = W_STOPPING;
+					worker_stop(p, w, hard);
+					live++;
 				}
-				live++;
-				if (cm_now_ms() > deadline)
-					p->backend->stop(p->backend, w->handle, 1);
+		if (!live)
+			break;
+		if (cm_now_ms() >= give_up) {
+			cm_warn("%d workers or processes did not end in time; leaving them", live);
+			break;
+		}
+		hard = cm_now_ms() >= grace_end;
+		usleep(10000);
+		pthread_mutex_lock(&e->mu);
+		op *batch = e->inbox;
+		e->inbox = NULL;
+		pthread_mutex_unlock(&e->mu);
+		while (batch) {
+			op *o = batch;
+			batch = o->next;
+			if (o->kind == OP_BACKEND_EVENT) {
+				handle_backend_event(e, o);
+			} else {
+				o->err = CM_ESHUTDOWN;
+				engine__answer(e, o, 0);
 			}
-		if (live)
-			usleep(10000);
-	} while (live);
+		}
+		while (e->ready) {
+			op *o = e->ready;
+			e->ready = o->next;
+			engine__answer(e, o, 1);
+		}
+	}
 }
 
 /* After a commit failed (disk full, database read-only), memory is ahead of
  * the database. Everyone waiting was told nothing was recorded (503 over
  * HTTP, RETRY to workers, who keep their results); now memory is rebuilt
  * from what is stored, exactly as at a restart, with the live workers
- * adopted again. Workers started in the failed cycle are unknown to the
- * database: they become strays, stopped and reaped by the tick. */
+ * adopted again. Workers and processes started in the failed cycle are
+ * unknown to the database: each backend stops and forgets them. */
 static int reload(engine *e)
 {
-	size_t n = 0;
-	struct stray *live;
 	char detail[256] = "";
 
-	for (pool *p = e->pools; p; p = p->next)
-		for (worker *w = p->workers; w; w = w->next)
-			n++;
-	live = calloc(n + 1, sizeof(*live));
-	if (!live)
-		return CM_ENOMEM;
-	n = 0;
 	cm_error("commit failed (%s): nothing of this cycle was recorded; reloading the stored state",
 	         store_errmsg(e->st));
-	state_clear(e, live, &n);
+	state_clear(e);
 	if (recover(e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot reload the stored state: %s; stopping", detail);
-		free(live);
 		return CM_EIO;
 	}
-	for (size_t i = 0; i < n; i++) {
-		int known = 0;
-		for (pool *p = e->pools; p && !known; p = p->next)
-			for (worker *w = p->workers; w && !known; w = w->next)
-				known = strcmp(w->handle, live[i].handle) == 0;
-		if (!known) {
-			struct stray *s = realloc(e->strays, (e->nstrays + 1) * sizeof(*s));
-			if (!s)
-				continue;
-			e->strays = s;
-			e->strays[e->nstrays++] = live[i];
-			live[i].b->stop(live[i].b, live[i].handle, 1);
-		}
+	size_t cap = engine__processes_count(e) + 1;
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			cap++;
+	char(*owners)[BX_OWNER_MAX] = calloc(cap, BX_OWNER_MAX);
+	if (!owners)
+		return CM_ENOMEM;
+	for (size_t b = 0; b < e->nbackends; b++) {
+		bx *x = e->backends[b];
+		size_t n = 0;
+		for (pool *p = e->pools; p; p = p->next)
+			for (worker *w = p->workers; w && p->backend == x; w = w->next)
+				snprintf(owners[n++], BX_OWNER_MAX, "%s", w->id);
+		engine__processes_owners(e, x, owners, &n);
+		bx_retain(x, owners, n);
 	}
-	free(live);
+	free(owners);
 	return CM_OK;
 }
 
@@ -1162,15 +1278,6 @@ static void *engine_main(void *arg)
 			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
-		for (size_t i = 0; i < e->nstrays; i++) {
-			struct stray *s = &e->strays[i];
-			char why[64];
-			int code;
-			if (s->b->poll(s->b, s->handle, &code, why, sizeof(why))) {
-				s->b->release(s->b, s->handle);
-				e->strays[i--] = e->strays[--e->nstrays];
-			}
-		}
 		if (committed && store_commit(e->st) != CM_OK) {
 			cm_error("commit failed: %s", store_errmsg(e->st));
 			store_rollback(e->st);
@@ -1205,7 +1312,7 @@ static void *engine_main(void *arg)
 		if (stop)
 			break;
 	}
-	stop_all_workers(e);
+	stop_everything(e);
 	return NULL;
 }
 
@@ -1299,15 +1406,14 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 {
 	engine *e = ctx;
 	pool *p = engine__pool_find(e, pool_id);
-	worker *w;
-	char why[64];
-	int code;
+	worker *w = NULL;
 
 	(void)state;
 	(void)started_ms;
-	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED ||
-	    p->backend->poll(p->backend, handle, &code, why, sizeof(why)) || !(w = calloc(1, sizeof(*w)))) {
+	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED || !(w = calloc(1, sizeof(*w))) ||
+	    bx_adopt(p->backend, id, handle) != CM_OK) {
 		store_worker_set_state(e->st, id, "exited", -1);
+		free(w);
 		return;
 	}
 	snprintf(w->id, sizeof(w->id), "%s", id);
@@ -1324,7 +1430,7 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;
-	cm_info("pool %s: adopting worker %s (%s %.12s)", p->id, w->id, p->backend->name, handle);
+	cm_info("pool %s: adopting worker %s (%s %.12s)", p->id, w->id, bx_name(p->backend), handle);
 }
 static int recover(engine *e, char *detail, size_t detail_len)
 {
@@ -1376,13 +1482,38 @@ static int recover(engine *e, char *detail, size_t detail_len)
 
 /* ---- public ------------------------------------------------------------- */
 
-int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *detail, size_t detail_len)
+/* From an executor's thread: the event joins the inbox like a request. */
+static void post_event(void *ctx, bx_event *ev)
+{
+	engine *e = ctx;
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		bx_event_free(ev);
+		return;
+	}
+	o->kind = OP_BACKEND_EVENT;
+	o->event = ev;
+	pthread_mutex_lock(&e->mu);
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+}
+
+int engine_new(const gw_config *cfg, credentials *creds, backend *const *backends, size_t n, engine **out, char *detail,
+               size_t detail_len)
 {
 	engine *e = calloc(1, sizeof(*e));
 	int err;
 
-	if (!e)
-		return CM_ENOMEM;
+	if (!e || n > ENGINE_BACKENDS_MAX) {
+		for (size_t i = 0; i < n; i++)
+			if (backends[i])
+				backends[i]->ops->free(backends[i]);
+		free(e);
+		return e ? CM_EINVAL : CM_ENOMEM;
+	}
 	e->cfg = cfg;
 	e->creds = creds;
 	cm_buf_init(&e->hub_ca);
@@ -1391,6 +1522,9 @@ int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *det
 	if (strncmp(cfg->hub, "tls+", 4) == 0 && (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert,
 	                                                            &e->hub_ca, detail, detail_len)) != CM_OK) {
 		cm_buf_fini(&e->hub_ca);
+		for (size_t i = 0; i < n; i++)
+			if (backends[i])
+				backends[i]->ops->free(backends[i]);
 		free(e);
 		return err;
 	}
@@ -1400,11 +1534,19 @@ int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *det
 		snprintf(logs, sizeof(logs), "%s.logs", cfg->db);
 		mkdir(logs, 0755);
 	}
-	e->local = backend_local_new(cfg->gpus);
-	e->docker = backend_docker_new(cfg->docker_socket);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->wake, NULL);
-	if ((err = store_open(cfg->db, 1, &e->st, detail, detail_len)) != CM_OK ||
+	err = CM_OK;
+	for (size_t i = 0; i < n; i++) /* each takes its backend, also on failure */
+		if (!(e->backends[e->nbackends] = bx_new(backends[i], post_event, e)))
+			err = CM_ENOMEM;
+		else
+			e->nbackends++;
+	if (err == CM_OK && !(e->local = engine__backend_for(e, "local"))) {
+		snprintf(detail, detail_len, "the local backend is missing");
+		err = CM_EINVAL;
+	}
+	if (err != CM_OK || (err = store_open(cfg->db, 1, &e->st, detail, detail_len)) != CM_OK ||
 	    (err = recover(e, detail, detail_len)) != CM_OK) {
 		engine_free(e);
 		return err;
@@ -1447,6 +1589,8 @@ void engine_free(engine *e)
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->thread, NULL);
 	}
+	for (size_t i = 0; i < e->nbackends; i++) /* no event comes after this */
+		bx_free(e->backends[i]);
 	/* Requests that arrived after the last cycle were never handled. */
 	while (e->inbox) {
 		op *o = e->inbox;
@@ -1454,12 +1598,7 @@ void engine_free(engine *e)
 		o->err = CM_ESHUTDOWN;
 		engine__answer(e, o, 0);
 	}
-	state_clear(e, NULL, NULL);
-	free(e->strays);
-	if (e->local)
-		e->local->free(e->local);
-	if (e->docker)
-		e->docker->free(e->docker);
+	state_clear(e);
 	store_close(e->st);
 	cm_buf_fini(&e->hub_ca);
 	pthread_cond_destroy(&e->wake);
@@ -1468,10 +1607,14 @@ void engine_free(engine *e)
 }
 
 /* Frees pools, jobs and workers, answering what waits on them as not
- * recorded. When pids is given, the live workers' handles are added to it
- * (*npids long, room for all assumed): a reload checks which come back. */
-static void state_clear(engine *e, struct stray *live, size_t *nlive)
+ * recorded. */
+static void state_clear(engine *e)
 {
+	while (e->log_reads) {
+		op *o = e->log_reads;
+		e->log_reads = o->next;
+		engine__answer(e, o, 0);
+	}
 	while (e->pools) {
 		pool *p = e->pools;
 		e->pools = p->next;
@@ -1481,10 +1624,6 @@ static void state_clear(engine *e, struct stray *live, size_t *nlive)
 			p->workers = w->next;
 			if (w->parked)
 				engine__answer(e, w->parked, 0);
-			if (live && w->state != W_EXITED) {
-				live[*nlive].b = p->backend;
-				snprintf(live[(*nlive)++].handle, BACKEND_HANDLE_MAX, "%s", w->handle);
-			}
 			free(w);
 		}
 		while (p->jobs) {

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "gateway/backend.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/spec.h"
@@ -33,10 +34,15 @@ typedef struct op engine_call;
 typedef void (*engine_call_done)(void *ctx);
 int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len);
 
+#define ENGINE_BACKENDS_MAX 8
+
 /* Opens the store, loads and recovers the state, restarts the workers of
  * live pools. creds (borrowed, outlives the engine) gets each worker's
- * secret for the hub. *out is new (engine_free). */
-int engine_new(const gw_config *cfg, credentials *creds, engine **out, char *detail, size_t detail_len);
+ * secret for the hub. backends[n] are taken (freed by the engine, also on
+ * failure); pools and processes name one of them, and "local" must be
+ * among them. *out is new (engine_free). */
+int engine_new(const gw_config *cfg, credentials *creds, backend *const *backends, size_t n, engine **out, char *detail,
+               size_t detail_len);
 int engine_start(engine *e);
 /* Stops taking requests and wakes every long poll (they answer at once):
  * queue readers that wait are answered CM_ESHUTDOWN. */

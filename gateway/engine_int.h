@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
+#include "gateway/backend_executor.h"
 #include "gateway/engine.h"
 #include "proto/frame.h"
 #include "store/store.h"
@@ -28,6 +28,7 @@
 #define PARK_MS 1000
 #define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
 #define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
+#define STOP_WAIT_MS 5000 /* at shutdown, how long past the grace ends are awaited */
 #define JOB_BUCKETS 16384
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
@@ -64,6 +65,7 @@ typedef enum op_kind {
 	OP_RING_START,
 	OP_RING_GET,
 	OP_RING_DELETE,
+	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;
 
 struct pool;
@@ -104,7 +106,10 @@ typedef struct op {
 	size_t ntasks, cap_tasks;
 	int discard; /* answer nothing: the worker will ask again */
 	int64_t park_until;
-	/* a started call (engine_call): it owns its id, and answers by done_fn */
+	/* OP_BACKEND_EVENT (owned) */
+	bx_event *event;
+	/* a started call (engine_call) owns its id and answers by done_fn; a
+	 * process or ring start keeps here what it waits for */
 	char owned_id[64];
 	engine_call_done done_fn;
 	void *done_ctx;
@@ -134,16 +139,18 @@ static const char *const proc_state_names[] = {"running", "exited", "failed"};
 
 typedef struct process {
 	char id[20];
-	backend *backend;
-	char handle[BACKEND_HANDLE_MAX];
+	bx *backend;
+	char handle[BACKEND_HANDLE_MAX]; /* "" until its backend started it */
 	proc_state state;
 	int exit_code;
 	int terminated; /* ended by DELETE */
+	int stop_sent; /* the strongest stop sent: 0 none, 1 soft, 2 hard */
+	int adopted; /* found running at start: its exit code may be lost */
 	char reason[512];
 	char *spec_json;
 	char log_path[1100]; /* its output, kept after it ends */
 	int64_t created_ms, ended_ms, kill_at;
-	struct op *waiters; /* DELETEs waiting for it to end */
+	struct op *waiters; /* DELETEs and log reads waiting for it */
 	struct process *next;
 } process;
 
@@ -186,8 +193,9 @@ typedef struct job {
 typedef struct worker {
 	char id[20];
 	struct pool *pool;
-	char handle[BACKEND_HANDLE_MAX]; /* pid, container id */
+	char handle[BACKEND_HANDLE_MAX]; /* pid, container id; "" until started */
 	worker_state state;
+	int stop_sent; /* the strongest stop sent: 0 none, 1 soft, 2 hard */
 	int exit_code;
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */
@@ -200,7 +208,7 @@ typedef struct worker {
 typedef struct pool {
 	char id[20];
 	pool_spec spec;
-	backend *backend;
+	bx *backend;
 	char last_words[256]; /* what the last worker that died said */
 	pool_state state;
 	char reason[512];
@@ -244,14 +252,11 @@ struct engine {
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
-	/* Local workers no pool knows any more (started in a cycle that did not
-	 * commit): killed and reaped by the tick. */
-	struct stray {
-		backend *b;
-		char handle[BACKEND_HANDLE_MAX];
-	} * strays;
-	size_t nstrays;
-	backend *local, *docker;
+	bx *backends[ENGINE_BACKENDS_MAX]; /* one executor per backend */
+	size_t nbackends;
+	bx *local; /* the local backend's, which runs functions of processes */
+	op *log_reads; /* OP_PROC_LOGS waiting for their backend */
+	op *starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
 };
 
 /* ---- shared by engine.c, engine_queues.c and engine_processes.c --------- */
@@ -260,7 +265,7 @@ struct engine {
 void engine__ready(engine *e, op *o); /* answer o after this cycle's commit */
 void engine__answer(engine *e, op *o, int committed); /* answer o now */
 void engine__iso_time(int64_t ms, char out[32]);
-backend *engine__backend_for(engine *e, const char *name);
+bx *engine__backend_for(engine *e, const char *name);
 pool *engine__pool_find(engine *e, const char *id);
 int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait */
 /* A started call of kind on id (copied), answering through done. */
@@ -282,8 +287,15 @@ void engine__handle_ring(engine *e, op *o);
 void engine__tick_processes(engine *e, int64_t now);
 void engine__tick_rings(engine *e);
 void engine__load_process(void *ctx, const store_process *sp);
+/* A backend event about a process (owner: its id); 0 when none has that id. */
+int engine__process_event(engine *e, bx_event *ev);
 void engine__load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms);
 void engine__processes_clear(engine *e);
-void engine__processes_stop(engine *e, int64_t deadline);
+/* At shutdown: asks every running process to stop (hard: kill); returns how
+ * many still run. */
+int engine__processes_stop(engine *e, int hard);
+/* Owners of what runs on x (running processes), appended to owners[*n]. */
+void engine__processes_owners(engine *e, bx *x, char (*owners)[BX_OWNER_MAX], size_t *n);
+size_t engine__processes_count(engine *e);
 
 #endif

@@ -25,7 +25,7 @@ static json_t *process_json(const process *pr)
 
 	engine__iso_time(pr->created_ms, created);
 	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "id", pr->id, "state", proc_state_names[pr->state],
-	              "backend", pr->backend->name, "handle", pr->handle, "terminated", pr->terminated, "created_at",
+	              "backend", bx_name(pr->backend), "handle", pr->handle, "terminated", pr->terminated, "created_at",
 	              created, "spec", json_loads(pr->spec_json, 0, NULL) ?: json_null());
 	if (pr->state != PR_RUNNING) {
 		engine__iso_time(pr->ended_ms, ended);
@@ -34,7 +34,7 @@ static json_t *process_json(const process *pr)
 	}
 	if (pr->reason[0])
 		json_object_set_new(o, "reason", json_string(pr->reason));
-	if (strcmp(pr->backend->name, "local") == 0 && pr->handle[0])
+	if (strcmp(bx_name(pr->backend), "local") == 0 && pr->handle[0])
 		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
 	return o;
 }
@@ -43,7 +43,7 @@ static void process_save(engine *e, const process *pr)
 {
 	store_process sp = {.id = pr->id,
 	                    .spec_json = pr->spec_json,
-	                    .backend = pr->backend->name,
+	                    .backend = bx_name(pr->backend),
 	                    .handle = pr->handle,
 	                    .state = proc_state_names[pr->state],
 	                    .exit_code = pr->exit_code,
@@ -53,7 +53,7 @@ static void process_save(engine *e, const process *pr)
 	store_process_save(e->st, &sp);
 }
 
-static process *process_add(engine *e, const char *id, backend *b, const char *spec_json, int64_t created_ms)
+static process *process_add(engine *e, const char *id, bx *b, const char *spec_json, int64_t created_ms)
 {
 	process *pr = calloc(1, sizeof(*pr));
 
@@ -70,12 +70,36 @@ static process *process_add(engine *e, const char *id, backend *b, const char *s
 	return pr;
 }
 
+/* It could not start: pr->reason says why. */
+static void process_failed(engine *e, process *pr)
+{
+	pr->state = PR_FAILED;
+	pr->exit_code = -1;
+	pr->ended_ms = cm_wall_ms();
+	cm_warn("process %s could not start: %s", pr->id, pr->reason);
+	while (pr->waiters) {
+		op *o = pr->waiters;
+		pr->waiters = o->next;
+		o->out = process_json(pr);
+		engine__ready(e, o);
+	}
+}
+
+/* Asks pr's backend to stop it, once per strength. */
+static void process_stop(process *pr, int hard)
+{
+	if (pr->stop_sent >= 1 + hard)
+		return;
+	pr->stop_sent = 1 + hard;
+	bx_stop(pr->backend, pr->id, hard);
+}
+
 /* Starts one process of spec s, with extra environment (for ring members).
  * Returns it, also when it could not start (state failed, and why), or NULL
  * with *err set. */
 static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
 {
-	backend *b = engine__backend_for(e, s->run.backend);
+	bx *b = engine__backend_for(e, s->run.backend);
 	char id[20], label[64], plugins[2200];
 	char *argv[6], *env[270], *labels[1];
 	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
@@ -112,16 +136,71 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		}
 	}
 	run.log_path = pr->log_path;
-	if (b->run(b, &run, pr->handle, pr->reason, sizeof(pr->reason)) != CM_OK) {
-		pr->state = PR_FAILED;
-		pr->exit_code = -1;
-		pr->ended_ms = cm_wall_ms();
-		cm_warn("process %s could not start: %s", pr->id, pr->reason);
-	} else {
-		cm_info("process %s started (%s %.12s)", pr->id, b->name, pr->handle);
+	/* Docker keeps a container's output: copied next to the database when
+	 * it ends, as the local backend writes it there all along. */
+	if (bx_run(b, pr->id, &run, b == e->local ? NULL : pr->log_path) != CM_OK) {
+		snprintf(pr->reason, sizeof(pr->reason), "out of memory");
+		process_failed(e, pr);
 	}
 	process_save(e, pr);
 	return pr;
+}
+
+/* Whether pr's backend answered its start (it has a handle, or failed). */
+static int process_start_answered(const process *pr)
+{
+	return pr->handle[0] || pr->state != PR_RUNNING;
+}
+
+static json_t *ring_json(engine *e, const ring *r);
+static ring *ring_find(engine *e, const char *id);
+
+/* A start is answered once its backend started it (or could not), in the
+ * cycle that records the handle: a 201 means it runs and a restarted
+ * gateway will find it. o waits for the process or the ring o->owned_id. */
+static int start_answered(engine *e, op *o)
+{
+	if (o->kind == OP_PROC_START) {
+		process *pr = process_find(e, o->owned_id);
+		if (pr && !process_start_answered(pr))
+			return 0;
+		o->out = pr ? process_json(pr) : NULL;
+	} else {
+		ring *r = ring_find(e, o->owned_id);
+		for (int i = 0; r && i < r->size; i++) {
+			process *pr = process_find(e, r->members[i]);
+			if (pr && !process_start_answered(pr))
+				return 0;
+		}
+		o->out = r ? ring_json(e, r) : NULL;
+	}
+	if (!o->out)
+		o->err = CM_ENOMEM;
+	engine__ready(e, o);
+	return 1;
+}
+
+/* Answers the starts whose processes have all been started. */
+static void starts_check(engine *e)
+{
+	for (op **pp = &e->starts; *pp;) {
+		op *o = *pp;
+		if (start_answered(e, o))
+			*pp = o->next;
+		else
+			pp = &o->next;
+	}
+}
+
+/* Answers o now, or once its backend answered. */
+static void start_wait(engine *e, op *o, const char *id)
+{
+	snprintf(o->owned_id, sizeof(o->owned_id), "%s", id);
+	o->next = NULL;
+	if (!start_answered(e, o)) {
+		o->next = e->starts;
+		e->starts = o;
+	}
 }
 
 static void handle_proc_start(engine *e, op *o)
@@ -129,30 +208,23 @@ static void handle_proc_start(engine *e, op *o)
 	process *pr = process_start(e, o->proc, NULL, 0, &o->err);
 
 	if (pr)
-		o->out = process_json(pr);
+		start_wait(e, o, pr->id);
+	else
+		engine__ready(e, o);
 }
 
-/* Keeps what a process wrote, then frees what its backend holds. */
+/* It ended (its output is where log_path says): frees what its backend
+ * holds and answers who waits. */
 static void process_ended(engine *e, process *pr, int code, const char *why)
 {
 	pr->state = PR_EXITED;
 	pr->exit_code = code;
 	pr->ended_ms = cm_wall_ms();
-	if (why && why[0] && code != 0 && !pr->reason[0])
+	if (pr->adopted && code == -1 && !pr->reason[0])
+		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
+	else if (why && why[0] && code != 0 && !pr->reason[0])
 		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
-	if (pr->backend != e->local) {
-		cm_buf out;
-		FILE *f;
-		cm_buf_init(&out);
-		if (pr->backend->logs(pr->backend, pr->handle, NULL, 1u << 20, &out) == CM_OK &&
-		    (f = fopen(pr->log_path, "wb"))) {
-			if (out.len)
-				fwrite(out.data, 1, out.len, f);
-			fclose(f);
-		}
-		cm_buf_fini(&out);
-	}
-	pr->backend->release(pr->backend, pr->handle);
+	bx_release(pr->backend, pr->id);
 	process_save(e, pr);
 	cm_info("process %s exited with code %d", pr->id, code);
 	while (pr->waiters) {
@@ -163,18 +235,36 @@ static void process_ended(engine *e, process *pr, int code, const char *why)
 	}
 }
 
+int engine__process_event(engine *e, bx_event *ev)
+{
+	process *pr = process_find(e, ev->owner);
+
+	if (!pr || pr->backend != ev->from)
+		return 0;
+	if (pr->state != PR_RUNNING) {
+		if (ev->kind == BX_EXITED)
+			bx_release(pr->backend, pr->id);
+	} else if (ev->kind == BX_STARTED && ev->err != CM_OK) {
+		snprintf(pr->reason, sizeof(pr->reason), "%s", ev->detail);
+		process_failed(e, pr);
+		process_save(e, pr);
+		starts_check(e);
+	} else if (ev->kind == BX_STARTED) {
+		snprintf(pr->handle, sizeof(pr->handle), "%s", ev->handle);
+		process_save(e, pr);
+		cm_info("process %s started (%s %.12s)", pr->id, bx_name(pr->backend), pr->handle);
+		starts_check(e);
+	} else {
+		process_ended(e, pr, ev->exit_code, ev->detail);
+	}
+	return 1;
+}
+
 void engine__tick_processes(engine *e, int64_t now)
 {
-	for (process *pr = e->processes; pr; pr = pr->next) {
-		char why[256];
-		int code;
-		if (pr->state != PR_RUNNING)
-			continue;
-		if (pr->backend->poll(pr->backend, pr->handle, &code, why, sizeof(why)))
-			process_ended(e, pr, code, why);
-		else if (pr->terminated && now >= pr->kill_at)
-			pr->backend->stop(pr->backend, pr->handle, 1);
-	}
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (pr->state == PR_RUNNING && pr->terminated && now >= pr->kill_at)
+			process_stop(pr, 1);
 }
 
 /* ---- rings --------------------------------------------------------------- */
@@ -303,8 +393,10 @@ void engine__handle_ring(engine *e, op *o)
 		}
 		if (o->err == CM_OK)
 			o->err = store_ring_insert(e->st, r->id, r->size, r->master_port, members, r->created_ms);
-		if (o->err == CM_OK)
-			o->out = ring_json(e, r);
+		if (o->err == CM_OK) {
+			start_wait(e, o, r->id);
+			return;
+		}
 		break;
 	}
 	case OP_RING_GET: o->out = ring_json(e, r); break;
@@ -314,7 +406,7 @@ void engine__handle_ring(engine *e, op *o)
 			if (pr && pr->state == PR_RUNNING && !pr->terminated) {
 				pr->terminated = 1;
 				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				pr->backend->stop(pr->backend, pr->handle, 0);
+				process_stop(pr, 0);
 			}
 		}
 		if (strcmp(ring_state(e, r), "running") == 0) {
@@ -353,7 +445,7 @@ void engine__handle_process(engine *e, op *o)
 		return;
 	}
 	switch (o->kind) {
-	case OP_PROC_START: handle_proc_start(e, o); break;
+	case OP_PROC_START: handle_proc_start(e, o); return;
 	case OP_PROC_GET: o->out = process_json(pr); break;
 	case OP_PROC_LIST: {
 		json_t *a = json_array();
@@ -362,25 +454,23 @@ void engine__handle_process(engine *e, op *o)
 		o->out = json_pack("{s:o}", "processes", a);
 		break;
 	}
-	case OP_PROC_LOGS: {
-		cm_buf out;
-		cm_buf_init(&out);
-		/* While it runs its backend has the output; after, the log file. */
-		if (pr->state == PR_RUNNING)
-			pr->backend->logs(pr->backend, pr->handle, pr->log_path, 1u << 20, &out);
-		else
-			e->local->logs(e->local, NULL, pr->log_path, 1u << 20, &out);
-		o->out = json_stringn(out.data ? out.data : "", out.len);
-		cm_buf_fini(&out);
-		break;
-	}
+	case OP_PROC_LOGS:
+		/* While it runs its backend has the output; after, the log file.
+		 * Either way its executor reads it: answered by its BX_LOGS. */
+		if (bx_logs(pr->backend, pr->id, pr->log_path, 1u << 20, o) != CM_OK) {
+			o->err = CM_ENOMEM;
+			break;
+		}
+		o->next = e->log_reads;
+		e->log_reads = o;
+		return;
 	case OP_PROC_DELETE:
 		if (pr->state == PR_RUNNING) {
 			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
 			if (!pr->terminated) {
 				pr->terminated = 1;
 				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				pr->backend->stop(pr->backend, pr->handle, 0);
+				process_stop(pr, 0);
 			}
 			o->next = pr->waiters;
 			pr->waiters = o;
@@ -397,10 +487,8 @@ void engine__handle_process(engine *e, op *o)
 void engine__load_process(void *ctx, const store_process *sp)
 {
 	engine *e = ctx;
-	backend *b = engine__backend_for(e, sp->backend);
+	bx *b = engine__backend_for(e, sp->backend);
 	process *pr = b ? process_add(e, sp->id, b, sp->spec_json, sp->created_ms) : NULL;
-	char why[64];
-	int code;
 
 	if (!pr)
 		return;
@@ -411,13 +499,11 @@ void engine__load_process(void *ctx, const store_process *sp)
 	pr->state = strcmp(sp->state, "running") == 0  ? PR_RUNNING
 	            : strcmp(sp->state, "failed") == 0 ? PR_FAILED
 	                                               : PR_EXITED;
-	if (pr->state == PR_RUNNING && b->poll(b, pr->handle, &code, why, sizeof(why))) {
-		/* It ended while no gateway watched: its exit code is lost. */
-		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
-		pr->state = PR_EXITED;
-		pr->exit_code = -1;
-		pr->ended_ms = cm_wall_ms();
-		process_save(e, pr);
+	/* Watched again; if it ended while no gateway watched, its backend
+	 * says so at once (and its exit code is lost). */
+	if (pr->state == PR_RUNNING) {
+		pr->adopted = 1;
+		bx_adopt(b, pr->id, pr->handle);
 	}
 }
 
@@ -490,6 +576,11 @@ int engine_process_logs(engine *e, const char *id, json_t **out)
 
 void engine__processes_clear(engine *e)
 {
+	while (e->starts) {
+		op *o = e->starts;
+		e->starts = o->next;
+		engine__answer(e, o, 0);
+	}
 	while (e->rings) {
 		ring *r = e->rings;
 		e->rings = r->next;
@@ -513,20 +604,31 @@ void engine__processes_clear(engine *e)
 	}
 }
 
-/* At shutdown: processes end with the gateway too. */
-void engine__processes_stop(engine *e, int64_t deadline)
+int engine__processes_stop(engine *e, int hard)
 {
-	for (process *pr = e->processes; pr; pr = pr->next) {
-		if (pr->state != PR_RUNNING)
-			continue;
-		pr->backend->stop(pr->backend, pr->handle, 0);
-		for (int code; !pr->backend->poll(pr->backend, pr->handle, &code, NULL, 0);) {
-			if (cm_now_ms() > deadline)
-				pr->backend->stop(pr->backend, pr->handle, 1);
-			usleep(10000);
+	int live = 0;
+
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (pr->state == PR_RUNNING) {
+			pr->terminated = 1;
+			process_stop(pr, hard);
+			live++;
 		}
-		pr->state = PR_EXITED;
-		pr->terminated = 1;
-		process_save(e, pr);
-	}
+	return live;
+}
+
+void engine__processes_owners(engine *e, bx *x, char (*owners)[BX_OWNER_MAX], size_t *n)
+{
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (pr->state == PR_RUNNING && pr->backend == x)
+			snprintf(owners[(*n)++], BX_OWNER_MAX, "%s", pr->id);
+}
+
+size_t engine__processes_count(engine *e)
+{
+	size_t n = 0;
+
+	for (process *pr = e->processes; pr; pr = pr->next)
+		n++;
+	return n;
 }

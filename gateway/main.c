@@ -55,7 +55,10 @@ int main(int argc, char **argv)
 	umask(077);
 	raise_open_file_limit();
 
-	if (credentials_new(&creds) != CM_OK || engine_new(&cfg, creds, &e, detail, sizeof(detail)) != CM_OK) {
+	backend *backends[] = {backend_local_new(cfg.gpus),
+	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
+	if (credentials_new(&creds) != CM_OK ||
+	    engine_new(&cfg, creds, backends, 2, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		credentials_free(creds);
 		return 1;

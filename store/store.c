@@ -315,6 +315,17 @@ int store_pool_set_state(store *st, const char *id, const char *state, const cha
 	return step_done(st, s);
 }
 
+int store_worker_set_handle(store *st, const char *id, const char *handle)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, "UPDATE workers SET handle = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	bind_text(s, 1, handle);
+	bind_text(s, 2, id);
+	return step_done(st, s);
+}
+
 int store_pool_each(store *st, store_pool_fn fn, void *ctx)
 {
 	sqlite3_stmt *s;

@@ -187,6 +187,7 @@ int store_ring_each(store *st, store_ring_fn fn, void *ctx);
 int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret,
                         int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
+int store_worker_set_handle(store *st, const char *id, const char *handle); /* once its backend started it */
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                                 const char *secret, int64_t started_ms);

@@ -47,8 +47,10 @@ static void start_gateway(void)
 	snprintf(cfg.docker_socket, sizeof(cfg.docker_socket), "%s/no-such-docker.sock", dir);
 	cfg.no_auth = 1;
 	cfg.no_commands = 1;
-	if (credentials_new(&creds) != CM_OK || engine_new(&cfg, creds, &e, detail, sizeof(detail)) != CM_OK ||
-	    engine_start(e) != CM_OK)
+	backend *backends[] = {backend_local_new(cfg.gpus),
+	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
+	if (credentials_new(&creds) != CM_OK ||
+	    engine_new(&cfg, creds, backends, 2, &e, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK)
 		abort();
 	for (int attempt = 0; attempt < 20; attempt++) {
 		/* Below the ephemeral range, as in the test harness. */

@@ -74,7 +74,8 @@ static void test_chaos(void **state)
 				json_array_append(live, w);
 		if (json_array_size(live)) {
 			json_t *victim = json_array_get(live, (size_t)rand() % json_array_size(live));
-			if (kill((pid_t)json_integer_value(json_object_get(victim, "pid")), SIGKILL) == 0)
+			pid_t pid = (pid_t)json_integer_value(json_object_get(victim, "pid"));
+			if (pid > 0 && kill(pid, SIGKILL) == 0) /* no pid yet: still being started */
 				worker_kills++;
 		}
 		json_decref(live);

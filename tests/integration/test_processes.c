@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -122,14 +124,21 @@ static void test_join_and_terminate(void **state)
 	char path[128];
 
 	(void)state;
-	/* ?wait=0: the state now, running. */
+	/* ?wait=0: the state now, running; its pid once the backend started it
+	 * (starting is asynchronous). */
 	char *id = start("{\"command\":[\"sleep\",\"30\"]}");
 	snprintf(path, sizeof(path), "/v1/processes/%s", id);
-	response r = http(&g, "GET", path, NULL, NULL);
-	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "running");
-	pid_t pid = (pid_t)json_integer_value(json_object_get(r.json, "pid"));
+	response r;
+	pid_t pid = 0;
+	for (int i = 0; i < 250 && pid == 0; i++) {
+		r = http(&g, "GET", path, NULL, NULL);
+		assert_string_equal(json_string_value(json_object_get(r.json, "state")), "running");
+		pid = (pid_t)json_integer_value(json_object_get(r.json, "pid"));
+		response_free(&r);
+		if (pid == 0)
+			usleep(20000);
+	}
 	assert_true(pid > 0 && process_alive(pid));
-	response_free(&r);
 	/* terminate(): answered once it is gone. */
 	r = http(&g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
@@ -166,6 +175,121 @@ static void test_survives_gateway_kill(void **state)
 	assert_non_null(strstr(out, "done"));
 	free(out);
 	free(id);
+}
+
+/* A program that cannot run fails its start at once with the reason, in
+ * the answer to the POST: not as an exit code 127 later. */
+static void test_missing_program_fails_at_once(void **state)
+{
+	static const struct {
+		const char *spec, *reason;
+	} cases[] = {
+	        {"{\"command\":[\"/no/such/program\"]}", "cannot run /no/such/program: No such file or directory"},
+	        {"{\"command\":[\"no-such-program-on-path\"]}",
+	         "cannot run no-such-program-on-path: No such file or directory"},
+	        {NULL, "Permission denied"}, /* not executable */
+	        {NULL, "Exec format error"}, /* executable, not a program: execve's errno, from the child */
+	};
+	char file[2][300], spec[2][700];
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		snprintf(file[k], sizeof(file[k]), "%s/not-a-program-%d", g.dir, k);
+		FILE *f = fopen(file[k], "w");
+		assert_non_null(f);
+		fputs("no shebang, no ELF header\n", f);
+		fclose(f);
+		chmod(file[k], k == 0 ? 0644 : 0755);
+		snprintf(spec[k], sizeof(spec[k]), "{\"command\":[\"%s\"]}", file[k]);
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char want[1000];
+		const char *body = cases[i].spec ? cases[i].spec : spec[i - 2];
+		if (cases[i].spec)
+			snprintf(want, sizeof(want), "%s", cases[i].reason);
+		else
+			snprintf(want, sizeof(want), "cannot run %s: %s", file[i - 2], cases[i].reason);
+		response r = http(&g, "POST", "/v1/processes", body, NULL);
+		assert_int_equal(r.status, 201);
+		assert_string_equal(json_string_value(json_object_get(r.json, "state")), "failed");
+		assert_string_equal(json_string_value(json_object_get(r.json, "reason")), want);
+		assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), -1);
+		response_free(&r);
+	}
+}
+
+/* The pid a program wrote into file (waits up to 5 s for it). */
+static pid_t pid_from(const char *file)
+{
+	for (int i = 0; i < 250; i++) {
+		FILE *f = fopen(file, "r");
+		int pid = 0;
+		if (f) {
+			int n = fscanf(f, "%d", &pid);
+			fclose(f);
+			if (n == 1 && pid > 1)
+				return (pid_t)pid;
+		}
+		usleep(20000);
+	}
+	fail_msg("no pid in %s", file);
+	return 0;
+}
+
+/* Starts `sh -c "sleep S & echo $! > FILE; TAIL"`: returns its id, and
+ * the background sleep's pid in *child. */
+static char *start_with_child(const char *name, int seconds, const char *tail, pid_t *child)
+{
+	char file[400], spec[800];
+
+	snprintf(file, sizeof(file), "%s/%s.pid", g.dir, name);
+	snprintf(spec, sizeof(spec), "{\"command\":[\"sh\",\"-c\",\"sleep %d & echo $! > %s; %s\"]}", seconds, file,
+	         tail);
+	char *id = start(spec);
+	*child = pid_from(file);
+	assert_true(process_alive(*child));
+	return id;
+}
+
+/* Nothing a process started outlives it: terminate() signals its whole
+ * process group, and what is left when it ends by itself is killed. */
+static void test_no_child_outlives_its_process(void **state)
+{
+	char path[128];
+	pid_t child;
+
+	(void)state;
+	char *id = start_with_child("terminated", 77, "wait", &child);
+	snprintf(path, sizeof(path), "/v1/processes/%s", id);
+	response r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
+	response_free(&r);
+	assert_false(process_alive(child));
+	free(id);
+
+	id = start_with_child("left-behind", 78, "exit 0", &child);
+	json_t *p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	for (int i = 0; i < 100 && process_alive(child); i++)
+		usleep(20000); /* killed when its process was released */
+	assert_false(process_alive(child));
+	free(id);
+}
+
+/* Stopping the gateway ends its processes and what they started. */
+static void test_gateway_stop_ends_process_groups(void **state)
+{
+	pid_t child;
+
+	(void)state;
+	char *id = start_with_child("at-stop", 79, "wait", &child);
+	int status = gateway_stop(&g);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_false(process_alive(child));
+	free(id);
+	gateway_restart(&g);
 }
 
 static void test_bad_requests(void **state)
@@ -271,6 +395,9 @@ int main(void)
 	        cmocka_unit_test(test_function_process),
 	        cmocka_unit_test(test_join_and_terminate),
 	        cmocka_unit_test(test_survives_gateway_kill),
+	        cmocka_unit_test(test_missing_program_fails_at_once),
+	        cmocka_unit_test(test_no_child_outlives_its_process),
+	        cmocka_unit_test(test_gateway_stop_ends_process_groups),
 	        cmocka_unit_test(test_bad_requests),
 	        cmocka_unit_test(test_function_process_in_a_container),
 	        cmocka_unit_test(test_gpus_are_handed_out_distinctly),

@@ -415,8 +415,10 @@ int pool_worker_pids(const gateway *g, const char *pool_id, pid_t *pids, int max
 	int n = 0;
 
 	json_array_foreach (json_object_get(p, "workers"), k, w) {
-		if (n < max && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
-			pids[n++] = (pid_t)json_integer_value(json_object_get(w, "pid"));
+		pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+		/* A worker still being started has no pid yet: never kill(0). */
+		if (n < max && pid > 0 && strcmp(json_string_value(json_object_get(w, "state")), "exited") != 0)
+			pids[n++] = pid;
 	}
 	json_decref(p);
 	return n;
@@ -508,5 +510,19 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 
 int process_alive(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno != ESRCH;
+	char path[64], stat[512];
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 0;
+	/* A zombie has ended: an orphan waits for an init that may not reap. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 1;
+	n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	const char *end = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
+	return !(end && end[1] == ' ' && end[2] == 'Z');
 }

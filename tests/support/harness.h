@@ -74,7 +74,8 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 char *pool_create_spec(const gateway *g, const char *spec);
 /* GET /v1/pools/{id}: the pool (new reference). */
 json_t *pool_get(const gateway *g, const char *pool_id);
-/* The pids (local backend) of the pool's workers that have not exited;
+/* The pids (local backend) of the pool's workers that have not exited and
+ * were started (a worker being started has no pid yet);
  * returns how many, at most max. */
 int pool_worker_pids(const gateway *g, const char *pool_id, pid_t *pids, int max);
 /* POST a map (spec stolen); returns the job id (new string). */

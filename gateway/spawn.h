@@ -1,0 +1,33 @@
+/*
+ * spawn: starting a program the way libuv does. Everything the child needs
+ * (its path, argv, environment) is prepared before fork, since the gateway
+ * is multi-threaded and the child may only make async-signal-safe calls
+ * until execve. An exec that fails is reported to the parent over a
+ * close-on-exec pipe, so a missing program fails the spawn at once with its
+ * errno rather than as an exit 127 later. Each program leads a process group
+ * of its own, so a stop reaches everything it started.
+ */
+#ifndef GATEWAY_SPAWN_H
+#define GATEWAY_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct spawn_options {
+	char *const *argv; /* argv[0]: a path, or a name looked up in PATH */
+	size_t argc;
+	char *const *env; /* "NAME=value": added to the gateway's environment, replacing a same name */
+	size_t nenv;
+	int output_fd; /* stdout and stderr go here (stdin is /dev/null); -1: the gateway's */
+	unsigned long long memory_bytes; /* RLIMIT_AS; 0: none */
+} spawn_options;
+
+/* Starts the program. Returns CM_OK with *pid, or an error with the reason
+ * ("cannot run NAME: No such file or directory") in detail. */
+int spawn_process(const spawn_options *o, pid_t *pid, char *detail, size_t detail_len);
+
+/* Sends sig to pid's process group, or to pid alone when it leads none (a
+ * program started by an older gateway). Returns 0, or -1 with errno. */
+int spawn_signal_group(pid_t pid, int sig);
+
+#endif
