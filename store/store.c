@@ -88,11 +88,18 @@ static const char *const stmt_sql[S_COUNT] = {
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_COUNT];
+	int in_tx; /* between store_begin and its commit or rollback */
+	int tx_failed; /* a statement of that transaction failed: it must not commit */
+	char tx_error[256];
 };
 
 static int fail(store *st, int rc)
 {
 	cm_warn("sqlite: %s (%d)", sqlite3_errmsg(st->db), rc);
+	if (st->in_tx && !st->tx_failed) {
+		st->tx_failed = 1;
+		snprintf(st->tx_error, sizeof(st->tx_error), "%s (%d)", sqlite3_errmsg(st->db), rc);
+	}
 	if (rc == SQLITE_FULL || rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_BUSY ||
 	    rc == SQLITE_LOCKED)
 		return CM_EUNAVAIL;
@@ -103,7 +110,7 @@ static int fail(store *st, int rc)
 
 const char *store_errmsg(store *st)
 {
-	return sqlite3_errmsg(st->db);
+	return st->tx_failed ? st->tx_error : sqlite3_errmsg(st->db);
 }
 
 static int exec(store *st, const char *sql)
@@ -266,7 +273,11 @@ void store_close(store *st)
 
 int store_begin(store *st)
 {
-	return exec(st, "BEGIN IMMEDIATE");
+	int err = exec(st, "BEGIN IMMEDIATE");
+
+	st->in_tx = err == CM_OK;
+	st->tx_failed = 0;
+	return err;
 }
 int store_in_transaction(store *st)
 {
@@ -280,10 +291,19 @@ int64_t store_total_changes(store *st)
 
 int store_commit(store *st)
 {
-	return exec(st, "COMMIT");
+	int err;
+
+	/* One failed statement fails the whole cycle: the caller rolls back and
+	 * reloads, rather than committing the rest of it. */
+	if (st->tx_failed)
+		return CM_EIO;
+	err = exec(st, "COMMIT");
+	st->in_tx = err != CM_OK && !sqlite3_get_autocommit(st->db);
+	return err;
 }
 void store_rollback(store *st)
 {
+	st->in_tx = 0;
 	if (!sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }

@@ -38,6 +38,9 @@ int store_begin(store *st);
 /* Whether a transaction is open: SQLite rolls one back by itself on some
  * errors (SQLITE_FULL among them). */
 int store_in_transaction(store *st);
+/* Fails (CM_EIO, nothing committed: roll back) when any statement failed
+ * since store_begin, whether or not its caller looked at the error; then
+ * store_errmsg names the first failure. */
 int store_commit(store *st);
 void store_rollback(store *st);
 /* Rows changed since the store opened: a cycle that moved it wrote something. */

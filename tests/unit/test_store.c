@@ -365,6 +365,55 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_close(db);
 }
 
+static void count_pool(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
+                       int64_t created_ms)
+{
+	(void)id;
+	(void)spec_json;
+	(void)state;
+	(void)reason;
+	(void)created_ms;
+	(*(int *)ctx)++;
+}
+
+/* A write that fails inside a transaction fails its commit, even if its
+ * caller never looked: nothing of the transaction is stored. The failure
+ * is real: a trigger in the database refuses queue items. */
+static void test_failed_write_fails_the_commit(void **state)
+{
+	fixture *f = *state;
+	char *items[] = {"1"};
+	size_t lens[] = {1};
+	sqlite3 *db;
+	int pools = 0;
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	                              "CREATE TRIGGER refuse BEFORE INSERT ON queue_items "
+	                              "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1), CM_OK);
+	assert_int_equal(store_pool_insert(f->st, "p-1", "{}", "active", 1), CM_OK);
+	(void)store_queue_put(f->st, "q-1", 1, items, lens); /* fails; ignored here on purpose */
+	assert_int_equal(store_pool_set_state(f->st, "p-1", "closed", NULL), CM_OK);
+	assert_int_not_equal(store_commit(f->st), CM_OK);
+	assert_non_null(strstr(store_errmsg(f->st), "refused by the test"));
+	store_rollback(f->st);
+	assert_int_equal(store_pool_each(f->st, count_pool, &pools), CM_OK);
+	assert_int_equal(pools, 0);
+
+	/* The next transaction starts clean. */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_pool_insert(f->st, "p-2", "{}", "active", 1), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_pool_each(f->st, count_pool, &pools), CM_OK);
+	assert_int_equal(pools, 1);
+}
+
 static void test_open_rejects_corrupt_file(void **state)
 {
 	fixture *f = *state;
@@ -392,6 +441,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_failed_write_fails_the_commit, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_migrates_a_version_1_database, setup, teardown),
 	};
