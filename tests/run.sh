@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: install what is needed, build
-# with warnings as errors, run every test; then the same under AddressSanitizer
-# and UBSan. Output ends with ctest's summary line.
+# with warnings as errors, run every test under AddressSanitizer and UBSan,
+# then under ThreadSanitizer, then in a release build. Output ends with
+# ctest's summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,11 @@ echo "== sanitizer build (address, undefined) =="
 cmake -S . -B build-asan -DSTRAND_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$jobs" >/dev/null
 (cd build-asan && ctest --output-on-failure -j"$jobs")
+
+echo "== sanitizer build (thread) =="
+cmake -S . -B build-tsan -DSTRAND_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-tsan -j"$jobs" >/dev/null
+(cd build-tsan && ctest --output-on-failure -j"$jobs")
 
 echo "== release build =="
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

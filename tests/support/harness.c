@@ -200,7 +200,8 @@ int gateway_stop(gateway *g)
  * gateway's) land in the log: any of them fails the test. */
 static void check_log(const gateway *g)
 {
-	static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", NULL};
+	static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+	                                    "WARNING: ThreadSanitizer", NULL};
 	FILE *f = fopen(g->log, "r");
 	char line[4096];
 
