@@ -1,0 +1,413 @@
+/*
+ * The engine's cycle driven directly: a fake backend (fake_backend.h)
+ * instead of processes, an in-memory store, and this test in the hub's
+ * place, pulling as the workers would and reading the batches the engine
+ * answers. Batching and fair share, a lost worker's tasks, leases, retries,
+ * resync and timeouts, without starting anything.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "gateway/engine.h"
+#include "proto/frame.h"
+#include "tests/unit/fake_backend.h"
+
+/* ---- the hub's side: this test ------------------------------------------ */
+
+struct hub_slot {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+	uint8_t *frame;
+	size_t len;
+};
+
+void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
+{
+	pthread_mutex_lock(&s->mu);
+	s->frame = frame;
+	s->len = len;
+	s->done = 1;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void hub_discard(hub_slot *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->done = 1;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+typedef struct fixture {
+	char dir[64];
+	char cwd[1024];
+	gw_config cfg;
+	credentials *creds;
+	fake_backend *fake;
+	engine *e;
+	char pool[32];
+	char job[32];
+	char w[2][32]; /* the pool's workers, as the fake started them */
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	char *argv[] = {"test_engine", NULL};
+	char detail[256] = "";
+
+	assert_non_null(getcwd(f->cwd, sizeof(f->cwd)));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/strand-engine-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(chdir(f->dir), 0); /* the engine keeps process logs next to its database */
+	assert_int_equal(gw_config_load(&f->cfg, 1, argv, detail, sizeof(detail)), CM_OK);
+	snprintf(f->cfg.db, sizeof(f->cfg.db), ":memory:");
+	f->cfg.lease_ms = 150;
+	assert_int_equal(credentials_new(&f->creds), CM_OK);
+	f->fake = fake_backend_new("local");
+	backend *backends[] = {fake_backend_base(f->fake)};
+	assert_int_equal(engine_new(&f->cfg, f->creds, backends, 1, &f->e, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(engine_start(f->e), CM_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	char cmd[128];
+
+	engine_quiesce(f->e);
+	engine_free(f->e); /* frees the fake backend too */
+	credentials_free(f->creds);
+	assert_int_equal(chdir(f->cwd), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* A pool of two workers (spec: more pool fields, JSON without braces). */
+static void pool_of_two(fixture *f, const char *more)
+{
+	char body[256], detail[256] = "";
+	pool_spec spec;
+	json_t *out = NULL;
+
+	snprintf(body, sizeof(body), "{\"processes\":2%s%s}", more[0] ? "," : "", more);
+	assert_int_equal(spec_pool_parse(body, strlen(body), "local", "img", &spec, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(engine_pool_create(f->e, &spec, &out, detail, sizeof(detail)), CM_OK);
+	snprintf(f->pool, sizeof(f->pool), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+	for (int i = 0; i < 2; i++)
+		assert_string_not_equal(fake_backend_worker(f->fake, i, f->w[i]), "");
+}
+
+/* Maps the echo function over 0..n-1. */
+static void map_echo(fixture *f, int n)
+{
+	char detail[256] = "";
+	cm_buf body;
+	map_spec spec;
+	json_t *out = NULL;
+
+	cm_buf_init(&body);
+	cm_buf_printf(&body, "{\"function\":\"echo\",\"args\":[");
+	for (int i = 0; i < n; i++)
+		cm_buf_printf(&body, "%s%d", i ? "," : "", i);
+	cm_buf_printf(&body, "]}");
+	assert_int_equal(spec_map_parse(body.data, body.len, 0, &spec, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(engine_map(f->e, f->pool, &spec, NULL, &out, detail, sizeof(detail)), CM_OK);
+	snprintf(f->job, sizeof(f->job), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+	spec_map_fini(&spec);
+	cm_buf_fini(&body);
+}
+
+typedef struct pull_args {
+	uint32_t want, in_hand;
+	const Strand__Task *const *done; /* answered ok (or failed with fail) */
+	size_t ndone;
+	int fail;
+	const uint64_t *held; /* resync: what the worker holds */
+	size_t nheld;
+	int resync;
+	uint64_t running_task;
+	uint32_t running_ms;
+} pull_args;
+
+/* One pull of worker w, as the hub hands it over; the batch the engine
+ * answers (free with strand__batch__free_unpacked). */
+static Strand__Batch *pull(fixture *f, const char *w, pull_args a)
+{
+	Strand__Pull m = STRAND__PULL__INIT;
+	Strand__Result *rs = calloc(a.ndone + 1, sizeof(*rs));
+	Strand__Result **rp = calloc(a.ndone + 1, sizeof(*rp));
+	hub_slot slot = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	ProtobufCMessage *batch = NULL;
+	char detail[256];
+
+	m.worker_id = (char *)w;
+	m.pool_id = f->pool;
+	m.want = a.want;
+	m.in_hand = a.in_hand;
+	for (size_t i = 0; i < a.ndone; i++) {
+		strand__result__init(&rs[i]);
+		rs[i].task_id = a.done[i]->id;
+		rs[i].ok = !a.fail;
+		rs[i].value.data = a.fail ? (uint8_t *)"boom" : a.done[i]->arg.data;
+		rs[i].value.len = a.fail ? 4 : a.done[i]->arg.len;
+		rs[i].run_us = 100;
+		rs[i].attempt = a.done[i]->attempt;
+		rp[i] = &rs[i];
+	}
+	m.results = rp;
+	m.n_results = a.ndone;
+	m.resync = a.resync;
+	m.held = (uint64_t *)a.held;
+	m.n_held = a.nheld;
+	m.running_task = a.running_task;
+	m.running_ms = a.running_ms;
+	/* The engine takes a decoded message, as the hub gives it. */
+	size_t len = strand__pull__get_packed_size(&m);
+	uint8_t *buf = malloc(len + 1);
+	strand__pull__pack(&m, buf);
+	engine_pull(f->e, &slot, strand__pull__unpack(NULL, len, buf));
+	free(buf);
+	free(rp);
+	free(rs);
+	pthread_mutex_lock(&slot.mu);
+	while (!slot.done)
+		pthread_cond_wait(&slot.cv, &slot.mu);
+	pthread_mutex_unlock(&slot.mu);
+	assert_non_null(slot.frame);
+	assert_int_equal(proto_frame_decode(PROTO_BATCH, slot.frame, slot.len, &batch, detail, sizeof(detail)), CM_OK);
+	free(slot.frame);
+	return (Strand__Batch *)batch;
+}
+
+static json_t *job_get(fixture *f)
+{
+	json_t *out = NULL;
+
+	assert_int_equal(engine_job_get(f->e, f->job, &out), CM_OK);
+	return out;
+}
+
+/* ---- the tests ---------------------------------------------------------- */
+
+/* A new job's first task is a probe; once its time is known (100 us) a
+ * worker gets about 20 ms of it, never more than its fair share of the
+ * queue among the live workers. */
+static void test_probe_then_batches_within_fair_share(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	assert_int_equal(a->status, STRAND__BATCH__STATUS__OK);
+	assert_int_equal(a->n_tasks, 1); /* the probe */
+	Strand__Batch *a2 =
+	        pull(f, f->w[0], (pull_args){.want = 1000, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
+	/* room: 20 ms + one task = 201 tasks of 100 us; share: ceil(999 / 2) = 500 */
+	assert_int_equal(a2->n_tasks, 201);
+	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->n_tasks, 201);
+	Strand__Batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 201});
+	/* holding 201 tasks: no room for more */
+	assert_int_equal(b2->n_tasks, 0);
+	/* every task handed out once, in order */
+	uint64_t next = a->tasks[0]->id;
+	assert_int_equal(a2->tasks[0]->id, next + 1);
+	assert_int_equal(b->tasks[0]->id, next + 202);
+	for (size_t i = 1; i < b->n_tasks; i++)
+		assert_int_equal(b->tasks[i]->id, b->tasks[i - 1]->id + 1);
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+	strand__batch__free_unpacked(b, NULL);
+	strand__batch__free_unpacked(b2, NULL);
+}
+
+/* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
+static void test_fair_share_caps_small_queues(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 11);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 100});
+	Strand__Batch *a2 =
+	        pull(f, f->w[0], (pull_args){.want = 100, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
+	assert_int_equal(a2->n_tasks, 5);
+	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 100});
+	assert_int_equal(b->n_tasks, 3); /* ceil(5 / 2) */
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+	strand__batch__free_unpacked(b, NULL);
+}
+
+/* A worker that dies holding tasks: they go back to the queue and the
+ * other worker gets exactly them; the job completes once. */
+static void test_lost_worker_tasks_are_requeued(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 6);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	Strand__Batch *a2 =
+	        pull(f, f->w[0], (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
+	assert_int_equal(a2->n_tasks, 3);
+	fake_backend_exit(f->fake, f->w[0], 1);
+	/* Once the executor saw it end, its 3 tasks are queued again. */
+	Strand__Batch *b = NULL;
+	size_t got = 0;
+	uint64_t ids[8];
+	for (int i = 0; i < 100 && got < 5; i++) {
+		b = pull(f, f->w[1], (pull_args){.want = 10, .in_hand = (uint32_t)got});
+		for (size_t k = 0; k < b->n_tasks; k++)
+			ids[got++] = b->tasks[k]->id;
+		strand__batch__free_unpacked(b, NULL);
+		if (got < 5)
+			usleep(10000);
+	}
+	assert_int_equal(got, 5); /* the 2 never handed out and the 3 the dead one held */
+	for (size_t k = 0; k < a2->n_tasks; k++) {
+		int found = 0;
+		for (size_t i = 0; i < got; i++)
+			found |= ids[i] == a2->tasks[k]->id;
+		assert_true(found);
+	}
+	json_t *j = job_get(f);
+	assert_int_equal(json_integer_value(json_object_get(j, "done")), 1);
+	json_decref(j);
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+}
+
+/* A connected worker silent for two leases is killed. */
+static void test_silent_worker_loses_its_lease(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 4);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	strand__batch__free_unpacked(a, NULL);
+	for (int i = 0; i < 200 && fake_backend_kills(f->fake, f->w[0]) == 0; i++)
+		usleep(10000);
+	assert_int_equal(fake_backend_kills(f->fake, f->w[0]), 1);
+}
+
+/* retry_errors: a failing task runs again, up to max_attempts, then fails
+ * for good with its last error. */
+static void test_errors_retried_up_to_max_attempts(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "\"max_attempts\":2,\"retry_errors\":true");
+	map_echo(f, 1);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	assert_int_equal(a->n_tasks, 1);
+	assert_int_equal(a->tasks[0]->attempt, 1);
+	Strand__Batch *a2 =
+	        pull(f, f->w[0],
+	             (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1, .fail = 1});
+	assert_int_equal(a2->n_tasks, 1);
+	assert_int_equal(a2->tasks[0]->id, a->tasks[0]->id);
+	assert_int_equal(a2->tasks[0]->attempt, 2);
+	Strand__Batch *a3 =
+	        pull(f, f->w[0],
+	             (pull_args){.want = 10, .done = (const Strand__Task *const *)a2->tasks, .ndone = 1, .fail = 1});
+	assert_int_equal(a3->n_tasks, 0);
+	json_t *j = job_get(f);
+	assert_int_equal(json_integer_value(json_object_get(j, "failed")), 1);
+	assert_string_equal(json_string_value(json_object_get(j, "state")), "done");
+	json_decref(j);
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+	strand__batch__free_unpacked(a3, NULL);
+}
+
+/* A worker that lists fewer tasks than it was handed (an answer lost on
+ * the way) gets the missing ones requeued: another worker receives them. */
+static void test_resync_requeues_what_the_worker_lacks(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 9);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	Strand__Batch *a2 =
+	        pull(f, f->w[0], (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
+	assert_int_equal(a2->n_tasks, 4);
+	uint64_t held[] = {a2->tasks[0]->id};
+	Strand__Batch *a3 =
+	        pull(f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .resync = 1, .held = held, .nheld = 1});
+	strand__batch__free_unpacked(a3, NULL);
+	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 20});
+	Strand__Batch *b2 = pull(f, f->w[1], (pull_args){.want = 20, .in_hand = (uint32_t)b->n_tasks});
+	size_t seen = 0;
+	for (size_t k = 1; k < a2->n_tasks; k++)
+		for (int pass = 0; pass < 2; pass++) {
+			Strand__Batch *x = pass ? b2 : b;
+			for (size_t i = 0; i < x->n_tasks; i++)
+				seen += x->tasks[i]->id == a2->tasks[k]->id;
+		}
+	assert_int_equal(seen, 3); /* the three it did not list, each once */
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+	strand__batch__free_unpacked(b, NULL);
+	strand__batch__free_unpacked(b2, NULL);
+}
+
+/* A task running past the pool's timeout fails with "timed out", and its
+ * worker is told to stop and killed. */
+static void test_timeout_fails_the_task_and_replaces_the_worker(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "\"timeout_s\":1");
+	map_echo(f, 1);
+	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	assert_int_equal(a->n_tasks, 1);
+	Strand__Batch *a2 = pull(
+	        f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .running_task = a->tasks[0]->id, .running_ms = 1500});
+	assert_int_equal(a2->status, STRAND__BATCH__STATUS__STOP);
+	json_t *j = job_get(f);
+	assert_int_equal(json_integer_value(json_object_get(j, "failed")), 1);
+	json_decref(j);
+	for (int i = 0; i < 100 && fake_backend_kills(f->fake, f->w[0]) == 0; i++)
+		usleep(10000);
+	assert_int_equal(fake_backend_kills(f->fake, f->w[0]), 1);
+	strand__batch__free_unpacked(a, NULL);
+	strand__batch__free_unpacked(a2, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
