@@ -1,6 +1,8 @@
 /*
- * The engine's inside, shared by its parts: engine.c (the cycle, pools,
- * jobs, workers, pulls), engine_queues.c (queues and pipes) and
+ * The engine's inside, shared by its parts: engine.c (the cycle),
+ * engine_jobs.c (jobs, the task queue, pulls), engine_pools.c (pools and
+ * workers, leases), engine_recovery.c (load, recover, reload),
+ * engine_views.c (JSON), engine_queues.c (queues and pipes) and
  * engine_processes.c (processes and rings). Everything here belongs to the
  * engine thread; see engine.c for the cycle and engine.h for the contract.
  */
@@ -37,6 +39,9 @@
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
+
+typedef enum job_state { JOB_RUNNING, JOB_DONE, JOB_CANCELLED } job_state;
+static const char *const job_state_names[] = {"running", "done", "cancelled"};
 
 typedef enum worker_state { W_STARTING, W_CONNECTED, W_STOPPING, W_EXITED } worker_state;
 static const char *const worker_state_names[] = {"starting", "connected", "stopping", "exited"};
@@ -183,7 +188,7 @@ typedef struct job {
 	char *function;
 	char **command;
 	size_t ncommand;
-	char state[16];
+	job_state state;
 	int64_t created_ms;
 	struct pool *pool;
 	struct job *next; /* in the pool, by base */
@@ -259,9 +264,9 @@ struct engine {
 	op *starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
 };
 
-/* ---- shared by engine.c, engine_queues.c and engine_processes.c --------- */
+/* ---- shared by the engine's files --------------------------------------- */
 
-/* engine.c */
+/* engine.c: the cycle */
 void engine__ready(engine *e, op *o); /* answer o after this cycle's commit */
 void engine__answer(engine *e, op *o, int committed); /* answer o now */
 void engine__iso_time(int64_t ms, char out[32]);
@@ -272,6 +277,40 @@ int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait
 op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx);
 engine_call *engine__start(engine *e, op *o); /* hand over; returns o */
 int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len);
+
+/* engine_jobs.c: jobs, the task queue, pulls */
+job *engine__job_find(engine *e, const char *id);
+void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
+int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* tasks lo..hi to the pool's queue */
+void engine__queue_clear(pool *p);
+void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
+void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code); /* its tasks: queue front */
+void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
+void engine__pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error);
+int engine__pool_drained(const pool *p); /* nothing queued, no job open */
+void engine__handle_pull(engine *e, op *o);
+void engine__handle_map(engine *e, op *o);
+
+/* engine_pools.c: pools and workers */
+void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason);
+void engine__worker_stop(pool *p, worker *w, int hard); /* once per strength */
+worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
+void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
+void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words);
+void engine__handle_pool_create(engine *e, op *o);
+void engine__handle_pool_close(engine *e, op *o);
+void engine__handle_pool_delete(engine *e, op *o);
+void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */
+
+/* engine_recovery.c: load, recover, reload */
+int engine__recover(engine *e, char *detail, size_t detail_len);
+int engine__reload(engine *e); /* after a failed commit: memory from the store again */
+void engine__state_clear(engine *e); /* frees pools, jobs, workers; what waits is answered as not recorded */
+void engine__forgive_stall(engine *e, int64_t now);
+
+/* engine_views.c: JSON */
+json_t *engine__pool_json(const pool *p);
+json_t *engine__job_json(const job *j);
 
 /* engine_queues.c */
 void engine__handle_queue(engine *e, op *o);

@@ -1,0 +1,573 @@
+/*
+ * Jobs and their tasks in the engine: the pool's queue of task-id ranges,
+ * handing tasks out (assign: fair share, batches sized by measured task
+ * time), pulls with their piggy-backed results, retries and requeues, maps.
+ * Runs on the engine thread, but for the public entry points at the end.
+ *
+ * The queue of a pool is a list of task-id ranges: a map is one range, and
+ * requeued tasks become small ranges at the front. Handing out tasks is one
+ * UPDATE per range.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+
+static unsigned hash_id(const char *s)
+{
+	unsigned h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h % JOB_BUCKETS;
+}
+
+job *engine__job_find(engine *e, const char *id)
+{
+	for (job *j = e->jobs[hash_id(id)]; j; j = j->hash_next)
+		if (strcmp(j->id, id) == 0)
+			return j;
+	return NULL;
+}
+
+static job *job_of_task(pool *p, int64_t id)
+{
+	if (p->last_job && id >= p->last_job->base && id < p->last_job->base + p->last_job->total)
+		return p->last_job;
+	for (job *j = p->jobs; j; j = j->next)
+		if (id >= j->base && id < j->base + j->total)
+			return p->last_job = j;
+	return NULL;
+}
+
+/* Adds a job to its pool (which keeps jobs in base order: jobs are created
+ * in id order, so this appends) and to the id index. */
+void engine__job_attach(engine *e, pool *p, job *j)
+{
+	if (p->jobs_tail)
+		p->jobs_tail->next = j;
+	else
+		p->jobs = j;
+	p->jobs_tail = j;
+	j->hash_next = e->jobs[hash_id(j->id)];
+	e->jobs[hash_id(j->id)] = j;
+}
+
+int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front)
+{
+	range *r;
+
+	if (!front && p->qtail && p->qtail->job == j && p->qtail->hi + 1 == lo) {
+		p->qtail->hi = hi;
+		p->queued += hi - lo + 1;
+		return CM_OK;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return CM_ENOMEM;
+	r->lo = lo;
+	r->hi = hi;
+	r->job = j;
+	if (front) {
+		r->next = p->qhead;
+		p->qhead = r;
+		if (!p->qtail)
+			p->qtail = r;
+	} else {
+		if (p->qtail)
+			p->qtail->next = r;
+		else
+			p->qhead = r;
+		p->qtail = r;
+	}
+	p->queued += hi - lo + 1;
+	return CM_OK;
+}
+
+void engine__queue_clear(pool *p)
+{
+	while (p->qhead) {
+		range *r = p->qhead;
+		p->qhead = r->next;
+		free(r);
+	}
+	p->qtail = NULL;
+	p->queued = 0;
+}
+
+static void job_check_done(engine *e, job *j)
+{
+	if (j->done < j->total || j->state != JOB_RUNNING)
+		return;
+	j->state = JOB_DONE;
+	store_job_set_state(e->st, j->num, job_state_names[j->state]);
+	j->pool->open_jobs--;
+	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
+}
+
+/* Ends every unfinished job of a pool that ends: each task without a result
+ * gets an error result, so every index of the job has an answer and no
+ * client waits on a job that cannot finish. */
+void engine__pool_cancel_jobs(engine *e, pool *p, const char *why)
+{
+	engine__queue_clear(p);
+	for (job *j = p->jobs; j; j = j->next) {
+		int64_t n = 0;
+		if (j->state != JOB_RUNNING)
+			continue;
+		if (store_job_cancel(e->st, j->num, j->base, j->done + 1, why, &n) == CM_OK) {
+			j->done += n;
+			j->failed += n;
+			p->tasks_done += n;
+			p->tasks_failed += n;
+		}
+		j->state = JOB_CANCELLED;
+		store_job_set_state(e->st, j->num, job_state_names[j->state]);
+		p->open_jobs--;
+	}
+}
+
+/* Records one result; returns 1 if it was the first for that task. */
+/* holder: the worker the result came from (only the task's holder's
+ * counts), NULL for the gateway's own verdict. */
+static int record(engine *e, job *j, int64_t id, const char *holder, int ok, const void *value, size_t len)
+{
+	int recorded = 0;
+
+	if (store_task_complete(e->st, id, j->done + 1, ok, value, len, holder, &recorded) != CM_OK || !recorded)
+		return 0;
+	j->done++;
+	j->pool->tasks_done++;
+	if (!ok) {
+		j->failed++;
+		j->pool->tasks_failed++;
+	}
+	job_check_done(e, j);
+	return 1;
+}
+
+void engine__pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error)
+{
+	o->batch.status = status;
+	o->batch.error = (char *)(error ? error : "");
+	engine__ready(e, o);
+}
+
+typedef struct requeue_ctx {
+	engine *e;
+	pool *p;
+	int exit_code;
+	int64_t requeued, failed;
+	range *head, *tail; /* collected in id order, then put at the front */
+} requeue_ctx;
+
+static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	requeue_ctx *c = ctx;
+	job *j = job_of_task(c->p, id);
+
+	(void)arg;
+	(void)len;
+	if (!j || j->state != JOB_RUNNING)
+		return CM_OK;
+	if (attempts >= j->max_attempts) {
+		char msg[128];
+		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
+		                 attempts == 1 ? "" : "s", c->exit_code);
+		record(c->e, j, id, NULL, 0, msg, (size_t)n);
+		c->failed++;
+		return CM_OK;
+	}
+	c->requeued++;
+	if (c->tail && c->tail->job == j && c->tail->hi + 1 == id) {
+		c->tail->hi = id;
+		return CM_OK;
+	}
+	range *r = calloc(1, sizeof(*r));
+	if (!r)
+		return CM_ENOMEM;
+	r->lo = r->hi = id;
+	r->job = j;
+	if (c->tail)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	return CM_OK;
+}
+
+/* Puts the ranges requeue_one collected at the front of the pool's queue:
+ * they are the oldest work. */
+static void requeue_splice(pool *p, requeue_ctx *c)
+{
+	if (!c->head)
+		return;
+	for (range *r = c->head; r; r = r->next)
+		p->queued += r->hi - r->lo + 1;
+	c->tail->next = p->qhead;
+	p->qhead = c->head;
+	if (!p->qtail)
+		p->qtail = c->tail;
+	c->head = c->tail = NULL;
+}
+
+/* Puts a worker's pending tasks back at the front of its pool's queue (or
+ * fails those out of attempts). */
+void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code)
+{
+	requeue_ctx c = {.e = e, .p = p, .exit_code = exit_code};
+
+	store_tasks_requeue(e->st, worker_id, requeue_one, &c);
+	requeue_splice(p, &c);
+	if (c.requeued || c.failed)
+		cm_info("pool %s: %lld tasks of worker %s requeued, %lld failed for good", p->id, (long long)c.requeued,
+		        worker_id, (long long)c.failed);
+}
+
+typedef struct assign_ctx {
+	op *o;
+	job *j;
+} assign_ctx;
+
+static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	assign_ctx *c = ctx;
+	op *o = c->o;
+	Strand__Task *t;
+
+	if (o->ntasks == o->cap_tasks) {
+		size_t cap = o->cap_tasks ? o->cap_tasks * 2 : 64;
+		Strand__Task **p = realloc(o->tasks, cap * sizeof(*p));
+		if (!p)
+			return CM_ENOMEM;
+		o->tasks = p;
+		o->cap_tasks = cap;
+	}
+	t = malloc(sizeof(*t) + len);
+	if (!t)
+		return CM_ENOMEM;
+	strand__task__init(t);
+	t->id = (uint64_t)id;
+	t->function = c->j->function;
+	t->arg.data = (uint8_t *)(t + 1);
+	t->arg.len = len;
+	if (len)
+		memcpy(t->arg.data, arg, len);
+	t->attempt = (uint32_t)attempts;
+	t->command = c->j->command;
+	t->n_command = c->j->ncommand;
+	t->timeout_ms = c->j->timeout_ms;
+	o->tasks[o->ntasks++] = t;
+	return CM_OK;
+}
+
+static int live_workers(const pool *p)
+{
+	int n = 0;
+
+	for (const worker *w = p->workers; w; w = w->next)
+		n += w->state == W_STARTING || w->state == W_CONNECTED;
+	return n ? n : 1;
+}
+
+/* Hands tasks from the pool's queue to worker w, into o's batch: up to want,
+ * no more than its fair share of the queue, and so that the worker holds the
+ * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
+ * job from each job's measured task time (the in_hand tasks it already holds
+ * count). A worker holding nothing always gets one task; a job whose task
+ * time is not known yet gets only that one, as a probe. Chunks are not split. */
+void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
+{
+	int64_t target;
+	int64_t share;
+	int64_t given = 0;
+	double head_cost;
+	double room;
+
+	if (!want || !p->qhead)
+		return;
+	head_cost = p->qhead->job->avg_us >= 0 ? p->qhead->job->avg_us : BATCH_BUDGET_US;
+	if (head_cost < 1.0)
+		head_cost = 1.0;
+	room = BATCH_BUDGET_US + head_cost - (double)in_hand * head_cost;
+	share = (p->queued + live_workers(p) - 1) / live_workers(p);
+	target = (int64_t)want < share ? (int64_t)want : share;
+	while (given < target && p->qhead) {
+		range *r = p->qhead;
+		job *j = r->job;
+		int64_t size = r->hi - r->lo + 1;
+		int64_t take;
+		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
+		int free_one = given == 0 && in_hand == 0;
+		assign_ctx c = {o, j};
+		size_t before = o->ntasks;
+
+		if (j->avg_us < 0)
+			take = free_one;
+		else if ((take = room > 0 ? (int64_t)(room / cost) : 0) == 0)
+			take = free_one;
+		if (take > target - given)
+			take = target - given;
+		if (take <= 0)
+			break;
+		if (j->chunksize > 1)
+			take = (take + j->chunksize - 1) / j->chunksize * j->chunksize;
+		if (take > size)
+			take = size;
+		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c) != CM_OK)
+			break;
+		given += take;
+		room -= (double)take * cost;
+		w->pending += (int64_t)(o->ntasks - before);
+		p->queued -= take;
+		r->lo += take;
+		if (r->lo > r->hi) {
+			p->qhead = r->next;
+			if (!p->qhead)
+				p->qtail = NULL;
+			free(r);
+		}
+	}
+	o->batch.tasks = o->tasks;
+	o->batch.n_tasks = o->ntasks;
+}
+
+int engine__pool_drained(const pool *p)
+{
+	return p->queued == 0 && p->open_jobs == 0;
+}
+
+void engine__handle_pull(engine *e, op *o)
+{
+	Strand__Pull *m = o->pull;
+	pool *p = engine__pool_find(e, m->pool_id);
+	worker *w = NULL;
+
+	o->batch.lease_ms = (uint32_t)e->cfg->lease_ms;
+	/* The hub checked the worker's secret and that it serves this pool. */
+	if (p)
+		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
+			;
+	if (!w || w->state == W_EXITED) {
+		engine__pull_finish(e, o, STRAND__BATCH__STATUS__REFUSED, "unknown worker or pool");
+		return;
+	}
+	if (w->parked) {
+		/* The worker gave up on its parked pull and asked again. */
+		w->parked->discard = 1;
+		engine__ready(e, w->parked);
+		w->parked = NULL;
+	}
+	w->last_seen = cm_now_ms();
+	if (w->state == W_STARTING) {
+		w->state = W_CONNECTED;
+		p->fail_streak = 0;
+		store_worker_set_state(e->st, w->id, "connected", 0);
+		cm_info("worker %s of pool %s connected", w->id, p->id);
+	}
+	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
+	for (size_t i = 0; i < m->n_results; i++) {
+		const Strand__Result *r = m->results[i];
+		job *j = job_of_task(p, (int64_t)r->task_id);
+		if (w->pending > 0)
+			w->pending--;
+		if (!j)
+			continue;
+		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		if (!r->ok && j->retry_errors && (int)r->attempt < j->max_attempts && j->state == JOB_RUNNING &&
+		    store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
+			/* The caller asked for errors to be retried. */
+			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
+			continue;
+		}
+		record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value.data, r->value.len);
+	}
+	requeue_splice(p, &retry);
+	if (m->resync) {
+		/* Tasks recorded as ours that the worker does not hold were in an
+		 * answer lost on the way (a gateway restart, a dropped connection). */
+		requeue_ctx lost = {.e = e, .p = p, .exit_code = -1};
+		store_tasks_release(e->st, w->id, m->held, m->n_held, requeue_one, &lost);
+		requeue_splice(p, &lost);
+		w->pending = (int64_t)m->n_held;
+	}
+	if (m->running_task) {
+		job *j = job_of_task(p, (int64_t)m->running_task);
+		if (j && j->timeout_ms && m->running_ms > j->timeout_ms && j->state == JOB_RUNNING) {
+			char msg[96];
+			int n = snprintf(msg, sizeof(msg), "timed out after %.1f s", j->timeout_ms / 1000.0);
+			cm_warn("task %llu of job %s timed out on worker %s; replacing the worker",
+			        (unsigned long long)m->running_task, j->id, w->id);
+			record(e, j, (int64_t)m->running_task, NULL, 0, msg, (size_t)n);
+			/* The function cannot be interrupted inside the worker: replace
+			 * the worker; its other tasks go back to the queue. */
+			w->state = W_STOPPING;
+			engine__worker_stop(p, w, 1);
+			engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+			return;
+		}
+	}
+	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
+	    p->state == POOL_FAILED || (p->state == POOL_CLOSED && engine__pool_drained(p))) {
+		engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+		return;
+	}
+	/* Tasks handed to this worker that it does not count were in an answer
+	 * it never got (lost, or taken by someone holding its secret): it lists
+	 * what it holds next time, and the rest goes back to the queue. The
+	 * store is asked only when the counts disagree or the worker holds
+	 * nothing (a forged result can lower w->pending), not on every pull. */
+	if (!m->resync && ((int64_t)m->in_hand < w->pending || m->in_hand == 0)) {
+		int64_t held = 0;
+		store_tasks_held_count(e->st, w->id, &held);
+		o->batch.list_held = (int64_t)m->in_hand < held;
+	}
+	engine__assign(e, p, w, m->want, m->in_hand, o);
+	if (o->ntasks == 0 && m->in_hand == 0 && !o->batch.list_held) {
+		o->park_until = cm_now_ms() + PARK_MS;
+		w->parked = o;
+		return;
+	}
+	engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+}
+
+void engine__handle_map(engine *e, op *o)
+{
+	pool *p = engine__pool_find(e, o->id);
+	map_spec *m = o->map;
+	job *j;
+	store_job sj;
+	char existing[20];
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (o->idem_key && store_job_find_idem(e->st, p->id, o->idem_key, existing) == CM_OK &&
+	    (j = engine__job_find(e, existing))) {
+		o->out = engine__job_json(j);
+		return;
+	}
+	if (p->state != POOL_ACTIVE) {
+		o->err = CM_ECLOSED;
+		snprintf(o->detail, sizeof(o->detail), "pool %s is %s and takes no new work%s%.150s", p->id,
+		         pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		o->err = CM_ENOMEM;
+		return;
+	}
+	cm_id_new('j', j->id);
+	j->num = e->next_job;
+	j->base = e->next_task;
+	j->total = (int64_t)m->nargs;
+	j->chunksize = m->chunksize;
+	j->timeout_ms = m->timeout_ms ? m->timeout_ms : (unsigned)p->spec.timeout_s * 1000u;
+	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
+	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
+	j->avg_us = -1;
+	j->pool = p;
+	j->created_ms = cm_wall_ms();
+	j->state = JOB_RUNNING;
+	sj = (store_job){.num = j->num,
+	                 .id = j->id,
+	                 .pool_id = p->id,
+	                 .function = m->function,
+	                 .idem_key = o->idem_key,
+	                 .state = job_state_names[j->state],
+	                 .base = j->base,
+	                 .total = j->total,
+	                 .chunksize = j->chunksize,
+	                 .created_ms = j->created_ms,
+	                 .max_attempts = j->max_attempts,
+	                 .retry_errors = j->retry_errors,
+	                 .timeout_ms = j->timeout_ms};
+	json_t *cmd = NULL;
+	char *cmd_json = NULL;
+	if (m->ncommand) {
+		cmd = json_array();
+		for (size_t i = 0; i < m->ncommand; i++)
+			json_array_append_new(cmd, json_string(m->command[i]));
+		cmd_json = json_dumps(cmd, JSON_COMPACT);
+		json_decref(cmd);
+		sj.command_json = cmd_json;
+	}
+	if ((o->err = store_job_insert(e->st, &sj)) != CM_OK ||
+	    (o->err = store_tasks_insert(e->st, j->num, j->base, m->nargs, m->args, m->lens)) != CM_OK ||
+	    (j->total && (o->err = engine__queue_push(p, j, j->base, j->base + j->total - 1, 0)) != CM_OK)) {
+		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
+		free(cmd_json);
+		free(j);
+		return;
+	}
+	free(cmd_json);
+	e->next_job++;
+	e->next_task += j->total;
+	j->function = m->function;
+	j->command = m->command;
+	j->ncommand = m->ncommand;
+	m->function = NULL;
+	m->command = NULL;
+	m->ncommand = 0;
+	engine__job_attach(e, p, j);
+	p->open_jobs++;
+	job_check_done(e, j);
+	o->out = engine__job_json(j);
+}
+
+int engine_pool_jobs(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
+}
+
+int engine_job_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+}
+
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
+               size_t detail_len)
+{
+	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_job_info(engine *e, const char *id, job_info *out)
+{
+	op o = {.kind = OP_JOB_INFO, .id = id};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.info;
+	return err;
+}
+
+void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		protobuf_c_message_free_unpacked(&pull->base, NULL);
+		hub_discard(slot);
+		return;
+	}
+	o->kind = OP_PULL;
+	o->pull = pull;
+	o->slot = slot;
+	strand__batch__init(&o->batch);
+	pthread_mutex_lock(&e->mu);
+	if (e->stopping) {
+		pthread_mutex_unlock(&e->mu);
+		protobuf_c_message_free_unpacked(&pull->base, NULL);
+		free(o);
+		return; /* the hub is about to close; nobody to answer */
+	}
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+	pthread_mutex_unlock(&e->mu);
+}

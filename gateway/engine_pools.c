@@ -1,0 +1,356 @@
+/*
+ * Pools and their workers in the engine: creating, closing and terminating
+ * pools, starting workers through their backend's executor and hearing
+ * back (started, gone), and the tick that keeps each pool's workers alive
+ * and within their leases. Runs on the engine thread, but for the public
+ * entry points at the end.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+
+void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
+{
+	p->state = s;
+	if (reason)
+		snprintf(p->reason, sizeof(p->reason), "%s", reason);
+	store_pool_set_state(e->st, p->id, pool_state_names[s], reason);
+	if (s == POOL_FAILED) {
+		char why[600];
+		snprintf(why, sizeof(why), "cancelled: the pool failed: %s", reason ? reason : "");
+		engine__pool_cancel_jobs(e, p, why);
+	}
+	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
+}
+
+/* What starts a worker of pool p: strand-worker with its identity in the
+ * environment (locally the program; in a container the image's entrypoint).
+ * The strings live in env_text (room for 8) and *ca (free it). */
+static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
+                                        char labels[][160], char **labelp, char **ca)
+{
+	int local = p->backend == e->local;
+	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
+	size_t n = 0;
+
+	snprintf(env_text[n++], 600, "STRAND_HUB=%s", e->cfg->hub);
+	snprintf(env_text[n++], 600, "STRAND_POOL_ID=%s", p->id);
+	snprintf(env_text[n++], 600, "STRAND_WORKER_ID=%s", w->id);
+	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", w->secret);
+	if (local && e->cfg->plugin_path[0])
+		snprintf(env_text[n++], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
+	if (p->spec.manager[0])
+		snprintf(env_text[n++], 600, "STRAND_MANAGER_TYPE=%s", p->spec.manager);
+	if (e->cfg->hub_server_name[0])
+		snprintf(env_text[n++], 600, "STRAND_HUB_SERVER_NAME=%.255s", e->cfg->hub_server_name);
+	for (size_t i = 0; i < n; i++)
+		envp[i] = env_text[i];
+	/* A certificate chain does not fit the fixed entries. */
+	*ca = NULL;
+	if (e->hub_ca.len && asprintf(ca, "STRAND_HUB_CA_PEM=%s", e->hub_ca.data) > 0)
+		envp[n++] = *ca;
+	run.nenv = n;
+	if (local) {
+		argv[run.argc++] = (char *)e->cfg->worker_bin;
+	} else {
+		snprintf(labels[0], 160, "strand.pool=%s", p->id);
+		snprintf(labels[1], 160, "strand.worker=%s", w->id);
+		labelp[0] = labels[0];
+		labelp[1] = labels[1];
+		run.labels = labelp;
+		run.nlabels = 2;
+	}
+	return run;
+}
+
+/* Asks w's backend to stop it, once per strength. */
+void engine__worker_stop(pool *p, worker *w, int hard)
+{
+	if (w->stop_sent >= 1 + hard)
+		return;
+	w->stop_sent = 1 + hard;
+	bx_stop(p->backend, w->id, hard);
+}
+
+/* Adds a worker in state starting and asks the backend to start it; the
+ * backend answers later (worker_started). */
+static int worker_spawn(engine *e, pool *p)
+{
+	worker *w = calloc(1, sizeof(*w));
+	char env[8][600], labels[2][160];
+	char *envp[9], *argv[1], *labelp[2], *ca = NULL;
+	int err;
+
+	if (!w)
+		return CM_ENOMEM;
+	cm_id_new('w', w->id);
+	cm_random_hex(w->secret, CREDENTIALS_SECRET_LEN / 2);
+	w->pool = p;
+	/* Known to the hub before it can dial in. */
+	if ((err = credentials_add(e->creds, w->id, p->id, w->secret)) != CM_OK) {
+		free(w);
+		return err;
+	}
+	backend_run_spec run = worker_run_spec(e, p, w, env, envp, argv, labels, labelp, &ca);
+	err = bx_run(p->backend, w->id, &run, NULL);
+	if (ca) {
+		explicit_bzero(ca, strlen(ca));
+		free(ca);
+	}
+	explicit_bzero(env, sizeof(env));
+	if (err != CM_OK) {
+		credentials_remove(e->creds, w->id);
+		free(w);
+		return err;
+	}
+	w->started = w->last_seen = cm_now_ms();
+	w->next = p->workers;
+	p->workers = w;
+	p->workers_started++;
+	store_worker_insert(e->st, w->id, p->id, "", w->secret, cm_wall_ms());
+	return CM_OK;
+}
+
+/* The backend answered a worker's start. */
+void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev)
+{
+	if (ev->err != CM_OK) {
+		char reason[600];
+		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %s", bx_name(p->backend),
+		         ev->detail);
+		w->state = W_EXITED;
+		w->exit_code = -1;
+		credentials_remove(e->creds, w->id);
+		store_worker_set_state(e->st, w->id, "exited", -1);
+		if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED)
+			engine__pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
+	snprintf(w->handle, sizeof(w->handle), "%s", ev->handle);
+	store_worker_set_handle(e->st, w->id, w->handle);
+	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, bx_name(p->backend), w->handle);
+}
+
+void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words)
+{
+	pool *p = w->pool;
+	int expected = w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED;
+
+	if (w->state == W_STARTING && !expected)
+		p->fail_streak++;
+	w->state = W_EXITED;
+	w->exit_code = exit_code;
+	credentials_remove(e->creds, w->id);
+	store_worker_set_state(e->st, w->id, "exited", exit_code);
+	if (w->parked) {
+		w->parked->discard = 1;
+		engine__ready(e, w->parked);
+		w->parked = NULL;
+	}
+	if (!expected) {
+		p->workers_lost++;
+		cm_warn("worker %s of pool %s exited with code %d", w->id, p->id, exit_code);
+	} else {
+		cm_info("worker %s of pool %s stopped (code %d)", w->id, p->id, exit_code);
+	}
+	engine__requeue_worker(e, p, w->id, exit_code);
+	w->pending = 0;
+	if (last_words && last_words[0])
+		snprintf(p->last_words, sizeof(p->last_words), "%.255s", last_words);
+	bx_release(p->backend, w->id);
+}
+
+void engine__handle_pool_create(engine *e, op *o)
+{
+	pool *p = calloc(1, sizeof(*p));
+	char *spec_json = NULL;
+
+	if (!p) {
+		o->err = CM_ENOMEM;
+		return;
+	}
+	p->spec = *o->pool_spec;
+	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
+	p->backend = engine__backend_for(e, p->spec.backend);
+	p->created_ms = cm_wall_ms();
+	spec_json = spec_pool_json(&p->spec);
+	if (!p->backend || !spec_json ||
+	    (o->err = store_pool_insert(e->st, p->id, spec_json, "active", p->created_ms)) != CM_OK) {
+		if (!o->err)
+			o->err = p->backend ? CM_ENOMEM : CM_EUNSUPPORTED;
+		snprintf(o->detail, sizeof(o->detail), "cannot create the pool: %s", cm_strerror(o->err));
+		free(spec_json);
+		free(p);
+		return;
+	}
+	free(spec_json);
+	p->next = e->pools;
+	e->pools = p;
+	cm_info("pool %s created: %d %s workers", p->id, p->spec.processes, p->spec.backend);
+	for (int i = 0; i < p->spec.processes && p->state == POOL_ACTIVE; i++)
+		worker_spawn(e, p);
+	o->out = engine__pool_json(p);
+}
+
+void engine__handle_pool_close(engine *e, op *o)
+{
+	pool *p = engine__pool_find(e, o->id);
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (p->state == POOL_ACTIVE)
+		engine__pool_set_state(e, p, POOL_CLOSED, NULL);
+	o->out = engine__pool_json(p);
+}
+
+void engine__handle_pool_delete(engine *e, op *o)
+{
+	pool *p = engine__pool_find(e, o->id);
+
+	if (!p) {
+		o->err = CM_ENOENT;
+		engine__ready(e, o);
+		return;
+	}
+	if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED) {
+		engine__pool_set_state(e, p, POOL_TERMINATING, NULL);
+		for (worker *w = p->workers; w; w = w->next) {
+			if (w->state == W_EXITED)
+				continue;
+			w->state = W_STOPPING;
+			engine__worker_stop(p, w, 0);
+			if (w->parked) {
+				engine__pull_finish(e, w->parked, STRAND__BATCH__STATUS__STOP, NULL);
+				w->parked = NULL;
+			}
+		}
+		p->kill_at = cm_now_ms() + TERM_GRACE_MS;
+		engine__pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
+	}
+	if (p->state == POOL_TERMINATED) {
+		o->out = engine__pool_json(p);
+		engine__ready(e, o);
+		return;
+	}
+	/* Answered by the tick once every worker is gone. */
+	o->next = p->delete_waiters;
+	p->delete_waiters = o;
+}
+
+void engine__tick_pool(engine *e, pool *p, int64_t now)
+{
+	int live = 0;
+
+	for (worker *w = p->workers; w; w = w->next) {
+		if (w->state == W_EXITED)
+			continue;
+		live++;
+		if (p->state == POOL_TERMINATING && now >= p->kill_at)
+			engine__worker_stop(p, w, 1);
+		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
+		          !w->parked) ||
+		         (w->state == W_STARTING &&
+		          now - w->started > (w->adopted ? 2 * (int64_t)e->cfg->lease_ms : CONNECT_GRACE_MS))) {
+			/* Silent for two leases (or never connected): take its
+			 * tasks back; the reap above requeues them. */
+			if (w->stop_sent < 2)
+				cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
+			engine__worker_stop(p, w, 1);
+		}
+		if (w->parked) {
+			op *o = w->parked;
+			if (p->state != POOL_ACTIVE && !(p->state == POOL_CLOSED && !engine__pool_drained(p))) {
+				w->parked = NULL;
+				engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+			} else if (p->qhead) {
+				w->parked = NULL;
+				engine__assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
+				engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+			} else if (now >= o->park_until) {
+				w->parked = NULL;
+				engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+			}
+		}
+	}
+	if (p->state == POOL_TERMINATING && live == 0) {
+		engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
+	}
+	if (p->state == POOL_TERMINATED) {
+		while (p->delete_waiters) {
+			op *o = p->delete_waiters;
+			p->delete_waiters = o->next;
+			o->out = engine__pool_json(p);
+			engine__ready(e, o);
+		}
+		return;
+	}
+	if (p->state == POOL_FAILED)
+		return;
+	if (p->spec.manager[0] && p->workers_lost > 0) {
+		/* A manager's state lived in its one process: a new one would
+		 * silently start from nothing. */
+		char reason[400];
+		snprintf(reason, sizeof(reason), "the manager process ended, and its state with it%s%.300s",
+		         p->last_words[0] ? ": " : "", p->last_words);
+		engine__pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
+	if (p->fail_streak >= 3 + p->spec.processes) {
+		char reason[480];
+		snprintf(reason, sizeof(reason),
+		         "%d workers in a row exited before connecting to the hub %.60s%s%.256s", p->fail_streak,
+		         e->cfg->hub, p->last_words[0] ? "; the last one said: " : "", p->last_words);
+		engine__pool_set_state(e, p, POOL_FAILED, reason);
+		return;
+	}
+	/* Keep `processes` workers while there is or may be work. */
+	if (p->state == POOL_ACTIVE || (p->state == POOL_CLOSED && !engine__pool_drained(p)))
+		while (live < p->spec.processes && p->state != POOL_FAILED && worker_spawn(e, p) == CM_OK)
+			live++;
+}
+
+/* The worker that owner names, and its pool; NULL if none. */
+worker *engine__worker_find(engine *e, const char *owner, pool **pool_out)
+{
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			if (strcmp(w->id, owner) == 0) {
+				*pool_out = p;
+				return w;
+			}
+	return NULL;
+}
+
+int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_POOL_CREATE, .pool_spec = spec};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_pool_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
+}
+
+int engine_pool_list(engine *e, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_LIST, NULL, out, NULL, 0);
+}
+
+int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+}
+
+engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_POOL_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
+}

@@ -1,0 +1,273 @@
+/*
+ * Loading and recovery: at start (and after a commit failed) the engine's
+ * memory is rebuilt from the store alone, live workers and processes are
+ * adopted again, and what the lost ones held goes back to the queue. Also
+ * forgiving a stall of the gateway itself.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+#include "gateway/policy.h"
+
+/* After a commit failed (disk full, database read-only), memory is ahead of
+ * the database. Everyone waiting was told nothing was recorded (503 over
+ * HTTP, RETRY to workers, who keep their results); now memory is rebuilt
+ * from what is stored, exactly as at a restart, with the live workers
+ * adopted again. Workers and processes started in the failed cycle are
+ * unknown to the database: each backend stops and forgets them. */
+int engine__reload(engine *e)
+{
+	char detail[256] = "";
+
+	cm_error("commit failed (%s): nothing of this cycle was recorded; reloading the stored state",
+	         store_errmsg(e->st));
+	engine__state_clear(e);
+	if (engine__recover(e, detail, sizeof(detail)) != CM_OK) {
+		cm_error("cannot reload the stored state: %s; stopping", detail);
+		return CM_EIO;
+	}
+	size_t cap = engine__processes_count(e) + 1;
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			cap++;
+	char(*owners)[BX_OWNER_MAX] = calloc(cap, BX_OWNER_MAX);
+	if (!owners)
+		return CM_ENOMEM;
+	for (size_t b = 0; b < e->nbackends; b++) {
+		bx *x = e->backends[b];
+		size_t n = 0;
+		for (pool *p = e->pools; p; p = p->next)
+			for (worker *w = p->workers; w && p->backend == x; w = w->next)
+				snprintf(owners[n++], BX_OWNER_MAX, "%s", w->id);
+		engine__processes_owners(e, x, owners, &n);
+		bx_retain(x, owners, n);
+	}
+	free(owners);
+	return CM_OK;
+}
+
+/* The gateway itself stood still (SIGSTOP, a long commit, a swapped-out
+ * host): its workers could not be heard meanwhile, so their silence says
+ * nothing. Leases restart from now instead of killing healthy workers. */
+void engine__forgive_stall(engine *e, int64_t now)
+{
+	int64_t gap = e->last_cycle ? now - e->last_cycle : 0;
+
+	e->last_cycle = now;
+	if (gap <= e->cfg->lease_ms / 2)
+		return;
+	cm_warn("the gateway stood still for %lld ms; worker leases restart now", (long long)gap);
+	for (pool *p = e->pools; p; p = p->next) {
+		for (worker *w = p->workers; w; w = w->next) {
+			if (w->last_seen < now)
+				w->last_seen = now;
+			if (w->state == W_STARTING)
+				w->started += gap;
+		}
+	}
+}
+
+static void load_pool(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
+                      int64_t created_ms)
+{
+	engine *e = ctx;
+	pool *p = calloc(1, sizeof(*p));
+	char detail[256];
+
+	if (!p)
+		return;
+	snprintf(p->id, sizeof(p->id), "%s", id);
+	for (int s = 0; s <= POOL_FAILED; s++)
+		if (strcmp(state, pool_state_names[s]) == 0)
+			p->state = (pool_state)s;
+	if (spec_pool_load(spec_json, e->cfg->image, &p->spec, detail, sizeof(detail)) != CM_OK) {
+		cm_warn("pool %s: stored spec unreadable (%s); marking it failed", id, detail);
+		p->state = POOL_FAILED;
+	}
+	p->backend = engine__backend_for(e, p->spec.backend);
+	if (!p->backend)
+		p->backend = e->local;
+	if (reason)
+		snprintf(p->reason, sizeof(p->reason), "%s", reason);
+	p->created_ms = created_ms;
+	p->next = e->pools;
+	e->pools = p;
+}
+
+static void load_job(void *ctx, const store_job *sj)
+{
+	engine *e = ctx;
+	pool *p = engine__pool_find(e, sj->pool_id);
+	job *j;
+
+	if (!p || !(j = calloc(1, sizeof(*j))))
+		return;
+	snprintf(j->id, sizeof(j->id), "%s", sj->id);
+	j->num = sj->num;
+	j->base = sj->base;
+	j->total = sj->total;
+	j->done = sj->done;
+	j->failed = sj->failed;
+	j->chunksize = sj->chunksize;
+	j->max_attempts = sj->max_attempts;
+	j->retry_errors = sj->retry_errors;
+	j->timeout_ms = (unsigned)sj->timeout_ms;
+	j->avg_us = -1;
+	j->created_ms = sj->created_ms;
+	j->function = strdup(sj->function);
+	j->state = strcmp(sj->state, "done") == 0        ? JOB_DONE
+	           : strcmp(sj->state, "cancelled") == 0 ? JOB_CANCELLED
+	                                                 : JOB_RUNNING;
+	if (sj->command_json) {
+		json_t *a = json_loads(sj->command_json, 0, NULL);
+		size_t n = json_array_size(a);
+		j->command = n ? calloc(n, sizeof(char *)) : NULL;
+		for (size_t i = 0; j->command && i < n; i++)
+			j->command[j->ncommand++] = strdup(json_string_value(json_array_get(a, i)));
+		json_decref(a);
+	}
+	j->pool = p;
+	p->tasks_done += j->done;
+	p->tasks_failed += j->failed;
+	if (j->state == JOB_RUNNING)
+		p->open_jobs++;
+	engine__job_attach(e, p, j);
+}
+
+typedef struct load_queue_ctx {
+	pool *p;
+	job *j;
+} load_queue_ctx;
+
+static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	load_queue_ctx *c = ctx;
+
+	(void)arg;
+	(void)len;
+	(void)attempts;
+	return engine__queue_push(c->p, c->j, id, id, 0);
+}
+
+/* A worker of the previous run (or of this run, on a reload) that is still
+ * alive is adopted: it keeps its id and tasks, and must reconnect within two
+ * leases (it does so on its own, its results kept) or it is replaced. */
+static void load_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
+                        const char *secret, int64_t started_ms)
+{
+	engine *e = ctx;
+	pool *p = engine__pool_find(e, pool_id);
+	worker *w = NULL;
+
+	(void)state;
+	(void)started_ms;
+	if (!p || p->state == POOL_TERMINATED || p->state == POOL_FAILED || !(w = calloc(1, sizeof(*w))) ||
+	    bx_adopt(p->backend, id, handle) != CM_OK) {
+		store_worker_set_state(e->st, id, "exited", -1);
+		free(w);
+		return;
+	}
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	w->pool = p;
+	snprintf(w->handle, sizeof(w->handle), "%s", handle);
+	/* A worker of a release before per-worker secrets has none: the hub
+	 * refuses it and it is replaced after two leases, like a silent one. */
+	if (secret && strlen(secret) == CREDENTIALS_SECRET_LEN) {
+		snprintf(w->secret, sizeof(w->secret), "%s", secret);
+		credentials_add(e->creds, w->id, p->id, w->secret);
+	}
+	w->state = W_STARTING;
+	w->adopted = 1;
+	w->started = w->last_seen = cm_now_ms();
+	w->next = p->workers;
+	p->workers = w;
+	cm_info("pool %s: adopting worker %s (%s %.12s)", p->id, w->id, bx_name(p->backend), handle);
+}
+
+int engine__recover(engine *e, char *detail, size_t detail_len)
+{
+	int64_t queued = 0;
+	int njobs = 0;
+
+	credentials_clear(e->creds); /* the workers loaded below are all there are */
+	if (store_pool_each(e->st, load_pool, e) != CM_OK || store_job_each(e->st, load_job, e) != CM_OK ||
+	    store_queue_each(e->st, engine__load_queue, e) != CM_OK ||
+	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
+	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
+	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
+	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
+		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
+		store_rollback(e->st);
+		return CM_EIO;
+	}
+	/* What the workers that are gone held goes back to the queue (it was
+	 * handed out, not failed); adopted workers keep theirs. */
+	store_tasks_requeue_orphans(e->st);
+	for (pool *p = e->pools; p; p = p->next) {
+		char why[300], refusal[400];
+		/* The operator may have tightened the policy since the pool was
+		 * made: it starts no worker the policy now forbids. */
+		if ((p->state == POOL_ACTIVE || p->state == POOL_CLOSED) &&
+		    policy_check_run(e->cfg, &p->spec, why, sizeof(why)) != CM_OK) {
+			snprintf(refusal, sizeof(refusal), "the gateway's policy forbids it now: %s", why);
+			engine__pool_set_state(e, p, POOL_FAILED, refusal);
+		}
+		if (p->state == POOL_TERMINATING)
+			engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
+		if (p->state == POOL_TERMINATED || p->state == POOL_FAILED)
+			engine__pool_cancel_jobs(e, p, "cancelled: the pool ended");
+		for (job *j = p->jobs; j; j = j->next) {
+			load_queue_ctx c = {p, j};
+			njobs++;
+			if (j->state == JOB_RUNNING)
+				store_tasks_queued_each(e->st, j->num, load_queued, &c);
+		}
+		queued += p->queued;
+	}
+	if (store_commit(e->st) != CM_OK) {
+		snprintf(detail, detail_len, "cannot commit recovery: %s", store_errmsg(e->st));
+		return CM_EIO;
+	}
+	cm_info("loaded %d jobs, %lld queued tasks", njobs, (long long)queued);
+	return CM_OK;
+}
+
+/* Frees pools, jobs and workers, answering what waits on them as not
+ * recorded. */
+void engine__state_clear(engine *e)
+{
+	while (e->log_reads) {
+		op *o = e->log_reads;
+		e->log_reads = o->next;
+		engine__answer(e, o, 0);
+	}
+	while (e->pools) {
+		pool *p = e->pools;
+		e->pools = p->next;
+		engine__queue_clear(p);
+		while (p->workers) {
+			worker *w = p->workers;
+			p->workers = w->next;
+			if (w->parked)
+				engine__answer(e, w->parked, 0);
+			free(w);
+		}
+		while (p->jobs) {
+			job *j = p->jobs;
+			p->jobs = j->next;
+			free(j->function);
+			for (size_t i = 0; i < j->ncommand; i++)
+				free(j->command[i]);
+			free(j->command);
+			free(j);
+		}
+		while (p->delete_waiters) {
+			op *o = p->delete_waiters;
+			p->delete_waiters = o->next;
+			engine__answer(e, o, 0);
+		}
+		free(p);
+	}
+	memset(e->jobs, 0, sizeof(e->jobs));
+	engine__processes_clear(e);
+	engine__queues_clear(e);
+}

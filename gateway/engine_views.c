@@ -1,0 +1,64 @@
+/*
+ * The JSON the API shows of pools and jobs, built from engine state on the
+ * engine thread.
+ */
+#define _GNU_SOURCE
+#include "gateway/engine_int.h"
+
+json_t *engine__job_json(const job *j)
+{
+	char created[32];
+	char self[64], results[80];
+
+	engine__iso_time(j->created_ms, created);
+	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
+	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
+	                 j->pool->id, "state", job_state_names[j->state], "function", j->function, "total",
+	                 (json_int_t)j->total, "done", (json_int_t)j->done, "failed", (json_int_t)j->failed,
+	                 "chunksize", j->chunksize, "created_at", created, "links", "self", self, "results", results);
+}
+
+json_t *engine__pool_json(const pool *p)
+{
+	json_t *workers = json_array();
+	json_t *o;
+	char created[32];
+	int64_t pending = 0;
+	int live = 0;
+
+	for (const worker *w = p->workers; w; w = w->next) {
+		if (w->state != W_EXITED) {
+			live++;
+			pending += w->pending;
+		}
+		json_t *wj =
+		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state", worker_state_names[w->state],
+		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
+		if (!w->handle[0])
+			; /* its backend has not started it yet */
+		else if (strcmp(bx_name(p->backend), "local") == 0)
+			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
+		else
+			json_object_set_new(wj, "container",
+			                    json_stringn(w->handle, strlen(w->handle) < 12 ? strlen(w->handle) : 12));
+		json_array_append_new(workers, wj);
+	}
+	engine__iso_time(p->created_ms, created);
+	o = json_pack("{s:s, s:s, s:i, s:s, s:{s:f, s:I, s:i}, s:i, s:s, s:i, s:o,"
+	              " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+	              "id", p->id, "state", pool_state_names[p->state], "processes", p->spec.processes, "backend",
+	              p->spec.backend, "resources", "cpu", p->spec.cpu, "memory_mb", (json_int_t)p->spec.memory_mb,
+	              "gpu", p->spec.gpu, "max_attempts", p->spec.max_attempts, "created_at", created, "live_workers",
+	              live, "workers", workers, "counters", "tasks_queued", (json_int_t)p->queued, "tasks_pending",
+	              (json_int_t)pending, "tasks_done", (json_int_t)p->tasks_done, "tasks_failed",
+	              (json_int_t)p->tasks_failed, "jobs_open", (json_int_t)p->open_jobs, "workers_started",
+	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
+	if (o && p->reason[0])
+		json_object_set_new(o, "reason", json_string(p->reason));
+	if (o && strcmp(bx_name(p->backend), "docker") == 0)
+		json_object_set_new(o, "image", json_string(p->spec.image));
+	if (o && p->spec.manager[0])
+		json_object_set_new(o, "type", json_string(p->spec.manager));
+	return o;
+}
