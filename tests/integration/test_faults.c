@@ -62,7 +62,7 @@ static void test_worker_sigkill_mid_map(void **state)
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(2), 1000)));
-	usleep(400000);
+	assert_true(job_wait_done(&g, job, 50) < 1000); /* both at work, far from done */
 	kill(pids[0], SIGKILL);
 	json_t *items = job_results(&g, job, "completion", 5000);
 	assert_exact(items, 1000, 2);
@@ -88,7 +88,7 @@ static void test_hung_worker_loses_its_lease(void **state)
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
-	usleep(300000);
+	assert_true(job_wait_done(&g, job, 10) < 300);
 	/* Stopped, not dead: only the silence tells; two leases later it is
 	 * killed and its tasks run elsewhere. */
 	kill(pids[1], SIGSTOP);
@@ -117,7 +117,7 @@ static void test_paused_gateway_keeps_healthy_workers(void **state)
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pool_worker_pids(&g, pool, before, 4), 2);
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
-	usleep(200000);
+	assert_true(job_wait_done(&g, job, 10) < 300);
 	kill(g.pid, SIGSTOP);
 	usleep(1200000);
 	kill(g.pid, SIGCONT);
@@ -216,7 +216,7 @@ static void test_gateway_sigkill_readopts_workers(void **state)
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pool_worker_pids(&g, pool, before, 4), 2);
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_real(0.2), 10000)));
-	usleep(300000);
+	assert_true(job_wait_done(&g, job, 200) < 10000);
 	gateway_kill(&g);
 	gateway_restart(&g);
 	json_t *items = job_results(&g, job, "completion", 20000);

@@ -127,7 +127,7 @@ static void test_restart_after_kill_loses_nothing(void **state)
 	assert_int_equal(r.status, 202);
 	snprintf(live_job, sizeof(live_job), "%s", json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
-	usleep(300000);
+	assert_true(job_wait_done(&g, live_job, 5) < 200); /* in flight: begun, not finished */
 	gateway_kill(&g);
 
 	gateway_restart(&g);

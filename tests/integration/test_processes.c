@@ -1,8 +1,8 @@
 /*
  * Process over REST (multiprocessing.Process, `fiber run`): a program and a
  * function run once, exit codes, logs, join with ?wait=, terminate, a
- * process surviving a gateway SIGKILL, bad requests; and a function process
- * in a container when a Docker engine answers.
+ * process surviving a gateway SIGKILL, bad requests (a function process in
+ * a container is in test_docker).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -327,29 +327,6 @@ static void test_bad_requests(void **state)
 	free(id);
 }
 
-static void test_function_process_in_a_container(void **state)
-{
-	(void)state;
-	if (system("docker info >/dev/null 2>&1") != 0 ||
-	    system(STRAND_SOURCE_DIR "/deploy/build-images.sh " STRAND_BUILD_DIR " latest >/dev/null") != 0) {
-		print_message("no Docker engine answers: skipped\n");
-		skip();
-	}
-	char *id = start("{\"function\":\"pi.so:pi_hits\",\"arg\":100000,\"backend\":\"docker\","
-	                 "\"resources\":{\"memory_mb\":64}}");
-	json_t *p = join(id);
-	assert_string_equal(json_string_value(json_object_get(p, "backend")), "docker");
-	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
-	json_decref(p);
-	char *out = logs(id); /* kept after the container is removed */
-	assert_true(atol(out) > 77000 && atol(out) < 80000);
-	free(out);
-	char cmd[160];
-	snprintf(cmd, sizeof(cmd), "test -z \"$(docker ps -aq --filter label=strand.process=%s)\"", id);
-	assert_int_equal(system(cmd), 0);
-	free(id);
-}
-
 static void test_gpus_are_handed_out_distinctly(void **state)
 {
 	static const char *const two_gpus[] = {"--gpus", "2", NULL};
@@ -399,7 +376,6 @@ int main(void)
 	        cmocka_unit_test(test_no_child_outlives_its_process),
 	        cmocka_unit_test(test_gateway_stop_ends_process_groups),
 	        cmocka_unit_test(test_bad_requests),
-	        cmocka_unit_test(test_function_process_in_a_container),
 	        cmocka_unit_test(test_gpus_are_handed_out_distinctly),
 	};
 	return cmocka_run_group_tests_name("processes", tests, setup, teardown);

@@ -161,7 +161,7 @@ static void test_four_readers_share_fairly(void **state)
 		snprintf(readers[i].path, sizeof(readers[i].path), "%s?wait=10", path);
 		pthread_create(&threads[i], NULL, read_loop, &readers[i]);
 	}
-	usleep(200000); /* all four waiting before the first item */
+	queue_wait_readers(&g, q, READERS); /* all four waiting before the first item */
 	for (int i = 0; i < ITEMS; i++) {
 		put(path, json_pack("{s:i}", "item", i));
 		if (i % 40 == 0)

@@ -527,23 +527,6 @@ static int read_answer(int fd, json_t **body)
 	return status;
 }
 
-/* Waits (10 s at most) until n readers wait on queue, as the queue says. */
-static void wait_for_readers(const gateway *gw, const char *queue, json_int_t n)
-{
-	char path[96];
-	json_int_t waiting = 0;
-
-	snprintf(path, sizeof(path), "/v1/queues/%s", queue);
-	for (int i = 0; i < 500 && waiting < n; i++) {
-		response r = http(gw, "GET", path, NULL, NULL);
-		waiting = json_integer_value(json_object_get(r.json, "waiting_readers"));
-		response_free(&r);
-		if (waiting < n)
-			usleep(20000);
-	}
-	assert_int_equal(waiting, n);
-}
-
 /* Long polls park their connection instead of holding a thread: hundreds of
  * queue reads, joins and result waits at once leave the gateway's thread
  * count where it was, the API answers meanwhile, and every poll gets its
@@ -594,7 +577,7 @@ static void test_long_polls_hold_no_thread(void **state)
 		waits[i] = start_get(&h, "127.0.0.3", path);
 	}
 	/* Every reader is in line before anything is put. */
-	wait_for_readers(&h, queue, READERS_N);
+	queue_wait_readers(&h, queue, READERS_N);
 	int during = thread_count(h.pid);
 	print_message("gateway threads: %d before, %d with %d long polls waiting\n", before, during,
 	              READERS_N + JOINS + WAITS);
@@ -695,7 +678,7 @@ static void test_long_polls_answer_when_the_gateway_stops(void **state)
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?wait=60", job);
 		waits[i] = start_get(&h, "127.0.0.5", path);
 	}
-	wait_for_readers(&h, queue, N);
+	queue_wait_readers(&h, queue, N);
 	int status = gateway_stop(&h);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);

@@ -200,8 +200,8 @@ int gateway_stop(gateway *g)
  * gateway's) land in the log: any of them fails the test. */
 static void check_log(const gateway *g)
 {
-	static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-	                                    "WARNING: ThreadSanitizer", NULL};
+	static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+	                                    "runtime error:", "WARNING: ThreadSanitizer", NULL};
 	FILE *f = fopen(g->log, "r");
 	char line[4096];
 
@@ -406,6 +406,40 @@ json_t *pool_get(const gateway *g, const char *pool_id)
 	j = json_incref(r.json);
 	response_free(&r);
 	return j;
+}
+
+long long job_wait_done(const gateway *g, const char *job, long long min_done)
+{
+	char path[128];
+	long long done = 0;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	for (int i = 0; i < 2000; i++) {
+		response r = http(g, "GET", path, NULL, NULL);
+		done = (long long)json_integer_value(json_object_get(r.json, "done"));
+		response_free(&r);
+		if (done >= min_done)
+			return done;
+		usleep(10000);
+	}
+	fail_msg("job %s: %lld results after 20 s, wanted %lld", job, done, min_done);
+	return done;
+}
+
+void queue_wait_readers(const gateway *g, const char *queue, long long n)
+{
+	char path[96];
+	long long waiting = 0;
+
+	snprintf(path, sizeof(path), "/v1/queues/%s", queue);
+	for (int i = 0; i < 1000 && waiting != n; i++) {
+		response r = http(g, "GET", path, NULL, NULL);
+		waiting = (long long)json_integer_value(json_object_get(r.json, "waiting_readers"));
+		response_free(&r);
+		if (waiting != n)
+			usleep(10000);
+	}
+	assert_int_equal(waiting, n);
 }
 
 int pool_worker_pids(const gateway *g, const char *pool_id, pid_t *pids, int max)

@@ -74,6 +74,13 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 char *pool_create_spec(const gateway *g, const char *spec);
 /* GET /v1/pools/{id}: the pool (new reference). */
 json_t *pool_get(const gateway *g, const char *pool_id);
+/* Waits (20 s at most) until job has at least min_done results recorded;
+ * returns how many it has then (tests assert it is still unfinished before
+ * they break something, instead of sleeping and assuming). */
+long long job_wait_done(const gateway *g, const char *job, long long min_done);
+/* Waits (10 s at most) until n readers wait on the queue, as its
+ * waiting_readers says. */
+void queue_wait_readers(const gateway *g, const char *queue, long long n);
 /* The pids (local backend) of the pool's workers that have not exited and
  * were started (a worker being started has no pid yet);
  * returns how many, at most max. */
