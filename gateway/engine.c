@@ -151,21 +151,16 @@ void engine__answer(engine *e, op *o, int committed)
 		return;
 	}
 	if (o->kind == OP_PULL) {
-		uint8_t *frame = NULL;
-		size_t len = 0;
-		Strand__Batch retry = STRAND__BATCH__INIT;
 		/* Nothing of this cycle was recorded: the worker keeps its results
 		 * and asks again; tasks handed out in it were never handed out. */
-		retry.status = STRAND__BATCH__STATUS__RETRY;
-		if (o->discard || proto_frame_encode(PROTO_BATCH, NULL, NULL, committed ? &o->batch.base : &retry.base,
-		                                     &frame, &len) != CM_OK)
-			hub_discard(o->slot);
+		engine_batch retry = {.status = ENGINE_BATCH_RETRY, .error = ""};
+		if (o->discard)
+			e->link.drop(e->link.ctx, o->slot);
 		else
-			hub_reply(o->slot, frame, len);
+			e->link.batch(e->link.ctx, o->slot, committed ? &o->batch : &retry);
 		for (size_t i = 0; i < o->ntasks; i++)
-			free(o->tasks[i]);
+			free((void *)o->tasks[i].arg);
 		free(o->tasks);
-		protobuf_c_message_free_unpacked(&o->pull->base, NULL);
 		free(o);
 		return;
 	}

@@ -20,7 +20,6 @@
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/spec.h"
-#include "proto/strand.pb-c.h"
 
 typedef struct engine engine;
 typedef struct hub_slot hub_slot;
@@ -113,16 +112,95 @@ uint64_t engine_generation(engine *e);
 int engine_closing(engine *e); /* engine_quiesce ran */
 void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx);
 
-/* From the hub: a worker's pull (stolen). The engine answers through
- * hub_reply or hub_discard on slot. */
-void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull);
+/* ---- workers, through the hub -------------------------------------------
+ * The hub decodes each worker's frame and encodes the engine's answer: the
+ * engine sees these plain structs only. A message handed to the engine stays
+ * the hub's, valid until the engine answered its slot through the link. */
 
-/* From the hub: a queue or pipe call from code inside a worker (stolen);
- * answered with a QueueReply through hub_reply. */
-void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call);
+typedef struct engine_result {
+	uint64_t task_id;
+	int ok;
+	const uint8_t *value; /* JSON text when ok, else the error (the hub checked both) */
+	size_t len;
+	uint32_t run_us; /* how long the function ran: sizes later batches */
+	uint32_t attempt; /* the task's attempt this answers */
+} engine_result;
 
-/* Implemented by hub.c. frame is stolen. */
-void hub_reply(hub_slot *slot, uint8_t *frame, size_t len);
-void hub_discard(hub_slot *slot);
+typedef struct engine_pull_msg {
+	const char *worker_id, *pool_id;
+	uint32_t want; /* more tasks it can take now */
+	uint32_t in_hand; /* tasks it holds: queued, running, or done and not reported yet */
+	const engine_result *results;
+	size_t nresults;
+	int resync; /* held lists every task it holds */
+	const uint64_t *held;
+	size_t nheld;
+	uint64_t running_task; /* 0: none ... */
+	uint32_t running_ms; /* ... and for how long: timeouts */
+} engine_pull_msg;
+
+typedef struct engine_task {
+	uint64_t id;
+	const char *function;
+	const uint8_t *arg; /* JSON text */
+	size_t arg_len;
+	uint32_t attempt; /* 1 on the first run */
+	char *const *command; /* argv of an "exec" task */
+	size_t ncommand;
+	uint32_t timeout_ms;
+} engine_task;
+
+typedef enum engine_batch_status {
+	ENGINE_BATCH_OK,
+	ENGINE_BATCH_REFUSED, /* unknown worker: it exits */
+	ENGINE_BATCH_STOP, /* its pool ended: finish nothing more, exit */
+	ENGINE_BATCH_RETRY, /* nothing was recorded: keep the results, ask again */
+} engine_batch_status;
+
+typedef struct engine_batch {
+	engine_batch_status status;
+	const char *error;
+	const engine_task *tasks;
+	size_t ntasks;
+	uint32_t lease_ms;
+	int list_held; /* it holds fewer than it was handed: list them next time */
+} engine_batch;
+
+typedef struct engine_queue_msg {
+	const char *worker_id, *pool_id;
+	int put; /* else a get */
+	const char *queue; /* a queue id, or a pipe id with pipe_end 0 or 1 */
+	int pipe_end; /* -1: a queue */
+	const uint8_t *const *items; /* put: JSON texts */
+	const size_t *lens;
+	size_t nitems;
+	uint32_t max; /* get: at most this many ... */
+	uint32_t wait_ms; /* ... waiting this long for the first */
+} engine_queue_msg;
+
+typedef struct engine_queue_reply {
+	int ok;
+	const char *error;
+	char *const *items; /* get: JSON texts */
+	const size_t *lens;
+	size_t nitems;
+} engine_queue_reply;
+
+/* How the engine answers the hub, on the engine's thread: each pull or
+ * queue call exactly once, by batch or queue_reply, or by drop (no answer:
+ * the worker's request times out and it asks again). */
+typedef struct engine_link {
+	void *ctx;
+	void (*batch)(void *ctx, hub_slot *slot, const engine_batch *b);
+	void (*queue_reply)(void *ctx, hub_slot *slot, const engine_queue_reply *r);
+	void (*drop)(void *ctx, hub_slot *slot);
+} engine_link;
+
+/* Set once, before the first pull (link is copied). */
+void engine_set_link(engine *e, const engine_link *link);
+/* A worker's pull or queue call. CM_OK: answered later through the link;
+ * CM_ESHUTDOWN or CM_ENOMEM: not taken, the hub answers it. */
+int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m);
+int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *m);
 
 #endif

@@ -23,7 +23,6 @@
 #include "common/common.h"
 #include "gateway/backend_executor.h"
 #include "gateway/engine.h"
-#include "proto/frame.h"
 #include "store/store.h"
 
 #define TICK_MS 20
@@ -96,18 +95,19 @@ typedef struct op {
 	/* OP_PROC_START, OP_RING_START */
 	const process_spec *proc;
 	int ring_size;
-	/* OP_QUEUE_* from a worker: the call, where to answer, what it names */
-	Strand__QueueCall *qcall;
+	/* OP_QUEUE_* from a worker: the call (the hub's), where to answer, what it names */
+	const engine_queue_msg *qcall;
 	char qid[64];
 	const char *pipe; /* OP_QUEUE_PUT/GET on an end of this pipe (o->id unset) */
 	int pipe_end;
 	char **owned_items;
 	size_t *owned_lens;
-	/* OP_PULL */
-	Strand__Pull *pull;
+	/* OP_PULL: the pull (the hub's), and the batch answering it; each
+	 * task's argument is a copy of its own */
+	const engine_pull_msg *pull;
 	hub_slot *slot;
-	Strand__Batch batch;
-	Strand__Task **tasks;
+	engine_batch batch;
+	engine_task *tasks;
 	size_t ntasks, cap_tasks;
 	int discard; /* answer nothing: the worker will ask again */
 	int64_t park_until;
@@ -260,6 +260,7 @@ struct engine {
 	bx *backends[ENGINE_BACKENDS_MAX]; /* one executor per backend */
 	size_t nbackends;
 	bx *local; /* the local backend's, which runs functions of processes */
+	engine_link link; /* answers to the hub */
 	op *log_reads; /* OP_PROC_LOGS waiting for their backend */
 	op *starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
 };
@@ -286,7 +287,7 @@ void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code); /* its tasks: queue front */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
-void engine__pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error);
+void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
 void engine__handle_pull(engine *e, op *o);
 void engine__handle_map(engine *e, op *o);

@@ -143,10 +143,10 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 	return 1;
 }
 
-void engine__pull_finish(engine *e, op *o, Strand__Batch__Status status, const char *error)
+void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error)
 {
 	o->batch.status = status;
-	o->batch.error = (char *)(error ? error : "");
+	o->batch.error = error ? error : "";
 	engine__ready(e, o);
 }
 
@@ -230,31 +230,28 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 {
 	assign_ctx *c = ctx;
 	op *o = c->o;
-	Strand__Task *t;
+	uint8_t *copy;
 
 	if (o->ntasks == o->cap_tasks) {
 		size_t cap = o->cap_tasks ? o->cap_tasks * 2 : 64;
-		Strand__Task **p = realloc(o->tasks, cap * sizeof(*p));
+		engine_task *p = realloc(o->tasks, cap * sizeof(*p));
 		if (!p)
 			return CM_ENOMEM;
 		o->tasks = p;
 		o->cap_tasks = cap;
 	}
-	t = malloc(sizeof(*t) + len);
-	if (!t)
+	if (!(copy = malloc(len ? len : 1)))
 		return CM_ENOMEM;
-	strand__task__init(t);
-	t->id = (uint64_t)id;
-	t->function = c->j->function;
-	t->arg.data = (uint8_t *)(t + 1);
-	t->arg.len = len;
 	if (len)
-		memcpy(t->arg.data, arg, len);
-	t->attempt = (uint32_t)attempts;
-	t->command = c->j->command;
-	t->n_command = c->j->ncommand;
-	t->timeout_ms = c->j->timeout_ms;
-	o->tasks[o->ntasks++] = t;
+		memcpy(copy, arg, len);
+	o->tasks[o->ntasks++] = (engine_task){.id = (uint64_t)id,
+	                                      .function = c->j->function,
+	                                      .arg = copy,
+	                                      .arg_len = len,
+	                                      .attempt = (uint32_t)attempts,
+	                                      .command = c->j->command,
+	                                      .ncommand = c->j->ncommand,
+	                                      .timeout_ms = c->j->timeout_ms};
 	return CM_OK;
 }
 
@@ -326,7 +323,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		}
 	}
 	o->batch.tasks = o->tasks;
-	o->batch.n_tasks = o->ntasks;
+	o->batch.ntasks = o->ntasks;
 }
 
 int engine__pool_drained(const pool *p)
@@ -336,7 +333,7 @@ int engine__pool_drained(const pool *p)
 
 void engine__handle_pull(engine *e, op *o)
 {
-	Strand__Pull *m = o->pull;
+	const engine_pull_msg *m = o->pull;
 	pool *p = engine__pool_find(e, m->pool_id);
 	worker *w = NULL;
 
@@ -346,7 +343,7 @@ void engine__handle_pull(engine *e, op *o)
 		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
 			;
 	if (!w || w->state == W_EXITED) {
-		engine__pull_finish(e, o, STRAND__BATCH__STATUS__REFUSED, "unknown worker or pool");
+		engine__pull_finish(e, o, ENGINE_BATCH_REFUSED, "unknown worker or pool");
 		return;
 	}
 	if (w->parked) {
@@ -363,8 +360,8 @@ void engine__handle_pull(engine *e, op *o)
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
-	for (size_t i = 0; i < m->n_results; i++) {
-		const Strand__Result *r = m->results[i];
+	for (size_t i = 0; i < m->nresults; i++) {
+		const engine_result *r = &m->results[i];
 		job *j = job_of_task(p, (int64_t)r->task_id);
 		if (w->pending > 0)
 			w->pending--;
@@ -377,16 +374,16 @@ void engine__handle_pull(engine *e, op *o)
 			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
 			continue;
 		}
-		record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value.data, r->value.len);
+		record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value, r->len);
 	}
 	requeue_splice(p, &retry);
 	if (m->resync) {
 		/* Tasks recorded as ours that the worker does not hold were in an
 		 * answer lost on the way (a gateway restart, a dropped connection). */
 		requeue_ctx lost = {.e = e, .p = p, .exit_code = -1};
-		store_tasks_release(e->st, w->id, m->held, m->n_held, requeue_one, &lost);
+		store_tasks_release(e->st, w->id, m->held, m->nheld, requeue_one, &lost);
 		requeue_splice(p, &lost);
-		w->pending = (int64_t)m->n_held;
+		w->pending = (int64_t)m->nheld;
 	}
 	if (m->running_task) {
 		job *j = job_of_task(p, (int64_t)m->running_task);
@@ -400,13 +397,13 @@ void engine__handle_pull(engine *e, op *o)
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;
 			engine__worker_stop(p, w, 1);
-			engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+			engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
 			return;
 		}
 	}
 	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
 	    p->state == POOL_FAILED || (p->state == POOL_CLOSED && engine__pool_drained(p))) {
-		engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+		engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
 		return;
 	}
 	/* Tasks handed to this worker that it does not count were in an answer
@@ -425,7 +422,7 @@ void engine__handle_pull(engine *e, op *o)
 		w->parked = o;
 		return;
 	}
-	engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+	engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 }
 
 void engine__handle_map(engine *e, op *o)
@@ -546,28 +543,29 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 	return err;
 }
 
-void engine_pull(engine *e, hub_slot *slot, Strand__Pull *pull)
+void engine_set_link(engine *e, const engine_link *link)
+{
+	e->link = *link;
+}
+
+int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
 {
 	op *o = calloc(1, sizeof(*o));
 
-	if (!o) {
-		protobuf_c_message_free_unpacked(&pull->base, NULL);
-		hub_discard(slot);
-		return;
-	}
+	if (!o)
+		return CM_ENOMEM;
 	o->kind = OP_PULL;
-	o->pull = pull;
+	o->pull = m;
 	o->slot = slot;
-	strand__batch__init(&o->batch);
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
-		protobuf_c_message_free_unpacked(&pull->base, NULL);
 		free(o);
-		return; /* the hub is about to close; nobody to answer */
+		return CM_ESHUTDOWN;
 	}
 	o->next = e->inbox;
 	e->inbox = o;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->mu);
+	return CM_OK;
 }

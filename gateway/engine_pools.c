@@ -221,7 +221,7 @@ void engine__handle_pool_delete(engine *e, op *o)
 			w->state = W_STOPPING;
 			engine__worker_stop(p, w, 0);
 			if (w->parked) {
-				engine__pull_finish(e, w->parked, STRAND__BATCH__STATUS__STOP, NULL);
+				engine__pull_finish(e, w->parked, ENGINE_BATCH_STOP, NULL);
 				w->parked = NULL;
 			}
 		}
@@ -262,14 +262,14 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			op *o = w->parked;
 			if (p->state != POOL_ACTIVE && !(p->state == POOL_CLOSED && !engine__pool_drained(p))) {
 				w->parked = NULL;
-				engine__pull_finish(e, o, STRAND__BATCH__STATUS__STOP, NULL);
+				engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
 			} else if (p->qhead) {
 				w->parked = NULL;
 				engine__assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
-				engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+				engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 			} else if (now >= o->park_until) {
 				w->parked = NULL;
-				engine__pull_finish(e, o, STRAND__BATCH__STATUS__OK, NULL);
+				engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 			}
 		}
 	}

@@ -132,10 +132,10 @@ static int resolve_pipe(engine *e, op *o, const char *pipe, int end);
 
 static int resolve_queue_call(engine *e, op *o)
 {
-	Strand__QueueCall *m = o->qcall;
+	const engine_queue_msg *m = o->qcall;
 	pool *p = engine__pool_find(e, m->pool_id);
 	worker *w = NULL;
-	int sending = m->op == STRAND__QUEUE_CALL__OP__PUT;
+	int sending = m->put;
 
 	/* The hub checked the worker's secret and that it serves this pool. */
 	if (p)
@@ -154,12 +154,12 @@ static int resolve_queue_call(engine *e, op *o)
 		o->id = o->qid;
 	}
 	if (sending) {
-		o->owned_items = calloc(m->n_items + 1, sizeof(char *));
-		o->owned_lens = calloc(m->n_items + 1, sizeof(size_t));
+		o->owned_items = calloc(m->nitems + 1, sizeof(char *));
+		o->owned_lens = calloc(m->nitems + 1, sizeof(size_t));
 		if (!o->owned_items || !o->owned_lens)
 			return CM_ENOMEM;
-		for (size_t i = 0; i < m->n_items; i++) {
-			json_t *v = json_loadb((const char *)m->items[i].data, m->items[i].len, JSON_DECODE_ANY, NULL);
+		for (size_t i = 0; i < m->nitems; i++) {
+			json_t *v = json_loadb((const char *)m->items[i], m->lens[i], JSON_DECODE_ANY, NULL);
 			if (!v || !(o->owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
 				json_decref(v);
 				snprintf(o->detail, sizeof(o->detail), "item %zu is not JSON", i);
@@ -256,48 +256,35 @@ void engine__handle_queue(engine *e, op *o)
 	engine__ready(e, o);
 }
 
-/* Answers a worker's queue call with a QueueReply frame. */
+/* Answers a worker's queue call through the hub. */
 void engine__answer_queue_call(engine *e, op *o, int committed)
 {
-	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
 	json_t *items = json_object_get(o->out, "items");
-	ProtobufCBinaryData *bins = NULL;
-	char **texts = NULL;
 	size_t n = json_array_size(items);
-	uint8_t *frame = NULL;
-	size_t len = 0;
+	char **texts = NULL;
+	size_t *lens = NULL;
+	engine_queue_reply reply = {.ok = committed && o->err == CM_OK};
 
-	(void)e;
-	reply.ok = committed && o->err == CM_OK;
-	reply.error = (char *)(reply.ok       ? ""
-	                       : o->detail[0] ? o->detail
-	                       : committed    ? cm_strerror(o->err)
-	                                      : "not recorded");
-	if (reply.ok && n) {
-		bins = calloc(n, sizeof(*bins));
-		texts = calloc(n, sizeof(*texts));
-		for (size_t i = 0; bins && texts && i < n; i++) {
+	reply.error = reply.ok ? "" : o->detail[0] ? o->detail : committed ? cm_strerror(o->err) : "not recorded";
+	if (reply.ok && n && (texts = calloc(n, sizeof(*texts))) && (lens = calloc(n, sizeof(*lens)))) {
+		for (size_t i = 0; i < n; i++) {
 			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);
-			bins[i].data = (uint8_t *)texts[i];
-			bins[i].len = texts[i] ? strlen(texts[i]) : 0;
+			lens[i] = texts[i] ? strlen(texts[i]) : 0;
 		}
-		reply.items = bins;
-		reply.n_items = bins && texts ? n : 0;
+		reply.items = texts;
+		reply.lens = lens;
+		reply.nitems = n;
 	}
-	if (proto_frame_encode(PROTO_QUEUE_REPLY, NULL, NULL, &reply.base, &frame, &len) == CM_OK)
-		hub_reply(o->slot, frame, len);
-	else
-		hub_discard(o->slot);
+	e->link.queue_reply(e->link.ctx, o->slot, &reply);
 	for (size_t i = 0; texts && i < n; i++)
 		free(texts[i]);
 	free(texts);
-	free(bins);
+	free(lens);
 	for (size_t i = 0; o->owned_items && i < o->nitems; i++)
 		free(o->owned_items[i]);
 	free(o->owned_items);
 	free(o->owned_lens);
 	json_decref(o->out);
-	protobuf_c_message_free_unpacked(&o->qcall->base, NULL);
 	free(o);
 }
 
@@ -361,16 +348,13 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 	return engine__start(e, o);
 }
 
-void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
+int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
 {
 	op *o = calloc(1, sizeof(*o));
 
-	if (!o) {
-		protobuf_c_message_free_unpacked(&call->base, NULL);
-		hub_discard(slot);
-		return;
-	}
-	o->kind = call->op == STRAND__QUEUE_CALL__OP__PUT ? OP_QUEUE_PUT : OP_QUEUE_GET;
+	if (!o)
+		return CM_ENOMEM;
+	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
 	o->qcall = call;
 	o->slot = slot;
 	o->max = call->max ? call->max : 1;
@@ -378,14 +362,14 @@ void engine_queue_call(engine *e, hub_slot *slot, Strand__QueueCall *call)
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
-		protobuf_c_message_free_unpacked(&call->base, NULL);
 		free(o);
-		return;
+		return CM_ESHUTDOWN;
 	}
 	o->next = e->inbox;
 	e->inbox = o;
 	pthread_cond_signal(&e->wake);
 	pthread_mutex_unlock(&e->mu);
+	return CM_OK;
 }
 
 void engine__queues_clear(engine *e)

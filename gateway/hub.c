@@ -1,9 +1,14 @@
 /*
  * The hub: HUB_SLOTS nng REP contexts, each an explicit state machine driven
- * by its aio callback (nng's threads) and by the engine thread's answer:
+ * by its aio callback (nng's threads) and by the engine thread's answer
+ * (engine_link):
  *
- *   RECV --request--> WAIT (engine owns the slot) --hub_reply--> SEND --sent--> RECV
- *                        \--hub_discard--> RECV (the worker times out and asks again)
+ *   RECV --request--> WAIT (engine holds the slot) --batch/queue_reply--> SEND --sent--> RECV
+ *                        \--drop--> RECV (the worker times out and asks again)
+ *
+ * All protobuf lives here: a frame is decoded into the slot, handed to the
+ * engine as plain structs pointing into it, and freed once the engine
+ * answered; the answer is encoded here.
  *
  * A slot is parked in WAIT while the engine holds an idle worker's pull, so
  * HUB_SLOTS bounds the workers that can wait at once; beyond that, requests
@@ -31,6 +36,13 @@ struct hub_slot {
 	nng_ctx ctx;
 	nng_aio *aio;
 	slot_state state;
+	/* while the engine holds it (WAIT): the frame it was given */
+	ProtobufCMessage *msg;
+	engine_pull_msg pull;
+	engine_result *results;
+	engine_queue_msg call;
+	const uint8_t **items;
+	size_t *lens;
 };
 
 struct hub {
@@ -53,18 +65,126 @@ static void slot_recv(hub_slot *s)
 	nng_ctx_recv(s->ctx, s->aio);
 }
 
-static void refuse(hub_slot *s, const char *why)
+/* Frees the frame the engine held. */
+static void slot_release(hub_slot *s)
 {
-	Strand__Batch b = STRAND__BATCH__INIT;
+	if (s->msg)
+		protobuf_c_message_free_unpacked(s->msg, NULL);
+	free(s->results);
+	free(s->items);
+	free(s->lens);
+	s->msg = NULL;
+	s->results = NULL;
+	s->items = NULL;
+	s->lens = NULL;
+}
+
+/* Sends frame (taken) as the slot's answer; nothing sent when it cannot. */
+static void send_frame(hub_slot *s, uint8_t *frame, size_t len)
+{
+	nng_msg *msg;
+
+	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
+		free(frame);
+		slot_recv(s);
+		return;
+	}
+	free(frame);
+	s->state = SLOT_SEND;
+	nng_aio_set_msg(s->aio, msg);
+	nng_ctx_send(s->ctx, s->aio);
+}
+
+static void send_message(hub_slot *s, proto_type type, const ProtobufCMessage *m)
+{
 	uint8_t *frame;
 	size_t len;
 
-	b.status = STRAND__BATCH__STATUS__REFUSED;
-	b.error = (char *)why;
-	if (proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len) == CM_OK)
-		hub_reply(s, frame, len);
+	if (proto_frame_encode(type, NULL, NULL, m, &frame, &len) == CM_OK)
+		send_frame(s, frame, len);
 	else
 		slot_recv(s);
+}
+
+static void refuse(hub_slot *s, const char *why)
+{
+	Strand__Batch b = STRAND__BATCH__INIT;
+
+	b.status = STRAND__BATCH__STATUS__REFUSED;
+	b.error = (char *)why;
+	send_message(s, PROTO_BATCH, &b.base);
+}
+
+/* ---- the engine's answers (engine_link), on the engine's thread --------- */
+
+static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
+{
+	static const Strand__Batch__Status status[] = {
+	        [ENGINE_BATCH_OK] = STRAND__BATCH__STATUS__OK,
+	        [ENGINE_BATCH_REFUSED] = STRAND__BATCH__STATUS__REFUSED,
+	        [ENGINE_BATCH_STOP] = STRAND__BATCH__STATUS__STOP,
+	        [ENGINE_BATCH_RETRY] = STRAND__BATCH__STATUS__RETRY,
+	};
+	Strand__Batch b = STRAND__BATCH__INIT;
+	Strand__Task *tasks = eb->ntasks ? calloc(eb->ntasks, sizeof(*tasks)) : NULL;
+	Strand__Task **ptrs = eb->ntasks ? calloc(eb->ntasks, sizeof(*ptrs)) : NULL;
+
+	(void)ctx;
+	slot_release(s);
+	if (eb->ntasks && (!tasks || !ptrs)) {
+		free(tasks);
+		free(ptrs);
+		slot_recv(s); /* no answer: the worker asks again, its tasks come back by resync */
+		return;
+	}
+	for (size_t i = 0; i < eb->ntasks; i++) {
+		const engine_task *t = &eb->tasks[i];
+		strand__task__init(&tasks[i]);
+		tasks[i].id = t->id;
+		tasks[i].function = (char *)t->function;
+		tasks[i].arg.data = (uint8_t *)t->arg;
+		tasks[i].arg.len = t->arg_len;
+		tasks[i].attempt = t->attempt;
+		tasks[i].command = (char **)t->command;
+		tasks[i].n_command = t->ncommand;
+		tasks[i].timeout_ms = t->timeout_ms;
+		ptrs[i] = &tasks[i];
+	}
+	b.status = status[eb->status];
+	b.error = (char *)(eb->error ? eb->error : "");
+	b.tasks = ptrs;
+	b.n_tasks = eb->ntasks;
+	b.lease_ms = eb->lease_ms;
+	b.list_held = eb->list_held;
+	send_message(s, PROTO_BATCH, &b.base);
+	free(tasks);
+	free(ptrs);
+}
+
+static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
+{
+	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
+	ProtobufCBinaryData *bins = r->nitems ? calloc(r->nitems, sizeof(*bins)) : NULL;
+
+	(void)ctx;
+	slot_release(s);
+	reply.ok = r->ok;
+	reply.error = (char *)(r->error ? r->error : "");
+	for (size_t i = 0; bins && i < r->nitems; i++) {
+		bins[i].data = (uint8_t *)r->items[i];
+		bins[i].len = r->lens[i];
+	}
+	reply.items = bins;
+	reply.n_items = bins ? r->nitems : 0;
+	send_message(s, PROTO_QUEUE_REPLY, &reply.base);
+	free(bins);
+}
+
+static void on_drop(void *ctx, hub_slot *s)
+{
+	(void)ctx;
+	slot_release(s);
+	slot_recv(s);
 }
 
 /* Each result that is not readable JSON (or an error that is not UTF-8)
@@ -92,27 +212,87 @@ static void check_results(Strand__Pull *pull)
 	}
 }
 
-/* Hands a decoded frame to the engine, unless the gateway is stopping: then
- * it is refused, and hub_refuse_frames knows when no callback is left
- * inside the engine. */
+/* The engine's view of a decoded pull or queue call: plain structs that
+ * point into the message the slot keeps. */
+static int describe(hub_slot *s, proto_type type)
+{
+	if (type == PROTO_QUEUE_CALL) {
+		Strand__QueueCall *c = (Strand__QueueCall *)s->msg;
+		if (c->n_items && (!(s->items = calloc(c->n_items, sizeof(*s->items))) ||
+		                   !(s->lens = calloc(c->n_items, sizeof(*s->lens)))))
+			return CM_ENOMEM;
+		for (size_t i = 0; i < c->n_items; i++) {
+			s->items[i] = c->items[i].data;
+			s->lens[i] = c->items[i].len;
+		}
+		s->call = (engine_queue_msg){.worker_id = c->worker_id,
+		                             .pool_id = c->pool_id,
+		                             .put = c->op == STRAND__QUEUE_CALL__OP__PUT,
+		                             .queue = c->queue,
+		                             .pipe_end = c->pipe_end,
+		                             .items = s->items,
+		                             .lens = s->lens,
+		                             .nitems = c->n_items,
+		                             .max = c->max,
+		                             .wait_ms = c->wait_ms};
+		return CM_OK;
+	}
+	Strand__Pull *p = (Strand__Pull *)s->msg;
+	if (p->n_results && !(s->results = calloc(p->n_results, sizeof(*s->results))))
+		return CM_ENOMEM;
+	for (size_t i = 0; i < p->n_results; i++) {
+		const Strand__Result *r = p->results[i];
+		s->results[i] = (engine_result){.task_id = r->task_id,
+		                                .ok = r->ok,
+		                                .value = r->value.data,
+		                                .len = r->value.len,
+		                                .run_us = r->run_us,
+		                                .attempt = r->attempt};
+	}
+	s->pull = (engine_pull_msg){.worker_id = p->worker_id,
+	                            .pool_id = p->pool_id,
+	                            .want = p->want,
+	                            .in_hand = p->in_hand,
+	                            .results = s->results,
+	                            .nresults = p->n_results,
+	                            .resync = p->resync,
+	                            .held = p->held,
+	                            .nheld = p->n_held,
+	                            .running_task = p->running_task,
+	                            .running_ms = p->running_ms};
+	return CM_OK;
+}
+
+/* Hands a decoded frame (kept by the slot) to the engine, unless the
+ * gateway is stopping: then it is refused, and hub_refuse_frames knows when
+ * no callback is left inside the engine. */
 static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
 {
 	hub *h = s->hub;
+	int err;
 
+	s->msg = m;
+	if (describe(s, type) != CM_OK) {
+		slot_release(s);
+		refuse(s, "the gateway is out of memory");
+		return;
+	}
 	pthread_mutex_lock(&h->mu);
 	if (h->refusing) {
 		pthread_mutex_unlock(&h->mu);
-		protobuf_c_message_free_unpacked(m, NULL);
+		slot_release(s);
 		refuse(s, "the gateway is stopping");
 		return;
 	}
 	h->in_engine++;
 	pthread_mutex_unlock(&h->mu);
 	s->state = SLOT_WAIT;
-	if (type == PROTO_QUEUE_CALL)
-		engine_queue_call(h->engine, s, (Strand__QueueCall *)m);
-	else
-		engine_pull(h->engine, s, (Strand__Pull *)m);
+	err = type == PROTO_QUEUE_CALL ? engine_queue_call(h->engine, s, &s->call)
+	                               : engine_pull(h->engine, s, &s->pull);
+	if (err != CM_OK) { /* not taken: the engine will not answer it */
+		slot_release(s);
+		refuse(s, err == CM_ESHUTDOWN ? "the gateway is stopping" : "the gateway is out of memory");
+	}
 	pthread_mutex_lock(&h->mu);
 	if (--h->in_engine == 0)
 		pthread_cond_broadcast(&h->idle);
@@ -201,26 +381,6 @@ static void on_aio(void *arg)
 	}
 }
 
-void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
-{
-	nng_msg *msg;
-
-	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
-		free(frame);
-		hub_discard(s);
-		return;
-	}
-	free(frame);
-	s->state = SLOT_SEND;
-	nng_aio_set_msg(s->aio, msg);
-	nng_ctx_send(s->ctx, s->aio);
-}
-
-void hub_discard(hub_slot *s)
-{
-	slot_recv(s);
-}
-
 /* Listens on cfg->hub; a tls+tcp:// hub presents the gateway's certificate
  * (--tls-cert, --tls-key). */
 static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_len)
@@ -270,6 +430,7 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, ch
 		return CM_ENOMEM;
 	h->engine = e;
 	h->creds = creds;
+	engine_set_link(e, &(engine_link){.ctx = h, .batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
 	if ((rv = nng_rep0_open(&h->sock)) != 0 ||
@@ -322,6 +483,7 @@ void hub_free(hub *h)
 	for (int i = 0; i < h->nslots; i++) {
 		nng_aio_stop(h->slots[i].aio);
 		nng_aio_free(h->slots[i].aio);
+		slot_release(&h->slots[i]);
 	}
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);

@@ -6,7 +6,9 @@
  * body, or that does not decode, is refused with a Batch{REFUSED, reason}
  * and never reaches the engine. Results that are not UTF-8 JSON become
  * failed tasks here. Pulls go to engine_pull, queue and pipe calls from code
- * inside workers to engine_queue_call.
+ * inside workers to engine_queue_call, as plain structs (engine.h); the
+ * engine answers through the engine_link the hub sets, and the hub encodes
+ * the answer. Only the hub (and the worker) know protobuf.
  */
 #ifndef GATEWAY_HUB_H
 #define GATEWAY_HUB_H

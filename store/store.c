@@ -590,19 +590,28 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int store_tasks_release(store *st, const char *worker, uint64_t *held, size_t nheld, store_task_fn fn, void *ctx)
+int store_tasks_release(store *st, const char *worker, const uint64_t *held_in, size_t nheld, store_task_fn fn,
+                        void *ctx)
 {
 	sqlite3_stmt *s, *u;
+	uint64_t *held = nheld ? malloc(nheld * sizeof(*held)) : NULL;
 	int rc;
 	int err = CM_OK;
 
-	if (nheld)
+	if (nheld && !held)
+		return CM_ENOMEM;
+	if (nheld) { /* sorted, to look each up */
+		memcpy(held, held_in, nheld * sizeof(*held));
 		qsort(held, nheld, sizeof(*held), cmp_u64);
-	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK)
+	}
+	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK) {
+		free(held);
 		return CM_EIO;
+	}
 	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL, attempts = max(attempts - 1, 0) WHERE id = ?",
 	            &u) != CM_OK) {
 		sqlite3_finalize(s);
+		free(held);
 		return CM_EIO;
 	}
 	bind_text(s, 1, worker);
@@ -619,6 +628,7 @@ int store_tasks_release(store *st, const char *worker, uint64_t *held, size_t nh
 	}
 	sqlite3_finalize(s);
 	sqlite3_finalize(u);
+	free(held);
 	return err;
 }
 

@@ -114,7 +114,7 @@ int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *c
  * nheld ids in held (sorted here) were lost in an answer that never reached
  * it. They go back to QUEUED without the attempt being counted, and fn(id,
  * attempts) is called for each. */
-int store_tasks_release(store *st, const char *worker, uint64_t *held, size_t nheld, store_task_fn fn, void *ctx);
+int store_tasks_release(store *st, const char *worker, const uint64_t *held, size_t nheld, store_task_fn fn, void *ctx);
 /* Puts one PENDING task back in the queue (a retried error). */
 int store_task_requeue_one(store *st, int64_t id);
 /* Returns to the queue every PENDING task whose worker is not live. */

@@ -272,7 +272,7 @@ static void test_no_child_outlives_its_process(void **state)
 	json_t *p = join(id);
 	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
 	json_decref(p);
-	for (int i = 0; i < 100 && process_alive(child); i++)
+	for (int i = 0; i < 500 && process_alive(child); i++)
 		usleep(20000); /* killed when its process was released */
 	assert_false(process_alive(child));
 	free(id);

@@ -1,8 +1,8 @@
 /*
  * The engine's cycle driven directly: a fake backend (fake_backend.h)
  * instead of processes, an in-memory store, and this test in the hub's
- * place, pulling as the workers would and reading the batches the engine
- * answers. Batching and fair share, a lost worker's tasks, leases, retries,
+ * place (its engine_link), pulling as the workers would and reading the
+ * batches the engine answers. Batching and fair share, a lost worker's tasks, leases, retries,
  * resync and timeouts, without starting anything.
  */
 #define _GNU_SOURCE
@@ -20,35 +20,71 @@
 
 #include "common/common.h"
 #include "gateway/engine.h"
-#include "proto/frame.h"
 #include "tests/unit/fake_backend.h"
 
 /* ---- the hub's side: this test ------------------------------------------ */
+
+/* A batch as the engine answered it, copied. */
+typedef struct test_batch {
+	engine_batch_status status;
+	engine_task *tasks;
+	size_t ntasks;
+} test_batch;
 
 struct hub_slot {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int done;
-	uint8_t *frame;
-	size_t len;
+	test_batch *batch;
 };
 
-void hub_reply(hub_slot *s, uint8_t *frame, size_t len)
+static void answered(hub_slot *s, test_batch *b)
 {
 	pthread_mutex_lock(&s->mu);
-	s->frame = frame;
-	s->len = len;
+	s->batch = b;
 	s->done = 1;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
 
-void hub_discard(hub_slot *s)
+static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 {
-	pthread_mutex_lock(&s->mu);
-	s->done = 1;
-	pthread_cond_signal(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	test_batch *b = calloc(1, sizeof(*b));
+
+	(void)ctx;
+	b->status = eb->status;
+	b->ntasks = eb->ntasks;
+	b->tasks = calloc(eb->ntasks + 1, sizeof(*b->tasks));
+	for (size_t i = 0; i < eb->ntasks; i++) {
+		uint8_t *arg = malloc(eb->tasks[i].arg_len + 1);
+		memcpy(arg, eb->tasks[i].arg, eb->tasks[i].arg_len);
+		b->tasks[i] = eb->tasks[i];
+		b->tasks[i].arg = arg;
+		b->tasks[i].function = NULL; /* the engine's; not kept */
+		b->tasks[i].command = NULL;
+	}
+	answered(s, b);
+}
+
+static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
+{
+	(void)ctx;
+	(void)r;
+	answered(s, NULL);
+}
+
+static void on_drop(void *ctx, hub_slot *s)
+{
+	(void)ctx;
+	answered(s, NULL);
+}
+
+static void batch_free(test_batch *b)
+{
+	for (size_t i = 0; i < b->ntasks; i++)
+		free((void *)b->tasks[i].arg);
+	free(b->tasks);
+	free(b);
 }
 
 typedef struct fixture {
@@ -80,6 +116,7 @@ static int setup(void **state)
 	f->fake = fake_backend_new("local");
 	backend *backends[] = {fake_backend_base(f->fake)};
 	assert_int_equal(engine_new(&f->cfg, f->creds, backends, 1, &f->e, detail, sizeof(detail)), CM_OK);
+	engine_set_link(f->e, &(engine_link){.batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
 	assert_int_equal(engine_start(f->e), CM_OK);
 	*state = f;
 	return 0;
@@ -139,7 +176,7 @@ static void map_echo(fixture *f, int n)
 
 typedef struct pull_args {
 	uint32_t want, in_hand;
-	const Strand__Task *const *done; /* answered ok (or failed with fail) */
+	const engine_task *done; /* answered ok (or failed with fail) */
 	size_t ndone;
 	int fail;
 	const uint64_t *held; /* resync: what the worker holds */
@@ -150,53 +187,38 @@ typedef struct pull_args {
 } pull_args;
 
 /* One pull of worker w, as the hub hands it over; the batch the engine
- * answers (free with strand__batch__free_unpacked). */
-static Strand__Batch *pull(fixture *f, const char *w, pull_args a)
+ * answers (batch_free). */
+static test_batch *pull(fixture *f, const char *w, pull_args a)
 {
-	Strand__Pull m = STRAND__PULL__INIT;
-	Strand__Result *rs = calloc(a.ndone + 1, sizeof(*rs));
-	Strand__Result **rp = calloc(a.ndone + 1, sizeof(*rp));
+	engine_result *rs = calloc(a.ndone + 1, sizeof(*rs));
 	hub_slot slot = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-	ProtobufCMessage *batch = NULL;
-	char detail[256];
+	engine_pull_msg m = {.worker_id = w,
+	                     .pool_id = f->pool,
+	                     .want = a.want,
+	                     .in_hand = a.in_hand,
+	                     .results = rs,
+	                     .nresults = a.ndone,
+	                     .resync = a.resync,
+	                     .held = a.held,
+	                     .nheld = a.nheld,
+	                     .running_task = a.running_task,
+	                     .running_ms = a.running_ms};
 
-	m.worker_id = (char *)w;
-	m.pool_id = f->pool;
-	m.want = a.want;
-	m.in_hand = a.in_hand;
-	for (size_t i = 0; i < a.ndone; i++) {
-		strand__result__init(&rs[i]);
-		rs[i].task_id = a.done[i]->id;
-		rs[i].ok = !a.fail;
-		rs[i].value.data = a.fail ? (uint8_t *)"boom" : a.done[i]->arg.data;
-		rs[i].value.len = a.fail ? 4 : a.done[i]->arg.len;
-		rs[i].run_us = 100;
-		rs[i].attempt = a.done[i]->attempt;
-		rp[i] = &rs[i];
-	}
-	m.results = rp;
-	m.n_results = a.ndone;
-	m.resync = a.resync;
-	m.held = (uint64_t *)a.held;
-	m.n_held = a.nheld;
-	m.running_task = a.running_task;
-	m.running_ms = a.running_ms;
-	/* The engine takes a decoded message, as the hub gives it. */
-	size_t len = strand__pull__get_packed_size(&m);
-	uint8_t *buf = malloc(len + 1);
-	strand__pull__pack(&m, buf);
-	engine_pull(f->e, &slot, strand__pull__unpack(NULL, len, buf));
-	free(buf);
-	free(rp);
-	free(rs);
+	for (size_t i = 0; i < a.ndone; i++)
+		rs[i] = (engine_result){.task_id = a.done[i].id,
+		                        .ok = !a.fail,
+		                        .value = a.fail ? (const uint8_t *)"boom" : a.done[i].arg,
+		                        .len = a.fail ? 4 : a.done[i].arg_len,
+		                        .run_us = 100,
+		                        .attempt = a.done[i].attempt};
+	assert_int_equal(engine_pull(f->e, &slot, &m), CM_OK);
 	pthread_mutex_lock(&slot.mu);
 	while (!slot.done)
 		pthread_cond_wait(&slot.cv, &slot.mu);
 	pthread_mutex_unlock(&slot.mu);
-	assert_non_null(slot.frame);
-	assert_int_equal(proto_frame_decode(PROTO_BATCH, slot.frame, slot.len, &batch, detail, sizeof(detail)), CM_OK);
-	free(slot.frame);
-	return (Strand__Batch *)batch;
+	free(rs);
+	assert_non_null(slot.batch);
+	return slot.batch;
 }
 
 static json_t *job_get(fixture *f)
@@ -218,28 +240,27 @@ static void test_probe_then_batches_within_fair_share(void **state)
 
 	pool_of_two(f, "");
 	map_echo(f, 1000);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
-	assert_int_equal(a->status, STRAND__BATCH__STATUS__OK);
-	assert_int_equal(a->n_tasks, 1); /* the probe */
-	Strand__Batch *a2 =
-	        pull(f, f->w[0], (pull_args){.want = 1000, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	assert_int_equal(a->status, ENGINE_BATCH_OK);
+	assert_int_equal(a->ntasks, 1); /* the probe */
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
 	/* room: 20 ms + one task = 201 tasks of 100 us; share: ceil(999 / 2) = 500 */
-	assert_int_equal(a2->n_tasks, 201);
-	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
-	assert_int_equal(b->n_tasks, 201);
-	Strand__Batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 201});
+	assert_int_equal(a2->ntasks, 201);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 201);
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 201});
 	/* holding 201 tasks: no room for more */
-	assert_int_equal(b2->n_tasks, 0);
+	assert_int_equal(b2->ntasks, 0);
 	/* every task handed out once, in order */
-	uint64_t next = a->tasks[0]->id;
-	assert_int_equal(a2->tasks[0]->id, next + 1);
-	assert_int_equal(b->tasks[0]->id, next + 202);
-	for (size_t i = 1; i < b->n_tasks; i++)
-		assert_int_equal(b->tasks[i]->id, b->tasks[i - 1]->id + 1);
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
-	strand__batch__free_unpacked(b, NULL);
-	strand__batch__free_unpacked(b2, NULL);
+	uint64_t next = a->tasks[0].id;
+	assert_int_equal(a2->tasks[0].id, next + 1);
+	assert_int_equal(b->tasks[0].id, next + 202);
+	for (size_t i = 1; i < b->ntasks; i++)
+		assert_int_equal(b->tasks[i].id, b->tasks[i - 1].id + 1);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+	batch_free(b2);
 }
 
 /* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
@@ -249,15 +270,14 @@ static void test_fair_share_caps_small_queues(void **state)
 
 	pool_of_two(f, "");
 	map_echo(f, 11);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 100});
-	Strand__Batch *a2 =
-	        pull(f, f->w[0], (pull_args){.want = 100, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
-	assert_int_equal(a2->n_tasks, 5);
-	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 100});
-	assert_int_equal(b->n_tasks, 3); /* ceil(5 / 2) */
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
-	strand__batch__free_unpacked(b, NULL);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 100, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 5);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 100});
+	assert_int_equal(b->ntasks, 3); /* ceil(5 / 2) */
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
 }
 
 /* A worker that dies holding tasks: they go back to the queue and the
@@ -268,35 +288,34 @@ static void test_lost_worker_tasks_are_requeued(void **state)
 
 	pool_of_two(f, "");
 	map_echo(f, 6);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	Strand__Batch *a2 =
-	        pull(f, f->w[0], (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
-	assert_int_equal(a2->n_tasks, 3);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 3);
 	fake_backend_exit(f->fake, f->w[0], 1);
 	/* Once the executor saw it end, its 3 tasks are queued again. */
-	Strand__Batch *b = NULL;
+	test_batch *b = NULL;
 	size_t got = 0;
 	uint64_t ids[8];
 	for (int i = 0; i < 100 && got < 5; i++) {
 		b = pull(f, f->w[1], (pull_args){.want = 10, .in_hand = (uint32_t)got});
-		for (size_t k = 0; k < b->n_tasks; k++)
-			ids[got++] = b->tasks[k]->id;
-		strand__batch__free_unpacked(b, NULL);
+		for (size_t k = 0; k < b->ntasks; k++)
+			ids[got++] = b->tasks[k].id;
+		batch_free(b);
 		if (got < 5)
 			usleep(10000);
 	}
 	assert_int_equal(got, 5); /* the 2 never handed out and the 3 the dead one held */
-	for (size_t k = 0; k < a2->n_tasks; k++) {
+	for (size_t k = 0; k < a2->ntasks; k++) {
 		int found = 0;
 		for (size_t i = 0; i < got; i++)
-			found |= ids[i] == a2->tasks[k]->id;
+			found |= ids[i] == a2->tasks[k].id;
 		assert_true(found);
 	}
 	json_t *j = job_get(f);
 	assert_int_equal(json_integer_value(json_object_get(j, "done")), 1);
 	json_decref(j);
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
+	batch_free(a);
+	batch_free(a2);
 }
 
 /* A connected worker silent for two leases is killed. */
@@ -306,8 +325,8 @@ static void test_silent_worker_loses_its_lease(void **state)
 
 	pool_of_two(f, "");
 	map_echo(f, 4);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	strand__batch__free_unpacked(a, NULL);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	batch_free(a);
 	for (int i = 0; i < 200 && fake_backend_kills(f->fake, f->w[0]) == 0; i++)
 		usleep(10000);
 	assert_int_equal(fake_backend_kills(f->fake, f->w[0]), 1);
@@ -321,26 +340,22 @@ static void test_errors_retried_up_to_max_attempts(void **state)
 
 	pool_of_two(f, "\"max_attempts\":2,\"retry_errors\":true");
 	map_echo(f, 1);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	assert_int_equal(a->n_tasks, 1);
-	assert_int_equal(a->tasks[0]->attempt, 1);
-	Strand__Batch *a2 =
-	        pull(f, f->w[0],
-	             (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1, .fail = 1});
-	assert_int_equal(a2->n_tasks, 1);
-	assert_int_equal(a2->tasks[0]->id, a->tasks[0]->id);
-	assert_int_equal(a2->tasks[0]->attempt, 2);
-	Strand__Batch *a3 =
-	        pull(f, f->w[0],
-	             (pull_args){.want = 10, .done = (const Strand__Task *const *)a2->tasks, .ndone = 1, .fail = 1});
-	assert_int_equal(a3->n_tasks, 0);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	assert_int_equal(a->ntasks, 1);
+	assert_int_equal(a->tasks[0].attempt, 1);
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1, .fail = 1});
+	assert_int_equal(a2->ntasks, 1);
+	assert_int_equal(a2->tasks[0].id, a->tasks[0].id);
+	assert_int_equal(a2->tasks[0].attempt, 2);
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 10, .done = a2->tasks, .ndone = 1, .fail = 1});
+	assert_int_equal(a3->ntasks, 0);
 	json_t *j = job_get(f);
 	assert_int_equal(json_integer_value(json_object_get(j, "failed")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "state")), "done");
 	json_decref(j);
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
-	strand__batch__free_unpacked(a3, NULL);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(a3);
 }
 
 /* A worker that lists fewer tasks than it was handed (an answer lost on
@@ -351,28 +366,26 @@ static void test_resync_requeues_what_the_worker_lacks(void **state)
 
 	pool_of_two(f, "");
 	map_echo(f, 9);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	Strand__Batch *a2 =
-	        pull(f, f->w[0], (pull_args){.want = 10, .done = (const Strand__Task *const *)a->tasks, .ndone = 1});
-	assert_int_equal(a2->n_tasks, 4);
-	uint64_t held[] = {a2->tasks[0]->id};
-	Strand__Batch *a3 =
-	        pull(f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .resync = 1, .held = held, .nheld = 1});
-	strand__batch__free_unpacked(a3, NULL);
-	Strand__Batch *b = pull(f, f->w[1], (pull_args){.want = 20});
-	Strand__Batch *b2 = pull(f, f->w[1], (pull_args){.want = 20, .in_hand = (uint32_t)b->n_tasks});
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 4);
+	uint64_t held[] = {a2->tasks[0].id};
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .resync = 1, .held = held, .nheld = 1});
+	batch_free(a3);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 20});
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 20, .in_hand = (uint32_t)b->ntasks});
 	size_t seen = 0;
-	for (size_t k = 1; k < a2->n_tasks; k++)
+	for (size_t k = 1; k < a2->ntasks; k++)
 		for (int pass = 0; pass < 2; pass++) {
-			Strand__Batch *x = pass ? b2 : b;
-			for (size_t i = 0; i < x->n_tasks; i++)
-				seen += x->tasks[i]->id == a2->tasks[k]->id;
+			test_batch *x = pass ? b2 : b;
+			for (size_t i = 0; i < x->ntasks; i++)
+				seen += x->tasks[i].id == a2->tasks[k].id;
 		}
 	assert_int_equal(seen, 3); /* the three it did not list, each once */
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
-	strand__batch__free_unpacked(b, NULL);
-	strand__batch__free_unpacked(b2, NULL);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+	batch_free(b2);
 }
 
 /* A task running past the pool's timeout fails with "timed out", and its
@@ -383,19 +396,19 @@ static void test_timeout_fails_the_task_and_replaces_the_worker(void **state)
 
 	pool_of_two(f, "\"timeout_s\":1");
 	map_echo(f, 1);
-	Strand__Batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	assert_int_equal(a->n_tasks, 1);
-	Strand__Batch *a2 = pull(
-	        f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .running_task = a->tasks[0]->id, .running_ms = 1500});
-	assert_int_equal(a2->status, STRAND__BATCH__STATUS__STOP);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	assert_int_equal(a->ntasks, 1);
+	test_batch *a2 = pull(f, f->w[0],
+	                      (pull_args){.want = 0, .in_hand = 1, .running_task = a->tasks[0].id, .running_ms = 1500});
+	assert_int_equal(a2->status, ENGINE_BATCH_STOP);
 	json_t *j = job_get(f);
 	assert_int_equal(json_integer_value(json_object_get(j, "failed")), 1);
 	json_decref(j);
 	for (int i = 0; i < 100 && fake_backend_kills(f->fake, f->w[0]) == 0; i++)
 		usleep(10000);
 	assert_int_equal(fake_backend_kills(f->fake, f->w[0]), 1);
-	strand__batch__free_unpacked(a, NULL);
-	strand__batch__free_unpacked(a2, NULL);
+	batch_free(a);
+	batch_free(a2);
 }
 
 int main(void)
