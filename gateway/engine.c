@@ -189,14 +189,10 @@ static void handle_backend_event(engine *e, op *o)
 	worker *w = ev->kind == BX_LOGS ? NULL : engine__worker_find(e, ev->owner, &p);
 
 	if (ev->kind == BX_LOGS) {
-		for (op **pp = &e->log_reads; *pp; pp = &(*pp)->next) {
-			op *reader = *pp;
-			if (reader != ev->tag)
-				continue;
-			*pp = reader->next;
+		op *reader = ev->tag;
+		if (waitlist_remove(&e->log_reads, reader)) { /* else answered already (a reload) */
 			reader->out = json_stringn(ev->logs.data ? ev->logs.data : "", ev->logs.len);
 			engine__ready(e, reader);
-			break;
 		}
 	} else if (w && ev->kind == BX_STARTED) {
 		engine__worker_started(e, p, w, ev);
@@ -309,7 +305,7 @@ static void *engine_main(void *arg)
 		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
 			engine__tick_pool(e, p, now);
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
-			if (q->getters)
+			if (q->getters.head)
 				engine__queue_tick(e, q, now);
 		if (committed && store_in_transaction(e->st)) {
 			engine__tick_processes(e, now);

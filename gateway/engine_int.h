@@ -2,7 +2,7 @@
  * The engine's inside, shared by its parts: engine.c (the cycle),
  * engine_jobs.c (jobs, the task queue, pulls), engine_pools.c (pools and
  * workers, leases), engine_recovery.c (load, recover, reload),
- * engine_views.c (JSON), engine_queues.c (queues and pipes) and
+ * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes) and
  * engine_processes.c (processes and rings). Everything here belongs to the
  * engine thread; see engine.c for the cycle and engine.h for the contract.
  */
@@ -127,6 +127,17 @@ typedef struct op {
 	pthread_cond_t cv; /* a submitted call's caller waits on it */
 } op;
 
+/* Requests waiting for something (engine_wait.c): first come, first served. */
+typedef struct waitlist {
+	op *head, *tail;
+} waitlist;
+void waitlist_add(waitlist *w, op *o); /* at the tail */
+op *waitlist_take(waitlist *w); /* the head, or NULL */
+int waitlist_remove(waitlist *w, const op *o); /* 1 if o was in it */
+size_t waitlist_count(const waitlist *w);
+void waitlist_answer_all(engine *e, waitlist *w, int err, const char *detail); /* each readied with err */
+void waitlist_drop_all(engine *e, waitlist *w); /* each answered now as not recorded */
+
 /* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
  * memory holds the count and the readers waiting, first come first served. */
 typedef struct queue {
@@ -134,7 +145,7 @@ typedef struct queue {
 	char kind[16];
 	int64_t size;
 	int64_t created_ms;
-	struct op *getters, *getters_tail;
+	waitlist getters;
 	struct queue *next;
 } queue;
 
@@ -155,7 +166,7 @@ typedef struct process {
 	char *spec_json;
 	char log_path[1100]; /* its output, kept after it ends */
 	int64_t created_ms, ended_ms, kill_at;
-	struct op *waiters; /* DELETEs and log reads waiting for it */
+	waitlist waiters; /* DELETEs waiting for it to end */
 	struct process *next;
 } process;
 
@@ -167,7 +178,7 @@ typedef struct ring {
 	int master_port;
 	char members[SPEC_MAX_RING][20];
 	int64_t created_ms;
-	struct op *waiters; /* DELETEs waiting for every member to end */
+	waitlist waiters; /* DELETEs waiting for every member to end */
 	struct ring *next;
 } ring;
 
@@ -206,7 +217,7 @@ typedef struct worker {
 	int64_t pending; /* tasks handed out and not yet reported */
 	int adopted; /* found alive at start: it must reconnect within two leases */
 	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
-	op *parked;
+	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
 	struct worker *next;
 } worker;
 
@@ -226,7 +237,7 @@ typedef struct pool {
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
 	int fail_streak; /* workers that exited without ever connecting */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
-	op *delete_waiters;
+	waitlist delete_waiters;
 	struct pool *next;
 } pool;
 
@@ -261,8 +272,8 @@ struct engine {
 	size_t nbackends;
 	bx *local; /* the local backend's, which runs functions of processes */
 	engine_link link; /* answers to the hub */
-	op *log_reads; /* OP_PROC_LOGS waiting for their backend */
-	op *starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
+	waitlist log_reads; /* OP_PROC_LOGS waiting for their backend */
+	waitlist starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
 };
 
 /* ---- shared by the engine's files --------------------------------------- */

@@ -346,11 +346,10 @@ void engine__handle_pull(engine *e, op *o)
 		engine__pull_finish(e, o, ENGINE_BATCH_REFUSED, "unknown worker or pool");
 		return;
 	}
-	if (w->parked) {
-		/* The worker gave up on its parked pull and asked again. */
-		w->parked->discard = 1;
-		engine__ready(e, w->parked);
-		w->parked = NULL;
+	op *gave_up = waitlist_take(&w->parked);
+	if (gave_up) { /* the worker gave up on its parked pull and asked again */
+		gave_up->discard = 1;
+		engine__ready(e, gave_up);
 	}
 	w->last_seen = cm_now_ms();
 	if (w->state == W_STARTING) {
@@ -419,7 +418,7 @@ void engine__handle_pull(engine *e, op *o)
 	engine__assign(e, p, w, m->want, m->in_hand, o);
 	if (o->ntasks == 0 && m->in_hand == 0 && !o->batch.list_held) {
 		o->park_until = cm_now_ms() + PARK_MS;
-		w->parked = o;
+		waitlist_add(&w->parked, o);
 		return;
 	}
 	engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);

@@ -141,10 +141,10 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	w->exit_code = exit_code;
 	credentials_remove(e->creds, w->id);
 	store_worker_set_state(e->st, w->id, "exited", exit_code);
-	if (w->parked) {
-		w->parked->discard = 1;
-		engine__ready(e, w->parked);
-		w->parked = NULL;
+	op *parked = waitlist_take(&w->parked);
+	if (parked) {
+		parked->discard = 1;
+		engine__ready(e, parked);
 	}
 	if (!expected) {
 		p->workers_lost++;
@@ -220,10 +220,9 @@ void engine__handle_pool_delete(engine *e, op *o)
 				continue;
 			w->state = W_STOPPING;
 			engine__worker_stop(p, w, 0);
-			if (w->parked) {
-				engine__pull_finish(e, w->parked, ENGINE_BATCH_STOP, NULL);
-				w->parked = NULL;
-			}
+			op *parked = waitlist_take(&w->parked);
+			if (parked)
+				engine__pull_finish(e, parked, ENGINE_BATCH_STOP, NULL);
 		}
 		p->kill_at = cm_now_ms() + TERM_GRACE_MS;
 		engine__pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
@@ -233,9 +232,7 @@ void engine__handle_pool_delete(engine *e, op *o)
 		engine__ready(e, o);
 		return;
 	}
-	/* Answered by the tick once every worker is gone. */
-	o->next = p->delete_waiters;
-	p->delete_waiters = o;
+	waitlist_add(&p->delete_waiters, o); /* answered by the tick once every worker is gone */
 }
 
 void engine__tick_pool(engine *e, pool *p, int64_t now)
@@ -249,7 +246,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 		if (p->state == POOL_TERMINATING && now >= p->kill_at)
 			engine__worker_stop(p, w, 1);
 		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
-		          !w->parked) ||
+		          !w->parked.head) ||
 		         (w->state == W_STARTING &&
 		          now - w->started > (w->adopted ? 2 * (int64_t)e->cfg->lease_ms : CONNECT_GRACE_MS))) {
 			/* Silent for two leases (or never connected): take its
@@ -258,28 +255,27 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 				cm_warn("worker %s of pool %s lost its lease; killing it", w->id, p->id);
 			engine__worker_stop(p, w, 1);
 		}
-		if (w->parked) {
-			op *o = w->parked;
-			if (p->state != POOL_ACTIVE && !(p->state == POOL_CLOSED && !engine__pool_drained(p))) {
-				w->parked = NULL;
-				engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
-			} else if (p->qhead) {
-				w->parked = NULL;
-				engine__assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
-				engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
-			} else if (now >= o->park_until) {
-				w->parked = NULL;
-				engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
-			}
+		op *o = w->parked.head;
+		if (!o)
+			continue;
+		if (p->state != POOL_ACTIVE && !(p->state == POOL_CLOSED && !engine__pool_drained(p))) {
+			waitlist_take(&w->parked);
+			engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
+		} else if (p->qhead) {
+			waitlist_take(&w->parked);
+			engine__assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
+			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
+		} else if (now >= o->park_until) {
+			waitlist_take(&w->parked);
+			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 		}
 	}
 	if (p->state == POOL_TERMINATING && live == 0) {
 		engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
 	}
 	if (p->state == POOL_TERMINATED) {
-		while (p->delete_waiters) {
-			op *o = p->delete_waiters;
-			p->delete_waiters = o->next;
+		op *o;
+		while ((o = waitlist_take(&p->delete_waiters))) {
 			o->out = engine__pool_json(p);
 			engine__ready(e, o);
 		}

@@ -70,6 +70,17 @@ static process *process_add(engine *e, const char *id, bx *b, const char *spec_j
 	return pr;
 }
 
+/* Answers every DELETE waiting for pr to end. */
+static void answer_waiters(engine *e, process *pr)
+{
+	op *o;
+
+	while ((o = waitlist_take(&pr->waiters))) {
+		o->out = process_json(pr);
+		engine__ready(e, o);
+	}
+}
+
 /* It could not start: pr->reason says why. */
 static void process_failed(engine *e, process *pr)
 {
@@ -77,12 +88,7 @@ static void process_failed(engine *e, process *pr)
 	pr->exit_code = -1;
 	pr->ended_ms = cm_wall_ms();
 	cm_warn("process %s could not start: %s", pr->id, pr->reason);
-	while (pr->waiters) {
-		op *o = pr->waiters;
-		pr->waiters = o->next;
-		o->out = process_json(pr);
-		engine__ready(e, o);
-	}
+	answer_waiters(e, pr);
 }
 
 /* Asks pr's backend to stop it, once per strength. */
@@ -183,24 +189,21 @@ static int start_answered(engine *e, op *o)
 /* Answers the starts whose processes have all been started. */
 static void starts_check(engine *e)
 {
-	for (op **pp = &e->starts; *pp;) {
-		op *o = *pp;
-		if (start_answered(e, o))
-			*pp = o->next;
-		else
-			pp = &o->next;
-	}
+	waitlist still = {0};
+	op *o;
+
+	while ((o = waitlist_take(&e->starts)))
+		if (!start_answered(e, o))
+			waitlist_add(&still, o);
+	e->starts = still;
 }
 
 /* Answers o now, or once its backend answered. */
 static void start_wait(engine *e, op *o, const char *id)
 {
 	snprintf(o->owned_id, sizeof(o->owned_id), "%s", id);
-	o->next = NULL;
-	if (!start_answered(e, o)) {
-		o->next = e->starts;
-		e->starts = o;
-	}
+	if (!start_answered(e, o))
+		waitlist_add(&e->starts, o);
 }
 
 static void handle_proc_start(engine *e, op *o)
@@ -227,12 +230,7 @@ static void process_ended(engine *e, process *pr, int code, const char *why)
 	bx_release(pr->backend, pr->id);
 	process_save(e, pr);
 	cm_info("process %s exited with code %d", pr->id, code);
-	while (pr->waiters) {
-		op *o = pr->waiters;
-		pr->waiters = o->next;
-		o->out = process_json(pr);
-		engine__ready(e, o);
-	}
+	answer_waiters(e, pr);
 }
 
 int engine__process_event(engine *e, bx_event *ev)
@@ -410,9 +408,8 @@ void engine__handle_ring(engine *e, op *o)
 			}
 		}
 		if (strcmp(ring_state(e, r), "running") == 0) {
-			o->next = r->waiters;
-			r->waiters = o;
-			return; /* answered by the tick once every member ended */
+			waitlist_add(&r->waiters, o); /* answered by the tick once every member ended */
+			return;
 		}
 		o->out = ring_json(e, r);
 		break;
@@ -424,11 +421,10 @@ void engine__handle_ring(engine *e, op *o)
 void engine__tick_rings(engine *e)
 {
 	for (ring *r = e->rings; r; r = r->next) {
-		if (!r->waiters || strcmp(ring_state(e, r), "running") == 0)
+		op *o;
+		if (!r->waiters.head || strcmp(ring_state(e, r), "running") == 0)
 			continue;
-		while (r->waiters) {
-			op *o = r->waiters;
-			r->waiters = o->next;
+		while ((o = waitlist_take(&r->waiters))) {
 			o->out = ring_json(e, r);
 			engine__ready(e, o);
 		}
@@ -461,8 +457,7 @@ void engine__handle_process(engine *e, op *o)
 			o->err = CM_ENOMEM;
 			break;
 		}
-		o->next = e->log_reads;
-		e->log_reads = o;
+		waitlist_add(&e->log_reads, o);
 		return;
 	case OP_PROC_DELETE:
 		if (pr->state == PR_RUNNING) {
@@ -472,8 +467,7 @@ void engine__handle_process(engine *e, op *o)
 				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
 				process_stop(pr, 0);
 			}
-			o->next = pr->waiters;
-			pr->waiters = o;
+			waitlist_add(&pr->waiters, o);
 			return;
 		}
 		o->out = process_json(pr);
@@ -576,29 +570,17 @@ int engine_process_logs(engine *e, const char *id, json_t **out)
 
 void engine__processes_clear(engine *e)
 {
-	while (e->starts) {
-		op *o = e->starts;
-		e->starts = o->next;
-		engine__answer(e, o, 0);
-	}
+	waitlist_drop_all(e, &e->starts);
 	while (e->rings) {
 		ring *r = e->rings;
 		e->rings = r->next;
-		while (r->waiters) {
-			op *o = r->waiters;
-			r->waiters = o->next;
-			engine__answer(e, o, 0);
-		}
+		waitlist_drop_all(e, &r->waiters);
 		free(r);
 	}
 	while (e->processes) {
 		process *pr = e->processes;
 		e->processes = pr->next;
-		while (pr->waiters) {
-			op *o = pr->waiters;
-			pr->waiters = o->next;
-			engine__answer(e, o, 0);
-		}
+		waitlist_drop_all(e, &pr->waiters);
 		free(pr->spec_json);
 		free(pr);
 	}

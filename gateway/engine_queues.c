@@ -38,10 +38,7 @@ static json_t *queue_json(const queue *q)
 {
 	char created[32];
 
-	int waiting = 0;
-
-	for (const op *o = q->getters; o; o = o->next)
-		waiting++;
+	int waiting = (int)waitlist_count(&q->getters);
 	engine__iso_time(q->created_ms, created);
 	return json_pack("{s:s, s:s, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
 	                 "waiting_readers", waiting, "created_at", created);
@@ -73,29 +70,16 @@ static void queue_serve(engine *e, queue *q, op *o)
  * answers those whose wait is over with nothing. */
 void engine__queue_tick(engine *e, queue *q, int64_t now)
 {
-	for (op **pp = &q->getters; *pp;) {
-		op *o = *pp;
-		if (q->size > 0 || now >= o->deadline) {
-			*pp = o->next;
-			queue_serve(e, q, o);
-		} else {
-			pp = &o->next;
-		}
-	}
-	q->getters_tail = NULL;
-	for (op *o = q->getters; o; o = o->next)
-		q->getters_tail = o;
-}
+	waitlist still = {0};
+	op *o;
 
-static void answer_waiters(engine *e, queue *q, int err)
-{
-	while (q->getters) {
-		op *o = q->getters;
-		q->getters = o->next;
-		o->err = err;
-		engine__ready(e, o);
+	while ((o = waitlist_take(&q->getters))) {
+		if (q->size > 0 || now >= o->deadline)
+			queue_serve(e, q, o);
+		else
+			waitlist_add(&still, o);
 	}
-	q->getters_tail = NULL;
+	q->getters = still;
 }
 
 /* An end of a pipe, for a put (send) or a get (receive), to the queue of
@@ -220,7 +204,7 @@ void engine__handle_queue(engine *e, op *o)
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;
-		answer_waiters(e, q, CM_ENOENT);
+		waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
 		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
 			if (*pp == q) {
 				*pp = q->next;
@@ -239,17 +223,11 @@ void engine__handle_queue(engine *e, op *o)
 		engine__queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
 		break;
 	case OP_QUEUE_GET:
-		if (q->size > 0 && !q->getters) {
+		if (q->size > 0 && !q->getters.head) {
 			queue_serve(e, q, o);
 			return;
 		}
-		/* Wait behind the readers already waiting: first come, first served. */
-		o->next = NULL;
-		if (q->getters_tail)
-			q->getters_tail->next = o;
-		else
-			q->getters = o;
-		q->getters_tail = o;
+		waitlist_add(&q->getters, o); /* behind the readers already waiting */
 		return;
 	default: break;
 	}
@@ -377,20 +355,13 @@ void engine__queues_clear(engine *e)
 	while (e->queues) {
 		queue *q = e->queues;
 		e->queues = q->next;
-		while (q->getters) {
-			op *o = q->getters;
-			q->getters = o->next;
-			engine__answer(e, o, 0);
-		}
+		waitlist_drop_all(e, &q->getters);
 		free(q);
 	}
 }
 
 void engine__queues_quiesce(engine *e)
 {
-	for (queue *q = e->queues; q; q = q->next) {
-		for (op *o = q->getters; o; o = o->next)
-			snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
-		answer_waiters(e, q, CM_ESHUTDOWN);
-	}
+	for (queue *q = e->queues; q; q = q->next)
+		waitlist_answer_all(e, &q->getters, CM_ESHUTDOWN, "the gateway is shutting down");
 }

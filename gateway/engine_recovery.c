@@ -235,11 +235,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
  * recorded. */
 void engine__state_clear(engine *e)
 {
-	while (e->log_reads) {
-		op *o = e->log_reads;
-		e->log_reads = o->next;
-		engine__answer(e, o, 0);
-	}
+	waitlist_drop_all(e, &e->log_reads);
 	while (e->pools) {
 		pool *p = e->pools;
 		e->pools = p->next;
@@ -247,8 +243,7 @@ void engine__state_clear(engine *e)
 		while (p->workers) {
 			worker *w = p->workers;
 			p->workers = w->next;
-			if (w->parked)
-				engine__answer(e, w->parked, 0);
+			waitlist_drop_all(e, &w->parked);
 			free(w);
 		}
 		while (p->jobs) {
@@ -260,11 +255,7 @@ void engine__state_clear(engine *e)
 			free(j->command);
 			free(j);
 		}
-		while (p->delete_waiters) {
-			op *o = p->delete_waiters;
-			p->delete_waiters = o->next;
-			engine__answer(e, o, 0);
-		}
+		waitlist_drop_all(e, &p->delete_waiters);
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
