@@ -127,8 +127,8 @@ static void handle(engine *e, op *o)
 		else if (o->kind == OP_JOB_GET)
 			o->out = engine__job_json(j);
 		else {
-			o->info = (job_info){.num = j->num, .base = j->base, .total = j->total};
-			snprintf(o->info.pool, sizeof(o->info.pool), "%s", j->pool->id);
+			o->u.info = (job_info){.num = j->num, .base = j->base, .total = j->total};
+			snprintf(o->u.info.pool, sizeof(o->u.info.pool), "%s", j->pool->id);
 		}
 		break;
 	}
@@ -142,11 +142,11 @@ static void handle(engine *e, op *o)
 void engine__answer(engine *e, op *o, int committed)
 {
 	if (o->kind == OP_BACKEND_EVENT) { /* not handled: a reload re-adopts, and its end is reported again */
-		bx_event_free(o->event);
+		bx_event_free(o->u.event);
 		free(o);
 		return;
 	}
-	if (o->qcall) {
+	if ((o->kind == OP_QUEUE_PUT || o->kind == OP_QUEUE_GET) && o->u.queue.call) { /* a worker's */
 		engine__answer_queue_call(e, o, committed);
 		return;
 	}
@@ -154,13 +154,13 @@ void engine__answer(engine *e, op *o, int committed)
 		/* Nothing of this cycle was recorded: the worker keeps its results
 		 * and asks again; tasks handed out in it were never handed out. */
 		engine_batch retry = {.status = ENGINE_BATCH_RETRY, .error = ""};
-		if (o->discard)
+		if (o->u.pull.discard)
 			e->link.drop(e->link.ctx, o->slot);
 		else
-			e->link.batch(e->link.ctx, o->slot, committed ? &o->batch : &retry);
-		for (size_t i = 0; i < o->ntasks; i++)
-			free((void *)o->tasks[i].arg);
-		free(o->tasks);
+			e->link.batch(e->link.ctx, o->slot, committed ? &o->u.pull.batch : &retry);
+		for (size_t i = 0; i < o->u.pull.ntasks; i++)
+			free((void *)o->u.pull.tasks[i].arg);
+		free(o->u.pull.tasks);
 		free(o);
 		return;
 	}
@@ -184,7 +184,7 @@ void engine__answer(engine *e, op *o, int committed)
 /* What an executor reported: a start, an end, or logs a reader waits for. */
 static void handle_backend_event(engine *e, op *o)
 {
-	bx_event *ev = o->event;
+	bx_event *ev = o->u.event;
 	pool *p = NULL;
 	worker *w = ev->kind == BX_LOGS ? NULL : engine__worker_find(e, ev->owner, &p);
 
@@ -366,7 +366,7 @@ static void post_event(void *ctx, bx_event *ev)
 		return;
 	}
 	o->kind = OP_BACKEND_EVENT;
-	o->event = ev;
+	o->u.event = ev;
 	pthread_mutex_lock(&e->mu);
 	o->next = e->inbox;
 	e->inbox = o;

@@ -76,55 +76,60 @@ struct pool;
 struct job;
 struct worker;
 
+/* A request to the engine: what every kind has, then what its kind has. */
 typedef struct op {
 	op_kind kind;
-	struct op *next;
-	/* inputs, borrowed from the waiting caller */
-	const char *id;
-	const pool_spec *pool_spec;
-	map_spec *map;
-	const char *idem_key;
-	/* OP_QUEUE_*: what to create ("queue", "simplex", "duplex"), the items
-	 * to put (borrowed), how many to get, until when */
-	const char *qkind;
-	char *const *items;
-	const size_t *lens;
-	size_t nitems;
-	int64_t max;
-	int64_t deadline;
-	/* OP_PROC_START, OP_RING_START */
-	const process_spec *proc;
-	int ring_size;
-	/* OP_QUEUE_* from a worker: the call (the hub's), where to answer, what it names */
-	const engine_queue_msg *qcall;
-	char qid[64];
-	const char *pipe; /* OP_QUEUE_PUT/GET on an end of this pipe (o->id unset) */
-	int pipe_end;
-	char **owned_items;
-	size_t *owned_lens;
-	/* OP_PULL: the pull (the hub's), and the batch answering it; each
-	 * task's argument is a copy of its own */
-	const engine_pull_msg *pull;
-	hub_slot *slot;
-	engine_batch batch;
-	engine_task *tasks;
-	size_t ntasks, cap_tasks;
-	int discard; /* answer nothing: the worker will ask again */
-	int64_t park_until;
-	/* OP_BACKEND_EVENT (owned) */
-	bx_event *event;
+	struct op *next; /* in the inbox, the ready list or one waitlist */
+	const char *id; /* the resource it names (borrowed), or NULL */
+	hub_slot *slot; /* from a worker: where the hub waits for the answer */
 	/* a started call (engine_call) owns its id and answers by done_fn; a
 	 * process or ring start keeps here what it waits for */
 	char owned_id[64];
 	engine_call_done done_fn;
 	void *done_ctx;
-	/* outputs */
+	/* the answer */
 	int err;
 	char detail[256];
 	json_t *out;
-	job_info info;
 	int done;
 	pthread_cond_t cv; /* a submitted call's caller waits on it */
+	union {
+		struct {
+			const pool_spec *spec;
+		} pool_create; /* OP_POOL_CREATE */
+		struct {
+			map_spec *spec;
+			const char *idem_key;
+		} map; /* OP_MAP */
+		job_info info; /* OP_JOB_INFO's answer */
+		struct {
+			const char *kind; /* OP_QUEUE_CREATE: "queue", "simplex" or "duplex" */
+			char *const *items; /* OP_QUEUE_PUT: JSON texts (borrowed, or owned_items) */
+			const size_t *lens;
+			size_t nitems;
+			int64_t max; /* OP_QUEUE_GET: how many at most, waiting until deadline */
+			int64_t deadline;
+			const char *pipe; /* on an end of this pipe (id unset) ... */
+			int pipe_end;
+			char qid[64]; /* ... resolved to the queue of its direction */
+			const engine_queue_msg *call; /* from a worker: its call (the hub's) */
+			char **owned_items; /* ... whose items are checked and copied */
+			size_t *owned_lens;
+		} queue; /* OP_QUEUE_* */
+		struct {
+			const process_spec *spec;
+			int ring_size;
+		} proc; /* OP_PROC_START, OP_RING_START */
+		struct {
+			const engine_pull_msg *msg; /* the hub's */
+			engine_batch batch; /* the answer; each task's argument a copy of its own */
+			engine_task *tasks;
+			size_t ntasks, cap_tasks;
+			int discard; /* answer nothing: the worker will ask again */
+			int64_t park_until;
+		} pull; /* OP_PULL */
+		bx_event *event; /* OP_BACKEND_EVENT (owned) */
+	} u;
 } op;
 
 /* Requests waiting for something (engine_wait.c): first come, first served. */

@@ -145,8 +145,8 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error)
 {
-	o->batch.status = status;
-	o->batch.error = error ? error : "";
+	o->u.pull.batch.status = status;
+	o->u.pull.batch.error = error ? error : "";
 	engine__ready(e, o);
 }
 
@@ -232,26 +232,26 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	op *o = c->o;
 	uint8_t *copy;
 
-	if (o->ntasks == o->cap_tasks) {
-		size_t cap = o->cap_tasks ? o->cap_tasks * 2 : 64;
-		engine_task *p = realloc(o->tasks, cap * sizeof(*p));
+	if (o->u.pull.ntasks == o->u.pull.cap_tasks) {
+		size_t cap = o->u.pull.cap_tasks ? o->u.pull.cap_tasks * 2 : 64;
+		engine_task *p = realloc(o->u.pull.tasks, cap * sizeof(*p));
 		if (!p)
 			return CM_ENOMEM;
-		o->tasks = p;
-		o->cap_tasks = cap;
+		o->u.pull.tasks = p;
+		o->u.pull.cap_tasks = cap;
 	}
 	if (!(copy = malloc(len ? len : 1)))
 		return CM_ENOMEM;
 	if (len)
 		memcpy(copy, arg, len);
-	o->tasks[o->ntasks++] = (engine_task){.id = (uint64_t)id,
-	                                      .function = c->j->function,
-	                                      .arg = copy,
-	                                      .arg_len = len,
-	                                      .attempt = (uint32_t)attempts,
-	                                      .command = c->j->command,
-	                                      .ncommand = c->j->ncommand,
-	                                      .timeout_ms = c->j->timeout_ms};
+	o->u.pull.tasks[o->u.pull.ntasks++] = (engine_task){.id = (uint64_t)id,
+	                                                    .function = c->j->function,
+	                                                    .arg = copy,
+	                                                    .arg_len = len,
+	                                                    .attempt = (uint32_t)attempts,
+	                                                    .command = c->j->command,
+	                                                    .ncommand = c->j->ncommand,
+	                                                    .timeout_ms = c->j->timeout_ms};
 	return CM_OK;
 }
 
@@ -294,7 +294,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j};
-		size_t before = o->ntasks;
+		size_t before = o->u.pull.ntasks;
 
 		if (j->avg_us < 0)
 			take = free_one;
@@ -312,7 +312,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			break;
 		given += take;
 		room -= (double)take * cost;
-		w->pending += (int64_t)(o->ntasks - before);
+		w->pending += (int64_t)(o->u.pull.ntasks - before);
 		p->queued -= take;
 		r->lo += take;
 		if (r->lo > r->hi) {
@@ -322,8 +322,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			free(r);
 		}
 	}
-	o->batch.tasks = o->tasks;
-	o->batch.ntasks = o->ntasks;
+	o->u.pull.batch.tasks = o->u.pull.tasks;
+	o->u.pull.batch.ntasks = o->u.pull.ntasks;
 }
 
 int engine__pool_drained(const pool *p)
@@ -333,11 +333,11 @@ int engine__pool_drained(const pool *p)
 
 void engine__handle_pull(engine *e, op *o)
 {
-	const engine_pull_msg *m = o->pull;
+	const engine_pull_msg *m = o->u.pull.msg;
 	pool *p = engine__pool_find(e, m->pool_id);
 	worker *w = NULL;
 
-	o->batch.lease_ms = (uint32_t)e->cfg->lease_ms;
+	o->u.pull.batch.lease_ms = (uint32_t)e->cfg->lease_ms;
 	/* The hub checked the worker's secret and that it serves this pool. */
 	if (p)
 		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
@@ -348,7 +348,7 @@ void engine__handle_pull(engine *e, op *o)
 	}
 	op *gave_up = waitlist_take(&w->parked);
 	if (gave_up) { /* the worker gave up on its parked pull and asked again */
-		gave_up->discard = 1;
+		gave_up->u.pull.discard = 1;
 		engine__ready(e, gave_up);
 	}
 	w->last_seen = cm_now_ms();
@@ -413,11 +413,11 @@ void engine__handle_pull(engine *e, op *o)
 	if (!m->resync && ((int64_t)m->in_hand < w->pending || m->in_hand == 0)) {
 		int64_t held = 0;
 		store_tasks_held_count(e->st, w->id, &held);
-		o->batch.list_held = (int64_t)m->in_hand < held;
+		o->u.pull.batch.list_held = (int64_t)m->in_hand < held;
 	}
 	engine__assign(e, p, w, m->want, m->in_hand, o);
-	if (o->ntasks == 0 && m->in_hand == 0 && !o->batch.list_held) {
-		o->park_until = cm_now_ms() + PARK_MS;
+	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
+		o->u.pull.park_until = cm_now_ms() + PARK_MS;
 		waitlist_add(&w->parked, o);
 		return;
 	}
@@ -427,7 +427,7 @@ void engine__handle_pull(engine *e, op *o)
 void engine__handle_map(engine *e, op *o)
 {
 	pool *p = engine__pool_find(e, o->id);
-	map_spec *m = o->map;
+	map_spec *m = o->u.map.spec;
 	job *j;
 	store_job sj;
 	char existing[20];
@@ -436,7 +436,7 @@ void engine__handle_map(engine *e, op *o)
 		o->err = CM_ENOENT;
 		return;
 	}
-	if (o->idem_key && store_job_find_idem(e->st, p->id, o->idem_key, existing) == CM_OK &&
+	if (o->u.map.idem_key && store_job_find_idem(e->st, p->id, o->u.map.idem_key, existing) == CM_OK &&
 	    (j = engine__job_find(e, existing))) {
 		o->out = engine__job_json(j);
 		return;
@@ -468,7 +468,7 @@ void engine__handle_map(engine *e, op *o)
 	                 .id = j->id,
 	                 .pool_id = p->id,
 	                 .function = m->function,
-	                 .idem_key = o->idem_key,
+	                 .idem_key = o->u.map.idem_key,
 	                 .state = job_state_names[j->state],
 	                 .base = j->base,
 	                 .total = j->total,
@@ -523,7 +523,7 @@ int engine_job_get(engine *e, const char *id, json_t **out)
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
                size_t detail_len)
 {
-	op o = {.kind = OP_MAP, .id = pool_id, .map = spec, .idem_key = idem_key};
+	op o = {.kind = OP_MAP, .id = pool_id, .u.map.spec = spec, .u.map.idem_key = idem_key};
 	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);
@@ -538,7 +538,7 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 	int err = engine__submit(e, &o);
 
 	if (err == CM_OK)
-		*out = o.info;
+		*out = o.u.info;
 	return err;
 }
 
@@ -554,7 +554,7 @@ int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
 	if (!o)
 		return CM_ENOMEM;
 	o->kind = OP_PULL;
-	o->pull = m;
+	o->u.pull.msg = m;
 	o->slot = slot;
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {

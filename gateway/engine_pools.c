@@ -143,7 +143,7 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	store_worker_set_state(e->st, w->id, "exited", exit_code);
 	op *parked = waitlist_take(&w->parked);
 	if (parked) {
-		parked->discard = 1;
+		parked->u.pull.discard = 1;
 		engine__ready(e, parked);
 	}
 	if (!expected) {
@@ -168,7 +168,7 @@ void engine__handle_pool_create(engine *e, op *o)
 		o->err = CM_ENOMEM;
 		return;
 	}
-	p->spec = *o->pool_spec;
+	p->spec = *o->u.pool_create.spec;
 	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
 	p->backend = engine__backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
@@ -263,9 +263,9 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
 		} else if (p->qhead) {
 			waitlist_take(&w->parked);
-			engine__assign(e, p, w, o->pull->want ? o->pull->want : 1, 0, o);
+			engine__assign(e, p, w, o->u.pull.msg->want ? o->u.pull.msg->want : 1, 0, o);
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
-		} else if (now >= o->park_until) {
+		} else if (now >= o->u.pull.park_until) {
 			waitlist_take(&w->parked);
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 		}
@@ -320,7 +320,7 @@ worker *engine__worker_find(engine *e, const char *owner, pool **pool_out)
 
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
 {
-	op o = {.kind = OP_POOL_CREATE, .pool_spec = spec};
+	op o = {.kind = OP_POOL_CREATE, .u.pool_create.spec = spec};
 	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);

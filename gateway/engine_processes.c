@@ -208,7 +208,7 @@ static void start_wait(engine *e, op *o, const char *id)
 
 static void handle_proc_start(engine *e, op *o)
 {
-	process *pr = process_start(e, o->proc, NULL, 0, &o->err);
+	process *pr = process_start(e, o->u.proc.spec, NULL, 0, &o->err);
 
 	if (pr)
 		start_wait(e, o, pr->id);
@@ -358,16 +358,16 @@ void engine__handle_ring(engine *e, op *o)
 	}
 	switch (o->kind) {
 	case OP_RING_START: {
-		int port = free_port_block(o->ring_size + 1);
+		int port = free_port_block(o->u.proc.ring_size + 1);
 		char members[SPEC_MAX_RING * 20 + 1] = "";
 		if (!port) {
 			o->err = CM_EUNAVAIL;
 			snprintf(o->detail, sizeof(o->detail), "no block of %d free ports for the ring",
-			         o->ring_size + 1);
+			         o->u.proc.ring_size + 1);
 			break;
 		}
 		cm_id_new('g', id);
-		if (!(r = ring_add(e, id, o->ring_size, port, cm_wall_ms()))) {
+		if (!(r = ring_add(e, id, o->u.proc.ring_size, port, cm_wall_ms()))) {
 			o->err = CM_ENOMEM;
 			break;
 		}
@@ -381,7 +381,7 @@ void engine__handle_ring(engine *e, op *o)
 			snprintf(env[4], sizeof(env[4]), "STRAND_RING=%s", r->id);
 			for (int k = 0; k < 5; k++)
 				envp[k] = env[k];
-			process *pr = process_start(e, o->proc, envp, 5, &o->err);
+			process *pr = process_start(e, o->u.proc.spec, envp, 5, &o->err);
 			if (!pr)
 				break;
 			snprintf(r->members[i], sizeof(r->members[i]), "%s", pr->id);
@@ -515,7 +515,7 @@ void engine__load_ring(void *ctx, const char *id, int size, int master_port, con
 
 int engine_process_start(engine *e, const process_spec *spec, json_t **out)
 {
-	op o = {.kind = OP_PROC_START, .proc = spec};
+	op o = {.kind = OP_PROC_START, .u.proc.spec = spec};
 	int err = engine__submit(e, &o);
 
 	if (err == CM_OK)
@@ -542,7 +542,7 @@ engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_
 
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
 {
-	op o = {.kind = OP_RING_START, .proc = spec, .ring_size = size};
+	op o = {.kind = OP_RING_START, .u.proc.spec = spec, .u.proc.ring_size = size};
 	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);

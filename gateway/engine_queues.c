@@ -51,13 +51,13 @@ static int collect_item(void *ctx, const void *value, size_t len)
 	return v && json_array_append_new(ctx, v) == 0 ? CM_OK : CM_ENOMEM;
 }
 
-/* Pops up to o->max items for the reader o and readies its answer. */
+/* Pops up to o->u.queue.max items for the reader o and readies its answer. */
 static void queue_serve(engine *e, queue *q, op *o)
 {
 	json_t *items = json_array();
 	int64_t n = 0;
 
-	if ((o->err = store_queue_pop(e->st, q->id, o->max, collect_item, items, &n)) == CM_OK) {
+	if ((o->err = store_queue_pop(e->st, q->id, o->u.queue.max, collect_item, items, &n)) == CM_OK) {
 		q->size -= n;
 		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", items);
 	} else {
@@ -74,7 +74,7 @@ void engine__queue_tick(engine *e, queue *q, int64_t now)
 	op *o;
 
 	while ((o = waitlist_take(&q->getters))) {
-		if (q->size > 0 || now >= o->deadline)
+		if (q->size > 0 || now >= o->u.queue.deadline)
 			queue_serve(e, q, o);
 		else
 			waitlist_add(&still, o);
@@ -83,7 +83,7 @@ void engine__queue_tick(engine *e, queue *q, int64_t now)
 }
 
 /* An end of a pipe, for a put (send) or a get (receive), to the queue of
- * its direction, into o->qid: in a duplex pipe "<pipe>.E" carries what end E
+ * its direction, into o->u.queue.qid: in a duplex pipe "<pipe>.E" carries what end E
  * sends; a simplex pipe has "<pipe>.0" only, end 0 sending, end 1 receiving.
  * Used by HTTP and by code inside workers alike. */
 static int resolve_pipe(engine *e, op *o, const char *pipe, int end)
@@ -104,8 +104,8 @@ static int resolve_pipe(engine *e, op *o, const char *pipe, int end)
 		         duplex ? "duplex" : "simplex", pipe, sending ? "send" : "receive");
 		return CM_ECLOSED;
 	}
-	snprintf(o->qid, sizeof(o->qid), "%.50s.%d", pipe, duplex ? (sending ? end : 1 - end) : 0);
-	o->id = o->qid;
+	snprintf(o->u.queue.qid, sizeof(o->u.queue.qid), "%.50s.%d", pipe, duplex ? (sending ? end : 1 - end) : 0);
+	o->id = o->u.queue.qid;
 	return CM_OK;
 }
 
@@ -116,7 +116,7 @@ static int resolve_pipe(engine *e, op *o, const char *pipe, int end);
 
 static int resolve_queue_call(engine *e, op *o)
 {
-	const engine_queue_msg *m = o->qcall;
+	const engine_queue_msg *m = o->u.queue.call;
 	pool *p = engine__pool_find(e, m->pool_id);
 	worker *w = NULL;
 	int sending = m->put;
@@ -134,27 +134,27 @@ static int resolve_queue_call(engine *e, op *o)
 		if (err != CM_OK)
 			return err;
 	} else {
-		snprintf(o->qid, sizeof(o->qid), "%.60s", m->queue);
-		o->id = o->qid;
+		snprintf(o->u.queue.qid, sizeof(o->u.queue.qid), "%.60s", m->queue);
+		o->id = o->u.queue.qid;
 	}
 	if (sending) {
-		o->owned_items = calloc(m->nitems + 1, sizeof(char *));
-		o->owned_lens = calloc(m->nitems + 1, sizeof(size_t));
-		if (!o->owned_items || !o->owned_lens)
+		o->u.queue.owned_items = calloc(m->nitems + 1, sizeof(char *));
+		o->u.queue.owned_lens = calloc(m->nitems + 1, sizeof(size_t));
+		if (!o->u.queue.owned_items || !o->u.queue.owned_lens)
 			return CM_ENOMEM;
 		for (size_t i = 0; i < m->nitems; i++) {
 			json_t *v = json_loadb((const char *)m->items[i], m->lens[i], JSON_DECODE_ANY, NULL);
-			if (!v || !(o->owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
+			if (!v || !(o->u.queue.owned_items[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
 				json_decref(v);
 				snprintf(o->detail, sizeof(o->detail), "item %zu is not JSON", i);
 				return CM_EINVAL;
 			}
 			json_decref(v);
-			o->owned_lens[i] = strlen(o->owned_items[i]);
-			o->nitems = i + 1;
+			o->u.queue.owned_lens[i] = strlen(o->u.queue.owned_items[i]);
+			o->u.queue.nitems = i + 1;
 		}
-		o->items = o->owned_items;
-		o->lens = o->owned_lens;
+		o->u.queue.items = o->u.queue.owned_items;
+		o->u.queue.lens = o->u.queue.owned_lens;
 	}
 	return CM_OK;
 }
@@ -164,8 +164,8 @@ void engine__handle_queue(engine *e, op *o)
 	queue *q;
 	char id[20];
 
-	if ((o->qcall && (o->err = resolve_queue_call(e, o)) != CM_OK) ||
-	    (o->pipe && (o->err = resolve_pipe(e, o, o->pipe, o->pipe_end)) != CM_OK)) {
+	if ((o->u.queue.call && (o->err = resolve_queue_call(e, o)) != CM_OK) ||
+	    (o->u.queue.pipe && (o->err = resolve_pipe(e, o, o->u.queue.pipe, o->u.queue.pipe_end)) != CM_OK)) {
 		engine__ready(e, o);
 		return;
 	}
@@ -180,8 +180,8 @@ void engine__handle_queue(engine *e, op *o)
 		/* A queue, or a pipe: one direction per queue, "<pipe>.0" and
 		 * (duplex) "<pipe>.1". */
 		int64_t now = cm_wall_ms();
-		int pipe = strcmp(o->qkind, "queue") != 0;
-		int ends = strcmp(o->qkind, "duplex") == 0 ? 2 : 1;
+		int pipe = strcmp(o->u.queue.kind, "queue") != 0;
+		int ends = strcmp(o->u.queue.kind, "duplex") == 0 ? 2 : 1;
 		cm_id_new(pipe ? 'x' : 'q', id);
 		if (!pipe) {
 			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
@@ -193,8 +193,8 @@ void engine__handle_queue(engine *e, op *o)
 		for (int i = 0; i < ends && o->err == CM_OK; i++) {
 			char qid[48];
 			snprintf(qid, sizeof(qid), "%s.%d", id, i);
-			if ((o->err = store_queue_insert(e->st, qid, o->qkind, now)) == CM_OK &&
-			    (q = queue_add(e, qid, o->qkind, now, 0)))
+			if ((o->err = store_queue_insert(e->st, qid, o->u.queue.kind, now)) == CM_OK &&
+			    (q = queue_add(e, qid, o->u.queue.kind, now, 0)))
 				json_array_append_new(dirs, queue_json(q));
 		}
 		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
@@ -215,10 +215,11 @@ void engine__handle_queue(engine *e, op *o)
 		break;
 	}
 	case OP_QUEUE_PUT:
-		if ((o->err = store_queue_put(e->st, q->id, o->nitems, o->items, o->lens)) != CM_OK)
+		if ((o->err = store_queue_put(e->st, q->id, o->u.queue.nitems, o->u.queue.items, o->u.queue.lens)) !=
+		    CM_OK)
 			break;
-		q->size += (int64_t)o->nitems;
-		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->nitems, "size",
+		q->size += (int64_t)o->u.queue.nitems;
+		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->u.queue.nitems, "size",
 		                   (json_int_t)q->size);
 		engine__queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
 		break;
@@ -258,10 +259,10 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 		free(texts[i]);
 	free(texts);
 	free(lens);
-	for (size_t i = 0; o->owned_items && i < o->nitems; i++)
-		free(o->owned_items[i]);
-	free(o->owned_items);
-	free(o->owned_lens);
+	for (size_t i = 0; o->u.queue.owned_items && i < o->u.queue.nitems; i++)
+		free(o->u.queue.owned_items[i]);
+	free(o->u.queue.owned_items);
+	free(o->u.queue.owned_lens);
 	json_decref(o->out);
 	free(o);
 }
@@ -273,7 +274,7 @@ void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t cre
 
 int engine_queue_create(engine *e, const char *kind, json_t **out)
 {
-	op o = {.kind = OP_QUEUE_CREATE, .qkind = kind};
+	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
 	int err = engine__submit(e, &o);
 
 	if (err == CM_OK)
@@ -296,11 +297,11 @@ int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items
 {
 	op o = {.kind = OP_QUEUE_PUT,
 	        .id = pipe_end < 0 ? id : NULL,
-	        .pipe = pipe_end < 0 ? NULL : id,
-	        .pipe_end = pipe_end,
-	        .items = items,
-	        .lens = lens,
-	        .nitems = n};
+	        .u.queue.pipe = pipe_end < 0 ? NULL : id,
+	        .u.queue.pipe_end = pipe_end,
+	        .u.queue.items = items,
+	        .u.queue.lens = lens,
+	        .u.queue.nitems = n};
 	int err = engine__submit(e, &o);
 
 	snprintf(detail, detail_len, "%s", o.detail);
@@ -317,12 +318,12 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 	if (!o)
 		return NULL;
 	if (pipe_end >= 0) {
-		o->pipe = o->id;
+		o->u.queue.pipe = o->id;
 		o->id = NULL;
 	}
-	o->pipe_end = pipe_end;
-	o->max = max;
-	o->deadline = cm_now_ms() + wait_ms;
+	o->u.queue.pipe_end = pipe_end;
+	o->u.queue.max = max;
+	o->u.queue.deadline = cm_now_ms() + wait_ms;
 	return engine__start(e, o);
 }
 
@@ -333,10 +334,10 @@ int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
 	if (!o)
 		return CM_ENOMEM;
 	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
-	o->qcall = call;
+	o->u.queue.call = call;
 	o->slot = slot;
-	o->max = call->max ? call->max : 1;
-	o->deadline = cm_now_ms() + call->wait_ms;
+	o->u.queue.max = call->max ? call->max : 1;
+	o->u.queue.deadline = cm_now_ms() + call->wait_ms;
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
