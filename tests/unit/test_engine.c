@@ -411,6 +411,82 @@ static void test_timeout_fails_the_task_and_replaces_the_worker(void **state)
 	batch_free(a2);
 }
 
+/* A get started through the engine, waited for here. */
+typedef struct get_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done;
+} get_wait;
+
+static void get_done(void *ctx)
+{
+	get_wait *g = ctx;
+
+	pthread_mutex_lock(&g->mu);
+	g->done = 1;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Pops one item from end (or a queue with end -1); its error, *out the answer. */
+static int get_one(fixture *f, const char *id, int end, json_t **out, char *detail, size_t detail_len)
+{
+	get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	engine_call *c = engine_queue_get_start(f->e, id, end, 1, 0, get_done, &g);
+
+	assert_non_null(c);
+	pthread_mutex_lock(&g.mu);
+	while (!g.done)
+		pthread_cond_wait(&g.cv, &g.mu);
+	pthread_mutex_unlock(&g.mu);
+	return engine_call_finish(c, out, detail, detail_len);
+}
+
+/* A pipe's ends resolve to the queue of their direction: in a duplex pipe
+ * what end 0 sends end 1 receives and back; in a simplex one only end 0
+ * sends and only end 1 receives. */
+static void test_pipe_ends_resolve_to_their_direction(void **state)
+{
+	fixture *f = *state;
+	char detail[256] = "", *item[] = {"\"ping\""}, *back[] = {"\"pong\""};
+	size_t len[] = {6};
+	json_t *out = NULL;
+	char duplex[32], simplex[32];
+
+	assert_int_equal(engine_queue_create(f->e, "duplex", &out), CM_OK);
+	snprintf(duplex, sizeof(duplex), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+	assert_int_equal(engine_queue_create(f->e, "simplex", &out), CM_OK);
+	snprintf(simplex, sizeof(simplex), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+
+	assert_int_equal(engine_queue_put(f->e, duplex, 0, item, len, 1, &out, detail, sizeof(detail)), CM_OK);
+	json_decref(out);
+	assert_int_equal(engine_queue_put(f->e, duplex, 1, back, len, 1, &out, detail, sizeof(detail)), CM_OK);
+	json_decref(out);
+	assert_int_equal(get_one(f, duplex, 1, &out, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(out, "items"), 0)), "ping");
+	json_decref(out);
+	assert_int_equal(get_one(f, duplex, 0, &out, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(out, "items"), 0)), "pong");
+	json_decref(out);
+
+	assert_int_equal(engine_queue_put(f->e, simplex, 1, item, len, 1, &out, detail, sizeof(detail)), CM_ECLOSED);
+	char want[128];
+	snprintf(want, sizeof(want), "end 1 of simplex pipe %s cannot send", simplex);
+	assert_string_equal(detail, want);
+	assert_int_equal(get_one(f, simplex, 0, &out, detail, sizeof(detail)), CM_ECLOSED);
+	snprintf(want, sizeof(want), "end 0 of simplex pipe %s cannot receive", simplex);
+	assert_string_equal(detail, want);
+	assert_int_equal(engine_queue_put(f->e, simplex, 0, item, len, 1, &out, detail, sizeof(detail)), CM_OK);
+	json_decref(out);
+	assert_int_equal(get_one(f, simplex, 1, &out, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(out, "items"), 0)), "ping");
+	json_decref(out);
+	assert_int_equal(get_one(f, "x-no-such-pipe", 1, &out, detail, sizeof(detail)), CM_ENOENT);
+	assert_string_equal(detail, "no such pipe");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +497,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
