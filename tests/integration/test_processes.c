@@ -246,8 +246,7 @@ static char *start_with_child(const char *name, int seconds, const char *tail, p
 	snprintf(spec, sizeof(spec), "{\"command\":[\"sh\",\"-c\",\"sleep %d & echo $! > %s; %s\"]}", seconds, file,
 	         tail);
 	char *id = start(spec);
-	*child = pid_from(file);
-	assert_true(process_alive(*child));
+	*child = pid_from(file); /* $! is set once the child was forked */
 	return id;
 }
 
@@ -260,6 +259,7 @@ static void test_no_child_outlives_its_process(void **state)
 
 	(void)state;
 	char *id = start_with_child("terminated", 77, "wait", &child);
+	assert_true(process_alive(child)); /* its shell waits for it */
 	snprintf(path, sizeof(path), "/v1/processes/%s", id);
 	response r = http(&g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
@@ -285,6 +285,7 @@ static void test_gateway_stop_ends_process_groups(void **state)
 
 	(void)state;
 	char *id = start_with_child("at-stop", 79, "wait", &child);
+	assert_true(process_alive(child));
 	int status = gateway_stop(&g);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_false(process_alive(child));
