@@ -42,8 +42,9 @@ typedef struct backend_ops {
 	/* Appends the last max bytes of what it wrote (stdout and stderr). */
 	int (*logs)(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out);
 	/* Returns 1 once it is gone, with its exit code (128 + signal for a
-	 * signal) and what it last said (may be empty); 0 while it runs, or
-	 * while the backend cannot tell. */
+	 * signal, BACKEND_NEVER_STARTED when it never could start) and what it
+	 * last said (may be empty); 0 while it runs, or while the backend
+	 * cannot tell. */
 	int (*poll)(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len);
 	/* Asks it to stop (hard: kill it now). */
 	void (*stop)(backend *b, const char *handle, int hard);
@@ -63,5 +64,23 @@ backend *backend_local_new(int gpus);
 /* socket: the Docker Engine API's unix socket; a call taking longer than
  * timeout_s fails. */
 backend *backend_docker_new(const char *socket, int timeout_s);
+
+/* The exit code of what could never start: not schedulable, no image, a
+ * container that cannot be created. Its pool fails with the words. */
+#define BACKEND_NEVER_STARTED (-2)
+
+typedef struct k8s_config {
+	char server[256]; /* https://HOST:PORT */
+	char token_file[1024]; /* the bearer token */
+	char ca_file[1024]; /* the CA the server's certificate is checked by; "": the system's */
+	char ns[64]; /* the namespace pods and secrets go in */
+	int host_network; /* pods on the node's network (a cluster without a pod network) */
+	char pull_policy[16]; /* imagePullPolicy: IfNotPresent, Never (no registry), Always */
+	int start_grace_s; /* stuck this long (unschedulable, no image): never started */
+} k8s_config;
+
+/* Checks the server answers, takes the token and lists pods at start;
+ * NULL with the cause (unreachable, token refused, forbidden) in detail. */
+backend *backend_k8s_new(const k8s_config *cfg, int timeout_s, char *detail, size_t detail_len);
 
 #endif

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "gateway/backend_json.h"
 #include "gateway/backend.h"
 
 #define DOCKER_UNPRIVILEGED_USER "65534:65534"
@@ -100,20 +101,11 @@ static long call(docker *d, const char *method, const char *path, json_t *body, 
 	return status;
 }
 
-static json_t *strings(char *const *v, size_t n)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
-	return a;
-}
-
 static json_t *run_body(const backend_run_spec *r)
 {
 	const pool_spec *s = r->spec;
 	json_t *host = json_pack("{s:s}", "NetworkMode", "host");
-	json_t *labels = json_object();
+	json_t *labels = backend_json_pairs(r->labels, r->nlabels);
 	json_t *body;
 
 	if (s->cpu > 0)
@@ -130,19 +122,11 @@ static json_t *run_body(const backend_run_spec *r)
 			json_array_append_new(binds, json_string(s->volumes[i]));
 		json_object_set_new(host, "Binds", binds);
 	}
-	for (size_t i = 0; i < r->nlabels; i++) {
-		const char *eq = strchr(r->labels[i], '=');
-		if (eq) {
-			char key[128];
-			snprintf(key, sizeof(key), "%.*s", (int)(eq - r->labels[i]), r->labels[i]);
-			json_object_set_new(labels, key, json_string(eq + 1));
-		}
-	}
 	json_object_set_new(labels, "strand", json_string("1"));
-	body = json_pack("{s:s, s:o, s:o, s:o}", "Image", s->image, "Env", strings(r->env, r->nenv), "Labels", labels,
-	                 "HostConfig", host);
+	body = json_pack("{s:s, s:o, s:o, s:o}", "Image", s->image, "Env", backend_json_strings(r->env, r->nenv),
+	                 "Labels", labels, "HostConfig", host);
 	if (r->argc)
-		json_object_set_new(body, r->entrypoint ? "Entrypoint" : "Cmd", strings(r->argv, r->argc));
+		json_object_set_new(body, r->entrypoint ? "Entrypoint" : "Cmd", backend_json_strings(r->argv, r->argc));
 	/* Not root unless the pool asked and the operator allowed it (the
 	 * gateway checked): a task breaking out of a root container owns the
 	 * host. nobody:nogroup needs no passwd file in a FROM scratch image. */

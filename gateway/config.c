@@ -29,6 +29,15 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
 	        "  --backend-timeout S  a call to a backend's daemon that takes longer fails, and the workers it\n"
 	        "                       starts with it (STRAND_BACKEND_TIMEOUT, default 30)\n"
+	        "  --k8s-server URL     the Kubernetes API server for backend kubernetes (in a pod: its cluster's)\n"
+	        "  --k8s-token-file F   its bearer token (in a pod: the service account's)\n"
+	        "  --k8s-ca FILE        the CA its certificate is checked by (in a pod: the service account's)\n"
+	        "  --k8s-namespace NS   where pods and their secrets go (default: default; in a pod: its own)\n"
+	        "  --k8s-host-network   pods use the node's network (a cluster without a pod network)\n"
+	        "  --k8s-start-grace S  a pod unschedulable or without its image this long fails its pool\n"
+	        "                       (default 60)\n"
+	        "  --k8s-pull-policy P  pods' imagePullPolicy: IfNotPresent (default), Never (images only from\n"
+	        "                       the nodes' engines: no registry is ever asked), Always\n"
 	        "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
 	        "                       default: next to strand-gateway)\n"
 	        "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
@@ -63,6 +72,32 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
 
+/* Inside a pod: its cluster's API server and service account, unless
+ * flags say otherwise. */
+static void in_cluster(gw_config *cfg)
+{
+	static const char sa[] = "/var/run/secrets/kubernetes.io/serviceaccount";
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	char path[128], ns[64] = "";
+	FILE *f;
+
+	if (!host || !port || access(sa, R_OK) != 0)
+		return;
+	snprintf(cfg->k8s_server, sizeof(cfg->k8s_server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
+	         host, port);
+	snprintf(cfg->k8s_token_file, sizeof(cfg->k8s_token_file), "%s/token", sa);
+	snprintf(cfg->k8s_ca, sizeof(cfg->k8s_ca), "%s/ca.crt", sa);
+	snprintf(path, sizeof(path), "%s/namespace", sa);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(ns, sizeof(ns), f)) {
+			ns[strcspn(ns, "\n")] = '\0';
+			if (ns[0])
+				snprintf(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), "%s", ns);
+		}
+		fclose(f);
+	}
+}
+
 int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len)
 {
 	static const struct option opts[] = {
@@ -77,6 +112,13 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"image", required_argument, NULL, 'i'},
 	        {"docker-socket", required_argument, NULL, 's'},
 	        {"backend-timeout", required_argument, NULL, 'o'},
+	        {"k8s-server", required_argument, NULL, 1000},
+	        {"k8s-token-file", required_argument, NULL, 1001},
+	        {"k8s-ca", required_argument, NULL, 1002},
+	        {"k8s-namespace", required_argument, NULL, 1003},
+	        {"k8s-host-network", no_argument, NULL, 1004},
+	        {"k8s-start-grace", required_argument, NULL, 1005},
+	        {"k8s-pull-policy", required_argument, NULL, 1006},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -115,6 +157,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
 	cfg->backend_timeout_s = 30;
+	cfg->k8s_start_grace_s = 60;
+	snprintf(cfg->k8s_pull_policy, sizeof(cfg->k8s_pull_policy), "IfNotPresent");
+	snprintf(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), "default");
+	in_cluster(cfg);
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
@@ -161,6 +207,13 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
 		case 'o': cfg->backend_timeout_s = atoi(optarg); break;
+		case 1000: set(cfg->k8s_server, sizeof(cfg->k8s_server), optarg); break;
+		case 1001: set(cfg->k8s_token_file, sizeof(cfg->k8s_token_file), optarg); break;
+		case 1002: set(cfg->k8s_ca, sizeof(cfg->k8s_ca), optarg); break;
+		case 1003: set(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), optarg); break;
+		case 1004: cfg->k8s_host_network = 1; break;
+		case 1005: cfg->k8s_start_grace_s = atoi(optarg); break;
+		case 1006: set(cfg->k8s_pull_policy, sizeof(cfg->k8s_pull_policy), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -199,6 +252,19 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
 		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
+		return CM_EINVAL;
+	}
+	if (cfg->k8s_server[0] && !cfg->k8s_token_file[0]) {
+		snprintf(detail, detail_len, "--k8s-server needs --k8s-token-file");
+		return CM_EINVAL;
+	}
+	if (strcmp(cfg->k8s_pull_policy, "IfNotPresent") != 0 && strcmp(cfg->k8s_pull_policy, "Never") != 0 &&
+	    strcmp(cfg->k8s_pull_policy, "Always") != 0) {
+		snprintf(detail, detail_len, "--k8s-pull-policy must be IfNotPresent, Never or Always");
+		return CM_EINVAL;
+	}
+	if (cfg->k8s_start_grace_s < 1 || cfg->k8s_start_grace_s > 86400) {
+		snprintf(detail, detail_len, "--k8s-start-grace must be 1 to 86400 seconds");
 		return CM_EINVAL;
 	}
 	if (cfg->backend_timeout_s < 1 || cfg->backend_timeout_s > 3600) {

@@ -15,6 +15,14 @@ typedef struct gw_config {
 	char image[256]; /* default worker image (docker) */
 	char docker_socket[256]; /* the Docker Engine API */
 	int backend_timeout_s; /* a call to a backend's daemon that takes longer fails */
+	/* kubernetes: flags, or in a cluster its service account's; server "": no kubernetes backend */
+	char k8s_server[256];
+	char k8s_token_file[1024];
+	char k8s_ca[1024];
+	char k8s_namespace[64];
+	int k8s_host_network;
+	char k8s_pull_policy[16];
+	int k8s_start_grace_s;
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */

@@ -156,6 +156,12 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	w->pending = 0;
 	if (last_words && last_words[0])
 		snprintf(p->last_words, sizeof(p->last_words), "%.255s", last_words);
+	if (exit_code == BACKEND_NEVER_STARTED && !expected) {
+		char reason[400];
+		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %.300s", bx_name(p->backend),
+		         last_words ? last_words : "");
+		engine__pool_set_state(e, p, POOL_FAILED, reason);
+	}
 	bx_release(p->backend, w->id);
 }
 
@@ -177,7 +183,11 @@ void engine__handle_pool_create(engine *e, op *o)
 	    (o->err = store_pool_insert(e->st, p->id, spec_json, "active", p->created_ms)) != CM_OK) {
 		if (!o->err)
 			o->err = p->backend ? CM_ENOMEM : CM_EUNSUPPORTED;
-		snprintf(o->detail, sizeof(o->detail), "cannot create the pool: %s", cm_strerror(o->err));
+		if (!p->backend)
+			snprintf(o->detail, sizeof(o->detail), "backend '%s' is not configured in this gateway",
+			         p->spec.backend);
+		else
+			snprintf(o->detail, sizeof(o->detail), "cannot create the pool: %s", cm_strerror(o->err));
 		free(spec_json);
 		free(p);
 		return;

@@ -220,10 +220,12 @@ static void handle_proc_start(engine *e, op *o)
  * holds and answers who waits. */
 static void process_ended(engine *e, process *pr, int code, const char *why)
 {
-	pr->state = PR_EXITED;
-	pr->exit_code = code;
+	pr->state = code == BACKEND_NEVER_STARTED ? PR_FAILED : PR_EXITED;
+	pr->exit_code = code == BACKEND_NEVER_STARTED ? -1 : code;
 	pr->ended_ms = cm_wall_ms();
-	if (pr->adopted && code == -1 && !pr->reason[0])
+	if (code == BACKEND_NEVER_STARTED)
+		snprintf(pr->reason, sizeof(pr->reason), "%s", why ? why : "");
+	else if (pr->adopted && code == -1 && !pr->reason[0])
 		snprintf(pr->reason, sizeof(pr->reason), "ended while the gateway was down");
 	else if (why && why[0] && code != 0 && !pr->reason[0])
 		snprintf(pr->reason, sizeof(pr->reason), "%s", why);

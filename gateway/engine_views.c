@@ -56,7 +56,7 @@ json_t *engine__pool_json(const pool *p)
 	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
 	if (o && p->reason[0])
 		json_object_set_new(o, "reason", json_string(p->reason));
-	if (o && strcmp(bx_name(p->backend), "docker") == 0)
+	if (o && strcmp(bx_name(p->backend), "local") != 0)
 		json_object_set_new(o, "image", json_string(p->spec.image));
 	if (o && p->spec.manager[0])
 		json_object_set_new(o, "type", json_string(p->spec.manager));

@@ -55,10 +55,27 @@ int main(int argc, char **argv)
 	umask(077);
 	raise_open_file_limit();
 
-	backend *backends[] = {backend_local_new(cfg.gpus),
-	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
+	backend *backends[3] = {backend_local_new(cfg.gpus),
+	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
+	size_t nbackends = 2;
+	if (cfg.k8s_server[0]) {
+		k8s_config k = {.host_network = cfg.k8s_host_network, .start_grace_s = cfg.k8s_start_grace_s};
+		snprintf(k.server, sizeof(k.server), "%s", cfg.k8s_server);
+		snprintf(k.token_file, sizeof(k.token_file), "%s", cfg.k8s_token_file);
+		snprintf(k.ca_file, sizeof(k.ca_file), "%s", cfg.k8s_ca);
+		snprintf(k.ns, sizeof(k.ns), "%s", cfg.k8s_namespace);
+		snprintf(k.pull_policy, sizeof(k.pull_policy), "%s", cfg.k8s_pull_policy);
+		if (!(backends[nbackends] = backend_k8s_new(&k, cfg.backend_timeout_s, detail, sizeof(detail)))) {
+			cm_error("cannot start: %s", detail);
+			for (size_t i = 0; i < nbackends; i++)
+				backends[i]->ops->free(backends[i]);
+			return 1;
+		}
+		nbackends++;
+		cm_info("kubernetes backend: %s, namespace %s", k.server, k.ns);
+	}
 	if (credentials_new(&creds) != CM_OK ||
-	    engine_new(&cfg, creds, backends, 2, &e, detail, sizeof(detail)) != CM_OK) {
+	    engine_new(&cfg, creds, backends, nbackends, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		credentials_free(creds);
 		return 1;

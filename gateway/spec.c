@@ -36,7 +36,7 @@ static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t de
 	return CM_OK;
 }
 
-static const char *const backends[] = {"local", "docker", NULL};
+static const char *const backends[] = {"local", "docker", "kubernetes", NULL};
 static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
 /* Counts the JSON values in text without building any, stopping past max:
@@ -201,8 +201,9 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 			offered |= strcmp(spec.backend, backends[i]) == 0;
 		if (!offered) {
 			snprintf(detail, detail_len,
-			         known ? "backend '%.31s' is not available in this gateway (available: local, docker)"
-			               : "unknown backend '%.31s' (available: local, docker)",
+			         known ? "backend '%.31s' is not available in this gateway (available: local, docker, "
+			                 "kubernetes)"
+			               : "unknown backend '%.31s' (available: local, docker, kubernetes)",
 			         spec.backend);
 			err = CM_EUNSUPPORTED;
 			goto out;

@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 # The docker tests need a real engine; they skip, saying why, only where
 # none can be started.
 ./deploy/start-dockerd.sh || echo "no Docker engine: the docker tests will skip"
+# A real Kubernetes for the kubernetes tests (built once per machine into a
+# cache outside the checkout); they skip, saying why, where it cannot run.
+if env_file=$(./deploy/k8s-cluster.sh up); then
+  trap './deploy/k8s-cluster.sh down' EXIT
+  set -a
+  # shellcheck disable=SC1090
+  . "$env_file"
+  set +a
+fi
 jobs=$(nproc)
 
 echo "== sanitizer build (address, undefined) =="

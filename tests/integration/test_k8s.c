@@ -1,0 +1,368 @@
+/*
+ * The kubernetes backend on a real cluster (tests/run.sh starts one from
+ * ../shared/k8s and exports K8S_SERVER, K8S_CA_FILE and K8S_TOKEN; without
+ * them every test is skipped and ctest shows it). Pods use the host's
+ * network; images come from the local Docker engine.
+ */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "tests/support/harness.h"
+
+static int have_cluster;
+static char token_file[256];
+static const char *args[16];
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	return cm_buf_append(ctx, p, size * n) == CM_OK ? size * n : 0;
+}
+
+/* A call to the cluster's API, as kubectl would make it; the body as JSON. */
+static json_t *kube(const char *method, const char *path, long *status_out)
+{
+	char url[512], auth[512];
+	CURL *c = curl_easy_init();
+	struct curl_slist *h;
+	cm_buf b;
+	long status = 0;
+
+	cm_buf_init(&b);
+	snprintf(url, sizeof(url), "%s%s", getenv("K8S_SERVER"), path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", getenv("K8S_TOKEN"));
+	h = curl_slist_append(NULL, auth);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_CAINFO, getenv("K8S_CA_FILE"));
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	json_t *j = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+	cm_buf_fini(&b);
+	if (status_out)
+		*status_out = status;
+	return j;
+}
+
+/* The pods of a pool, as the API lists them. */
+static json_t *pods_of(const char *pool)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods?labelSelector=strand.pool%%3D%s", pool);
+	json_t *list = kube("GET", path, NULL);
+	json_t *items = json_incref(json_object_get(list, "items"));
+	json_decref(list);
+	return items;
+}
+
+/* Waits (30 s at most) until the pool has no pod left. */
+static void assert_no_pods_left(const char *pool)
+{
+	size_t n = 1;
+
+	for (int i = 0; i < 300 && n; i++) {
+		json_t *items = pods_of(pool);
+		n = json_array_size(items);
+		json_decref(items);
+		if (n)
+			usleep(100000);
+	}
+	assert_int_equal(n, 0);
+}
+
+static void need_cluster(void)
+{
+	if (!have_cluster)
+		skip();
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (!getenv("K8S_SERVER") || !getenv("K8S_TOKEN") || !getenv("K8S_CA_FILE")) {
+		print_message(
+		        "no cluster (K8S_SERVER, K8S_TOKEN, K8S_CA_FILE unset; tests/run.sh starts one): skipping\n");
+		return 0;
+	}
+	if (system(STRAND_SOURCE_DIR "/deploy/build-images.sh " STRAND_BUILD_DIR " test >/dev/null") != 0) {
+		print_message("could not build the images\n");
+		return -1;
+	}
+	snprintf(token_file, sizeof(token_file), "/tmp/strand-k8s-token-%d", (int)getpid());
+	FILE *f = fopen(token_file, "w");
+	assert_non_null(f);
+	fputs(getenv("K8S_TOKEN"), f);
+	fclose(f);
+	const char *a[] = {"--k8s-server",
+	                   getenv("K8S_SERVER"),
+	                   "--k8s-token-file",
+	                   token_file,
+	                   "--k8s-ca",
+	                   getenv("K8S_CA_FILE"),
+	                   "--k8s-host-network",
+	                   "--k8s-start-grace",
+	                   "3",
+	                   "--image",
+	                   "strand-worker:test",
+	                   "--k8s-pull-policy",
+	                   "Never", /* no registry may be asked */
+	                   NULL};
+	memcpy(args, a, sizeof(a));
+	have_cluster = 1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (token_file[0])
+		unlink(token_file);
+	return 0;
+}
+
+/* Three pods map 1,000 tasks exactly; each pod is what was asked for, the
+ * worker's secret is not in its spec, and DELETE leaves no pod. */
+static void test_pool_of_pods_maps_exactly(void **state)
+{
+	gateway g;
+	char path[128];
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(
+	        &g, "{\"processes\":3,\"backend\":\"kubernetes\",\"resources\":{\"cpu\":0.1,\"memory_mb\":128}}");
+	pool_wait_connected(&g, pool, 3);
+	json_t *argv = json_array();
+	for (int i = 0; i < 1000; i++)
+		json_array_append_new(argv, json_integer(i));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", argv));
+	json_t *items = job_results(&g, job, "input", 1000);
+	assert_each_index_once(items, 1000);
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(items, i), "value")), (json_int_t)i);
+	json_decref(items);
+
+	json_t *pods = pods_of(pool), *pod;
+	size_t k;
+	assert_int_equal(json_array_size(pods), 3);
+	json_array_foreach (pods, k, pod) {
+		json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
+		json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
+		json_t *limits = json_object_get(json_object_get(c, "resources"), "limits");
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix), "strand-%s-", pool);
+		assert_true(strncmp(json_string_value(json_object_get(meta, "name")), prefix, strlen(prefix)) == 0);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "labels"), "strand.pool")),
+		                    pool);
+		assert_string_equal(json_string_value(json_object_get(spec, "restartPolicy")), "Never");
+		assert_true(json_is_true(json_object_get(spec, "hostNetwork")));
+		assert_string_equal(json_string_value(json_object_get(limits, "cpu")), "100m");
+		assert_string_equal(json_string_value(json_object_get(limits, "memory")), "128Mi");
+		assert_null(json_object_get(c, "env")); /* the secret comes from a Secret */
+		assert_non_null(json_object_get(json_array_get(json_object_get(c, "envFrom"), 0), "secretRef"));
+		char *text = json_dumps(pod, 0);
+		assert_null(strstr(text, "STRAND_SECRET"));
+		free(text);
+	}
+	json_decref(pods);
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	response r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_no_pods_left(pool);
+	free(job);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+/* A pod deleted mid-map: a lost worker, replaced, results exact. */
+static void test_deleted_pod_is_replaced(void **state)
+{
+	gateway g;
+	char path[256];
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"kubernetes\"}");
+	pool_wait_connected(&g, pool, 2);
+	json_t *argv = json_array();
+	for (int i = 0; i < 300; i++)
+		json_array_append_new(argv, json_integer(20));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", argv));
+	assert_true(job_wait_done(&g, job, 20) < 300);
+	json_t *pods = pods_of(pool);
+	/* As `kubectl delete pod --grace-period=0`: the pod goes now. */
+	snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s?gracePeriodSeconds=0",
+	         json_string_value(json_object_get(json_object_get(json_array_get(pods, 0), "metadata"), "name")));
+	json_decref(pods);
+	long status = 0;
+	json_decref(kube("DELETE", path, &status));
+	assert_int_equal(status, 200);
+	json_t *items = job_results(&g, job, "completion", 1000);
+	assert_each_index_once(items, 300);
+	json_decref(items);
+	/* The deleted pod is a lost worker, and replaced. */
+	json_int_t lost = 0, started = 0;
+	for (int i = 0; i < 600 && (lost < 1 || started < 3); i++) {
+		json_t *p = pool_get(&g, pool);
+		lost = json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost"));
+		started = json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_started"));
+		json_decref(p);
+		if (lost < 1 || started < 3)
+			usleep(100000);
+	}
+	assert_int_equal(lost, 1);
+	assert_int_equal(started, 3);
+	free(job);
+	gateway_cleanup(&g); /* a stopped gateway leaves no pod */
+	assert_no_pods_left(pool);
+	free(pool);
+}
+
+/* What can never start fails its pool with the cluster's words. */
+static void expect_failed(const char *spec, const char *const *words)
+{
+	gateway g;
+
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(&g, spec);
+	json_t *p = NULL;
+	const char *state = "";
+	for (int i = 0; i < 300; i++) {
+		json_decref(p);
+		p = pool_get(&g, pool);
+		state = json_string_value(json_object_get(p, "state"));
+		if (strcmp(state, "failed") == 0)
+			break;
+		usleep(100000);
+	}
+	assert_string_equal(state, "failed");
+	const char *reason = json_string_value(json_object_get(p, "reason"));
+	print_message("failed: %s\n", reason);
+	for (size_t i = 0; words[i]; i++)
+		if (!strstr(reason, words[i]))
+			fail_msg("reason '%s' does not say '%s'", reason, words[i]);
+	json_decref(p);
+	gateway_cleanup(&g);
+	assert_no_pods_left(pool);
+	free(pool);
+}
+
+static void test_unschedulable_pool_fails(void **state)
+{
+	static const char *const words[] = {"kubernetes backend cannot start a worker", "Unschedulable",
+	                                    "Insufficient cpu", NULL};
+	(void)state;
+	need_cluster();
+	expect_failed("{\"processes\":1,\"backend\":\"kubernetes\",\"resources\":{\"cpu\":1000}}", words);
+}
+
+static void test_missing_image_fails(void **state)
+{
+	static const char *const words[] = {"kubernetes backend cannot start a worker", "ErrImageNeverPull",
+	                                    "strand-no-such-image:1", NULL};
+	(void)state;
+	need_cluster();
+	expect_failed("{\"processes\":1,\"backend\":\"kubernetes\",\"image\":\"strand-no-such-image:1\"}", words);
+}
+
+/* A gateway SIGKILLed mid-map adopts its pods again: the same pods finish. */
+static void test_restarted_gateway_adopts_pods(void **state)
+{
+	gateway g;
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"kubernetes\"}");
+	pool_wait_connected(&g, pool, 2);
+	json_t *before = pods_of(pool);
+	json_t *argv = json_array();
+	for (int i = 0; i < 300; i++)
+		json_array_append_new(argv, json_integer(10));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", argv));
+	assert_true(job_wait_done(&g, job, 20) < 300);
+	gateway_kill(&g);
+	gateway_restart(&g);
+	json_t *items = job_results(&g, job, "completion", 1000);
+	assert_each_index_once(items, 300);
+	json_decref(items);
+	json_t *after = pods_of(pool);
+	assert_int_equal(json_array_size(after), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const char *name = json_string_value(
+		        json_object_get(json_object_get(json_array_get(before, i), "metadata"), "name"));
+		int found = 0;
+		for (size_t k = 0; k < 2; k++)
+			found |= strcmp(name,
+			                json_string_value(json_object_get(
+			                        json_object_get(json_array_get(after, k), "metadata"), "name"))) == 0;
+		assert_true(found);
+	}
+	json_decref(before);
+	json_decref(after);
+	free(job);
+	gateway_cleanup(&g);
+	assert_no_pods_left(pool);
+	free(pool);
+}
+
+/* A function run once as a pod: its exit code and its output. */
+static void test_process_on_kubernetes(void **state)
+{
+	gateway g;
+	char path[128];
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	response r = http(&g, "POST", "/v1/processes", "{\"function\":\"echo\",\"arg\":41,\"backend\":\"kubernetes\"}",
+	                  NULL);
+	assert_int_equal(r.status, 201);
+	char *id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", id);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
+	assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), 0);
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "41"));
+	response_free(&r);
+	free(id);
+	gateway_cleanup(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_pool_of_pods_maps_exactly),     cmocka_unit_test(test_deleted_pod_is_replaced),
+	        cmocka_unit_test(test_unschedulable_pool_fails),      cmocka_unit_test(test_missing_image_fails),
+	        cmocka_unit_test(test_restarted_gateway_adopts_pods), cmocka_unit_test(test_process_on_kubernetes),
+	};
+	int failed = cmocka_run_group_tests_name("kubernetes", tests, group_setup, group_teardown);
+	return failed ? failed : have_cluster ? 0 : 77;
+}
