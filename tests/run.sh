@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 # A real Kubernetes for the kubernetes tests (built once per machine into a
 # cache outside the checkout); they skip, saying why, where it cannot run.
 if env_file=$(./deploy/k8s-cluster.sh up); then
-  trap './deploy/k8s-cluster.sh down' EXIT
+  # shellcheck disable=SC2064 # the path now, before the cd below
+  trap "'$PWD/deploy/k8s-cluster.sh' down >/dev/null 2>&1 || true" EXIT
   set -a
   # shellcheck disable=SC1090
   . "$env_file"
