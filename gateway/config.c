@@ -72,6 +72,20 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
 
+/* A DNS-1123 label: what a Kubernetes namespace is (and what may go in a URL
+ * path unescaped). */
+static int dns_label(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
 /* Inside a pod: its cluster's API server and service account, unless
  * flags say otherwise. */
 static void in_cluster(gw_config *cfg)
@@ -252,6 +266,16 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
 		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
+		return CM_EINVAL;
+	}
+	if (cfg->k8s_server[0] && strncmp(cfg->k8s_server, "https://", 8) != 0) {
+		snprintf(detail, detail_len,
+		         "--k8s-server must be an https:// URL (the token must not travel in clear)");
+		return CM_EINVAL;
+	}
+	if (!dns_label(cfg->k8s_namespace)) {
+		snprintf(detail, detail_len,
+		         "--k8s-namespace must be a DNS label (1 to 63 lowercase letters, digits and '-')");
 		return CM_EINVAL;
 	}
 	if (cfg->k8s_server[0] && !cfg->k8s_token_file[0]) {

@@ -355,10 +355,30 @@ static void *engine_main(void *arg)
 
 /* ---- public ------------------------------------------------------------- */
 
-/* From an executor's thread: the event joins the inbox like a request. */
+/* Puts o in the inbox and wakes the engine; e->mu is held. */
+static void inbox_push(engine *e, op *o)
+{
+	o->next = e->inbox;
+	e->inbox = o;
+	pthread_cond_signal(&e->wake);
+}
+
+int engine__post(engine *e, op *o, post_when when)
+{
+	int refused;
+
+	pthread_mutex_lock(&e->mu);
+	refused = (when == POST_UNLESS_CLOSING && e->closing) || (when == POST_UNLESS_STOPPING && e->stopping);
+	if (!refused)
+		inbox_push(e, o);
+	pthread_mutex_unlock(&e->mu);
+	return refused ? CM_ESHUTDOWN : CM_OK;
+}
+
+/* From an executor's thread: the event joins the inbox like a request
+ * (also while stopping: stop_everything waits for the ends). */
 static void post_event(void *ctx, bx_event *ev)
 {
-	engine *e = ctx;
 	op *o = calloc(1, sizeof(*o));
 
 	if (!o) {
@@ -367,11 +387,7 @@ static void post_event(void *ctx, bx_event *ev)
 	}
 	o->kind = OP_BACKEND_EVENT;
 	o->u.event = ev;
-	pthread_mutex_lock(&e->mu);
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
-	pthread_mutex_unlock(&e->mu);
+	engine__post(ctx, o, POST_ALWAYS);
 }
 
 int engine_new(const gw_config *cfg, credentials *creds, backend *const *backends, size_t n, engine **out, char *detail,
@@ -490,9 +506,7 @@ int engine__submit(engine *e, op *o)
 		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
 		return o->err = CM_ESHUTDOWN;
 	}
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
+	inbox_push(e, o);
 	while (!o->done)
 		pthread_cond_wait(&o->cv, &e->mu);
 	pthread_mutex_unlock(&e->mu);
@@ -516,19 +530,12 @@ op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *
 
 engine_call *engine__start(engine *e, op *o)
 {
-	pthread_mutex_lock(&e->mu);
-	if (e->closing) {
-		pthread_mutex_unlock(&e->mu);
+	if (engine__post(e, o, POST_UNLESS_CLOSING) != CM_OK) {
 		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
 		o->err = CM_ESHUTDOWN;
 		o->done = 1;
 		o->done_fn(o->done_ctx);
-		return o;
 	}
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
-	pthread_mutex_unlock(&e->mu);
 	return o;
 }
 

@@ -556,15 +556,9 @@ int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
 	o->kind = OP_PULL;
 	o->u.pull.msg = m;
 	o->slot = slot;
-	pthread_mutex_lock(&e->mu);
-	if (e->stopping) {
-		pthread_mutex_unlock(&e->mu);
+	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
 		free(o);
 		return CM_ESHUTDOWN;
 	}
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
-	pthread_mutex_unlock(&e->mu);
 	return CM_OK;
 }

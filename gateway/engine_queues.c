@@ -338,16 +338,10 @@ int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
 	o->slot = slot;
 	o->u.queue.max = call->max ? call->max : 1;
 	o->u.queue.deadline = cm_now_ms() + call->wait_ms;
-	pthread_mutex_lock(&e->mu);
-	if (e->stopping) {
-		pthread_mutex_unlock(&e->mu);
+	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
 		free(o);
 		return CM_ESHUTDOWN;
 	}
-	o->next = e->inbox;
-	e->inbox = o;
-	pthread_cond_signal(&e->wake);
-	pthread_mutex_unlock(&e->mu);
 	return CM_OK;
 }
 

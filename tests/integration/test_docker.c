@@ -294,29 +294,22 @@ static void test_manager_and_ring_in_containers(void **state)
 static void test_function_process_in_a_container(void **state)
 {
 	gateway g;
-	char path[128];
+	char *id;
 
 	(void)state;
 	need_docker();
 	gateway_start(&g, image_args);
-	response r = http(&g, "POST", "/v1/processes",
-	                  "{\"function\":\"pi.so:pi_hits\",\"arg\":100000,\"backend\":\"docker\","
-	                  "\"resources\":{\"memory_mb\":64}}",
-	                  NULL);
-	assert_int_equal(r.status, 201);
-	char *id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", id);
-	r = http(&g, "GET", path, NULL, NULL);
-	assert_string_equal(json_string_value(json_object_get(r.json, "backend")), "docker");
-	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
-	assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), 0);
-	response_free(&r);
-	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
-	r = http(&g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	assert_true(atol(r.body) > 77000 && atol(r.body) < 80000);
-	response_free(&r);
+	json_t *p = process_run(&g,
+	                        "{\"function\":\"pi.so:pi_hits\",\"arg\":100000,\"backend\":\"docker\","
+	                        "\"resources\":{\"memory_mb\":64}}",
+	                        &id);
+	assert_string_equal(json_string_value(json_object_get(p, "backend")), "docker");
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = process_logs(&g, id);
+	assert_true(atol(out) > 77000 && atol(out) < 80000);
+	free(out);
 	assert_string_equal(sh("docker ps -aq --filter label=strand.process=%s", id), "");
 	free(id);
 	gateway_cleanup(&g);

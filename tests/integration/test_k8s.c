@@ -332,26 +332,19 @@ static void test_restarted_gateway_adopts_pods(void **state)
 static void test_process_on_kubernetes(void **state)
 {
 	gateway g;
-	char path[128];
+	char *id;
 
 	(void)state;
 	need_cluster();
 	gateway_start(&g, args);
-	response r = http(&g, "POST", "/v1/processes", "{\"function\":\"echo\",\"arg\":41,\"backend\":\"kubernetes\"}",
-	                  NULL);
-	assert_int_equal(r.status, 201);
-	char *id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", id);
-	r = http(&g, "GET", path, NULL, NULL);
-	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
-	assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), 0);
-	response_free(&r);
-	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
-	r = http(&g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "41"));
-	response_free(&r);
+	json_t *p = process_run(&g, "{\"function\":\"echo\",\"arg\":41,\"backend\":\"kubernetes\"}", &id);
+	assert_string_equal(json_string_value(json_object_get(p, "backend")), "kubernetes");
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = process_logs(&g, id);
+	assert_non_null(strstr(out, "41"));
+	free(out);
 	free(id);
 	gateway_cleanup(&g);
 }

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "common/common.h"
 #include "tests/support/harness.h"
 
 /* Every gateway started and not yet stopped: a failing test jumps out of
@@ -232,31 +233,10 @@ void gateway_cleanup(gateway *g)
 		fprintf(stderr, "could not remove %s\n", g->dir);
 }
 
-typedef struct sink {
-	char *data;
-	size_t len;
-	size_t cap;
-} sink;
-
+/* cm_buf grows by doubling: a 16 MiB page arrives in thousands of pieces. */
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
-	sink *s = ctx;
-
-	/* Doubling: a 16 MiB page arrives in thousands of pieces. */
-	if (s->len + size * n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		char *q;
-		while (cap < s->len + size * n + 1)
-			cap *= 2;
-		if (!(q = realloc(s->data, cap)))
-			return 0;
-		s->data = q;
-		s->cap = cap;
-	}
-	memcpy(s->data + s->len, p, size * n);
-	s->len += size * n;
-	s->data[s->len] = '\0';
-	return size * n;
+	return cm_buf_append(ctx, p, size * n) == CM_OK ? size * n : 0;
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
@@ -276,12 +256,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 response http_as(const gateway *g, const char *method, const char *path, const char *body, const char *const *headers)
 {
 	response r = {0};
-	sink s = {0};
+	cm_buf s;
 	char url[8192];
 	struct curl_slist *hdrs = NULL;
 	CURL *c = curl_easy_init();
 	char *ct = NULL;
 
+	cm_buf_init(&s);
 	snprintf(url, sizeof(url), "%s%s", g->base, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
@@ -309,8 +290,8 @@ response http_as(const gateway *g, const char *method, const char *path, const c
 		if (ct)
 			snprintf(r.content_type, sizeof(r.content_type), "%s", ct);
 	}
-	r.body = s.data ? s.data : strdup("");
 	r.len = s.len;
+	r.body = s.data ? cm_buf_steal(&s) : strdup("");
 	r.json = json_loadb(r.body, r.len, 0, NULL);
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
@@ -406,6 +387,38 @@ json_t *pool_get(const gateway *g, const char *pool_id)
 	j = json_incref(r.json);
 	response_free(&r);
 	return j;
+}
+
+json_t *process_run(const gateway *g, const char *spec, char **id)
+{
+	char path[128];
+	response r = http(g, "POST", "/v1/processes", spec, NULL);
+	json_t *p;
+
+	if (r.status != 201)
+		fail_msg("start a process: %ld %s", r.status, r.body);
+	*id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", *id);
+	r = http(g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	p = json_incref(r.json);
+	response_free(&r);
+	return p;
+}
+
+char *process_logs(const gateway *g, const char *id)
+{
+	char path[128];
+	response r;
+	char *text;
+
+	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
+	r = http(g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	text = strdup(r.body);
+	response_free(&r);
+	return text;
 }
 
 long long job_wait_done(const gateway *g, const char *job, long long min_done)

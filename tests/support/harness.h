@@ -74,6 +74,11 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 char *pool_create_spec(const gateway *g, const char *spec);
 /* GET /v1/pools/{id}: the pool (new reference). */
 json_t *pool_get(const gateway *g, const char *pool_id);
+/* Runs a process of spec to its end (POST, then a join of up to 60 s):
+ * returns it as the join answered (new reference); *id is its id (new). */
+json_t *process_run(const gateway *g, const char *spec, char **id);
+/* What a process wrote (new string). */
+char *process_logs(const gateway *g, const char *id);
 /* Waits (20 s at most) until job has at least min_done results recorded;
  * returns how many it has then (tests assert it is still unfinished before
  * they break something, instead of sleeping and assuming). */

@@ -231,6 +231,37 @@ static void test_config_flags_over_env(void **state)
 	assert_non_null(strstr(detail, "--tls-key"));
 	assert_int_equal(gw_config_load(&cfg, 3, argv5, detail, sizeof(detail)), CM_EINVAL);
 	assert_non_null(strstr(detail, "needs --tls-cert and --tls-key"));
+
+	/* Kubernetes: an https server with a token, a namespace that is a DNS
+	 * label (it goes into URL paths), a known pull policy, bounded times. */
+	static const struct {
+		const char *flag, *value, *detail;
+	} k8s[] = {
+	        {"--k8s-namespace", "Bad/ns", "must be a DNS label"},
+	        {"--k8s-namespace", "-lead", "must be a DNS label"},
+	        {"--k8s-server", "http://127.0.0.1:6443", "must be an https:// URL"},
+	        {"--k8s-server", "https://127.0.0.1:6443", "needs --k8s-token-file"},
+	        {"--k8s-pull-policy", "Sometimes", "IfNotPresent, Never or Always"},
+	        {"--k8s-start-grace", "0", "1 to 86400"},
+	        {"--backend-timeout", "0", "1 to 3600"},
+	};
+	for (size_t i = 0; i < sizeof(k8s) / sizeof(k8s[0]); i++) {
+		char *argv[] = {"strand-gateway", (char *)k8s[i].flag, (char *)k8s[i].value, NULL};
+		assert_int_equal(gw_config_load(&cfg, 3, argv, detail, sizeof(detail)), CM_EINVAL);
+		if (!strstr(detail, k8s[i].detail))
+			fail_msg("%s %s: '%s', not '%s'", k8s[i].flag, k8s[i].value, detail, k8s[i].detail);
+	}
+	char *argv6[] = {"strand-gateway",
+	                 "--k8s-server",
+	                 "https://127.0.0.1:6443",
+	                 "--k8s-token-file",
+	                 "/tmp/t",
+	                 "--k8s-namespace",
+	                 "strand-1",
+	                 NULL};
+	assert_int_equal(gw_config_load(&cfg, 7, argv6, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.k8s_namespace, "strand-1");
+	assert_string_equal(cfg.k8s_pull_policy, "IfNotPresent");
 }
 
 int main(void)
