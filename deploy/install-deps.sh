@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler
-  libcurl4-openssl-dev libjansson-dev libsqlite3-dev libcmocka-dev
+  libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libcmocka-dev
   curl jq python3 procps
 )
 for extra in "$@"; do

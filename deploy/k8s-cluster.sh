@@ -5,6 +5,7 @@
 # machine, about 10 minutes on 2 cores.
 #   deploy/k8s-cluster.sh up     build if needed, start; prints the env file to source
 #   deploy/k8s-cluster.sh down   stop it (pods, kubelet, control plane, etcd)
+#   deploy/k8s-cluster.sh kubectl ARGS...   its kubectl, as its admin
 # Exits 77, saying why, where it cannot (no scripts, no Docker engine).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,8 +38,12 @@ up)
   echo "$K8S_RUN/env"
   ;;
 down) "$scripts/down.sh" >/dev/null 2>&1 ;;
+kubectl)
+  shift
+  exec "$cache/bin/kubectl" --kubeconfig="$K8S_RUN/admin.kubeconfig" "$@"
+  ;;
 *)
-  echo "usage: $0 up|down" >&2
+  echo "usage: $0 up|down|kubectl ARGS..." >&2
   exit 64
   ;;
 esac

@@ -1,6 +1,6 @@
 /*
  * Backends run workers and processes: local processes, Docker containers
- * (and later Kubernetes pods). A backend is a static table of operations
+ * and Kubernetes pods. A backend is a static table of operations
  * (this struct, the first member of its object). The operations may block
  * (a daemon's answer): they are called only from the backend's own executor
  * thread (backend_executor.h), one at a time, never from the engine, so an
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "gateway/k8s_config.h"
 #include "gateway/spec.h"
 
 #define BACKEND_HANDLE_MAX 80
@@ -69,18 +70,9 @@ backend *backend_docker_new(const char *socket, int timeout_s);
  * container that cannot be created. Its pool fails with the words. */
 #define BACKEND_NEVER_STARTED (-2)
 
-typedef struct k8s_config {
-	char server[256]; /* https://HOST:PORT */
-	char token_file[1024]; /* the bearer token */
-	char ca_file[1024]; /* the CA the server's certificate is checked by; "": the system's */
-	char ns[64]; /* the namespace pods and secrets go in */
-	int host_network; /* pods on the node's network (a cluster without a pod network) */
-	char pull_policy[16]; /* imagePullPolicy: IfNotPresent, Never (no registry), Always */
-	int start_grace_s; /* stuck this long (unschedulable, no image): never started */
-} k8s_config;
-
-/* Checks the server answers, takes the token and lists pods at start;
- * NULL with the cause (unreachable, token refused, forbidden) in detail. */
+/* Checks the server answers, takes the credentials and lists pods at
+ * start; NULL with the cause (unreachable, token refused, forbidden) in
+ * detail. */
 backend *backend_k8s_new(const k8s_config *cfg, int timeout_s, char *detail, size_t detail_len);
 
 #endif

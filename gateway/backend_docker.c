@@ -19,7 +19,8 @@
  * strand.process), which is how a
  * restarted gateway finds and adopts them. Resources map to HostConfig:
  * cpu -> NanoCpus, memory_mb -> Memory, gpu -> DeviceRequests (nvidia),
- * volumes -> Binds ("name:/path" for a named volume, "/host:/path[:ro]").
+ * volumes -> Binds ("name:/path" for a named volume, "/host:/path[:ro]"),
+ *            Mounts (an anonymous volume for "emptyDir:/path").
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -117,10 +118,24 @@ static json_t *run_body(const backend_run_spec *r)
 		        host, "DeviceRequests",
 		        json_pack("[{s:s, s:i, s:[[s]]}]", "Driver", "nvidia", "Count", s->gpu, "Capabilities", "gpu"));
 	if (s->nvolumes > 0) {
-		json_t *binds = json_array();
-		for (int i = 0; i < s->nvolumes; i++)
-			json_array_append_new(binds, json_string(s->volumes[i]));
+		json_t *binds = json_array(), *mounts = json_array();
+		for (int i = 0; i < s->nvolumes; i++) {
+			/* emptyDir: an anonymous volume, removed with its container. */
+			if (strncmp(s->volumes[i], "emptyDir:", 9) == 0) {
+				char target[256];
+				snprintf(target, sizeof(target), "%s", s->volumes[i] + 9);
+				char *mode = strchr(target, ':');
+				if (mode)
+					*mode = '\0';
+				json_array_append_new(mounts,
+				                      json_pack("{s:s, s:s, s:b}", "Type", "volume", "Target", target,
+				                                "ReadOnly", mode && strcmp(mode + 1, "ro") == 0));
+			} else {
+				json_array_append_new(binds, json_string(s->volumes[i]));
+			}
+		}
 		json_object_set_new(host, "Binds", binds);
+		json_object_set_new(host, "Mounts", mounts);
 	}
 	json_object_set_new(labels, "strand", json_string("1"));
 	body = json_pack("{s:s, s:o, s:o, s:o}", "Image", s->image, "Env", backend_json_strings(r->env, r->nenv),

@@ -8,9 +8,10 @@
  *                                                worker secret): never in the pod spec
  *           POST /api/v1/namespaces/NS/pods      strand-<pool>-<worker> or strand-<process>,
  *                                                envFrom that Secret, restartPolicy Never
- *   poll    from memory: a watch on labelSelector=strand (windows of a list,
- *           then ?watch=1 from its resourceVersion) keeps every pod's phase,
- *           exit code and why
+ *   poll    from memory: a watch on labelSelector=strand (a list, then
+ *           ?watch=1 windows, each resumed from the last resourceVersion;
+ *           listed again after a break or 410 Gone) keeps every pod's
+ *           phase, exit code and why
  *   logs    GET  .../pods/NAME/log
  *   stop    DELETE .../pods/NAME (gracePeriodSeconds 0 when hard)
  *   release DELETE .../pods/NAME and .../secrets/NAME
@@ -19,8 +20,9 @@
  * container cannot be created for start_grace_s is reported as never
  * started (BACKEND_NEVER_STARTED) with the scheduler's or kubelet's words.
  * Resources map to requests and limits (cpu, memory, nvidia.com/gpu);
- * volumes "claim:/path[:ro]" to a PersistentVolumeClaim, "/host:/path[:ro]"
- * to a hostPath (the gateway's policy allowed it).
+ * volumes "claim:/path[:ro]" to a PersistentVolumeClaim, "emptyDir:/path"
+ * to an emptyDir, "/host:/path[:ro]" to a hostPath (the gateway's policy
+ * allowed it).
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -41,7 +43,7 @@
 /* A pod this gateway just created is known before the watch reports it,
  * and a list taken meanwhile does not drop it for this long. */
 #define FRESH_MS 30000
-#define WATCH_WINDOW_S 10 /* a watch lasts this long, then the pods are listed again */
+#define WATCH_WINDOW_S 60 /* a watch request lasts this long, then resumes */
 
 typedef struct pod_state {
 	char name[NAME_MAX_LEN];
@@ -56,7 +58,7 @@ typedef struct pod_state {
 typedef struct k8s {
 	backend base; /* first: the engine holds a backend * */
 	k8s_config cfg;
-	char auth[4200]; /* "Authorization: Bearer ..." (never logged) */
+	char auth[4200]; /* "Authorization: Bearer ..." (never logged); "": a client certificate */
 	long timeout_s;
 	CURL *curl; /* the executor's */
 	/* the watch */
@@ -79,6 +81,28 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
+/* The server's certificate is checked against the configured CA (a file
+ * or PEM bytes); a client certificate signs in where the kubeconfig gave one.
+ * Only https: the token must not travel in clear. */
+static void set_tls(k8s *k, CURL *c)
+{
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	if (k->cfg.ca_pem[0]) {
+		struct curl_blob ca = {k->cfg.ca_pem, strlen(k->cfg.ca_pem), CURL_BLOB_NOCOPY};
+		curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+	} else if (k->cfg.ca_file[0]) {
+		curl_easy_setopt(c, CURLOPT_CAINFO, k->cfg.ca_file);
+	}
+	if (k->cfg.cert_pem[0]) {
+		struct curl_blob cert = {k->cfg.cert_pem, strlen(k->cfg.cert_pem), CURL_BLOB_NOCOPY};
+		struct curl_blob key = {k->cfg.key_pem, strlen(k->cfg.key_pem), CURL_BLOB_NOCOPY};
+		curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+		curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+		curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+	}
+}
+
 /* One call; *reply is the body. Returns the HTTP status, or 0 with the
  * reason in detail; for statuses >= 300 detail holds the API's message. */
 static long call_with(k8s *k, CURL *c, const char *method, const char *path, json_t *body, cm_buf *reply, char *detail,
@@ -90,7 +114,8 @@ static long call_with(k8s *k, CURL *c, const char *method, const char *path, jso
 	long status = 0;
 	CURLcode rc;
 
-	h = curl_slist_append(h, k->auth);
+	if (k->auth[0])
+		h = curl_slist_append(h, k->auth);
 	cm_buf_init(reply);
 	snprintf(url, sizeof(url), "%s%s", k->cfg.server, path);
 	curl_easy_reset(c);
@@ -101,9 +126,7 @@ static long call_with(k8s *k, CURL *c, const char *method, const char *path, jso
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, k->timeout_s);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-	if (k->cfg.ca_file[0])
-		curl_easy_setopt(c, CURLOPT_CAINFO, k->cfg.ca_file);
+	set_tls(k, c);
 	if (text)
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
 	rc = curl_easy_perform(c);
@@ -226,7 +249,8 @@ static void cache_apply(k8s *k, json_t *pod, int deleted)
 typedef struct watch_ctx {
 	k8s *k;
 	cm_buf line;
-	char rv[64];
+	char rv[64]; /* the last version seen: the next watch resumes from it */
+	int relist; /* the next window lists first: a break lost events, or rv is too old (410 Gone) */
 } watch_ctx;
 
 static void watch_event(watch_ctx *w, const char *text, size_t len)
@@ -236,7 +260,9 @@ static void watch_event(watch_ctx *w, const char *text, size_t len)
 	json_t *obj = json_object_get(ev, "object");
 	const char *rv = str(json_object_get(obj, "metadata"), "resourceVersion");
 
-	if (type && strcmp(type, "ERROR") != 0) { /* an ERROR (410 Gone): the next window lists again */
+	if (type && strcmp(type, "ERROR") == 0)
+		w->relist = 1; /* 410 Gone: rv is older than the server keeps */
+	if (type && strcmp(type, "ERROR") != 0) {
 		pthread_mutex_lock(&w->k->mu);
 		if (strcmp(type, "BOOKMARK") != 0)
 			cache_apply(w->k, obj, strcmp(type, "DELETED") == 0);
@@ -342,14 +368,17 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&k->mu);
 		if (stop || !c)
 			break;
-		/* Each window starts with a list (a resync, as client-go's
-		 * informers do): an event a stream lost, or a version too old to
-		 * watch from, is made up for within a window. */
-		if (relist(k, c, w.rv) != CM_OK) {
-			usleep(500000); /* the server cannot answer now: again soon */
-			continue;
+		/* A window that ended on time resumes from the last version seen;
+		 * after a break or a 410 the pods are listed again (as client-go's
+		 * reflector does), so no event is lost for good. */
+		if (w.relist || !w.rv[0]) {
+			if (relist(k, c, w.rv) != CM_OK) {
+				usleep(500000); /* the server cannot answer now: again soon */
+				continue;
+			}
+			w.relist = 0;
 		}
-		struct curl_slist *h = curl_slist_append(NULL, k->auth);
+		struct curl_slist *h = k->auth[0] ? curl_slist_append(NULL, k->auth) : NULL;
 		snprintf(path, sizeof(path),
 		         "%s/api/v1/namespaces/%s/pods?labelSelector=strand&watch=1&allowWatchBookmarks=true"
 		         "&timeoutSeconds=%d&resourceVersion=%s",
@@ -363,17 +392,19 @@ static void *watch_main(void *arg)
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_watch_progress);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, &w);
 		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, k->timeout_s);
+		/* A server that went silent (a half-open connection) ends it too. */
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)WATCH_WINDOW_S + k->timeout_s);
 		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-		if (k->cfg.ca_file[0])
-			curl_easy_setopt(c, CURLOPT_CAINFO, k->cfg.ca_file);
+		set_tls(k, c);
 		w.line.len = 0;
 		CURLcode rc = curl_easy_perform(c);
 		long status = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		curl_slist_free_all(h);
-		if ((rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK) || status != 200)
+		if ((rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK) || status != 200) {
+			w.relist = 1;
 			usleep(200000); /* not a watch that ran its window: not at once again */
+		}
 	}
 	cm_buf_fini(&w.line);
 	if (c)
@@ -464,6 +495,8 @@ static json_t *pod_body(k8s *k, const char *name, const backend_run_spec *r)
 		if (source[0] == '/')
 			json_array_append_new(volumes,
 			                      json_pack("{s:s, s:{s:s}}", "name", vname, "hostPath", "path", source));
+		else if (strcmp(source, "emptyDir") == 0) /* not a claim: those are lowercase */
+			json_array_append_new(volumes, json_pack("{s:s, s:{}}", "name", vname, "emptyDir"));
 		else
 			json_array_append_new(volumes,
 			                      json_pack("{s:s, s:{s:s, s:b}}", "name", vname, "persistentVolumeClaim",
@@ -476,8 +509,9 @@ static json_t *pod_body(k8s *k, const char *name, const backend_run_spec *r)
 	if (r->argc)
 		json_object_set_new(container, r->entrypoint ? "command" : "args",
 		                    backend_json_strings(r->argv, r->argc));
-	spec = json_pack("{s:s, s:b, s:b, s:[o], s:o}", "restartPolicy", "Never", "hostNetwork", k->cfg.host_network,
-	                 "automountServiceAccountToken", 0, "containers", container, "volumes", volumes);
+	spec = json_pack("{s:s, s:b, s:b, s:[o], s:o}", "restartPolicy", "Never", "hostNetwork",
+	                 s->host_network >= 0 ? s->host_network : k->cfg.host_network, "automountServiceAccountToken",
+	                 0, "containers", container, "volumes", volumes);
 	/* Not root unless the pool asked and the operator allowed it. */
 	if (!s->root)
 		json_object_set_new(spec, "securityContext",
@@ -616,6 +650,7 @@ static void k8s_free(backend *b)
 		free(s);
 	}
 	explicit_bzero(k->auth, sizeof(k->auth));
+	explicit_bzero(&k->cfg, sizeof(k->cfg));
 	curl_easy_cleanup(k->curl);
 	pthread_mutex_destroy(&k->mu);
 	free(k);
@@ -647,7 +682,9 @@ backend *backend_k8s_new(const k8s_config *cfg, int timeout_s, char *detail, siz
 	k->timeout_s = timeout_s;
 	pthread_mutex_init(&k->mu, NULL);
 	cm_buf_init(&token);
-	if (cm_read_tail(cfg->token_file, 4096, &token) != CM_OK || !token.len) {
+	if (cfg->token[0]) {
+		cm_buf_append(&token, cfg->token, strlen(cfg->token));
+	} else if (cfg->token_file[0] && (cm_read_tail(cfg->token_file, 4096, &token) != CM_OK || !token.len)) {
 		snprintf(detail, detail_len, "kubernetes: cannot read the token file %s", cfg->token_file);
 		cm_buf_fini(&token);
 		k8s_free(&k->base);
@@ -655,8 +692,10 @@ backend *backend_k8s_new(const k8s_config *cfg, int timeout_s, char *detail, siz
 	}
 	while (token.len && (token.data[token.len - 1] == '\n' || token.data[token.len - 1] == '\r'))
 		token.len--;
-	snprintf(k->auth, sizeof(k->auth), "Authorization: Bearer %.*s", (int)token.len, token.data);
-	explicit_bzero(token.data, token.len);
+	if (token.len)
+		snprintf(k->auth, sizeof(k->auth), "Authorization: Bearer %.*s", (int)token.len, token.data);
+	if (token.data)
+		explicit_bzero(token.data, token.len);
 	cm_buf_fini(&token);
 	if (!(k->curl = curl_easy_init())) {
 		snprintf(detail, detail_len, "out of memory");
@@ -670,8 +709,8 @@ backend *backend_k8s_new(const k8s_config *cfg, int timeout_s, char *detail, siz
 	cm_buf_fini(&reply);
 	if (status != 200) {
 		if (status == 401)
-			snprintf(detail, detail_len, "kubernetes: the API server at %s refused the token (401)",
-			         cfg->server);
+			snprintf(detail, detail_len, "kubernetes: the API server at %s refused the %s (401)",
+			         cfg->server, k->auth[0] ? "token" : "client certificate");
 		else if (status == 403)
 			snprintf(detail + strlen(detail), detail_len - strlen(detail),
 			         " (the token's role may not list pods in namespace %s)", cfg->ns);

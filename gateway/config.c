@@ -9,10 +9,13 @@
 #include "common/common.h"
 #include "gateway/config.h"
 
-static void set(char *dst, size_t n, const char *v)
+/* Returns whether it set dst (v is not empty). */
+static int set(char *dst, size_t n, const char *v)
 {
-	if (v && v[0])
-		snprintf(dst, n, "%s", v);
+	if (!v || !v[0])
+		return 0;
+	snprintf(dst, n, "%s", v);
+	return 1;
 }
 
 void gw_config_usage(FILE *f, const gw_config *cfg)
@@ -21,7 +24,9 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "usage: strand-gateway [options]\n"
 	        "Runs the strand REST gateway: pools, jobs and workers, persisted in SQLite.\n\n"
 	        "  --http HOST:PORT     REST API address (STRAND_HTTP, default 127.0.0.1:8080)\n"
-	        "  --hub URL            nng URL workers dial (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
+	        "  --hub URL            nng URL the hub listens on (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
+	        "  --hub-advertise URL  the URL workers dial, where it differs: tcp://0.0.0.0:7070 heard in a pod\n"
+	        "                       is tcp://SERVICE.NAMESPACE.svc:7070 to workers (STRAND_HUB_ADVERTISE)\n"
 	        "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
 	        "  --backend NAME       default backend for pools: local or docker (STRAND_BACKEND, default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
@@ -29,11 +34,14 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
 	        "  --backend-timeout S  a call to a backend's daemon that takes longer fails, and the workers it\n"
 	        "                       starts with it (STRAND_BACKEND_TIMEOUT, default 30)\n"
+	        "  --kubeconfig FILE    the Kubernetes cluster and user of this kubeconfig's current context\n"
+	        "                       (STRAND_KUBECONFIG; the flags below override what it says)\n"
 	        "  --k8s-server URL     the Kubernetes API server for backend kubernetes (in a pod: its cluster's)\n"
 	        "  --k8s-token-file F   its bearer token (in a pod: the service account's)\n"
 	        "  --k8s-ca FILE        the CA its certificate is checked by (in a pod: the service account's)\n"
 	        "  --k8s-namespace NS   where pods and their secrets go (default: default; in a pod: its own)\n"
-	        "  --k8s-host-network   pods use the node's network (a cluster without a pod network)\n"
+	        "  --k8s-host-network   pods use the node's network (a cluster without a pod network); a pool may\n"
+	        "                       then choose with \"host_network\", else it may not ask for it\n"
 	        "  --k8s-start-grace S  a pod unschedulable or without its image this long fails its pool\n"
 	        "                       (default 60)\n"
 	        "  --k8s-pull-policy P  pods' imagePullPolicy: IfNotPresent (default), Never (images only from\n"
@@ -97,19 +105,57 @@ static void in_cluster(gw_config *cfg)
 
 	if (!host || !port || access(sa, R_OK) != 0)
 		return;
-	snprintf(cfg->k8s_server, sizeof(cfg->k8s_server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
+	snprintf(cfg->k8s.server, sizeof(cfg->k8s.server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
 	         host, port);
-	snprintf(cfg->k8s_token_file, sizeof(cfg->k8s_token_file), "%s/token", sa);
-	snprintf(cfg->k8s_ca, sizeof(cfg->k8s_ca), "%s/ca.crt", sa);
+	snprintf(cfg->k8s.token_file, sizeof(cfg->k8s.token_file), "%s/token", sa);
+	snprintf(cfg->k8s.ca_file, sizeof(cfg->k8s.ca_file), "%s/ca.crt", sa);
 	snprintf(path, sizeof(path), "%s/namespace", sa);
 	if ((f = fopen(path, "r"))) {
 		if (fgets(ns, sizeof(ns), f)) {
 			ns[strcspn(ns, "\n")] = '\0';
 			if (ns[0])
-				snprintf(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), "%s", ns);
+				snprintf(cfg->k8s.ns, sizeof(cfg->k8s.ns), "%s", ns);
 		}
 		fclose(f);
 	}
+}
+
+/* The kubernetes flags given on the command line. */
+typedef struct k8s_flags {
+	int server, token, ca, ns;
+} k8s_flags;
+
+/* A kubeconfig replaces the in-cluster settings; a flag given beside it
+ * still wins, as with kubectl. */
+static int with_kubeconfig(gw_config *cfg, const k8s_flags *given, char *detail, size_t detail_len)
+{
+	k8s_config *kc = calloc(1, sizeof(*kc));
+	k8s_config *k = &cfg->k8s;
+	int err;
+
+	if (!kc) {
+		snprintf(detail, detail_len, "out of memory");
+		return CM_ENOMEM;
+	}
+	if ((err = kubeconfig_load(cfg->kubeconfig, kc, detail, detail_len)) == CM_OK) {
+		if (!given->server)
+			memcpy(k->server, kc->server, sizeof(k->server));
+		if (!given->token) {
+			memcpy(k->token_file, kc->token_file, sizeof(k->token_file));
+			memcpy(k->token, kc->token, sizeof(k->token));
+		}
+		if (!given->ca) {
+			memcpy(k->ca_file, kc->ca_file, sizeof(k->ca_file));
+			memcpy(k->ca_pem, kc->ca_pem, sizeof(k->ca_pem));
+		}
+		memcpy(k->cert_pem, kc->cert_pem, sizeof(k->cert_pem));
+		memcpy(k->key_pem, kc->key_pem, sizeof(k->key_pem));
+		if (!given->ns && kc->ns[0])
+			memcpy(k->ns, kc->ns, sizeof(k->ns));
+	}
+	explicit_bzero(kc, sizeof(*kc));
+	free(kc);
+	return err;
 }
 
 int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t detail_len)
@@ -133,6 +179,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"k8s-host-network", no_argument, NULL, 1004},
 	        {"k8s-start-grace", required_argument, NULL, 1005},
 	        {"k8s-pull-policy", required_argument, NULL, 1006},
+	        {"kubeconfig", required_argument, NULL, 1007},
+	        {"hub-advertise", required_argument, NULL, 1008},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -153,7 +201,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	char self[1024] = "";
 	char *dir;
 	ssize_t n;
-	int c;
+	int c, err;
+	k8s_flags given = {0};
 
 	memset(cfg, 0, sizeof(*cfg));
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -171,9 +220,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
 	cfg->backend_timeout_s = 30;
-	cfg->k8s_start_grace_s = 60;
-	snprintf(cfg->k8s_pull_policy, sizeof(cfg->k8s_pull_policy), "IfNotPresent");
-	snprintf(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), "default");
+	cfg->k8s.start_grace_s = 60;
+	snprintf(cfg->k8s.pull_policy, sizeof(cfg->k8s.pull_policy), "IfNotPresent");
+	snprintf(cfg->k8s.ns, sizeof(cfg->k8s.ns), "default");
 	in_cluster(cfg);
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
@@ -181,6 +230,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 
 	set(cfg->http, sizeof(cfg->http), getenv("STRAND_HTTP"));
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
+	set(cfg->hub_advertise, sizeof(cfg->hub_advertise), getenv("STRAND_HUB_ADVERTISE"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
 	set(cfg->image, sizeof(cfg->image), getenv("STRAND_IMAGE"));
@@ -199,6 +249,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_ca, sizeof(cfg->hub_ca), getenv("STRAND_HUB_CA"));
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
+	set(cfg->kubeconfig, sizeof(cfg->kubeconfig), getenv("STRAND_KUBECONFIG"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	if (getenv("STRAND_BACKEND_TIMEOUT"))
 		cfg->backend_timeout_s = atoi(getenv("STRAND_BACKEND_TIMEOUT"));
@@ -221,13 +272,15 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
 		case 'o': cfg->backend_timeout_s = atoi(optarg); break;
-		case 1000: set(cfg->k8s_server, sizeof(cfg->k8s_server), optarg); break;
-		case 1001: set(cfg->k8s_token_file, sizeof(cfg->k8s_token_file), optarg); break;
-		case 1002: set(cfg->k8s_ca, sizeof(cfg->k8s_ca), optarg); break;
-		case 1003: set(cfg->k8s_namespace, sizeof(cfg->k8s_namespace), optarg); break;
-		case 1004: cfg->k8s_host_network = 1; break;
-		case 1005: cfg->k8s_start_grace_s = atoi(optarg); break;
-		case 1006: set(cfg->k8s_pull_policy, sizeof(cfg->k8s_pull_policy), optarg); break;
+		case 1000: given.server = set(cfg->k8s.server, sizeof(cfg->k8s.server), optarg); break;
+		case 1001: given.token = set(cfg->k8s.token_file, sizeof(cfg->k8s.token_file), optarg); break;
+		case 1002: given.ca = set(cfg->k8s.ca_file, sizeof(cfg->k8s.ca_file), optarg); break;
+		case 1003: given.ns = set(cfg->k8s.ns, sizeof(cfg->k8s.ns), optarg); break;
+		case 1004: cfg->k8s.host_network = 1; break;
+		case 1005: cfg->k8s.start_grace_s = atoi(optarg); break;
+		case 1006: set(cfg->k8s.pull_policy, sizeof(cfg->k8s.pull_policy), optarg); break;
+		case 1007: set(cfg->kubeconfig, sizeof(cfg->kubeconfig), optarg); break;
+		case 1008: set(cfg->hub_advertise, sizeof(cfg->hub_advertise), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -260,6 +313,15 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "--tls-cert and --tls-key go together");
 		return CM_EINVAL;
 	}
+	if (!cfg->hub_advertise[0])
+		snprintf(cfg->hub_advertise, sizeof(cfg->hub_advertise), "%s", cfg->hub);
+	const char *scheme_end = strstr(cfg->hub, "://");
+	size_t scheme_len = scheme_end ? (size_t)(scheme_end - cfg->hub) + 3 : 0;
+	if (!scheme_len || strncmp(cfg->hub, cfg->hub_advertise, scheme_len) != 0) {
+		snprintf(detail, detail_len, "--hub-advertise must be a URL of the hub's transport (%.*s)",
+		         (int)scheme_len, cfg->hub);
+		return CM_EINVAL;
+	}
 	if (strncmp(cfg->hub, "tls+", 4) == 0 && !cfg->tls_cert[0]) {
 		snprintf(detail, detail_len, "a %s hub needs --tls-cert and --tls-key", cfg->hub);
 		return CM_EINVAL;
@@ -268,26 +330,28 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
 		return CM_EINVAL;
 	}
-	if (cfg->k8s_server[0] && strncmp(cfg->k8s_server, "https://", 8) != 0) {
+	if (cfg->kubeconfig[0] && (err = with_kubeconfig(cfg, &given, detail, detail_len)) != CM_OK)
+		return err;
+	if (cfg->k8s.server[0] && strncmp(cfg->k8s.server, "https://", 8) != 0) {
 		snprintf(detail, detail_len,
 		         "--k8s-server must be an https:// URL (the token must not travel in clear)");
 		return CM_EINVAL;
 	}
-	if (!dns_label(cfg->k8s_namespace)) {
+	if (!dns_label(cfg->k8s.ns)) {
 		snprintf(detail, detail_len,
 		         "--k8s-namespace must be a DNS label (1 to 63 lowercase letters, digits and '-')");
 		return CM_EINVAL;
 	}
-	if (cfg->k8s_server[0] && !cfg->k8s_token_file[0]) {
-		snprintf(detail, detail_len, "--k8s-server needs --k8s-token-file");
+	if (cfg->k8s.server[0] && !cfg->k8s.token_file[0] && !cfg->k8s.token[0] && !cfg->k8s.cert_pem[0]) {
+		snprintf(detail, detail_len, "--k8s-server needs --k8s-token-file (or a --kubeconfig)");
 		return CM_EINVAL;
 	}
-	if (strcmp(cfg->k8s_pull_policy, "IfNotPresent") != 0 && strcmp(cfg->k8s_pull_policy, "Never") != 0 &&
-	    strcmp(cfg->k8s_pull_policy, "Always") != 0) {
+	if (strcmp(cfg->k8s.pull_policy, "IfNotPresent") != 0 && strcmp(cfg->k8s.pull_policy, "Never") != 0 &&
+	    strcmp(cfg->k8s.pull_policy, "Always") != 0) {
 		snprintf(detail, detail_len, "--k8s-pull-policy must be IfNotPresent, Never or Always");
 		return CM_EINVAL;
 	}
-	if (cfg->k8s_start_grace_s < 1 || cfg->k8s_start_grace_s > 86400) {
+	if (cfg->k8s.start_grace_s < 1 || cfg->k8s.start_grace_s > 86400) {
 		snprintf(detail, detail_len, "--k8s-start-grace must be 1 to 86400 seconds");
 		return CM_EINVAL;
 	}

@@ -7,22 +7,20 @@
 
 #include <stdio.h>
 
+#include "gateway/k8s_config.h"
+
 typedef struct gw_config {
 	char http[256]; /* host:port the REST API listens on */
-	char hub[256]; /* nng URL the hub listens on and workers dial */
+	char hub[256]; /* nng URL the hub listens on */
+	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
 	char backend[32]; /* default backend for new pools */
 	char image[256]; /* default worker image (docker) */
 	char docker_socket[256]; /* the Docker Engine API */
 	int backend_timeout_s; /* a call to a backend's daemon that takes longer fails */
-	/* kubernetes: flags, or in a cluster its service account's; server "": no kubernetes backend */
-	char k8s_server[256];
-	char k8s_token_file[1024];
-	char k8s_ca[1024];
-	char k8s_namespace[64];
-	int k8s_host_network;
-	char k8s_pull_policy[16];
-	int k8s_start_grace_s;
+	/* kubernetes: flags over a kubeconfig over, in a pod, its service account; server "": none */
+	k8s_config k8s;
+	char kubeconfig[1024];
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */

@@ -32,7 +32,7 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
 	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
 	size_t n = 0;
 
-	snprintf(env_text[n++], 600, "STRAND_HUB=%s", e->cfg->hub);
+	snprintf(env_text[n++], 600, "STRAND_HUB=%s", e->cfg->hub_advertise);
 	snprintf(env_text[n++], 600, "STRAND_POOL_ID=%s", p->id);
 	snprintf(env_text[n++], 600, "STRAND_WORKER_ID=%s", w->id);
 	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", w->secret);
@@ -306,7 +306,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 		char reason[480];
 		snprintf(reason, sizeof(reason),
 		         "%d workers in a row exited before connecting to the hub %.60s%s%.256s", p->fail_streak,
-		         e->cfg->hub, p->last_words[0] ? "; the last one said: " : "", p->last_words);
+		         e->cfg->hub_advertise, p->last_words[0] ? "; the last one said: " : "", p->last_words);
 		engine__pool_set_state(e, p, POOL_FAILED, reason);
 		return;
 	}

@@ -1,9 +1,11 @@
 /* strand-gateway: configuration, signals, and the start/stop order of the
  * engine, the hub and the REST API. */
+#define _GNU_SOURCE /* explicit_bzero */
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -58,21 +60,19 @@ int main(int argc, char **argv)
 	backend *backends[3] = {backend_local_new(cfg.gpus),
 	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	size_t nbackends = 2;
-	if (cfg.k8s_server[0]) {
-		k8s_config k = {.host_network = cfg.k8s_host_network, .start_grace_s = cfg.k8s_start_grace_s};
-		snprintf(k.server, sizeof(k.server), "%s", cfg.k8s_server);
-		snprintf(k.token_file, sizeof(k.token_file), "%s", cfg.k8s_token_file);
-		snprintf(k.ca_file, sizeof(k.ca_file), "%s", cfg.k8s_ca);
-		snprintf(k.ns, sizeof(k.ns), "%s", cfg.k8s_namespace);
-		snprintf(k.pull_policy, sizeof(k.pull_policy), "%s", cfg.k8s_pull_policy);
-		if (!(backends[nbackends] = backend_k8s_new(&k, cfg.backend_timeout_s, detail, sizeof(detail)))) {
+	if (cfg.k8s.server[0]) {
+		backends[nbackends] = backend_k8s_new(&cfg.k8s, cfg.backend_timeout_s, detail, sizeof(detail));
+		/* The backend keeps its own copy: no other holds the secrets. */
+		explicit_bzero(cfg.k8s.token, sizeof(cfg.k8s.token));
+		explicit_bzero(cfg.k8s.key_pem, sizeof(cfg.k8s.key_pem));
+		if (!backends[nbackends]) {
 			cm_error("cannot start: %s", detail);
 			for (size_t i = 0; i < nbackends; i++)
 				backends[i]->ops->free(backends[i]);
 			return 1;
 		}
 		nbackends++;
-		cm_info("kubernetes backend: %s, namespace %s", k.server, k.ns);
+		cm_info("kubernetes backend: %s, namespace %s", cfg.k8s.server, cfg.k8s.ns);
 	}
 	if (credentials_new(&creds) != CM_OK ||
 	    engine_new(&cfg, creds, backends, nbackends, &e, detail, sizeof(detail)) != CM_OK) {

@@ -81,6 +81,14 @@ int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, s
 			return CM_EPERM;
 		}
 	}
+	/* The node's network reaches what listens on its loopback: only where
+	 * the operator made it the way pods work here. */
+	if (run->host_network == 1 && !cfg->k8s.host_network) {
+		snprintf(detail, detail_len,
+		         "field 'host_network': pods use the cluster's pod network on this gateway "
+		         "(--k8s-host-network allows the node's)");
+		return CM_EPERM;
+	}
 	if (run->root && !cfg->allow_root_containers) {
 		snprintf(detail, detail_len,
 		         "field 'root': containers run as an unprivileged user on this gateway "

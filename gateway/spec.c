@@ -147,13 +147,14 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
                       pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes", "backend", "resources", "max_attempts", "retry_errors",
-	                                   "timeout_s", "image",   "volumes",   "root",         NULL};
-	static const char *const stored_keys[] = {"processes",    "backend",   "resources", "max_attempts",
-	                                          "retry_errors", "timeout_s", "image",     "volumes",
-	                                          "root",         "manager",   NULL};
+	static const char *const keys[] = {"processes",    "backend",      "resources", "max_attempts",
+	                                   "retry_errors", "timeout_s",    "image",     "volumes",
+	                                   "root",         "host_network", NULL};
+	static const char *const stored_keys[] = {"processes",    "backend",   "resources",    "max_attempts",
+	                                          "retry_errors", "timeout_s", "image",        "volumes",
+	                                          "root",         "manager",   "host_network", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
-	pool_spec spec = {.max_attempts = 3};
+	pool_spec spec = {.max_attempts = 3, .host_network = -1};
 	json_t *root = NULL;
 	json_t *v;
 	int64_t n;
@@ -209,6 +210,15 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 			goto out;
 		}
 	}
+	if ((err = get_bool(root, "host_network", &spec.host_network, detail, detail_len)) != CM_OK)
+		goto out;
+	if (spec.host_network >= 0 && strcmp(spec.backend, "kubernetes") != 0) {
+		snprintf(detail, detail_len,
+		         "field 'host_network' is for backend kubernetes (local and docker workers always use the "
+		         "host's network)");
+		err = CM_EINVAL;
+		goto out;
+	}
 	v = json_object_get(root, "manager");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v) || json_string_length(v) >= sizeof(spec.manager)) {
@@ -244,8 +254,8 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 			const char *colon = s ? strchr(s, ':') : NULL;
 			if (!s || !colon || colon == s || colon[1] != '/' || strlen(s) >= sizeof(spec.volumes[0])) {
 				snprintf(detail, detail_len,
-				         "field 'volumes[%zu]' must be \"NAME:/path\" or \"/host/path:/path\", "
-				         "optionally \":ro\"",
+				         "field 'volumes[%zu]' must be \"NAME:/path\" (a claim or named volume), "
+				         "\"emptyDir:/path\" or \"/host/path:/path\", optionally \":ro\"",
 				         i);
 				err = CM_EINVAL;
 				goto out;
@@ -316,6 +326,8 @@ char *spec_pool_json(const pool_spec *spec)
 		json_object_set_new(o, "manager", json_string(spec->manager));
 	if (spec->root)
 		json_object_set_new(o, "root", json_true());
+	if (spec->host_network >= 0)
+		json_object_set_new(o, "host_network", json_boolean(spec->host_network));
 	json_object_set_new(o, "volumes", vols);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -575,9 +587,10 @@ static char *strdup_or_fail(const char *s, int *err)
 int spec_process_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        process_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"function",  "arg",     "command", "backend", "image",
-	                                   "resources", "volumes", "env",     "root",    NULL};
-	static const char *const run_keys[] = {"backend", "image", "resources", "volumes", "root", NULL};
+	static const char *const keys[] = {"function", "arg", "command", "backend",      "image", "resources",
+	                                   "volumes",  "env", "root",    "host_network", NULL};
+	static const char *const run_keys[] = {"backend", "image",        "resources", "volumes",
+	                                       "root",    "host_network", NULL};
 	process_spec spec = {0};
 	json_t *root = NULL, *run = NULL;
 	json_t *fn, *cmd, *env, *v;
@@ -670,7 +683,8 @@ out:
 int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"type", "backend", "image", "resources", "volumes", "root", NULL};
+	static const char *const keys[] = {"type",    "backend", "image",        "resources",
+	                                   "volumes", "root",    "host_network", NULL};
 	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
 	json_t *root = NULL, *type;
 	char *text = NULL;

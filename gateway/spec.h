@@ -28,10 +28,14 @@ typedef struct pool_spec {
 	int retry_errors; /* re-run a task whose function returned an error */
 	int timeout_s; /* a task running longer fails, its worker replaced */
 	char image[256]; /* docker: the worker image */
-	char volumes[SPEC_MAX_VOLUMES][256]; /* docker: "name:/path" or "/host:/path[:ro]" */
+	/* "name:/path" (a named volume; on kubernetes a PersistentVolumeClaim),
+	 * "emptyDir:/path" (scratch space that goes with the container or pod)
+	 * or "/host:/path", each optionally ":ro" */
+	char volumes[SPEC_MAX_VOLUMES][256];
 	int nvolumes;
 	char manager[300]; /* a manager: the type its one worker hosts; "" for a pool */
 	int root; /* containers run as root (only with --allow-root-containers) */
+	int host_network; /* kubernetes: pods on the node's network; -1: the gateway's default */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,15 +24,17 @@
 
 static int have_cluster;
 static char token_file[256];
-static const char *args[16];
+static const char *args[16]; /* the cluster given by flags */
+static const char *kubeconfig_args[16]; /* the same cluster through tests/run.sh's kubeconfig */
 
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
 	return cm_buf_append(ctx, p, size * n) == CM_OK ? size * n : 0;
 }
 
-/* A call to the cluster's API, as kubectl would make it; the body as JSON. */
-static json_t *kube(const char *method, const char *path, long *status_out)
+/* A call to the cluster's API, as kubectl would make it (body: JSON to send,
+ * stolen, or NULL); the answer as JSON. */
+static json_t *kube_with(const char *method, const char *path, json_t *body, long *status_out)
 {
 	char url[512], auth[512];
 	CURL *c = curl_easy_init();
@@ -43,6 +46,11 @@ static json_t *kube(const char *method, const char *path, long *status_out)
 	snprintf(url, sizeof(url), "%s%s", getenv("K8S_SERVER"), path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", getenv("K8S_TOKEN"));
 	h = curl_slist_append(NULL, auth);
+	h = curl_slist_append(h, "Content-Type: application/json");
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (text)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -54,11 +62,17 @@ static json_t *kube(const char *method, const char *path, long *status_out)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
+	free(text);
 	json_t *j = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
 	cm_buf_fini(&b);
 	if (status_out)
 		*status_out = status;
 	return j;
+}
+
+static json_t *kube(const char *method, const char *path, long *status_out)
+{
+	return kube_with(method, path, NULL, status_out);
 }
 
 /* The pods of a pool, as the API lists them. */
@@ -126,6 +140,17 @@ static int group_setup(void **state)
 	                   "Never", /* no registry may be asked */
 	                   NULL};
 	memcpy(args, a, sizeof(a));
+	const char *kc[] = {"--kubeconfig",
+	                    getenv("KUBECONFIG") ? getenv("KUBECONFIG") : "",
+	                    "--k8s-host-network",
+	                    "--k8s-start-grace",
+	                    "3",
+	                    "--image",
+	                    "strand-worker:test",
+	                    "--k8s-pull-policy",
+	                    "Never",
+	                    NULL};
+	memcpy(kubeconfig_args, kc, sizeof(kc));
 	have_cluster = 1;
 	return 0;
 }
@@ -328,7 +353,9 @@ static void test_restarted_gateway_adopts_pods(void **state)
 	free(pool);
 }
 
-/* A function run once as a pod: its exit code and its output. */
+/* A function run once as a pod: its exit code and its output. This
+ * gateway finds the cluster through a kubeconfig (--kubeconfig), as kubectl
+ * does. */
 static void test_process_on_kubernetes(void **state)
 {
 	gateway g;
@@ -336,7 +363,9 @@ static void test_process_on_kubernetes(void **state)
 
 	(void)state;
 	need_cluster();
-	gateway_start(&g, args);
+	if (!getenv("KUBECONFIG"))
+		skip();
+	gateway_start(&g, kubeconfig_args);
 	json_t *p = process_run(&g, "{\"function\":\"echo\",\"arg\":41,\"backend\":\"kubernetes\"}", &id);
 	assert_string_equal(json_string_value(json_object_get(p, "backend")), "kubernetes");
 	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
@@ -349,12 +378,218 @@ static void test_process_on_kubernetes(void **state)
 	gateway_cleanup(&g);
 }
 
+/* Polls a pod (name) until it exists, at most 30 s. */
+static json_t *pod_wait(const char *pool)
+{
+	for (int i = 0; i < 300; i++) {
+		json_t *pods = pods_of(pool);
+		if (json_array_size(pods) > 0)
+			return pods;
+		json_decref(pods);
+		usleep(100000);
+	}
+	fail_msg("no pod for pool %s", pool);
+	return NULL;
+}
+
+/* A PersistentVolumeClaim (bound to a hostPath volume this test makes), an
+ * emptyDir and the claim again read-only: a task writes where it may, the
+ * claim's file is on the host, and the pod spec says what was asked. */
+static void test_volumes_of_a_pod(void **state)
+{
+	char dir[] = "/tmp/strand-k8s-pv-XXXXXX", pv[64], claim[64], path[256], spec[512], file[300];
+	gateway g;
+	long status = 0;
+
+	(void)state;
+	need_cluster();
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0777), 0); /* workers are not root */
+	snprintf(pv, sizeof(pv), "strand-test-pv-%d", (int)getpid());
+	snprintf(claim, sizeof(claim), "strand-test-claim-%d", (int)getpid());
+	json_decref(kube_with("POST", "/api/v1/persistentvolumes",
+	                      json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s}, s:[s], s:s, s:s, s:{s:s}, s:{s:s, s:s}}}",
+	                                "apiVersion", "v1", "kind", "PersistentVolume", "metadata", "name", pv, "spec",
+	                                "capacity", "storage", "1Gi", "accessModes", "ReadWriteOnce",
+	                                "persistentVolumeReclaimPolicy", "Retain", "storageClassName", "", "hostPath",
+	                                "path", dir, "claimRef", "namespace", "default", "name", claim),
+	                      &status));
+	assert_int_equal(status, 201);
+	json_decref(kube_with("POST", "/api/v1/namespaces/default/persistentvolumeclaims",
+	                      json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:s, s:s, s:{s:{s:s}}}}", "apiVersion", "v1",
+	                                "kind", "PersistentVolumeClaim", "metadata", "name", claim, "spec",
+	                                "accessModes", "ReadWriteOnce", "storageClassName", "", "volumeName", pv,
+	                                "resources", "requests", "storage", "1Gi"),
+	                      &status));
+	assert_int_equal(status, 201);
+	const char *phase = "";
+	json_t *pvc = NULL;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/default/persistentvolumeclaims/%s", claim);
+	for (int i = 0; i < 300 && strcmp(phase, "Bound") != 0; i++) {
+		json_decref(pvc);
+		pvc = kube("GET", path, NULL);
+		phase = json_string_value(json_object_get(json_object_get(pvc, "status"), "phase")) ?: "";
+		if (strcmp(phase, "Bound") != 0)
+			usleep(100000);
+	}
+	assert_string_equal(phase, "Bound");
+	json_decref(pvc);
+
+	gateway_start(&g, args);
+	snprintf(spec, sizeof(spec),
+	         "{\"processes\":1,\"backend\":\"kubernetes\",\"volumes\":[\"%s:/data\",\"emptyDir:/scratch\","
+	         "\"%s:/ro:ro\"]}",
+	         claim, claim);
+	char *pool = pool_create_spec(&g, spec);
+	pool_wait_connected(&g, pool, 1);
+	json_t *argv =
+	        json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "path", "/data/out.txt", "text", "written-by-a-pod",
+	                  "path", "/scratch/x", "text", "scratch", "path", "/ro/y", "text", "no");
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "fp.so:write_file", "args", argv));
+	json_t *items = job_results(&g, job, "input", 3);
+	assert_int_equal(json_array_size(items), 3);
+	assert_true(json_is_true(json_object_get(json_array_get(items, 0), "value")));
+	assert_true(json_is_true(json_object_get(json_array_get(items, 1), "value")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(items, 2), "error")),
+	                    "cannot write /ro/y: Read-only file system");
+	json_decref(items);
+	/* The claim's file is the host folder's. */
+	snprintf(file, sizeof(file), "%s/out.txt", dir);
+	FILE *f = fopen(file, "r");
+	char text[64] = "";
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "written-by-a-pod");
+
+	json_t *pods = pods_of(pool);
+	json_t *podspec = json_object_get(json_array_get(pods, 0), "spec");
+	json_t *vols = json_object_get(podspec, "volumes");
+	json_t *mounts = json_object_get(json_array_get(json_object_get(podspec, "containers"), 0), "volumeMounts");
+	assert_string_equal(json_string_value(json_object_get(
+	                            json_object_get(json_array_get(vols, 0), "persistentVolumeClaim"), "claimName")),
+	                    claim);
+	assert_non_null(json_object_get(json_array_get(vols, 1), "emptyDir"));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 0), "mountPath")), "/data");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 1), "mountPath")), "/scratch");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 2), "mountPath")), "/ro");
+	assert_true(json_is_true(json_object_get(json_array_get(mounts, 2), "readOnly")));
+	assert_false(json_is_true(json_object_get(json_array_get(mounts, 0), "readOnly")));
+	json_decref(pods);
+	free(job);
+	gateway_cleanup(&g);
+	assert_no_pods_left(pool);
+	free(pool);
+	json_decref(kube("DELETE", path, NULL));
+	snprintf(path, sizeof(path), "/api/v1/persistentvolumes/%s", pv);
+	json_decref(kube("DELETE", path, NULL));
+	unlink(file);
+	rmdir(dir);
+}
+
+/* hostNetwork: the gateway's default, a pool's own choice, and refused to
+ * a pool where the operator did not allow the node's network. */
+static void test_host_network_choice(void **state)
+{
+	gateway g, strict;
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(&g, "{\"processes\":1,\"backend\":\"kubernetes\",\"host_network\":false}");
+	json_t *pods = pod_wait(pool);
+	assert_false(json_is_true(json_object_get(json_object_get(json_array_get(pods, 0), "spec"), "hostNetwork")));
+	json_decref(pods);
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	response r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_no_pods_left(pool);
+	free(pool);
+	gateway_cleanup(&g);
+
+	const char *no_host_network[16];
+	size_t n = 0;
+	for (size_t i = 0; args[i]; i++)
+		if (strcmp(args[i], "--k8s-host-network") != 0)
+			no_host_network[n++] = args[i];
+	no_host_network[n] = NULL;
+	gateway_start(&strict, no_host_network);
+	r = http(&strict, "POST", "/v1/pools", "{\"processes\":1,\"backend\":\"kubernetes\",\"host_network\":true}",
+	         NULL);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "--k8s-host-network"));
+	response_free(&r);
+	gateway_cleanup(&strict);
+}
+
+/* A manager and a ring, each on pods: the manager keeps its state between
+ * calls, each ring member runs as its own pod and ends. */
+static void test_manager_and_ring_on_kubernetes(void **state)
+{
+	gateway g;
+	char path[160], get[256];
+
+	(void)state;
+	need_cluster();
+	gateway_start(&g, args);
+	response r = http(&g, "POST", "/v1/managers", "{\"type\":\"counter\",\"backend\":\"kubernetes\"}", NULL);
+	assert_int_equal(r.status, 201);
+	char *m = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls", m);
+	for (int i = 0; i < 2; i++) {
+		r = http(&g, "POST", path, "{\"method\":\"add\",\"args\":[5]}", NULL);
+		assert_int_equal(r.status, 202);
+		snprintf(get, sizeof(get), "%s/%s?wait=60", path, json_string_value(json_object_get(r.json, "id")));
+		response_free(&r);
+		r = http(&g, "GET", get, NULL, NULL);
+		assert_int_equal(json_integer_value(json_object_get(r.json, "result")), 5 * (i + 1));
+		response_free(&r);
+	}
+	json_t *pods = pods_of(m);
+	assert_int_equal(json_array_size(pods), 1);
+	json_decref(pods);
+	snprintf(path, sizeof(path), "/v1/managers/%s", m);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	response_free(&r);
+	assert_no_pods_left(m);
+	free(m);
+
+	r = http(&g, "POST", "/v1/rings", "{\"size\":2,\"backend\":\"kubernetes\",\"function\":\"echo\",\"arg\":7}",
+	         NULL);
+	assert_int_equal(r.status, 201);
+	snprintf(path, sizeof(path), "/v1/rings/%s?wait=90", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "done");
+	json_t *members = json_object_get(r.json, "members"), *member;
+	size_t i;
+	assert_int_equal(json_array_size(members), 2);
+	json_array_foreach (members, i, member) {
+		assert_string_equal(json_string_value(json_object_get(member, "backend")), "kubernetes");
+		assert_int_equal(json_integer_value(json_object_get(member, "exit_code")), 0);
+		char *out = process_logs(&g, json_string_value(json_object_get(member, "id")));
+		assert_non_null(strstr(out, "7"));
+		free(out);
+	}
+	response_free(&r);
+	gateway_cleanup(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_pool_of_pods_maps_exactly),     cmocka_unit_test(test_deleted_pod_is_replaced),
-	        cmocka_unit_test(test_unschedulable_pool_fails),      cmocka_unit_test(test_missing_image_fails),
-	        cmocka_unit_test(test_restarted_gateway_adopts_pods), cmocka_unit_test(test_process_on_kubernetes),
+	        cmocka_unit_test(test_pool_of_pods_maps_exactly),
+	        cmocka_unit_test(test_deleted_pod_is_replaced),
+	        cmocka_unit_test(test_unschedulable_pool_fails),
+	        cmocka_unit_test(test_missing_image_fails),
+	        cmocka_unit_test(test_restarted_gateway_adopts_pods),
+	        cmocka_unit_test(test_process_on_kubernetes),
+	        cmocka_unit_test(test_volumes_of_a_pod),
+	        cmocka_unit_test(test_host_network_choice),
+	        cmocka_unit_test(test_manager_and_ring_on_kubernetes),
 	};
 	int failed = cmocka_run_group_tests_name("kubernetes", tests, group_setup, group_teardown);
 	return failed ? failed : have_cluster ? 0 : 77;

@@ -42,6 +42,20 @@ static void test_pool_defaults_and_fields(void **state)
 	assert_int_equal(pool(json, &back, detail), CM_OK);
 	assert_int_equal(back.processes, 4);
 	assert_int_equal(back.memory_mb, 256);
+	assert_int_equal(back.host_network, -1); /* unset: the gateway's default */
+	free(json);
+	/* A kubernetes pool's own network choice and its volumes survive the
+	 * stored form. */
+	assert_int_equal(pool("{\"backend\":\"kubernetes\",\"host_network\":false,"
+	                      "\"volumes\":[\"emptyDir:/scratch\",\"data:/data:ro\"]}",
+	                      &s, detail),
+	                 CM_OK);
+	json = spec_pool_json(&s);
+	assert_int_equal(pool(json, &back, detail), CM_OK);
+	assert_int_equal(back.host_network, 0);
+	assert_int_equal(back.nvolumes, 2);
+	assert_string_equal(back.volumes[0], "emptyDir:/scratch");
+	assert_string_equal(back.volumes[1], "data:/data:ro");
 	free(json);
 }
 
@@ -66,6 +80,9 @@ static void test_pool_refusals(void **state)
 	        {"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
 	        {"{\"resources\":{\"disk\":1}}", CM_EINVAL, "unknown field 'resources.disk'"},
 	        {"{\"imag\":\"x\"}", CM_EINVAL, "unknown field 'imag'"},
+	        {"{\"host_network\":true}", CM_EINVAL, "'host_network' is for backend kubernetes"},
+	        {"{\"backend\":\"kubernetes\",\"host_network\":1}", CM_EINVAL, "'host_network' must be true or false"},
+	        {"{\"volumes\":[\"emptyDir\"]}", CM_EINVAL, "\"emptyDir:/path\""},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -260,8 +277,21 @@ static void test_config_flags_over_env(void **state)
 	                 "strand-1",
 	                 NULL};
 	assert_int_equal(gw_config_load(&cfg, 7, argv6, detail, sizeof(detail)), CM_OK);
-	assert_string_equal(cfg.k8s_namespace, "strand-1");
-	assert_string_equal(cfg.k8s_pull_policy, "IfNotPresent");
+	assert_string_equal(cfg.hub_advertise, cfg.hub); /* workers dial what the hub hears */
+	char *argv7[] = {"strand-gateway",
+	                 "--hub",
+	                 "tcp://0.0.0.0:7070",
+	                 "--hub-advertise",
+	                 "tcp://strand-gateway.strand.svc:7070",
+	                 NULL};
+	assert_int_equal(gw_config_load(&cfg, 5, argv7, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.hub_advertise, "tcp://strand-gateway.strand.svc:7070");
+	char *argv8[] = {"strand-gateway", "--hub-advertise", "ipc:///tmp/hub", NULL};
+	assert_int_equal(gw_config_load(&cfg, 3, argv8, detail, sizeof(detail)), CM_EINVAL);
+	assert_non_null(strstr(detail, "--hub-advertise must be a URL of the hub's transport (tcp://)"));
+	assert_int_equal(gw_config_load(&cfg, 7, argv6, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(cfg.k8s.ns, "strand-1");
+	assert_string_equal(cfg.k8s.pull_policy, "IfNotPresent");
 }
 
 int main(void)
