@@ -458,6 +458,58 @@ static json_t *secret_body(const char *name, const backend_run_spec *r)
 	                 "name", name, "labels", "strand", "1", "type", "Opaque", "stringData", data);
 }
 
+/* The pool's volumes as pod volumes and the container's mounts. A claim or
+ * host path mounted twice (read-write here, read-only there) is one pod
+ * volume with two mounts: the kubelet waits forever on a pod naming one
+ * claim in two volumes. */
+static void pod_volumes(const pool_spec *s, json_t *volumes, json_t *mounts)
+{
+	char sources[SPEC_MAX_VOLUMES][256];
+
+	for (int i = 0; i < s->nvolumes; i++) {
+		char path[256], vname[16];
+		const char *v = s->volumes[i], *colon = strchr(v, ':');
+		int ro = 0, same = -1;
+		sources[i][0] = '\0';
+		if (!colon)
+			continue;
+		snprintf(sources[i], sizeof(sources[i]), "%.*s", (int)(colon - v), v);
+		snprintf(path, sizeof(path), "%s", colon + 1);
+		char *mode = strchr(path, ':');
+		if (mode) {
+			ro = strcmp(mode + 1, "ro") == 0;
+			*mode = '\0';
+		}
+		/* emptyDir is not a claim (claims are lowercase): each is its own. */
+		int empty = strcmp(sources[i], "emptyDir") == 0;
+		for (int j = 0; j < i && !empty && same < 0; j++)
+			if (strcmp(sources[j], sources[i]) == 0)
+				same = j;
+		snprintf(vname, sizeof(vname), "v%d", same >= 0 ? same : i);
+		json_array_append_new(mounts,
+		                      json_pack("{s:s, s:s, s:b}", "name", vname, "mountPath", path, "readOnly", ro));
+		if (same >= 0) {
+			/* Read-only at the source only if every mount of it is. */
+			json_t *claim = NULL, *vol;
+			size_t k;
+			json_array_foreach (volumes, k, vol)
+				if (strcmp(json_string_value(json_object_get(vol, "name")), vname) == 0)
+					claim = json_object_get(vol, "persistentVolumeClaim");
+			if (claim && !ro)
+				json_object_set_new(claim, "readOnly", json_false());
+		} else if (sources[i][0] == '/') {
+			json_array_append_new(
+			        volumes, json_pack("{s:s, s:{s:s}}", "name", vname, "hostPath", "path", sources[i]));
+		} else if (empty) {
+			json_array_append_new(volumes, json_pack("{s:s, s:{}}", "name", vname, "emptyDir"));
+		} else {
+			json_array_append_new(volumes,
+			                      json_pack("{s:s, s:{s:s, s:b}}", "name", vname, "persistentVolumeClaim",
+			                                "claimName", sources[i], "readOnly", ro));
+		}
+	}
+}
+
 static json_t *pod_body(k8s *k, const char *name, const backend_run_spec *r)
 {
 	const pool_spec *s = r->spec;
@@ -476,32 +528,7 @@ static json_t *pod_body(k8s *k, const char *name, const backend_run_spec *r)
 	}
 	if (s->gpu > 0)
 		json_object_set_new(limits, "nvidia.com/gpu", json_integer(s->gpu));
-	for (int i = 0; i < s->nvolumes; i++) {
-		char source[256], path[256], vname[16];
-		const char *v = s->volumes[i], *colon = strchr(v, ':');
-		int ro = 0;
-		if (!colon)
-			continue;
-		snprintf(source, sizeof(source), "%.*s", (int)(colon - v), v);
-		snprintf(path, sizeof(path), "%s", colon + 1);
-		char *mode = strchr(path, ':');
-		if (mode) {
-			ro = strcmp(mode + 1, "ro") == 0;
-			*mode = '\0';
-		}
-		snprintf(vname, sizeof(vname), "v%d", i);
-		json_array_append_new(mounts,
-		                      json_pack("{s:s, s:s, s:b}", "name", vname, "mountPath", path, "readOnly", ro));
-		if (source[0] == '/')
-			json_array_append_new(volumes,
-			                      json_pack("{s:s, s:{s:s}}", "name", vname, "hostPath", "path", source));
-		else if (strcmp(source, "emptyDir") == 0) /* not a claim: those are lowercase */
-			json_array_append_new(volumes, json_pack("{s:s, s:{}}", "name", vname, "emptyDir"));
-		else
-			json_array_append_new(volumes,
-			                      json_pack("{s:s, s:{s:s, s:b}}", "name", vname, "persistentVolumeClaim",
-			                                "claimName", source, "readOnly", ro));
-	}
+	pod_volumes(s, volumes, mounts);
 	container = json_pack("{s:s, s:s, s:s, s:[{s:{s:s}}], s:{s:O, s:O}, s:o}", "name", "main", "image", s->image,
 	                      "imagePullPolicy", k->cfg.pull_policy, "envFrom", "secretRef", "name", name, "resources",
 	                      "requests", limits, "limits", limits, "volumeMounts", mounts);

@@ -394,7 +394,8 @@ static json_t *pod_wait(const char *pool)
 
 /* A PersistentVolumeClaim (bound to a hostPath volume this test makes), an
  * emptyDir and the claim again read-only: a task writes where it may, the
- * claim's file is on the host, and the pod spec says what was asked. */
+ * claim's file is on the host, and the pod spec says what was asked. A
+ * failed run leaves the volume and claim behind: delete them by name. */
 static void test_volumes_of_a_pod(void **state)
 {
 	char dir[] = "/tmp/strand-k8s-pv-XXXXXX", pv[64], claim[64], path[256], spec[512], file[300];
@@ -451,7 +452,7 @@ static void test_volumes_of_a_pod(void **state)
 	assert_true(json_is_true(json_object_get(json_array_get(items, 0), "value")));
 	assert_true(json_is_true(json_object_get(json_array_get(items, 1), "value")));
 	assert_string_equal(json_string_value(json_object_get(json_array_get(items, 2), "error")),
-	                    "cannot write /ro/y: Read-only file system");
+	                    "fp.so:write_file: cannot write /ro/y: Read-only file system");
 	json_decref(items);
 	/* The claim's file is the host folder's. */
 	snprintf(file, sizeof(file), "%s/out.txt", dir);
@@ -470,6 +471,9 @@ static void test_volumes_of_a_pod(void **state)
 	                            json_object_get(json_array_get(vols, 0), "persistentVolumeClaim"), "claimName")),
 	                    claim);
 	assert_non_null(json_object_get(json_array_get(vols, 1), "emptyDir"));
+	assert_int_equal(json_array_size(vols), 2); /* the claim once, mounted twice */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 2), "name")),
+	                    json_string_value(json_object_get(json_array_get(mounts, 0), "name")));
 	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 0), "mountPath")), "/data");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 1), "mountPath")), "/scratch");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 2), "mountPath")), "/ro");
