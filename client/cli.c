@@ -59,12 +59,13 @@ static int next_opt(int argc, char **argv, const char *shorts, const struct opti
 
 static const char run_help[] = "usage: strand run [options] -- CMD [ARG...]\n"
                                "Runs CMD as a strand process (like `fiber run`) and prints its id.\n\n"
-                               "  --backend B        local or docker (the gateway's default otherwise)\n"
-                               "  --image I          the image on docker\n"
+                               "  --backend B        local, docker or kubernetes (the gateway's default otherwise)\n"
+                               "  --image I          the image on docker or kubernetes\n"
                                "  --cpu N            cores\n"
                                "  --memory MB        memory\n"
                                "  --gpu N            GPUs\n"
-                               "  -v, --volume V:P   mount V (a named volume or /host/path) at P; repeatable\n"
+                               "  -v, --volume V:P   mount V at P (:ro for read-only); repeatable. V: a named volume\n"
+                               "                     (on kubernetes a PersistentVolumeClaim), emptyDir, or /host/path\n"
                                "  -e, --env N=V      environment; repeatable\n"
                                "  --wait             wait for it, print its output, exit with its exit code\n"
                                "  --help             this text\n";

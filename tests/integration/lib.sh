@@ -17,16 +17,17 @@ free_ports() {
 
 GATEWAY_PID=""
 
-# start_gateway BIN_DIR DIR: starts strand-gateway with its database and log
-# in DIR; sets GATEWAY_PID and STRAND_URL. Tries other ports if it cannot
-# listen.
+# start_gateway BIN_DIR DIR [ARGS...]: starts strand-gateway (with ARGS)
+# with its database and log in DIR; sets GATEWAY_PID and STRAND_URL. Tries
+# other ports if it cannot listen.
 start_gateway() {
   local bin="$1" dir="$2" port
+  shift 2
   for _ in $(seq 10); do
     port=$(free_ports)
     env -u STRAND_TOKEN -u STRAND_TOKEN_FILE \
       "$bin/strand-gateway" --db "$dir/strand.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
-      2>>"$dir/gateway.log" &
+      "$@" 2>>"$dir/gateway.log" &
     GATEWAY_PID=$!
     export STRAND_URL="http://127.0.0.1:$port"
     # The token the gateway makes next to its database: strand and

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `strand run` on Kubernetes, as `fiber run` is used: a command in a pod with
+# a claim mounted (-v claim:/path), its output through `strand logs` (the
+# pod's log, read through the API), and a GPU the cluster does not have
+# failing with the scheduler's words and exit code 1. The gateway finds the
+# cluster through a kubeconfig. Exits 77 (skipped) without a cluster.
+set -uo pipefail
+bin="$1"
+build="$2"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+if [ -z "${K8S_SERVER:-}" ] || [ -z "${KUBECONFIG:-}" ]; then
+  echo "skipped: no cluster (K8S_SERVER, KUBECONFIG unset; tests/run.sh starts one)"
+  exit 77
+fi
+. "$src/tests/integration/lib.sh"
+kubectl() { "$src/deploy/k8s-cluster.sh" kubectl "$@"; }
+"$src/deploy/build-images.sh" "$build" test >/dev/null || exit 1
+dir=$(mktemp -d /tmp/strand-test-cli-k8s-XXXXXX)
+claim="strand-cli-claim-$$"
+cleanup() {
+  show_log_on_failure
+  stop_gateway
+  kubectl delete pvc "$claim" --wait=false >/dev/null 2>&1
+  kubectl delete pv "$claim" --wait=false >/dev/null 2>&1
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \
+  --k8s-start-grace 3 --image strand-worker:test || exit 1
+strand="$bin/strand"
+fails=0
+passes=0
+check() { # check NAME EXPECTED ACTUAL
+  if [ "$2" != "$3" ]; then
+    echo "FAIL $1: expected [$2], got [$3]"
+    fails=$((fails + 1))
+  else
+    echo "ok   $1"
+    passes=$((passes + 1))
+  fi
+}
+
+# A claim on a host folder the pod's user (65534) may write.
+mkdir "$dir/pv" && chmod 777 "$dir/pv"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $claim}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  claimRef: {namespace: default, name: $claim}
+  hostPath: {path: "$dir/pv"}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $claim, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: $claim
+  resources: {requests: {storage: 1Gi}}
+YAML
+for _ in $(seq 300); do
+  [ "$(kubectl get pvc "$claim" -o jsonpath='{.status.phase}')" = Bound ] && break
+  sleep 0.1
+done
+
+# fiber run -v claim:/data: the command writes through the claim.
+out=$("$strand" run --backend kubernetes -v "$claim:/data" --wait -- /usr/bin/strand-worker \
+  --plugin-path /usr/lib/strand --run fp.so:write_file --arg '{"path":"/data/out","text":"from-a-pod"}')
+check "run --wait on kubernetes: exit 0" 0 $?
+check "run --wait: its output" "true" "$out"
+check "the claim holds what it wrote" "from-a-pod" "$(cat "$dir/pv/out" 2>&1)"
+
+# strand logs: the pod's log through the API.
+id=$("$strand" run --backend kubernetes -- /usr/bin/strand-worker --run echo --arg '"hello-k8s"')
+check "run prints an id" "r-" "${id:0:2}"
+out=$("$strand" logs -f "$id"); check "logs -f of a pod" '"hello-k8s"' "$out"
+"$strand" ps | grep "$id" | grep -q kubernetes; check "ps: its backend" 0 $?
+
+# A GPU this cluster has not: the scheduler says so, and the run fails.
+err=$("$strand" run --backend kubernetes --gpu 1 --wait -- /usr/bin/strand-worker --help 2>&1 >/dev/null)
+check "run --gpu 1 without GPUs: exit 1" 1 $?
+if grep -q "Insufficient nvidia.com/gpu" <<<"$err"; then
+  check "... with the scheduler's words" 0 0
+else
+  check "... with the scheduler's words" "Insufficient nvidia.com/gpu" "$err"
+fi
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
