@@ -28,7 +28,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --hub-advertise URL  the URL workers dial, where it differs: tcp://0.0.0.0:7070 heard in a pod\n"
 	        "                       is tcp://SERVICE.NAMESPACE.svc:7070 to workers (STRAND_HUB_ADVERTISE)\n"
 	        "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
-	        "  --backend NAME       default backend for pools: local or docker (STRAND_BACKEND, default local)\n"
+	        "  --backend NAME       default backend for pools: local, docker or kubernetes (STRAND_BACKEND,\n"
+	        "                       default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
 	        "                       strand-worker:latest)\n"
 	        "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
@@ -150,8 +151,8 @@ static int with_kubeconfig(gw_config *cfg, const k8s_flags *given, char *detail,
 		}
 		memcpy(k->cert_pem, kc->cert_pem, sizeof(k->cert_pem));
 		memcpy(k->key_pem, kc->key_pem, sizeof(k->key_pem));
-		if (!given->ns && kc->ns[0])
-			memcpy(k->ns, kc->ns, sizeof(k->ns));
+		if (!given->ns) /* the context's, or kubectl's default */
+			snprintf(k->ns, sizeof(k->ns), "%s", kc->ns[0] ? kc->ns : "default");
 	}
 	explicit_bzero(kc, sizeof(*kc));
 	free(kc);

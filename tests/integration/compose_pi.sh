@@ -46,6 +46,11 @@ echo "$out"
 # The workers were containers the gateway started, now gone with their pool.
 logs=$(compose logs gateway 2>&1)
 grep -q "docker workers" <<<"$logs"
+# (removed by the gateway's docker executor after DELETE answered: a moment)
+for _ in $(seq 100); do
+  [ "$(docker ps -aq --filter ancestor=strand-worker:compose | wc -l)" -eq 0 ] && break
+  sleep 0.1
+done
 [ "$(docker ps -aq --filter ancestor=strand-worker:compose | wc -l)" -eq 0 ]
 # The database lives on the named volume.
 docker volume inspect "${project}_strand-data" >/dev/null
