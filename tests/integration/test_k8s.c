@@ -582,6 +582,83 @@ static void test_manager_and_ring_on_kubernetes(void **state)
 	gateway_cleanup(&g);
 }
 
+/* strand-gateway with these flags (and a database in a folder of its own):
+ * all it printed, then "exit=N". */
+static char *gateway_output(const char *flags)
+{
+	char cmd[2048], line[512], dir[] = "/tmp/strand-k8s-cfg-XXXXXX";
+	cm_buf out;
+	FILE *p;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+	         "%s/strand-gateway --http 127.0.0.1:0 --hub tcp://127.0.0.1:0 --db %s/strand.db %s 2>&1; echo "
+	         "exit=$?; rm -rf '%s'",
+	         STRAND_BIN_DIR, dir, flags, dir);
+	assert_non_null(p = popen(cmd, "r"));
+	cm_buf_init(&out);
+	while (fgets(line, sizeof(line), p))
+		assert_int_equal(cm_buf_append(&out, line, strlen(line)), CM_OK);
+	pclose(p);
+	assert_int_equal(cm_buf_append(&out, "", 1), CM_OK);
+	return out.data;
+}
+
+static void expect_start_refused(const char *flags, const char *words, const char *secret)
+{
+	char *out = gateway_output(flags);
+
+	print_message("%s", out);
+	if (!strstr(out, words) || !strstr(out, "exit=1"))
+		fail_msg("'%s' does not say '%s' and exit 1", out, words);
+	if (secret && strstr(out, secret))
+		fail_msg("the token was logged");
+	free(out);
+}
+
+/* A cluster the gateway cannot use stops it at start, naming the cause:
+ * nothing answers, the token is refused, the token's role may not list
+ * pods. No token is ever printed. */
+static void test_bad_cluster_configuration(void **state)
+{
+	char flags[1024], wrong[300], limited[300];
+	FILE *f;
+
+	(void)state;
+	need_cluster();
+	snprintf(wrong, sizeof(wrong), "%s.wrong", token_file);
+	assert_non_null(f = fopen(wrong, "w"));
+	fputs("not-a-token-the-cluster-knows", f);
+	fclose(f);
+	snprintf(flags, sizeof(flags), "--k8s-server https://127.0.0.1:1 --k8s-token-file %s --k8s-ca %s", token_file,
+	         getenv("K8S_CA_FILE"));
+	expect_start_refused(flags, "cannot reach the Kubernetes API server at https://127.0.0.1:1", NULL);
+	snprintf(flags, sizeof(flags), "--k8s-server %s --k8s-token-file %s --k8s-ca %s", getenv("K8S_SERVER"), wrong,
+	         getenv("K8S_CA_FILE"));
+	expect_start_refused(flags, "refused the token (401)", "not-a-token-the-cluster-knows");
+	unlink(wrong);
+
+	/* A service account with no role at all: its token is good, and
+	 * forbidden to list pods. */
+	snprintf(limited, sizeof(limited), "%s.limited", token_file);
+	snprintf(flags, sizeof(flags),
+	         "k=%s/deploy/k8s-cluster.sh; sa=strand-test-norole-%d; $k kubectl -n default create sa $sa >/dev/null "
+	         "&& "
+	         "for i in $(seq 100); do s=$($k kubectl -n default get sa $sa -o jsonpath='{.secrets[0].name}'); "
+	         "[ -n \"$s\" ] && break; sleep 0.1; done && "
+	         "$k kubectl -n default get secret $s -o jsonpath='{.data.token}' | base64 -d >%s",
+	         STRAND_SOURCE_DIR, (int)getpid(), limited);
+	assert_int_equal(system(flags), 0);
+	snprintf(flags, sizeof(flags), "--k8s-server %s --k8s-token-file %s --k8s-ca %s", getenv("K8S_SERVER"), limited,
+	         getenv("K8S_CA_FILE"));
+	expect_start_refused(flags, "(the token's role may not list pods in namespace default)", NULL);
+	unlink(limited);
+	snprintf(flags, sizeof(flags),
+	         "%s/deploy/k8s-cluster.sh kubectl -n default delete sa strand-test-norole-%d >/dev/null",
+	         STRAND_SOURCE_DIR, (int)getpid());
+	assert_int_equal(system(flags), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +671,7 @@ int main(void)
 	        cmocka_unit_test(test_volumes_of_a_pod),
 	        cmocka_unit_test(test_host_network_choice),
 	        cmocka_unit_test(test_manager_and_ring_on_kubernetes),
+	        cmocka_unit_test(test_bad_cluster_configuration),
 	};
 	int failed = cmocka_run_group_tests_name("kubernetes", tests, group_setup, group_teardown);
 	return failed ? failed : have_cluster ? 0 : 77;
