@@ -91,9 +91,12 @@ double cm_now_s(void); /* monotonic, in seconds with ns resolution */
  *   NAME or builtin:NAME   a function compiled into strand-worker
  *   LIB.so:SYMBOL          a C function in a plugin on the worker's plugin path
  *   exec                   a process per task (the job carries the command)
+ *   rt:NAME                a function of the pool's runtime (worker/runtime.h),
+ *                          NAME as that runtime reads it (Python: module:qualname)
  * cm_function_check validates the syntax (and builtin names) and writes the
  * reason for a refusal into detail. Returns CM_OK or CM_EUNSUPPORTED.
  */
+#define CM_RUNTIME_FUNCTION_MAX 200
 int cm_function_check(const char *name, char *detail, size_t detail_len);
 /* The same for a name a client sent, where the reserved "manager" (the
  * gateway's own calls to a hosted object) is refused too. Every route that

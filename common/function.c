@@ -60,6 +60,22 @@ int cm_function_check(const char *name, char *detail, size_t detail_len)
 
 	if (strcmp(name, "exec") == 0 || strcmp(name, "manager") == 0)
 		return CM_OK; /* reserved: a command per task; a call to a hosted manager */
+	if (strncmp(name, "rt:", 3) == 0) {
+		/* The runtime's to resolve (a Python "module:qualname"): any
+		 * printable ASCII, bounded, as it travels in one frame. */
+		size_t n = strlen(name + 3);
+		int printable = n > 0 && n <= CM_RUNTIME_FUNCTION_MAX;
+		for (size_t i = 0; printable && i < n; i++)
+			printable = name[3 + i] > ' ' && name[3 + i] < 0x7f;
+		if (!printable) {
+			snprintf(detail, detail_len,
+			         "function '%.100s': a runtime's function is rt: and 1 to %d printable characters, no "
+			         "spaces",
+			         name, CM_RUNTIME_FUNCTION_MAX);
+			return CM_EUNSUPPORTED;
+		}
+		return CM_OK;
+	}
 	colon = strchr(name, ':');
 	if (colon && strncmp(name, "builtin:", 8) != 0) {
 		if (!is_library_name(name, (size_t)(colon - name)) || !is_ident(colon + 1, strlen(colon + 1))) {
@@ -75,7 +91,8 @@ int cm_function_check(const char *name, char *detail, size_t detail_len)
 		if (strcmp(bare, cm_builtin_functions[i]) == 0)
 			return CM_OK;
 	snprintf(detail, detail_len,
-	         "unknown function '%.100s': use a builtin (noop, echo, sleep, pi, fail, crash), LIB.so:SYMBOL or exec",
+	         "unknown function '%.100s': use a builtin (noop, echo, sleep, pi, fail, crash), LIB.so:SYMBOL, "
+	         "rt:NAME or exec",
 	         name);
 	return CM_EUNSUPPORTED;
 }

@@ -40,6 +40,8 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
 		snprintf(env_text[n++], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
 	if (p->spec.manager[0])
 		snprintf(env_text[n++], 600, "STRAND_MANAGER_TYPE=%s", p->spec.manager);
+	if (p->spec.runtime[0])
+		snprintf(env_text[n++], 600, "STRAND_RUNTIME=%s", p->spec.runtime);
 	if (e->cfg->hub_server_name[0])
 		snprintf(env_text[n++], 600, "STRAND_HUB_SERVER_NAME=%.255s", e->cfg->hub_server_name);
 	for (size_t i = 0; i < n; i++)

@@ -60,5 +60,7 @@ json_t *engine__pool_json(const pool *p)
 		json_object_set_new(o, "image", json_string(p->spec.image));
 	if (o && p->spec.manager[0])
 		json_object_set_new(o, "type", json_string(p->spec.manager));
+	if (o && p->spec.runtime[0])
+		json_object_set_new(o, "runtime", json_loads(p->spec.runtime, 0, NULL));
 	return o;
 }

@@ -89,6 +89,12 @@ int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, s
 		         "(--k8s-host-network allows the node's)");
 		return CM_EPERM;
 	}
+	/* A runtime of the pool's own choosing is a command like any other. */
+	if (run->runtime[0] && strcmp(run->runtime, SPEC_PYTHON_RUNTIME) != 0 && cfg->no_commands) {
+		snprintf(detail, detail_len,
+		         "field 'runtime': this gateway runs no commands (--no-commands); \"python\" is allowed");
+		return CM_EPERM;
+	}
 	if (run->root && !cfg->allow_root_containers) {
 		snprintf(detail, detail_len,
 		         "field 'root': containers run as an unprivileged user on this gateway "

@@ -142,6 +142,37 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 	return CM_OK;
 }
 
+/* "runtime": "python" or a command (argv), kept as a JSON argv in out. */
+static int get_runtime(json_t *root, char out[SPEC_RUNTIME_MAX + 1], char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(root, "runtime"), *a;
+	size_t i;
+	int good;
+	char *text;
+
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (json_is_string(v) && strcmp(json_string_value(v), "python") == 0) {
+		snprintf(out, SPEC_RUNTIME_MAX + 1, "%s", SPEC_PYTHON_RUNTIME);
+		return CM_OK;
+	}
+	good = json_is_array(v) && json_array_size(v) > 0 && json_array_size(v) <= 64;
+	json_array_foreach (good ? v : NULL, i, a)
+		good &= json_is_string(a) && json_string_length(a) > 0;
+	text = good ? json_dumps(v, JSON_COMPACT) : NULL;
+	if (!text || strlen(text) > SPEC_RUNTIME_MAX) {
+		snprintf(detail, detail_len,
+		         "field 'runtime' must be \"python\" or a command: an array of strings, at most %d characters "
+		         "as JSON",
+		         SPEC_RUNTIME_MAX);
+		free(text);
+		return CM_EINVAL;
+	}
+	snprintf(out, SPEC_RUNTIME_MAX + 1, "%s", text);
+	free(text);
+	return CM_OK;
+}
+
 /* stored: a spec the gateway wrote itself (spec_pool_json), which may name
  * the manager type its worker hosts; a client's request may not. */
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
@@ -149,10 +180,10 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 {
 	static const char *const keys[] = {"processes",    "backend",      "resources", "max_attempts",
 	                                   "retry_errors", "timeout_s",    "image",     "volumes",
-	                                   "root",         "host_network", NULL};
-	static const char *const stored_keys[] = {"processes",    "backend",   "resources",    "max_attempts",
-	                                          "retry_errors", "timeout_s", "image",        "volumes",
-	                                          "root",         "manager",   "host_network", NULL};
+	                                   "root",         "host_network", "runtime",   NULL};
+	static const char *const stored_keys[] = {
+	        "processes", "backend", "resources", "max_attempts", "retry_errors", "timeout_s", "image",
+	        "volumes",   "root",    "manager",   "host_network", "runtime",      NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3, .host_network = -1};
 	json_t *root = NULL;
@@ -219,6 +250,8 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 		err = CM_EINVAL;
 		goto out;
 	}
+	if ((err = get_runtime(root, spec.runtime, detail, detail_len)) != CM_OK)
+		goto out;
 	v = json_object_get(root, "manager");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v) || json_string_length(v) >= sizeof(spec.manager)) {
@@ -328,6 +361,8 @@ char *spec_pool_json(const pool_spec *spec)
 		json_object_set_new(o, "root", json_true());
 	if (spec->host_network >= 0)
 		json_object_set_new(o, "host_network", json_boolean(spec->host_network));
+	if (spec->runtime[0])
+		json_object_set_new(o, "runtime", json_loads(spec->runtime, 0, NULL));
 	json_object_set_new(o, "volumes", vols);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);

@@ -1,5 +1,6 @@
 /*
- * Task functions inside the worker: builtins, dlopen'd plugins and exec.
+ * Task functions inside the worker: builtins, dlopen'd plugins, exec, and
+ * the pool's runtime (runtime.h).
  * Runs on the worker's executor thread only, one task at a time.
  *
  * Every failure of a task (bad argument, missing plugin, non-zero exit,
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "worker/manager.h"
+#include "worker/runtime.h"
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
@@ -36,6 +38,7 @@ typedef struct plugin_entry {
 struct worker_fns {
 	char *plugin_path;
 	worker_manager *manager;
+	worker_runtime *runtime; /* the pool's, for rt: functions; NULL: none */
 	plugin_entry cache[PLUGIN_CACHE];
 	size_t ncache;
 };
@@ -57,11 +60,19 @@ void worker_fns_host(worker_fns *fns, worker_manager *m)
 	fns->manager = m;
 }
 
+int worker_fns_set_runtime(worker_fns *fns, const char *argv_json)
+{
+	worker_runtime_free(fns->runtime);
+	fns->runtime = worker_runtime_new(argv_json);
+	return fns->runtime ? CM_OK : CM_EINVAL;
+}
+
 void worker_fns_free(worker_fns *fns)
 {
 	if (!fns)
 		return;
 	worker_manager_free(fns->manager);
+	worker_runtime_free(fns->runtime);
 	/* Libraries stay loaded until exit: a plugin may have started threads
 	 * or registered destructors that dlclose would pull out from under. */
 	for (size_t i = 0; i < fns->ncache; i++)
@@ -397,6 +408,12 @@ int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_
 		return set_error(out, ok, "%s", detail);
 	if (strcmp(function, "exec") == 0)
 		return run_exec(command, ncommand, arg, arg_len, timeout_ms, out, ok);
+	if (strncmp(function, "rt:", 3) == 0) {
+		if (!fns->runtime)
+			return set_error(out, ok, "%s: this pool has no runtime (give the pool one: \"runtime\")",
+			                 function);
+		return worker_runtime_run(fns->runtime, function + 3, arg, arg_len, timeout_ms, out, ok);
+	}
 	if (strcmp(function, "manager") == 0) {
 		if (!fns->manager)
 			return set_error(out, ok, "this worker hosts no manager");

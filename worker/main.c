@@ -103,6 +103,7 @@ int main(int argc, char **argv)
 	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
 	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	        .manager = env_or("STRAND_MANAGER_TYPE", NULL),
+	        .runtime = env_or("STRAND_RUNTIME", NULL),
 	        .hub_ca_pem = env_or("STRAND_HUB_CA_PEM", NULL),
 	        .hub_ca_file = env_or("STRAND_HUB_CA", NULL),
 	        .hub_server_name = env_or("STRAND_HUB_SERVER_NAME", NULL),

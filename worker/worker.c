@@ -285,6 +285,11 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	w.fns = worker_fns_new(cfg->plugin_path);
 	if (!w.fns)
 		return 1;
+	if (cfg->runtime && worker_fns_set_runtime(w.fns, cfg->runtime) != CM_OK) {
+		cm_error("the runtime is not a JSON array of strings: %s", cfg->runtime);
+		worker_fns_free(w.fns);
+		return 1;
+	}
 	if (cfg->manager) {
 		worker_manager *m = NULL;
 		char *why = NULL;

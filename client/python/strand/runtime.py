@@ -1,0 +1,112 @@
+"""strand's Python runtime: `python3 -m strand.runtime`.
+
+A strand worker starts it once and feeds it tasks named rt:NAME over stdin
+and stdout, in the frames of worker/runtime.h (README, "Runtimes"):
+type (1 byte), id (u64), a_len (u32), b_len (u32), little-endian, then a
+and b. NAME is one of:
+
+  module:qualname   the function is imported; the task's argument (JSON) is
+                    its one argument, its return value the result (JSON)
+  pickle            the argument is a JSON string holding base64 of
+                    cloudpickle((function, args, kwargs)); the result is a JSON
+                    string holding base64 of cloudpickle(return value)
+
+An exception is an error result: its type, then its message and the
+remote traceback. What the function prints goes to stderr (the pool's
+logs), so it cannot break a frame.
+"""
+
+import base64
+import importlib
+import json
+import struct
+import sys
+import threading
+import time
+import traceback
+
+HEADER = struct.Struct("<cQII")
+HEARTBEAT_S = 1.0
+
+
+def _read_exact(stream, n):
+    data = b""
+    while len(data) < n:
+        chunk = stream.read(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _resolve(name):
+    module, _, qualname = name.partition(":")
+    if not module or not qualname:
+        raise ValueError("rt:%s is not rt:module:qualname or rt:pickle" % name)
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _run(name, arg):
+    if name == "pickle":
+        import cloudpickle
+
+        function, args, kwargs = cloudpickle.loads(base64.b64decode(json.loads(arg)))
+        value = function(*args, **kwargs)
+        return json.dumps(base64.b64encode(cloudpickle.dumps(value)).decode("ascii")).encode()
+    value = _resolve(name)(json.loads(arg))
+    return json.dumps(value).encode()
+
+
+class _Channel:
+    """The frames to the worker, from the task loop and the heartbeat."""
+
+    def __init__(self, out):
+        self.out = out
+        self.lock = threading.Lock()
+        self.busy = threading.Event()
+
+    def send(self, kind, ident, a=b"", b=b""):
+        with self.lock:
+            self.out.write(HEADER.pack(kind, ident, len(a), len(b)) + a + b)
+            self.out.flush()
+
+    def beat(self):
+        while True:
+            time.sleep(HEARTBEAT_S)
+            if self.busy.is_set():
+                self.send(b"H", 0)
+
+
+def main():
+    stdin = sys.stdin.buffer
+    channel = _Channel(sys.stdout.buffer)
+    # Whatever a function prints must not land between frames.
+    sys.stdout = sys.stderr
+    channel.send(b"S", 0, b"python", sys.version.split()[0].encode())
+    threading.Thread(target=channel.beat, daemon=True).start()
+    while True:
+        header = _read_exact(stdin, HEADER.size)
+        if header is None:
+            return 0  # the worker closed our input: done
+        kind, ident, a_len, b_len = HEADER.unpack(header)
+        name = _read_exact(stdin, a_len)
+        arg = _read_exact(stdin, b_len)
+        if name is None or arg is None:
+            return 0
+        if kind != b"T":
+            continue
+        channel.busy.set()
+        try:
+            channel.send(b"R", ident, b"", _run(name.decode(), arg))
+        except BaseException as e:  # a task's SystemExit is its error too
+            detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
+            channel.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
+        finally:
+            channel.busy.clear()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

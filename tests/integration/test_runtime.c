@@ -1,0 +1,174 @@
+/*
+ * Runtimes: rt: tasks run in a long-lived program the worker feeds over
+ * pipes (worker/runtime.h), here strand's Python runtime (python3 -m
+ * strand.runtime, from the build tree). Exact results; an exception with
+ * its type and remote traceback; a runtime that dies failing only its task
+ * and starting again; a runtime that cannot start; refusals.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "tests/support/harness.h"
+
+static gateway g;
+
+static int setup(void **state)
+{
+	(void)state;
+	gateway_start(&g, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gateway_cleanup(&g);
+	return 0;
+}
+
+/* Maps function over args (stolen) on a new pool with this spec; the
+ * results in input order. */
+static json_t *map_on(const char *spec, const char *function, json_t *args, char **pool_out)
+{
+	char *pool = pool_create_spec(&g, spec);
+	size_t n = json_array_size(args);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", function, "args", args));
+	json_t *items = job_results(&g, job, "input", (int)n);
+	assert_int_equal(json_array_size(items), n);
+	free(job);
+	if (pool_out)
+		*pool_out = pool;
+	else
+		free(pool);
+	return items;
+}
+
+static const char *error_of(json_t *items, size_t i)
+{
+	const char *e = json_string_value(json_object_get(json_array_get(items, i), "error"));
+	return e ? e : "(no error)";
+}
+
+static void test_python_functions(void **state)
+{
+	json_t *args = json_array();
+
+	(void)state;
+	for (int i = 0; i < 200; i++)
+		json_array_append_new(args, json_integer(i * i));
+	json_t *items = map_on("{\"processes\":2,\"runtime\":\"python\"}", "rt:math:sqrt", args, NULL);
+	for (size_t i = 0; i < 200; i++) {
+		json_t *v = json_object_get(json_array_get(items, i), "value");
+		assert_true(json_is_real(v));
+		assert_true(json_real_value(v) == (double)i);
+	}
+	json_decref(items);
+	/* A dotted qualname: a method of a class in a module. */
+	items = map_on("{\"processes\":1,\"runtime\":\"python\"}", "rt:builtins:str.upper", json_pack("[s]", "abc"), NULL);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "value")), "ABC");
+	json_decref(items);
+}
+
+static void test_exception_carries_type_and_traceback(void **state)
+{
+	(void)state;
+	json_t *items = map_on("{\"processes\":1,\"runtime\":\"python\"}", "rt:json:loads", json_pack("[s]", "{bad"),
+	                       NULL);
+	const char *e = error_of(items, 0);
+	static const char head[] = "JSONDecodeError: Expecting property name enclosed in double quotes";
+	if (strncmp(e, head, strlen(head)) != 0 ||
+	    !strstr(e, "remote traceback:\nTraceback (most recent call last):") || !strstr(e, "json/decoder.py"))
+		fail_msg("not the exception with its traceback: %s", e);
+	json_decref(items);
+}
+
+/* A task that kills the runtime fails with how it ended; the worker lives
+ * on and the next task runs in a new runtime. */
+static void test_runtime_death_fails_its_task_only(void **state)
+{
+	char *pool;
+
+	(void)state;
+	json_t *items = map_on("{\"processes\":1,\"runtime\":\"python\"}", "rt:os:_exit", json_pack("[i]", 3), &pool);
+	const char *e = error_of(items, 0);
+	if (!strstr(e, "runtime python3: the runtime exited (exited with code 3; it is started again for the next task)"))
+		fail_msg("not the runtime's end: %s", e);
+	json_decref(items);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", "rt:math:sqrt", "args", 16));
+	items = job_results(&g, job, "input", 1);
+	assert_true(json_real_value(json_object_get(json_array_get(items, 0), "value")) == 4.0);
+	json_decref(items);
+	json_t *p = pool_get(&g, pool);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 0);
+	json_decref(p);
+	free(job);
+	free(pool);
+}
+
+static void test_runtime_that_cannot_start(void **state)
+{
+	(void)state;
+	json_t *items = map_on("{\"processes\":1,\"runtime\":[\"/nonexistent/strand-runtime\"]}", "rt:anything",
+	                       json_pack("[i]", 1), NULL);
+	const char *e = error_of(items, 0);
+	if (!strstr(e, "runtime /nonexistent/strand-runtime: did not start (exited with code 127") ||
+	    !strstr(e, "cannot run /nonexistent/strand-runtime: No such file or directory"))
+		fail_msg("not why it did not start: %s", e);
+	json_decref(items);
+	/* A pool with no runtime says so. */
+	items = map_on("{\"processes\":1}", "rt:math:sqrt", json_pack("[i]", 1), NULL);
+	assert_string_equal(error_of(items, 0),
+	                    "rt:math:sqrt: this pool has no runtime (give the pool one: \"runtime\")");
+	json_decref(items);
+}
+
+static void test_refusals(void **state)
+{
+	static const char *const no_commands[] = {"--no-commands", NULL};
+	gateway h;
+	response r;
+
+	(void)state;
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":3}", NULL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "field 'runtime' must be"));
+	response_free(&r);
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1}", NULL);
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	r = http(&g, "POST", path, "{\"function\":\"rt:has space\",\"args\":[1]}", NULL);
+	assert_int_equal(r.status, 422);
+	response_free(&r);
+	gateway_start(&h, no_commands);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":[\"sh\",\"-c\",\"id\"]}", NULL);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "--no-commands"));
+	response_free(&r);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":\"python\"}", NULL);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r.json, "runtime"), 2)), "strand.runtime");
+	response_free(&r);
+	gateway_cleanup(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_python_functions),
+	        cmocka_unit_test(test_exception_carries_type_and_traceback),
+	        cmocka_unit_test(test_runtime_death_fails_its_task_only),
+	        cmocka_unit_test(test_runtime_that_cannot_start),
+	        cmocka_unit_test(test_refusals),
+	};
+	return cmocka_run_group_tests_name("runtime", tests, setup, teardown);
+}

@@ -1,0 +1,438 @@
+/* A runtime program fed tasks over pipes: see runtime.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker/runtime.h"
+
+#define FRAME_HEADER 17
+#define FRAME_MAX (64u << 20) /* a result bigger than this is a broken runtime */
+#define START_TIMEOUT_MS 30000 /* from exec to its ready frame */
+#define SILENCE_LIMIT_MS 10000 /* no frame this long while a task runs: hung */
+#define STDERR_KEEP 2048 /* the last bytes of its stderr, for the error that names its end */
+#define ARGV_MAX 64
+
+struct worker_runtime {
+	char *argv[ARGV_MAX + 1];
+	pid_t pid; /* 0: not running */
+	int in, out, err; /* its stdin (ours to write), stdout, stderr */
+	cm_buf rbuf; /* stdout bytes not yet a whole frame */
+	char stderr_tail[STDERR_KEEP];
+	size_t stderr_len;
+	char name[64]; /* what its ready frame said */
+	uint64_t next_id; /* the next task's frame id */
+};
+
+typedef struct frame {
+	char type;
+	uint64_t id;
+	const char *a, *b;
+	uint32_t a_len, b_len;
+} frame;
+
+worker_runtime *worker_runtime_new(const char *argv_json)
+{
+	json_t *v = json_loads(argv_json, 0, NULL), *s;
+	worker_runtime *rt = calloc(1, sizeof(*rt));
+	size_t i;
+
+	if (!rt || !json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > ARGV_MAX)
+		goto fail;
+	json_array_foreach (v, i, s) {
+		if (!json_is_string(s) || !(rt->argv[i] = strdup(json_string_value(s))))
+			goto fail;
+	}
+	json_decref(v);
+	rt->in = rt->out = rt->err = -1;
+	cm_buf_init(&rt->rbuf);
+	return rt;
+fail:
+	json_decref(v);
+	worker_runtime_free(rt);
+	return NULL;
+}
+
+static void keep_stderr(worker_runtime *rt, const char *p, size_t n)
+{
+	if (n >= STDERR_KEEP) {
+		memcpy(rt->stderr_tail, p + n - (STDERR_KEEP - 1), STDERR_KEEP - 1);
+		rt->stderr_len = STDERR_KEEP - 1;
+		return;
+	}
+	if (rt->stderr_len + n >= STDERR_KEEP) {
+		size_t drop = rt->stderr_len + n - (STDERR_KEEP - 1);
+		memmove(rt->stderr_tail, rt->stderr_tail + drop, rt->stderr_len - drop);
+		rt->stderr_len -= drop;
+	}
+	memcpy(rt->stderr_tail + rt->stderr_len, p, n);
+	rt->stderr_len += n;
+}
+
+/* Its stderr goes on to the worker's (the pool's logs) and its tail is kept. */
+static void drain_stderr(worker_runtime *rt)
+{
+	char chunk[4096];
+	ssize_t n;
+
+	while (rt->err >= 0 && (n = read(rt->err, chunk, sizeof(chunk))) > 0) {
+		keep_stderr(rt, chunk, (size_t)n);
+		if (write(STDERR_FILENO, chunk, (size_t)n) < 0) {
+			/* the worker's own stderr is gone: nothing to tell */
+		}
+	}
+}
+
+/* Stops it (hard: SIGKILL now; else closing its stdin asks it to end) and
+ * reaps it; returns how it ended as waitpid's status. */
+static int stop(worker_runtime *rt, int hard)
+{
+	int status = 0;
+
+	if (!rt->pid)
+		return 0;
+	if (rt->in >= 0)
+		close(rt->in);
+	rt->in = -1;
+	if (hard)
+		kill(rt->pid, SIGKILL);
+	for (int i = 0; !hard && i < 100 && waitpid(rt->pid, &status, WNOHANG) == 0; i++)
+		usleep(20000);
+	if (waitpid(rt->pid, &status, WNOHANG) == 0) {
+		kill(rt->pid, SIGKILL);
+		waitpid(rt->pid, &status, 0);
+	}
+	drain_stderr(rt);
+	close(rt->out);
+	close(rt->err);
+	rt->out = rt->err = -1;
+	rt->pid = 0;
+	rt->rbuf.len = 0;
+	return status;
+}
+
+void worker_runtime_free(worker_runtime *rt)
+{
+	if (!rt)
+		return;
+	stop(rt, 0);
+	for (size_t i = 0; rt->argv[i]; i++)
+		free(rt->argv[i]);
+	cm_buf_fini(&rt->rbuf);
+	free(rt);
+}
+
+/* Its environment: the worker's, where PYTHONPATH leads first to strand's
+ * own modules (the Python package) next to the worker: ../lib/python in a
+ * build tree, ../share/strand/python installed. Built before fork: the child
+ * of a threaded process may call only async-signal-safe functions. */
+static char **runtime_env(void)
+{
+	extern char **environ;
+	char self[1024] = "", *dir = NULL, **env;
+	const char *old = getenv("PYTHONPATH");
+	size_t n = 0, k = 0;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	while (environ[n])
+		n++;
+	if (!(env = calloc(n + 2, sizeof(char *))))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PYTHONPATH=", 11) != 0)
+			env[k++] = environ[i];
+	if (len > 0) {
+		self[len] = '\0';
+		dir = dirname(self);
+		if (asprintf(&env[k], "PYTHONPATH=%s/../lib/python:%s/../share/strand/python%s%s", dir, dir,
+		             old && old[0] ? ":" : "", old && old[0] ? old : "") < 0)
+			env[k] = NULL;
+	}
+	return env;
+}
+
+static void runtime_env_free(char **env)
+{
+	for (size_t i = 0; env[i]; i++)
+		if (strncmp(env[i], "PYTHONPATH=", 11) == 0) /* ours: the worker's own was left out */
+			free(env[i]);
+	free(env);
+}
+
+static int start(worker_runtime *rt, char *why, size_t why_len)
+{
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+	char **env = runtime_env();
+
+	if (!env) {
+		snprintf(why, why_len, "cannot start the runtime: out of memory");
+		return CM_ENOMEM;
+	}
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+		snprintf(why, why_len, "cannot start the runtime: pipe: %s", strerror(errno));
+		goto fail;
+	}
+	rt->pid = fork();
+	if (rt->pid < 0) {
+		rt->pid = 0;
+		snprintf(why, why_len, "cannot start the runtime: fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (rt->pid == 0) {
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		execvpe(rt->argv[0], rt->argv, env);
+		const char *e = strerror(errno);
+		if (write(STDERR_FILENO, "cannot run ", 11) < 0 ||
+		    write(STDERR_FILENO, rt->argv[0], strlen(rt->argv[0])) < 0 || write(STDERR_FILENO, ": ", 2) < 0 ||
+		    write(STDERR_FILENO, e, strlen(e)) < 0 || write(STDERR_FILENO, "\n", 1) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	runtime_env_free(env);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	rt->in = in[1];
+	rt->out = out[0];
+	rt->err = err[0];
+	fcntl(rt->in, F_SETFL, O_NONBLOCK);
+	fcntl(rt->out, F_SETFL, O_NONBLOCK);
+	fcntl(rt->err, F_SETFL, O_NONBLOCK);
+	rt->stderr_len = 0;
+	rt->rbuf.len = 0;
+	return CM_OK;
+fail:
+	runtime_env_free(env);
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	return CM_EIO;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_header(unsigned char *h, char type, uint64_t id, uint32_t a_len, uint32_t b_len)
+{
+	h[0] = (unsigned char)type;
+	for (int i = 0; i < 8; i++)
+		h[1 + i] = (unsigned char)(id >> (8 * i));
+	for (int i = 0; i < 4; i++) {
+		h[9 + i] = (unsigned char)(a_len >> (8 * i));
+		h[13 + i] = (unsigned char)(b_len >> (8 * i));
+	}
+}
+
+/* A whole frame at the front of rbuf: 1 (f filled), 0 (not yet), -1 (not a
+ * frame: too big). */
+static int parse(worker_runtime *rt, frame *f)
+{
+	const unsigned char *p = (const unsigned char *)rt->rbuf.data;
+
+	if (rt->rbuf.len < FRAME_HEADER)
+		return 0;
+	f->type = (char)p[0];
+	f->id = le64(p + 1);
+	f->a_len = le32(p + 9);
+	f->b_len = le32(p + 13);
+	if ((uint64_t)f->a_len + f->b_len > FRAME_MAX)
+		return -1;
+	if (rt->rbuf.len < FRAME_HEADER + (size_t)f->a_len + f->b_len)
+		return 0;
+	f->a = rt->rbuf.data + FRAME_HEADER;
+	f->b = f->a + f->a_len;
+	return 1;
+}
+
+static void consume(worker_runtime *rt, const frame *f)
+{
+	size_t n = FRAME_HEADER + (size_t)f->a_len + f->b_len;
+
+	memmove(rt->rbuf.data, rt->rbuf.data + n, rt->rbuf.len - n);
+	rt->rbuf.len -= n;
+}
+
+/* The last lines of what it wrote on stderr, for an error. */
+static const char *last_words(worker_runtime *rt)
+{
+	while (rt->stderr_len && (rt->stderr_tail[rt->stderr_len - 1] == '\n'))
+		rt->stderr_len--;
+	rt->stderr_tail[rt->stderr_len] = '\0';
+	return rt->stderr_tail;
+}
+
+/* Writes pending (if any) while reading, until a frame other than a
+ * heartbeat arrives (1), or the runtime ends, goes silent or the deadline
+ * passes (0, with the reason in why). */
+static int exchange(worker_runtime *rt, const unsigned char *pending, size_t pending_len, int64_t deadline_ms, frame *f,
+                    char *why, size_t why_len)
+{
+	int64_t heard = cm_now_ms();
+	size_t sent = 0;
+
+	for (;;) {
+		int r = parse(rt, f);
+		if (r < 0) {
+			snprintf(why, why_len, "the runtime sent a frame that is not one (over %u bytes)", FRAME_MAX);
+			return 0;
+		}
+		if (r > 0) {
+			if (f->type != 'H')
+				return 1;
+			consume(rt, f);
+			heard = cm_now_ms();
+			continue;
+		}
+		int64_t now = cm_now_ms();
+		if (deadline_ms && now >= deadline_ms) {
+			snprintf(why, why_len, "timed out");
+			return 0;
+		}
+		if (now - heard >= SILENCE_LIMIT_MS) {
+			snprintf(why, why_len, "the runtime stopped answering (no heartbeat for %d s)",
+			         SILENCE_LIMIT_MS / 1000);
+			return 0;
+		}
+		struct pollfd p[3] = {
+		        {rt->out, POLLIN, 0}, {rt->err, POLLIN, 0}, {sent < pending_len ? rt->in : -1, POLLOUT, 0}};
+		int64_t wait = SILENCE_LIMIT_MS - (now - heard);
+		if (deadline_ms && deadline_ms - now < wait)
+			wait = deadline_ms - now;
+		if (poll(p, 3, (int)wait) < 0 && errno != EINTR) {
+			snprintf(why, why_len, "poll: %s", strerror(errno));
+			return 0;
+		}
+		if (p[1].revents)
+			drain_stderr(rt);
+		if (p[2].revents & POLLOUT) {
+			ssize_t n = write(rt->in, pending + sent, pending_len - sent);
+			if (n > 0)
+				sent += (size_t)n;
+		} else if (p[2].revents & (POLLERR | POLLHUP)) {
+			snprintf(why, why_len, "the runtime closed its input");
+			return 0;
+		}
+		if (p[0].revents) {
+			char chunk[65536];
+			ssize_t n = read(rt->out, chunk, sizeof(chunk));
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+				snprintf(why, why_len, "the runtime exited");
+				return 0;
+			}
+			if (n > 0) {
+				if (cm_buf_append(&rt->rbuf, chunk, (size_t)n) != CM_OK) {
+					snprintf(why, why_len, "out of memory");
+					return 0;
+				}
+				heard = cm_now_ms();
+			}
+		}
+	}
+}
+
+/* How it ended, in words: "exited with code 3", "killed by signal 9". */
+static void ended(int status, char *out, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(out, len, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(out, len, "exited with code %d", WEXITSTATUS(status));
+}
+
+/* The runtime is done for (why): it is stopped, and the task fails saying
+ * so with its last words. The next task starts a new one. */
+static int fail_task(worker_runtime *rt, const char *why, cm_buf *out, int *ok)
+{
+	char how[64], msg[512];
+
+	int status = stop(rt, 1);
+	ended(status, how, sizeof(how));
+	snprintf(msg, sizeof(msg), "runtime %s: %s (%s; it is started again for the next task)", rt->argv[0], why, how);
+	*ok = 0;
+	const char *words = last_words(rt);
+	if (cm_buf_puts(out, msg) != CM_OK)
+		return CM_ENOMEM;
+	if (words[0] && (cm_buf_puts(out, "; its last words:\n") != CM_OK || cm_buf_puts(out, words) != CM_OK))
+		return CM_ENOMEM;
+	return CM_OK;
+}
+
+int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
+                       cm_buf *out, int *ok)
+{
+	uint64_t id = ++rt->next_id;
+	char why[256];
+	frame f;
+	unsigned char header[FRAME_HEADER];
+	cm_buf task;
+	int err;
+
+	*ok = 0;
+	if (!rt->pid) {
+		if (start(rt, why, sizeof(why)) != CM_OK)
+			return cm_buf_puts(out, why);
+		if (!exchange(rt, NULL, 0, cm_now_ms() + START_TIMEOUT_MS, &f, why, sizeof(why)))
+			return fail_task(rt, "did not start", out, ok);
+		if (f.type != 'S')
+			return fail_task(rt, "did not start with a ready frame", out, ok);
+		snprintf(rt->name, sizeof(rt->name), "%.*s", (int)f.a_len, f.a);
+		consume(rt, &f);
+	}
+	cm_buf_init(&task);
+	put_header(header, 'T', id, (uint32_t)strlen(function), (uint32_t)arg_len);
+	if (cm_buf_append(&task, header, sizeof(header)) != CM_OK || cm_buf_puts(&task, function) != CM_OK ||
+	    cm_buf_append(&task, arg, arg_len) != CM_OK) {
+		cm_buf_fini(&task);
+		return CM_ENOMEM;
+	}
+	int got = exchange(rt, (const unsigned char *)task.data, task.len,
+	                   timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, &f, why, sizeof(why));
+	cm_buf_fini(&task);
+	if (!got) {
+		if (strcmp(why, "timed out") == 0)
+			snprintf(why, sizeof(why), "timed out after %u ms", timeout_ms);
+		return fail_task(rt, why, out, ok);
+	}
+	if ((f.type != 'R' && f.type != 'E') || f.id != id)
+		return fail_task(rt, "answered with a frame it should not send", out, ok);
+	if (f.type == 'R') {
+		json_t *v = json_loadb(f.b, f.b_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		*ok = v != NULL;
+		json_decref(v);
+		err = *ok ? cm_buf_append(out, f.b, f.b_len) : cm_buf_puts(out, "the runtime's result is not JSON");
+	} else {
+		err = cm_buf_append(out, f.a, f.a_len);
+		if (err == CM_OK)
+			err = cm_buf_puts(out, ": ");
+		if (err == CM_OK)
+			err = cm_buf_append(out, f.b, f.b_len);
+	}
+	consume(rt, &f);
+	return err;
+}
