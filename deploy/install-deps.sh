@@ -10,7 +10,7 @@ packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler
   libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libcmocka-dev
-  curl jq python3 procps
+  curl jq python3 python3-cloudpickle procps
 )
 for extra in "$@"; do
   case "$extra" in

@@ -61,6 +61,6 @@ json_t *engine__pool_json(const pool *p)
 	if (o && p->spec.manager[0])
 		json_object_set_new(o, "type", json_string(p->spec.manager));
 	if (o && p->spec.runtime[0])
-		json_object_set_new(o, "runtime", json_loads(p->spec.runtime, 0, NULL));
+		json_object_set_new(o, "runtime", json_loads(p->spec.runtime, JSON_DECODE_ANY, NULL));
 	return o;
 }

@@ -142,7 +142,7 @@ static int get_bool(json_t *obj, const char *key, int *out, char *detail, size_t
 	return CM_OK;
 }
 
-/* "runtime": "python" or a command (argv), kept as a JSON argv in out. */
+/* "runtime": "python" or a command (argv), kept as JSON text in out. */
 static int get_runtime(json_t *root, char out[SPEC_RUNTIME_MAX + 1], char *detail, size_t detail_len)
 {
 	json_t *v = json_object_get(root, "runtime"), *a;
@@ -362,7 +362,7 @@ char *spec_pool_json(const pool_spec *spec)
 	if (spec->host_network >= 0)
 		json_object_set_new(o, "host_network", json_boolean(spec->host_network));
 	if (spec->runtime[0])
-		json_object_set_new(o, "runtime", json_loads(spec->runtime, 0, NULL));
+		json_object_set_new(o, "runtime", json_loads(spec->runtime, JSON_DECODE_ANY, NULL));
 	json_object_set_new(o, "volumes", vols);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);

@@ -18,8 +18,9 @@
 #define SPEC_ARG_MAX (1u << 20) /* one argument, as JSON text */
 #define SPEC_MAX_VOLUMES 16
 #define SPEC_RUNTIME_MAX 500 /* a runtime's argv, as JSON */
-/* "runtime": "python" is this program (client/python/strand/runtime.py). */
-#define SPEC_PYTHON_RUNTIME "[\"python3\",\"-m\",\"strand.runtime\"]"
+/* "runtime": "python", kept as this JSON text: the worker runs strand's
+ * Python runtime with its own Python ($STRAND_PYTHON, default python3). */
+#define SPEC_PYTHON_RUNTIME "\"python\""
 
 typedef struct pool_spec {
 	int processes;
@@ -39,7 +40,7 @@ typedef struct pool_spec {
 	char manager[300]; /* a manager: the type its one worker hosts; "" for a pool */
 	int root; /* containers run as root (only with --allow-root-containers) */
 	int host_network; /* kubernetes: pods on the node's network; -1: the gateway's default */
-	char runtime[SPEC_RUNTIME_MAX + 1]; /* the program rt: tasks run in, a JSON argv; "": none */
+	char runtime[SPEC_RUNTIME_MAX + 1]; /* rt: tasks' program: "python" or a JSON argv, as JSON; "": none */
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent

@@ -41,10 +41,16 @@ typedef struct frame {
 
 worker_runtime *worker_runtime_new(const char *argv_json)
 {
-	json_t *v = json_loads(argv_json, 0, NULL), *s;
+	json_t *v = json_loads(argv_json, JSON_DECODE_ANY, NULL), *s;
 	worker_runtime *rt = calloc(1, sizeof(*rt));
 	size_t i;
 
+	if (rt && json_is_string(v) && strcmp(json_string_value(v), "python") == 0) {
+		/* strand's Python runtime, in the worker's Python. */
+		const char *python = getenv("STRAND_PYTHON");
+		json_decref(v);
+		v = json_pack("[s, s, s]", python && python[0] ? python : "python3", "-m", "strand.runtime");
+	}
 	if (!rt || !json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > ARGV_MAX)
 		goto fail;
 	json_array_foreach (v, i, s) {

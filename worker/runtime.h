@@ -26,8 +26,10 @@
 
 typedef struct worker_runtime worker_runtime;
 
-/* argv_json: the program and its arguments, a JSON array of strings (the
- * pool's "runtime"). NULL if it is not one. Nothing starts yet. */
+/* argv_json: the pool's "runtime": the program and its arguments, a JSON
+ * array of strings, or "python" (JSON text): `$STRAND_PYTHON -m
+ * strand.runtime`, python3 by default. NULL if it is neither. Nothing
+ * starts yet. */
 worker_runtime *worker_runtime_new(const char *argv_json);
 /* Closes its stdin (a runtime exits then), kills what is left. */
 void worker_runtime_free(worker_runtime *rt);

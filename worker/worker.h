@@ -24,7 +24,7 @@ typedef struct worker_config {
 	const char *plugin_path; /* colon-separated folders, may be NULL */
 	int gateway_timeout_s; /* exit when the gateway stays away this long */
 	const char *manager; /* the type this worker hosts as a manager, or NULL */
-	const char *runtime; /* the pool's runtime (a JSON argv) for rt: tasks, or NULL */
+	const char *runtime; /* the pool's runtime for rt: tasks (JSON: "python" or an argv), or NULL */
 	const char *hub_ca_pem; /* tls+tcp:// hub: the CA to trust (PEM text), or NULL */
 	const char *hub_ca_file; /* ... or a file holding it */
 	const char *hub_server_name; /* ... and the name its certificate carries; NULL: the URL's host */
@@ -51,8 +51,8 @@ worker_fns *worker_fns_new(const char *plugin_path);
 /* Hosts a manager object: the task function "manager" calls it. Stolen. */
 struct worker_manager;
 void worker_fns_host(worker_fns *fns, struct worker_manager *m);
-/* The program rt: functions run in (runtime.h), a JSON argv; CM_EINVAL if
- * it is not one. */
+/* The program rt: functions run in (runtime.h): JSON "python" or an argv;
+ * CM_EINVAL if it is neither. */
 int worker_fns_set_runtime(worker_fns *fns, const char *argv_json);
 void worker_fns_free(worker_fns *fns);
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,

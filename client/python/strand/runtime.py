@@ -12,8 +12,9 @@ and b. NAME is one of:
                     string holding base64 of cloudpickle(return value)
 
 An exception is an error result: its type, then its message and the
-remote traceback. What the function prints goes to stderr (the pool's
-logs), so it cannot break a frame.
+remote traceback (for pickle tasks also the pickled exception, after
+EXCEPTION_MARK, so that strand.Pool raises it again). What the function
+prints goes to stderr (the pool's logs), so it cannot break a frame.
 """
 
 import base64
@@ -26,6 +27,7 @@ import time
 import traceback
 
 HEADER = struct.Struct("<cQII")
+EXCEPTION_MARK = "strand-pickled-exception: "  # strand.pool reads it
 HEARTBEAT_S = 1.0
 
 
@@ -58,6 +60,16 @@ def _run(name, arg):
         return json.dumps(base64.b64encode(cloudpickle.dumps(value)).decode("ascii")).encode()
     value = _resolve(name)(json.loads(arg))
     return json.dumps(value).encode()
+
+
+def _pickled(exc):
+    """The exception itself, for a Python caller to raise again (strand.Pool)."""
+    try:
+        import cloudpickle
+
+        return "\n%s%s" % (EXCEPTION_MARK, base64.b64encode(cloudpickle.dumps(exc)).decode("ascii"))
+    except Exception:  # not picklable: the text says what it was
+        return ""
 
 
 class _Channel:
@@ -103,6 +115,8 @@ def main():
             channel.send(b"R", ident, b"", _run(name.decode(), arg))
         except BaseException as e:  # a task's SystemExit is its error too
             detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
+            if name == b"pickle":
+                detail += _pickled(e)
             channel.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
         finally:
             channel.busy.clear()

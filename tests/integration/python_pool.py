@@ -1,0 +1,97 @@
+"""strand.Pool against a real gateway (python_pool.sh starts it), run with
+Debian's /usr/bin/python3 and its python3-cloudpickle: Python functions,
+lambdas and closures as tasks, multiprocessing's Pool interface, exact
+results, and a task's exception raised again with its remote traceback."""
+
+import sys
+import time
+import unittest
+
+import strand
+
+
+def square(x):
+    return x * x
+
+
+class Boom(Exception):
+    pass
+
+
+def explode(x):
+    if x == 3:
+        raise Boom("task %d exploded" % x)
+    return x
+
+
+class PoolTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = strand.Pool(2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.terminate()
+
+    def test_map_exact(self):
+        self.assertEqual(self.pool.map(square, range(500)), [x * x for x in range(500)])
+
+    def test_lambda_and_closure(self):
+        k = 7
+        self.assertEqual(self.pool.map(lambda x: x + k, [1, 2, 3]), [8, 9, 10])
+
+    def test_values_python_cannot_put_in_json(self):
+        out = self.pool.map(lambda x: (x, {x}, b"\x00\xff" * x), [1, 2])
+        self.assertEqual(out, [(1, {1}, b"\x00\xff"), (2, {2}, b"\x00\xff\x00\xff")])
+
+    def test_starmap_apply_async(self):
+        self.assertEqual(self.pool.starmap(pow, [(2, 3), (3, 2)]), [8, 9])
+        self.assertEqual(self.pool.apply(divmod, (17, 5)), (3, 2))
+        r = self.pool.apply_async(square, (12,))
+        r.wait(30)
+        self.assertTrue(r.ready())
+        self.assertTrue(r.successful())
+        self.assertEqual(r.get(1), 144)
+
+    def test_imap_in_order_and_unordered(self):
+        self.assertEqual(list(self.pool.imap(square, range(50))), [x * x for x in range(50)])
+        self.assertEqual(sorted(self.pool.imap_unordered(square, range(50))), [x * x for x in range(50)])
+
+    def test_exception_raised_again_with_remote_traceback(self):
+        with self.assertRaises(Boom) as caught:
+            self.pool.map(explode, range(5))
+        self.assertEqual(str(caught.exception), "task 3 exploded")
+        cause = str(caught.exception.__cause__)
+        self.assertIn("remote traceback:", cause)
+        self.assertIn("in explode", cause)
+        r = self.pool.apply_async(explode, (3,))
+        r.wait(30)
+        self.assertFalse(r.successful())
+        self.assertRaises(Boom, r.get)
+
+    def test_get_timeout(self):
+        r = self.pool.apply_async(time.sleep, (2,))
+        self.assertRaises(TimeoutError, r.get, 0.01)
+        self.assertIsNone(r.get(30))
+
+    def test_refused_request(self):
+        with self.assertRaises(strand.StrandError) as caught:
+            strand.Pool(0)
+        self.assertEqual(caught.exception.status, 400)
+        self.assertIn("processes", caught.exception.detail)
+
+
+class ContextTest(unittest.TestCase):
+    def test_with_and_close_join(self):
+        with strand.Pool(1) as p:
+            self.assertEqual(p.map(str, [1]), ["1"])
+        p = strand.Pool(1)
+        p.map(square, [1])
+        p.close()
+        p.join()
+        self.assertRaises(ValueError, p.map, square, [1])
+        p.terminate()
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main(verbosity=2))
