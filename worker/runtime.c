@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "worker/runtime.h"
+#include "worker/strand_plugin.h"
 
 #define FRAME_HEADER 17
 #define FRAME_MAX (64u << 20) /* a result bigger than this is a broken runtime */
@@ -26,6 +27,8 @@ struct worker_runtime {
 	pid_t pid; /* 0: not running */
 	int in, out, err; /* its stdin (ours to write), stdout, stderr */
 	cm_buf rbuf; /* stdout bytes not yet a whole frame */
+	cm_buf wbuf; /* frames for its stdin not yet written */
+	size_t wsent; /* ... of which written */
 	char stderr_tail[STDERR_KEEP];
 	size_t stderr_len;
 	char name[64]; /* what its ready frame said */
@@ -60,6 +63,7 @@ worker_runtime *worker_runtime_new(const char *argv_json)
 	json_decref(v);
 	rt->in = rt->out = rt->err = -1;
 	cm_buf_init(&rt->rbuf);
+	cm_buf_init(&rt->wbuf);
 	return rt;
 fail:
 	json_decref(v);
@@ -122,6 +126,7 @@ static int stop(worker_runtime *rt, int hard)
 	rt->out = rt->err = -1;
 	rt->pid = 0;
 	rt->rbuf.len = 0;
+	rt->wbuf.len = rt->wsent = 0;
 	return status;
 }
 
@@ -133,6 +138,7 @@ void worker_runtime_free(worker_runtime *rt)
 	for (size_t i = 0; rt->argv[i]; i++)
 		free(rt->argv[i]);
 	cm_buf_fini(&rt->rbuf);
+	cm_buf_fini(&rt->wbuf);
 	free(rt);
 }
 
@@ -293,14 +299,63 @@ static const char *last_words(worker_runtime *rt)
 	return rt->stderr_tail;
 }
 
-/* Writes pending (if any) while reading, until a frame other than a
- * heartbeat arrives (1), or the runtime ends, goes silent or the deadline
- * passes (0, with the reason in why). */
-static int exchange(worker_runtime *rt, const unsigned char *pending, size_t pending_len, int64_t deadline_ms, frame *f,
-                    char *why, size_t why_len)
+/* Queues a frame for its stdin. */
+static int queue_frame(worker_runtime *rt, char type, uint64_t id, const char *a, size_t a_len, const char *b,
+                       size_t b_len)
+{
+	unsigned char header[FRAME_HEADER];
+
+	put_header(header, type, id, (uint32_t)a_len, (uint32_t)b_len);
+	if (cm_buf_append(&rt->wbuf, header, sizeof(header)) != CM_OK || cm_buf_append(&rt->wbuf, a, a_len) != CM_OK ||
+	    cm_buf_append(&rt->wbuf, b, b_len) != CM_OK)
+		return CM_ENOMEM;
+	return CM_OK;
+}
+
+/* A task's call on a queue or pipe ('Q' frame: a the operation, b its JSON
+ * arguments), made through the worker's own connection to the gateway
+ * (plugin_api.c) and answered with an 'A' frame: a "ok" (b: the item, for
+ * get and recv), "empty" (nothing came within wait_ms) or "error". */
+static int relay(worker_runtime *rt, const frame *f)
+{
+	char op[16];
+	json_t *args = json_loadb(f->b, f->b_len, 0, NULL);
+	const char *queue = json_string_value(json_object_get(args, "queue"));
+	const char *pipe = json_string_value(json_object_get(args, "pipe"));
+	int end = (int)json_integer_value(json_object_get(args, "end"));
+	int wait_ms = (int)json_integer_value(json_object_get(args, "wait_ms"));
+	char *item_text = json_object_get(args, "item")
+	                          ? json_dumps(json_object_get(args, "item"), JSON_COMPACT | JSON_ENCODE_ANY)
+	                          : NULL;
+	char *got = NULL;
+	int rc = -1;
+
+	snprintf(op, sizeof(op), "%.*s", (int)(f->a_len < sizeof(op) ? f->a_len : sizeof(op) - 1), f->a);
+	if (strcmp(op, "put") == 0 && queue && item_text)
+		rc = strand_queue_put(queue, item_text);
+	else if (strcmp(op, "get") == 0 && queue)
+		rc = strand_queue_get(queue, wait_ms, &got);
+	else if (strcmp(op, "send") == 0 && pipe && item_text)
+		rc = strand_pipe_send(pipe, end, item_text);
+	else if (strcmp(op, "recv") == 0 && pipe)
+		rc = strand_pipe_recv(pipe, end, wait_ms, &got);
+	else
+		fprintf(stderr, "strand: the runtime asked for '%s', which is not a queue or pipe call\n", op);
+	const char *status = rc == 0 ? "ok" : rc == 1 ? "empty" : "error";
+	int err = queue_frame(rt, 'A', f->id, status, strlen(status), got ? got : "", got ? strlen(got) : 0);
+	free(got);
+	free(item_text);
+	json_decref(args);
+	return err;
+}
+
+/* Writes what is queued for it while reading, until a result, error or
+ * ready frame arrives (1), or the runtime ends, goes silent or the deadline
+ * passes (0, with the reason in why). Heartbeats and queue calls are
+ * handled on the way. */
+static int exchange(worker_runtime *rt, int64_t deadline_ms, frame *f, char *why, size_t why_len)
 {
 	int64_t heard = cm_now_ms();
-	size_t sent = 0;
 
 	for (;;) {
 		int r = parse(rt, f);
@@ -309,10 +364,14 @@ static int exchange(worker_runtime *rt, const unsigned char *pending, size_t pen
 			return 0;
 		}
 		if (r > 0) {
-			if (f->type != 'H')
+			if (f->type != 'H' && f->type != 'Q')
 				return 1;
+			if (f->type == 'Q' && relay(rt, f) != CM_OK) {
+				snprintf(why, why_len, "out of memory");
+				return 0;
+			}
 			consume(rt, f);
-			heard = cm_now_ms();
+			heard = cm_now_ms(); /* a queue call may have waited */
 			continue;
 		}
 		int64_t now = cm_now_ms();
@@ -325,8 +384,8 @@ static int exchange(worker_runtime *rt, const unsigned char *pending, size_t pen
 			         SILENCE_LIMIT_MS / 1000);
 			return 0;
 		}
-		struct pollfd p[3] = {
-		        {rt->out, POLLIN, 0}, {rt->err, POLLIN, 0}, {sent < pending_len ? rt->in : -1, POLLOUT, 0}};
+		int writing = rt->wsent < rt->wbuf.len;
+		struct pollfd p[3] = {{rt->out, POLLIN, 0}, {rt->err, POLLIN, 0}, {writing ? rt->in : -1, POLLOUT, 0}};
 		int64_t wait = SILENCE_LIMIT_MS - (now - heard);
 		if (deadline_ms && deadline_ms - now < wait)
 			wait = deadline_ms - now;
@@ -337,9 +396,9 @@ static int exchange(worker_runtime *rt, const unsigned char *pending, size_t pen
 		if (p[1].revents)
 			drain_stderr(rt);
 		if (p[2].revents & POLLOUT) {
-			ssize_t n = write(rt->in, pending + sent, pending_len - sent);
-			if (n > 0)
-				sent += (size_t)n;
+			ssize_t n = write(rt->in, rt->wbuf.data + rt->wsent, rt->wbuf.len - rt->wsent);
+			if (n > 0 && (rt->wsent += (size_t)n) == rt->wbuf.len)
+				rt->wbuf.len = rt->wsent = 0;
 		} else if (p[2].revents & (POLLERR | POLLHUP)) {
 			snprintf(why, why_len, "the runtime closed its input");
 			return 0;
@@ -395,31 +454,22 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
 	uint64_t id = ++rt->next_id;
 	char why[256];
 	frame f;
-	unsigned char header[FRAME_HEADER];
-	cm_buf task;
 	int err;
 
 	*ok = 0;
 	if (!rt->pid) {
 		if (start(rt, why, sizeof(why)) != CM_OK)
 			return cm_buf_puts(out, why);
-		if (!exchange(rt, NULL, 0, cm_now_ms() + START_TIMEOUT_MS, &f, why, sizeof(why)))
+		if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, &f, why, sizeof(why)))
 			return fail_task(rt, "did not start", out, ok);
 		if (f.type != 'S')
 			return fail_task(rt, "did not start with a ready frame", out, ok);
 		snprintf(rt->name, sizeof(rt->name), "%.*s", (int)f.a_len, f.a);
 		consume(rt, &f);
 	}
-	cm_buf_init(&task);
-	put_header(header, 'T', id, (uint32_t)strlen(function), (uint32_t)arg_len);
-	if (cm_buf_append(&task, header, sizeof(header)) != CM_OK || cm_buf_puts(&task, function) != CM_OK ||
-	    cm_buf_append(&task, arg, arg_len) != CM_OK) {
-		cm_buf_fini(&task);
+	if (queue_frame(rt, 'T', id, function, strlen(function), arg, arg_len) != CM_OK)
 		return CM_ENOMEM;
-	}
-	int got = exchange(rt, (const unsigned char *)task.data, task.len,
-	                   timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, &f, why, sizeof(why));
-	cm_buf_fini(&task);
+	int got = exchange(rt, timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, &f, why, sizeof(why));
 	if (!got) {
 		if (strcmp(why, "timed out") == 0)
 			snprintf(why, sizeof(why), "timed out after %u ms", timeout_ms);

@@ -12,6 +12,9 @@
  *                      'E' error id         a: the error's type, b: its message
  *                                           and the remote traceback
  *                      'H' heartbeat        at least every 2 s while a task runs
+ *                      'Q' queue call id    a: put, get, send or recv; b: its JSON
+ *                                           ({queue|pipe, end, item, wait_ms})
+ *   worker -> runtime  'A' its answer id    a: ok, empty or error; b: the item
  * A runtime that exits, stops beating for 10 s or sends a frame that is not
  * one of these fails the task with its last stderr lines, and is started
  * again for the next one. Runs on the worker's executor thread only.

@@ -81,6 +81,48 @@ class PoolTest(unittest.TestCase):
         self.assertIn("processes", caught.exception.detail)
 
 
+class QueueTest(unittest.TestCase):
+    """Queues and pipes made in the caller and passed to tasks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = strand.Pool(2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.terminate()
+
+    def test_tasks_put_the_caller_gets(self):
+        q = strand.SimpleQueue()
+        self.pool.map(lambda i: q.put({"i": i, "sq": i * i}), range(6))
+        got = sorted((q.get(timeout=10) for _ in range(6)), key=lambda d: d["i"])
+        self.assertEqual(got, [{"i": i, "sq": i * i} for i in range(6)])
+        self.assertTrue(q.empty())
+        self.assertRaises(TimeoutError, q.get, 0.2)
+
+    def test_the_caller_puts_a_task_gets(self):
+        q = strand.SimpleQueue()
+        q.put(("hello", b"\x00"))
+        self.assertEqual(self.pool.apply(lambda: q.get(timeout=10)), ("hello", b"\x00"))
+        # Nothing there: the task's get times out, as the caller's would.
+        self.assertEqual(self.pool.apply(lambda: _timed_out(q)), "timed out")
+
+    def test_pipe_between_caller_and_task(self):
+        a, b = strand.Pipe()
+        r = self.pool.apply_async(lambda: b.send(b.recv(timeout=10) * 2))
+        a.send(21)
+        self.assertEqual(a.recv(timeout=10), 42)
+        self.assertIsNone(r.get(10))
+
+
+def _timed_out(q):
+    try:
+        q.get(timeout=0.2)
+        return "got something"
+    except TimeoutError:
+        return "timed out"
+
+
 class ContextTest(unittest.TestCase):
     def test_with_and_close_join(self):
         with strand.Pool(1) as p:

@@ -10,7 +10,7 @@ workers; they and their arguments travel as cloudpickle bytes."""
 
 from .gateway import StrandError, init
 
-__all__ = ["init", "Pool", "AsyncResult", "StrandError", "RemoteError", "RemoteTraceback"]
+__all__ = ["init", "Pool", "AsyncResult", "StrandError", "RemoteError", "RemoteTraceback", "SimpleQueue", "Pipe"]
 
 
 def __getattr__(name):
@@ -20,4 +20,8 @@ def __getattr__(name):
         from . import pool
 
         return getattr(pool, name)
+    if name in ("SimpleQueue", "Pipe"):
+        from . import queues
+
+        return getattr(queues, name)
     raise AttributeError("module 'strand' has no attribute %r" % name)

@@ -99,6 +99,18 @@ def main():
     sys.stdout = sys.stderr
     channel.send(b"S", 0, b"python", sys.version.split()[0].encode())
     threading.Thread(target=channel.beat, daemon=True).start()
+
+    def read_frame():
+        header = _read_exact(stdin, HEADER.size)
+        if header is None:
+            raise EOFError("the worker closed the runtime's input")
+        kind, ident, a_len, b_len = HEADER.unpack(header)
+        return kind, ident, _read_exact(stdin, a_len), _read_exact(stdin, b_len)
+
+    # Queues and pipes passed to a task reach the gateway through the worker.
+    from strand import _worker
+
+    _worker.line = (channel.send, read_frame)
     while True:
         header = _read_exact(stdin, HEADER.size)
         if header is None:

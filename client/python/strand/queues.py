@@ -1,0 +1,110 @@
+"""strand.SimpleQueue and strand.Pipe: multiprocessing's queue and pipe as
+gateway objects. Made in the caller (over HTTP), they can be passed to
+tasks: inside a worker they carry only their id and reach the gateway
+through the worker. Items are Python objects, as base64 of their
+cloudpickle bytes (a REST client sees those strings)."""
+
+import base64
+import time
+
+from . import _worker
+from . import gateway as _gateway
+
+WAIT_S = 30
+
+
+def _enc(obj):
+    import cloudpickle
+
+    return base64.b64encode(cloudpickle.dumps(obj)).decode("ascii")
+
+
+def _dec(text):
+    import cloudpickle
+
+    return cloudpickle.loads(base64.b64decode(text))
+
+
+class QueueError(Exception):
+    """A queue or pipe call failed inside a worker (its log says why)."""
+
+
+def _take(gw, path, relay_op, timeout, **relay_args):
+    """One item from a queue or pipe end, waiting up to timeout (None:
+    forever); queue.Empty-like TimeoutError when nothing came."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
+        if _worker.inside():
+            status, item = _worker.call(relay_op, wait_ms=int(left * 1000), **relay_args)
+            if status == "error":
+                raise QueueError("strand: the %s call failed (see the worker's log)" % relay_op)
+            if status == "ok":
+                import json
+
+                return _dec(json.loads(item))
+        else:
+            page = gw.request("GET", "%s?max=1&wait=%d" % (path, int(left)))
+            if page["items"]:
+                return _dec(page["items"][0])
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError("nothing came within %s s" % timeout)
+
+
+class SimpleQueue:
+    def __init__(self, gateway=None):
+        self._gw = gateway or _gateway.default()
+        self.id = self._gw.request("POST", "/v1/queues")["id"]
+
+    def __getstate__(self):
+        return {"id": self.id}
+
+    def __setstate__(self, state):
+        self.id = state["id"]
+        self._gw = None if _worker.inside() else _gateway.default()
+
+    def put(self, obj):
+        if _worker.inside():
+            if _worker.call("put", queue=self.id, item=_enc(obj))[0] != "ok":
+                raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
+        else:
+            self._gw.request("POST", "/v1/queues/%s/items" % self.id, {"item": _enc(obj)})
+
+    def get(self, timeout=None):
+        return _take(self._gw, "/v1/queues/%s/items" % self.id, "get", timeout, queue=self.id)
+
+    def empty(self):
+        return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
+
+
+class Connection:
+    """One end of a Pipe: send and recv, as multiprocessing's Connection."""
+
+    def __init__(self, pipe, end, gw):
+        self.pipe, self.end, self._gw = pipe, end, gw
+
+    def __getstate__(self):
+        return {"pipe": self.pipe, "end": self.end}
+
+    def __setstate__(self, state):
+        self.pipe, self.end = state["pipe"], state["end"]
+        self._gw = None if _worker.inside() else _gateway.default()
+
+    def send(self, obj):
+        if _worker.inside():
+            if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj))[0] != "ok":
+                raise QueueError("strand: send on %s failed (see the worker's log)" % self.pipe)
+        else:
+            self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj)})
+
+    def recv(self, timeout=None):
+        path = "/v1/pipes/%s/ends/%d/recv" % (self.pipe, self.end)
+        return _take(self._gw, path, "recv", timeout, pipe=self.pipe, end=self.end)
+
+
+def Pipe(duplex=True, gateway=None):
+    """Two Connections; with duplex False the first only receives and the
+    second only sends, as in multiprocessing."""
+    gw = gateway or _gateway.default()
+    pipe = gw.request("POST", "/v1/pipes", {"duplex": duplex})["id"]
+    return Connection(pipe, 0, gw), Connection(pipe, 1, gw)
