@@ -31,7 +31,6 @@ struct worker_runtime {
 	size_t wsent; /* ... of which written */
 	char stderr_tail[STDERR_KEEP];
 	size_t stderr_len;
-	char name[64]; /* what its ready frame said */
 	uint64_t next_id; /* the next task's frame id */
 };
 
@@ -353,7 +352,7 @@ static int relay(worker_runtime *rt, const frame *f)
  * ready frame arrives (1), or the runtime ends, goes silent or the deadline
  * passes (0, with the reason in why). Heartbeats and queue calls are
  * handled on the way. */
-static int exchange(worker_runtime *rt, int64_t deadline_ms, frame *f, char *why, size_t why_len)
+static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, frame *f, char *why, size_t why_len)
 {
 	int64_t heard = cm_now_ms();
 
@@ -379,14 +378,14 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, frame *f, char *why
 			snprintf(why, why_len, "timed out");
 			return 0;
 		}
-		if (now - heard >= SILENCE_LIMIT_MS) {
+		if (now - heard >= silence_ms) {
 			snprintf(why, why_len, "the runtime stopped answering (no heartbeat for %d s)",
-			         SILENCE_LIMIT_MS / 1000);
+			         silence_ms / 1000);
 			return 0;
 		}
 		int writing = rt->wsent < rt->wbuf.len;
 		struct pollfd p[3] = {{rt->out, POLLIN, 0}, {rt->err, POLLIN, 0}, {writing ? rt->in : -1, POLLOUT, 0}};
-		int64_t wait = SILENCE_LIMIT_MS - (now - heard);
+		int64_t wait = silence_ms - (now - heard);
 		if (deadline_ms && deadline_ms - now < wait)
 			wait = deadline_ms - now;
 		if (poll(p, 3, (int)wait) < 0 && errno != EINTR) {
@@ -460,16 +459,16 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
 	if (!rt->pid) {
 		if (start(rt, why, sizeof(why)) != CM_OK)
 			return cm_buf_puts(out, why);
-		if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, &f, why, sizeof(why)))
+		if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)))
 			return fail_task(rt, "did not start", out, ok);
 		if (f.type != 'S')
 			return fail_task(rt, "did not start with a ready frame", out, ok);
-		snprintf(rt->name, sizeof(rt->name), "%.*s", (int)f.a_len, f.a);
 		consume(rt, &f);
 	}
 	if (queue_frame(rt, 'T', id, function, strlen(function), arg, arg_len) != CM_OK)
 		return CM_ENOMEM;
-	int got = exchange(rt, timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, &f, why, sizeof(why));
+	int got = exchange(rt, timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, SILENCE_LIMIT_MS, &f, why,
+	                   sizeof(why));
 	if (!got) {
 		if (strcmp(why, "timed out") == 0)
 			snprintf(why, sizeof(why), "timed out after %u ms", timeout_ms);

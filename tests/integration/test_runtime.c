@@ -133,6 +133,21 @@ static void test_runtime_that_cannot_start(void **state)
 	json_decref(items);
 }
 
+/* A runtime of the pool's own (a command): one that says it is ready and
+ * then never answers nor beats fails its task after 10 s of silence. */
+static void test_silent_runtime(void **state)
+{
+	(void)state;
+	json_t *items = map_on("{\"processes\":1,\"runtime\":[\"python3\",\"-c\",\"import struct,sys,time;"
+	                       "sys.stdout.buffer.write(struct.pack('<cQII',b'S',0,4,0)+b'mute');"
+	                       "sys.stdout.flush();time.sleep(600)\"]}",
+	                       "rt:anything", json_pack("[i]", 1), NULL);
+	const char *e = error_of(items, 0);
+	if (!strstr(e, "runtime python3: the runtime stopped answering (no heartbeat for 10 s) (killed by signal 9"))
+		fail_msg("not a silent runtime's end: %s", e);
+	json_decref(items);
+}
+
 static void test_refusals(void **state)
 {
 	static const char *const no_commands[] = {"--no-commands", NULL};
@@ -170,6 +185,7 @@ int main(void)
 	        cmocka_unit_test(test_exception_carries_type_and_traceback),
 	        cmocka_unit_test(test_runtime_death_fails_its_task_only),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
+	        cmocka_unit_test(test_silent_runtime),
 	        cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests_name("runtime", tests, setup, teardown);
