@@ -4,7 +4,8 @@
 # from anywhere else. Skips apt entirely when everything is already there.
 #   deploy/install-deps.sh [docker] [test]
 #     docker: also the Docker engine and docker-compose, for the docker backend
-#     test:   also clang and its libFuzzer runtime, for tests/fuzz
+#     test:   also clang and its libFuzzer runtime, for tests/fuzz; openssl
+#             for test certificates; gdb, to show where a hung gateway is
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -15,7 +16,7 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
   docker) packages+=(docker.io docker-compose) ;;
-  test) packages+=(clang libclang-rt-14-dev openssl) ;;
+  test) packages+=(clang libclang-rt-14-dev openssl gdb) ;;
   *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
   esac
 done

@@ -183,15 +183,34 @@ void gateway_kill(gateway *g)
 	g->pid = 0;
 }
 
+/* How long a gateway may take to stop after SIGTERM before the test calls
+ * it hung: far above any clean stop, far below ctest's timeout. */
+#define STOP_LIMIT_MS 60000
+
 int gateway_stop(gateway *g)
 {
 	int status = -1;
+	pid_t r = 0;
 
 	if (g->pid <= 0)
 		return 0;
 	kill(g->pid, SIGTERM);
-	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
-		;
+	for (int64_t t0 = cm_now_ms(); cm_now_ms() - t0 < STOP_LIMIT_MS; usleep(10000))
+		if ((r = waitpid(g->pid, &status, WNOHANG)) != 0 && !(r < 0 && errno == EINTR))
+			break;
+	if (r == 0) {
+		/* Hung: where each thread is goes into the log (gdb, where it is
+		 * installed), then it is killed and the test fails on its status. */
+		char cmd[1400];
+		print_message("the gateway (pid %d) did not stop within %d s of SIGTERM; its threads are in %s\n",
+		              (int)g->pid, STOP_LIMIT_MS / 1000, g->log);
+		snprintf(cmd, sizeof(cmd), "gdb -batch -p %d -ex 'thread apply all bt' >>'%s' 2>&1", (int)g->pid,
+		         g->log);
+		if (system(cmd) != 0)
+			print_message("(no gdb to show them)\n");
+		kill(g->pid, SIGKILL);
+		waitpid(g->pid, &status, 0);
+	}
 	track(g->pid, 0);
 	g->pid = 0;
 	return status;
