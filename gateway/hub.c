@@ -367,11 +367,14 @@ static void on_aio(void *arg)
 			slot_recv(s);
 			return;
 		}
-		on_frame(s, nng_aio_get_msg(s->aio));
+		nng_msg *msg = nng_aio_get_msg(s->aio);
+		nng_aio_set_msg(s->aio, NULL); /* on_frame owns it now */
+		on_frame(s, msg);
 		return;
 	case SLOT_SEND:
 		if (rv != 0) {
 			nng_msg_free(nng_aio_get_msg(s->aio));
+			nng_aio_set_msg(s->aio, NULL);
 			if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 				return;
 		}
@@ -478,10 +481,21 @@ void hub_free(hub *h)
 	if (!h)
 		return;
 	/* Every slot the engine held was answered when it stopped, so the
-	 * contexts are idle or receiving: closing aborts those receives. */
+	 * contexts are receiving or sending a refusal. Their operations are
+	 * stopped first (a stopped aio takes no new one, and on_aio does not
+	 * start one after a cancel), then the contexts closed, and only then
+	 * the socket: nng_close with a context still cycling under a storm of
+	 * frames could wait forever (seen in test_rogue_worker). */
+	for (int i = 0; i < h->nslots; i++)
+		nng_aio_stop(h->slots[i].aio);
+	for (int i = 0; i < h->nslots; i++)
+		nng_ctx_close(h->slots[i].ctx);
 	nng_close(h->sock);
 	for (int i = 0; i < h->nslots; i++) {
-		nng_aio_stop(h->slots[i].aio);
+		/* A refusal that a stopped aio never sent is still ours. */
+		nng_msg *unsent = nng_aio_get_msg(h->slots[i].aio);
+		if (unsent)
+			nng_msg_free(unsent);
 		nng_aio_free(h->slots[i].aio);
 		slot_release(&h->slots[i]);
 	}
