@@ -37,7 +37,6 @@
 
 #define API "http://docker/v1.41"
 #define POLL_MS 200
-#define REPLY_MAX (8u << 20)
 
 typedef struct docker {
 	backend base; /* first: the engine holds a backend * */
@@ -47,15 +46,6 @@ typedef struct docker {
 	json_t *list; /* the last container list, or NULL */
 	int64_t list_at;
 } docker;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-	cm_buf *b = ctx;
-
-	if (b->len + size * n > REPLY_MAX || cm_buf_append(b, p, size * n) != CM_OK)
-		return 0;
-	return size * n;
-}
 
 /* One call. body is borrowed (may be NULL); *reply is the body as it came.
  * Returns the HTTP status, or 0 with the reason in detail when the daemon
@@ -76,7 +66,7 @@ static long call(docker *d, const char *method, const char *path, json_t *body, 
 	curl_easy_setopt(d->curl, CURLOPT_URL, url);
 	curl_easy_setopt(d->curl, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, backend_reply_collect);
 	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, reply);
 	curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, d->timeout_s);
 	curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);

@@ -37,7 +37,6 @@
 #include "gateway/backend.h"
 #include "gateway/backend_json.h"
 
-#define REPLY_MAX (16u << 20)
 #define NAME_MAX_LEN 64
 #define UNPRIVILEGED_UID 65534
 /* A pod this gateway just created is known before the watch reports it,
@@ -71,15 +70,6 @@ typedef struct k8s {
 } k8s;
 
 /* ---- HTTP ------------------------------------------------------------------ */
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-	cm_buf *b = ctx;
-
-	if (b->len + size * n > REPLY_MAX || cm_buf_append(b, p, size * n) != CM_OK)
-		return 0;
-	return size * n;
-}
 
 /* The server's certificate is checked against the configured CA (a file
  * or PEM bytes); a client certificate signs in where the kubeconfig gave one.
@@ -122,7 +112,7 @@ static long call_with(k8s *k, CURL *c, const char *method, const char *path, jso
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, backend_reply_collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, k->timeout_s);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -273,22 +263,27 @@ static void watch_event(watch_ctx *w, const char *text, size_t len)
 	json_decref(ev);
 }
 
-/* The stream: one JSON event per line. */
+/* The stream: one JSON event per line (a line over BACKEND_REPLY_MAX
+ * fails the watch, which then lists again). */
 static size_t on_watch_data(char *p, size_t size, size_t n, void *ctx)
 {
 	watch_ctx *w = ctx;
+	size_t len = size * n, at = 0;
 
-	for (size_t i = 0; i < size * n; i++) {
-		if (p[i] != '\n') {
-			if (w->line.len < REPLY_MAX && cm_buf_append(&w->line, &p[i], 1) != CM_OK)
-				return 0;
-			continue;
-		}
+	while (at < len) {
+		const char *nl = memchr(p + at, '\n', len - at);
+		size_t span = nl ? (size_t)(nl - (p + at)) : len - at;
+		if (w->line.len + span > BACKEND_REPLY_MAX || cm_buf_append(&w->line, p + at, span) != CM_OK)
+			return 0;
+		at += span;
+		if (!nl)
+			break;
+		at++; /* the newline */
 		if (w->line.len)
 			watch_event(w, w->line.data, w->line.len);
 		w->line.len = 0;
 	}
-	return size * n;
+	return len;
 }
 
 static int on_watch_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "worker/child.h"
 #include "worker/manager.h"
 #include "worker/runtime.h"
 #include "worker/strand_plugin.h"
@@ -267,15 +268,14 @@ static int64_t mono_ms(void)
 static int run_exec(char *const *command, size_t ncommand, const char *arg, size_t arg_len, unsigned timeout_ms,
                     cm_buf *out, int *ok)
 {
-	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1};
-	char **argv = NULL;
+	worker_child ch;
+	char **argv = NULL, why[128];
 	cm_buf so, se;
 	size_t written = 0;
 	int status = 0;
 	int timed_out = 0;
 	int err = CM_OK;
 	int64_t deadline = timeout_ms ? mono_ms() + timeout_ms : 0;
-	pid_t pid;
 
 	cm_buf_init(&so);
 	cm_buf_init(&se);
@@ -286,41 +286,24 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 		return CM_ENOMEM;
 	for (size_t i = 0; i < ncommand; i++)
 		argv[i] = command[i];
-	if (pipe2(in, O_CLOEXEC) || pipe2(o, O_CLOEXEC) || pipe2(e, O_CLOEXEC)) {
-		err = set_error(out, ok, "exec: pipe: %s", strerror(errno));
-		goto out;
+	if (worker_child_start(argv, NULL, &ch, why, sizeof(why)) != CM_OK) {
+		free(argv);
+		return set_error(out, ok, "exec: %s", why);
 	}
-	pid = fork();
-	if (pid < 0) {
-		err = set_error(out, ok, "exec: fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		execvp(argv[0], argv);
-		dprintf(2, "cannot run %s: %s", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(in[0]);
-	close(o[1]);
-	close(e[1]);
-	in[0] = o[1] = e[1] = -1;
-	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	fcntl(ch.in, F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 	if (arg_len == 0) {
-		close(in[1]);
-		in[1] = -1;
+		close(ch.in);
+		ch.in = -1;
 	}
-	while (o[0] >= 0 || e[0] >= 0) {
-		struct pollfd p[3] = {{o[0], POLLIN, 0}, {e[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
+	while (ch.out >= 0 || ch.err >= 0) {
+		struct pollfd p[3] = {{ch.out, POLLIN, 0}, {ch.err, POLLIN, 0}, {ch.in, POLLOUT, 0}};
 		int wait_ms = -1;
 		char chunk[65536];
 		if (deadline) {
 			int64_t left = deadline - mono_ms();
 			if (left <= 0) {
-				kill(pid, SIGKILL);
+				kill(ch.pid, SIGKILL);
 				timed_out = 1;
 				break;
 			}
@@ -329,16 +312,16 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 		if (poll(p, 3, wait_ms) < 0 && errno != EINTR)
 			break;
 		if (p[2].revents) {
-			ssize_t n = write(in[1], arg + written, arg_len - written);
+			ssize_t n = write(ch.in, arg + written, arg_len - written);
 			if (n > 0)
 				written += (size_t)n;
 			if (n < 0 || written == arg_len) {
-				close(in[1]);
-				in[1] = -1;
+				close(ch.in);
+				ch.in = -1;
 			}
 		}
 		for (int i = 0; i < 2; i++) {
-			int *fd = i == 0 ? &o[0] : &e[0];
+			int *fd = i == 0 ? &ch.out : &ch.err;
 			cm_buf *b = i == 0 ? &so : &se;
 			ssize_t n;
 			if (!p[i].revents)
@@ -355,20 +338,20 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 				se.len = STDERR_TAIL / 2;
 			}
 			if (i == 0 && so.len + (size_t)n > RESULT_MAX) {
-				kill(pid, SIGKILL);
+				kill(ch.pid, SIGKILL);
 				err = set_error(out, ok, "exec: stdout over the %u byte cap", RESULT_MAX);
-				waitpid(pid, &status, 0);
+				waitpid(ch.pid, &status, 0);
 				goto out;
 			}
 			if (cm_buf_append(b, chunk, (size_t)n) != CM_OK) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &status, 0);
+				kill(ch.pid, SIGKILL);
+				waitpid(ch.pid, &status, 0);
 				err = CM_ENOMEM;
 				goto out;
 			}
 		}
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(ch.pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (timed_out) {
 		err = set_error(out, ok, "exec: timed out after %u ms", timeout_ms);
@@ -385,14 +368,7 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 		err = cm_buf_append(out, so.data, so.len);
 	}
 out:
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (o[i] >= 0)
-			close(o[i]);
-		if (e[i] >= 0)
-			close(e[i]);
-	}
+	worker_child_close(&ch);
 	cm_buf_fini(&so);
 	cm_buf_fini(&se);
 	free(argv);

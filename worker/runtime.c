@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "worker/child.h"
 #include "worker/runtime.h"
 #include "worker/strand_plugin.h"
 
@@ -24,8 +25,7 @@
 
 struct worker_runtime {
 	char *argv[ARGV_MAX + 1];
-	pid_t pid; /* 0: not running */
-	int in, out, err; /* its stdin (ours to write), stdout, stderr */
+	worker_child child; /* pid -1: not running */
 	cm_buf rbuf; /* stdout bytes not yet a whole frame */
 	cm_buf wbuf; /* frames for its stdin not yet written */
 	size_t wsent; /* ... of which written */
@@ -60,7 +60,7 @@ worker_runtime *worker_runtime_new(const char *argv_json)
 			goto fail;
 	}
 	json_decref(v);
-	rt->in = rt->out = rt->err = -1;
+	rt->child = (worker_child){.pid = -1, .in = -1, .out = -1, .err = -1};
 	cm_buf_init(&rt->rbuf);
 	cm_buf_init(&rt->wbuf);
 	return rt;
@@ -92,7 +92,7 @@ static void drain_stderr(worker_runtime *rt)
 	char chunk[4096];
 	ssize_t n;
 
-	while (rt->err >= 0 && (n = read(rt->err, chunk, sizeof(chunk))) > 0) {
+	while (rt->child.err >= 0 && (n = read(rt->child.err, chunk, sizeof(chunk))) > 0) {
 		keep_stderr(rt, chunk, (size_t)n);
 		if (write(STDERR_FILENO, chunk, (size_t)n) < 0) {
 			/* the worker's own stderr is gone: nothing to tell */
@@ -104,26 +104,24 @@ static void drain_stderr(worker_runtime *rt)
  * reaps it; returns how it ended as waitpid's status. */
 static int stop(worker_runtime *rt, int hard)
 {
+	pid_t pid = rt->child.pid;
 	int status = 0;
 
-	if (!rt->pid)
+	if (pid <= 0)
 		return 0;
-	if (rt->in >= 0)
-		close(rt->in);
-	rt->in = -1;
+	close(rt->child.in);
+	rt->child.in = -1;
 	if (hard)
-		kill(rt->pid, SIGKILL);
-	for (int i = 0; !hard && i < 100 && waitpid(rt->pid, &status, WNOHANG) == 0; i++)
+		kill(pid, SIGKILL);
+	for (int i = 0; !hard && i < 100 && waitpid(pid, &status, WNOHANG) == 0; i++)
 		usleep(20000);
-	if (waitpid(rt->pid, &status, WNOHANG) == 0) {
-		kill(rt->pid, SIGKILL);
-		waitpid(rt->pid, &status, 0);
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
 	}
 	drain_stderr(rt);
-	close(rt->out);
-	close(rt->err);
-	rt->out = rt->err = -1;
-	rt->pid = 0;
+	worker_child_close(&rt->child);
+	rt->child.pid = -1;
 	rt->rbuf.len = 0;
 	rt->wbuf.len = rt->wsent = 0;
 	return status;
@@ -180,60 +178,25 @@ static void runtime_env_free(char **env)
 
 static int start(worker_runtime *rt, char *why, size_t why_len)
 {
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-	char **env = runtime_env();
+	char **env = runtime_env(), detail[128];
+	int err;
 
 	if (!env) {
 		snprintf(why, why_len, "cannot start the runtime: out of memory");
 		return CM_ENOMEM;
 	}
-	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-		snprintf(why, why_len, "cannot start the runtime: pipe: %s", strerror(errno));
-		goto fail;
-	}
-	rt->pid = fork();
-	if (rt->pid < 0) {
-		rt->pid = 0;
-		snprintf(why, why_len, "cannot start the runtime: fork: %s", strerror(errno));
-		goto fail;
-	}
-	if (rt->pid == 0) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		dup2(err[1], STDERR_FILENO);
-		signal(SIGPIPE, SIG_DFL);
-		execvpe(rt->argv[0], rt->argv, env);
-		const char *e = strerror(errno);
-		if (write(STDERR_FILENO, "cannot run ", 11) < 0 ||
-		    write(STDERR_FILENO, rt->argv[0], strlen(rt->argv[0])) < 0 || write(STDERR_FILENO, ": ", 2) < 0 ||
-		    write(STDERR_FILENO, e, strlen(e)) < 0 || write(STDERR_FILENO, "\n", 1) < 0)
-			_exit(127);
-		_exit(127);
-	}
+	err = worker_child_start(rt->argv, env, &rt->child, detail, sizeof(detail));
 	runtime_env_free(env);
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	rt->in = in[1];
-	rt->out = out[0];
-	rt->err = err[0];
-	fcntl(rt->in, F_SETFL, O_NONBLOCK);
-	fcntl(rt->out, F_SETFL, O_NONBLOCK);
-	fcntl(rt->err, F_SETFL, O_NONBLOCK);
+	if (err != CM_OK) {
+		snprintf(why, why_len, "cannot start the runtime: %s", detail);
+		return err;
+	}
+	fcntl(rt->child.in, F_SETFL, O_NONBLOCK);
+	fcntl(rt->child.out, F_SETFL, O_NONBLOCK);
+	fcntl(rt->child.err, F_SETFL, O_NONBLOCK);
 	rt->stderr_len = 0;
 	rt->rbuf.len = 0;
 	return CM_OK;
-fail:
-	runtime_env_free(env);
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-		if (err[i] >= 0)
-			close(err[i]);
-	}
-	return CM_EIO;
 }
 
 static uint64_t le64(const unsigned char *p)
@@ -384,7 +347,9 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 			return 0;
 		}
 		int writing = rt->wsent < rt->wbuf.len;
-		struct pollfd p[3] = {{rt->out, POLLIN, 0}, {rt->err, POLLIN, 0}, {writing ? rt->in : -1, POLLOUT, 0}};
+		struct pollfd p[3] = {{rt->child.out, POLLIN, 0},
+		                      {rt->child.err, POLLIN, 0},
+		                      {writing ? rt->child.in : -1, POLLOUT, 0}};
 		int64_t wait = silence_ms - (now - heard);
 		if (deadline_ms && deadline_ms - now < wait)
 			wait = deadline_ms - now;
@@ -395,7 +360,7 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 		if (p[1].revents)
 			drain_stderr(rt);
 		if (p[2].revents & POLLOUT) {
-			ssize_t n = write(rt->in, rt->wbuf.data + rt->wsent, rt->wbuf.len - rt->wsent);
+			ssize_t n = write(rt->child.in, rt->wbuf.data + rt->wsent, rt->wbuf.len - rt->wsent);
 			if (n > 0 && (rt->wsent += (size_t)n) == rt->wbuf.len)
 				rt->wbuf.len = rt->wsent = 0;
 		} else if (p[2].revents & (POLLERR | POLLHUP)) {
@@ -404,7 +369,7 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 		}
 		if (p[0].revents) {
 			char chunk[65536];
-			ssize_t n = read(rt->out, chunk, sizeof(chunk));
+			ssize_t n = read(rt->child.out, chunk, sizeof(chunk));
 			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 				snprintf(why, why_len, "the runtime exited");
 				return 0;
@@ -456,7 +421,7 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
 	int err;
 
 	*ok = 0;
-	if (!rt->pid) {
+	if (rt->child.pid <= 0) {
 		if (start(rt, why, sizeof(why)) != CM_OK)
 			return cm_buf_puts(out, why);
 		if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)))

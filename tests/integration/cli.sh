@@ -11,17 +11,6 @@ dir=$(mktemp -d /tmp/strand-test-cli-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir" || exit 1
 strand="$bin/strand"
-fails=0
-passes=0
-check() { # check NAME EXPECTED ACTUAL
-  if [ "$2" != "$3" ]; then
-    echo "FAIL $1: expected [$2], got [$3]"
-    fails=$((fails + 1))
-  else
-    echo "ok   $1"
-    passes=$((passes + 1))
-  fi
-}
 
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
 "$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
@@ -59,5 +48,4 @@ id=$("$strand" run -- sleep 30)
 out=$("$strand" kill "$id"); check "kill" "$id exited with code 143" "$out"
 "$strand" run >/dev/null 2>&1; check "run without a command" 2 $?
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_passed

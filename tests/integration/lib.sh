@@ -1,5 +1,6 @@
-# Shared by the shell tests: ports, and a gateway that retries elsewhere
-# when its ports are taken (tests run in parallel). Loopback only.
+# Shared by the shell tests: ports, a gateway that retries elsewhere when
+# its ports are taken (tests run in parallel), and checks that count.
+# Loopback only.
 
 # Prints a port P such that P and P+1 accept no connection now.
 free_ports() {
@@ -73,4 +74,22 @@ stop_gateway() {
     wait "$GATEWAY_PID" 2>/dev/null || true
     GATEWAY_PID=""
   fi
+}
+
+# check NAME EXPECTED ACTUAL: one line ok or FAIL, counted; checks_passed
+# prints the count and fails if any check did.
+CHECK_FAILS=0
+CHECK_PASSES=0
+check() {
+  if [ "$2" != "$3" ]; then
+    echo "FAIL $1: expected [$2], got [$3]"
+    CHECK_FAILS=$((CHECK_FAILS + 1))
+  else
+    echo "ok   $1"
+    CHECK_PASSES=$((CHECK_PASSES + 1))
+  fi
+}
+checks_passed() {
+  echo "$CHECK_PASSES passed, $CHECK_FAILS failed"
+  [ "$CHECK_FAILS" -eq 0 ]
 }

@@ -582,28 +582,6 @@ static void test_manager_and_ring_on_kubernetes(void **state)
 	gateway_cleanup(&g);
 }
 
-/* strand-gateway with these flags (and a database in a folder of its own):
- * all it printed, then "exit=N". */
-static char *gateway_output(const char *flags)
-{
-	char cmd[2048], line[512], dir[] = "/tmp/strand-k8s-cfg-XXXXXX";
-	cm_buf out;
-	FILE *p;
-
-	assert_non_null(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd),
-	         "%s/strand-gateway --http 127.0.0.1:0 --hub tcp://127.0.0.1:0 --db %s/strand.db %s 2>&1; echo "
-	         "exit=$?; rm -rf '%s'",
-	         STRAND_BIN_DIR, dir, flags, dir);
-	assert_non_null(p = popen(cmd, "r"));
-	cm_buf_init(&out);
-	while (fgets(line, sizeof(line), p))
-		assert_int_equal(cm_buf_append(&out, line, strlen(line)), CM_OK);
-	pclose(p);
-	assert_int_equal(cm_buf_append(&out, "", 1), CM_OK);
-	return out.data;
-}
-
 static void expect_start_refused(const char *flags, const char *words, const char *secret)
 {
 	char *out = gateway_output(flags);

@@ -183,6 +183,26 @@ void gateway_kill(gateway *g)
 	g->pid = 0;
 }
 
+char *gateway_output(const char *flags)
+{
+	char cmd[2048], line[512], dir[] = "/tmp/strand-start-XXXXXX";
+	cm_buf out;
+	FILE *p;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+	         "%s/strand-gateway --http 127.0.0.1:0 --hub tcp://127.0.0.1:0 --db %s/strand.db %s 2>&1; echo "
+	         "exit=$?; rm -rf '%s'",
+	         STRAND_BIN_DIR, dir, flags, dir);
+	assert_non_null(p = popen(cmd, "r"));
+	cm_buf_init(&out);
+	while (fgets(line, sizeof(line), p))
+		assert_int_equal(cm_buf_append(&out, line, strlen(line)), CM_OK);
+	pclose(p);
+	assert_int_equal(cm_buf_append(&out, "", 1), CM_OK);
+	return out.data;
+}
+
 /* How long a gateway may take to stop after SIGTERM before the test calls
  * it hung: far above any clean stop, far below ctest's timeout. */
 #define STOP_LIMIT_MS 60000

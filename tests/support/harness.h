@@ -44,6 +44,10 @@ void gateway_restart(gateway *g);
 void gateway_kill(gateway *g);
 /* SIGTERM and wait; returns the exit status as waitpid gives it. */
 int gateway_stop(gateway *g);
+/* Runs strand-gateway with these flags (after loopback addresses and a
+ * database in a folder of its own, which they may override) for a start it
+ * should refuse: all it printed, then "exit=N". free() it. */
+char *gateway_output(const char *flags);
 /* Removes the temporary folder. */
 void gateway_cleanup(gateway *g);
 

@@ -27,8 +27,10 @@ class RemoteError(Exception):
     that died, a timeout, a cancelled task), or one that cannot be unpickled."""
 
 
-def _payload(func, args, kwds):
-    return base64.b64encode(cloudpickle.dumps((func, tuple(args), dict(kwds)))).decode("ascii")
+def _payload(func_bytes, args, kwds):
+    """One task: the function pickled once per call (bytes, which pickle
+    again as a copy), with this task's arguments."""
+    return base64.b64encode(cloudpickle.dumps((func_bytes, tuple(args), dict(kwds)))).decode("ascii")
 
 
 def _error(text):
@@ -115,7 +117,8 @@ class Pool:
     def _submit(self, func, arg_tuples):
         if self._state != "running":
             raise ValueError("Pool not running")
-        args = [_payload(func, a, {}) for a in arg_tuples]
+        func_bytes = cloudpickle.dumps(func)
+        args = [_payload(func_bytes, a, {}) for a in arg_tuples]
         return self._gw.request("POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": args})["id"]
 
     def _results(self, job, order):
@@ -140,7 +143,7 @@ class Pool:
         if self._state != "running":
             raise ValueError("Pool not running")
         job = self._gw.request(
-            "POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": [_payload(func, args, kwds or {})]}
+            "POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": [_payload(cloudpickle.dumps(func), args, kwds or {})]}
         )["id"]
         return AsyncResult(self, job, True, callback, error_callback)
 

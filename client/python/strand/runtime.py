@@ -8,8 +8,10 @@ and b. NAME is one of:
   module:qualname   the function is imported; the task's argument (JSON) is
                     its one argument, its return value the result (JSON)
   pickle            the argument is a JSON string holding base64 of
-                    cloudpickle((function, args, kwargs)); the result is a JSON
-                    string holding base64 of cloudpickle(return value)
+                    cloudpickle((function, args, kwargs)), where function may
+                    be the function's own cloudpickle bytes (unpickled once
+                    per runtime); the result is a JSON string holding base64
+                    of cloudpickle(return value)
 
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
@@ -51,11 +53,28 @@ def _resolve(name):
     return obj
 
 
+_functions = {}  # a map's function, by its pickled bytes: unpickled once per runtime
+FUNCTIONS_KEPT = 64
+
+
+def _function(pickled):
+    import cloudpickle
+
+    function = _functions.get(pickled)
+    if function is None:
+        if len(_functions) >= FUNCTIONS_KEPT:
+            _functions.clear()
+        function = _functions[pickled] = cloudpickle.loads(pickled)
+    return function
+
+
 def _run(name, arg):
     if name == "pickle":
         import cloudpickle
 
         function, args, kwargs = cloudpickle.loads(base64.b64decode(json.loads(arg)))
+        if isinstance(function, bytes):  # pickled apart, once per call (strand.Pool)
+            function = _function(function)
         value = function(*args, **kwargs)
         return json.dumps(base64.b64encode(cloudpickle.dumps(value)).decode("ascii")).encode()
     value = _resolve(name)(json.loads(arg))
