@@ -167,6 +167,9 @@ typedef struct process {
 	int terminated; /* ended by DELETE */
 	int stop_sent; /* the strongest stop sent: 0 none, 1 soft, 2 hard */
 	int adopted; /* found running at start: its exit code may be lost */
+	/* A function's own hub secret (its queue and pipe calls); "" for a
+	 * program, which gets none. */
+	char secret[CREDENTIALS_SECRET_LEN + 1];
 	char reason[512];
 	char *spec_json;
 	char log_path[1100]; /* its output, kept after it ends */
@@ -315,6 +318,13 @@ void engine__handle_map(engine *e, op *o);
 /* engine_pools.c: pools and workers */
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason);
 void engine__worker_stop(pool *p, worker *w, int hard); /* once per strength */
+/* The environment strand-worker reaches the hub with, as id of pool_id (a
+ * worker; or a process running a function, its own id as both): at most
+ * ENGINE_HUB_ENV entries of env_text, and *ca (a certificate chain; free
+ * it), pointed to from envp. Returns how many of envp it filled. */
+#define ENGINE_HUB_ENV 5
+size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, char env_text[][600],
+                       char **envp, char **ca);
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
 void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
 void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words);
@@ -347,6 +357,9 @@ void engine__handle_ring(engine *e, op *o);
 void engine__tick_processes(engine *e, int64_t now);
 void engine__tick_rings(engine *e);
 void engine__load_process(void *ctx, const store_process *sp);
+/* Whether id is a running process that runs a function, calling as its own
+ * pool (pool_id == id): it may use queues and pipes. */
+int engine__process_may_call(engine *e, const char *id, const char *pool_id);
 /* A backend event about a process (owner: its id); 0 when none has that id. */
 int engine__process_event(engine *e, bx_event *ev);
 void engine__load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms);

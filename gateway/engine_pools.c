@@ -22,26 +22,15 @@ void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason
 	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
 }
 
-/* What starts a worker of pool p: strand-worker with its identity in the
- * environment (locally the program; in a container the image's entrypoint).
- * The strings live in env_text (room for 8) and *ca (free it). */
-static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
-                                        char labels[][160], char **labelp, char **ca)
+size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, char env_text[][600],
+                       char **envp, char **ca)
 {
-	int local = p->backend == e->local;
-	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
 	size_t n = 0;
 
 	snprintf(env_text[n++], 600, "STRAND_HUB=%s", e->cfg->hub_advertise);
-	snprintf(env_text[n++], 600, "STRAND_POOL_ID=%s", p->id);
-	snprintf(env_text[n++], 600, "STRAND_WORKER_ID=%s", w->id);
-	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", w->secret);
-	if (local && e->cfg->plugin_path[0])
-		snprintf(env_text[n++], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
-	if (p->spec.manager[0])
-		snprintf(env_text[n++], 600, "STRAND_MANAGER_TYPE=%s", p->spec.manager);
-	if (p->spec.runtime[0])
-		snprintf(env_text[n++], 600, "STRAND_RUNTIME=%s", p->spec.runtime);
+	snprintf(env_text[n++], 600, "STRAND_POOL_ID=%s", pool_id);
+	snprintf(env_text[n++], 600, "STRAND_WORKER_ID=%s", id);
+	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", secret);
 	if (e->cfg->hub_server_name[0])
 		snprintf(env_text[n++], 600, "STRAND_HUB_SERVER_NAME=%.255s", e->cfg->hub_server_name);
 	for (size_t i = 0; i < n; i++)
@@ -50,6 +39,32 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
 	*ca = NULL;
 	if (e->hub_ca.len && asprintf(ca, "STRAND_HUB_CA_PEM=%s", e->hub_ca.data) > 0)
 		envp[n++] = *ca;
+	return n;
+}
+
+/* What starts a worker of pool p: strand-worker with its identity in the
+ * environment (locally the program; in a container the image's entrypoint).
+ * The strings live in env_text (room for 8) and *ca (free it). */
+static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
+                                        char labels[][160], char **labelp, char **ca)
+{
+	int local = p->backend == e->local;
+	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
+	size_t n = engine__hub_env(e, p->id, w->id, w->secret, env_text, envp, ca);
+	size_t t = ENGINE_HUB_ENV; /* env_text entries past the hub's */
+
+	if (local && e->cfg->plugin_path[0]) {
+		snprintf(env_text[t], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
+		envp[n++] = env_text[t++];
+	}
+	if (p->spec.manager[0]) {
+		snprintf(env_text[t], 600, "STRAND_MANAGER_TYPE=%s", p->spec.manager);
+		envp[n++] = env_text[t++];
+	}
+	if (p->spec.runtime[0]) {
+		snprintf(env_text[t], 600, "STRAND_RUNTIME=%s", p->spec.runtime);
+		envp[n++] = env_text[t++];
+	}
 	run.nenv = n;
 	if (local) {
 		argv[run.argc++] = (char *)e->cfg->worker_bin;

@@ -18,6 +18,13 @@ static process *process_find(engine *e, const char *id)
 	return NULL;
 }
 
+int engine__process_may_call(engine *e, const char *id, const char *pool_id)
+{
+	process *pr = process_find(e, id);
+
+	return pr && pr->state == PR_RUNNING && pr->secret[0] && strcmp(id, pool_id) == 0;
+}
+
 static json_t *process_json(const process *pr)
 {
 	char created[32], ended[32];
@@ -49,7 +56,8 @@ static void process_save(engine *e, const process *pr)
 	                    .exit_code = pr->exit_code,
 	                    .reason = pr->reason[0] ? pr->reason : NULL,
 	                    .created_ms = pr->created_ms,
-	                    .ended_ms = pr->ended_ms};
+	                    .ended_ms = pr->ended_ms,
+	                    .secret = pr->secret[0] ? pr->secret : NULL};
 	store_process_save(e->st, &sp);
 }
 
@@ -81,9 +89,19 @@ static void answer_waiters(engine *e, process *pr)
 	}
 }
 
+/* It will not run (again): its secret opens nothing any more, and is not
+ * kept. */
+static void process_forget_secret(engine *e, process *pr)
+{
+	if (pr->secret[0])
+		credentials_remove(e->creds, pr->id);
+	explicit_bzero(pr->secret, sizeof(pr->secret));
+}
+
 /* It could not start: pr->reason says why. */
 static void process_failed(engine *e, process *pr)
 {
+	process_forget_secret(e, pr);
 	pr->state = PR_FAILED;
 	pr->exit_code = -1;
 	pr->ended_ms = cm_wall_ms();
@@ -102,12 +120,14 @@ static void process_stop(process *pr, int hard)
 
 /* Starts one process of spec s, with extra environment (for ring members).
  * Returns it, also when it could not start (state failed, and why), or NULL
- * with *err set. */
+ * with *err set. A function gets strand-worker's hub environment, its own
+ * id as worker and pool, so that it reaches queues and pipes as a pool's
+ * task does; a program gets none. */
 static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
 {
 	bx *b = engine__backend_for(e, s->run.backend);
-	char id[20], label[64], plugins[2200];
-	char *argv[6], *env[270], *labels[1];
+	char id[20], label[64], hub_text[ENGINE_HUB_ENV][600], plugins[2200], runtime[SPEC_RUNTIME_MAX + 32];
+	char *argv[6], *env[8 + SPEC_MAX_ENV + ENGINE_HUB_ENV + 3], *labels[1], *ca = NULL;
 	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
 	process *pr;
 
@@ -120,7 +140,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		env[run.nenv++] = extra[i];
 	snprintf(label, sizeof(label), "strand.process=%s", id);
 	labels[0] = label;
-	for (size_t i = 0; i < s->nenv && i < 256; i++)
+	for (size_t i = 0; i < s->nenv && i < SPEC_MAX_ENV; i++)
 		env[run.nenv++] = s->env[i];
 	if (s->command) {
 		/* A program: on docker it replaces the image's entrypoint. */
@@ -130,6 +150,19 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	} else {
 		/* A function: strand-worker runs it once. */
 		int local = b == e->local;
+		cm_random_hex(pr->secret, CREDENTIALS_SECRET_LEN / 2);
+		if (credentials_add(e->creds, pr->id, pr->id, pr->secret) != CM_OK) {
+			pr->secret[0] = '\0';
+			snprintf(pr->reason, sizeof(pr->reason), "out of memory");
+			process_failed(e, pr);
+			process_save(e, pr);
+			return pr;
+		}
+		run.nenv += engine__hub_env(e, pr->id, pr->id, pr->secret, hub_text, env + run.nenv, &ca);
+		if (s->run.runtime[0]) {
+			snprintf(runtime, sizeof(runtime), "STRAND_RUNTIME=%s", s->run.runtime);
+			env[run.nenv++] = runtime;
+		}
 		if (local)
 			argv[run.argc++] = (char *)e->cfg->worker_bin;
 		argv[run.argc++] = "--run";
@@ -148,6 +181,11 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 		process_failed(e, pr);
 	}
+	if (ca) {
+		explicit_bzero(ca, strlen(ca));
+		free(ca);
+	}
+	explicit_bzero(hub_text, sizeof(hub_text));
 	process_save(e, pr);
 	return pr;
 }
@@ -220,6 +258,7 @@ static void handle_proc_start(engine *e, op *o)
  * holds and answers who waits. */
 static void process_ended(engine *e, process *pr, int code, const char *why)
 {
+	process_forget_secret(e, pr);
 	pr->state = code == BACKEND_NEVER_STARTED ? PR_FAILED : PR_EXITED;
 	pr->exit_code = code == BACKEND_NEVER_STARTED ? -1 : code;
 	pr->ended_ms = cm_wall_ms();
@@ -499,6 +538,10 @@ void engine__load_process(void *ctx, const store_process *sp)
 	 * says so at once (and its exit code is lost). */
 	if (pr->state == PR_RUNNING) {
 		pr->adopted = 1;
+		if (sp->secret && strlen(sp->secret) == CREDENTIALS_SECRET_LEN) {
+			snprintf(pr->secret, sizeof(pr->secret), "%s", sp->secret);
+			credentials_add(e->creds, pr->id, pr->id, pr->secret);
+		}
 		bx_adopt(b, pr->id, pr->handle);
 	}
 }

@@ -121,11 +121,12 @@ static int resolve_queue_call(engine *e, op *o)
 	worker *w = NULL;
 	int sending = m->put;
 
-	/* The hub checked the worker's secret and that it serves this pool. */
+	/* The hub checked the caller's secret and that it serves this pool: a
+	 * pool's worker, or a process running a function (its own id as pool). */
 	if (p)
 		for (w = p->workers; w && strcmp(w->id, m->worker_id) != 0; w = w->next)
 			;
-	if (!w) {
+	if (!w && !engine__process_may_call(e, m->worker_id, m->pool_id)) {
 		snprintf(o->detail, sizeof(o->detail), "unknown worker or pool");
 		return CM_EINVAL;
 	}

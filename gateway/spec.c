@@ -619,13 +619,35 @@ static char *strdup_or_fail(const char *s, int *err)
 	return c;
 }
 
+/* The names strand-worker reads: a process's own env may not set them (a
+ * function would then dial another hub, or lose its identity). */
+static int reserved_env(const char *name)
+{
+	static const char *const names[] = {"STRAND_HUB",
+	                                    "STRAND_HUB_CA",
+	                                    "STRAND_HUB_CA_PEM",
+	                                    "STRAND_HUB_SERVER_NAME",
+	                                    "STRAND_POOL_ID",
+	                                    "STRAND_WORKER_ID",
+	                                    "STRAND_SECRET",
+	                                    "STRAND_RUNTIME",
+	                                    "STRAND_PLUGIN_PATH",
+	                                    "STRAND_MANAGER_TYPE",
+	                                    NULL};
+
+	for (int i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int spec_process_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        process_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"function", "arg", "command", "backend",      "image", "resources",
-	                                   "volumes",  "env", "root",    "host_network", NULL};
+	static const char *const keys[] = {"function", "arg", "command", "backend",      "image",   "resources",
+	                                   "volumes",  "env", "root",    "host_network", "runtime", NULL};
 	static const char *const run_keys[] = {"backend", "image",        "resources", "volumes",
-	                                       "root",    "host_network", NULL};
+	                                       "root",    "host_network", "runtime",   NULL};
 	process_spec spec = {0};
 	json_t *root = NULL, *run = NULL;
 	json_t *fn, *cmd, *env, *v;
@@ -677,8 +699,9 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 	}
 	env = json_object_get(root, "env");
 	if (env && !json_is_null(env)) {
-		if (!json_is_object(env) || json_object_size(env) > 256) {
-			snprintf(detail, detail_len, "field 'env' must be an object of strings (at most 256)");
+		if (!json_is_object(env) || json_object_size(env) > SPEC_MAX_ENV) {
+			snprintf(detail, detail_len, "field 'env' must be an object of strings (at most %d)",
+			         SPEC_MAX_ENV);
 			err = CM_EINVAL;
 			goto out;
 		}
@@ -691,6 +714,12 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 			if (!json_is_string(v) || !key[0] || strchr(key, '=')) {
 				snprintf(detail, detail_len, "field 'env.%.64s' must be a string, its name without '='",
 				         key);
+				err = CM_EINVAL;
+				goto out;
+			}
+			if (reserved_env(key)) {
+				snprintf(detail, detail_len,
+				         "field 'env.%.64s': strand sets it (how a process reaches the hub)", key);
 				err = CM_EINVAL;
 				goto out;
 			}
@@ -718,8 +747,8 @@ out:
 int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"type",    "backend", "image",        "resources",
-	                                   "volumes", "root",    "host_network", NULL};
+	static const char *const keys[] = {"type", "backend",      "image",   "resources", "volumes",
+	                                   "root", "host_network", "runtime", NULL};
 	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
 	json_t *root = NULL, *type;
 	char *text = NULL;
@@ -732,16 +761,26 @@ int spec_manager_parse(const char *body, size_t len, const char *default_backend
 	type = json_object_get(root, "type");
 	if (!json_is_string(type)) {
 		snprintf(detail, detail_len,
-		         "field 'type' is required: dict, list, queue, counter, sleeper or LIB.so:TYPE");
+		         "field 'type' is required: dict, list, queue, counter, sleeper, runtime or LIB.so:TYPE");
 		err = CM_EINVAL;
 		goto out;
 	}
 	for (int i = 0; builtin[i]; i++)
 		known |= strcmp(json_string_value(type), builtin[i]) == 0;
+	/* "runtime": the object lives in the manager's runtime, each call one
+	 * of its functions. */
+	if (strcmp(json_string_value(type), "runtime") == 0) {
+		if (!json_object_get(root, "runtime")) {
+			snprintf(detail, detail_len, "a manager of type 'runtime' needs field 'runtime'");
+			err = CM_EINVAL;
+			goto out;
+		}
+		known = 1;
+	}
 	if (!known && (!strchr(json_string_value(type), ':') ||
 	               cm_function_check(json_string_value(type), detail, detail_len) != CM_OK)) {
 		snprintf(detail, detail_len,
-		         "unknown manager type '%.100s': dict, list, queue, counter, sleeper or LIB.so:TYPE",
+		         "unknown manager type '%.100s': dict, list, queue, counter, sleeper, runtime or LIB.so:TYPE",
 		         json_string_value(type));
 		err = CM_EUNSUPPORTED;
 		goto out;

@@ -80,8 +80,11 @@ typedef struct map_spec {
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
 void spec_map_fini(map_spec *spec);
 
+#define SPEC_MAX_ENV 256 /* a process's own environment entries */
+
 /* POST /v1/processes: {function, arg} or {command: [...]}, with backend,
- * image, resources, volumes as for a pool, and env {NAME: "value"}. On
+ * image, resources, volumes, runtime as for a pool, and env {NAME:
+ * "value"} (not the names strand-worker reads: STRAND_HUB…). On
  * success out owns new strings (spec_process_fini frees them). */
 typedef struct process_spec {
 	pool_spec run; /* backend, image, resources, volumes */

@@ -55,6 +55,9 @@ static const char *const migrations[] = {
         /* 2: each worker has its own secret; the pool-wide one goes. */
         "ALTER TABLE workers ADD COLUMN secret TEXT;"
         "ALTER TABLE pools DROP COLUMN secret;",
+        /* 3: a process that runs a function has its own hub secret (its
+         * queue and pipe calls), which an adopting gateway needs again. */
+        "ALTER TABLE processes ADD COLUMN secret TEXT;",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -851,7 +854,7 @@ int store_process_save(store *st, const store_process *p)
 
 	if (prepare(st,
 	            "INSERT OR REPLACE INTO processes(id, spec, backend, handle, state, exit_code, reason, created_ms,"
-	            " ended_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	            " ended_ms, secret) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, p->id);
@@ -863,6 +866,7 @@ int store_process_save(store *st, const store_process *p)
 	bind_text(s, 7, p->reason);
 	sqlite3_bind_int64(s, 8, p->created_ms);
 	sqlite3_bind_int64(s, 9, p->ended_ms);
+	bind_text(s, 10, p->secret);
 	return step_done(st, s);
 }
 
@@ -872,7 +876,8 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 	int rc;
 
 	if (prepare(st,
-	            "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms FROM processes"
+	            "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms, secret"
+	            " FROM processes"
 	            " ORDER BY created_ms",
 	            &s) != CM_OK)
 		return CM_EIO;
@@ -887,6 +892,7 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 		        .reason = col_text(s, 6),
 		        .created_ms = sqlite3_column_int64(s, 7),
 		        .ended_ms = sqlite3_column_int64(s, 8),
+		        .secret = col_text(s, 9),
 		};
 		fn(ctx, &p);
 	}

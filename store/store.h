@@ -174,6 +174,7 @@ typedef struct store_process {
 	int exit_code;
 	const char *reason; /* may be NULL */
 	int64_t created_ms, ended_ms;
+	const char *secret; /* its hub secret (a function's queue calls); may be NULL */
 } store_process;
 int store_process_save(store *st, const store_process *p);
 typedef void (*store_process_fn)(void *ctx, const store_process *p);

@@ -68,6 +68,11 @@ int worker_fns_set_runtime(worker_fns *fns, const char *argv_json)
 	return fns->runtime ? CM_OK : CM_EINVAL;
 }
 
+worker_runtime *worker_fns_runtime(worker_fns *fns)
+{
+	return fns->runtime;
+}
+
 void worker_fns_free(worker_fns *fns)
 {
 	if (!fns)

@@ -23,16 +23,22 @@ static const char *env_or(const char *name, const char *fallback)
 	return v && v[0] ? v : fallback;
 }
 
-/* --run: one function, once, as the body of a strand Process. */
-static int run_once(const char *function, const char *arg, const char *plugin_path)
+/* --run: one function, once, as the body of a strand Process. With an
+ * identity (STRAND_WORKER_ID, STRAND_POOL_ID, STRAND_SECRET: the process's
+ * own, which the gateway gives a function) it reaches queues and pipes as a
+ * pool's task does; with STRAND_RUNTIME, rt: functions run in the runtime. */
+static int run_once(const worker_config *cfg, const char *function, const char *arg)
 {
-	worker_fns *fns = worker_fns_new(plugin_path);
+	worker_fns *fns = worker_fns_new(cfg->plugin_path);
 	cm_buf out;
 	int ok = 0;
 
 	cm_buf_init(&out);
-	if (!fns ||
-	    worker_fns_run(fns, function, arg, strlen(arg), NULL, 0, 0, (uint64_t)getpid(), &out, &ok) != CM_OK) {
+	if (fns && cfg->runtime && worker_fns_set_runtime(fns, cfg->runtime) != CM_OK) {
+		fprintf(stderr, "strand-worker: the runtime is not \"python\" or a JSON array of strings: %s\n",
+		        cfg->runtime);
+	} else if (!fns || worker_fns_run(fns, function, arg, strlen(arg), NULL, 0, 0, (uint64_t)getpid(), &out, &ok) !=
+	                           CM_OK) {
 		fprintf(stderr, "strand-worker: out of memory\n");
 		ok = 0;
 	} else {
@@ -40,6 +46,7 @@ static int run_once(const char *function, const char *arg, const char *plugin_pa
 	}
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
+	worker_api_fini();
 	return ok ? 0 : 1;
 }
 
@@ -125,8 +132,12 @@ int main(int argc, char **argv)
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
 	}
-	if (run)
-		return run_once(run, arg, cfg.plugin_path);
+	if (run) {
+		signal(SIGPIPE, SIG_IGN);
+		if (cfg.pool_id && cfg.worker_id && cfg.secret[0])
+			worker_api_init(&cfg);
+		return run_once(&cfg, run, arg);
+	}
 	if (!cfg.pool_id || !cfg.worker_id) {
 		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");
 		return 64;

@@ -2,8 +2,9 @@
  * The object a manager worker hosts (STRAND_MANAGER_TYPE), called through
  * the reserved task function "manager" with {"method": M, "args": [...]}.
  * Builtin types keep their state in jansson values; plugin types
- * (LIB.so:TYPE) in whatever TYPE_new returned. Runs on the executor thread,
- * one call at a time.
+ * (LIB.so:TYPE) in whatever TYPE_new returned; type "runtime" in the
+ * worker's runtime process, between its tasks. Runs on the executor
+ * thread, one call at a time.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "worker/manager.h"
+#include "worker/runtime.h"
 #include "worker/strand_plugin.h"
 
 struct worker_manager {
@@ -24,6 +26,8 @@ struct worker_manager {
 	void *self; /* plugin types */
 	strand_manager_call_fn *call;
 	strand_manager_free_fn *destroy;
+	worker_runtime *rt; /* type runtime */
+	int rt_started; /* a call ran in it: a runtime started afresh holds nothing */
 };
 
 static int fail(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -38,7 +42,7 @@ static int fail(char **err, const char *fmt, ...)
 	return CM_EINVAL;
 }
 
-int worker_manager_new(const char *type, const char *plugin_path, worker_manager **out, char **err)
+int worker_manager_new(const char *type, const char *plugin_path, worker_runtime *rt, worker_manager **out, char **err)
 {
 	worker_manager *m = calloc(1, sizeof(*m));
 
@@ -51,7 +55,13 @@ int worker_manager_new(const char *type, const char *plugin_path, worker_manager
 		m->state = json_array();
 	else if (strcmp(type, "counter") == 0 || strcmp(type, "sleeper") == 0)
 		m->state = json_integer(0);
-	else {
+	else if (strcmp(type, "runtime") == 0) {
+		if (!rt) {
+			free(m);
+			return fail(err, "a manager of type runtime needs a runtime (STRAND_RUNTIME)");
+		}
+		m->rt = rt;
+	} else {
 		const char *colon = strchr(type, ':');
 		char lib[256], sym[200], path[4096];
 		void *h = NULL;
@@ -59,7 +69,8 @@ int worker_manager_new(const char *type, const char *plugin_path, worker_manager
 		if (!colon || !plugin_path) {
 			free(m);
 			return fail(err,
-			            "unknown manager type '%s' (dict, list, queue, counter, sleeper or LIB.so:TYPE)",
+			            "unknown manager type '%s' (dict, list, queue, counter, sleeper, runtime or "
+			            "LIB.so:TYPE)",
 			            type);
 		}
 		snprintf(lib, sizeof(lib), "%.*s", (int)(colon - type), type);
@@ -212,6 +223,38 @@ static json_t *builtin(worker_manager *m, const char *method, json_t *args, char
 	return NULL;
 }
 
+/* A call on the object in the runtime: method is the runtime function,
+ * args[0] its argument. Sets *text (the result) or *err. */
+static void in_runtime(worker_manager *m, const char *method, json_t *args, char **text, char **err)
+{
+	char *arg_text;
+	cm_buf out;
+	int ok = 0;
+
+	if (json_array_size(args) > 1) {
+		fail(err, "a call to a runtime manager takes one argument (args: [ARG])");
+		return;
+	}
+	if (m->rt_started && !worker_runtime_running(m->rt)) {
+		fail(err, "the manager's runtime has exited: the object it held is gone");
+		return;
+	}
+	arg_text = json_dumps(json_array_size(args) ? json_array_get(args, 0) : json_null(),
+	                      JSON_COMPACT | JSON_ENCODE_ANY);
+	cm_buf_init(&out);
+	if (!arg_text || worker_runtime_run(m->rt, method, arg_text, strlen(arg_text), 0, &out, &ok) != CM_OK ||
+	    !out.data) {
+		*err = NULL; /* out of memory */
+	} else if (ok) {
+		*text = strndup(out.data, out.len);
+	} else {
+		*err = strndup(out.data, out.len);
+	}
+	m->rt_started |= worker_runtime_running(m->rt);
+	cm_buf_fini(&out);
+	free(arg_text);
+}
+
 int worker_manager_call(worker_manager *m, const char *arg_json, size_t len, cm_buf *out, int *ok)
 {
 	json_t *call = json_loadb(arg_json, len, 0, NULL);
@@ -227,6 +270,8 @@ int worker_manager_call(worker_manager *m, const char *arg_json, size_t len, cm_
 	clock_gettime(CLOCK_REALTIME, &t0);
 	if (!method || (args && !json_is_array(args))) {
 		fail(&err, "a call is {\"method\": NAME, \"args\": [...]}");
+	} else if (m->rt) {
+		in_runtime(m, method, args, &text, &err);
 	} else if (m->self) {
 		char *args_text = json_dumps(args ? args : none, JSON_COMPACT);
 		char *res = NULL;

@@ -51,12 +51,19 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 	int rv;
 
 	if (!api.cfg) {
-		fprintf(stderr, "strand: queues are reached from tasks a strand worker runs\n");
+		fprintf(stderr,
+		        "strand: queues are reached from tasks a strand worker runs, and from functions a strand"
+		        " Process runs\n");
 		return -1;
 	}
 	if (!api.open) {
-		if ((rv = nng_req0_open(&api.sock)) != 0 || (rv = worker_hub_dial(api.sock, api.cfg, 0)) != 0) {
+		/* Dialed in the background, redialed while the gateway restarts:
+		 * the call waits for a connection within its receive timeout. */
+		if ((rv = nng_req0_open(&api.sock)) != 0 ||
+		    (rv = nng_socket_set_ms(api.sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
+		    (rv = worker_hub_dial(api.sock, api.cfg, NNG_FLAG_NONBLOCK)) != 0) {
 			fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
+			nng_close(api.sock); /* of an open that failed: NNG_ECLOSED, harmless */
 			return -1;
 		}
 		nng_socket_set_size(api.sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);

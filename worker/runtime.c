@@ -412,6 +412,11 @@ static int fail_task(worker_runtime *rt, const char *why, cm_buf *out, int *ok)
 	return CM_OK;
 }
 
+int worker_runtime_running(const worker_runtime *rt)
+{
+	return rt->child.pid > 0;
+}
+
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok)
 {

@@ -42,4 +42,7 @@ void worker_runtime_free(worker_runtime *rt);
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok);
 
+/* Whether its program runs now (it started, and has not ended since). */
+int worker_runtime_running(const worker_runtime *rt);
+
 #endif

@@ -293,7 +293,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	if (cfg->manager) {
 		worker_manager *m = NULL;
 		char *why = NULL;
-		if (worker_manager_new(cfg->manager, cfg->plugin_path, &m, &why) != CM_OK) {
+		if (worker_manager_new(cfg->manager, cfg->plugin_path, worker_fns_runtime(w.fns), &m, &why) != CM_OK) {
 			cm_error("cannot host a manager: %s", why ? why : "out of memory");
 			free(why);
 			worker_fns_free(w.fns);

@@ -54,6 +54,7 @@ void worker_fns_host(worker_fns *fns, struct worker_manager *m);
 /* The program rt: functions run in (runtime.h): JSON "python" or an argv;
  * CM_EINVAL if it is neither. */
 int worker_fns_set_runtime(worker_fns *fns, const char *argv_json);
+struct worker_runtime *worker_fns_runtime(worker_fns *fns); /* NULL: none */
 void worker_fns_free(worker_fns *fns);
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
                    size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);

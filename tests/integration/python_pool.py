@@ -135,5 +135,128 @@ class ContextTest(unittest.TestCase):
         p.terminate()
 
 
+def _sleep_forever():
+    time.sleep(300)
+
+
+class Worker(strand.Process):
+    """A subclass whose run() is the work, as with multiprocessing."""
+
+    def __init__(self, q):
+        super().__init__()
+        self.q = q
+
+    def run(self):
+        self.q.put("ran in %s" % type(self).__name__)
+
+
+def _raise():
+    raise Boom("in a process")
+
+
+class ProcessTest(unittest.TestCase):
+    def test_terminate_join_timeout_is_alive(self):
+        p = strand.Process(target=_sleep_forever)
+        self.assertIsNone(p.exitcode)
+        p.start()
+        self.assertTrue(p.is_alive())
+        t0 = time.monotonic()
+        p.join(timeout=0.5)
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertTrue(p.is_alive())
+        self.assertIsNone(p.exitcode)
+        self.assertIsInstance(p.pid, int)
+        p.terminate()
+        self.assertFalse(p.is_alive())
+        self.assertEqual(p.exitcode, -15)
+
+    def test_exception_is_exit_code_one_with_traceback_in_logs(self):
+        p = strand.Process(target=_raise)
+        p.start()
+        p.join()
+        self.assertEqual(p.exitcode, 1)
+        self.assertIn("Boom: in a process", p.logs())
+
+    def test_subclass_run(self):
+        q = strand.SimpleQueue()
+        w = Worker(q)
+        w.start()
+        self.assertEqual(q.get(timeout=60), "ran in Worker")
+        w.join()
+        self.assertEqual(w.exitcode, 0)
+        self.assertRaises(AssertionError, w.start)
+
+
+def _set_tag(tag):
+    global TAG
+    TAG = tag
+
+
+def _tagged(x):
+    return (TAG, x)
+
+
+class ChunkTest(unittest.TestCase):
+    def test_chunks_initializer_and_empty(self):
+        with strand.Pool(2, _set_tag, ("init",)) as pool:
+            # Default chunks (about four a worker), explicit ones, single.
+            self.assertEqual(pool.map(_tagged, range(1001)), [("init", x) for x in range(1001)])
+            self.assertEqual(pool.map(_tagged, range(10), chunksize=3), [("init", x) for x in range(10)])
+            self.assertEqual(sorted(pool.imap_unordered(square, range(20), chunksize=4)), [x * x for x in range(20)])
+            self.assertEqual(pool.map(square, []), [])
+            self.assertEqual(pool.map_async(square, range(7)).get(60), [x * x for x in range(7)])
+            self.assertEqual(pool.map_async(square, []).get(60), [])
+            self.assertEqual(pool.apply(pow, (2,), {"exp": 5}), 32)
+
+
+class ManagerTest(unittest.TestCase):
+    def test_namespace_value_queue(self):
+        with strand.Manager() as m:
+            ns = m.Namespace()
+            ns.x = 1
+            ns.y = [1]
+            ns.x += 1
+            self.assertEqual((ns.x, ns.y), (2, [1]))
+            self.assertRaises(AttributeError, lambda: ns.missing)
+            v = m.Value("i", 5)
+            v.value += 3
+            self.assertEqual(v.value, 8)
+            q = m.Queue()
+            q.put("a")
+            self.assertEqual((q.qsize(), q.get()), (1, "a"))
+
+    def test_async_manager_handles_and_errors(self):
+        class Counter:
+            def __init__(self, start):
+                self.n = start
+
+            def add(self, k):
+                if k < 0:
+                    raise ValueError("negative step %d" % k)
+                self.n += k
+                return self.n
+
+        class CounterManager(strand.AsyncManager):
+            pass
+
+        CounterManager.register("Counter", Counter)
+        m = CounterManager()
+        m.start()
+        try:
+            c = m.Counter(10)
+            handles = [c.add(k) for k in range(5)]
+            self.assertEqual([h.get(60) for h in handles], [10, 11, 13, 16, 20])
+            bad = c.add(-1)
+            bad.wait(60)
+            self.assertTrue(bad.ready())
+            with self.assertRaises(ValueError) as caught:
+                bad.get()
+            self.assertEqual(str(caught.exception), "negative step -1")
+            self.assertEqual(c.add(0).get(60), 20)
+        finally:
+            m.shutdown()
+        self.assertRaises(RuntimeError, m.dict)
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2))

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# strand.Pool (client/python) against a real gateway whose workers run the
-# Python runtime in Debian's python3, with python3-cloudpickle.
+# A Python test file (python_pool.py: the strand client; python_fiber.py:
+# Fiber's examples) against a real gateway whose workers run the Python
+# runtime in Debian's python3, with python3-cloudpickle.
 set -euo pipefail
 bin="$1"
+test_file="$2"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 . "$src/tests/integration/lib.sh"
 dir=$(mktemp -d /tmp/strand-test-python-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
-# Workers inherit it: their runtime is Debian's Python, as the client's.
+# Workers inherit both: their runtime is Debian's Python, as the client's,
+# and imports what the tests' functions refer to (fiber_examples: gym).
 export STRAND_PYTHON=/usr/bin/python3
+export PYTHONPATH="$src/tests/integration/fiber_examples"
 start_gateway "$bin" "$dir"
-PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_pool.py"
+PYTHONPATH="$bin/../lib/python:$PYTHONPATH" /usr/bin/python3 "$src/tests/integration/$test_file"

@@ -3,7 +3,8 @@
  * state, calls to one manager run in the order made, four managers given a
  * 1 s call each run them at the same time (their own start and end times
  * overlap), errors are results, a manager whose process dies fails (its
- * state is gone) instead of coming back empty, bad requests are refused;
+ * state is gone) instead of coming back empty, so does a runtime manager
+ * whose runtime dies, bad requests are refused;
  * and the CartPole demo runs.
  */
 #include <setjmp.h>
@@ -210,6 +211,46 @@ static void test_errors_and_bad_requests(void **state)
 	free(d);
 }
 
+/* A manager of type runtime: its object is whatever the runtime keeps
+ * between calls (here sys.path of strand's Python runtime), each call one
+ * of the runtime's functions; a runtime that dies takes its state with it,
+ * so later calls fail instead of meeting an empty runtime. */
+static void test_runtime_manager(void **state)
+{
+	(void)state;
+	response r = http(&g, "POST", "/v1/managers", "{\"type\":\"runtime\"}", NULL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "a manager of type 'runtime' needs field 'runtime'"));
+	response_free(&r);
+	r = http(&g, "POST", "/v1/managers", "{\"type\":\"runtime\",\"runtime\":\"python\"}", NULL);
+	assert_int_equal(r.status, 201);
+	char *m = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+
+	json_t *o = call_get(m, "sys:path.append", json_pack("[s]", "/strand-marker"));
+	assert_true(json_is_true(json_object_get(o, "ok")));
+	json_decref(o);
+	json_decref(call_get(m, "sys:path.append", json_pack("[s]", "/strand-marker")));
+	o = call_get(m, "sys:path.count", json_pack("[s]", "/strand-marker"));
+	assert_int_equal(json_integer_value(json_object_get(o, "result")), 2);
+	json_decref(o);
+	o = call_get(m, "sys:path.count", json_pack("[s, s]", "one", "two"));
+	assert_string_equal(json_string_value(json_object_get(o, "error")),
+	                    "a call to a runtime manager takes one argument (args: [ARG])");
+	json_decref(o);
+
+	o = call_get(m, "os:_exit", json_pack("[i]", 3));
+	assert_true(json_is_false(json_object_get(o, "ok")));
+	assert_non_null(
+	        strstr(json_string_value(json_object_get(o, "error")), "the runtime exited (exited with code 3"));
+	json_decref(o);
+	o = call_get(m, "sys:path.count", json_pack("[s]", "/strand-marker"));
+	assert_string_equal(json_string_value(json_object_get(o, "error")),
+	                    "the manager's runtime has exited: the object it held is gone");
+	json_decref(o);
+	free(m);
+}
+
 static void test_dead_manager_fails(void **state)
 {
 	pid_t pid;
@@ -273,9 +314,13 @@ static void test_cartpole_demo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_builtin_types_keep_state),    cmocka_unit_test(test_calls_run_in_order),
-	        cmocka_unit_test(test_four_async_managers_overlap), cmocka_unit_test(test_errors_and_bad_requests),
-	        cmocka_unit_test(test_dead_manager_fails),          cmocka_unit_test(test_cartpole_demo),
+	        cmocka_unit_test(test_builtin_types_keep_state),
+	        cmocka_unit_test(test_calls_run_in_order),
+	        cmocka_unit_test(test_four_async_managers_overlap),
+	        cmocka_unit_test(test_errors_and_bad_requests),
+	        cmocka_unit_test(test_runtime_manager),
+	        cmocka_unit_test(test_dead_manager_fails),
+	        cmocka_unit_test(test_cartpole_demo),
 	};
 	return cmocka_run_group_tests_name("managers", tests, setup, teardown);
 }

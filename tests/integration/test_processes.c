@@ -1,8 +1,9 @@
 /*
  * Process over REST (multiprocessing.Process, `fiber run`): a program and a
  * function run once, exit codes, logs, join with ?wait=, terminate, a
- * process surviving a gateway SIGKILL, bad requests (a function process in
- * a container is in test_docker).
+ * process surviving a gateway SIGKILL, a function reaching queues and
+ * pipes (also across a gateway SIGKILL), bad requests (a function process
+ * in a container is in test_docker).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,6 +176,91 @@ static void test_survives_gateway_kill(void **state)
 	assert_non_null(strstr(out, "done"));
 	free(out);
 	free(id);
+}
+
+/* The items a GET on path (waiting up to 30 s) takes, as compact JSON. */
+static char *take(const char *path)
+{
+	char url[200];
+	response r;
+	char *text;
+
+	snprintf(url, sizeof(url), "%s?max=10&wait=30", path);
+	r = http(&g, "GET", url, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	text = json_dumps(json_object_get(r.json, "items"), JSON_COMPACT);
+	response_free(&r);
+	return text;
+}
+
+/* A Process running a C function reaches queues and pipes as a pool's
+ * task does (the plugin API over its own hub identity); a program does not
+ * get one. */
+static void test_function_process_reaches_queues_and_pipes(void **state)
+{
+	char body[300], path[160];
+	(void)state;
+	char *q = http_create(&g, "/v1/queues", NULL);
+
+	snprintf(body, sizeof(body), "{\"function\":\"qp.so:put\",\"arg\":{\"queue\":\"%s\",\"item\":[1,\"two\"]}}", q);
+	char *id = start(body);
+	json_t *p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	char *items = take(path);
+	assert_string_equal(items, "[[1,\"two\"]]");
+	free(items);
+	free(id);
+
+	/* HTTP sends into a pipe, the process receives and prints it. */
+	char *x = http_create(&g, "/v1/pipes", "{\"duplex\":true}");
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/0/send", x);
+	response r = http(&g, "POST", path, "{\"item\":{\"ping\":7}}", NULL);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	snprintf(body, sizeof(body),
+	         "{\"function\":\"qp.so:pipe_recv\",\"arg\":{\"pipe\":\"%s\",\"end\":1,\"wait_ms\":20000}}", x);
+	id = start(body);
+	p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = logs(id);
+	assert_string_equal(out, "{\"ping\":7}\n");
+	free(out);
+	free(id);
+	free(x);
+
+	/* A process may not set the names it reaches the hub by. */
+	r = http(&g, "POST", "/v1/processes", "{\"command\":[\"true\"],\"env\":{\"STRAND_SECRET\":\"x\"}}", NULL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "'env.STRAND_SECRET': strand sets it"));
+	response_free(&r);
+	free(q);
+}
+
+/* A function's hub identity is kept with the process: a gateway started
+ * again after a SIGKILL adopts it, and its queue call still lands. */
+static void test_function_process_queue_call_across_gateway_kill(void **state)
+{
+	char body[300], path[160];
+	(void)state;
+	char *q = http_create(&g, "/v1/queues", NULL);
+
+	snprintf(body, sizeof(body),
+	         "{\"function\":\"qp.so:put\",\"arg\":{\"queue\":\"%s\",\"delay_ms\":1500,\"item\":\"late\"}}", q);
+	char *id = start(body);
+	gateway_kill(&g);
+	gateway_restart(&g);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	char *items = take(path);
+	assert_string_equal(items, "[\"late\"]");
+	free(items);
+	json_t *p = join(id);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	json_decref(p);
+	free(id);
+	free(q);
 }
 
 /* A program that cannot run fails its start at once with the reason, in
@@ -373,6 +459,8 @@ int main(void)
 	        cmocka_unit_test(test_function_process),
 	        cmocka_unit_test(test_join_and_terminate),
 	        cmocka_unit_test(test_survives_gateway_kill),
+	        cmocka_unit_test(test_function_process_reaches_queues_and_pipes),
+	        cmocka_unit_test(test_function_process_queue_call_across_gateway_kill),
 	        cmocka_unit_test(test_missing_program_fails_at_once),
 	        cmocka_unit_test(test_no_child_outlives_its_process),
 	        cmocka_unit_test(test_gateway_stop_ends_process_groups),

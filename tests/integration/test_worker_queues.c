@@ -53,22 +53,11 @@ static json_t *task(const char *fn, json_t *arg)
 	return item;
 }
 
-static char *create(const char *path, const char *body)
-{
-	response r = http(&g, "POST", path, body, NULL);
-	char *id;
-
-	assert_int_equal(r.status, 201);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
-	return id;
-}
-
 static void test_queue_both_ways(void **state)
 {
 	char path[160];
 	(void)state;
-	char *q = create("/v1/queues", NULL);
+	char *q = http_create(&g, "/v1/queues", NULL);
 
 	/* A worker puts, HTTP takes. */
 	json_t *t = task("put", json_pack("{s:s, s:{s:i}}", "queue", q, "item", "from", 1));
@@ -101,7 +90,7 @@ static void test_pipe_between_worker_and_http(void **state)
 {
 	char path[200];
 	(void)state;
-	char *p = create("/v1/pipes", "{\"duplex\":true}");
+	char *p = http_create(&g, "/v1/pipes", "{\"duplex\":true}");
 
 	json_t *t = task("pipe_send", json_pack("{s:s, s:i, s:s}", "pipe", p, "end", 0, "item", "hello"));
 	assert_true(json_is_true(json_object_get(t, "ok")));
@@ -126,7 +115,7 @@ static void test_refusals_are_task_errors(void **state)
 	json_t *t = task("put", json_pack("{s:s, s:i}", "queue", "q-0000000000000000", "item", 1));
 	assert_true(json_is_false(json_object_get(t, "ok")));
 	json_decref(t);
-	char *s = create("/v1/pipes", "{\"duplex\":false}");
+	char *s = http_create(&g, "/v1/pipes", "{\"duplex\":false}");
 	t = task("pipe_send", json_pack("{s:s, s:i, s:i}", "pipe", s, "end", 1, "item", 1)); /* end 1 only receives */
 	assert_true(json_is_false(json_object_get(t, "ok")));
 	json_decref(t);

@@ -1,7 +1,7 @@
 /*
  * A plugin for the tests: tasks that use queues and pipes from inside a
  * worker, through the functions strand-worker provides (strand_plugin.h).
- *   qp.so:put  {"queue": Q, "item": X}                 -> true
+ *   qp.so:put  {"queue": Q, "delay_ms": N, "item": X}  -> true, after sleeping N ms (optional)
  *   qp.so:get  {"queue": Q, "wait_ms": N}              -> the item, or null
  *   qp.so:pipe_send {"pipe": P, "end": E, "item": X}        -> true
  *   qp.so:pipe_recv {"pipe": P, "end": E, "wait_ms": N}     -> the item, or null
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strand_plugin.h"
 
@@ -61,11 +62,15 @@ static int done(int rc, char *got, char **out)
 
 int put(const char *arg, size_t len, char **out)
 {
-	char *q = field(arg, "queue"), *item = item_of(arg);
-	int rc = q && item ? strand_queue_put(q, item) : -1;
+	char *q = field(arg, "queue"), *delay = field(arg, "delay_ms"), *item = item_of(arg);
+	int rc;
 
 	(void)len;
+	if (delay)
+		usleep((useconds_t)atoi(delay) * 1000);
+	rc = q && item ? strand_queue_put(q, item) : -1;
 	free(q);
+	free(delay);
 	free(item);
 	return done(rc, NULL, out);
 }

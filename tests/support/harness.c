@@ -394,16 +394,21 @@ void response_free(response *r)
 	memset(r, 0, sizeof(*r));
 }
 
-char *pool_create_spec(const gateway *g, const char *spec)
+char *http_create(const gateway *g, const char *path, const char *body)
 {
-	response r = http(g, "POST", "/v1/pools", spec, NULL);
+	response r = http(g, "POST", path, body, NULL);
 	char *id;
 
 	if (r.status != 201)
-		fail_msg("create pool: %ld %s", r.status, r.body);
+		fail_msg("POST %s: %ld %s", path, r.status, r.body);
 	id = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	return id;
+}
+
+char *pool_create_spec(const gateway *g, const char *spec)
+{
+	return http_create(g, "/v1/pools", spec);
 }
 
 char *pool_create(const gateway *g, int processes)

@@ -317,6 +317,15 @@ static void on_pool(void *ctx, const char *id, const char *spec_json, const char
 
 /* A database made by the first release's schema (tests/unit/fixtures) opens,
  * is migrated step by step, keeps its rows, and is not migrated twice. */
+/* Appends "id=secret;" of each process to ctx (a 128-byte string). */
+static void on_process(void *ctx, const store_process *p)
+{
+	char *out = ctx;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 128 - n, "%s=%s;", p->id, p->secret ? p->secret : "(null)");
+}
+
 static void test_migrates_a_version_1_database(void **state)
 {
 	fixture *f = *state;
@@ -334,11 +343,14 @@ static void test_migrates_a_version_1_database(void **state)
 	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-	                              "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
-	                              "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1);",
-	                              NULL, NULL, NULL),
-	                 SQLITE_OK);
+	assert_int_equal(
+	        sqlite3_exec(db,
+	                     "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
+	                     "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1);"
+	                     "INSERT INTO processes VALUES('r-old', '{}', 'local', '99', 'running', NULL, NULL,"
+	                     " 1, NULL);",
+	                     NULL, NULL, NULL),
+	        SQLITE_OK);
 	sqlite3_close(db);
 	free(sql);
 
@@ -351,8 +363,19 @@ static void test_migrates_a_version_1_database(void **state)
 		assert_string_equal(w.secret, "(null)"); /* it must be replaced: it has no secret of its own */
 		assert_int_equal(store_pool_each(st, on_pool, pool), CM_OK);
 		assert_string_equal(pool, "p-old");
+		/* A process of version 1 has no hub secret; one saved now keeps its. */
+		char procs[128] = "";
+		assert_int_equal(store_process_each(st, on_process, procs), CM_OK);
+		assert_string_equal(procs, round == 0 ? "r-old=(null);" : "r-old=(null);r-new=procsecret;");
+		store_process sp = {.id = "r-new",
+		                    .spec_json = "{}",
+		                    .backend = "local",
+		                    .state = "running",
+		                    .created_ms = 2,
+		                    .secret = "procsecret"};
 		assert_int_equal(store_begin(st), CM_OK);
 		assert_int_equal(store_worker_insert(st, "w-new", "p-old", "124", "s3cr3t", 2), CM_OK);
+		assert_int_equal(store_process_save(st, &sp), CM_OK);
 		assert_int_equal(store_commit(st), CM_OK);
 		store_close(st);
 	}
@@ -360,7 +383,7 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 2);
+	assert_int_equal(sqlite3_column_int(q, 0), 3);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 }

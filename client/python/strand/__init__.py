@@ -9,19 +9,45 @@ Functions run in strand's Python runtime (strand.runtime) on the pool's
 workers; they and their arguments travel as cloudpickle bytes."""
 
 from .gateway import StrandError, init
+from .meta import meta
 
-__all__ = ["init", "Pool", "AsyncResult", "StrandError", "RemoteError", "RemoteTraceback", "SimpleQueue", "Pipe"]
+__all__ = [
+    "init",
+    "meta",
+    "Pool",
+    "AsyncResult",
+    "StrandError",
+    "RemoteError",
+    "RemoteTraceback",
+    "SimpleQueue",
+    "Pipe",
+    "Process",
+    "Manager",
+    "SyncManager",
+    "AsyncManager",
+    "BaseManager",
+]
+
+_lazy = {
+    "Pool": "pool",
+    "AsyncResult": "pool",
+    "RemoteError": "pool",
+    "RemoteTraceback": "pool",
+    "SimpleQueue": "queues",
+    "Pipe": "queues",
+    "Process": "process",
+    "Manager": "managers",
+    "SyncManager": "managers",
+    "AsyncManager": "managers",
+    "BaseManager": "managers",
+}
 
 
 def __getattr__(name):
     # The client needs cloudpickle; the runtime (python3 -m strand.runtime,
     # which imports this package first) does not for module:qualname tasks.
-    if name in ("Pool", "AsyncResult", "RemoteError", "RemoteTraceback"):
-        from . import pool
+    if name in _lazy:
+        import importlib
 
-        return getattr(pool, name)
-    if name in ("SimpleQueue", "Pipe"):
-        from . import queues
-
-        return getattr(queues, name)
+        return getattr(importlib.import_module("." + _lazy[name], __name__), name)
     raise AttributeError("module 'strand' has no attribute %r" % name)

@@ -1,10 +1,16 @@
 """Inside a worker's Python runtime: the line to the worker, through which a
 task's queue and pipe calls reach the gateway (frames 'Q' and 'A', README
-"Runtimes"). Set by strand.runtime while it runs tasks; None elsewhere."""
+"Runtimes"), set by strand.runtime while it runs tasks (None elsewhere);
+and what the runtime keeps between tasks: functions unpickled once, the
+initializers that ran."""
 
 import json
 
 line = None  # (send, read_frame) from strand.runtime
+
+_functions = {}  # a task's function, by its pickled bytes: unpickled once per runtime
+FUNCTIONS_KEPT = 64
+_initialized = set()  # the pickled initializers that ran in this runtime
 
 
 def inside():
@@ -19,3 +25,49 @@ def call(op, **args):
     if kind != b"A":
         raise RuntimeError("strand runtime: the worker answered a queue call with %r" % kind)
     return status.decode(), item.decode()
+
+
+_main_globals = {"__name__": "__main__"}  # what the caller's __main__ functions share here
+
+
+def _in_shared_main(function):
+    """cloudpickle gives a function of the caller's __main__ (pickled by
+    value) a globals dict of its own per pickle, so a global one such
+    function sets (a pool's initializer) is not seen by the next. Here they
+    share one, as they would in the caller's script: names the pickle
+    brought are added where missing, never over what a function set."""
+    import types
+
+    if not isinstance(function, types.FunctionType) or function.__globals__.get("__name__") != "__main__":
+        return function
+    if function.__globals__ is _main_globals:
+        return function
+    for name, value in function.__globals__.items():
+        _main_globals.setdefault(name, value)
+    shared = types.FunctionType(
+        function.__code__, _main_globals, function.__name__, function.__defaults__, function.__closure__
+    )
+    shared.__kwdefaults__ = function.__kwdefaults__
+    shared.__dict__.update(function.__dict__)
+    shared.__qualname__ = function.__qualname__
+    return shared
+
+
+def unpickle_function(pickled):
+    """A function that came as cloudpickle bytes (a map sends it once per
+    task), unpickled once per runtime."""
+    import cloudpickle
+
+    function = _functions.get(pickled)
+    if function is None:
+        if len(_functions) >= FUNCTIONS_KEPT:
+            _functions.clear()
+        function = _functions[pickled] = _in_shared_main(cloudpickle.loads(pickled))
+    return function
+
+
+def initialize(pickled, args):
+    """A pool's initializer, once per runtime (its worker's process)."""
+    if pickled not in _initialized:
+        unpickle_function(pickled)(*args)
+        _initialized.add(pickled)

@@ -37,6 +37,14 @@ class Gateway:
 
     def request(self, method, path, body=None, timeout=None):
         """The answer's JSON, or StrandError."""
+        text = self._send(method, path, body, timeout)
+        return json.loads(text) if text else None
+
+    def request_text(self, method, path, timeout=None):
+        """The answer as text (a process's logs), or StrandError."""
+        return self._send(method, path, None, timeout).decode("utf-8", "replace")
+
+    def _send(self, method, path, body, timeout):
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Content-Type", "application/json")
@@ -44,8 +52,7 @@ class Gateway:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=self.context) as r:
-                text = r.read()
-                return json.loads(text) if text else None
+                return r.read()
         except urllib.error.HTTPError as e:
             try:
                 detail = json.loads(e.read()).get("detail", e.reason)

@@ -8,6 +8,7 @@ import threading
 
 import cloudpickle
 
+from . import _worker
 from . import gateway as _gateway
 
 EXCEPTION_MARK = "strand-pickled-exception: "
@@ -27,10 +28,19 @@ class RemoteError(Exception):
     that died, a timeout, a cancelled task), or one that cannot be unpickled."""
 
 
-def _payload(func_bytes, args, kwds):
-    """One task: the function pickled once per call (bytes, which pickle
-    again as a copy), with this task's arguments."""
-    return base64.b64encode(cloudpickle.dumps((func_bytes, tuple(args), dict(kwds)))).decode("ascii")
+def _run_calls(init, func_bytes, calls):
+    """One task, in the worker's runtime: func(*args, **kwargs) for each of
+    its calls (a chunk of a map, or one apply), their values in order; the
+    first exception fails the task, as in multiprocessing. The pool's
+    initializer runs first, once per runtime."""
+    if init is not None:
+        _worker.initialize(*init)
+    func = _worker.unpickle_function(func_bytes)
+    return [func(*args, **kwargs) for args, kwargs in calls]
+
+
+def _payload(init, func_bytes, calls):
+    return base64.b64encode(cloudpickle.dumps((_run_calls, (init, func_bytes, calls), {}))).decode("ascii")
 
 
 def _error(text):
@@ -46,10 +56,15 @@ def _error(text):
     return RemoteError(text)
 
 
+def _decode(text):
+    """A value the runtime returned: base64 of its cloudpickle bytes."""
+    return cloudpickle.loads(base64.b64decode(text))
+
+
 def _value(item):
     if not item.get("ok"):
         raise _error(item.get("error", "failed"))
-    return cloudpickle.loads(base64.b64decode(item["value"]))
+    return _decode(item["value"])
 
 
 class AsyncResult:
@@ -64,7 +79,7 @@ class AsyncResult:
 
     def _collect(self):
         try:
-            self._items = list(self._pool._results(self._job, "input"))
+            self._items = list(self._pool._results(self._job, "input")) if self._job else []
         except Exception as e:  # the gateway went away: get() says so
             self._items = e
         self._event.set()
@@ -92,12 +107,30 @@ class AsyncResult:
             raise TimeoutError("the result is not ready after %s s" % timeout)
         if isinstance(self._items, Exception):
             raise self._items
-        values = [_value(i) for i in self._items]
+        values = [v for i in self._items for v in _value(i)]
         return values[0] if self._single else values
 
 
 class Pool:
-    def __init__(self, processes=None, backend=None, image=None, max_attempts=None, gateway=None):
+    """multiprocessing.Pool: processes workers (default: one per CPU of the
+    gateway's machine), each running initializer(*initargs) once before its
+    first task. backend and image as for strand.init; cpu, memory (MiB) and
+    gpu size each worker; max_attempts as the gateway's pool field."""
+
+    def __init__(
+        self,
+        processes=None,
+        initializer=None,
+        initargs=(),
+        *,
+        backend=None,
+        image=None,
+        max_attempts=None,
+        cpu=None,
+        memory=None,
+        gpu=None,
+        gateway=None,
+    ):
         self._gw = gateway or _gateway.default()
         spec = {"runtime": "python"}
         if processes is not None:
@@ -110,16 +143,34 @@ class Pool:
             spec["image"] = image
         if max_attempts:
             spec["max_attempts"] = max_attempts
-        self.id = self._gw.request("POST", "/v1/pools", spec)["id"]
+        resources = {k: v for k, v in (("cpu", cpu), ("memory_mb", memory), ("gpu", gpu)) if v is not None}
+        if resources:
+            spec["resources"] = resources
+        self._init = (cloudpickle.dumps(initializer), tuple(initargs)) if initializer else None
+        view = self._gw.request("POST", "/v1/pools", spec)
+        self.id = view["id"]
+        self._processes = view.get("processes") or 1
         self._state = "running"
 
     # ---- submitting -----------------------------------------------------
-    def _submit(self, func, arg_tuples):
+    def _submit(self, func, calls, chunksize):
+        """Tasks of chunksize calls each ((args, kwargs) pairs); each task's
+        value is a list. The job's id."""
         if self._state != "running":
             raise ValueError("Pool not running")
         func_bytes = cloudpickle.dumps(func)
-        args = [_payload(func_bytes, a, {}) for a in arg_tuples]
+        args = [_payload(self._init, func_bytes, calls[i : i + chunksize]) for i in range(0, len(calls), chunksize)]
         return self._gw.request("POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": args})["id"]
+
+    def _default_chunksize(self, n):
+        """multiprocessing's: about four chunks a worker."""
+        chunksize, extra = divmod(n, self._processes * 4)
+        return chunksize + 1 if extra else max(chunksize, 1)
+
+    def _values(self, job, order):
+        """Each call's value, in the job's order, chunks unpacked."""
+        for item in self._results(job, order):
+            yield from _value(item)
 
     def _results(self, job, order):
         """Each result item of job, paged with long polls."""
@@ -135,34 +186,40 @@ class Pool:
                 return
             cursor = page["next_cursor"]
 
+    def _map(self, func, arg_tuples, chunksize, order):
+        calls = [(tuple(a), {}) for a in arg_tuples]
+        if chunksize is None:
+            chunksize = self._default_chunksize(len(calls))
+        if chunksize < 1:
+            raise ValueError("chunksize must be at least 1")
+        if not calls:
+            return iter(())
+        return self._values(self._submit(func, calls, chunksize), order)
+
     # ---- multiprocessing.Pool -------------------------------------------
     def apply(self, func, args=(), kwds=None):
         return self.apply_async(func, args, kwds).get()
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None):
-        if self._state != "running":
-            raise ValueError("Pool not running")
-        job = self._gw.request(
-            "POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": [_payload(cloudpickle.dumps(func), args, kwds or {})]}
-        )["id"]
+        job = self._submit(func, [(tuple(args), dict(kwds or {}))], 1)
         return AsyncResult(self, job, True, callback, error_callback)
 
     def map(self, func, iterable, chunksize=None):
-        return [_value(i) for i in self._results(self._submit(func, [(x,) for x in iterable]), "input")]
+        return list(self._map(func, [(x,) for x in iterable], chunksize, "input"))
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
-        return AsyncResult(self, self._submit(func, [(x,) for x in iterable]), False, callback, error_callback)
+        calls = [((x,), {}) for x in iterable]
+        job = self._submit(func, calls, chunksize or self._default_chunksize(len(calls))) if calls else None
+        return AsyncResult(self, job, False, callback, error_callback)
 
     def starmap(self, func, iterable, chunksize=None):
-        return [_value(i) for i in self._results(self._submit(func, [tuple(a) for a in iterable]), "input")]
+        return list(self._map(func, iterable, chunksize, "input"))
 
     def imap(self, func, iterable, chunksize=1):
-        for item in self._results(self._submit(func, [(x,) for x in iterable]), "input"):
-            yield _value(item)
+        return self._map(func, [(x,) for x in iterable], chunksize, "input")
 
     def imap_unordered(self, func, iterable, chunksize=1):
-        for item in self._results(self._submit(func, [(x,) for x in iterable]), "completion"):
-            yield _value(item)
+        return self._map(func, [(x,) for x in iterable], chunksize, "completion")
 
     def close(self):
         if self._state == "running":

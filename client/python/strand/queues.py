@@ -90,7 +90,17 @@ class Connection:
         self.pipe, self.end = state["pipe"], state["end"]
         self._gw = None if _worker.inside() else _gateway.default()
 
+    def close(self):
+        """This end is done here (the pipe lives on for the other end and
+        for copies of this one, as a multiprocessing Connection's peer)."""
+        self._closed = True
+
+    def _check_open(self):
+        if getattr(self, "_closed", False):
+            raise OSError("handle is closed")
+
     def send(self, obj):
+        self._check_open()
         if _worker.inside():
             if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj))[0] != "ok":
                 raise QueueError("strand: send on %s failed (see the worker's log)" % self.pipe)
@@ -98,6 +108,7 @@ class Connection:
             self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj)})
 
     def recv(self, timeout=None):
+        self._check_open()
         path = "/v1/pipes/%s/ends/%d/recv" % (self.pipe, self.end)
         return _take(self._gw, path, "recv", timeout, pipe=self.pipe, end=self.end)
 

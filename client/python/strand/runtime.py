@@ -53,28 +53,15 @@ def _resolve(name):
     return obj
 
 
-_functions = {}  # a map's function, by its pickled bytes: unpickled once per runtime
-FUNCTIONS_KEPT = 64
-
-
-def _function(pickled):
-    import cloudpickle
-
-    function = _functions.get(pickled)
-    if function is None:
-        if len(_functions) >= FUNCTIONS_KEPT:
-            _functions.clear()
-        function = _functions[pickled] = cloudpickle.loads(pickled)
-    return function
-
-
 def _run(name, arg):
     if name == "pickle":
         import cloudpickle
 
         function, args, kwargs = cloudpickle.loads(base64.b64decode(json.loads(arg)))
-        if isinstance(function, bytes):  # pickled apart, once per call (strand.Pool)
-            function = _function(function)
+        if isinstance(function, bytes):  # pickled apart, once per call
+            from strand import _worker
+
+            function = _worker.unpickle_function(function)
         value = function(*args, **kwargs)
         return json.dumps(base64.b64encode(cloudpickle.dumps(value)).decode("ascii")).encode()
     value = _resolve(name)(json.loads(arg))

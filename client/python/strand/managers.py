@@ -1,0 +1,388 @@
+"""strand's managers: multiprocessing's Manager and Fiber's AsyncManager
+over a strand gateway.
+
+A manager is one gateway manager of type "runtime" (POST /v1/managers):
+one worker whose Python runtime holds the manager's objects between calls.
+Each operation is one call, {"method": "pickle", "args": [payload]}, that
+runs one of this module's functions there (_create, _call, ...), so the
+objects live in that one remote process and its calls run in the order they
+were made. Many managers run in parallel.
+
+    with strand.Manager() as m:          # SyncManager: dict, list, Namespace, Queue, Value
+        d = m.dict(); d["k"] = 1
+
+    class EnvManager(strand.AsyncManager): pass
+    EnvManager.register("Env", make_env)
+    m = EnvManager(); m.start()
+    env = m.Env()                        # made remotely, at once
+    handle = env.step(0)                 # an AsyncManager's calls return handles
+    handle.get()
+
+Proxies pickle as (manager, object) and may be stored in other managed
+objects. They reach their manager from the caller, over HTTP; a proxy
+passed into a Process or a pool task cannot call it (RemoteError says so).
+"""
+
+import base64
+import itertools
+import queue as _queue
+import time
+
+from . import _worker
+from . import gateway as _gateway
+
+WAIT_S = 30
+
+
+# ---- what runs in the manager's runtime ----------------------------------
+
+_objects = {}  # id -> object, in the manager's runtime process
+_ids = itertools.count(1)
+
+
+def _create(factory, args, kwargs):
+    oid = next(_ids)
+    _objects[oid] = factory(*args, **kwargs)
+    return oid
+
+
+def _call(oid, method, args, kwargs):
+    return getattr(_objects[oid], method)(*args, **kwargs)
+
+
+def _getattr(oid, name):
+    return getattr(_objects[oid], name)
+
+
+def _setattr(oid, name, value):
+    setattr(_objects[oid], name, value)
+
+
+def _delattr(oid, name):
+    delattr(_objects[oid], name)
+
+
+def _repr(oid):
+    return repr(_objects[oid])
+
+
+def _copy(oid):
+    """A list or dict's contents, for iteration and comparison."""
+    obj = _objects[oid]
+    return dict(obj) if isinstance(obj, dict) else list(obj)
+
+
+def _release(oid):
+    _objects.pop(oid, None)
+
+
+# ---- handles ---------------------------------------------------------------
+
+
+class Handle:
+    """An AsyncManager call under way: get(timeout) gives its result (or
+    raises its exception), ready() says whether it is there."""
+
+    def __init__(self, manager, call_id):
+        self._manager, self._call = manager, call_id
+        self._done = False
+        self._value = self._error = None
+
+    def _fetch(self, wait_s):
+        if self._done:
+            return True
+        view = self._manager._gw.request(
+            "GET", "/v1/managers/%s/calls/%s?wait=%d" % (self._manager.id, self._call, wait_s), timeout=wait_s + 30
+        )
+        if view.get("state") != "done":
+            return False
+        from .pool import _error, _decode
+
+        if view.get("ok"):
+            self._value = _decode(view["result"])
+        else:
+            self._error = _error(view.get("error", "failed"))
+        self._done = True
+        return True
+
+    def ready(self):
+        return self._fetch(0)
+
+    def wait(self, timeout=None):
+        self._wait_done(timeout)
+
+    def _wait_done(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._fetch(WAIT_S if deadline is None else max(0, min(WAIT_S, int(deadline - time.monotonic())))):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
+
+    def get(self, timeout=None):
+        if not self._wait_done(timeout):
+            raise TimeoutError("the call's result is not there after %s s" % timeout)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+# ---- managers --------------------------------------------------------------
+
+
+class BaseManager:
+    """multiprocessing.managers.BaseManager: register(typeid, callable),
+    start(), shutdown(), with."""
+
+    _registry = {}
+    _asynchronous = False
+
+    @classmethod
+    def register(cls, typeid, callable=None, proxytype=None, exposed=None, method_to_typeid=None, create_method=True):
+        if "_registry" not in cls.__dict__:
+            cls._registry = dict(cls._registry)
+        cls._registry[typeid] = (callable, proxytype or AutoProxy)
+        if create_method:
+
+            def create(self, *args, **kwargs):
+                return self._create(typeid, args, kwargs)
+
+            create.__name__ = typeid
+            setattr(cls, typeid, create)
+
+    def __init__(self, address=None, authkey=None, backend=None, image=None, gateway=None):
+        self._gw = gateway
+        self._backend, self._image = backend, image
+        self.id = None
+
+    def __getstate__(self):
+        return {"id": self.id}
+
+    def __setstate__(self, state):
+        self.id = state["id"]
+        self._gw = None if _worker.inside() else _gateway.default()
+
+    def start(self, initializer=None, initargs=()):
+        if self.id is not None:
+            raise RuntimeError("the manager has already started")
+        self._gw = self._gw or _gateway.default()
+        spec = {"type": "runtime", "runtime": "python"}
+        backend = self._backend or getattr(self._gw, "backend", None)
+        image = self._image or getattr(self._gw, "image", None)
+        if backend:
+            spec["backend"] = backend
+        if image:
+            spec["image"] = image
+        self.id = self._gw.request("POST", "/v1/managers", spec)["id"]
+        if initializer:
+            self._run(initializer, initargs, {})
+
+    def shutdown(self):
+        if self.id is not None and self._gw is not None:
+            self._gw.request("DELETE", "/v1/managers/%s" % self.id)
+            self._gw = None
+
+    def __enter__(self):
+        if self.id is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # ---- calls -----------------------------------------------------------
+    def _submit(self, func, *args):
+        """One call running func(*args) in the manager's runtime: a Handle."""
+        import cloudpickle
+
+        if self._gw is None:
+            if _worker.inside():
+                from .pool import RemoteError
+
+                raise RemoteError("strand: a manager's objects are reached from the program that made them, not from inside a worker")
+            raise RuntimeError("the manager is not running (start it, or it was shut down)")
+        payload = base64.b64encode(cloudpickle.dumps((func, args, {}))).decode("ascii")
+        call = self._gw.request("POST", "/v1/managers/%s/calls" % self.id, {"method": "pickle", "args": [payload]})
+        return Handle(self, call["id"])
+
+    def _run(self, func, *args):
+        return self._submit(func, *args).get()
+
+    def _create(self, typeid, args, kwargs):
+        factory, proxytype = self._registry[typeid]
+        if self.id is None:
+            raise RuntimeError("start the manager first")
+        return proxytype(self, self._run(_create, factory, args, kwargs))
+
+
+class BaseProxy:
+    """A managed object: its manager and its id there."""
+
+    def __init__(self, manager, oid):
+        object.__setattr__(self, "_manager", manager)
+        object.__setattr__(self, "_id", oid)
+
+    def __reduce__(self):
+        return (type(self), (self._manager, self._id))
+
+    def _callmethod(self, method, args=(), kwds=None):
+        """The method's result (an AsyncManager's proxy: a Handle)."""
+        handle = self._manager._submit(_call, self._id, method, tuple(args), dict(kwds or {}))
+        return handle if self._manager._asynchronous else handle.get()
+
+    def _sync(self, func, *args):
+        return self._manager._run(func, self._id, *args)
+
+    def __repr__(self):
+        return self._sync(_repr)
+
+    __str__ = __repr__
+
+
+class AutoProxy(BaseProxy):
+    """Any registered type: every attribute is a remote method."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def method(*args, **kwargs):
+            return self._callmethod(name, args, kwargs)
+
+        method.__name__ = name
+        return method
+
+
+def _forward(name):
+    """A method of a list or dict proxy; the operators (len(), d[k]) answer
+    at once even on an AsyncManager, as Python expects."""
+    if name.startswith("__"):
+
+        def method(self, *args):
+            return self._manager._run(_call, self._id, name, args, {})
+
+    else:
+
+        def method(self, *args):
+            return self._callmethod(name, args)
+
+    method.__name__ = name
+    return method
+
+
+class ListProxy(BaseProxy):
+    def __iter__(self):
+        return iter(self._sync(_copy))
+
+    def __eq__(self, other):
+        return self._sync(_copy) == (list(other) if isinstance(other, ListProxy) else other)
+
+    def __iadd__(self, other):
+        self._callmethod("extend", (other,))
+        return self
+
+
+for _name in ("__getitem__", "__setitem__", "__delitem__", "__len__", "__contains__", "append", "extend",
+              "insert", "pop", "remove", "index", "count", "sort", "reverse", "clear"):
+    setattr(ListProxy, _name, _forward(_name))
+
+
+class DictProxy(BaseProxy):
+    def __iter__(self):
+        return iter(self._sync(_copy))
+
+    def __eq__(self, other):
+        return self._sync(_copy) == (dict(other) if isinstance(other, DictProxy) else other)
+
+    def copy(self):
+        return self._sync(_copy)
+
+    def keys(self):
+        return list(self._callmethod("keys"))
+
+    def values(self):
+        return list(self._callmethod("values"))
+
+    def items(self):
+        return list(self._callmethod("items"))
+
+
+for _name in ("__getitem__", "__setitem__", "__delitem__", "__len__", "__contains__", "get", "pop", "popitem",
+              "setdefault", "update", "clear"):
+    setattr(DictProxy, _name, _forward(_name))
+
+
+class NamespaceProxy(BaseProxy):
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._sync(_getattr, name)
+
+    def __setattr__(self, name, value):
+        self._sync(_setattr, name, value)
+
+    def __delattr__(self, name):
+        self._sync(_delattr, name)
+
+
+class ValueProxy(BaseProxy):
+    @property
+    def value(self):
+        return self._sync(_call, "get", (), {})
+
+    @value.setter
+    def value(self, v):
+        self._sync(_call, "set", (v,), {})
+
+    def get(self):
+        return self._callmethod("get")
+
+    def set(self, v):
+        self._callmethod("set", (v,))
+
+
+class Namespace:
+    def __init__(self, **kwds):
+        self.__dict__.update(kwds)
+
+    def __repr__(self):
+        return "Namespace(%s)" % ", ".join("%s=%r" % kv for kv in sorted(self.__dict__.items()))
+
+
+class Value:
+    def __init__(self, typecode, value, lock=True):
+        self._typecode, self._value = typecode, value
+
+    def get(self):
+        return self._value
+
+    def set(self, value):
+        self._value = value
+
+    def __repr__(self):
+        return "%s(%r, %r)" % (type(self).__name__, self._typecode, self._value)
+
+
+class SyncManager(BaseManager):
+    """multiprocessing's Manager(): dict, list, Namespace, Queue, Value."""
+
+
+SyncManager.register("dict", dict, DictProxy)
+SyncManager.register("list", list, ListProxy)
+SyncManager.register("Namespace", Namespace, NamespaceProxy)
+SyncManager.register("Queue", _queue.Queue, AutoProxy)
+SyncManager.register("Value", Value, ValueProxy)
+
+
+class AsyncManager(SyncManager):
+    """Fiber's AsyncManager: objects are made at once, and every method
+    call on them returns a Handle, so calls to many managers overlap."""
+
+    _asynchronous = True
+
+
+def Manager(backend=None, image=None, gateway=None):
+    """A started SyncManager, as multiprocessing.Manager()."""
+    manager = SyncManager(backend=backend, image=image, gateway=gateway)
+    manager.start()
+    return manager
+

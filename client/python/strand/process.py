@@ -1,0 +1,126 @@
+"""strand.Process: multiprocessing.Process over a strand gateway. start()
+runs the process's run() (by default target(*args, **kwargs)) once in
+strand's Python runtime, as a gateway Process (POST /v1/processes,
+function rt:pickle); its resources come from strand.meta on the target.
+Queues and pipes passed to it work there: the process reaches the gateway
+through its strand-worker."""
+
+import base64
+import itertools
+import signal
+import time
+
+from . import gateway as _gateway
+from .meta import resources_of
+
+WAIT_S = 30
+_counter = itertools.count(1)
+
+
+def _run_process(process):
+    """The body that runs remotely: the process object's own run()."""
+    process.run()
+
+
+class Process:
+    def __init__(self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None, gateway=None):
+        if group is not None:
+            raise ValueError("group must be None (as in multiprocessing)")
+        self._target, self._args, self._kwargs = target, tuple(args), dict(kwargs or {})
+        self.name = name or "Process-%d" % next(_counter)
+        self.daemon = bool(daemon)
+        self._gw = gateway
+        self.id = None
+        self._view = None
+
+    def __getstate__(self):
+        # What runs remotely: the process's function and arguments, never
+        # the caller's gateway connection (its token stays here).
+        state = dict(self.__dict__)
+        state["_gw"] = None
+        state["_view"] = None
+        return state
+
+    def run(self):
+        """What the process does; subclasses may override it."""
+        if self._target:
+            self._target(*self._args, **self._kwargs)
+
+    def start(self):
+        import cloudpickle
+
+        if self.id is not None:
+            raise AssertionError("cannot start a process twice")
+        self._gw = self._gw or _gateway.default()
+        payload = base64.b64encode(cloudpickle.dumps((_run_process, (self,), {}))).decode("ascii")
+        spec = {"function": "rt:pickle", "arg": payload, "runtime": "python"}
+        backend = getattr(self._gw, "backend", None)
+        image = getattr(self._gw, "image", None)
+        if backend:
+            spec["backend"] = backend
+        if image:
+            spec["image"] = image
+        resources = resources_of(self._target) if self._target else resources_of(type(self).run)
+        if resources:
+            spec["resources"] = resources
+        self._view = self._gw.request("POST", "/v1/processes", spec)
+        self.id = self._view["id"]
+        if self._view.get("state") == "failed":
+            raise OSError("strand: the process could not start: %s" % self._view.get("reason", "unknown"))
+
+    def _refresh(self, wait_s=0):
+        if self.id is None:
+            return None
+        if self._view is None or self._view.get("state") == "running":
+            path = "/v1/processes/%s" % self.id + ("?wait=%d" % wait_s if wait_s else "")
+            self._view = self._gw.request("GET", path, timeout=wait_s + 30 if wait_s else None)
+        return self._view
+
+    def join(self, timeout=None):
+        if self.id is None:
+            raise AssertionError("can only join a started process")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._refresh()["state"] == "running":
+            left = WAIT_S if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._refresh(max(1, min(WAIT_S, int(left + 0.999))))
+
+    def is_alive(self):
+        return self.id is not None and self._refresh()["state"] == "running"
+
+    @property
+    def exitcode(self):
+        """None while it runs; 0 when run() returned, 1 when it raised;
+        -N when signal N ended it (terminate: -SIGTERM), as multiprocessing."""
+        view = self._refresh() if self.id is not None else None
+        if not view or view["state"] == "running":
+            return None
+        code = view.get("exit_code", -1)
+        if view.get("terminated") and code != 0:
+            return -signal.SIGTERM
+        if code > 128:  # the local backend's 128 + signal
+            return -(code - 128)
+        return code
+
+    @property
+    def pid(self):
+        """Its process id on the local backend; elsewhere the gateway's id."""
+        if self.id is None:
+            return None
+        return (self._view or {}).get("pid", self.id)
+
+    def terminate(self):
+        """SIGTERM, then SIGKILL after 2 s; returns once it is gone."""
+        if self.id is not None:
+            self._view = self._gw.request("DELETE", "/v1/processes/%s" % self.id)
+
+    kill = terminate
+
+    def logs(self):
+        """What it printed (stdout and stderr), kept after it ends."""
+        return self._gw.request_text("GET", "/v1/processes/%s/logs" % self.id)
+
+    def __repr__(self):
+        state = "initial" if self.id is None else self._view.get("state", "?")
+        return "<strand.Process name=%r id=%s %s>" % (self.name, self.id, state)
