@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the strand-worker and strand-gateway images without pulling
-# anything (no registry is reachable): each is FROM scratch, holding the
-# binaries and exactly the shared libraries ldd names for them.
+# Builds the strand-worker, strand-worker-python and strand-gateway images
+# without pulling anything (no registry is reachable): each is FROM
+# scratch, holding the binaries and exactly the shared libraries ldd names
+# for them.
 #   deploy/build-images.sh BUILD_DIR [TAG]
 set -euo pipefail
 build="$(cd "${1:?usage: build-images.sh BUILD_DIR [TAG]}" && pwd)"
@@ -33,6 +34,26 @@ printf 'root:x:0:0:root:/:/usr/bin/strand-worker\nnobody:x:65534:65534:nobody:/t
 cp "$here/worker.Dockerfile" "$w/Dockerfile"
 docker build -q -t "strand-worker:$tag" "$w" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
 
+# worker-python: the worker's root plus this machine's Debian python3 (the
+# interpreter, its standard library and the libraries its modules load),
+# python3-cloudpickle and strand's Python package, where strand-worker
+# looks for it (../share/strand/python): workers of pools with
+# "runtime": "python". No registry and no debootstrap: the files are the
+# ones this machine runs.
+p="$ctx/worker-python"
+cp -a "$w" "$p"
+python=$(readlink -f /usr/bin/python3)
+pyver=$(basename "$python")
+mkdir -p "$p/usr/lib/python3/dist-packages" "$p/usr/share/strand"
+cp "$python" "$p/usr/bin/"
+ln -s "$pyver" "$p/usr/bin/python3"
+cp -a "/usr/lib/$pyver" "$p/usr/lib/"
+rm -rf "$p/usr/lib/$pyver/test" "$p/usr/lib/$pyver/idlelib" "$p/usr/lib/$pyver/tkinter"
+cp -a /usr/lib/python3/dist-packages/cloudpickle "$p/usr/lib/python3/dist-packages/"
+cp -a "$build/lib/python" "$p/usr/share/strand/python"
+add_with_libs "$p" "$python" "$p/usr/lib/$pyver"/lib-dynload/*.so
+docker build -q -t "strand-worker-python:$tag" "$p" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
+
 # gateway: strand-gateway, strand-worker (for the local backend), the
 # dashboard; in the context, the file system under root/ and the database
 # folder apart, for the Dockerfile to give it to the gateway's user.
@@ -52,4 +73,4 @@ printf 'root:x:0:0:root:/:/usr/bin/strand-gateway\nstrand:x:65534:65534:strand:/
   >"$r/etc/passwd"
 cp "$here/gateway.Dockerfile" "$g/Dockerfile"
 docker build -q -t "strand-gateway:$tag" "$g" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
-echo "built strand-worker:$tag and strand-gateway:$tag"
+echo "built strand-worker:$tag, strand-worker-python:$tag and strand-gateway:$tag"

@@ -8,7 +8,7 @@ import threading
 
 import cloudpickle
 
-from . import _worker
+from . import _pickling, _worker
 from . import gateway as _gateway
 
 EXCEPTION_MARK = "strand-pickled-exception: "
@@ -40,7 +40,7 @@ def _run_calls(init, func_bytes, calls):
 
 
 def _payload(init, func_bytes, calls):
-    return base64.b64encode(cloudpickle.dumps((_run_calls, (init, func_bytes, calls), {}))).decode("ascii")
+    return base64.b64encode(_pickling.dumps((_run_calls, (init, func_bytes, calls), {}))).decode("ascii")
 
 
 def _error(text):

@@ -7,16 +7,14 @@ cloudpickle bytes (a REST client sees those strings)."""
 import base64
 import time
 
-from . import _worker
+from . import _pickling, _worker
 from . import gateway as _gateway
 
 WAIT_S = 30
 
 
 def _enc(obj):
-    import cloudpickle
-
-    return base64.b64encode(cloudpickle.dumps(obj)).decode("ascii")
+    return base64.b64encode(_pickling.dumps(obj)).decode("ascii")
 
 
 def _dec(text):

@@ -22,11 +22,14 @@ prints goes to stderr (the pool's logs), so it cannot break a frame.
 import base64
 import importlib
 import json
+import pickle
 import struct
 import sys
 import threading
 import time
 import traceback
+
+from strand import _pickling, _worker
 
 HEADER = struct.Struct("<cQII")
 EXCEPTION_MARK = "strand-pickled-exception: "  # strand.pool reads it
@@ -55,15 +58,13 @@ def _resolve(name):
 
 def _run(name, arg):
     if name == "pickle":
-        import cloudpickle
-
-        function, args, kwargs = cloudpickle.loads(base64.b64decode(json.loads(arg)))
+        # cloudpickle's bytes read back with pickle (they name cloudpickle's
+        # helpers, imported then).
+        function, args, kwargs = pickle.loads(base64.b64decode(json.loads(arg)))
         if isinstance(function, bytes):  # pickled apart, once per call
-            from strand import _worker
-
             function = _worker.unpickle_function(function)
         value = function(*args, **kwargs)
-        return json.dumps(base64.b64encode(cloudpickle.dumps(value)).decode("ascii")).encode()
+        return json.dumps(base64.b64encode(_pickling.dumps(value)).decode("ascii")).encode()
     value = _resolve(name)(json.loads(arg))
     return json.dumps(value).encode()
 
@@ -114,8 +115,6 @@ def main():
         return kind, ident, _read_exact(stdin, a_len), _read_exact(stdin, b_len)
 
     # Queues and pipes passed to a task reach the gateway through the worker.
-    from strand import _worker
-
     _worker.line = (channel.send, read_frame)
     while True:
         header = _read_exact(stdin, HEADER.size)

@@ -1,0 +1,57 @@
+"""bench/python's driver: Python function tasks through strand (strand.Pool,
+every result durably recorded before it is fetched) and through Python's
+multiprocessing.Pool, the same work in the same run. One line per workload:
+NAME TASKS STRAND_SECONDS MP_SECONDS. Both pools are started (and warm)
+before the clock runs.
+
+    python_bench.py WORKERS     (STRAND_URL and the token as strand.init reads them)
+"""
+
+import multiprocessing
+import sys
+import time
+
+import strand
+
+
+def noop(x):
+    return None
+
+
+def sleep_1ms(x):
+    time.sleep(0.001)
+    return x
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    n = fn()
+    return n, time.perf_counter() - t0
+
+
+def workloads(workers):
+    n_small, n_map, n_sleep, n_apply = 20000, 200000, 1000 * workers, 300
+    return [
+        ("noop_imap_unordered_c1", lambda p: sum(1 for _ in p.imap_unordered(noop, range(n_small), chunksize=1))),
+        ("noop_map_default_chunks", lambda p: len(p.map(noop, range(n_map)))),
+        ("sleep_1ms_imap_unordered_c1", lambda p: sum(1 for _ in p.imap_unordered(sleep_1ms, range(n_sleep), chunksize=1))),
+        ("apply_round_trip", lambda p: sum(1 for i in range(n_apply) if p.apply(noop, (i,)) is None)),
+    ]
+
+
+def main():
+    workers = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    sp = strand.Pool(workers)
+    sp.map(noop, range(workers * 4), chunksize=1)  # every runtime up and warm
+    with multiprocessing.Pool(workers) as mp:
+        mp.map(noop, range(workers * 4), chunksize=1)
+        for name, run in workloads(workers):
+            n, s = timed(lambda: run(sp))
+            m, t = timed(lambda: run(mp))
+            assert n == m, (name, n, m)
+            print("%s %d %.4f %.4f" % (name, n, s, t), flush=True)
+    sp.terminate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The Python scenarios on the docker backend: workers are containers of
+# strand-worker-python (deploy/build-images.sh, tag "test"), built without a
+# registry. Skips (77) where no Docker engine answers.
+set -euo pipefail
+bin="$1"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$src/tests/integration/lib.sh"
+if ! docker info >/dev/null 2>&1; then
+  echo "no Docker daemon answers (tests/run.sh starts one as root): skipping"
+  exit 77
+fi
+"$src/deploy/build-images.sh" "$bin/.." test
+dir=$(mktemp -d /tmp/strand-test-python-docker-XXXXXX)
+trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
+start_gateway "$bin" "$dir"
+STRAND_TEST_BACKEND=docker STRAND_TEST_IMAGE=strand-worker-python:test \
+  PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_docker.py"
