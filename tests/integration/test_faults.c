@@ -104,10 +104,11 @@ static void test_hung_worker_loses_its_lease(void **state)
 
 /* The gateway itself stopped for four leases: its workers were healthy all
  * along, so none may be killed for the silence the gateway caused. (A lease
- * long enough that a loaded machine under ASan does not starve a worker.) */
+ * long enough that a loaded machine under ASan does not starve a worker:
+ * 700 ms was not, with a docker image build beside the suite.) */
 static void test_paused_gateway_keeps_healthy_workers(void **state)
 {
-	static const char *const args[] = {"--lease-ms", "700", NULL};
+	static const char *const args[] = {"--lease-ms", "1500", NULL};
 	gateway g;
 	pid_t before[4], after[4];
 	char *pool, *job;
@@ -120,7 +121,7 @@ static void test_paused_gateway_keeps_healthy_workers(void **state)
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(5), 300)));
 	assert_true(job_wait_done(&g, job, 10) < 300);
 	kill(g.pid, SIGSTOP);
-	usleep(2800000);
+	usleep(6000000);
 	kill(g.pid, SIGCONT);
 	json_t *items = job_results(&g, job, "input", 5000);
 	assert_exact(items, 300, 5);
