@@ -198,7 +198,18 @@ class Pool:
 
     # ---- multiprocessing.Pool -------------------------------------------
     def apply(self, func, args=(), kwds=None):
-        return self.apply_async(func, args, kwds).get()
+        """One request that answers with the result (POST …/apply?wait=),
+        not a job and a poll: a round trip, as multiprocessing's."""
+        if self._state != "running":
+            raise ValueError("Pool not running")
+        arg = _payload(self._init, cloudpickle.dumps(func), [(tuple(args), dict(kwds or {}))])
+        answer = self._gw.request(
+            "POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), {"function": "rt:pickle", "arg": arg},
+            timeout=WAIT_S + 30,
+        )
+        if "index" not in answer:  # the wait ran out: the job, still running
+            return AsyncResult(self, answer["id"], True).get()
+        return _value(answer)[0]
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None):
         job = self._submit(func, [(tuple(args), dict(kwds or {}))], 1)
