@@ -681,6 +681,12 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 	if (cmd) {
 		if ((err = get_argv(cmd, &spec.command, &spec.ncommand, detail, detail_len)) != CM_OK)
 			goto out;
+		if (spec.run.runtime[0]) {
+			snprintf(detail, detail_len,
+			         "field 'runtime' goes with a 'function' (rt:NAME), not a 'command'");
+			err = CM_EINVAL;
+			goto out;
+		}
 	} else {
 		if (!json_is_string(fn) || strcmp(json_string_value(fn), "exec") == 0) {
 			snprintf(detail, detail_len,

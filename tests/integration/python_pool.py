@@ -160,9 +160,7 @@ class ProcessTest(unittest.TestCase):
         self.assertIsNone(p.exitcode)
         p.start()
         self.assertTrue(p.is_alive())
-        t0 = time.monotonic()
-        p.join(timeout=0.5)
-        self.assertLess(time.monotonic() - t0, 20)
+        p.join(timeout=0.5)  # returns with the process still running
         self.assertTrue(p.is_alive())
         self.assertIsNone(p.exitcode)
         self.assertIsInstance(p.pid, int)

@@ -55,15 +55,9 @@ static char *start(const char *spec)
 static json_t *join(const char *id)
 {
 	char path[128];
-	response r;
-	json_t *p;
 
 	snprintf(path, sizeof(path), "/v1/processes/%s?wait=30", id);
-	r = http(&g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	p = json_incref(r.json);
-	response_free(&r);
-	return p;
+	return http_get_ok(&g, path);
 }
 
 static char *logs(const char *id)
@@ -182,14 +176,11 @@ static void test_survives_gateway_kill(void **state)
 static char *take(const char *path)
 {
 	char url[200];
-	response r;
-	char *text;
 
 	snprintf(url, sizeof(url), "%s?max=10&wait=30", path);
-	r = http(&g, "GET", url, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	text = json_dumps(json_object_get(r.json, "items"), JSON_COMPACT);
-	response_free(&r);
+	json_t *page = http_get_ok(&g, url);
+	char *text = json_dumps(json_object_get(page, "items"), JSON_COMPACT);
+	json_decref(page);
 	return text;
 }
 
@@ -393,6 +384,8 @@ static void test_bad_requests(void **state)
 	        {"{\"command\":[\"true\"],\"backend\":\"mesos\"}", 422, "unknown backend"},
 	        {"{\"function\":\"nosuch\"}", 422, "unknown function"},
 	        {"{\"command\":[\"true\"],\"resources\":{\"cpu\":-1}}", 400, "'resources.cpu'"},
+	        {"{\"command\":[\"true\"],\"runtime\":\"python\"}", 400, "'runtime' goes with a 'function'"},
+	        {"{\"function\":\"rt:m:f\",\"runtime\":7}", 400, "field 'runtime' must be"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -419,36 +419,33 @@ char *pool_create(const gateway *g, int processes)
 	return pool_create_spec(g, spec);
 }
 
-json_t *pool_get(const gateway *g, const char *pool_id)
+json_t *http_get_ok(const gateway *g, const char *path)
 {
-	char path[128];
-	response r;
+	response r = http(g, "GET", path, NULL, NULL);
 	json_t *j;
 
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
-	r = http(g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
+	if (r.status != 200)
+		fail_msg("GET %s: %ld %s", path, r.status, r.body);
 	j = json_incref(r.json);
 	response_free(&r);
 	return j;
 }
 
+json_t *pool_get(const gateway *g, const char *pool_id)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
+	return http_get_ok(g, path);
+}
+
 json_t *process_run(const gateway *g, const char *spec, char **id)
 {
 	char path[128];
-	response r = http(g, "POST", "/v1/processes", spec, NULL);
-	json_t *p;
 
-	if (r.status != 201)
-		fail_msg("start a process: %ld %s", r.status, r.body);
-	*id = strdup(json_string_value(json_object_get(r.json, "id")));
-	response_free(&r);
+	*id = http_create(g, "/v1/processes", spec);
 	snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", *id);
-	r = http(g, "GET", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	p = json_incref(r.json);
-	response_free(&r);
-	return p;
+	return http_get_ok(g, path);
 }
 
 char *process_logs(const gateway *g, const char *id)

@@ -66,6 +66,8 @@ int http_raw(const gateway *g, const char *request, char *out, size_t out_len);
 
 /* Creates a pool of n local workers and returns its id (a new string). */
 char *pool_create(const gateway *g, int processes);
+/* GET path, which must answer 200; its JSON (new reference). */
+json_t *http_get_ok(const gateway *g, const char *path);
 /* POST body to path, which must answer 201; the new thing's id (new string). */
 char *http_create(const gateway *g, const char *path, const char *body);
 /* Waits until every worker of the pool is connected. */

@@ -5,6 +5,7 @@ through the worker. Items are Python objects, as base64 of their
 cloudpickle bytes (a REST client sees those strings)."""
 
 import base64
+import json
 import time
 
 from . import _pickling, _worker
@@ -38,8 +39,6 @@ def _take(gw, path, relay_op, timeout, **relay_args):
             if status == "error":
                 raise QueueError("strand: the %s call failed (see the worker's log)" % relay_op)
             if status == "ok":
-                import json
-
                 return _dec(json.loads(item))
         else:
             page = gw.request("GET", "%s?max=1&wait=%d" % (path, int(left)))
