@@ -280,7 +280,6 @@ static void *engine_main(void *arg)
 		stop = e->stopping;
 		closing = e->closing;
 		pthread_mutex_unlock(&e->mu);
-		engine__forgive_stall(e, cm_now_ms());
 		while (batch) { /* the inbox is LIFO; handle in arrival order */
 			op *n = batch->next;
 			batch->next = rev;
@@ -301,7 +300,10 @@ static void *engine_main(void *arg)
 			else
 				engine__ready(e, o); /* answered below as not recorded */
 		}
+		/* Measured here, next to the lease checks, so that a stop anywhere
+		 * in the cycle (handling, the commit, the wait) is forgiven. */
 		int64_t now = cm_now_ms();
+		engine__forgive_stall(e, now);
 		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
 			engine__tick_pool(e, p, now);
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
