@@ -124,6 +124,7 @@ typedef struct engine_result {
 	size_t len;
 	uint32_t run_us; /* how long the function ran: sizes later batches */
 	uint32_t attempt; /* the task's attempt this answers */
+	int lost; /* its runtime died on it (value: how): an attempt lost */
 } engine_result;
 
 typedef struct engine_pull_msg {

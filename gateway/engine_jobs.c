@@ -143,6 +143,24 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 	return 1;
 }
 
+/* A task its runtime died on, out of attempts: its error says how often,
+ * then how the last runtime ended (the worker's words). */
+static void record_lost(engine *e, job *j, int64_t id, const char *holder, const engine_result *r)
+{
+	char head[48];
+	int n = snprintf(head, sizeof(head), "lost %u time%s: ", r->attempt, r->attempt == 1 ? "" : "s");
+	char *msg = malloc((size_t)n + r->len);
+
+	if (!msg) {
+		record(e, j, id, holder, 0, r->value, r->len);
+		return;
+	}
+	memcpy(msg, head, (size_t)n);
+	memcpy(msg + n, r->value, r->len);
+	record(e, j, id, holder, 0, msg, (size_t)n + r->len);
+	free(msg);
+}
+
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error)
 {
 	o->u.pull.batch.status = status;
@@ -367,13 +385,17 @@ void engine__handle_pull(engine *e, op *o)
 		if (!j)
 			continue;
 		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
-		if (!r->ok && j->retry_errors && (int)r->attempt < j->max_attempts && j->state == JOB_RUNNING &&
-		    store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
-			/* The caller asked for errors to be retried. */
+		if (!r->ok && (j->retry_errors || r->lost) && (int)r->attempt < j->max_attempts &&
+		    j->state == JOB_RUNNING && store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
+			/* The caller asked for errors to be retried, or its runtime
+			 * died on it: an attempt lost, as with a crashed worker. */
 			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
 			continue;
 		}
-		record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value, r->len);
+		if (r->lost)
+			record_lost(e, j, (int64_t)r->task_id, w->id, r);
+		else
+			record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value, r->len);
 	}
 	requeue_splice(p, &retry);
 	if (m->resync) {

@@ -247,7 +247,8 @@ static int describe(hub_slot *s, proto_type type)
 		                                .value = r->value.data,
 		                                .len = r->value.len,
 		                                .run_us = r->run_us,
-		                                .attempt = r->attempt};
+		                                .attempt = r->attempt,
+		                                .lost = r->lost && !r->ok};
 	}
 	s->pull = (engine_pull_msg){.worker_id = p->worker_id,
 	                            .pool_id = p->pool_id,

@@ -394,16 +394,15 @@ static void ended(int status, char *out, size_t len)
 		snprintf(out, len, "exited with code %d", WEXITSTATUS(status));
 }
 
-/* The runtime is done for (why): it is stopped, and the task fails saying
- * so with its last words. The next task starts a new one. */
-static int fail_task(worker_runtime *rt, const char *why, cm_buf *out, int *ok)
+/* The runtime is done for (why): it is stopped, and the task it was on ends
+ * saying so with its last words. The next task starts a new one. */
+static int fail_task(worker_runtime *rt, const char *why, cm_buf *out)
 {
 	char how[64], msg[512];
 
 	int status = stop(rt, 1);
 	ended(status, how, sizeof(how));
 	snprintf(msg, sizeof(msg), "runtime %s: %s (%s; it is started again for the next task)", rt->argv[0], why, how);
-	*ok = 0;
 	const char *words = last_words(rt);
 	if (cm_buf_puts(out, msg) != CM_OK)
 		return CM_ENOMEM;
@@ -417,47 +416,138 @@ int worker_runtime_running(const worker_runtime *rt)
 	return rt->child.pid > 0;
 }
 
+/* Starts it and waits for its ready frame; on failure out says why. */
+static int start_ready(worker_runtime *rt, cm_buf *out)
+{
+	char why[256];
+	frame f;
+
+	if (start(rt, why, sizeof(why)) != CM_OK)
+		return cm_buf_puts(out, why) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+	if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)))
+		return fail_task(rt, "did not start", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+	if (f.type != 'S')
+		return fail_task(rt, "did not start with a ready frame", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+	consume(rt, &f);
+	return CM_OK;
+}
+
+/* The answer frame f to a task, as its outcome and out's text. */
+static worker_runtime_outcome answer(const frame *f, cm_buf *out, int *err)
+{
+	if (f->type == 'R') {
+		json_t *v = json_loadb(f->b, f->b_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		int ok = v != NULL;
+		json_decref(v);
+		*err = ok ? cm_buf_append(out, f->b, f->b_len) : cm_buf_puts(out, "the runtime's result is not JSON");
+		return ok ? RT_OK : RT_ERROR;
+	}
+	*err = cm_buf_append(out, f->a, f->a_len);
+	if (*err == CM_OK)
+		*err = cm_buf_puts(out, ": ");
+	if (*err == CM_OK)
+		*err = cm_buf_append(out, f->b, f->b_len);
+	return RT_ERROR;
+}
+
+/* Stopped short (out of memory, or done said stop): the runtime may hold
+ * tasks it was sent, so it goes and the next call starts a new one. */
+static int abandon(worker_runtime *rt, int err)
+{
+	stop(rt, 1);
+	return err;
+}
+
+int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks, size_t n, worker_runtime_done done,
+                            void *ctx)
+{
+	size_t next = 0; /* the first task not answered */
+
+	while (next < n) {
+		cm_buf out;
+		int err;
+
+		cm_buf_init(&out);
+		if (rt->child.pid <= 0 && (err = start_ready(rt, &out)) != CM_OK) {
+			/* Each task tries a start of its own: it may be a moment's trouble. */
+			if (err == CM_ENOMEM) {
+				cm_buf_fini(&out);
+				return err;
+			}
+			if ((err = done(ctx, next++, RT_ERROR, &out)) != CM_OK)
+				return err; /* no runtime runs */
+			continue;
+		}
+		/* All at once: the runtime runs them in order and answers each. */
+		size_t first = next;
+		uint64_t first_id = rt->next_id + 1;
+		for (size_t i = next; i < n; i++)
+			if (queue_frame(rt, 'T', ++rt->next_id, tasks[i].function, strlen(tasks[i].function),
+			                tasks[i].arg, tasks[i].arg_len) != CM_OK)
+				return abandon(rt, CM_ENOMEM);
+		while (next < n) {
+			int64_t began = cm_now_ms();
+			char why[256];
+			frame f;
+			worker_runtime_outcome how;
+
+			int got = exchange(rt, tasks[next].timeout_ms ? began + (int64_t)tasks[next].timeout_ms : 0,
+			                   SILENCE_LIMIT_MS, &f, why, sizeof(why));
+			if (!got || (f.type != 'R' && f.type != 'E') || f.id != first_id + (next - first)) {
+				/* Its end is this task's; the ones after it have not run and
+				 * go to the next runtime. A task that took the runtime's
+				 * process with it (or hung it) lost an attempt, as on a
+				 * crashed worker; a timeout or a wrong frame is an error. */
+				int timed_out = !got && strcmp(why, "timed out") == 0;
+				if (timed_out)
+					snprintf(why, sizeof(why), "timed out after %u ms", tasks[next].timeout_ms);
+				how = got || timed_out || strncmp(why, "the runtime sent", 16) == 0 ? RT_ERROR
+				                                                                    : RT_LOST;
+				if (fail_task(rt, got ? "answered with a frame it should not send" : why, &out) !=
+				    CM_OK) {
+					cm_buf_fini(&out);
+					return CM_ENOMEM; /* fail_task stopped it */
+				}
+				if ((err = done(ctx, next++, how, &out)) != CM_OK)
+					return err;
+				break;
+			}
+			how = answer(&f, &out, &err);
+			consume(rt, &f);
+			if (err != CM_OK) {
+				cm_buf_fini(&out);
+				return abandon(rt, err);
+			}
+			if ((err = done(ctx, next++, how, &out)) != CM_OK)
+				return next < n ? abandon(rt, err) : err;
+			cm_buf_init(&out);
+		}
+	}
+	return CM_OK;
+}
+
+typedef struct one_result {
+	cm_buf *out;
+	int *ok;
+} one_result;
+
+static int keep_one(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
+{
+	one_result *r = ctx;
+
+	(void)i;
+	*r->ok = how == RT_OK;
+	int err = cm_buf_append(r->out, out->data, out->len);
+	cm_buf_fini(out);
+	return err;
+}
+
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok)
 {
-	uint64_t id = ++rt->next_id;
-	char why[256];
-	frame f;
-	int err;
+	worker_runtime_task t = {function, arg, arg_len, timeout_ms};
+	one_result r = {out, ok};
 
 	*ok = 0;
-	if (rt->child.pid <= 0) {
-		if (start(rt, why, sizeof(why)) != CM_OK)
-			return cm_buf_puts(out, why);
-		if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)))
-			return fail_task(rt, "did not start", out, ok);
-		if (f.type != 'S')
-			return fail_task(rt, "did not start with a ready frame", out, ok);
-		consume(rt, &f);
-	}
-	if (queue_frame(rt, 'T', id, function, strlen(function), arg, arg_len) != CM_OK)
-		return CM_ENOMEM;
-	int got = exchange(rt, timeout_ms ? cm_now_ms() + (int64_t)timeout_ms : 0, SILENCE_LIMIT_MS, &f, why,
-	                   sizeof(why));
-	if (!got) {
-		if (strcmp(why, "timed out") == 0)
-			snprintf(why, sizeof(why), "timed out after %u ms", timeout_ms);
-		return fail_task(rt, why, out, ok);
-	}
-	if ((f.type != 'R' && f.type != 'E') || f.id != id)
-		return fail_task(rt, "answered with a frame it should not send", out, ok);
-	if (f.type == 'R') {
-		json_t *v = json_loadb(f.b, f.b_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-		*ok = v != NULL;
-		json_decref(v);
-		err = *ok ? cm_buf_append(out, f.b, f.b_len) : cm_buf_puts(out, "the runtime's result is not JSON");
-	} else {
-		err = cm_buf_append(out, f.a, f.a_len);
-		if (err == CM_OK)
-			err = cm_buf_puts(out, ": ");
-		if (err == CM_OK)
-			err = cm_buf_append(out, f.b, f.b_len);
-	}
-	consume(rt, &f);
-	return err;
+	return worker_runtime_run_many(rt, &t, 1, keep_one, &r);
 }

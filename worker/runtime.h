@@ -15,9 +15,13 @@
  *                      'Q' queue call id    a: put, get, send or recv; b: its JSON
  *                                           ({queue|pipe, end, item, wait_ms})
  *   worker -> runtime  'A' its answer id    a: ok, empty or error; b: the item
- * A runtime that exits, stops beating for 10 s or sends a frame that is not
- * one of these fails the task with its last stderr lines, and is started
- * again for the next one. Runs on the worker's executor thread only.
+ *                                           (it may come after 'T' frames sent
+ *                                           before it: those wait their turn)
+ * A runtime runs the tasks it is sent one at a time, in order, answering
+ * each; several may be sent before the first is answered. A runtime that
+ * exits, stops beating for 10 s or sends a frame that is not one of these
+ * ends the task it was on with its last stderr lines, and is started again
+ * for the next one. Runs on the worker's executor thread only.
  */
 #ifndef WORKER_RUNTIME_H
 #define WORKER_RUNTIME_H
@@ -36,9 +40,34 @@ typedef struct worker_runtime worker_runtime;
 worker_runtime *worker_runtime_new(const char *argv_json);
 /* Closes its stdin (a runtime exits then), kills what is left. */
 void worker_runtime_free(worker_runtime *rt);
-/* Runs function (NAME, without "rt:") on arg, starting the runtime first if
- * it is not running; timeout_ms 0: none. Appends the result (JSON) or the
- * error text to out and sets *ok. Returns CM_OK or CM_ENOMEM. */
+/* A task for worker_runtime_run_many. */
+typedef struct worker_runtime_task {
+	const char *function; /* NAME, without "rt:" */
+	const char *arg; /* JSON text */
+	size_t arg_len;
+	unsigned timeout_ms; /* 0: none; counted from when the runtime reaches it */
+} worker_runtime_task;
+
+typedef enum worker_runtime_outcome {
+	RT_OK, /* out: the result (JSON) */
+	RT_ERROR, /* out: the error text */
+	RT_LOST /* the runtime died or hung on it (out says how, with its last
+	         * words): an attempt lost, as on a crashed worker */
+} worker_runtime_outcome;
+
+/* Told each task's outcome as soon as it is known, in order; out is the
+ * callee's from then on (also when it fails). Returns CM_OK, or an error
+ * that stops worker_runtime_run_many. */
+typedef int (*worker_runtime_done)(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out);
+
+/* Runs tasks[0..n) in the runtime, starting it first if it is not running.
+ * They are sent all at once (the runtime runs them in order, one at a
+ * time), so a run of short tasks costs no round trip each. When the runtime
+ * ends on one, the ones after it are sent to a new one. Returns CM_OK,
+ * CM_ENOMEM, or done's error. */
+int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks, size_t n, worker_runtime_done done,
+                            void *ctx);
+/* One task, its result (JSON) or error text appended to out, *ok set. */
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok);
 

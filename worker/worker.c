@@ -23,10 +23,12 @@
 
 #include "proto/frame.h"
 #include "worker/manager.h"
+#include "worker/runtime.h"
 #include "worker/worker.h"
 
 #define BUDGET_MS 20.0
 #define MAX_BATCH 4096
+#define PIPELINE_MAX 1024 /* rt: tasks sent to the runtime at once */
 #define HEARTBEAT_MS 1000
 /* How long one exchange may take: the gateway parks an idle pull for up to
  * 1 s, so never less than 2 s; never more than half the time after which the
@@ -51,6 +53,7 @@ typedef struct result {
 	uint32_t run_us;
 	uint32_t attempt;
 	int ok;
+	int lost; /* the runtime died on it: an attempt lost */
 	char *value;
 	size_t len;
 } result;
@@ -67,9 +70,9 @@ typedef struct worker {
 	size_t head, count, cap;
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
-	int running;
-	uint64_t running_id; /* the task running now */
-	int64_t running_since; /* monotonic ms */
+	task *taken; /* what the executor took (PIPELINE_MAX): [ran, ntaken) not finished yet */
+	size_t ntaken, ran;
+	double running_since; /* when taken[ran] began, monotonic s */
 	int quit;
 	double avg_ms; /* moving average of task run time */
 } worker;
@@ -97,49 +100,124 @@ static int push_result(worker *w, result r)
 	return CM_OK;
 }
 
+/* Tasks taken, not finished: the one running and those after it. */
+static size_t in_flight(const worker *w)
+{
+	return w->ntaken - w->ran;
+}
+
+static int is_runtime_task(const task *t)
+{
+	return strncmp(t->function, "rt:", 3) == 0;
+}
+
+/* Moves what the executor runs next from the ring to w->taken: one task,
+ * or the run of rt: tasks at the front when the pool has a runtime (sent
+ * to it all at once). Returns how many; w->mu is held. */
+static size_t take(worker *w, int pipelined)
+{
+	size_t n = 1;
+
+	if (pipelined)
+		while (n < w->count && n < PIPELINE_MAX && is_runtime_task(&w->tasks[(w->head + n) % w->cap]))
+			n++;
+	for (size_t i = 0; i < n; i++) {
+		w->taken[i] = w->tasks[w->head];
+		w->head = (w->head + 1) % w->cap;
+		w->count--;
+	}
+	w->ntaken = n;
+	w->ran = 0;
+	w->running_since = cm_now_s();
+	return n;
+}
+
+/* taken[ran] ended: its result joins the outbox and the next one begins. */
+static void finish(worker *w, int ok, int lost, cm_buf *out)
+{
+	pthread_mutex_lock(&w->mu);
+	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0;
+	const task *t = &w->taken[w->ran];
+	w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
+	uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
+	if (push_result(w, (result){t->id, run_us, t->attempt, ok, lost, out->data, out->len}) != CM_OK)
+		cm_buf_fini(out); /* the task will be re-run after its lease */
+	w->ran++;
+	w->running_since = now;
+	pthread_cond_signal(&w->hub);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
+{
+	worker *w = ctx;
+
+	(void)i; /* answers come in order: it is taken[ran] */
+	finish(w, how == RT_OK, how == RT_LOST, out);
+	pthread_mutex_lock(&w->mu);
+	int quit = w->quit;
+	pthread_mutex_unlock(&w->mu);
+	return quit ? CM_ESHUTDOWN : CM_OK; /* the worker stops: the rest is not run */
+}
+
+/* The taken rt: tasks, through the pool's runtime. */
+static void run_in_runtime(worker *w, worker_runtime *rt)
+{
+	worker_runtime_task *rts = calloc(w->ntaken, sizeof(*rts));
+
+	if (!rts) {
+		cm_error("out of memory running tasks: they are run again after their lease");
+		return;
+	}
+	for (size_t i = 0; i < w->ntaken; i++)
+		rts[i] = (worker_runtime_task){w->taken[i].function + 3, w->taken[i].arg, w->taken[i].arg_len,
+		                               w->taken[i].timeout_ms};
+	int err = worker_runtime_run_many(rt, rts, w->ntaken, runtime_done, w);
+	if (err == CM_ENOMEM)
+		cm_error("out of memory running tasks: they are run again after their lease");
+	free(rts);
+}
+
+static void run_one(worker *w)
+{
+	const task *t = &w->taken[0];
+	cm_buf out;
+	int ok = 0;
+
+	cm_buf_init(&out);
+	if (worker_fns_run(w->fns, t->function, t->arg, t->arg_len, t->command, t->ncommand, t->timeout_ms,
+	                   t->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ t->attempt, &out, &ok) != CM_OK) {
+		cm_buf_fini(&out);
+		ok = 0;
+		cm_buf_puts(&out, "worker out of memory running the task");
+	}
+	finish(w, ok, 0, &out);
+}
+
 static void *executor(void *arg)
 {
 	worker *w = arg;
+	worker_runtime *rt = worker_fns_runtime(w->fns);
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		task t;
-		cm_buf out;
-		int ok = 0;
-		double t0;
-		double ms;
-
 		while (w->count == 0 && !w->quit)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->quit)
 			break;
-		t = w->tasks[w->head];
-		w->head = (w->head + 1) % w->cap;
-		w->count--;
-		w->running = 1;
-		w->running_id = t.id;
-		w->running_since = cm_now_ms();
+		int pipelined = rt && is_runtime_task(&w->tasks[w->head]);
+		size_t n = take(w, pipelined);
 		pthread_mutex_unlock(&w->mu);
 
-		cm_buf_init(&out);
-		t0 = cm_now_s();
-		if (worker_fns_run(w->fns, t.function, t.arg, t.arg_len, t.command, t.ncommand, t.timeout_ms,
-		                   t.id * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ t.attempt, &out, &ok) != CM_OK) {
-			cm_buf_fini(&out);
-			ok = 0;
-			cm_buf_puts(&out, "worker out of memory running the task");
-		}
-		ms = (cm_now_s() - t0) * 1000.0;
-		task_free(&t);
+		if (pipelined)
+			run_in_runtime(w, rt);
+		else
+			run_one(w);
 
 		pthread_mutex_lock(&w->mu);
-		w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
-		uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
-		if (push_result(w, (result){t.id, run_us, t.attempt, ok, out.data, out.len}) != CM_OK)
-			cm_buf_fini(&out); /* the task will be re-run after its lease */
-		w->running = 0;
-		w->running_id = 0;
-		pthread_cond_signal(&w->hub);
+		for (size_t i = 0; i < n; i++)
+			task_free(&w->taken[i]);
+		w->ntaken = w->ran = 0;
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -236,6 +314,7 @@ static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result
 		rs[i].ok = sent[i].ok;
 		rs[i].run_us = sent[i].run_us;
 		rs[i].attempt = sent[i].attempt;
+		rs[i].lost = sent[i].lost;
 		rs[i].value.data = (uint8_t *)sent[i].value;
 		rs[i].value.len = sent[i].len;
 		rp[i] = &rs[i];
@@ -283,8 +362,12 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	int rv;
 
 	w.fns = worker_fns_new(cfg->plugin_path);
-	if (!w.fns)
+	w.taken = malloc(PIPELINE_MAX * sizeof(*w.taken));
+	if (!w.fns || !w.taken) {
+		worker_fns_free(w.fns);
+		free(w.taken);
 		return 1;
+	}
 	if (cfg->runtime && worker_fns_set_runtime(w.fns, cfg->runtime) != CM_OK) {
 		cm_error("the runtime is not a JSON array of strings: %s", cfg->runtime);
 		worker_fns_free(w.fns);
@@ -331,7 +414,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	while (!*stop) {
 		Strand__Batch *batch = NULL;
 		int64_t beat = cm_now_ms() + HEARTBEAT_MS;
-		size_t in_hand = w.count + (size_t)w.running;
+		size_t in_hand = w.count + in_flight(&w);
 		size_t target;
 		size_t nsend = 0;
 		size_t bytes = 0;
@@ -346,7 +429,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		       cm_now_ms() < beat) {
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, 200);
 			pthread_cond_timedwait(&w.hub, &w.mu, &ts);
-			in_hand = w.count + (size_t)w.running;
+			in_hand = w.count + in_flight(&w);
 		}
 		if (*stop)
 			break;
@@ -362,16 +445,16 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
 		/* Finished tasks whose results wait for a later pull are held too. */
 		pull.in_hand = (uint32_t)(in_hand + (w.nout - nsend));
-		if (w.running) {
-			pull.running_task = w.running_id;
-			pull.running_ms = (uint32_t)(cm_now_ms() - w.running_since);
+		if (in_flight(&w)) {
+			pull.running_task = w.taken[w.ran].id;
+			pull.running_ms = (uint32_t)((cm_now_s() - w.running_since) * 1000.0);
 		}
 		if (resync && (held = malloc((pull.in_hand + 1) * sizeof(*held)))) {
 			pull.resync = 1;
 			for (size_t i = 0; i < w.count; i++)
 				held[pull.n_held++] = w.tasks[(w.head + i) % w.cap].id;
-			if (w.running)
-				held[pull.n_held++] = w.running_id;
+			for (size_t i = w.ran; i < w.ntaken; i++)
+				held[pull.n_held++] = w.taken[i].id;
 			for (size_t i = nsend; i < w.nout; i++)
 				held[pull.n_held++] = w.out[i].id;
 			pull.held = held;
@@ -445,6 +528,7 @@ out_sock:
 	for (size_t i = 0; i < w.nout; i++)
 		free(w.out[i].value);
 	free(w.tasks);
+	free(w.taken);
 	free(w.out);
 	worker_fns_free(w.fns);
 	pthread_cond_destroy(&w.cv);

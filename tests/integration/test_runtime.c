@@ -2,8 +2,8 @@
  * Runtimes: rt: tasks run in a long-lived program the worker feeds over
  * pipes (worker/runtime.h), here strand's Python runtime (python3 -m
  * strand.runtime, from the build tree). Exact results; an exception with
- * its type and remote traceback; a runtime that dies failing only its task
- * and starting again; a runtime that cannot start; refusals.
+ * its type and remote traceback; a runtime that dies losing an attempt of
+ * its task only and starting again; a runtime that cannot start; refusals.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -92,20 +93,30 @@ static void test_exception_carries_type_and_traceback(void **state)
 	json_decref(items);
 }
 
-/* A task that kills the runtime fails with how it ended; the worker lives
- * on and the next task runs in a new runtime. */
-static void test_runtime_death_fails_its_task_only(void **state)
+/* A task that kills the runtime loses an attempt, as on a crashed worker:
+ * it runs again, and out of attempts it fails saying how often and how the
+ * runtime ended; the worker lives on and the next task runs in a new
+ * runtime. */
+static void test_runtime_death_is_a_lost_attempt(void **state)
 {
 	char *pool;
 
 	(void)state;
 	json_t *items = map_on("{\"processes\":1,\"runtime\":\"python\"}", "rt:os:_exit", json_pack("[i]", 3), &pool);
-	const char *e = error_of(items, 0);
-	if (!strstr(e,
-	            "runtime python3: the runtime exited (exited with code 3; it is started again for the next task)"))
-		fail_msg("not the runtime's end: %s", e);
+	static const char lost3[] = "lost 3 times: runtime python3: the runtime exited (exited with code 3; it is "
+	                            "started again for the next task)";
+	if (strncmp(error_of(items, 0), lost3, strlen(lost3)) != 0)
+		fail_msg("not the runtime's end, three times: %s", error_of(items, 0));
 	json_decref(items);
-	char *job = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", "rt:math:sqrt", "args", 16));
+	char *job = job_submit(&g, pool,
+	                       json_pack("{s:s, s:[i], s:i}", "function", "rt:os:_exit", "args", 4, "max_attempts", 1));
+	items = job_results(&g, job, "input", 1);
+	static const char lost1[] = "lost 1 time: runtime python3: the runtime exited (exited with code 4;";
+	if (strncmp(error_of(items, 0), lost1, strlen(lost1)) != 0)
+		fail_msg("not one lost attempt: %s", error_of(items, 0));
+	json_decref(items);
+	free(job);
+	job = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", "rt:math:sqrt", "args", 16));
 	items = job_results(&g, job, "input", 1);
 	assert_true(json_real_value(json_object_get(json_array_get(items, 0), "value")) == 4.0);
 	json_decref(items);
@@ -114,6 +125,54 @@ static void test_runtime_death_fails_its_task_only(void **state)
 	json_decref(p);
 	free(job);
 	free(pool);
+}
+
+/* A runtime of the test's own, in the protocol of README "Runtimes": it
+ * echoes each task's argument, except that the 20th one it is sent kills
+ * it (once per test: a marker file), when the worker sends tasks in runs.
+ * The one it died on runs again in a new runtime, the ones sent after it
+ * are sent to that one too, and every result is exact. */
+static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
+{
+	char script[1024], path[300], *spec_text;
+	json_t *args = json_array();
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/echo_runtime.py", g.dir);
+	snprintf(script, sizeof(script),
+	         "import os,struct,sys\n"
+	         "H=struct.Struct('<cQII'); r=sys.stdin.buffer; w=sys.stdout.buffer\n"
+	         "w.write(H.pack(b'S',0,4,1)+b'echo1'); w.flush()\n"
+	         "n=0\n"
+	         "while True:\n"
+	         "  h=r.read(17)\n"
+	         "  if len(h)<17: break\n"
+	         "  k,i,a,b=H.unpack(h); r.read(a); arg=r.read(b); n+=1\n"
+	         "  if n==20 and not os.path.exists('%s/died'):\n"
+	         "    open('%s/died','w').close(); sys.stderr.write('dying on purpose\\n'); sys.stderr.flush()\n"
+	         "    os._exit(5)\n"
+	         "  w.write(H.pack(b'R',i,0,len(arg))+arg); w.flush()\n",
+	         g.dir, g.dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(script, f);
+	fclose(f);
+	json_t *spec = json_pack("{s:i, s:[s,s]}", "processes", 1, "runtime", "python3", path);
+	spec_text = json_dumps(spec, JSON_COMPACT);
+	for (int i = 0; i < 500; i++)
+		json_array_append_new(args, json_integer(i * 7));
+	json_t *items = map_on(spec_text, "rt:echo", args, NULL);
+	snprintf(path, sizeof(path), "%s/died", g.dir);
+	assert_int_equal(access(path, F_OK), 0); /* it did die on one */
+	for (size_t i = 0; i < 500; i++) {
+		json_t *item = json_array_get(items, i);
+		if (!json_is_true(json_object_get(item, "ok")) ||
+		    json_integer_value(json_object_get(item, "value")) != (json_int_t)i * 7)
+			fail_msg("task %zu: %s", i, error_of(items, i));
+	}
+	json_decref(items);
+	json_decref(spec);
+	free(spec_text);
 }
 
 static void test_runtime_that_cannot_start(void **state)
@@ -183,7 +242,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_python_functions),
 	        cmocka_unit_test(test_exception_carries_type_and_traceback),
-	        cmocka_unit_test(test_runtime_death_fails_its_task_only),
+	        cmocka_unit_test(test_runtime_death_is_a_lost_attempt),
+	        cmocka_unit_test(test_runtime_dying_mid_run_loses_one_task_only),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
 	        cmocka_unit_test(test_silent_runtime),
 	        cmocka_unit_test(test_refusals),

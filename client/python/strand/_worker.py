@@ -6,7 +6,7 @@ initializers that ran."""
 
 import json
 
-line = None  # (send, read_frame) from strand.runtime
+line = None  # strand.runtime's line to the worker, while it runs
 
 _functions = {}  # a task's function, by its pickled bytes: unpickled once per runtime
 FUNCTIONS_KEPT = 64
@@ -19,11 +19,8 @@ def inside():
 
 def call(op, **args):
     """One call: ("ok", item JSON text), ("empty", "") or ("error", "")."""
-    send, read_frame = line
-    send(b"Q", 0, op.encode(), json.dumps(args).encode())
-    kind, _, status, item = read_frame()
-    if kind != b"A":
-        raise RuntimeError("strand runtime: the worker answered a queue call with %r" % kind)
+    line.send(b"Q", 0, op.encode(), json.dumps(args).encode(), now=True)
+    _, _, status, item = line.answer()
     return status.decode(), item.decode()
 
 

@@ -20,8 +20,10 @@ prints goes to stderr (the pool's logs), so it cannot break a frame.
 """
 
 import base64
+import collections
 import importlib
 import json
+import os
 import pickle
 import struct
 import sys
@@ -34,16 +36,6 @@ from strand import _pickling, _worker
 HEADER = struct.Struct("<cQII")
 EXCEPTION_MARK = "strand-pickled-exception: "  # strand.pool reads it
 HEARTBEAT_S = 1.0
-
-
-def _read_exact(stream, n):
-    data = b""
-    while len(data) < n:
-        chunk = stream.read(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
 
 
 def _resolve(name):
@@ -79,64 +71,136 @@ def _pickled(exc):
         return ""
 
 
-class _Channel:
-    """The frames to the worker, from the task loop and the heartbeat."""
+class _Line:
+    """The frames both ways. Input is read in large pieces and cut into
+    frames here; output is gathered and written when the input holds no
+    whole frame more (the worker sends a run of tasks at once: their
+    results go back in one write), when it waited FLUSH_S, or when a queue
+    call must reach the worker now."""
 
-    def __init__(self, out):
-        self.out = out
+    FLUSH_S = 0.01
+    FLUSH_BYTES = 1 << 18
+
+    def __init__(self, fd_in, fd_out):
+        self.fd_in, self.fd_out = fd_in, fd_out
+        self.inbuf = bytearray()
+        self.pos = 0  # where the next frame starts in inbuf
+        self.waiting = collections.deque()  # frames read ahead of a queue call's answer
+        self.out = []
+        self.out_bytes = 0
+        self.out_since = 0.0
         self.lock = threading.Lock()
-        self.busy = threading.Event()
+        self.running = False  # a task runs: the heartbeat beats
 
-    def send(self, kind, ident, a=b"", b=b""):
+    def send(self, kind, ident, a=b"", b=b"", now=False):
         with self.lock:
-            self.out.write(HEADER.pack(kind, ident, len(a), len(b)) + a + b)
-            self.out.flush()
+            if not self.out:
+                self.out_since = time.monotonic()
+            self.out.append(HEADER.pack(kind, ident, len(a), len(b)))
+            self.out.append(a)
+            self.out.append(b)
+            self.out_bytes += HEADER.size + len(a) + len(b)
+            if now or self.out_bytes >= self.FLUSH_BYTES:
+                self._flush()
 
-    def beat(self):
+    def flush(self):
+        with self.lock:
+            self._flush()
+
+    def _flush(self):
+        data = memoryview(b"".join(self.out))
+        self.out.clear()
+        self.out_bytes = 0
+        while data:
+            data = data[os.write(self.fd_out, data) :]
+
+    def _cut(self):
+        """The next whole frame in inbuf, or None."""
+        buf, pos = self.inbuf, self.pos
+        if len(buf) - pos < HEADER.size:
+            return None
+        kind, ident, a_len, b_len = HEADER.unpack_from(buf, pos)
+        end = pos + HEADER.size + a_len + b_len
+        if len(buf) < end:
+            return None
+        a = bytes(buf[pos + HEADER.size : pos + HEADER.size + a_len])
+        b = bytes(buf[pos + HEADER.size + a_len : end])
+        self.pos = end
+        return kind, ident, a, b
+
+    def read(self):
+        """The next frame; None once the worker closed our input. What
+        waits to be written goes first when it would block."""
         while True:
-            time.sleep(HEARTBEAT_S)
-            if self.busy.is_set():
-                self.send(b"H", 0)
+            frame = self._cut()
+            if frame is not None:
+                return frame
+            self.flush()
+            del self.inbuf[: self.pos]
+            self.pos = 0
+            chunk = os.read(self.fd_in, 1 << 16)  # a pipe holds 64 KiB
+            if not chunk:
+                return None
+            self.inbuf += chunk
+
+    def next_task(self):
+        """The next frame for the task loop: one read ahead first."""
+        return self.waiting.popleft() if self.waiting else self.read()
+
+    def answer(self):
+        """A queue call's answer ('A'); tasks that came before it wait."""
+        while True:
+            frame = self.read()
+            if frame is None:
+                raise EOFError("the worker closed the runtime's input")
+            if frame[0] == b"A":
+                return frame
+            self.waiting.append(frame)
+
+    def keep_flowing(self):
+        """Its own thread, waking every FLUSH_S: writes what waited that
+        long (the results of short tasks a long one follows), and beats
+        every HEARTBEAT_S while a task runs."""
+        beat_at = time.monotonic() + HEARTBEAT_S
+        while True:
+            time.sleep(self.FLUSH_S)
+            now = time.monotonic()
+            beat = self.running and now >= beat_at
+            if beat or (self.out and now - self.out_since >= self.FLUSH_S):
+                with self.lock:
+                    if beat:
+                        self.out.append(HEADER.pack(b"H", 0, 0, 0))
+                    self._flush()
+            if now >= beat_at:
+                beat_at = now + HEARTBEAT_S
 
 
 def main():
-    stdin = sys.stdin.buffer
-    channel = _Channel(sys.stdout.buffer)
+    line = _Line(sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno())
     # Whatever a function prints must not land between frames.
     sys.stdout = sys.stderr
-    channel.send(b"S", 0, b"python", sys.version.split()[0].encode())
-    threading.Thread(target=channel.beat, daemon=True).start()
-
-    def read_frame():
-        header = _read_exact(stdin, HEADER.size)
-        if header is None:
-            raise EOFError("the worker closed the runtime's input")
-        kind, ident, a_len, b_len = HEADER.unpack(header)
-        return kind, ident, _read_exact(stdin, a_len), _read_exact(stdin, b_len)
-
+    line.send(b"S", 0, b"python", sys.version.split()[0].encode(), now=True)
+    threading.Thread(target=line.keep_flowing, daemon=True).start()
     # Queues and pipes passed to a task reach the gateway through the worker.
-    _worker.line = (channel.send, read_frame)
+    _worker.line = line
     while True:
-        header = _read_exact(stdin, HEADER.size)
-        if header is None:
+        frame = line.next_task()
+        if frame is None:
             return 0  # the worker closed our input: done
-        kind, ident, a_len, b_len = HEADER.unpack(header)
-        name = _read_exact(stdin, a_len)
-        arg = _read_exact(stdin, b_len)
-        if name is None or arg is None:
-            return 0
+        kind, ident, name, arg = frame
         if kind != b"T":
             continue
-        channel.busy.set()
+        line.running = True
         try:
-            channel.send(b"R", ident, b"", _run(name.decode(), arg))
+            result = _run(name.decode(), arg)
+            line.running = False
+            line.send(b"R", ident, b"", result)
         except BaseException as e:  # a task's SystemExit is its error too
+            line.running = False
             detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
             if name == b"pickle":
                 detail += _pickled(e)
-            channel.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
-        finally:
-            channel.busy.clear()
+            line.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
 
 
 if __name__ == "__main__":
