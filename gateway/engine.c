@@ -327,6 +327,8 @@ static void *engine_main(void *arg)
 			e->ready = o->next;
 			engine__answer(e, o, committed);
 		}
+		engine__contexts_free(e->retired);
+		e->retired = NULL;
 		/* Long polls look again only when something they read may have
 		 * changed: an idle tick leaves the generation where it was. */
 		int64_t changes = store_total_changes(e->st);
@@ -490,6 +492,7 @@ void engine_free(engine *e)
 		engine__answer(e, o, 0);
 	}
 	engine__state_clear(e);
+	engine__contexts_free(e->retired);
 	store_close(e->st);
 	cm_buf_fini(&e->hub_ca);
 	pthread_cond_destroy(&e->wake);

@@ -149,6 +149,9 @@ typedef struct engine_task {
 	char *const *command; /* argv of an "exec" task */
 	size_t ncommand;
 	uint32_t timeout_ms;
+	uint64_t context_key; /* its job's context (0: none), valid until the answer is sent: */
+	const char *context;
+	size_t context_len;
 } engine_task;
 
 typedef enum engine_batch_status {

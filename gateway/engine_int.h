@@ -196,6 +196,14 @@ typedef struct range {
 	struct range *next;
 } range;
 
+/* A job's context (JSON text). Retired when its job ends, freed after that
+ * cycle's answers (a batch answered in the cycle may still point at it). */
+typedef struct job_context {
+	struct job_context *next; /* in e->retired */
+	size_t len;
+	char text[];
+} job_context;
+
 typedef struct job {
 	char id[20];
 	int64_t num, base, total, done, failed;
@@ -207,6 +215,7 @@ typedef struct job {
 	char *function;
 	char **command;
 	size_t ncommand;
+	struct job_context *context; /* while it runs: given to the runtime with each task; NULL: none */
 	job_state state;
 	int64_t created_ms;
 	struct pool *pool;
@@ -273,6 +282,7 @@ struct engine {
 	ring *rings;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
+	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
@@ -305,6 +315,8 @@ int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, ch
 /* engine_jobs.c: jobs, the task queue, pulls */
 job *engine__job_find(engine *e, const char *id);
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
+job_context *engine__context_new(const void *text, size_t len); /* NULL: out of memory */
+void engine__contexts_free(job_context *c); /* c and those after it */
 int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* tasks lo..hi to the pool's queue */
 void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */

@@ -92,10 +92,43 @@ void engine__queue_clear(pool *p)
 	p->queued = 0;
 }
 
+job_context *engine__context_new(const void *text, size_t len)
+{
+	job_context *c = malloc(sizeof(*c) + len);
+
+	if (c) {
+		c->next = NULL;
+		c->len = len;
+		memcpy(c->text, text, len);
+	}
+	return c;
+}
+
+void engine__contexts_free(job_context *c)
+{
+	while (c) {
+		job_context *next = c->next;
+		free(c);
+		c = next;
+	}
+}
+
+/* An ended job hands out no more tasks: its context goes once this cycle's
+ * batches are answered. */
+static void retire_context(engine *e, job *j)
+{
+	if (!j->context)
+		return;
+	j->context->next = e->retired;
+	e->retired = j->context;
+	j->context = NULL;
+}
+
 static void job_check_done(engine *e, job *j)
 {
 	if (j->done < j->total || j->state != JOB_RUNNING)
 		return;
+	retire_context(e, j);
 	j->state = JOB_DONE;
 	store_job_set_state(e->st, j->num, job_state_names[j->state]);
 	j->pool->open_jobs--;
@@ -119,6 +152,7 @@ void engine__pool_cancel_jobs(engine *e, pool *p, const char *why)
 			p->tasks_failed += n;
 		}
 		j->state = JOB_CANCELLED;
+		retire_context(e, j);
 		store_job_set_state(e->st, j->num, job_state_names[j->state]);
 		p->open_jobs--;
 	}
@@ -269,7 +303,10 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	                                                    .attempt = (uint32_t)attempts,
 	                                                    .command = c->j->command,
 	                                                    .ncommand = c->j->ncommand,
-	                                                    .timeout_ms = c->j->timeout_ms};
+	                                                    .timeout_ms = c->j->timeout_ms,
+	                                                    .context_key = c->j->context ? (uint64_t)c->j->num : 0,
+	                                                    .context = c->j->context ? c->j->context->text : NULL,
+	                                                    .context_len = c->j->context ? c->j->context->len : 0};
 	return CM_OK;
 }
 
@@ -498,7 +535,14 @@ void engine__handle_map(engine *e, op *o)
 	                 .created_ms = j->created_ms,
 	                 .max_attempts = j->max_attempts,
 	                 .retry_errors = j->retry_errors,
-	                 .timeout_ms = j->timeout_ms};
+	                 .timeout_ms = j->timeout_ms,
+	                 .context = m->context,
+	                 .context_len = m->context_len};
+	if (m->context && !(j->context = engine__context_new(m->context, m->context_len))) {
+		o->err = CM_ENOMEM;
+		free(j);
+		return;
+	}
 	json_t *cmd = NULL;
 	char *cmd_json = NULL;
 	if (m->ncommand) {
@@ -514,6 +558,7 @@ void engine__handle_map(engine *e, op *o)
 	    (j->total && (o->err = engine__queue_push(p, j, j->base, j->base + j->total - 1, 0)) != CM_OK)) {
 		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
 		free(cmd_json);
+		free(j->context);
 		free(j);
 		return;
 	}

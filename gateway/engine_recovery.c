@@ -117,6 +117,8 @@ static void load_job(void *ctx, const store_job *sj)
 	j->state = strcmp(sj->state, "done") == 0        ? JOB_DONE
 	           : strcmp(sj->state, "cancelled") == 0 ? JOB_CANCELLED
 	                                                 : JOB_RUNNING;
+	if (sj->context && j->state == JOB_RUNNING) /* an ended job hands out nothing more */
+		j->context = engine__context_new(sj->context, sj->context_len);
 	if (sj->command_json) {
 		json_t *a = json_loads(sj->command_json, 0, NULL);
 		size_t n = json_array_size(a);
@@ -250,6 +252,7 @@ void engine__state_clear(engine *e)
 			job *j = p->jobs;
 			p->jobs = j->next;
 			free(j->function);
+			free(j->context);
 			for (size_t i = 0; i < j->ncommand; i++)
 				free(j->command[i]);
 			free(j->command);

@@ -128,12 +128,17 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	Strand__Batch b = STRAND__BATCH__INIT;
 	Strand__Task *tasks = eb->ntasks ? calloc(eb->ntasks, sizeof(*tasks)) : NULL;
 	Strand__Task **ptrs = eb->ntasks ? calloc(eb->ntasks, sizeof(*ptrs)) : NULL;
+	Strand__Context *contexts = eb->ntasks ? calloc(eb->ntasks, sizeof(*contexts)) : NULL;
+	Strand__Context **cptrs = eb->ntasks ? calloc(eb->ntasks, sizeof(*cptrs)) : NULL;
+	size_t ncontexts = 0;
 
 	(void)ctx;
 	slot_release(s);
-	if (eb->ntasks && (!tasks || !ptrs)) {
+	if (eb->ntasks && (!tasks || !ptrs || !contexts || !cptrs)) {
 		free(tasks);
 		free(ptrs);
+		free(contexts);
+		free(cptrs);
 		slot_recv(s); /* no answer: the worker asks again, its tasks come back by resync */
 		return;
 	}
@@ -148,7 +153,19 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 		tasks[i].command = (char **)t->command;
 		tasks[i].n_command = t->ncommand;
 		tasks[i].timeout_ms = t->timeout_ms;
+		tasks[i].context = t->context_key;
 		ptrs[i] = &tasks[i];
+		/* A job's tasks come in runs (its queue ranges): a context is added
+		 * where a run starts, so once, or a few times when requeued
+		 * ranges interleave. */
+		if (t->context_key && (!ncontexts || contexts[ncontexts - 1].key != t->context_key)) {
+			Strand__Context *c = &contexts[ncontexts];
+			strand__context__init(c);
+			c->key = t->context_key;
+			c->value.data = (uint8_t *)t->context;
+			c->value.len = t->context_len;
+			cptrs[ncontexts++] = c;
+		}
 	}
 	b.status = status[eb->status];
 	b.error = (char *)(eb->error ? eb->error : "");
@@ -156,9 +173,13 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b.n_tasks = eb->ntasks;
 	b.lease_ms = eb->lease_ms;
 	b.list_held = eb->list_held;
+	b.contexts = cptrs;
+	b.n_contexts = ncontexts;
 	send_message(s, PROTO_BATCH, &b.base);
 	free(tasks);
 	free(ptrs);
+	free(contexts);
+	free(cptrs);
 }
 
 static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)

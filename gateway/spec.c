@@ -379,6 +379,7 @@ void spec_map_fini(map_spec *spec)
 		free(spec->args[i]);
 	free(spec->args);
 	free(spec->lens);
+	free(spec->context);
 	memset(spec, 0, sizeof(*spec));
 }
 
@@ -399,12 +400,33 @@ static int add_arg(map_spec *spec, json_t *v, size_t i, char *detail, size_t det
 	return CM_OK;
 }
 
+/* "context": any JSON value, for a runtime's (rt:) function only. */
+static int get_context(json_t *root, map_spec *spec, char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(root, "context");
+
+	if (!v)
+		return CM_OK;
+	if (strncmp(spec->function, "rt:", 3) != 0) {
+		snprintf(detail, detail_len, "field 'context' is given to a runtime: it needs an rt: function");
+		return CM_EINVAL;
+	}
+	if (!(spec->context = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+		return CM_ENOMEM;
+	spec->context_len = strlen(spec->context);
+	if (spec->context_len > SPEC_ARG_MAX) {
+		snprintf(detail, detail_len, "field 'context' is over the %u byte cap", SPEC_ARG_MAX);
+		return CM_ETOOBIG;
+	}
+	return CM_OK;
+}
+
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const map_keys[] = {"function",  "command",      "args",         "chunksize",
-	                                       "timeout_s", "max_attempts", "retry_errors", NULL};
-	static const char *const apply_keys[] = {"function",     "command",      "arg", "timeout_s",
-	                                         "max_attempts", "retry_errors", NULL};
+	static const char *const map_keys[] = {"function",     "command",      "args",    "chunksize", "timeout_s",
+	                                       "max_attempts", "retry_errors", "context", NULL};
+	static const char *const apply_keys[] = {"function",     "command",      "arg",     "timeout_s",
+	                                         "max_attempts", "retry_errors", "context", NULL};
 	map_spec spec = {.chunksize = 1, .retry_errors = -1};
 	json_t *root = NULL;
 	json_t *fn, *cmd, *args;
@@ -460,6 +482,8 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 		goto out;
 	spec.max_attempts = (int)n;
 	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK)
+		goto out;
+	if ((err = get_context(root, &spec, detail, detail_len)) != CM_OK)
 		goto out;
 	if (single) {
 		json_t *arg = json_object_get(root, "arg");

@@ -67,14 +67,17 @@ typedef struct map_spec {
 	char **args; /* JSON text of each argument */
 	size_t *lens;
 	size_t nargs;
+	char *context; /* rt: functions: JSON text given to the runtime with every task, or NULL */
+	size_t context_len;
 	int chunksize;
 	unsigned timeout_ms; /* 0: the pool's */
 	int max_attempts; /* 0: the pool's */
 	int retry_errors; /* -1: the pool's */
 } map_spec;
 
-/* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize}) or,
- * with single set, POST /v1/pools/{id}/apply ({function|command, arg}).
+/* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize,
+ * context}) or, with single set, POST /v1/pools/{id}/apply
+ * ({function|command, arg, context}).
  * On success out owns new copies (spec_map_fini frees them). Returns CM_OK,
  * CM_EINVAL, CM_ETOOBIG or CM_EUNSUPPORTED (bad function name: 422). */
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);

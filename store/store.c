@@ -58,6 +58,8 @@ static const char *const migrations[] = {
         /* 3: a process that runs a function has its own hub secret (its
          * queue and pipe calls), which an adopting gateway needs again. */
         "ALTER TABLE processes ADD COLUMN secret TEXT;",
+        /* 4: a job's context (JSON text), given to a runtime with every task. */
+        "ALTER TABLE jobs ADD COLUMN context BLOB;",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -370,8 +372,9 @@ int store_job_insert(store *st, const store_job *job)
 
 	if (prepare(st,
 	            "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-	            " created_ms, max_attempts, retry_errors, timeout_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-	            "?, ?)",
+	            " created_ms, max_attempts, retry_errors, timeout_ms, context) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, "
+	            "?, "
+	            "?, ?, ?, ?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
@@ -388,6 +391,8 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_bind_int(s, 12, job->max_attempts);
 	sqlite3_bind_int(s, 13, job->retry_errors);
 	sqlite3_bind_int64(s, 14, job->timeout_ms);
+	if (job->context)
+		sqlite3_bind_blob(s, 15, job->context, (int)job->context_len, SQLITE_STATIC);
 	return step_done(st, s);
 }
 
@@ -430,7 +435,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 
 	if (prepare(st,
 	            "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
-	            " j.chunksize, j.created_ms, j.max_attempts, j.retry_errors, j.timeout_ms,"
+	            " j.chunksize, j.created_ms, j.max_attempts, j.retry_errors, j.timeout_ms, j.context,"
 	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL),"
 	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL AND t.ok = 0)"
 	            " FROM jobs j ORDER BY j.num",
@@ -452,8 +457,10 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .max_attempts = sqlite3_column_int(s, 11),
 		        .retry_errors = sqlite3_column_int(s, 12),
 		        .timeout_ms = sqlite3_column_int64(s, 13),
-		        .done = sqlite3_column_int64(s, 14),
-		        .failed = sqlite3_column_int64(s, 15),
+		        .context = sqlite3_column_blob(s, 14),
+		        .context_len = (size_t)sqlite3_column_bytes(s, 14),
+		        .done = sqlite3_column_int64(s, 15),
+		        .failed = sqlite3_column_int64(s, 16),
 		};
 		fn(ctx, &j);
 	}

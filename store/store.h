@@ -73,6 +73,8 @@ typedef struct store_job {
 	int retry_errors; /* re-run tasks whose function returned an error */
 	int64_t timeout_ms; /* a task running longer fails; 0: none */
 	int64_t created_ms;
+	const void *context; /* JSON text given to a runtime with every task, or NULL */
+	size_t context_len;
 } store_job;
 
 int store_job_insert(store *st, const store_job *job);

@@ -32,6 +32,9 @@ struct worker_runtime {
 	char stderr_tail[STDERR_KEEP];
 	size_t stderr_len;
 	uint64_t next_id; /* the next task's frame id */
+	uint64_t defined[WORKER_RUNTIME_CONTEXTS_KEPT]; /* the contexts it holds: the last texts sent */
+	size_t ndefined; /* texts sent since it started (the newest at (ndefined - 1) % KEPT) */
+	uint64_t current; /* the context its next task runs with */
 };
 
 typedef struct frame {
@@ -124,6 +127,8 @@ static int stop(worker_runtime *rt, int hard)
 	rt->child.pid = -1;
 	rt->rbuf.len = 0;
 	rt->wbuf.len = rt->wsent = 0;
+	rt->ndefined = 0;
+	rt->current = 0;
 	return status;
 }
 
@@ -272,6 +277,32 @@ static int queue_frame(worker_runtime *rt, char type, uint64_t id, const char *a
 	    cm_buf_append(&rt->wbuf, b, b_len) != CM_OK)
 		return CM_ENOMEM;
 	return CM_OK;
+}
+
+static int holds_context(const worker_runtime *rt, uint64_t key)
+{
+	size_t n = rt->ndefined < WORKER_RUNTIME_CONTEXTS_KEPT ? rt->ndefined : WORKER_RUNTIME_CONTEXTS_KEPT;
+
+	for (size_t i = 0; i < n; i++)
+		if (rt->defined[i] == key)
+			return 1;
+	return 0;
+}
+
+/* Queues task t's frames: a 'C' first when it runs with another context
+ * than the task before it (with the text if the runtime lacks it). */
+static int queue_task(worker_runtime *rt, const worker_runtime_task *t)
+{
+	if (t->context_key != rt->current) {
+		int send_text = t->context_key && !holds_context(rt, t->context_key);
+		if (queue_frame(rt, 'C', t->context_key, "", 0, send_text ? t->context : "",
+		                send_text ? t->context_len : 0) != CM_OK)
+			return CM_ENOMEM;
+		if (send_text)
+			rt->defined[rt->ndefined++ % WORKER_RUNTIME_CONTEXTS_KEPT] = t->context_key;
+		rt->current = t->context_key;
+	}
+	return queue_frame(rt, 'T', ++rt->next_id, t->function, strlen(t->function), t->arg, t->arg_len);
 }
 
 /* A task's call on a queue or pipe ('Q' frame: a the operation, b its JSON
@@ -482,8 +513,7 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 		size_t first = next;
 		uint64_t first_id = rt->next_id + 1;
 		for (size_t i = next; i < n; i++)
-			if (queue_frame(rt, 'T', ++rt->next_id, tasks[i].function, strlen(tasks[i].function),
-			                tasks[i].arg, tasks[i].arg_len) != CM_OK)
+			if (queue_task(rt, &tasks[i]) != CM_OK)
 				return abandon(rt, CM_ENOMEM);
 		while (next < n) {
 			int64_t began = cm_now_ms();
@@ -545,7 +575,7 @@ static int keep_one(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok)
 {
-	worker_runtime_task t = {function, arg, arg_len, timeout_ms};
+	worker_runtime_task t = {.function = function, .arg = arg, .arg_len = arg_len, .timeout_ms = timeout_ms};
 	one_result r = {out, ok};
 
 	*ok = 0;

@@ -7,7 +7,9 @@
  * Frames both ways: type (1 byte), id (u64), a_len (u32), b_len (u32), all
  * little-endian, then a_len bytes a and b_len bytes b.
  *   runtime -> worker  'S' ready            a: its name, b: its version
- *   worker -> runtime  'T' task id          a: NAME, b: the argument (JSON)
+ *   worker -> runtime  'C' context key      b: its JSON text, the first time key
+ *                                           is named; empty after (key 0: none)
+ *                      'T' task id          a: NAME, b: the argument (JSON)
  *   runtime -> worker  'R' result id        b: the value (JSON)
  *                      'E' error id         a: the error's type, b: its message
  *                                           and the remote traceback
@@ -17,6 +19,11 @@
  *   worker -> runtime  'A' its answer id    a: ok, empty or error; b: the item
  *                                           (it may come after 'T' frames sent
  *                                           before it: those wait their turn)
+ * A job's context is what its tasks share (strand's Python runtime: the
+ * function), sent once instead of with every task. A 'T' runs with the
+ * context the last 'C' named. A runtime keeps the last 32 context texts it
+ * was sent (WORKER_RUNTIME_CONTEXTS_KEPT); the worker sends a text again
+ * once it fell out of those.
  * A runtime runs the tasks it is sent one at a time, in order, answering
  * each; several may be sent before the first is answered. A runtime that
  * exits, stops beating for 10 s or sends a frame that is not one of these
@@ -33,6 +40,8 @@
 
 typedef struct worker_runtime worker_runtime;
 
+#define WORKER_RUNTIME_CONTEXTS_KEPT 32
+
 /* argv_json: the pool's "runtime": the program and its arguments, a JSON
  * array of strings, or "python" (JSON text): `$STRAND_PYTHON -m
  * strand.runtime`, python3 by default. NULL if it is neither. Nothing
@@ -46,6 +55,9 @@ typedef struct worker_runtime_task {
 	const char *arg; /* JSON text */
 	size_t arg_len;
 	unsigned timeout_ms; /* 0: none; counted from when the runtime reaches it */
+	uint64_t context_key; /* its job's context: 0 none, else the job's key ... */
+	const char *context; /* ... and its JSON text */
+	size_t context_len;
 } worker_runtime_task;
 
 typedef enum worker_runtime_outcome {

@@ -37,6 +37,15 @@
 #define RECV_TIMEOUT_MIN_MS 2000
 #define MAX_PULL_RESULTS_BYTES (8u << 20)
 
+/* A job's context (runtime.h), shared by the tasks of it the worker holds;
+ * touched under worker.mu only. */
+typedef struct context {
+	uint64_t key;
+	size_t refs;
+	size_t len;
+	char text[];
+} context;
+
 typedef struct task {
 	uint64_t id;
 	char *function;
@@ -46,6 +55,7 @@ typedef struct task {
 	size_t ncommand;
 	unsigned timeout_ms;
 	unsigned attempt;
+	context *context; /* NULL: none */
 } task;
 
 typedef struct result {
@@ -79,6 +89,8 @@ typedef struct worker {
 
 static void task_free(task *t)
 {
+	if (t->context && --t->context->refs == 0)
+		free(t->context);
 	free(t->function);
 	free(t->arg);
 	for (size_t i = 0; i < t->ncommand; i++)
@@ -169,9 +181,16 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 		cm_error("out of memory running tasks: they are run again after their lease");
 		return;
 	}
-	for (size_t i = 0; i < w->ntaken; i++)
-		rts[i] = (worker_runtime_task){w->taken[i].function + 3, w->taken[i].arg, w->taken[i].arg_len,
-		                               w->taken[i].timeout_ms};
+	for (size_t i = 0; i < w->ntaken; i++) {
+		const task *t = &w->taken[i];
+		rts[i] = (worker_runtime_task){.function = t->function + 3,
+		                               .arg = t->arg,
+		                               .arg_len = t->arg_len,
+		                               .timeout_ms = t->timeout_ms,
+		                               .context_key = t->context ? t->context->key : 0,
+		                               .context = t->context ? t->context->text : NULL,
+		                               .context_len = t->context ? t->context->len : 0};
+	}
 	int err = worker_runtime_run_many(rt, rts, w->ntaken, runtime_done, w);
 	if (err == CM_ENOMEM)
 		cm_error("out of memory running tasks: they are run again after their lease");
@@ -223,9 +242,78 @@ static void *executor(void *arg)
 	return NULL;
 }
 
+/* The batch's contexts, each with no task yet; NULL entries where memory
+ * ran out (their tasks then fail to queue). */
+static context **batch_contexts(const Strand__Batch *b)
+{
+	context **cs = calloc(b->n_contexts + 1, sizeof(*cs));
+
+	for (size_t i = 0; cs && i < b->n_contexts; i++) {
+		const Strand__Context *m = b->contexts[i];
+		if ((cs[i] = malloc(sizeof(context) + m->value.len))) {
+			*cs[i] = (context){.key = m->key, .refs = 0, .len = m->value.len};
+			memcpy(cs[i]->text, m->value.data, m->value.len);
+		}
+	}
+	return cs;
+}
+
+/* The context of key among cs (a batch's), or NULL. */
+static context *context_of(context **cs, size_t n, uint64_t key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cs[i] && cs[i]->key == key)
+			return cs[i];
+	return NULL;
+}
+
+static int queue_task(worker *w, const Strand__Task *m, context **cs, size_t ncs)
+{
+	task t = {.id = m->id, .timeout_ms = m->timeout_ms, .attempt = m->attempt, .arg_len = m->arg.len};
+
+	if (m->context && !(t.context = context_of(cs, ncs, m->context))) {
+		/* Never so from a gateway of this version: the task fails saying so. */
+		static const char why[] = "the gateway sent this task without its job's context";
+		char *text = strdup(why);
+		if (!text ||
+		    push_result(w,
+		                (result){.id = m->id, .attempt = m->attempt, .value = text, .len = sizeof(why) - 1}) !=
+		            CM_OK) {
+			free(text);
+			return CM_ENOMEM;
+		}
+		return CM_OK;
+	}
+	if (t.context)
+		t.context->refs++;
+	t.function = strdup(m->function);
+	t.arg = malloc(m->arg.len + 1);
+	t.command = m->n_command ? calloc(m->n_command, sizeof(char *)) : NULL;
+	if (!t.function || !t.arg || (m->n_command && !t.command)) {
+		task_free(&t);
+		return CM_ENOMEM;
+	}
+	if (m->arg.len)
+		memcpy(t.arg, m->arg.data, m->arg.len);
+	t.arg[m->arg.len] = '\0';
+	for (size_t j = 0; j < m->n_command; j++) {
+		t.command[j] = strdup(m->command[j]);
+		t.ncommand++;
+		if (!t.command[j]) {
+			task_free(&t);
+			return CM_ENOMEM;
+		}
+	}
+	w->tasks[(w->head + w->count) % w->cap] = t;
+	w->count++;
+	return CM_OK;
+}
+
 /* Takes ownership of the tasks in b (copies them out of the message). */
 static int queue_tasks(worker *w, const Strand__Batch *b)
 {
+	int err = CM_OK;
+
 	if (w->count + b->n_tasks > w->cap) {
 		size_t cap = w->cap ? w->cap : 64;
 		task *p;
@@ -241,31 +329,16 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 		w->cap = cap;
 		w->head = 0;
 	}
-	for (size_t i = 0; i < b->n_tasks; i++) {
-		const Strand__Task *m = b->tasks[i];
-		task t = {.id = m->id, .timeout_ms = m->timeout_ms, .attempt = m->attempt, .arg_len = m->arg.len};
-		t.function = strdup(m->function);
-		t.arg = malloc(m->arg.len + 1);
-		t.command = m->n_command ? calloc(m->n_command, sizeof(char *)) : NULL;
-		if (!t.function || !t.arg || (m->n_command && !t.command)) {
-			task_free(&t);
-			return CM_ENOMEM;
-		}
-		if (m->arg.len)
-			memcpy(t.arg, m->arg.data, m->arg.len);
-		t.arg[m->arg.len] = '\0';
-		for (size_t j = 0; j < m->n_command; j++) {
-			t.command[j] = strdup(m->command[j]);
-			t.ncommand++;
-			if (!t.command[j]) {
-				task_free(&t);
-				return CM_ENOMEM;
-			}
-		}
-		w->tasks[(w->head + w->count) % w->cap] = t;
-		w->count++;
-	}
-	return CM_OK;
+	context **cs = batch_contexts(b);
+	if (!cs)
+		return CM_ENOMEM;
+	for (size_t i = 0; i < b->n_tasks && err == CM_OK; i++)
+		err = queue_task(w, b->tasks[i], cs, b->n_contexts);
+	for (size_t i = 0; i < b->n_contexts; i++)
+		if (cs[i] && cs[i]->refs == 0)
+			free(cs[i]);
+	free(cs);
+	return err;
 }
 
 /* How many tasks to hold (queued + running): one at a time for tasks longer

@@ -69,6 +69,34 @@ class PoolTest(unittest.TestCase):
         self.assertFalse(r.successful())
         self.assertRaises(Boom, r.get)
 
+    def test_function_the_runtime_cannot_unpickle(self):
+        # A module only the caller can import: its function is pickled by
+        # reference, so the runtime fails to load it, for every task.
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "only_here.py"), "w") as f:
+                f.write("def triple(x):\n    return 3 * x\n")
+            sys.path.insert(0, folder)
+            try:
+                import only_here
+
+                with self.assertRaises(ModuleNotFoundError) as caught:
+                    self.pool.map(only_here.triple, range(3))
+            finally:
+                sys.path.remove(folder)
+        self.assertEqual(str(caught.exception), "No module named 'only_here'")
+        self.assertIn("remote traceback:", str(caught.exception.__cause__))
+        self.assertEqual(self.pool.map(square, [4]), [16])  # the pool lives on
+
+    def test_result_that_cannot_be_pickled(self):
+        import threading
+
+        with self.assertRaises(TypeError) as caught:
+            self.pool.apply(threading.Lock)
+        self.assertEqual(str(caught.exception), "cannot pickle '_thread.lock' object")
+
     def test_get_timeout(self):
         r = self.pool.apply_async(time.sleep, (2,))
         self.assertRaises(TimeoutError, r.get, 0.01)

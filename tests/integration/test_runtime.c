@@ -175,6 +175,48 @@ static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
 	free(spec_text);
 }
 
+/* A job's context reaches the runtime with its tasks (fixtures/
+ * context_runtime.py answers [context, argument, times it was sent]); a job
+ * without one runs with none; and a gateway SIGKILLed mid-job has the
+ * context again from its store, so the tasks left run with it. */
+static void test_job_context(void **state)
+{
+	char spec[512];
+	json_t *args = json_array();
+
+	(void)state;
+	snprintf(spec, sizeof(spec), "{\"processes\":1,\"runtime\":[\"python3\",\"%s/context_runtime.py\"]}",
+	         STRAND_FIXTURES);
+	char *pool = pool_create_spec(&g, spec);
+	for (int i = 0; i < 20; i++)
+		json_array_append_new(args, json_pack("{s:f}", "sleep", 0.1));
+	char *slow = job_submit(
+	        &g, pool, json_pack("{s:s, s:{s:i}, s:o}", "function", "rt:x", "context", "job", 1, "args", args));
+	char *plain = job_submit(&g, pool, json_pack("{s:s, s:[i,i]}", "function", "rt:x", "args", 5, 6));
+	job_wait_done(&g, slow, 3);
+	gateway_kill(&g);
+	gateway_restart(&g);
+	json_t *items = job_results(&g, slow, "input", 20);
+	for (size_t i = 0; i < 20; i++) {
+		json_t *v = json_object_get(json_array_get(items, i), "value");
+		json_t *ctx = json_array_get(v, 0);
+		if (!json_is_object(ctx) || json_integer_value(json_object_get(ctx, "job")) != 1 ||
+		    json_real_value(json_object_get(json_array_get(v, 1), "sleep")) != 0.1)
+			fail_msg("task %zu: %s", i, error_of(items, i));
+	}
+	json_decref(items);
+	items = job_results(&g, plain, "input", 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(json_array_get(items, i), "value");
+		assert_true(json_is_null(json_array_get(v, 0)));
+		assert_int_equal(json_integer_value(json_array_get(v, 1)), 5 + (int)i);
+	}
+	json_decref(items);
+	free(slow);
+	free(plain);
+	free(pool);
+}
+
 static void test_runtime_that_cannot_start(void **state)
 {
 	(void)state;
@@ -225,6 +267,23 @@ static void test_refusals(void **state)
 	r = http(&g, "POST", path, "{\"function\":\"rt:has space\",\"args\":[1]}", NULL);
 	assert_int_equal(r.status, 422);
 	response_free(&r);
+	/* A context is a runtime's: not for a builtin; and bounded. */
+	r = http(&g, "POST", path, "{\"function\":\"echo\",\"context\":1,\"args\":[1]}", NULL);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")),
+	                    "field 'context' is given to a runtime: it needs an rt: function");
+	response_free(&r);
+	size_t big = (1u << 20) + 64;
+	char *body = malloc(big + 128);
+	assert_non_null(body);
+	int n = snprintf(body, 128, "{\"function\":\"rt:x\",\"args\":[1],\"context\":\"");
+	memset(body + n, 'a', big);
+	strcpy(body + n + big, "\"}");
+	r = http(&g, "POST", path, body, NULL);
+	assert_int_equal(r.status, 413);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "field 'context' is over the"));
+	response_free(&r);
+	free(body);
 	gateway_start(&h, no_commands);
 	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":[\"sh\",\"-c\",\"id\"]}", NULL);
 	assert_int_equal(r.status, 403);
@@ -244,6 +303,7 @@ int main(void)
 	        cmocka_unit_test(test_exception_carries_type_and_traceback),
 	        cmocka_unit_test(test_runtime_death_is_a_lost_attempt),
 	        cmocka_unit_test(test_runtime_dying_mid_run_loses_one_task_only),
+	        cmocka_unit_test(test_job_context),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
 	        cmocka_unit_test(test_silent_runtime),
 	        cmocka_unit_test(test_refusals),

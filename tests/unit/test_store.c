@@ -326,6 +326,16 @@ static void on_process(void *ctx, const store_process *p)
 	snprintf(out + n, 128 - n, "%s=%s;", p->id, p->secret ? p->secret : "(null)");
 }
 
+/* Appends "ID=CONTEXT;" (or "(null)") for each job to ctx. */
+static void on_job_context(void *ctx, const store_job *j)
+{
+	char *out = ctx;
+	size_t used = strlen(out);
+
+	snprintf(out + used, 128 - used, "%s=%.*s;", j->id, j->context ? (int)j->context_len : 6,
+	         j->context ? (const char *)j->context : "(null)");
+}
+
 static void test_migrates_a_version_1_database(void **state)
 {
 	fixture *f = *state;
@@ -348,7 +358,9 @@ static void test_migrates_a_version_1_database(void **state)
 	                     "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
 	                     "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1);"
 	                     "INSERT INTO processes VALUES('r-old', '{}', 'local', '99', 'running', NULL, NULL,"
-	                     " 1, NULL);",
+	                     " 1, NULL);"
+	                     "INSERT INTO jobs VALUES(1, 'j-old', 'p-old', 'echo', NULL, NULL, 'running', 1, 0, 1,"
+	                     " 3, 0, 0, 1);",
 	                     NULL, NULL, NULL),
 	        SQLITE_OK);
 	sqlite3_close(db);
@@ -373,9 +385,26 @@ static void test_migrates_a_version_1_database(void **state)
 		                    .state = "running",
 		                    .created_ms = 2,
 		                    .secret = "procsecret"};
+		/* A job of version 1 has no context; one saved now keeps its. */
+		char jobs[128] = "";
+		assert_int_equal(store_job_each(st, on_job_context, jobs), CM_OK);
+		assert_string_equal(jobs, round == 0 ? "j-old=(null);" : "j-old=(null);j-new=\"ctx\";");
+		store_job sj = {.num = 2,
+		                .id = "j-new",
+		                .pool_id = "p-old",
+		                .function = "rt:pickle",
+		                .state = "running",
+		                .base = 1,
+		                .chunksize = 1,
+		                .max_attempts = 3,
+		                .created_ms = 2,
+		                .context = "\"ctx\"",
+		                .context_len = 5};
 		assert_int_equal(store_begin(st), CM_OK);
 		assert_int_equal(store_worker_insert(st, "w-new", "p-old", "124", "s3cr3t", 2), CM_OK);
 		assert_int_equal(store_process_save(st, &sp), CM_OK);
+		if (round == 0)
+			assert_int_equal(store_job_insert(st, &sj), CM_OK);
 		assert_int_equal(store_commit(st), CM_OK);
 		store_close(st);
 	}
@@ -383,7 +412,7 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 3);
+	assert_int_equal(sqlite3_column_int(q, 0), 4);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 }

@@ -4,6 +4,8 @@ cloudpickle bytes (rt:pickle), results come back the same way, and a task's
 exception is raised again in the caller with the remote traceback."""
 
 import base64
+import functools
+import itertools
 import threading
 
 import cloudpickle
@@ -28,19 +30,44 @@ class RemoteError(Exception):
     that died, a timeout, a cancelled task), or one that cannot be unpickled."""
 
 
-def _run_calls(init, func_bytes, calls):
-    """One task, in the worker's runtime: func(*args, **kwargs) for each of
-    its calls (a chunk of a map, or one apply), their values in order; the
-    first exception fails the task, as in multiprocessing. The pool's
-    initializer runs first, once per runtime."""
+def _prepared(init, func_bytes):
+    """In the worker's runtime: the task's function, after the pool's
+    initializer (once per runtime)."""
     if init is not None:
         _worker.initialize(*init)
-    func = _worker.unpickle_function(func_bytes)
-    return [func(*args, **kwargs) for args, kwargs in calls]
+    return _worker.unpickle_function(func_bytes)
 
 
-def _payload(init, func_bytes, calls):
-    return base64.b64encode(_pickling.dumps((_run_calls, (init, func_bytes, calls), {}))).decode("ascii")
+def _map_chunk(init, func_bytes, items):
+    """One task of a map: func(x) for each x of its chunk, in order; the
+    first exception fails the task, as in multiprocessing."""
+    return list(map(_prepared(init, func_bytes), items))
+
+
+def _starmap_chunk(init, func_bytes, items):
+    """One task of a starmap: func(*x) for each x of its chunk."""
+    return list(itertools.starmap(_prepared(init, func_bytes), items))
+
+
+def _apply(init, func_bytes, args, kwargs):
+    """An apply's task: [func(*args, **kwargs)]."""
+    return [_prepared(init, func_bytes)(*args, **kwargs)]
+
+
+def _b64(value):
+    return base64.b64encode(_pickling.dumps(value)).decode("ascii")
+
+
+def _context(runner, init, func):
+    """A job's context: what runs each of its tasks (runner with the pool's
+    initializer and the function), sent to each runtime once instead of
+    with every task (README "Runtimes")."""
+    return _b64(functools.partial(runner, init, cloudpickle.dumps(func)))
+
+
+def _task(*args):
+    """A task's argument: what its job's context is called with."""
+    return _b64((args, {}))
 
 
 def _error(text):
@@ -153,14 +180,13 @@ class Pool:
         self._state = "running"
 
     # ---- submitting -----------------------------------------------------
-    def _submit(self, func, calls, chunksize):
-        """Tasks of chunksize calls each ((args, kwargs) pairs); each task's
-        value is a list. The job's id."""
+    def _submit(self, func, runner, args):
+        """A job running runner (with the function) on each task argument
+        in args (_task's); each task's value is a list. The job's id."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        func_bytes = cloudpickle.dumps(func)
-        args = [_payload(self._init, func_bytes, calls[i : i + chunksize]) for i in range(0, len(calls), chunksize)]
-        return self._gw.request("POST", "/v1/pools/%s/map" % self.id, {"function": "rt:pickle", "args": args})["id"]
+        body = {"function": "rt:pickle", "context": _context(runner, self._init, func), "args": args}
+        return self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
 
     def _default_chunksize(self, n):
         """multiprocessing's: about four chunks a worker."""
@@ -168,9 +194,16 @@ class Pool:
         return chunksize + 1 if extra else max(chunksize, 1)
 
     def _values(self, job, order):
-        """Each call's value, in the job's order, chunks unpacked."""
+        """Each input's value, in the job's order, chunks unpacked."""
         for item in self._results(job, order):
             yield from _value(item)
+
+    def _list(self, job):
+        """Every value of job, in input order."""
+        values = []
+        for item in self._results(job, "input"):
+            values.extend(_value(item))
+        return values
 
     def _results(self, job, order):
         """Each result item of job, paged with long polls."""
@@ -186,15 +219,16 @@ class Pool:
                 return
             cursor = page["next_cursor"]
 
-    def _map(self, func, arg_tuples, chunksize, order):
-        calls = [(tuple(a), {}) for a in arg_tuples]
+    def _map_job(self, func, runner, iterable, chunksize):
+        """The job of a map or starmap, or None for no input."""
+        items = iterable if isinstance(iterable, list) else list(iterable)
         if chunksize is None:
-            chunksize = self._default_chunksize(len(calls))
+            chunksize = self._default_chunksize(len(items))
         if chunksize < 1:
             raise ValueError("chunksize must be at least 1")
-        if not calls:
-            return iter(())
-        return self._values(self._submit(func, calls, chunksize), order)
+        if not items:
+            return None
+        return self._submit(func, runner, [_task(items[i : i + chunksize]) for i in range(0, len(items), chunksize)])
 
     # ---- multiprocessing.Pool -------------------------------------------
     def apply(self, func, args=(), kwds=None):
@@ -202,35 +236,43 @@ class Pool:
         not a job and a poll: a round trip, as multiprocessing's."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        arg = _payload(self._init, cloudpickle.dumps(func), [(tuple(args), dict(kwds or {}))])
-        answer = self._gw.request(
-            "POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), {"function": "rt:pickle", "arg": arg},
-            timeout=WAIT_S + 30,
-        )
+        body = {
+            "function": "rt:pickle",
+            "context": _context(_apply, self._init, func),
+            "arg": _task(tuple(args), dict(kwds or {})),
+        }
+        answer = self._gw.request("POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30)
         if "index" not in answer:  # the wait ran out: the job, still running
             return AsyncResult(self, answer["id"], True).get()
         return _value(answer)[0]
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None):
-        job = self._submit(func, [(tuple(args), dict(kwds or {}))], 1)
+        job = self._submit(func, _apply, [_task(tuple(args), dict(kwds or {}))])
         return AsyncResult(self, job, True, callback, error_callback)
 
     def map(self, func, iterable, chunksize=None):
-        return list(self._map(func, [(x,) for x in iterable], chunksize, "input"))
+        job = self._map_job(func, _map_chunk, iterable, chunksize)
+        return self._list(job) if job else []
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
-        calls = [((x,), {}) for x in iterable]
-        job = self._submit(func, calls, chunksize or self._default_chunksize(len(calls))) if calls else None
+        job = self._map_job(func, _map_chunk, iterable, chunksize)
         return AsyncResult(self, job, False, callback, error_callback)
 
     def starmap(self, func, iterable, chunksize=None):
-        return list(self._map(func, iterable, chunksize, "input"))
+        job = self._map_job(func, _starmap_chunk, iterable, chunksize)
+        return self._list(job) if job else []
+
+    def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
+        job = self._map_job(func, _starmap_chunk, iterable, chunksize)
+        return AsyncResult(self, job, False, callback, error_callback)
 
     def imap(self, func, iterable, chunksize=1):
-        return self._map(func, [(x,) for x in iterable], chunksize, "input")
+        job = self._map_job(func, _map_chunk, iterable, chunksize)
+        return self._values(job, "input") if job else iter(())
 
     def imap_unordered(self, func, iterable, chunksize=1):
-        return self._map(func, [(x,) for x in iterable], chunksize, "completion")
+        job = self._map_job(func, _map_chunk, iterable, chunksize)
+        return self._values(job, "completion") if job else iter(())
 
     def close(self):
         if self._state == "running":

@@ -10,8 +10,10 @@ and b. NAME is one of:
   pickle            the argument is a JSON string holding base64 of
                     cloudpickle((function, args, kwargs)), where function may
                     be the function's own cloudpickle bytes (unpickled once
-                    per runtime); the result is a JSON string holding base64
-                    of cloudpickle(return value)
+                    per runtime); with a job context, the context is that
+                    of the function and the argument that of (args, kwargs).
+                    The result is a JSON string holding base64 of
+                    cloudpickle(return value)
 
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
@@ -48,13 +50,50 @@ def _resolve(name):
     return obj
 
 
-def _run(name, arg):
+CONTEXTS_KEPT = 32  # as worker/runtime.h: the texts of the last 32 contexts sent
+
+
+class _Contexts:
+    """The contexts the worker sent ('C'): their texts, and what the
+    function of each is once unpickled."""
+
+    def __init__(self):
+        self.texts = collections.OrderedDict()
+        self.functions = {}
+        self.current = 0
+
+    def name(self, key, text):
+        if text:
+            self.texts[key] = text
+            self.functions.pop(key, None)
+            if len(self.texts) > CONTEXTS_KEPT:
+                old, _ = self.texts.popitem(last=False)
+                self.functions.pop(old, None)
+        self.current = key
+
+    def function(self):
+        """The current context's function (a pickle task's)."""
+        key = self.current
+        function = self.functions.get(key)
+        if function is None:
+            if key not in self.texts:
+                raise RuntimeError("the worker named context %d, which it never sent" % key)
+            pickled = base64.b64decode(json.loads(self.texts[key]))
+            function = self.functions[key] = _worker.unpickle_function(pickled)
+        return function
+
+
+def _run(name, arg, contexts):
     if name == "pickle":
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
         # helpers, imported then).
-        function, args, kwargs = pickle.loads(base64.b64decode(json.loads(arg)))
-        if isinstance(function, bytes):  # pickled apart, once per call
-            function = _worker.unpickle_function(function)
+        call = pickle.loads(base64.b64decode(json.loads(arg)))
+        if contexts.current:  # the function is the job's context
+            function, (args, kwargs) = contexts.function(), call
+        else:
+            function, args, kwargs = call
+            if isinstance(function, bytes):  # pickled apart, once per call
+                function = _worker.unpickle_function(function)
         value = function(*args, **kwargs)
         return json.dumps(base64.b64encode(_pickling.dumps(value)).decode("ascii")).encode()
     value = _resolve(name)(json.loads(arg))
@@ -183,16 +222,20 @@ def main():
     threading.Thread(target=line.keep_flowing, daemon=True).start()
     # Queues and pipes passed to a task reach the gateway through the worker.
     _worker.line = line
+    contexts = _Contexts()
     while True:
         frame = line.next_task()
         if frame is None:
             return 0  # the worker closed our input: done
         kind, ident, name, arg = frame
+        if kind == b"C":
+            contexts.name(ident, arg)
+            continue
         if kind != b"T":
             continue
         line.running = True
         try:
-            result = _run(name.decode(), arg)
+            result = _run(name.decode(), arg, contexts)
             line.running = False
             line.send(b"R", ident, b"", result)
         except BaseException as e:  # a task's SystemExit is its error too
