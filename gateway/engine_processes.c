@@ -118,6 +118,36 @@ static void process_stop(process *pr, int hard)
 	bx_stop(pr->backend, pr->id, hard);
 }
 
+/* One exec string holds at most 128 KiB (MAX_ARG_STRLEN), an argument up
+ * to SPEC_ARG_MAX: it goes as `--arg PART` several times, the parts cut
+ * where a UTF-8 character begins (docker and kubernetes take strings). */
+#define ARG_PART_MAX 65536
+#define ARG_PARTS_MAX (SPEC_ARG_MAX / (ARG_PART_MAX - 3) + 1)
+
+/* Appends `--arg PART` for each part of arg to argv; returns the parts'
+ * storage (free it once argv is used), or NULL when out of memory. */
+static char *arg_parts(const char *arg, char **argv, size_t *argc)
+{
+	size_t len = strlen(arg);
+	char *parts = malloc(len + ARG_PARTS_MAX + 1), *p = parts;
+
+	if (!parts)
+		return NULL;
+	do {
+		size_t n = len < ARG_PART_MAX ? len : ARG_PART_MAX;
+		while (n < len && ((unsigned char)arg[n] & 0xC0) == 0x80)
+			n--; /* not inside a character */
+		memcpy(p, arg, n);
+		p[n] = '\0';
+		argv[(*argc)++] = "--arg";
+		argv[(*argc)++] = p;
+		p += n + 1;
+		arg += n;
+		len -= n;
+	} while (len);
+	return parts;
+}
+
 /* Starts one process of spec s, with extra environment (for ring members).
  * Returns it, also when it could not start (state failed, and why), or NULL
  * with *err set. A function gets strand-worker's hub environment, its own
@@ -127,7 +157,8 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 {
 	bx *b = engine__backend_for(e, s->run.backend);
 	char id[20], label[64], hub_text[ENGINE_HUB_ENV][600], plugins[2200], runtime[SPEC_RUNTIME_MAX + 32];
-	char *argv[6], *env[8 + SPEC_MAX_ENV + ENGINE_HUB_ENV + 3], *labels[1], *ca = NULL;
+	char *argv[4 + 2 * ARG_PARTS_MAX], *env[8 + SPEC_MAX_ENV + ENGINE_HUB_ENV + 3], *labels[1], *ca = NULL;
+	char *parts = NULL;
 	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
 	process *pr;
 
@@ -167,8 +198,12 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 			argv[run.argc++] = (char *)e->cfg->worker_bin;
 		argv[run.argc++] = "--run";
 		argv[run.argc++] = s->function;
-		argv[run.argc++] = "--arg";
-		argv[run.argc++] = s->arg;
+		if (!(parts = arg_parts(s->arg, argv, &run.argc))) {
+			snprintf(pr->reason, sizeof(pr->reason), "out of memory");
+			process_failed(e, pr);
+			process_save(e, pr);
+			return pr;
+		}
 		if (local) {
 			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
 			env[run.nenv++] = plugins;
@@ -181,6 +216,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 		process_failed(e, pr);
 	}
+	free(parts);
 	if (ca) {
 		explicit_bzero(ca, strlen(ca));
 		free(ca);

@@ -726,6 +726,11 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 			err = CM_ENOMEM;
 			goto out;
 		}
+		if (strlen(spec.arg) > SPEC_ARG_MAX) {
+			snprintf(detail, detail_len, "field 'arg' is over the %u byte cap", SPEC_ARG_MAX);
+			err = CM_ETOOBIG;
+			goto out;
+		}
 	}
 	env = json_object_get(root, "env");
 	if (env && !json_is_null(env)) {

@@ -65,7 +65,8 @@ static void usage(FILE *f)
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
 	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
 	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
-	           "  --arg JSON             the argument for --run (default null)\n"
+	           "  --arg JSON             the argument for --run (default null); given more than once, its\n"
+	           "                         parts in order (one exec string holds at most 128 KiB)\n"
 	           "  --help                 this text\n");
 }
 
@@ -117,8 +118,10 @@ int main(int argc, char **argv)
 	};
 	struct sigaction sa;
 	const char *run = NULL;
-	const char *arg = "null";
+	cm_buf arg;
 	int c;
+
+	cm_buf_init(&arg);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': cfg.hub = optarg; break;
@@ -127,7 +130,12 @@ int main(int argc, char **argv)
 		case 'P': cfg.plugin_path = optarg; break;
 		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
 		case 'r': run = optarg; break;
-		case 'a': arg = optarg; break;
+		case 'a':
+			if (cm_buf_puts(&arg, optarg) != CM_OK) {
+				fprintf(stderr, "strand-worker: out of memory\n");
+				return 1;
+			}
+			break;
 		case 'H': usage(stdout); return 0;
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
@@ -136,7 +144,9 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		if (cfg.pool_id && cfg.worker_id && cfg.secret[0])
 			worker_api_init(&cfg);
-		return run_once(&cfg, run, arg);
+		int code = run_once(&cfg, run, arg.len ? arg.data : "null");
+		cm_buf_fini(&arg);
+		return code;
 	}
 	if (!cfg.pool_id || !cfg.worker_id) {
 		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");

@@ -3,6 +3,7 @@ Debian's /usr/bin/python3 and its python3-cloudpickle: Python functions,
 lambdas and closures as tasks, multiprocessing's Pool interface, exact
 results, and a task's exception raised again with its remote traceback."""
 
+import hashlib
 import sys
 import time
 import unittest
@@ -182,6 +183,10 @@ def _raise():
     raise Boom("in a process")
 
 
+def _put_digest(q, data):
+    q.put(hashlib.sha256(data).hexdigest())
+
+
 class ProcessTest(unittest.TestCase):
     def test_terminate_join_timeout_is_alive(self):
         p = strand.Process(target=_sleep_forever)
@@ -195,6 +200,16 @@ class ProcessTest(unittest.TestCase):
         p.terminate()
         self.assertFalse(p.is_alive())
         self.assertEqual(p.exitcode, -15)
+
+    def test_large_arguments(self):
+        # Past what one exec string holds (128 KiB): 400 KB of data.
+        q = strand.SimpleQueue()
+        data = bytes(range(256)) * 1600
+        p = strand.Process(target=_put_digest, args=(q, data))
+        p.start()
+        self.assertEqual(q.get(timeout=60), hashlib.sha256(data).hexdigest())
+        p.join(60)
+        self.assertEqual(p.exitcode, 0)
 
     def test_exception_is_exit_code_one_with_traceback_in_logs(self):
         p = strand.Process(target=_raise)

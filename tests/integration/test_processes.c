@@ -114,6 +114,51 @@ static void test_function_process(void **state)
 	free(id);
 }
 
+/* An argument past what one exec string holds (128 KiB) reaches the
+ * function whole: 300,000 bytes of two-byte characters, echoed. One over
+ * the 1 MiB cap is refused. */
+static void test_large_argument(void **state)
+{
+	enum { CHARS = 150000 };
+	char *text = malloc(2 * CHARS + 1);
+
+	(void)state;
+	assert_non_null(text);
+	for (size_t i = 0; i < CHARS; i++)
+		memcpy(text + 2 * i, "\xc3\xa9", 2); /* é */
+	text[2 * CHARS] = '\0';
+	json_t *spec = json_pack("{s:s, s:s}", "function", "echo", "arg", text);
+	char *body = json_dumps(spec, JSON_COMPACT);
+	char *id = start(body);
+	json_t *p = join(id);
+	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
+	json_decref(p);
+	char *out = logs(id);
+	json_t *echoed = json_loads(out, JSON_DECODE_ANY, NULL);
+	assert_non_null(echoed);
+	assert_string_equal(json_string_value(echoed), text);
+	json_decref(echoed);
+	free(out);
+	free(id);
+	free(body);
+	json_decref(spec);
+
+	char *big = malloc((1u << 20) + 64);
+	assert_non_null(big);
+	memset(big, 'a', (1u << 20) + 8);
+	big[(1u << 20) + 8] = '\0';
+	spec = json_pack("{s:s, s:s}", "function", "echo", "arg", big);
+	body = json_dumps(spec, JSON_COMPACT);
+	response r = http(&g, "POST", "/v1/processes", body, NULL);
+	assert_int_equal(r.status, 413);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "field 'arg' is over the"));
+	response_free(&r);
+	free(body);
+	free(big);
+	free(text);
+	json_decref(spec);
+}
+
 static void test_join_and_terminate(void **state)
 {
 	char path[128];
@@ -450,6 +495,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_program_exit_code_env_and_logs),
 	        cmocka_unit_test(test_function_process),
+	        cmocka_unit_test(test_large_argument),
 	        cmocka_unit_test(test_join_and_terminate),
 	        cmocka_unit_test(test_survives_gateway_kill),
 	        cmocka_unit_test(test_function_process_reaches_queues_and_pipes),
