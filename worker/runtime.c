@@ -342,11 +342,19 @@ static int relay(worker_runtime *rt, const frame *f)
 	return err;
 }
 
+/* How an exchange ended. */
+typedef enum exchanged {
+	EX_FRAME, /* f holds a result, error or ready frame */
+	EX_GONE, /* the runtime exited or went silent: it took its task with it */
+	EX_TIMEOUT, /* the deadline passed */
+	EX_BROKEN, /* it sent what is not a frame, or the worker ran short (why says) */
+} exchanged;
+
 /* Writes what is queued for it while reading, until a result, error or
- * ready frame arrives (1), or the runtime ends, goes silent or the deadline
- * passes (0, with the reason in why). Heartbeats and queue calls are
- * handled on the way. */
-static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, frame *f, char *why, size_t why_len)
+ * ready frame arrives, or the runtime ends, goes silent or the deadline
+ * passes (the reason in why). Heartbeats and queue calls are handled on
+ * the way. */
+static exchanged exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, frame *f, char *why, size_t why_len)
 {
 	int64_t heard = cm_now_ms();
 
@@ -354,14 +362,14 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 		int r = parse(rt, f);
 		if (r < 0) {
 			snprintf(why, why_len, "the runtime sent a frame that is not one (over %u bytes)", FRAME_MAX);
-			return 0;
+			return EX_BROKEN;
 		}
 		if (r > 0) {
 			if (f->type != 'H' && f->type != 'Q')
-				return 1;
+				return EX_FRAME;
 			if (f->type == 'Q' && relay(rt, f) != CM_OK) {
 				snprintf(why, why_len, "out of memory");
-				return 0;
+				return EX_BROKEN;
 			}
 			consume(rt, f);
 			heard = cm_now_ms(); /* a queue call may have waited */
@@ -370,12 +378,12 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 		int64_t now = cm_now_ms();
 		if (deadline_ms && now >= deadline_ms) {
 			snprintf(why, why_len, "timed out");
-			return 0;
+			return EX_TIMEOUT;
 		}
 		if (now - heard >= silence_ms) {
 			snprintf(why, why_len, "the runtime stopped answering (no heartbeat for %d s)",
 			         silence_ms / 1000);
-			return 0;
+			return EX_GONE;
 		}
 		int writing = rt->wsent < rt->wbuf.len;
 		struct pollfd p[3] = {{rt->child.out, POLLIN, 0},
@@ -386,7 +394,7 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 			wait = deadline_ms - now;
 		if (poll(p, 3, (int)wait) < 0 && errno != EINTR) {
 			snprintf(why, why_len, "poll: %s", strerror(errno));
-			return 0;
+			return EX_BROKEN;
 		}
 		if (p[1].revents)
 			drain_stderr(rt);
@@ -396,19 +404,19 @@ static int exchange(worker_runtime *rt, int64_t deadline_ms, int silence_ms, fra
 				rt->wbuf.len = rt->wsent = 0;
 		} else if (p[2].revents & (POLLERR | POLLHUP)) {
 			snprintf(why, why_len, "the runtime closed its input");
-			return 0;
+			return EX_GONE;
 		}
 		if (p[0].revents) {
 			char chunk[65536];
 			ssize_t n = read(rt->child.out, chunk, sizeof(chunk));
 			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 				snprintf(why, why_len, "the runtime exited");
-				return 0;
+				return EX_GONE;
 			}
 			if (n > 0) {
 				if (cm_buf_append(&rt->rbuf, chunk, (size_t)n) != CM_OK) {
 					snprintf(why, why_len, "out of memory");
-					return 0;
+					return EX_BROKEN;
 				}
 				heard = cm_now_ms();
 			}
@@ -455,7 +463,7 @@ static int start_ready(worker_runtime *rt, cm_buf *out)
 
 	if (start(rt, why, sizeof(why)) != CM_OK)
 		return cm_buf_puts(out, why) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
-	if (!exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)))
+	if (exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)) != EX_FRAME)
 		return fail_task(rt, "did not start", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	if (f.type != 'S')
 		return fail_task(rt, "did not start with a ready frame", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
@@ -521,20 +529,22 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 			frame f;
 			worker_runtime_outcome how;
 
-			int got = exchange(rt, tasks[next].timeout_ms ? began + (int64_t)tasks[next].timeout_ms : 0,
-			                   SILENCE_LIMIT_MS, &f, why, sizeof(why));
-			if (!got || (f.type != 'R' && f.type != 'E') || f.id != first_id + (next - first)) {
+			exchanged ex =
+			        exchange(rt, tasks[next].timeout_ms ? began + (int64_t)tasks[next].timeout_ms : 0,
+			                 SILENCE_LIMIT_MS, &f, why, sizeof(why));
+			int answered =
+			        ex == EX_FRAME && (f.type == 'R' || f.type == 'E') && f.id == first_id + (next - first);
+			if (!answered) {
 				/* Its end is this task's; the ones after it have not run and
 				 * go to the next runtime. A task that took the runtime's
 				 * process with it (or hung it) lost an attempt, as on a
 				 * crashed worker; a timeout or a wrong frame is an error. */
-				int timed_out = !got && strcmp(why, "timed out") == 0;
-				if (timed_out)
+				if (ex == EX_TIMEOUT)
 					snprintf(why, sizeof(why), "timed out after %u ms", tasks[next].timeout_ms);
-				how = got || timed_out || strncmp(why, "the runtime sent", 16) == 0 ? RT_ERROR
-				                                                                    : RT_LOST;
-				if (fail_task(rt, got ? "answered with a frame it should not send" : why, &out) !=
-				    CM_OK) {
+				else if (ex == EX_FRAME)
+					snprintf(why, sizeof(why), "answered with a frame it should not send");
+				how = ex == EX_GONE ? RT_LOST : RT_ERROR;
+				if (fail_task(rt, why, &out) != CM_OK) {
 					cm_buf_fini(&out);
 					return CM_ENOMEM; /* fail_task stopped it */
 				}

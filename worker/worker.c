@@ -144,8 +144,9 @@ static size_t take(worker *w, int pipelined)
 	return n;
 }
 
-/* taken[ran] ended: its result joins the outbox and the next one begins. */
-static void finish(worker *w, int ok, int lost, cm_buf *out)
+/* taken[ran] ended: its result joins the outbox and the next one begins.
+ * Returns whether the worker is stopping. */
+static int finish(worker *w, int ok, int lost, cm_buf *out)
 {
 	pthread_mutex_lock(&w->mu);
 	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0;
@@ -156,8 +157,10 @@ static void finish(worker *w, int ok, int lost, cm_buf *out)
 		cm_buf_fini(out); /* the task will be re-run after its lease */
 	w->ran++;
 	w->running_since = now;
+	int quit = w->quit;
 	pthread_cond_signal(&w->hub);
 	pthread_mutex_unlock(&w->mu);
+	return quit;
 }
 
 static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
@@ -165,11 +168,8 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf 
 	worker *w = ctx;
 
 	(void)i; /* answers come in order: it is taken[ran] */
-	finish(w, how == RT_OK, how == RT_LOST, out);
-	pthread_mutex_lock(&w->mu);
-	int quit = w->quit;
-	pthread_mutex_unlock(&w->mu);
-	return quit ? CM_ESHUTDOWN : CM_OK; /* the worker stops: the rest is not run */
+	/* The worker stops: the rest is not run. */
+	return finish(w, how == RT_OK, how == RT_LOST, out) ? CM_ESHUTDOWN : CM_OK;
 }
 
 /* The taken rt: tasks, through the pool's runtime. */
@@ -210,7 +210,7 @@ static void run_one(worker *w)
 		ok = 0;
 		cm_buf_puts(&out, "worker out of memory running the task");
 	}
-	finish(w, ok, 0, &out);
+	(void)finish(w, ok, 0, &out);
 }
 
 static void *executor(void *arg)

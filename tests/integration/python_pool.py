@@ -25,7 +25,9 @@ def explode(x):
     return x
 
 
-class PoolTest(unittest.TestCase):
+class WithPool(unittest.TestCase):
+    """Cases sharing one pool of 2 workers."""
+
     @classmethod
     def setUpClass(cls):
         cls.pool = strand.Pool(2)
@@ -33,6 +35,9 @@ class PoolTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.pool.terminate()
+
+
+class PoolTest(WithPool):
 
     def test_map_exact(self):
         self.assertEqual(self.pool.map(square, range(500)), [x * x for x in range(500)])
@@ -110,16 +115,8 @@ class PoolTest(unittest.TestCase):
         self.assertIn("processes", caught.exception.detail)
 
 
-class QueueTest(unittest.TestCase):
+class QueueTest(WithPool):
     """Queues and pipes made in the caller and passed to tasks."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.pool = strand.Pool(2)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.pool.terminate()
 
     def test_tasks_put_the_caller_gets(self):
         q = strand.SimpleQueue()
