@@ -246,7 +246,7 @@ static store *reader_take(api *a, char *detail, size_t detail_len)
 	if (a->nreaders)
 		st = a->readers[--a->nreaders];
 	pthread_mutex_unlock(&a->mu);
-	if (!st && store_open(a->cfg->db, 0, &st, detail, detail_len) != CM_OK)
+	if (!st && store_open(a->cfg->db, STORE_READER, &st, detail, detail_len) != CM_OK)
 		return NULL;
 	return st;
 }
@@ -1259,7 +1259,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return problem(c, 413, url, detail);
 	}
 	if (strcmp(url, "/healthz") == 0)
-		return send_json(c, 200, json_pack("{s:s, s:i}", "status", "ok", "pid", (int)getpid()), NULL);
+		return send_json(c, 200,
+		                 json_pack("{s:s, s:i, s:s, s:I}", "status", "ok", "pid", (int)getpid(), "sync",
+		                           a->cfg->sync_full ? "full" : "normal", "db_bytes",
+		                           (json_int_t)store_file_bytes(a->cfg->db)),
+		                 NULL);
 	if (strcmp(url, "/v1/session") == 0)
 		return route_session(a, c, url, method, rq);
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))

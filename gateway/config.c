@@ -28,6 +28,9 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --hub-advertise URL  the URL workers dial, where it differs: tcp://0.0.0.0:7070 heard in a pod\n"
 	        "                       is tcp://SERVICE.NAMESPACE.svc:7070 to workers (STRAND_HUB_ADVERTISE)\n"
 	        "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
+	        "  --sync LEVEL         normal: what was acknowledged survives a crash of the gateway (may lose\n"
+	        "                       the last commits on an OS crash or power loss); full: survives those\n"
+	        "                       too, at an fsync per commit (STRAND_SYNC, default normal)\n"
 	        "  --backend NAME       default backend for pools: local, docker or kubernetes (STRAND_BACKEND,\n"
 	        "                       default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
@@ -182,6 +185,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"k8s-pull-policy", required_argument, NULL, 1006},
 	        {"kubeconfig", required_argument, NULL, 1007},
 	        {"hub-advertise", required_argument, NULL, 1008},
+	        {"sync", required_argument, NULL, 1009},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -200,6 +204,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {NULL, 0, NULL, 0},
 	};
 	char self[1024] = "";
+	char sync[16] = "normal";
 	char *dir;
 	ssize_t n;
 	int c, err;
@@ -233,6 +238,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
 	set(cfg->hub_advertise, sizeof(cfg->hub_advertise), getenv("STRAND_HUB_ADVERTISE"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
+	set(sync, sizeof(sync), getenv("STRAND_SYNC"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
 	set(cfg->image, sizeof(cfg->image), getenv("STRAND_IMAGE"));
 	set(cfg->docker_socket, sizeof(cfg->docker_socket), getenv("STRAND_DOCKER_SOCKET"));
@@ -282,6 +288,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1006: set(cfg->k8s.pull_policy, sizeof(cfg->k8s.pull_policy), optarg); break;
 		case 1007: set(cfg->kubeconfig, sizeof(cfg->kubeconfig), optarg); break;
 		case 1008: set(cfg->hub_advertise, sizeof(cfg->hub_advertise), optarg); break;
+		case 1009: set(sync, sizeof(sync), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -304,6 +311,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "unexpected argument '%s' (see --help)", argv[optind]);
 		return CM_EINVAL;
 	}
+	if (strcmp(sync, "normal") != 0 && strcmp(sync, "full") != 0) {
+		snprintf(detail, detail_len, "--sync must be normal or full");
+		return CM_EINVAL;
+	}
+	cfg->sync_full = strcmp(sync, "full") == 0;
 	if (!cfg->token_file[0]) {
 		/* Next to the database, so one operator's gateway and files stay together. */
 		char db[sizeof(cfg->db)];

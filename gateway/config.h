@@ -14,6 +14,7 @@ typedef struct gw_config {
 	char hub[256]; /* nng URL the hub listens on */
 	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
+	int sync_full; /* --sync full: each commit survives an OS crash too (else a crash of the gateway) */
 	char backend[32]; /* default backend for new pools */
 	char image[256]; /* default worker image (docker) */
 	char docker_socket[256]; /* the Docker Engine API */

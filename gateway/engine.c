@@ -439,7 +439,9 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 		snprintf(detail, detail_len, "the local backend is missing");
 		err = CM_EINVAL;
 	}
-	if (err != CM_OK || (err = store_open(cfg->db, 1, &e->st, detail, detail_len)) != CM_OK ||
+	if (err != CM_OK ||
+	    (err = store_open(cfg->db, STORE_WRITER | (cfg->sync_full ? STORE_SYNC_FULL : 0), &e->st, detail,
+	                      detail_len)) != CM_OK ||
 	    (err = engine__recover(e, detail, detail_len)) != CM_OK) {
 		engine_free(e);
 		return err;

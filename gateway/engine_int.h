@@ -35,6 +35,10 @@
  * the job's task time is known: long tasks go one at a time, so none waits
  * in one worker's hands while another worker idles. */
 #define BATCH_BUDGET_US 20000.0
+/* ... and about this many bytes (arguments, contexts, commands), so that
+ * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
+ * argument and its job's context are 1 MiB at most each. */
+#define BATCH_BYTES_MAX (16u << 20)
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -125,6 +129,8 @@ typedef struct op {
 			engine_batch batch; /* the answer; each task's argument a copy of its own */
 			engine_task *tasks;
 			size_t ntasks, cap_tasks;
+			size_t bytes; /* what its tasks carry, counted against BATCH_BYTES_MAX */
+			uint64_t last_context; /* the context its last task's run carries */
 			int discard; /* answer nothing: the worker will ask again */
 			int64_t park_until;
 		} pull; /* OP_PULL */

@@ -273,6 +273,10 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 		        worker_id, (long long)c.failed);
 }
 
+/* A task's framing in a batch (its id, attempt, lengths, tags), or a
+ * string's, generously. */
+#define TASK_FRAME_OVERHEAD 32
+
 typedef struct assign_ctx {
 	op *o;
 	job *j;
@@ -284,6 +288,16 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	op *o = c->o;
 	uint8_t *copy;
 
+	/* As the hub frames it: a job's context once where a run of its tasks
+	 * begins, the function's name and command with each task. */
+	size_t bytes = len + TASK_FRAME_OVERHEAD + strlen(c->j->function);
+	uint64_t context = c->j->context ? (uint64_t)c->j->num : 0;
+	for (size_t i = 0; i < c->j->ncommand; i++)
+		bytes += strlen(c->j->command[i]) + TASK_FRAME_OVERHEAD;
+	if (context && context != o->u.pull.last_context)
+		bytes += c->j->context->len + TASK_FRAME_OVERHEAD;
+	if (o->u.pull.ntasks && o->u.pull.bytes + bytes > BATCH_BYTES_MAX)
+		return STORE_TASK_LEAVE;
 	if (o->u.pull.ntasks == o->u.pull.cap_tasks) {
 		size_t cap = o->u.pull.cap_tasks ? o->u.pull.cap_tasks * 2 : 64;
 		engine_task *p = realloc(o->u.pull.tasks, cap * sizeof(*p));
@@ -307,6 +321,9 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	                                                    .context_key = c->j->context ? (uint64_t)c->j->num : 0,
 	                                                    .context = c->j->context ? c->j->context->text : NULL,
 	                                                    .context_len = c->j->context ? c->j->context->len : 0};
+	o->u.pull.bytes += bytes;
+	if (context)
+		o->u.pull.last_context = context;
 	return CM_OK;
 }
 
@@ -324,7 +341,8 @@ static int live_workers(const pool *p)
  * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
  * job from each job's measured task time (the in_hand tasks it already holds
  * count). A worker holding nothing always gets one task; a job whose task
- * time is not known yet gets only that one, as a probe. Chunks are not split. */
+ * time is not known yet gets only that one, as a probe. Chunks are not split,
+ * unless the batch reaches BATCH_BYTES_MAX. */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
 {
 	int64_t target;
@@ -349,7 +367,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j};
-		size_t before = o->u.pull.ntasks;
+		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes;
+		uint64_t context_before = o->u.pull.last_context;
 
 		if (j->avg_us < 0)
 			take = free_one;
@@ -363,8 +382,17 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			take = (take + j->chunksize - 1) / j->chunksize * j->chunksize;
 		if (take > size)
 			take = size;
-		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c) != CM_OK)
+		int64_t next;
+		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c, &next) != CM_OK) {
+			/* Nothing of this range was marked: none of it goes. */
+			while (o->u.pull.ntasks > before)
+				free((void *)o->u.pull.tasks[--o->u.pull.ntasks].arg);
+			o->u.pull.bytes = bytes_before;
+			o->u.pull.last_context = context_before;
 			break;
+		}
+		int full = next <= r->lo + take - 1; /* the batch holds all the bytes it may */
+		take = next - r->lo;
 		given += take;
 		room -= (double)take * cost;
 		w->pending += (int64_t)(o->u.pull.ntasks - before);
@@ -376,6 +404,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 				p->qtail = NULL;
 			free(r);
 		}
+		if (full)
+			break;
 	}
 	o->u.pull.batch.tasks = o->u.pull.tasks;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;

@@ -14,6 +14,7 @@
 #include "gateway/credentials.h"
 #include "gateway/engine.h"
 #include "gateway/hub.h"
+#include "store/store.h"
 
 /* As many open files as the hard limit allows: each HTTP connection, worker
  * and hub pipe holds one; the API sizes its connection limit from this. */
@@ -27,6 +28,18 @@ static void raise_open_file_limit(void)
 	}
 }
 
+static char damaged_why[512];
+static const char *volatile damaged; /* set once, by the check's thread, before it signals */
+
+/* The integrity check found the database damaged: stop as on SIGTERM. */
+static void on_damaged_database(void *ctx, const char *why)
+{
+	(void)ctx;
+	snprintf(damaged_why, sizeof(damaged_why), "%s", why);
+	damaged = damaged_why;
+	kill(getpid(), SIGTERM);
+}
+
 int main(int argc, char **argv)
 {
 	gw_config cfg;
@@ -35,6 +48,7 @@ int main(int argc, char **argv)
 	engine *e = NULL;
 	hub *h = NULL;
 	api *a = NULL;
+	store_check *check = NULL;
 	sigset_t set;
 	int sig = 0;
 
@@ -91,10 +105,18 @@ int main(int argc, char **argv)
 		credentials_free(creds);
 		return 1;
 	}
+	/* The integrity check, while we serve: a damaged database stops the
+	 * gateway (exit 3) rather than be written to. */
+	if (store_check_start(cfg.db, on_damaged_database, NULL, &check) != CM_OK)
+		cm_warn("the database integrity check could not start");
 	cm_info("strand-gateway listening on %s://%s, hub %s, db %s, backend %s", cfg.tls_cert[0] ? "https" : "http",
 	        cfg.http, cfg.hub, cfg.db, cfg.backend);
 	sigwait(&set, &sig);
-	cm_info("signal %d: stopping", sig);
+	store_check_stop(check);
+	if (damaged)
+		cm_error("stopping: %s", damaged);
+	else
+		cm_info("signal %d: stopping", sig);
 	/* Outside in: no new request, no new frame into the engine, then the
 	 * engine (which answers the pulls it parked), then the hub. */
 	engine_quiesce(e); /* long polls answer now, so the API can stop */
@@ -104,5 +126,5 @@ int main(int argc, char **argv)
 	hub_free(h);
 	credentials_free(creds);
 	cm_info("stopped");
-	return 0;
+	return damaged ? 3 : 0;
 }

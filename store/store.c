@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/common.h"
 #include "store/store.h"
@@ -67,7 +68,7 @@ static const char *const migrations[] = {
 enum {
 	S_TASK_INSERT,
 	S_TASK_ASSIGN,
-	S_TASK_ASSIGNED,
+	S_TASKS_TO_ASSIGN,
 	S_TASKS_HELD_COUNT,
 	S_TASK_COMPLETE,
 	S_RESULTS_INPUT,
@@ -79,8 +80,8 @@ static const char *const stmt_sql[S_COUNT] = {
         [S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
         [S_TASK_ASSIGN] = "UPDATE tasks SET state = 1, worker = ?, attempts = attempts + 1"
                           " WHERE id BETWEEN ? AND ? AND state = 0",
-        [S_TASK_ASSIGNED] = "SELECT id, arg, attempts FROM tasks WHERE id BETWEEN ? AND ? AND state = 1"
-                            " AND worker = ? ORDER BY id",
+        [S_TASKS_TO_ASSIGN] = "SELECT id, arg, attempts + 1 FROM tasks WHERE id BETWEEN ? AND ? AND state = 0"
+                              " ORDER BY id",
         /* Uses the partial index tasks_pending. */
         [S_TASKS_HELD_COUNT] = "SELECT count(*) FROM tasks WHERE worker = ? AND state = 1",
         [S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
@@ -93,6 +94,7 @@ static const char *const stmt_sql[S_COUNT] = {
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_COUNT];
+	int marked_open; /* a writer: meta 'open' is 1 until store_close */
 	int in_tx; /* between store_begin and its commit or rollback */
 	int tx_failed; /* a statement of that transaction failed: it must not commit */
 	char tx_error[256];
@@ -151,26 +153,6 @@ static const char *col_text(sqlite3_stmt *s, int i)
 	return (const char *)sqlite3_column_text(s, i);
 }
 
-static int integrity_check(store *st, char *detail, size_t detail_len)
-{
-	sqlite3_stmt *s;
-	int rc;
-	int err = CM_OK;
-
-	if (prepare(st, "PRAGMA quick_check", &s) != CM_OK) {
-		snprintf(detail, detail_len, "integrity check failed to run: %s", sqlite3_errmsg(st->db));
-		return CM_EIO;
-	}
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW || strcmp(col_text(s, 0), "ok") != 0) {
-		snprintf(detail, detail_len, "database failed its integrity check: %s",
-		         rc == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(st->db));
-		err = CM_EIO;
-	}
-	sqlite3_finalize(s);
-	return err;
-}
-
 static int int_query(store *st, const char *sql, int64_t *out)
 {
 	sqlite3_stmt *s;
@@ -223,10 +205,56 @@ static int migrate(store *st, char *detail, size_t detail_len)
 	return CM_OK;
 }
 
-int store_open(const char *path, int writer, store **out, char *detail, size_t detail_len)
+/* Whether path's write-ahead log exists: looked at before SQLite opens the
+ * database, which creates one. */
+static int wal_exists(const char *path)
+{
+	char wal[1100];
+	struct stat sb;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return stat(wal, &sb) == 0;
+}
+
+/* meta 'open' is 1 from a writer's open to its clean close. Set at open
+ * and checkpointed into the database file itself, so that a log removed
+ * after a crash is seen: the file says "open" and there is no log. A
+ * database of before this marker has none, and passes. */
+static int open_marker_check(store *st, const char *path, int had_wal, char *detail, size_t detail_len)
+{
+	int64_t meta = 0, open = 0;
+
+	if (int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &meta) != CM_OK)
+		return CM_EIO;
+	if (meta && int_query(st, "SELECT coalesce((SELECT value FROM meta WHERE key = 'open'), 0)", &open) != CM_OK)
+		return CM_EIO;
+	if (open == 1 && !had_wal) {
+		snprintf(detail, detail_len,
+		         "database %s was not closed cleanly and its write-ahead log %s-wal is gone: the work it "
+		         "committed last would be lost; restore the log, or move the database aside to start empty",
+		         path, path);
+		return CM_EIO;
+	}
+	return CM_OK;
+}
+
+static int open_marker_set(store *st, int open)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO meta(key, value) VALUES('open', '%d')", open);
+	if (exec(st, sql) != CM_OK)
+		return CM_EIO;
+	/* Into the database file now (nobody else reads yet), not only the log. */
+	return open ? exec(st, "PRAGMA wal_checkpoint(TRUNCATE)") : CM_OK;
+}
+
+int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len)
 {
 	store *st = calloc(1, sizeof(*st));
+	int writer = mode & STORE_WRITER;
 	int flags = writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+	int had_wal = writer && wal_exists(path);
 	int rc;
 
 	if (!st)
@@ -243,16 +271,23 @@ int store_open(const char *path, int writer, store **out, char *detail, size_t d
 	if (writer) {
 		/* WAL: readers never block the writer. synchronous=NORMAL in WAL
 		 * mode is durable against a crash of the process (the case that
-		 * matters for a gateway killed with -9); FULL would add an fsync
-		 * per commit for power loss, and commits are grouped either way. */
-		if (exec(st, "PRAGMA journal_mode=WAL") != CM_OK || exec(st, "PRAGMA synchronous=NORMAL") != CM_OK ||
-		    integrity_check(st, detail, detail_len) != CM_OK || migrate(st, detail, detail_len) != CM_OK) {
+		 * matters for a gateway killed with -9); FULL adds an fsync per
+		 * commit for an OS crash or power loss (commits are grouped by
+		 * the engine's cycle either way). */
+		int64_t level = -1;
+		if (exec(st, "PRAGMA journal_mode=WAL") != CM_OK ||
+		    exec(st, mode & STORE_SYNC_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL") !=
+		            CM_OK ||
+		    int_query(st, "PRAGMA synchronous", &level) != CM_OK || level != (mode & STORE_SYNC_FULL ? 2 : 1) ||
+		    open_marker_check(st, path, had_wal, detail, detail_len) != CM_OK ||
+		    migrate(st, detail, detail_len) != CM_OK || open_marker_set(st, 1) != CM_OK) {
 			if (!detail[0])
 				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
 				         sqlite3_errmsg(st->db));
 			store_close(st);
 			return CM_EIO;
 		}
+		st->marked_open = 1;
 	}
 	for (int i = 0; i < S_COUNT; i++) {
 		if (prepare(st, stmt_sql[i], &st->stmt[i]) != CM_OK) {
@@ -272,8 +307,23 @@ void store_close(store *st)
 		return;
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	if (st->marked_open) {
+		store_rollback(st);
+		open_marker_set(st, 0);
+	}
 	sqlite3_close(st->db);
 	free(st);
+}
+
+int64_t store_file_bytes(const char *path)
+{
+	char wal[1100];
+	struct stat db, log;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(path, &db) != 0)
+		return 0;
+	return (int64_t)db.st_size + (stat(wal, &log) == 0 ? (int64_t)log.st_size : 0);
 }
 
 int store_begin(store *st)
@@ -504,30 +554,38 @@ int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *con
 	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }
 
-int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx)
+int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx,
+                       int64_t *next)
 {
+	sqlite3_stmt *s = st->stmt[S_TASKS_TO_ASSIGN];
 	sqlite3_stmt *u = st->stmt[S_TASK_ASSIGN];
-	sqlite3_stmt *s = st->stmt[S_TASK_ASSIGNED];
-	int rc;
+	int rc = SQLITE_DONE;
 	int err = CM_OK;
 
-	bind_text(u, 1, worker);
-	sqlite3_bind_int64(u, 2, lo);
-	sqlite3_bind_int64(u, 3, hi);
-	rc = sqlite3_step(u);
-	sqlite3_reset(u);
-	if (rc != SQLITE_DONE)
-		return fail(st, rc);
+	/* Read first, mark after: what fn leaves stays queued untouched. */
+	*next = hi + 1;
 	sqlite3_bind_int64(s, 1, lo);
 	sqlite3_bind_int64(s, 2, hi);
-	bind_text(s, 3, worker);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && err == CM_OK)
-		err = fn(ctx, sqlite3_column_int64(s, 0), sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1),
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(s, 0);
+		err = fn(ctx, id, sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1),
 		         sqlite3_column_int(s, 2));
+		if (err == STORE_TASK_LEAVE)
+			*next = id;
+	}
 	sqlite3_reset(s);
-	if (err != CM_OK)
+	if (err != CM_OK && err != STORE_TASK_LEAVE)
 		return err;
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CM_OK : fail(st, rc);
+	if (err == CM_OK && rc != SQLITE_DONE)
+		return fail(st, rc);
+	if (*next == lo)
+		return CM_OK;
+	bind_text(u, 1, worker);
+	sqlite3_bind_int64(u, 2, lo);
+	sqlite3_bind_int64(u, 3, *next - 1);
+	rc = sqlite3_step(u);
+	sqlite3_reset(u);
+	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
 }
 
 int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *holder,

@@ -26,12 +26,31 @@ enum { STORE_QUEUED = 0, STORE_PENDING = 1, STORE_DONE = 2 };
 
 typedef struct store store;
 
-/* Opens (and on first use creates) the database at path. A writer runs the
- * schema migration and an integrity check; a reader opens read-only.
- * *out is new, closed with store_close. On failure writes the reason into
- * detail and returns CM_EIO or CM_EUNAVAIL. */
-int store_open(const char *path, int writer, store **out, char *detail, size_t detail_len);
+/* Opens (and on first use creates) the database at path. A writer
+ * (STORE_WRITER) runs the schema migration and refuses a database that was
+ * not closed cleanly and whose write-ahead log is gone (what it committed
+ * last would be lost without a word); with STORE_SYNC_FULL each commit also
+ * survives an OS crash or power loss (an fsync per commit), where the
+ * default survives a crash of the process. A reader (STORE_READER) opens
+ * read-only. The full integrity check runs apart (store_check_start), so
+ * opening takes no longer as the database grows. *out is new, closed with
+ * store_close (a writer's marks the database closed cleanly). On failure
+ * writes the reason into detail and returns CM_EIO or CM_EUNAVAIL. */
+enum { STORE_READER = 0, STORE_WRITER = 1, STORE_SYNC_FULL = 2 };
+int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len);
 void store_close(store *st);
+/* The bytes the database at path takes on disk, its write-ahead log included. */
+int64_t store_file_bytes(const char *path);
+
+/* PRAGMA quick_check of the database at path, on a read-only connection and
+ * a thread of their own: on_fail(ctx, why) is called from that thread if
+ * the file is damaged. store_check_stop interrupts a check under way and
+ * waits for its thread. */
+typedef struct store_check store_check;
+int store_check_start(const char *path, void (*on_fail)(void *ctx, const char *why), void *ctx, store_check **out);
+void store_check_stop(store_check *c);
+/* The same check, here and now: CM_OK, or CM_EIO with the reason in why. */
+int store_check_file(const char *path, char *why, size_t why_len);
 const char *store_errmsg(store *st); /* borrowed; valid until the next call */
 
 int store_begin(store *st);
@@ -92,10 +111,15 @@ int store_next_ids(store *st, int64_t *job_num, int64_t *task_id);
  * JSON text of argument i (borrowed). */
 int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens);
 
-/* Marks the QUEUED tasks in [lo, hi] PENDING on worker, attempts + 1, and
- * calls fn for each with its argument (borrowed for the call). */
+/* Calls fn, in id order, for the QUEUED tasks in [lo, hi] with its argument
+ * (borrowed for the call) and its attempt (attempts + 1), and marks those it
+ * took PENDING on worker, attempts + 1. fn takes a task by returning CM_OK;
+ * STORE_TASK_LEAVE leaves it and the rest queued (any other code is an
+ * error, and nothing is marked). *next: the first id it did not take. */
 typedef int (*store_task_fn)(void *ctx, int64_t id, const void *arg, size_t arg_len, int attempts);
-int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx);
+#define STORE_TASK_LEAVE (-1)
+int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx,
+                       int64_t *next);
 
 /* How many tasks the store records as held by worker (pending on it). */
 int store_tasks_held_count(store *st, const char *worker, int64_t *n);

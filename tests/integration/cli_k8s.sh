@@ -8,11 +8,8 @@ set -uo pipefail
 bin="$1"
 build="$2"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-if [ -z "${K8S_SERVER:-}" ] || [ -z "${KUBECONFIG:-}" ]; then
-  echo "skipped: no cluster (K8S_SERVER, KUBECONFIG unset; tests/run.sh starts one)"
-  exit 77
-fi
 . "$src/tests/integration/lib.sh"
+require_cluster
 kubectl() { "$src/deploy/k8s-cluster.sh" kubectl "$@"; }
 "$src/deploy/build-images.sh" "$build" test >/dev/null || exit 1
 dir=$(mktemp -d /tmp/strand-test-cli-k8s-XXXXXX)

@@ -93,3 +93,11 @@ checks_passed() {
   echo "$CHECK_PASSES passed, $CHECK_FAILS failed"
   [ "$CHECK_FAILS" -eq 0 ]
 }
+
+# Exits 77 (skipped), saying why, unless tests/run.sh started a cluster.
+require_cluster() {
+  if [ -z "${K8S_SERVER:-}" ] || [ -z "${KUBECONFIG:-}" ]; then
+    echo "skipped: no cluster (K8S_SERVER, KUBECONFIG unset; tests/run.sh starts one)"
+    exit 77
+  fi
+}

@@ -15,4 +15,4 @@ dir=$(mktemp -d /tmp/strand-test-python-docker-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir"
 STRAND_TEST_BACKEND=docker STRAND_TEST_IMAGE=strand-worker-python:test \
-  PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_docker.py"
+  PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_containers.py"

@@ -256,6 +256,41 @@ static void test_crashed_worker_is_replaced(void **state)
 	response_free(&r);
 }
 
+/* Arguments near their 1 MiB cap on tasks that take no time (noop does not
+ * read its argument): one worker's batch after the probe would hold all 39
+ * others, 39 MB, past the 32 MiB frame a worker accepts, so it never
+ * arrived and the job hung. The engine caps a batch's bytes; every task
+ * runs once. */
+static void test_map_large_arguments(void **state)
+{
+	fixture *f = *state;
+	const int n = 40;
+	const size_t len = 1000000;
+	char *big = malloc(len + 1);
+	json_t *args = json_array();
+
+	free(f->pool);
+	f->pool = pool_create(&f->g, 1);
+	pool_wait_connected(&f->g, f->pool, 1);
+	memset(big, 'a', len);
+	big[len] = 0;
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_string(big));
+	char *job = submit(f, json_pack("{s:s, s:o}", "function", "noop", "args", args));
+	json_t *items = collect(f, job, "completion", 10);
+	json_t *it;
+	size_t k;
+
+	assert_each_index_once(items, n);
+	json_array_foreach (items, k, it) {
+		assert_true(json_is_true(json_object_get(it, "ok")));
+		assert_true(json_is_null(json_object_get(it, "value")));
+	}
+	json_decref(items);
+	free(job);
+	free(big);
+}
+
 static void test_pool_jobs_and_dashboard(void **state)
 {
 	fixture *f = *state;
@@ -298,6 +333,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_map_large_arguments, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("pool_map", tests, NULL, NULL);

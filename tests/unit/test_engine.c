@@ -153,8 +153,9 @@ static void pool_of_two(fixture *f, const char *more)
 		assert_string_not_equal(fake_backend_worker(f->fake, i, f->w[i]), "");
 }
 
-/* Maps the echo function over 0..n-1. */
-static void map_echo(fixture *f, int n)
+/* Maps echo over n arguments, argument i the JSON text arg(i) prints into
+ * the body; f->job is the job. */
+static void map_echo_each(fixture *f, int n, void (*arg)(cm_buf *body, int i, void *ctx), void *ctx)
 {
 	char detail[256] = "";
 	cm_buf body;
@@ -163,8 +164,10 @@ static void map_echo(fixture *f, int n)
 
 	cm_buf_init(&body);
 	cm_buf_printf(&body, "{\"function\":\"echo\",\"args\":[");
-	for (int i = 0; i < n; i++)
-		cm_buf_printf(&body, "%s%d", i ? "," : "", i);
+	for (int i = 0; i < n; i++) {
+		cm_buf_puts(&body, i ? "," : "");
+		arg(&body, i, ctx);
+	}
 	cm_buf_printf(&body, "]}");
 	assert_int_equal(spec_map_parse(body.data, body.len, 0, &spec, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(engine_map(f->e, f->pool, &spec, NULL, &out, detail, sizeof(detail)), CM_OK);
@@ -172,6 +175,35 @@ static void map_echo(fixture *f, int n)
 	json_decref(out);
 	spec_map_fini(&spec);
 	cm_buf_fini(&body);
+}
+
+static void index_arg(cm_buf *body, int i, void *ctx)
+{
+	(void)ctx;
+	cm_buf_printf(body, "%d", i);
+}
+
+/* Maps the echo function over 0..n-1. */
+static void map_echo(fixture *f, int n)
+{
+	map_echo_each(f, n, index_arg, NULL);
+}
+
+static void string_arg(cm_buf *body, int i, void *ctx)
+{
+	(void)i;
+	cm_buf_printf(body, "\"%s\"", (const char *)ctx);
+}
+
+/* Maps echo over n strings of len characters each ("x..."). */
+static void map_echo_strings(fixture *f, int n, size_t len)
+{
+	char *s = malloc(len + 1);
+
+	memset(s, 'x', len);
+	s[len] = 0;
+	map_echo_each(f, n, string_arg, s);
+	free(s);
 }
 
 typedef struct pull_args {
@@ -261,6 +293,34 @@ static void test_probe_then_batches_within_fair_share(void **state)
 	batch_free(a2);
 	batch_free(b);
 	batch_free(b2);
+}
+
+/* Bytes cap a batch too, so its frame fits what a worker accepts: of 300
+ * arguments of 200,000 bytes, 100 µs each, a batch would be 150 tasks (a
+ * worker's fair share, under the 201 its time allows), 30 MB, and the next
+ * worker's 108 (216 left); 16 MiB hold 83 of them
+ * (200,002 bytes of JSON, the function's name and 32 bytes of framing
+ * each). The rest follow in order, none skipped. */
+static void test_batch_bytes_are_capped(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo_strings(f, 300, 200000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	assert_int_equal(a->ntasks, 1); /* the probe */
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 83);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 83);
+	for (size_t i = 0; i < a2->ntasks; i++)
+		assert_int_equal(a2->tasks[i].id, a->tasks[0].id + 1 + i);
+	for (size_t i = 0; i < b->ntasks; i++)
+		assert_int_equal(b->tasks[i].id, a->tasks[0].id + 84 + i);
+	assert_int_equal(b->tasks[0].arg_len, 200002);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
 }
 
 /* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
@@ -492,6 +552,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),

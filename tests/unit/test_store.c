@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "common/common.h"
@@ -96,6 +98,31 @@ static int on_task(void *ctx, int64_t id, const void *arg, size_t len, int attem
 	return CM_OK;
 }
 
+/* Assigns [lo, hi] to worker; on_task takes every queued task, so the
+ * store reports the whole range taken. */
+static void assign_all(store *st, int64_t lo, int64_t hi, const char *worker, seen *s)
+{
+	int64_t next = -1;
+
+	assert_int_equal(store_tasks_assign(st, lo, hi, worker, on_task, s, &next), CM_OK);
+	assert_int_equal(next, hi + 1);
+}
+
+typedef struct budget {
+	seen seen;
+	size_t left; /* bytes of arguments it takes */
+} budget;
+
+static int on_task_within(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	budget *b = ctx;
+
+	if (len > b->left)
+		return STORE_TASK_LEAVE;
+	b->left -= len;
+	return on_task(&b->seen, id, arg, len, attempts);
+}
+
 static int on_result(void *ctx, const store_result *r)
 {
 	seen *s = ctx;
@@ -114,15 +141,42 @@ static void test_assign_marks_pending_once(void **state)
 
 	insert_job(f->st, 10);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 4, "w-a", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 4, "w-a", &a);
 	/* Already pending: a second assignment of the same range gets nothing. */
-	assert_int_equal(store_tasks_assign(f->st, 1, 4, "w-b", on_task, &b), CM_OK);
+	assign_all(f->st, 1, 4, "w-b", &b);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(a.n, 4);
 	assert_int_equal(b.n, 0);
 	assert_int_equal(a.ids[0], 1);
 	assert_string_equal(a.args[3], "3");
 	assert_int_equal(a.attempts[0], 1);
+}
+
+static void test_assign_leaves_what_fn_refuses(void **state)
+{
+	fixture *f = *state;
+	budget b = {.left = 3}; /* arguments "0" .. "9": three of them */
+	seen rest = {0};
+	int64_t next = -1;
+
+	insert_job(f->st, 10);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 2, 8, "w-a", on_task_within, &b, &next), CM_OK);
+	assert_int_equal(b.seen.n, 3);
+	assert_int_equal(b.seen.ids[2], 4);
+	assert_int_equal(next, 5);
+	/* What it left is still queued, attempts untouched; what it took is not. */
+	assign_all(f->st, 1, 10, "w-b", &rest);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(rest.n, 7);
+	int64_t want[] = {1, 5, 6, 7, 8, 9, 10};
+	for (int i = 0; i < 7; i++) {
+		assert_int_equal(rest.ids[i], want[i]);
+		assert_int_equal(rest.attempts[i], 1);
+	}
+	int64_t held = 0;
+	assert_int_equal(store_tasks_held_count(f->st, "w-a", &held), CM_OK);
+	assert_int_equal(held, 3);
 }
 
 static void test_result_recorded_exactly_once(void **state)
@@ -133,7 +187,7 @@ static void test_result_recorded_exactly_once(void **state)
 
 	insert_job(f->st, 3);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 3, "w-a", &a);
 	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "\"x\"", 3, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 1);
 	assert_int_equal(store_task_complete(f->st, 2, 2, 1, "\"y\"", 3, NULL, &rec), CM_OK);
@@ -151,7 +205,7 @@ static void test_result_only_from_the_holder(void **state)
 
 	insert_job(f->st, 3);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 2, "w-a", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 2, "w-a", &a);
 	/* Another worker's forgery, for a task held and for one held by none. */
 	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "\"forged\"", 8, "w-b", &rec), CM_OK);
 	assert_int_equal(rec, 0);
@@ -171,7 +225,7 @@ static void test_results_input_order_stops_at_gap(void **state)
 
 	insert_job(f->st, 5);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 5, "w-a", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 5, "w-a", &a);
 	/* Results for indexes 0, 1, 3, 4 (ids 1, 2, 4, 5); index 2 missing. */
 	assert_int_equal(store_task_complete(f->st, 4, 1, 1, "30", 2, NULL, &rec), CM_OK);
 	assert_int_equal(store_task_complete(f->st, 1, 2, 1, "0", 1, NULL, &rec), CM_OK);
@@ -204,8 +258,8 @@ static void test_requeue_returns_pending_tasks(void **state)
 
 	insert_job(f->st, 6);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-a", on_task, &a), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 4, 6, "w-b", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 3, "w-a", &a);
+	assign_all(f->st, 4, 6, "w-b", &a);
 	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "1", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &q), CM_OK);
 	assert_int_equal(q.n, 2); /* ids 1 and 3; 2 has its result */
@@ -213,7 +267,7 @@ static void test_requeue_returns_pending_tasks(void **state)
 	assert_int_equal(q.ids[1], 3);
 	assert_int_equal(q.attempts[0], 1);
 	/* Back in the queue: assignable again, attempts counted up. */
-	assert_int_equal(store_tasks_assign(f->st, 1, 3, "w-c", on_task, &again), CM_OK);
+	assign_all(f->st, 1, 3, "w-c", &again);
 	assert_int_equal(again.n, 2);
 	assert_int_equal(again.attempts[0], 2);
 	assert_int_equal(store_commit(f->st), CM_OK);
@@ -269,7 +323,7 @@ static void test_cancel_fills_every_missing_result(void **state)
 
 	insert_job(f->st, 4);
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_tasks_assign(f->st, 1, 2, "w-a", on_task, &a), CM_OK);
+	assign_all(f->st, 1, 2, "w-a", &a);
 	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_job_cancel(f->st, 1, 1, 2, "cancelled", &n), CM_OK);
 	assert_int_equal(n, 3); /* one pending, two queued */
@@ -483,10 +537,127 @@ static void test_open_rejects_corrupt_file(void **state)
 	assert_true(strlen(detail) > 0);
 }
 
+/* A writer that stops without closing, as under kill -9: a child commits a
+ * pool and exits. Its write-ahead log holds the commit. */
+static void crash_after_commit(const char *path)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char detail[256] = "";
+		store *st = NULL;
+		if (store_open(path, STORE_WRITER, &st, detail, sizeof(detail)) != CM_OK || store_begin(st) != CM_OK ||
+		    store_pool_insert(st, "p-1", "{}", "active", 1) != CM_OK || store_commit(st) != CM_OK)
+			_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A database stopped uncleanly whose log was then removed would load
+ * without its last commits: it is refused. With its log back it opens, the
+ * commit there. A clean close needs no log. */
+static void test_open_refuses_lost_log_after_crash(void **state)
+{
+	fixture *f = *state;
+	char path[128], wal[160], aside[160];
+	char detail[512] = "";
+	store *st = NULL;
+	int pools = 0;
+
+	snprintf(path, sizeof(path), "%s/crashed.db", f->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	snprintf(aside, sizeof(aside), "%s/aside", f->dir);
+	crash_after_commit(path);
+	assert_int_equal(rename(wal, aside), 0);
+	assert_int_equal(store_open(path, STORE_WRITER, &st, detail, sizeof(detail)), CM_EIO);
+	assert_null(st);
+	assert_non_null(strstr(detail, "was not closed cleanly and its write-ahead log"));
+	assert_int_equal(rename(aside, wal), 0);
+	assert_int_equal(store_open(path, STORE_WRITER, &st, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_pool_each(st, count_pool, &pools), CM_OK);
+	assert_int_equal(pools, 1);
+	store_close(st); /* clean: the log goes, and none is needed */
+	assert_int_not_equal(access(wal, F_OK), 0);
+	assert_int_equal(store_open(path, STORE_WRITER | STORE_SYNC_FULL, &st, detail, sizeof(detail)), CM_OK);
+	pools = 0;
+	assert_int_equal(store_pool_each(st, count_pool, &pools), CM_OK);
+	assert_int_equal(pools, 1);
+	store_close(st);
+}
+
+typedef struct check_seen {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char why[512];
+} check_seen;
+
+static void on_damage(void *ctx, const char *why)
+{
+	check_seen *c = ctx;
+
+	pthread_mutex_lock(&c->mu);
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The integrity check reads what opening does not: a sound file passes; a
+ * damaged index page (of a table nothing has read yet) opens fine and
+ * fails the check, which the thread reports. */
+static void test_check_finds_damaged_page(void **state)
+{
+	fixture *f = *state;
+	check_seen damage = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	store_check *c = NULL;
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t page = 0, size = 0;
+	char detail[512] = "";
+
+	insert_job(f->st, 10);
+	assert_int_equal(store_check_file(f->path, detail, sizeof(detail)), CM_OK);
+	store_close(f->st);
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+	                                    "SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM "
+	                                    "sqlite_master WHERE name = 'sqlite_autoindex_rings_1'",
+	                                    -1, &s, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	page = sqlite3_column_int64(s, 0);
+	size = sqlite3_column_int64(s, 1);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	FILE *fp = fopen(f->path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, (long)((page - 1) * size), SEEK_SET), 0);
+	assert_int_equal(fwrite("\x0d\xff\xff\xff\xff\xff\xff\xff", 1, 8, fp), 8);
+	fclose(fp);
+
+	assert_int_equal(store_open(f->path, STORE_WRITER, &f->st, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_check_start(f->path, on_damage, &damage, &c), CM_OK);
+	pthread_mutex_lock(&damage.mu);
+	while (!damage.why[0])
+		pthread_cond_wait(&damage.cv, &damage.mu);
+	pthread_mutex_unlock(&damage.mu);
+	store_check_stop(c);
+	assert_non_null(strstr(damage.why, "database failed its integrity check"));
+	assert_non_null(strstr(damage.why, "Page"));
+	assert_int_equal(store_check_file(f->path, detail, sizeof(detail)), CM_EIO);
+	assert_string_equal(detail, damage.why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_open_refuses_lost_log_after_crash, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_check_finds_damaged_page, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),

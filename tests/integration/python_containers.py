@@ -1,8 +1,9 @@
 """The Python client's scenarios with every worker, process and manager in
-a container of strand-worker-python (python_docker.sh builds it and starts
-the gateway): a map of a closure, an exception raised again, a Process
-with a SimpleQueue and a Pipe, a Manager's dict, an AsyncManager's
-handles. Exact results."""
+a container of strand-worker-python, on the backend STRAND_TEST_BACKEND
+names (python_docker.sh and python_k8s.sh build the image and start the
+gateway): a map of a closure, an exception raised again, a Process with a
+SimpleQueue and a Pipe, a Manager's dict, an AsyncManager's handles.
+Exact results."""
 
 import os
 import sys
@@ -45,7 +46,7 @@ class CounterManager(strand.AsyncManager):
 CounterManager.register("Counter", Counter)
 
 
-class DockerPython(unittest.TestCase):
+class PythonInContainers(unittest.TestCase):
     def test_pool(self):
         k = 3
         with strand.Pool(2) as pool:
@@ -55,7 +56,9 @@ class DockerPython(unittest.TestCase):
                 pool.apply(explode, (7,))
             self.assertEqual(str(caught.exception), "boom 7")
             view = pool._gw.request("GET", "/v1/pools/%s" % pool.id)
-            self.assertEqual((view["backend"], view["image"]), ("docker", os.environ["STRAND_TEST_IMAGE"]))
+            self.assertEqual(
+                (view["backend"], view["image"]), (os.environ["STRAND_TEST_BACKEND"], os.environ["STRAND_TEST_IMAGE"])
+            )
 
     def test_process_queue_and_pipe(self):
         q = strand.SimpleQueue()
