@@ -179,6 +179,57 @@ static void test_assign_leaves_what_fn_refuses(void **state)
 	assert_int_equal(held, 3);
 }
 
+typedef struct job_counts {
+	int64_t done[4], failed[4];
+} job_counts;
+
+static void on_job_counts(void *ctx, const store_job *j)
+{
+	job_counts *c = ctx;
+
+	c->done[j->num] = j->done;
+	c->failed[j->num] = j->failed;
+}
+
+/* What a start loads of each job: a running job's results and failures
+ * counted, a done one's taken as all of its tasks. */
+static void test_job_counts_loaded(void **state)
+{
+	fixture *f = *state;
+	seen a = {0};
+	job_counts c = {0};
+	int rec;
+	store_job done = {.num = 2,
+	                  .id = "j-2",
+	                  .pool_id = "p-1",
+	                  .function = "echo",
+	                  .state = "running",
+	                  .base = 11,
+	                  .total = 2,
+	                  .chunksize = 1,
+	                  .created_ms = 1};
+	char *args[] = {"a", "b"};
+	size_t lens[] = {1, 1};
+
+	insert_job(f->st, 10); /* job 1: ids 1..10 */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_insert(f->st, &done), CM_OK);
+	assert_int_equal(store_tasks_insert(f->st, 2, 11, 2, args, lens), CM_OK);
+	assign_all(f->st, 1, 12, "w-a", &a);
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "1", 1, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 2, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "3", 1, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 11, 1, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 12, 2, 1, "b", 1, NULL, &rec), CM_OK);
+	assert_int_equal(store_job_set_state(f->st, 2, "done"), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
+	assert_int_equal(c.done[1], 3);
+	assert_int_equal(c.failed[1], 1);
+	assert_int_equal(c.done[2], 2);
+	assert_int_equal(c.failed[2], 1);
+}
+
 static void test_result_recorded_exactly_once(void **state)
 {
 	fixture *f = *state;
@@ -466,7 +517,14 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 4);
+	assert_int_equal(sqlite3_column_int(q, 0), 5);
+	sqlite3_finalize(q);
+	/* 5: the index a start counts failures through. */
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'tasks_failed'", -1, &q, NULL),
+	        SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 1);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 }
@@ -658,6 +716,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_open_refuses_lost_log_after_crash, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_check_finds_damaged_page, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_job_counts_loaded, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
