@@ -8,7 +8,7 @@
  *   GET    /v1/pools/{id}                DELETE /v1/pools/{id}
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
- *   GET    /v1/jobs/{id}
+ *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
  *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
@@ -627,14 +627,18 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 	json_t *out = NULL;
 	int err;
 
-	if (strcmp(method, "GET") != 0)
-		return problem(c, 405, url, "jobs are read with GET");
 	first_segment(rest, sub, id, sizeof(id));
 	if (!sub || !sub[1]) {
-		if ((err = engine_job_get(a->engine, id, &out)) != CM_OK)
+		if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+			return problem(c, 405, url, "use GET or DELETE on a job");
+		err = strcmp(method, "GET") == 0 ? engine_job_get(a->engine, id, &out)
+		                                 : engine_job_delete(a->engine, id, &out);
+		if (err != CM_OK)
 			return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
 		return send_json(c, 200, out, NULL);
 	}
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "a job's results are read with GET");
 	if (strcmp(sub, "/results") == 0)
 		return get_results(a, c, url, id, rq);
 	return problem(c, 404, url, "no such job resource");

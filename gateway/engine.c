@@ -119,6 +119,7 @@ static void handle(engine *e, op *o)
 	}
 	case OP_POOL_DELETE: engine__handle_pool_delete(e, o); return;
 	case OP_MAP: engine__handle_map(e, o); break;
+	case OP_JOB_DELETE: engine__handle_job_delete(e, o); break;
 	case OP_JOB_GET:
 	case OP_JOB_INFO:
 		j = engine__job_find(e, o->id);
@@ -312,6 +313,7 @@ static void *engine_main(void *arg)
 		if (committed && store_in_transaction(e->st)) {
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
+			engine__reap(e);
 		}
 		if (closing)
 			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */

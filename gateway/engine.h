@@ -63,6 +63,10 @@ int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_
 /* The pool's 100 most recent jobs, newest first. */
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);
+/* A running job: cancelled, every task without a result failed
+ * "cancelled"; *out its view. An ended one: removed (its tasks deleted in
+ * the background); *out its last view, state "deleted". */
+int engine_job_delete(engine *e, const char *id, json_t **out);
 
 /* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
  * one or two directions, queues "<pipe>.0" and "<pipe>.1"). Items are JSON

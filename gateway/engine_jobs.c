@@ -135,26 +135,159 @@ static void job_check_done(engine *e, job *j)
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
 
-/* Ends every unfinished job of a pool that ends: each task without a result
- * gets an error result, so every index of the job has an answer and no
- * client waits on a job that cannot finish. */
+/* Ends a running job whose tasks are out of the queue: each task without a
+ * result gets an error result, so every index of the job has an answer and
+ * no client waits on a job that cannot finish. A worker's result for one
+ * of them afterwards is dropped (recorded once). */
+static void job_cancel(engine *e, job *j, const char *why)
+{
+	pool *p = j->pool;
+	int64_t n = 0;
+
+	if (store_job_cancel(e->st, j->base, j->total, j->done + 1, why, &n) == CM_OK) {
+		j->done += n;
+		j->failed += n;
+		p->tasks_done += n;
+		p->tasks_failed += n;
+	}
+	j->state = JOB_CANCELLED;
+	retire_context(e, j);
+	store_job_set_state(e->st, j->num, job_state_names[j->state]);
+	p->open_jobs--;
+}
+
+/* Ends every unfinished job of a pool that ends. */
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why)
 {
 	engine__queue_clear(p);
-	for (job *j = p->jobs; j; j = j->next) {
-		int64_t n = 0;
-		if (j->state != JOB_RUNNING)
-			continue;
-		if (store_job_cancel(e->st, j->num, j->base, j->done + 1, why, &n) == CM_OK) {
-			j->done += n;
-			j->failed += n;
-			p->tasks_done += n;
-			p->tasks_failed += n;
+	for (job *j = p->jobs; j; j = j->next)
+		if (j->state == JOB_RUNNING)
+			job_cancel(e, j, why);
+}
+
+/* Takes j's ranges out of its pool's queue. */
+static void queue_drop_job(pool *p, job *j)
+{
+	range **at = &p->qhead, *last = NULL;
+
+	while (*at) {
+		range *r = *at;
+		if (r->job == j) {
+			p->queued -= r->hi - r->lo + 1;
+			*at = r->next;
+			free(r);
+		} else {
+			last = r;
+			at = &r->next;
 		}
-		j->state = JOB_CANCELLED;
-		retire_context(e, j);
-		store_job_set_state(e->st, j->num, job_state_names[j->state]);
-		p->open_jobs--;
+	}
+	p->qtail = last;
+}
+
+/* Takes j out of its pool's list and the id index. */
+static void job_detach(engine *e, job *j)
+{
+	pool *p = j->pool;
+	job *prev = NULL;
+
+	for (job **at = &p->jobs; *at; prev = *at, at = &(*at)->next)
+		if (*at == j) {
+			*at = j->next;
+			break;
+		}
+	if (p->jobs_tail == j)
+		p->jobs_tail = prev;
+	if (p->last_job == j)
+		p->last_job = NULL;
+	for (job **at = &e->jobs[hash_id(j->id)]; *at; at = &(*at)->hash_next)
+		if (*at == j) {
+			*at = j->hash_next;
+			break;
+		}
+}
+
+void engine__job_free(job *j)
+{
+	free(j->function);
+	free(j->context);
+	for (size_t i = 0; i < j->ncommand; i++)
+		free(j->command[i]);
+	free(j->command);
+	free(j);
+}
+
+/* DELETE /v1/jobs/{id}: a running job is cancelled (its queued tasks
+ * leave the queue, every missing result fails "cancelled") and stays
+ * readable; an ended one is removed: gone from every view at once, its
+ * tasks deleted a slice a cycle. */
+void engine__handle_job_delete(engine *e, op *o)
+{
+	job *j = engine__job_find(e, o->id);
+
+	if (!j) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (j->state == JOB_RUNNING) {
+		queue_drop_job(j->pool, j);
+		job_cancel(e, j, "cancelled");
+		cm_info("job %s cancelled: %lld results, %lld failed", j->id, (long long)j->done, (long long)j->failed);
+		o->out = engine__job_json(j);
+		return;
+	}
+	if (store_job_forget(e->st, j->num) != CM_OK) {
+		o->err = CM_EIO;
+		return;
+	}
+	if ((o->err = engine__doom(e, j->num, j->base, j->base + j->total - 1)) != CM_OK)
+		return;
+	o->out = engine__job_json(j);
+	json_object_set_new(o->out, "state", json_string("deleted"));
+	cm_info("job %s removed; its %lld tasks go in the background", j->id, (long long)j->total);
+	job_detach(e, j);
+	engine__job_free(j);
+}
+
+typedef struct doomed_job {
+	int64_t num, lo, hi;
+	struct doomed_job *next;
+} doomed_job;
+
+int engine__doom(engine *e, int64_t num, int64_t lo, int64_t hi)
+{
+	doomed_job *d = malloc(sizeof(*d));
+
+	if (!d)
+		return CM_ENOMEM;
+	*d = (doomed_job){.num = num, .lo = lo, .hi = hi, .next = e->doomed};
+	e->doomed = d;
+	return CM_OK;
+}
+
+/* One slice of a removed job's tasks, in this cycle's transaction; the job
+ * row goes with the last. A failed cycle reloads the list from the store. */
+void engine__reap(engine *e)
+{
+	doomed_job *d = e->doomed;
+
+	if (!d)
+		return;
+	int64_t hi = d->hi - d->lo >= REAP_SLICE ? d->lo + REAP_SLICE - 1 : d->hi;
+	if (store_tasks_delete(e->st, d->lo, hi) != CM_OK)
+		return;
+	d->lo = hi + 1;
+	if (d->lo <= d->hi || store_job_delete(e->st, d->num) != CM_OK)
+		return;
+	e->doomed = d->next;
+	free(d);
+}
+
+void engine__doomed_clear(engine *e)
+{
+	while (e->doomed) {
+		doomed_job *d = e->doomed;
+		e->doomed = d->next;
+		free(d);
 	}
 }
 
@@ -615,6 +748,11 @@ int engine_pool_jobs(engine *e, const char *id, json_t **out)
 int engine_job_get(engine *e, const char *id, json_t **out)
 {
 	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+}
+
+int engine_job_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
 }
 
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,

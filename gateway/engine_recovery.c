@@ -99,6 +99,10 @@ static void load_job(void *ctx, const store_job *sj)
 	pool *p = engine__pool_find(e, sj->pool_id);
 	job *j;
 
+	if (strcmp(sj->state, "deleting") == 0) { /* removed: its tasks are still going */
+		engine__doom(e, sj->num, sj->base, sj->base + sj->total - 1);
+		return;
+	}
 	if (!p || !(j = calloc(1, sizeof(*j))))
 		return;
 	snprintf(j->id, sizeof(j->id), "%s", sj->id);
@@ -237,6 +241,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
  * recorded. */
 void engine__state_clear(engine *e)
 {
+	engine__doomed_clear(e);
 	waitlist_drop_all(e, &e->log_reads);
 	while (e->pools) {
 		pool *p = e->pools;
@@ -251,12 +256,7 @@ void engine__state_clear(engine *e)
 		while (p->jobs) {
 			job *j = p->jobs;
 			p->jobs = j->next;
-			free(j->function);
-			free(j->context);
-			for (size_t i = 0; i < j->ncommand; i++)
-				free(j->command[i]);
-			free(j->command);
-			free(j);
+			engine__job_free(j);
 		}
 		waitlist_drop_all(e, &p->delete_waiters);
 		free(p);

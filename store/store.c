@@ -460,6 +460,34 @@ int store_job_set_state(store *st, int64_t num, const char *state)
 	return step_done(st, s);
 }
 
+/* Runs sql, which returns no rows, with ?1 and ?2 bound to a and b. */
+static int exec_ints(store *st, const char *sql, int64_t a, int64_t b)
+{
+	sqlite3_stmt *s;
+
+	if (prepare(st, sql, &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, a);
+	sqlite3_bind_int64(s, 2, b);
+	return step_done(st, s);
+}
+
+int store_job_forget(store *st, int64_t num)
+{
+	return exec_ints(st, "UPDATE jobs SET state = 'deleting', idem_key = NULL, context = NULL WHERE num = ?1", num,
+	                 0);
+}
+
+int store_tasks_delete(store *st, int64_t lo, int64_t hi)
+{
+	return exec_ints(st, "DELETE FROM tasks WHERE id BETWEEN ?1 AND ?2", lo, hi);
+}
+
+int store_job_delete(store *st, int64_t num)
+{
+	return exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0);
+}
+
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20])
 {
 	sqlite3_stmt *s;
@@ -724,22 +752,23 @@ int store_tasks_requeue_orphans(store *st)
 	                " (SELECT id FROM workers WHERE state IN ('starting', 'connected'))");
 }
 
-int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count)
+int store_job_cancel(store *st, int64_t base, int64_t total, int64_t seq_from, const char *message, int64_t *count)
 {
 	sqlite3_stmt *s;
 	int rc;
 
-	/* One statement for the whole job; seq stays unique and above every
-	 * seq already given (seq_from + index). */
+	/* One statement for the whole job, by its id range (the primary key);
+	 * seq stays unique and above every seq already given (seq_from +
+	 * index). */
 	if (prepare(st,
 	            "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + (id - ?3), worker = NULL"
-	            " WHERE job = ?4 AND state < 2",
+	            " WHERE id BETWEEN ?3 AND ?4 AND state < 2",
 	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, message);
 	sqlite3_bind_int64(s, 2, seq_from);
 	sqlite3_bind_int64(s, 3, base);
-	sqlite3_bind_int64(s, 4, job);
+	sqlite3_bind_int64(s, 4, base + total - 1);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)

@@ -146,9 +146,18 @@ int store_task_requeue_one(store *st, int64_t id);
 /* Returns to the queue every PENDING task whose worker is not live. */
 int store_tasks_requeue_orphans(store *st);
 
-/* Records every task of job that has no result yet as failed with message;
- * their seq numbers start at seq_from. *count is how many. */
-int store_job_cancel(store *st, int64_t job, int64_t base, int64_t seq_from, const char *message, int64_t *count);
+/* Records every task of job (ids base .. base+total-1) that has no result
+ * yet as failed with message; their seq numbers start at seq_from. *count
+ * is how many. */
+int store_job_cancel(store *st, int64_t base, int64_t total, int64_t seq_from, const char *message, int64_t *count);
+
+/* Removing a job: store_job_forget marks it "deleting" (its idempotency key
+ * free again); its tasks then go by ranges (store_tasks_delete), a few
+ * thousand a cycle, and the job row last (store_job_delete). A start finds
+ * the jobs still "deleting" and carries on. */
+int store_job_forget(store *st, int64_t num);
+int store_tasks_delete(store *st, int64_t lo, int64_t hi);
+int store_job_delete(store *st, int64_t num);
 
 /* Calls fn for each QUEUED task of job, in id order (arg not loaded). */
 int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx);

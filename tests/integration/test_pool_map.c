@@ -15,31 +15,7 @@
 
 #include "tests/support/harness.h"
 
-typedef struct fixture {
-	gateway g;
-	char *pool;
-} fixture;
-
-static int setup(void **state)
-{
-	fixture *f = calloc(1, sizeof(*f));
-
-	gateway_start(&f->g, NULL);
-	f->pool = pool_create(&f->g, 2);
-	pool_wait_connected(&f->g, f->pool, 2);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	fixture *f = *state;
-
-	gateway_cleanup(&f->g);
-	free(f->pool);
-	free(f);
-	return 0;
-}
+typedef pool_fixture fixture;
 
 static char *submit(fixture *f, json_t *spec)
 {
@@ -326,15 +302,19 @@ static void test_pool_jobs_and_dashboard(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test_setup_teardown(test_map_10000_input_order, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_map_10000_completion_order, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_plugin_pi, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_failures_are_results, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_idempotency_key, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_map_large_arguments, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_map_10000_input_order, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_map_10000_completion_order, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_plugin_pi, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_failures_are_results, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_idempotency_key, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_crashed_worker_is_replaced, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_map_large_arguments, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_pool_jobs_and_dashboard, pool_fixture_setup,
+	                                        pool_fixture_teardown),
 	};
 	return cmocka_run_group_tests_name("pool_map", tests, NULL, NULL);
 }

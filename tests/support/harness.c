@@ -615,3 +615,24 @@ int process_alive(pid_t pid)
 	const char *end = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
 	return !(end && end[1] == ' ' && end[2] == 'Z');
 }
+
+int pool_fixture_setup(void **state)
+{
+	pool_fixture *f = calloc(1, sizeof(*f));
+
+	gateway_start(&f->g, NULL);
+	f->pool = pool_create(&f->g, 2);
+	pool_wait_connected(&f->g, f->pool, 2);
+	*state = f;
+	return 0;
+}
+
+int pool_fixture_teardown(void **state)
+{
+	pool_fixture *f = *state;
+
+	gateway_cleanup(&f->g);
+	free(f->pool);
+	free(f);
+	return 0;
+}

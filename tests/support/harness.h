@@ -103,6 +103,15 @@ char *job_submit(const gateway *g, const char *pool_id, json_t *spec);
 /* Asserts items holds every index 0..n-1 exactly once, each ok. */
 void assert_each_index_once(json_t *items, int n);
 
+/* cmocka setup and teardown of a gateway with a pool of two connected
+ * local workers; *state is a pool_fixture. */
+typedef struct pool_fixture {
+	gateway g;
+	char *pool;
+} pool_fixture;
+int pool_fixture_setup(void **state);
+int pool_fixture_teardown(void **state);
+
 /* Whether a process exists (kill(pid, 0)). */
 int process_alive(pid_t pid);
 

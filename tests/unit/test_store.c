@@ -181,6 +181,7 @@ static void test_assign_leaves_what_fn_refuses(void **state)
 
 typedef struct job_counts {
 	int64_t done[4], failed[4];
+	char state[4][16];
 } job_counts;
 
 static void on_job_counts(void *ctx, const store_job *j)
@@ -189,6 +190,7 @@ static void on_job_counts(void *ctx, const store_job *j)
 
 	c->done[j->num] = j->done;
 	c->failed[j->num] = j->failed;
+	snprintf(c->state[j->num], sizeof(c->state[j->num]), "%s", j->state);
 }
 
 /* What a start loads of each job: a running job's results and failures
@@ -228,6 +230,46 @@ static void test_job_counts_loaded(void **state)
 	assert_int_equal(c.failed[1], 1);
 	assert_int_equal(c.done[2], 2);
 	assert_int_equal(c.failed[2], 1);
+}
+
+/* Removing a job: forgotten at once (its idempotency key free, its state
+ * "deleting" for a start to resume), its tasks by ranges, then the row. */
+static void test_job_removed_by_ranges(void **state)
+{
+	fixture *f = *state;
+	seen rest = {0};
+	char id[20];
+	store_job kept = {.num = 2,
+	                  .id = "j-2",
+	                  .pool_id = "p-1",
+	                  .function = "echo",
+	                  .idem_key = "key",
+	                  .state = "done",
+	                  .base = 11,
+	                  .total = 0,
+	                  .chunksize = 1,
+	                  .created_ms = 1};
+
+	insert_job(f->st, 10);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_insert(f->st, &kept), CM_OK);
+	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
+	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_ENOENT);
+	assert_int_equal(store_job_delete(f->st, 1), CM_OK); /* not forgotten: it stays */
+	assert_int_equal(store_job_forget(f->st, 1), CM_OK);
+	assert_int_equal(store_tasks_delete(f->st, 1, 4), CM_OK);
+	assert_int_equal(store_tasks_delete(f->st, 5, 9), CM_OK);
+	assign_all(f->st, 1, 10, "w-a", &rest);
+	assert_int_equal(rest.n, 1); /* task 10 only */
+	assert_int_equal(rest.ids[0], 10);
+	assert_int_equal(store_tasks_delete(f->st, 10, 10), CM_OK);
+	assert_int_equal(store_job_delete(f->st, 1), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	job_counts c = {0};
+	c.done[1] = c.done[2] = -1;
+	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
+	assert_int_equal(c.done[1], -1); /* gone */
+	assert_string_equal(c.state[2], "deleting");
 }
 
 static void test_result_recorded_exactly_once(void **state)
@@ -376,7 +418,7 @@ static void test_cancel_fills_every_missing_result(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 2, "w-a", &a);
 	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_job_cancel(f->st, 1, 1, 2, "cancelled", &n), CM_OK);
+	assert_int_equal(store_job_cancel(f->st, 1, 4, 2, "cancelled", &n), CM_OK);
 	assert_int_equal(n, 3); /* one pending, two queued */
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(store_results_input(f->st, 1, 4, 0, 10, on_result, &r, &next), CM_OK);
@@ -717,6 +759,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_check_finds_damaged_page, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_counts_loaded, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_job_removed_by_ranges, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),

@@ -1,0 +1,202 @@
+/*
+ * One job's control: DELETE /v1/jobs/{id} cancels a running job (every
+ * task without a result fails "cancelled", each index answered once) and
+ * removes an ended one (gone from every view, its tasks deleted from the
+ * database in the background, also across a crash of the gateway).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "tests/support/harness.h"
+
+typedef pool_fixture fixture;
+
+/* n copies of v as a map's args. */
+static json_t *args_of(int n, json_int_t v)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(v < 0 ? i : v));
+	return a;
+}
+
+static response job_request(fixture *f, const char *method, const char *job)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	return http(&f->g, method, path, NULL, NULL);
+}
+
+/* The count of rows in the gateway's database (read-only, beside it). */
+static long long rows(fixture *f, const char *table)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	char sql[64];
+	long long n = -1;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	assert_int_equal(sqlite3_open_v2(f->g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return n;
+}
+
+/* Waits (30 s at most) until the database holds no task and no job. */
+static void wait_tasks_deleted(fixture *f)
+{
+	long long tasks = -1, jobs = -1;
+
+	for (int i = 0; i < 3000; i++) {
+		tasks = rows(f, "tasks");
+		jobs = rows(f, "jobs");
+		if (tasks == 0 && jobs == 0)
+			return;
+		usleep(10000);
+	}
+	fail_msg("after 30 s the database still holds %lld tasks and %lld jobs", tasks, jobs);
+}
+
+static void test_cancel_running_job(void **state)
+{
+	fixture *f = *state;
+	const int n = 40;
+	char *job = job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "sleep", "args", args_of(n, 100)));
+
+	assert_true(job_wait_done(&f->g, job, 2) < n);
+	response r = job_request(f, "DELETE", job);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "cancelled");
+	assert_int_equal(json_integer_value(json_object_get(r.json, "done")), n);
+	long long failed = json_integer_value(json_object_get(r.json, "failed"));
+	response_free(&r);
+
+	/* Every index once: the ones that ran, the rest cancelled. */
+	json_t *items = job_results(&f->g, job, "input", 100), *it;
+	size_t k;
+	long long ran = 0, cancelled = 0;
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach (items, k, it) {
+		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
+		if (json_is_true(json_object_get(it, "ok"))) {
+			assert_int_equal(json_integer_value(json_object_get(it, "value")), 100);
+			ran++;
+		} else {
+			assert_string_equal(json_string_value(json_object_get(it, "error")), "cancelled");
+			cancelled++;
+		}
+	}
+	json_decref(items);
+	assert_true(ran >= 2);
+	assert_true(cancelled >= 1);
+	assert_int_equal(cancelled, failed);
+
+	/* The pool serves the next job; the cancelled one stays readable. */
+	char *next = job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "echo", "args", args_of(3, -1)));
+	items = job_results(&f->g, next, "input", 10);
+	assert_each_index_once(items, 3);
+	json_decref(items);
+	r = job_request(f, "GET", job);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "cancelled");
+	response_free(&r);
+	free(next);
+	free(job);
+}
+
+static void test_remove_ended_job(void **state)
+{
+	fixture *f = *state;
+	char path[128], body[64];
+	const int n = 5000;
+	json_t *spec = json_pack("{s:s, s:o}", "function", "echo", "args", args_of(n, -1));
+	char *text = json_dumps(spec, JSON_COMPACT);
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", f->pool);
+	response r = http(&f->g, "POST", path, text, "Idempotency-Key: once");
+	assert_int_equal(r.status, 202);
+	char *job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	json_t *items = job_results(&f->g, job, "input", 2000);
+	assert_each_index_once(items, n);
+	json_decref(items);
+
+	r = job_request(f, "DELETE", job);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "deleted");
+	response_free(&r);
+	r = job_request(f, "GET", job);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	snprintf(body, sizeof(body), "/v1/jobs/%s/results", job);
+	r = http(&f->g, "GET", body, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	r = job_request(f, "DELETE", job);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	snprintf(body, sizeof(body), "/v1/pools/%s/jobs", f->pool);
+	json_t *jobs = http_get_ok(&f->g, body);
+	assert_int_equal(json_array_size(json_object_get(jobs, "jobs")), 0);
+	json_decref(jobs);
+	wait_tasks_deleted(f);
+
+	/* Its idempotency key is free again: the same request makes a new job. */
+	r = http(&f->g, "POST", path, text, "Idempotency-Key: once");
+	assert_int_equal(r.status, 202);
+	assert_string_not_equal(json_string_value(json_object_get(r.json, "id")), job);
+	response_free(&r);
+	free(text);
+	json_decref(spec);
+	free(job);
+}
+
+/* The gateway is killed while a removed job's tasks are being deleted: the
+ * next start goes on deleting them, and the job stays gone. */
+static void test_removal_resumes_after_crash(void **state)
+{
+	fixture *f = *state;
+	const int n = 100000;
+	char *job = job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "noop", "args", args_of(n, 0)));
+
+	job_wait_done(&f->g, job, n);
+	response r = job_request(f, "DELETE", job);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	gateway_kill(&f->g);
+	long long left = rows(f, "tasks");
+	assert_true(left > 0); /* 2,000 a cycle: not all gone yet */
+	assert_true(left < n + 1);
+	gateway_restart(&f->g);
+	r = job_request(f, "GET", job);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	wait_tasks_deleted(f);
+	free(job);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_setup_teardown(test_cancel_running_job, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_remove_ended_job, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
