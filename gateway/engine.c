@@ -313,7 +313,7 @@ static void *engine_main(void *arg)
 		if (committed && store_in_transaction(e->st)) {
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
-			engine__reap(e);
+			engine__chores_step(e);
 		}
 		if (closing)
 			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */

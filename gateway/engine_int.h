@@ -39,9 +39,10 @@
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
  * argument and its job's context are 1 MiB at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
-/* A removed job's tasks deleted per cycle: a few milliseconds of the
- * engine's time, so no request waits behind a large job's removal. */
-#define REAP_SLICE 2000
+/* Tasks of a job being cancelled or removed handled per cycle: a few
+ * milliseconds of the engine's time, so no request waits behind a large
+ * job's cancellation or removal. */
+#define CHORE_SLICE 2000
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -293,7 +294,7 @@ struct engine {
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
-	struct doomed_job *doomed; /* removed jobs whose tasks are still being deleted */
+	struct chore *chores; /* cancellations and removals under way, a slice a cycle */
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
@@ -333,10 +334,12 @@ void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__handle_job_delete(engine *e, op *o); /* cancels a running job, removes an ended one */
 void engine__job_free(job *j);
-/* A removed job's tasks, ids lo..hi, to delete (engine__reap, a slice a cycle). */
+/* Chores, a slice a cycle (engine__chores_step): a removed job's tasks, ids
+ * lo..hi, to delete; a cancelled job's missing results to fill with why. */
 int engine__doom(engine *e, int64_t num, int64_t lo, int64_t hi);
-void engine__reap(engine *e);
-void engine__doomed_clear(engine *e);
+int engine__cancel_rest(engine *e, job *j, const char *why);
+void engine__chores_step(engine *e);
+void engine__chores_clear(engine *e);
 void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code); /* its tasks: queue front */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);

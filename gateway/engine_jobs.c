@@ -135,25 +135,106 @@ static void job_check_done(engine *e, job *j)
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
 
-/* Ends a running job whose tasks are out of the queue: each task without a
- * result gets an error result, so every index of the job has an answer and
- * no client waits on a job that cannot finish. A worker's result for one
- * of them afterwards is dropped (recorded once). */
-static void job_cancel(engine *e, job *j, const char *why)
+/* Work on a job's tasks done a slice a cycle (engine__chores_step), so no
+ * request waits behind a large job: filling a cancelled job's missing
+ * results (j set), or deleting a removed job's tasks (j NULL). */
+typedef struct chore {
+	job *j;
+	int64_t num, lo, hi;
+	struct chore *next;
+	char why[]; /* a cancelled job's error text */
+} chore;
+
+static int chore_add(engine *e, job *j, int64_t num, int64_t lo, int64_t hi, const char *why)
 {
-	pool *p = j->pool;
+	size_t n = strlen(why) + 1;
+	chore *c = malloc(sizeof(*c) + n);
+
+	if (!c)
+		return CM_ENOMEM;
+	*c = (chore){.j = j, .num = num, .lo = lo, .hi = hi, .next = e->chores};
+	memcpy(c->why, why, n);
+	e->chores = c;
+	return CM_OK;
+}
+
+int engine__doom(engine *e, int64_t num, int64_t lo, int64_t hi)
+{
+	return chore_add(e, NULL, num, lo, hi, "");
+}
+
+int engine__cancel_rest(engine *e, job *j, const char *why)
+{
+	return chore_add(e, j, j->num, j->base, j->base + j->total - 1, why);
+}
+
+/* One slice of the newest chore, in this cycle's transaction. A failed
+ * cycle reloads the chores from the store (jobs "cancelling" and
+ * "deleting"). */
+void engine__chores_step(engine *e)
+{
+	chore *c = e->chores;
 	int64_t n = 0;
 
-	if (store_job_cancel(e->st, j->base, j->total, j->done + 1, why, &n) == CM_OK) {
-		j->done += n;
-		j->failed += n;
-		p->tasks_done += n;
-		p->tasks_failed += n;
+	if (!c)
+		return;
+	int64_t hi = c->hi - c->lo >= CHORE_SLICE ? c->lo + CHORE_SLICE - 1 : c->hi;
+	if (c->j) {
+		if (store_job_cancel(e->st, c->lo, hi, c->j->done + 1, c->why, &n) != CM_OK)
+			return;
+		c->j->done += n;
+		c->j->failed += n;
+		c->j->pool->tasks_done += n;
+		c->j->pool->tasks_failed += n;
+	} else if (store_tasks_delete(e->st, c->lo, hi) != CM_OK) {
+		return;
 	}
+	c->lo = hi + 1;
+	if (c->lo <= c->hi)
+		return;
+	if ((c->j ? store_job_set_state(e->st, c->num, job_state_names[JOB_CANCELLED])
+	          : store_job_delete(e->st, c->num)) != CM_OK)
+		return;
+	e->chores = c->next;
+	free(c);
+}
+
+/* Drops the chores of job j (it is being removed). */
+static void chores_drop_job(engine *e, const job *j)
+{
+	for (chore **at = &e->chores; *at;) {
+		chore *c = *at;
+		if (c->j == j) {
+			*at = c->next;
+			free(c);
+		} else {
+			at = &c->next;
+		}
+	}
+}
+
+void engine__chores_clear(engine *e)
+{
+	while (e->chores) {
+		chore *c = e->chores;
+		e->chores = c->next;
+		free(c);
+	}
+}
+
+/* Ends a running job whose tasks are out of the queue: it is "cancelling"
+ * in the store until each task without a result has an error result (a
+ * slice a cycle), so every index of the job gets an answer and no client
+ * waits on a job that cannot finish. Results workers send meanwhile are
+ * recorded as they come. */
+static void job_cancel(engine *e, job *j, const char *why)
+{
 	j->state = JOB_CANCELLED;
 	retire_context(e, j);
-	store_job_set_state(e->st, j->num, job_state_names[j->state]);
-	p->open_jobs--;
+	store_job_set_state(e->st, j->num, "cancelling");
+	j->pool->open_jobs--;
+	if (engine__cancel_rest(e, j, why) != CM_OK)
+		cm_error("job %s: out of memory; its missing results are filled after a restart", j->id);
 }
 
 /* Ends every unfinished job of a pool that ends. */
@@ -217,9 +298,9 @@ void engine__job_free(job *j)
 }
 
 /* DELETE /v1/jobs/{id}: a running job is cancelled (its queued tasks
- * leave the queue, every missing result fails "cancelled") and stays
- * readable; an ended one is removed: gone from every view at once, its
- * tasks deleted a slice a cycle. */
+ * leave the queue, every missing result fails "cancelled", a slice a
+ * cycle) and stays readable; an ended one is removed: gone from every view
+ * at once, its tasks deleted a slice a cycle. */
 void engine__handle_job_delete(engine *e, op *o)
 {
 	job *j = engine__job_find(e, o->id);
@@ -231,64 +312,24 @@ void engine__handle_job_delete(engine *e, op *o)
 	if (j->state == JOB_RUNNING) {
 		queue_drop_job(j->pool, j);
 		job_cancel(e, j, "cancelled");
-		cm_info("job %s cancelled: %lld results, %lld failed", j->id, (long long)j->done, (long long)j->failed);
+		cm_info("job %s cancelled with %lld of %lld results; the rest fail in the background", j->id,
+		        (long long)j->done, (long long)j->total);
 		o->out = engine__job_json(j);
 		return;
 	}
+	/* Memory first: a store failure fails the cycle, which reloads. */
+	if ((o->err = engine__doom(e, j->num, j->base, j->base + j->total - 1)) != CM_OK)
+		return;
 	if (store_job_forget(e->st, j->num) != CM_OK) {
 		o->err = CM_EIO;
 		return;
 	}
-	if ((o->err = engine__doom(e, j->num, j->base, j->base + j->total - 1)) != CM_OK)
-		return;
+	chores_drop_job(e, j); /* a cancellation still filling: the tasks go anyway */
 	o->out = engine__job_json(j);
 	json_object_set_new(o->out, "state", json_string("deleted"));
 	cm_info("job %s removed; its %lld tasks go in the background", j->id, (long long)j->total);
 	job_detach(e, j);
 	engine__job_free(j);
-}
-
-typedef struct doomed_job {
-	int64_t num, lo, hi;
-	struct doomed_job *next;
-} doomed_job;
-
-int engine__doom(engine *e, int64_t num, int64_t lo, int64_t hi)
-{
-	doomed_job *d = malloc(sizeof(*d));
-
-	if (!d)
-		return CM_ENOMEM;
-	*d = (doomed_job){.num = num, .lo = lo, .hi = hi, .next = e->doomed};
-	e->doomed = d;
-	return CM_OK;
-}
-
-/* One slice of a removed job's tasks, in this cycle's transaction; the job
- * row goes with the last. A failed cycle reloads the list from the store. */
-void engine__reap(engine *e)
-{
-	doomed_job *d = e->doomed;
-
-	if (!d)
-		return;
-	int64_t hi = d->hi - d->lo >= REAP_SLICE ? d->lo + REAP_SLICE - 1 : d->hi;
-	if (store_tasks_delete(e->st, d->lo, hi) != CM_OK)
-		return;
-	d->lo = hi + 1;
-	if (d->lo <= d->hi || store_job_delete(e->st, d->num) != CM_OK)
-		return;
-	e->doomed = d->next;
-	free(d);
-}
-
-void engine__doomed_clear(engine *e)
-{
-	while (e->doomed) {
-		doomed_job *d = e->doomed;
-		e->doomed = d->next;
-		free(d);
-	}
 }
 
 /* Records one result; returns 1 if it was the first for that task. */
@@ -413,7 +454,19 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 typedef struct assign_ctx {
 	op *o;
 	job *j;
+	size_t task_bytes; /* what each task of j carries besides its argument */
 } assign_ctx;
+
+/* As the hub frames a task of j: its framing, the function's name and the
+ * command (each task carries them). */
+static size_t task_bytes(const job *j)
+{
+	size_t bytes = TASK_FRAME_OVERHEAD + strlen(j->function);
+
+	for (size_t i = 0; i < j->ncommand; i++)
+		bytes += strlen(j->command[i]) + TASK_FRAME_OVERHEAD;
+	return bytes;
+}
 
 static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
 {
@@ -421,12 +474,9 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	op *o = c->o;
 	uint8_t *copy;
 
-	/* As the hub frames it: a job's context once where a run of its tasks
-	 * begins, the function's name and command with each task. */
-	size_t bytes = len + TASK_FRAME_OVERHEAD + strlen(c->j->function);
+	/* The job's context goes once where a run of its tasks begins. */
+	size_t bytes = len + c->task_bytes;
 	uint64_t context = c->j->context ? (uint64_t)c->j->num : 0;
-	for (size_t i = 0; i < c->j->ncommand; i++)
-		bytes += strlen(c->j->command[i]) + TASK_FRAME_OVERHEAD;
 	if (context && context != o->u.pull.last_context)
 		bytes += c->j->context->len + TASK_FRAME_OVERHEAD;
 	if (o->u.pull.ntasks && o->u.pull.bytes + bytes > BATCH_BYTES_MAX)
@@ -499,7 +549,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		int64_t take;
 		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
 		int free_one = given == 0 && in_hand == 0;
-		assign_ctx c = {o, j};
+		assign_ctx c = {o, j, task_bytes(j)};
 		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes;
 		uint64_t context_before = o->u.pull.last_context;
 

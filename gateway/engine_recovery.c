@@ -118,9 +118,10 @@ static void load_job(void *ctx, const store_job *sj)
 	j->avg_us = -1;
 	j->created_ms = sj->created_ms;
 	j->function = strdup(sj->function);
-	j->state = strcmp(sj->state, "done") == 0        ? JOB_DONE
-	           : strcmp(sj->state, "cancelled") == 0 ? JOB_CANCELLED
-	                                                 : JOB_RUNNING;
+	int cancelling = strcmp(sj->state, "cancelling") == 0;
+	j->state = strcmp(sj->state, "done") == 0                      ? JOB_DONE
+	           : strcmp(sj->state, "cancelled") == 0 || cancelling ? JOB_CANCELLED
+	                                                               : JOB_RUNNING;
 	if (sj->context && j->state == JOB_RUNNING) /* an ended job hands out nothing more */
 		j->context = engine__context_new(sj->context, sj->context_len);
 	if (sj->command_json) {
@@ -137,6 +138,8 @@ static void load_job(void *ctx, const store_job *sj)
 	if (j->state == JOB_RUNNING)
 		p->open_jobs++;
 	engine__job_attach(e, p, j);
+	if (cancelling) /* its missing results were still being filled */
+		engine__cancel_rest(e, j, "cancelled");
 }
 
 typedef struct load_queue_ctx {
@@ -241,7 +244,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
  * recorded. */
 void engine__state_clear(engine *e)
 {
-	engine__doomed_clear(e);
+	engine__chores_clear(e);
 	waitlist_drop_all(e, &e->log_reads);
 	while (e->pools) {
 		pool *p = e->pools;

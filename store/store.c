@@ -517,11 +517,11 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	if (prepare(st,
 	            "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
 	            " j.chunksize, j.created_ms, j.max_attempts, j.retry_errors, j.timeout_ms, j.context,"
-	            /* Only a running job's results are counted (a done or
-	             * cancelled one has them all), its failures through the
+	            /* Only the results of a job running or being cancelled are
+	             * counted (an ended one has them all), failures through the
 	             * small index tasks_failed: a start does not read every
 	             * task of every job. */
-	            " CASE WHEN j.state = 'running'"
+	            " CASE WHEN j.state IN ('running', 'cancelling')"
 	            "  THEN (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL) ELSE j.total END,"
 	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.ok = 0)"
 	            " FROM jobs j ORDER BY j.num",
@@ -752,23 +752,24 @@ int store_tasks_requeue_orphans(store *st)
 	                " (SELECT id FROM workers WHERE state IN ('starting', 'connected'))");
 }
 
-int store_job_cancel(store *st, int64_t base, int64_t total, int64_t seq_from, const char *message, int64_t *count)
+int store_job_cancel(store *st, int64_t lo, int64_t hi, int64_t seq_from, const char *message, int64_t *count)
 {
 	sqlite3_stmt *s;
 	int rc;
 
-	/* One statement for the whole job, by its id range (the primary key);
-	 * seq stays unique and above every seq already given (seq_from +
-	 * index). */
+	/* By id range (the primary key); row_number keeps seq dense, so it
+	 * stays the job's completion count that results are recorded by. */
 	if (prepare(st,
-	            "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + (id - ?3), worker = NULL"
-	            " WHERE id BETWEEN ?3 AND ?4 AND state < 2",
+	            "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + x.rn - 1, worker = NULL"
+	            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM tasks"
+	            "       WHERE id BETWEEN ?3 AND ?4 AND state < 2) AS x"
+	            " WHERE tasks.id = x.id",
 	            &s) != CM_OK)
 		return CM_EIO;
 	bind_text(s, 1, message);
 	sqlite3_bind_int64(s, 2, seq_from);
-	sqlite3_bind_int64(s, 3, base);
-	sqlite3_bind_int64(s, 4, base + total - 1);
+	sqlite3_bind_int64(s, 3, lo);
+	sqlite3_bind_int64(s, 4, hi);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)

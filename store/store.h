@@ -146,10 +146,11 @@ int store_task_requeue_one(store *st, int64_t id);
 /* Returns to the queue every PENDING task whose worker is not live. */
 int store_tasks_requeue_orphans(store *st);
 
-/* Records every task of job (ids base .. base+total-1) that has no result
- * yet as failed with message; their seq numbers start at seq_from. *count
- * is how many. */
-int store_job_cancel(store *st, int64_t base, int64_t total, int64_t seq_from, const char *message, int64_t *count);
+/* Records every task with ids lo..hi that has no result yet as failed with
+ * message; their seq numbers follow on from seq_from in id order, with no
+ * gap (seq is a job's completion count). *count is how many. A job is
+ * cancelled by ranges, a slice a cycle. */
+int store_job_cancel(store *st, int64_t lo, int64_t hi, int64_t seq_from, const char *message, int64_t *count);
 
 /* Removing a job: store_job_forget marks it "deleting" (its idempotency key
  * free again); its tasks then go by ranges (store_tasks_delete), a few

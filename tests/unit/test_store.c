@@ -418,8 +418,11 @@ static void test_cancel_fills_every_missing_result(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 2, "w-a", &a);
 	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_job_cancel(f->st, 1, 4, 2, "cancelled", &n), CM_OK);
-	assert_int_equal(n, 3); /* one pending, two queued */
+	/* In two slices, as the engine does it. */
+	assert_int_equal(store_job_cancel(f->st, 1, 2, 2, "cancelled", &n), CM_OK);
+	assert_int_equal(n, 1); /* task 1, pending */
+	assert_int_equal(store_job_cancel(f->st, 3, 4, 3, "cancelled", &n), CM_OK);
+	assert_int_equal(n, 2); /* two queued */
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(store_results_input(f->st, 1, 4, 0, 10, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 4);
@@ -429,6 +432,13 @@ static void test_cancel_fills_every_missing_result(void **state)
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(store_results_completion(f->st, 1, 0, 10, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 4); /* seqs unique: all four come back once */
+	/* ... and dense, in id order after the one recorded: 1 (task 2), 2, 3, 4. */
+	int64_t want[] = {1, 0, 2, 3};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r.ids[i], want[i]); /* index */
+		assert_int_equal(r.attempts[i], i + 1); /* seq */
+	}
+	assert_int_equal(next, 4);
 }
 
 typedef struct loaded_worker {
