@@ -15,7 +15,7 @@ strand="$bin/strand"
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
 "$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
 for c in run ps logs kill pool queue; do
-  "$strand" $c --help | grep -q usage; check "$c --help" 0 $?
+  grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
 done
 
 pool=$("$strand" pool create --processes 2); check "pool id" "p-" "${pool:0:2}"
@@ -40,7 +40,7 @@ out=$("$strand" queue get "$q" --wait 1); check "queue get: empty after wait" ""
 
 id=$("$strand" run -e WHO=cli -- sh -c 'echo hi $WHO'); check "run prints an id" "r-" "${id:0:2}"
 out=$("$strand" logs -f "$id"); check "logs -f" "hi cli" "$out"
-"$strand" ps | grep -q "$id"; check "ps lists it" 0 $?
+grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code
 check "run --wait: its output" "out" "$out"

@@ -64,7 +64,7 @@ check "the claim holds what it wrote" "from-a-pod" "$(cat "$dir/pv/out" 2>&1)"
 id=$("$strand" run --backend kubernetes -- /usr/bin/strand-worker --run echo --arg '"hello-k8s"')
 check "run prints an id" "r-" "${id:0:2}"
 out=$("$strand" logs -f "$id"); check "logs -f of a pod" '"hello-k8s"' "$out"
-"$strand" ps | grep "$id" | grep -q kubernetes; check "ps: its backend" 0 $?
+[[ "$("$strand" ps | grep "$id")" == *kubernetes* ]]; check "ps: its backend" 0 $?
 
 # A GPU this cluster has not: the scheduler says so, and the run fails.
 err=$("$strand" run --backend kubernetes --gpu 1 --wait -- /usr/bin/strand-worker --help 2>&1 >/dev/null)

@@ -78,8 +78,11 @@ kubectl apply -k "$dir" >/dev/null
 kubectl -n strand rollout status deploy/strand-gateway --timeout=180s
 
 url=http://127.0.0.1:9180
+# The gateway's log, read whole: `logs | grep -q` would end kubectl with
+# SIGPIPE at the first match, and pipefail makes that the script's exit 141.
+gateway_log() { kubectl -n strand logs deploy/strand-gateway; }
 # In-cluster configuration: its own namespace, the API server it was told.
-kubectl -n strand logs deploy/strand-gateway | grep -q "kubernetes backend: https://127.0.0.1:6443, namespace strand"
+grep -qF "kubernetes backend: https://127.0.0.1:6443, namespace strand" <<<"$(gateway_log)"
 # Every request is authenticated.
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/pools")" = 401 ]
 # The Role: pods and their logs, secrets made and deleted, in its namespace
@@ -97,7 +100,7 @@ sa=system:serviceaccount:strand:strand-gateway
 out=$(STRAND_URL=$url STRAND_TOKEN=$token "$src/examples/pi/pi.sh" 200000 20)
 echo "$out"
 [[ "$out" =~ ^Pi\ is\ roughly\ 3\.1 ]]
-kubectl -n strand logs deploy/strand-gateway | grep -q "created: 4 kubernetes workers"
+grep -qF "created: 4 kubernetes workers" <<<"$(gateway_log)"
 # The pool is gone (pi.sh deletes it), and its pods with it.
 for _ in $(seq 300); do
   [ -z "$(kubectl -n strand get pods -l strand -o name)" ] && break
