@@ -299,7 +299,8 @@ static int read_page(api *a, const job_info *info, int completion, int64_t curso
 	if (!st)
 		return CM_EUNAVAIL;
 	err = completion ? store_results_completion(st, info->num, cursor, limit, append_result, b, next)
-	                 : store_results_input(st, info->base, info->total, cursor, limit, append_result, b, next);
+	                 : store_results_input(st, info->num, info->base, info->total, cursor, limit, append_result, b,
+	                                       next);
 	reader_give(a, st);
 	return err;
 }

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/common.h"
-#include "store/store.h"
+#include "store/store_int.h"
 
 /* Version 1, the first release's schema (which also wrote meta.schema_version
  * and left PRAGMA user_version at 0). */
@@ -64,46 +64,26 @@ static const char *const migrations[] = {
         /* 5: a job's failed tasks, counted at start without reading the
          * rest (ok is 0 only on a recorded failure). */
         "CREATE INDEX tasks_failed ON tasks(job) WHERE ok = 0;",
+        /* 6: tasks kept by chunks, results by the group a cycle records
+         * (store_tasks.c says how), so SQLite's cost is paid per chunk and
+         * per group, not per task. The rows of the tasks table move there
+         * (store__tasks_convert), and it goes. */
+        "CREATE TABLE chunks(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, args BLOB NOT NULL);"
+        "CREATE TABLE chunk_state(id INTEGER PRIMARY KEY, job INTEGER NOT NULL, n INTEGER NOT NULL,"
+        "  queued INTEGER NOT NULL, pending INTEGER NOT NULL, done INTEGER NOT NULL, failed INTEGER NOT NULL,"
+        "  tasks BLOB);"
+        "CREATE INDEX chunk_state_by_job ON chunk_state(job, id);"
+        "CREATE INDEX chunk_state_pending ON chunk_state(id) WHERE pending > 0;"
+        "CREATE TABLE results(id INTEGER PRIMARY KEY, job INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        "  n INTEGER NOT NULL, data BLOB NOT NULL);"
+        "CREATE INDEX results_by_seq ON results(job, seq);"
+        "CREATE TABLE holders(ref INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);",
 };
+/* The step whose rows are converted by code after its SQL has run. */
+#define SCHEMA_CHUNKS 6
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
-/* Hot-path statements, prepared once per writer connection. */
-enum {
-	S_TASK_INSERT,
-	S_TASK_ASSIGN,
-	S_TASKS_TO_ASSIGN,
-	S_TASKS_HELD_COUNT,
-	S_TASK_COMPLETE,
-	S_RESULTS_INPUT,
-	S_RESULTS_COMPLETION,
-	S_COUNT
-};
-
-static const char *const stmt_sql[S_COUNT] = {
-        [S_TASK_INSERT] = "INSERT INTO tasks(id, job, arg, state, attempts) VALUES(?, ?, ?, 0, 0)",
-        [S_TASK_ASSIGN] = "UPDATE tasks SET state = 1, worker = ?, attempts = attempts + 1"
-                          " WHERE id BETWEEN ? AND ? AND state = 0",
-        [S_TASKS_TO_ASSIGN] = "SELECT id, arg, attempts + 1 FROM tasks WHERE id BETWEEN ? AND ? AND state = 0"
-                              " ORDER BY id",
-        /* Uses the partial index tasks_pending. */
-        [S_TASKS_HELD_COUNT] = "SELECT count(*) FROM tasks WHERE worker = ? AND state = 1",
-        [S_TASK_COMPLETE] = "UPDATE tasks SET state = 2, seq = ?, ok = ?, value = ?, worker = NULL"
-                            " WHERE id = ? AND state < 2 AND (?5 IS NULL OR worker = ?5)",
-        [S_RESULTS_INPUT] = "SELECT id, state, seq, ok, value FROM tasks WHERE id BETWEEN ? AND ? ORDER BY id",
-        [S_RESULTS_COMPLETION] = "SELECT id, seq, ok, value, (SELECT base FROM jobs WHERE num = ?1)"
-                                 " FROM tasks WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-};
-
-struct store {
-	sqlite3 *db;
-	sqlite3_stmt *stmt[S_COUNT];
-	int marked_open; /* a writer: meta 'open' is 1 until store_close */
-	int in_tx; /* between store_begin and its commit or rollback */
-	int tx_failed; /* a statement of that transaction failed: it must not commit */
-	char tx_error[256];
-};
-
-static int fail(store *st, int rc)
+int store__fail(store *st, int rc)
 {
 	cm_warn("sqlite: %s (%d)", sqlite3_errmsg(st->db), rc);
 	if (st->in_tx && !st->tx_failed) {
@@ -123,27 +103,27 @@ const char *store_errmsg(store *st)
 	return st->tx_failed ? st->tx_error : sqlite3_errmsg(st->db);
 }
 
-static int exec(store *st, const char *sql)
+int store__exec(store *st, const char *sql)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-	return rc == SQLITE_OK ? CM_OK : fail(st, rc);
+	return rc == SQLITE_OK ? CM_OK : store__fail(st, rc);
 }
 
-static int prepare(store *st, const char *sql, sqlite3_stmt **out)
+int store__prepare(store *st, const char *sql, sqlite3_stmt **out)
 {
 	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
-	return rc == SQLITE_OK ? CM_OK : fail(st, rc);
+	return rc == SQLITE_OK ? CM_OK : store__fail(st, rc);
 }
 
 /* Runs a statement that returns no rows and finalizes it. */
-static int step_done(store *st, sqlite3_stmt *s)
+int store__step_done(store *st, sqlite3_stmt *s)
 {
 	int rc = sqlite3_step(s);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
-static void bind_text(sqlite3_stmt *s, int i, const char *v)
+void store__bind_text(sqlite3_stmt *s, int i, const char *v)
 {
 	if (v)
 		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
@@ -156,17 +136,17 @@ static const char *col_text(sqlite3_stmt *s, int i)
 	return (const char *)sqlite3_column_text(s, i);
 }
 
-static int int_query(store *st, const char *sql, int64_t *out)
+int store__int_query(store *st, const char *sql, int64_t *out)
 {
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st, sql, &s) != CM_OK)
+	if (store__prepare(st, sql, &s) != CM_OK)
 		return CM_EIO;
 	rc = sqlite3_step(s);
 	*out = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
 	sqlite3_finalize(s);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 /* Brings the schema to SCHEMA_VERSION, one step at a time, in one
@@ -176,8 +156,8 @@ static int migrate(store *st, char *detail, size_t detail_len)
 	int64_t version = 0, v1 = 0;
 	char set[64];
 
-	if (int_query(st, "PRAGMA user_version", &version) != CM_OK ||
-	    int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &v1) != CM_OK)
+	if (store__int_query(st, "PRAGMA user_version", &version) != CM_OK ||
+	    store__int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &v1) != CM_OK)
 		return CM_EIO;
 	if (version == 0 && v1)
 		version = 1; /* the first release did not set user_version */
@@ -189,17 +169,19 @@ static int migrate(store *st, char *detail, size_t detail_len)
 	if (version == SCHEMA_VERSION)
 		return CM_OK;
 	snprintf(set, sizeof(set), "PRAGMA user_version = %d", SCHEMA_VERSION);
-	if (exec(st, "BEGIN IMMEDIATE") != CM_OK)
+	if (store__exec(st, "BEGIN IMMEDIATE") != CM_OK)
 		return CM_EIO;
 	for (int64_t v = version; v < SCHEMA_VERSION; v++) {
-		if (exec(st, migrations[v]) != CM_OK) {
+		if (store__exec(st, migrations[v]) != CM_OK ||
+		    (v + 1 == SCHEMA_CHUNKS &&
+		     (store__tasks_convert(st) != CM_OK || store__exec(st, "DROP TABLE tasks") != CM_OK))) {
 			snprintf(detail, detail_len, "schema migration to version %lld failed: %s", (long long)v + 1,
 			         sqlite3_errmsg(st->db));
 			store_rollback(st);
 			return CM_EIO;
 		}
 	}
-	if (exec(st, set) != CM_OK || exec(st, "COMMIT") != CM_OK) {
+	if (store__exec(st, set) != CM_OK || store__exec(st, "COMMIT") != CM_OK) {
 		store_rollback(st);
 		return CM_EIO;
 	}
@@ -227,9 +209,10 @@ static int open_marker_check(store *st, const char *path, int had_wal, char *det
 {
 	int64_t meta = 0, open = 0;
 
-	if (int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &meta) != CM_OK)
+	if (store__int_query(st, "SELECT count(*) FROM sqlite_master WHERE name = 'meta'", &meta) != CM_OK)
 		return CM_EIO;
-	if (meta && int_query(st, "SELECT coalesce((SELECT value FROM meta WHERE key = 'open'), 0)", &open) != CM_OK)
+	if (meta &&
+	    store__int_query(st, "SELECT coalesce((SELECT value FROM meta WHERE key = 'open'), 0)", &open) != CM_OK)
 		return CM_EIO;
 	if (open == 1 && !had_wal) {
 		snprintf(detail, detail_len,
@@ -246,10 +229,10 @@ static int open_marker_set(store *st, int open)
 	char sql[96];
 
 	snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO meta(key, value) VALUES('open', '%d')", open);
-	if (exec(st, sql) != CM_OK)
+	if (store__exec(st, sql) != CM_OK)
 		return CM_EIO;
 	/* Into the database file now (nobody else reads yet), not only the log. */
-	return open ? exec(st, "PRAGMA wal_checkpoint(TRUNCATE)") : CM_OK;
+	return open ? store__exec(st, "PRAGMA wal_checkpoint(TRUNCATE)") : CM_OK;
 }
 
 int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len)
@@ -271,6 +254,7 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		return CM_EUNAVAIL;
 	}
 	sqlite3_busy_timeout(st->db, 5000);
+	st->writer = writer;
 	if (writer) {
 		/* WAL: readers never block the writer. synchronous=NORMAL in WAL
 		 * mode is durable against a crash of the process (the case that
@@ -278,10 +262,11 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		 * commit for an OS crash or power loss (commits are grouped by
 		 * the engine's cycle either way). */
 		int64_t level = -1;
-		if (exec(st, "PRAGMA journal_mode=WAL") != CM_OK ||
-		    exec(st, mode & STORE_SYNC_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL") !=
+		if (store__exec(st, "PRAGMA journal_mode=WAL") != CM_OK ||
+		    store__exec(st, mode & STORE_SYNC_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL") !=
 		            CM_OK ||
-		    int_query(st, "PRAGMA synchronous", &level) != CM_OK || level != (mode & STORE_SYNC_FULL ? 2 : 1) ||
+		    store__int_query(st, "PRAGMA synchronous", &level) != CM_OK ||
+		    level != (mode & STORE_SYNC_FULL ? 2 : 1) ||
 		    open_marker_check(st, path, had_wal, detail, detail_len) != CM_OK ||
 		    migrate(st, detail, detail_len) != CM_OK || open_marker_set(st, 1) != CM_OK) {
 			if (!detail[0])
@@ -292,13 +277,10 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		}
 		st->marked_open = 1;
 	}
-	for (int i = 0; i < S_COUNT; i++) {
-		if (prepare(st, stmt_sql[i], &st->stmt[i]) != CM_OK) {
-			snprintf(detail, detail_len, "cannot prepare statements on %s: %s", path,
-			         sqlite3_errmsg(st->db));
-			store_close(st);
-			return CM_EIO;
-		}
+	if (writer && store__tasks_open(st) != CM_OK) {
+		snprintf(detail, detail_len, "cannot prepare statements on %s: %s", path, sqlite3_errmsg(st->db));
+		store_close(st);
+		return CM_EIO;
 	}
 	*out = st;
 	return CM_OK;
@@ -308,12 +290,11 @@ void store_close(store *st)
 {
 	if (!st)
 		return;
-	for (int i = 0; i < S_COUNT; i++)
-		sqlite3_finalize(st->stmt[i]);
 	if (st->marked_open) {
 		store_rollback(st);
 		open_marker_set(st, 0);
 	}
+	store__tasks_close(st);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -331,7 +312,7 @@ int64_t store_file_bytes(const char *path)
 
 int store_begin(store *st)
 {
-	int err = exec(st, "BEGIN IMMEDIATE");
+	int err = store__exec(st, "BEGIN IMMEDIATE");
 
 	st->in_tx = err == CM_OK;
 	st->tx_failed = 0;
@@ -353,9 +334,9 @@ int store_commit(store *st)
 
 	/* One failed statement fails the whole cycle: the caller rolls back and
 	 * reloads, rather than committing the rest of it. */
-	if (st->tx_failed)
+	if (st->tx_failed || store__tasks_flush(st) != CM_OK || st->tx_failed)
 		return CM_EIO;
-	err = exec(st, "COMMIT");
+	err = store__exec(st, "COMMIT");
 	st->in_tx = err != CM_OK && !sqlite3_get_autocommit(st->db);
 	return err;
 }
@@ -364,6 +345,7 @@ void store_rollback(store *st)
 	st->in_tx = 0;
 	if (!sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	store__tasks_forget(st);
 }
 
 /* ---- pools -------------------------------------------------------------- */
@@ -372,36 +354,36 @@ int store_pool_insert(store *st, const char *id, const char *spec_json, const ch
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "INSERT INTO pools(id, spec, state, created_ms) VALUES(?, ?, ?, ?)", &s) != CM_OK)
+	if (store__prepare(st, "INSERT INTO pools(id, spec, state, created_ms) VALUES(?, ?, ?, ?)", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
-	bind_text(s, 2, spec_json);
-	bind_text(s, 3, state);
+	store__bind_text(s, 1, id);
+	store__bind_text(s, 2, spec_json);
+	store__bind_text(s, 3, state);
 	sqlite3_bind_int64(s, 4, created_ms);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_pool_set_state(store *st, const char *id, const char *state, const char *reason)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "UPDATE pools SET state = ?, reason = ? WHERE id = ?", &s) != CM_OK)
+	if (store__prepare(st, "UPDATE pools SET state = ?, reason = ? WHERE id = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, state);
-	bind_text(s, 2, reason);
-	bind_text(s, 3, id);
-	return step_done(st, s);
+	store__bind_text(s, 1, state);
+	store__bind_text(s, 2, reason);
+	store__bind_text(s, 3, id);
+	return store__step_done(st, s);
 }
 
 int store_worker_set_handle(store *st, const char *id, const char *handle)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "UPDATE workers SET handle = ? WHERE id = ?", &s) != CM_OK)
+	if (store__prepare(st, "UPDATE workers SET handle = ? WHERE id = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, handle);
-	bind_text(s, 2, id);
-	return step_done(st, s);
+	store__bind_text(s, 1, handle);
+	store__bind_text(s, 2, id);
+	return store__step_done(st, s);
 }
 
 int store_pool_each(store *st, store_pool_fn fn, void *ctx)
@@ -409,12 +391,13 @@ int store_pool_each(store *st, store_pool_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st, "SELECT id, spec, state, reason, created_ms FROM pools ORDER BY created_ms", &s) != CM_OK)
+	if (store__prepare(st, "SELECT id, spec, state, reason, created_ms FROM pools ORDER BY created_ms", &s) !=
+	    CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -423,7 +406,8 @@ int store_job_insert(store *st, const store_job *job)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st,
+	if (store__prepare(
+	            st,
 	            "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
 	            " created_ms, max_attempts, retry_errors, timeout_ms, context) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, "
 	            "?, "
@@ -431,12 +415,12 @@ int store_job_insert(store *st, const store_job *job)
 	            &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
-	bind_text(s, 2, job->id);
-	bind_text(s, 3, job->pool_id);
-	bind_text(s, 4, job->function);
-	bind_text(s, 5, job->command_json);
-	bind_text(s, 6, job->idem_key);
-	bind_text(s, 7, job->state);
+	store__bind_text(s, 2, job->id);
+	store__bind_text(s, 3, job->pool_id);
+	store__bind_text(s, 4, job->function);
+	store__bind_text(s, 5, job->command_json);
+	store__bind_text(s, 6, job->idem_key);
+	store__bind_text(s, 7, job->state);
 	sqlite3_bind_int64(s, 8, job->base);
 	sqlite3_bind_int64(s, 9, job->total);
 	sqlite3_bind_int(s, 10, job->chunksize);
@@ -446,46 +430,43 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_bind_int64(s, 14, job->timeout_ms);
 	if (job->context)
 		sqlite3_bind_blob(s, 15, job->context, (int)job->context_len, SQLITE_STATIC);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_job_set_state(store *st, int64_t num, const char *state)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "UPDATE jobs SET state = ? WHERE num = ?", &s) != CM_OK)
+	if (store__prepare(st, "UPDATE jobs SET state = ? WHERE num = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, state);
+	store__bind_text(s, 1, state);
 	sqlite3_bind_int64(s, 2, num);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
-/* Runs sql, which returns no rows, with ?1 and ?2 bound to a and b. */
-static int exec_ints(store *st, const char *sql, int64_t a, int64_t b)
+int store__exec_ints(store *st, const char *sql, int64_t a, int64_t b)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, sql, &s) != CM_OK)
+	if (store__prepare(st, sql, &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, a);
 	sqlite3_bind_int64(s, 2, b);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_job_forget(store *st, int64_t num)
 {
-	return exec_ints(st, "UPDATE jobs SET state = 'deleting', idem_key = NULL, context = NULL WHERE num = ?1", num,
-	                 0);
-}
-
-int store_tasks_delete(store *st, int64_t lo, int64_t hi)
-{
-	return exec_ints(st, "DELETE FROM tasks WHERE id BETWEEN ?1 AND ?2", lo, hi);
+	return store__exec_ints(
+	        st, "UPDATE jobs SET state = 'deleting', idem_key = NULL, context = NULL WHERE num = ?1", num, 0);
 }
 
 int store_job_delete(store *st, int64_t num)
 {
-	return exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0);
+	/* Its results go with it: a group a cycle, far fewer than its tasks. */
+	return store__exec_ints(st, "DELETE FROM results WHERE job = ?1", num, 0) != CM_OK
+	               ? CM_EIO
+	               : store__exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0);
 }
 
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20])
@@ -494,16 +475,16 @@ int store_job_find_idem(store *st, const char *pool_id, const char *key, char id
 	int rc;
 	int err = CM_ENOENT;
 
-	if (prepare(st, "SELECT id FROM jobs WHERE pool_id = ? AND idem_key = ?", &s) != CM_OK)
+	if (store__prepare(st, "SELECT id FROM jobs WHERE pool_id = ? AND idem_key = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, pool_id);
-	bind_text(s, 2, key);
+	store__bind_text(s, 1, pool_id);
+	store__bind_text(s, 2, key);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		snprintf(id_out, 20, "%s", col_text(s, 0));
 		err = CM_OK;
 	} else if (rc != SQLITE_DONE) {
-		err = fail(st, rc);
+		err = store__fail(st, rc);
 	}
 	sqlite3_finalize(s);
 	return err;
@@ -514,16 +495,15 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st,
+	if (store__prepare(
+	            st,
 	            "SELECT j.num, j.id, j.pool_id, j.function, j.command, j.idem_key, j.state, j.base, j.total,"
 	            " j.chunksize, j.created_ms, j.max_attempts, j.retry_errors, j.timeout_ms, j.context,"
-	            /* Only the results of a job running or being cancelled are
-	             * counted (an ended one has them all), failures through the
-	             * small index tasks_failed: a start does not read every
-	             * task of every job. */
+	            /* Counted from its chunks' counts (a row per thousand tasks or
+	             * so); an ended job's results are its total. */
 	            " CASE WHEN j.state IN ('running', 'cancelling')"
-	            "  THEN (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.seq IS NOT NULL) ELSE j.total END,"
-	            " (SELECT count(*) FROM tasks t WHERE t.job = j.num AND t.ok = 0)"
+	            "  THEN (SELECT coalesce(sum(done), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END,"
+	            " (SELECT coalesce(sum(failed), 0) FROM chunk_state c WHERE c.job = j.num)"
 	            " FROM jobs j ORDER BY j.num",
 	            &s) != CM_OK)
 		return CM_EIO;
@@ -551,7 +531,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		fn(ctx, &j);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
@@ -559,9 +539,12 @@ int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st,
-	            "SELECT (SELECT coalesce(max(num), 0) + 1 FROM jobs), (SELECT coalesce(max(id), 0) + 1 FROM tasks)",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "SELECT (SELECT coalesce(max(num), 0) + 1 FROM jobs),"
+	                   " max((SELECT coalesce(max(base + total), 1) FROM jobs),"
+	                   "     (SELECT coalesce(max(id + n), 1) FROM chunk_state WHERE id = (SELECT max(id) FROM "
+	                   "chunk_state)))",
+	                   &s) != CM_OK)
 		return CM_EIO;
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
@@ -569,281 +552,7 @@ int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
 		*task_id = sqlite3_column_int64(s, 1);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? CM_OK : fail(st, rc);
-}
-
-/* ---- tasks -------------------------------------------------------------- */
-
-int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens)
-{
-	sqlite3_stmt *s = st->stmt[S_TASK_INSERT];
-	int rc = SQLITE_DONE;
-
-	sqlite3_bind_int64(s, 2, job);
-	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
-		sqlite3_bind_int64(s, 1, base + (int64_t)i);
-		sqlite3_bind_blob(s, 3, args[i], (int)lens[i], SQLITE_STATIC);
-		rc = sqlite3_step(s);
-		sqlite3_reset(s);
-	}
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
-}
-
-int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, store_task_fn fn, void *ctx,
-                       int64_t *next)
-{
-	sqlite3_stmt *s = st->stmt[S_TASKS_TO_ASSIGN];
-	sqlite3_stmt *u = st->stmt[S_TASK_ASSIGN];
-	int rc = SQLITE_DONE;
-	int err = CM_OK;
-
-	/* Read first, mark after: what fn leaves stays queued untouched. */
-	*next = hi + 1;
-	sqlite3_bind_int64(s, 1, lo);
-	sqlite3_bind_int64(s, 2, hi);
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(s, 0);
-		err = fn(ctx, id, sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1),
-		         sqlite3_column_int(s, 2));
-		if (err == STORE_TASK_LEAVE)
-			*next = id;
-	}
-	sqlite3_reset(s);
-	if (err != CM_OK && err != STORE_TASK_LEAVE)
-		return err;
-	if (err == CM_OK && rc != SQLITE_DONE)
-		return fail(st, rc);
-	if (*next == lo)
-		return CM_OK;
-	bind_text(u, 1, worker);
-	sqlite3_bind_int64(u, 2, lo);
-	sqlite3_bind_int64(u, 3, *next - 1);
-	rc = sqlite3_step(u);
-	sqlite3_reset(u);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
-}
-
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *holder,
-                        int *recorded)
-{
-	sqlite3_stmt *s = st->stmt[S_TASK_COMPLETE];
-	int rc;
-
-	sqlite3_bind_int64(s, 1, seq);
-	sqlite3_bind_int(s, 2, ok);
-	sqlite3_bind_blob(s, 3, value, (int)len, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, id);
-	if (holder)
-		sqlite3_bind_text(s, 5, holder, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 5);
-	rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE)
-		return fail(st, rc);
-	*recorded = sqlite3_changes(st->db) == 1;
-	return CM_OK;
-}
-
-int store_tasks_held_count(store *st, const char *worker, int64_t *n)
-{
-	sqlite3_stmt *s = st->stmt[S_TASKS_HELD_COUNT];
-	int rc;
-
-	bind_text(s, 1, worker);
-	rc = sqlite3_step(s);
-	*n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	sqlite3_reset(s);
-	return rc == SQLITE_ROW ? CM_OK : fail(st, rc);
-}
-
-static int each_task(store *st, sqlite3_stmt *s, store_task_fn fn, void *ctx)
-{
-	int rc;
-	int err = CM_OK;
-
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
-		err = fn(ctx, sqlite3_column_int64(s, 0), NULL, 0, sqlite3_column_int(s, 1));
-	sqlite3_finalize(s);
-	if (err != CM_OK)
-		return err;
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
-}
-
-int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx)
-{
-	sqlite3_stmt *s;
-	int err;
-
-	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK)
-		return CM_EIO;
-	bind_text(s, 1, worker);
-	err = each_task(st, s, fn, ctx);
-	if (err != CM_OK)
-		return err;
-	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker = ?", &s) != CM_OK)
-		return CM_EIO;
-	bind_text(s, 1, worker);
-	return step_done(st, s);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-int store_tasks_release(store *st, const char *worker, const uint64_t *held_in, size_t nheld, store_task_fn fn,
-                        void *ctx)
-{
-	sqlite3_stmt *s, *u;
-	uint64_t *held = nheld ? malloc(nheld * sizeof(*held)) : NULL;
-	int rc;
-	int err = CM_OK;
-
-	if (nheld && !held)
-		return CM_ENOMEM;
-	if (nheld) { /* sorted, to look each up */
-		memcpy(held, held_in, nheld * sizeof(*held));
-		qsort(held, nheld, sizeof(*held), cmp_u64);
-	}
-	if (prepare(st, "SELECT id, attempts FROM tasks WHERE state = 1 AND worker = ? ORDER BY id", &s) != CM_OK) {
-		free(held);
-		return CM_EIO;
-	}
-	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL, attempts = max(attempts - 1, 0) WHERE id = ?",
-	            &u) != CM_OK) {
-		sqlite3_finalize(s);
-		free(held);
-		return CM_EIO;
-	}
-	bind_text(s, 1, worker);
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
-		if (nheld && bsearch(&id, held, nheld, sizeof(*held), cmp_u64))
-			continue;
-		sqlite3_bind_int64(u, 1, (int64_t)id);
-		if (sqlite3_step(u) != SQLITE_DONE)
-			err = fail(st, sqlite3_errcode(st->db));
-		sqlite3_reset(u);
-		if (err == CM_OK)
-			err = fn(ctx, (int64_t)id, NULL, 0, sqlite3_column_int(s, 1) - 1);
-	}
-	sqlite3_finalize(s);
-	sqlite3_finalize(u);
-	free(held);
-	return err;
-}
-
-int store_task_requeue_one(store *st, int64_t id)
-{
-	sqlite3_stmt *s;
-
-	if (prepare(st, "UPDATE tasks SET state = 0, worker = NULL WHERE id = ? AND state = 1", &s) != CM_OK)
-		return CM_EIO;
-	sqlite3_bind_int64(s, 1, id);
-	return step_done(st, s);
-}
-
-int store_tasks_requeue_orphans(store *st)
-{
-	return exec(st, "UPDATE tasks SET state = 0, worker = NULL WHERE state = 1 AND worker NOT IN"
-	                " (SELECT id FROM workers WHERE state IN ('starting', 'connected'))");
-}
-
-int store_job_cancel(store *st, int64_t lo, int64_t hi, int64_t seq_from, const char *message, int64_t *count)
-{
-	sqlite3_stmt *s;
-	int rc;
-
-	/* By id range (the primary key); row_number keeps seq dense, so it
-	 * stays the job's completion count that results are recorded by. */
-	if (prepare(st,
-	            "UPDATE tasks SET state = 2, ok = 0, value = CAST(?1 AS BLOB), seq = ?2 + x.rn - 1, worker = NULL"
-	            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM tasks"
-	            "       WHERE id BETWEEN ?3 AND ?4 AND state < 2) AS x"
-	            " WHERE tasks.id = x.id",
-	            &s) != CM_OK)
-		return CM_EIO;
-	bind_text(s, 1, message);
-	sqlite3_bind_int64(s, 2, seq_from);
-	sqlite3_bind_int64(s, 3, lo);
-	sqlite3_bind_int64(s, 4, hi);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return fail(st, rc);
-	*count = sqlite3_changes(st->db);
-	return CM_OK;
-}
-
-int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
-{
-	sqlite3_stmt *s;
-
-	if (prepare(st, "SELECT id, attempts FROM tasks WHERE job = ? AND state = 0 ORDER BY id", &s) != CM_OK)
-		return CM_EIO;
-	sqlite3_bind_int64(s, 1, job);
-	return each_task(st, s, fn, ctx);
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
-                        void *ctx, int64_t *next)
-{
-	sqlite3_stmt *s = st->stmt[S_RESULTS_INPUT];
-	int64_t hi = base + cursor + limit - 1;
-	int64_t pos = cursor;
-	int rc;
-	int err = CM_OK;
-
-	if (hi > base + total - 1)
-		hi = base + total - 1;
-	sqlite3_bind_int64(s, 1, base + cursor);
-	sqlite3_bind_int64(s, 2, hi);
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		store_result r;
-		if (sqlite3_column_int(s, 1) != STORE_DONE)
-			break; /* imap: the next result in input order is not there yet */
-		r.index = sqlite3_column_int64(s, 0) - base;
-		r.seq = sqlite3_column_int64(s, 2);
-		r.ok = sqlite3_column_int(s, 3);
-		r.value = sqlite3_column_blob(s, 4);
-		r.len = (size_t)sqlite3_column_bytes(s, 4);
-		if ((err = fn(ctx, &r)) == CM_OK)
-			pos = r.index + 1;
-	}
-	sqlite3_reset(s);
-	*next = pos;
-	return err == STORE_PAGE_FULL ? CM_OK : err;
-}
-
-int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
-                             int64_t *next)
-{
-	sqlite3_stmt *s = st->stmt[S_RESULTS_COMPLETION];
-	int64_t pos = cursor;
-	int rc;
-	int err = CM_OK;
-
-	sqlite3_bind_int64(s, 1, job);
-	sqlite3_bind_int64(s, 2, cursor);
-	sqlite3_bind_int64(s, 3, limit);
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		store_result r;
-		r.index = sqlite3_column_int64(s, 0) - sqlite3_column_int64(s, 4);
-		r.seq = sqlite3_column_int64(s, 1);
-		r.ok = sqlite3_column_int(s, 2);
-		r.value = sqlite3_column_blob(s, 3);
-		r.len = (size_t)sqlite3_column_bytes(s, 3);
-		if ((err = fn(ctx, &r)) == CM_OK)
-			pos = r.seq;
-	}
-	sqlite3_reset(s);
-	*next = pos;
-	return err == STORE_PAGE_FULL ? CM_OK : err;
+	return rc == SQLITE_ROW ? CM_OK : store__fail(st, rc);
 }
 
 /* ---- workers ------------------------------------------------------------ */
@@ -853,42 +562,42 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st,
-	            "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, secret, started_ms)"
-	            " VALUES(?, ?, ?, 'starting', ?, ?)",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, secret, started_ms)"
+	                   " VALUES(?, ?, ?, 'starting', ?, ?)",
+	                   &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
-	bind_text(s, 2, pool_id);
-	bind_text(s, 3, handle);
-	bind_text(s, 4, secret);
+	store__bind_text(s, 1, id);
+	store__bind_text(s, 2, pool_id);
+	store__bind_text(s, 3, handle);
+	store__bind_text(s, 4, secret);
 	sqlite3_bind_int64(s, 5, started_ms);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "INSERT INTO queues(id, kind, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
+	if (store__prepare(st, "INSERT INTO queues(id, kind, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
-	bind_text(s, 2, kind);
+	store__bind_text(s, 1, id);
+	store__bind_text(s, 2, kind);
 	sqlite3_bind_int64(s, 3, created_ms);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_queue_delete(store *st, const char *id)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "DELETE FROM queue_items WHERE queue = ?", &s) != CM_OK)
+	if (store__prepare(st, "DELETE FROM queue_items WHERE queue = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
-	if (step_done(st, s) != CM_OK || prepare(st, "DELETE FROM queues WHERE id = ?", &s) != CM_OK)
+	store__bind_text(s, 1, id);
+	if (store__step_done(st, s) != CM_OK || store__prepare(st, "DELETE FROM queues WHERE id = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
-	return step_done(st, s);
+	store__bind_text(s, 1, id);
+	return store__step_done(st, s);
 }
 
 int store_queue_each(store *st, store_queue_fn fn, void *ctx)
@@ -896,7 +605,8 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st,
+	if (store__prepare(
+	            st,
 	            "SELECT q.id, q.kind, q.created_ms, (SELECT count(*) FROM queue_items i WHERE i.queue = q.id)"
 	            " FROM queues q",
 	            &s) != CM_OK)
@@ -904,7 +614,7 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens)
@@ -912,16 +622,16 @@ int store_queue_put(store *st, const char *queue, size_t n, char *const *items, 
 	sqlite3_stmt *s;
 	int rc = SQLITE_DONE;
 
-	if (prepare(st, "INSERT INTO queue_items(queue, value) VALUES(?, ?)", &s) != CM_OK)
+	if (store__prepare(st, "INSERT INTO queue_items(queue, value) VALUES(?, ?)", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, queue);
+	store__bind_text(s, 1, queue);
 	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
 		sqlite3_bind_blob(s, 2, items[i], (int)lens[i], SQLITE_STATIC);
 		rc = sqlite3_step(s);
 		sqlite3_reset(s);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped)
@@ -932,9 +642,9 @@ int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn,
 	int err = CM_OK;
 
 	*popped = 0;
-	if (prepare(st, "SELECT id, value FROM queue_items WHERE queue = ? ORDER BY id LIMIT ?", &s) != CM_OK)
+	if (store__prepare(st, "SELECT id, value FROM queue_items WHERE queue = ? ORDER BY id LIMIT ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, queue);
+	store__bind_text(s, 1, queue);
 	sqlite3_bind_int64(s, 2, max);
 	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		last = sqlite3_column_int64(s, 0);
@@ -944,33 +654,34 @@ int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn,
 	sqlite3_finalize(s);
 	if (err != CM_OK || last < 0)
 		return err;
-	if (prepare(st, "DELETE FROM queue_items WHERE queue = ? AND id <= ?", &s) != CM_OK)
+	if (store__prepare(st, "DELETE FROM queue_items WHERE queue = ? AND id <= ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, queue);
+	store__bind_text(s, 1, queue);
 	sqlite3_bind_int64(s, 2, last);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_process_save(store *st, const store_process *p)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st,
+	if (store__prepare(
+	            st,
 	            "INSERT OR REPLACE INTO processes(id, spec, backend, handle, state, exit_code, reason, created_ms,"
 	            " ended_ms, secret) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, p->id);
-	bind_text(s, 2, p->spec_json);
-	bind_text(s, 3, p->backend);
-	bind_text(s, 4, p->handle);
-	bind_text(s, 5, p->state);
+	store__bind_text(s, 1, p->id);
+	store__bind_text(s, 2, p->spec_json);
+	store__bind_text(s, 3, p->backend);
+	store__bind_text(s, 4, p->handle);
+	store__bind_text(s, 5, p->state);
 	sqlite3_bind_int(s, 6, p->exit_code);
-	bind_text(s, 7, p->reason);
+	store__bind_text(s, 7, p->reason);
 	sqlite3_bind_int64(s, 8, p->created_ms);
 	sqlite3_bind_int64(s, 9, p->ended_ms);
-	bind_text(s, 10, p->secret);
-	return step_done(st, s);
+	store__bind_text(s, 10, p->secret);
+	return store__step_done(st, s);
 }
 
 int store_process_each(store *st, store_process_fn fn, void *ctx)
@@ -978,11 +689,11 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st,
-	            "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms, secret"
-	            " FROM processes"
-	            " ORDER BY created_ms",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms, secret"
+	                   " FROM processes"
+	                   " ORDER BY created_ms",
+	                   &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_process p = {
@@ -1000,22 +711,22 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 		fn(ctx, &p);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_ring_insert(store *st, const char *id, int size, int master_port, const char *members, int64_t created_ms)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "INSERT INTO rings(id, size, master_port, members, created_ms) VALUES(?, ?, ?, ?, ?)", &s) !=
-	    CM_OK)
+	if (store__prepare(st, "INSERT INTO rings(id, size, master_port, members, created_ms) VALUES(?, ?, ?, ?, ?)",
+	                   &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, id);
+	store__bind_text(s, 1, id);
 	sqlite3_bind_int(s, 2, size);
 	sqlite3_bind_int(s, 3, master_port);
-	bind_text(s, 4, members);
+	store__bind_text(s, 4, members);
 	sqlite3_bind_int64(s, 5, created_ms);
-	return step_done(st, s);
+	return store__step_done(st, s);
 }
 
 int store_ring_each(store *st, store_ring_fn fn, void *ctx)
@@ -1023,13 +734,13 @@ int store_ring_each(store *st, store_ring_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st, "SELECT id, size, master_port, members, created_ms FROM rings", &s) != CM_OK)
+	if (store__prepare(st, "SELECT id, size, master_port, members, created_ms FROM rings", &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int(s, 2), col_text(s, 3),
 		   sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
@@ -1037,26 +748,26 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (prepare(st,
-	            "SELECT id, pool_id, handle, state, secret, started_ms FROM workers"
-	            " WHERE state IN ('starting', 'connected')",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "SELECT id, pool_id, handle, state, secret, started_ms FROM workers"
+	                   " WHERE state IN ('starting', 'connected')",
+	                   &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), col_text(s, 4),
 		   sqlite3_column_int64(s, 5));
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : fail(st, rc);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code)
 {
 	sqlite3_stmt *s;
 
-	if (prepare(st, "UPDATE workers SET state = ?, exit_code = ? WHERE id = ?", &s) != CM_OK)
+	if (store__prepare(st, "UPDATE workers SET state = ?, exit_code = ? WHERE id = ?", &s) != CM_OK)
 		return CM_EIO;
-	bind_text(s, 1, state);
+	store__bind_text(s, 1, state);
 	sqlite3_bind_int(s, 2, exit_code);
-	bind_text(s, 3, id);
-	return step_done(st, s);
+	store__bind_text(s, 3, id);
+	return store__step_done(st, s);
 }

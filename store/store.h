@@ -180,8 +180,8 @@ typedef int (*store_result_fn)(void *ctx, const store_result *r);
  * at the first index that has no result yet (imap). Completion order: results
  * with seq > cursor in seq order (imap_unordered). *next is the cursor to
  * pass next time. */
-int store_results_input(store *st, int64_t base, int64_t total, int64_t cursor, int64_t limit, store_result_fn fn,
-                        void *ctx, int64_t *next);
+int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int64_t cursor, int64_t limit,
+                        store_result_fn fn, void *ctx, int64_t *next);
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
                              int64_t *next);
 

@@ -39,15 +39,13 @@ static response job_request(fixture *f, const char *method, const char *job)
 	return http(&f->g, method, path, NULL, NULL);
 }
 
-/* The count of rows in the gateway's database (read-only, beside it). */
-static long long rows(fixture *f, const char *table)
+/* A count read from the gateway's database (read-only, beside it). */
+static long long scalar(fixture *f, const char *sql)
 {
 	sqlite3 *db;
 	sqlite3_stmt *s;
-	char sql[64];
 	long long n = -1;
 
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
 	assert_int_equal(sqlite3_open_v2(f->g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
@@ -58,19 +56,23 @@ static long long rows(fixture *f, const char *table)
 	return n;
 }
 
-/* Waits (30 s at most) until the database holds no task and no job. */
+#define STORED_TASKS "SELECT coalesce(sum(n), 0) FROM chunk_state"
+
+/* Waits (30 s at most) until the database holds no task, result or job. */
 static void wait_tasks_deleted(fixture *f)
 {
-	long long tasks = -1, jobs = -1;
+	long long tasks = -1, results = -1, jobs = -1;
 
 	for (int i = 0; i < 3000; i++) {
-		tasks = rows(f, "tasks");
-		jobs = rows(f, "jobs");
-		if (tasks == 0 && jobs == 0)
+		tasks = scalar(f, STORED_TASKS);
+		results = scalar(f, "SELECT count(*) FROM results");
+		jobs = scalar(f, "SELECT count(*) FROM jobs");
+		if (tasks == 0 && results == 0 && jobs == 0)
 			return;
 		usleep(10000);
 	}
-	fail_msg("after 30 s the database still holds %lld tasks and %lld jobs", tasks, jobs);
+	fail_msg("after 30 s the database still holds %lld tasks, %lld result groups and %lld jobs", tasks, results,
+	         jobs);
 }
 
 static void test_cancel_running_job(void **state)
@@ -181,7 +183,7 @@ static void test_removal_resumes_after_crash(void **state)
 	assert_int_equal(r.status, 200);
 	response_free(&r);
 	gateway_kill(&f->g);
-	long long left = rows(f, "tasks");
+	long long left = scalar(f, STORED_TASKS);
 	assert_true(left > 0); /* 2,000 a cycle: not all gone yet */
 	assert_true(left < n + 1);
 	gateway_restart(&f->g);

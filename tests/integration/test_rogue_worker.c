@@ -133,17 +133,32 @@ static int held_tasks(const char *pool, held out[2])
 
 	assert_int_equal(sqlite3_open_v2(g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
+	/* A chunk's tasks blob: 12 bytes a task, state first (1: held), the
+	 * holder's ref in the last 8 (little-endian). */
 	assert_int_equal(sqlite3_prepare_v2(db,
-	                                    "SELECT w.id, w.secret, t.id FROM workers w JOIN tasks t ON t.worker = w.id"
-	                                    " WHERE w.pool_id = ? AND t.state = 1 ORDER BY w.id",
+	                                    "SELECT w.id, w.secret, c.id, c.n, c.tasks, h.ref FROM workers w"
+	                                    " JOIN holders h ON h.name = w.id, chunk_state c"
+	                                    " WHERE w.pool_id = ? AND c.pending > 0 ORDER BY w.id, c.id",
 	                                    -1, &s, NULL),
 	                 SQLITE_OK);
 	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
 	while (n < 2 && sqlite3_step(s) == SQLITE_ROW) {
-		snprintf(out[n].worker, sizeof(out[n].worker), "%s", (const char *)sqlite3_column_text(s, 0));
-		snprintf(out[n].secret, sizeof(out[n].secret), "%s", (const char *)sqlite3_column_text(s, 1));
-		out[n].task = sqlite3_column_int64(s, 2);
-		n++;
+		const unsigned char *t = sqlite3_column_blob(s, 4);
+		int tasks = sqlite3_column_int(s, 3);
+		int64_t ref = sqlite3_column_int64(s, 5);
+		for (int i = 0; t && i < tasks && n < 2; i++) {
+			const unsigned char *r = t + (size_t)i * 12;
+			int64_t x = 0;
+			for (int b = 7; b >= 0; b--)
+				x = x << 8 | r[4 + b];
+			if (r[0] != 1 || x != ref)
+				continue;
+			snprintf(out[n].worker, sizeof(out[n].worker), "%s", (const char *)sqlite3_column_text(s, 0));
+			snprintf(out[n].secret, sizeof(out[n].secret), "%s", (const char *)sqlite3_column_text(s, 1));
+			out[n].task = sqlite3_column_int64(s, 2) + i;
+			n++;
+			break; /* the worker's first; the next row is the next worker's or chunk's */
+		}
 	}
 	sqlite3_finalize(s);
 	sqlite3_close(db);

@@ -250,19 +250,26 @@ static void test_job_removed_by_ranges(void **state)
 	                  .chunksize = 1,
 	                  .created_ms = 1};
 
+	char *args[2] = {"a", "b"};
+	size_t lens[2] = {1, 1};
+
 	insert_job(f->st, 10);
+	kept.total = 2;
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_job_insert(f->st, &kept), CM_OK);
+	assert_int_equal(store_tasks_insert(f->st, 2, 11, 2, args, lens), CM_OK);
 	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_ENOENT);
 	assert_int_equal(store_job_delete(f->st, 1), CM_OK); /* not forgotten: it stays */
 	assert_int_equal(store_job_forget(f->st, 1), CM_OK);
+	/* Job 1's ids by slices, as the engine removes them: its tasks go,
+	 * job 2's (ids 11 and 12) stay. */
 	assert_int_equal(store_tasks_delete(f->st, 1, 4), CM_OK);
-	assert_int_equal(store_tasks_delete(f->st, 5, 9), CM_OK);
-	assign_all(f->st, 1, 10, "w-a", &rest);
-	assert_int_equal(rest.n, 1); /* task 10 only */
-	assert_int_equal(rest.ids[0], 10);
-	assert_int_equal(store_tasks_delete(f->st, 10, 10), CM_OK);
+	assert_int_equal(store_tasks_delete(f->st, 5, 10), CM_OK);
+	assign_all(f->st, 1, 12, "w-a", &rest);
+	assert_int_equal(rest.n, 2);
+	assert_int_equal(rest.ids[0], 11);
+	assert_int_equal(rest.ids[1], 12);
 	assert_int_equal(store_job_delete(f->st, 1), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	job_counts c = {0};
@@ -326,7 +333,7 @@ static void test_results_input_order_stops_at_gap(void **state)
 	assert_int_equal(store_task_complete(f->st, 5, 4, 1, "40", 2, NULL, &rec), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 
-	assert_int_equal(store_results_input(f->st, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
+	assert_int_equal(store_results_input(f->st, 1, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 2); /* imap: stops before the missing index 2 */
 	assert_int_equal(next, 2);
 	assert_string_equal(r.args[1], "bad");
@@ -396,15 +403,15 @@ static void test_idempotency_and_reload(void **state)
 	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "7", 1, NULL, &rec), CM_OK);
 	/* A reader sees nothing uncommitted. */
 	assert_int_equal(store_open(f->path, 0, &reader, detail, sizeof(detail)), CM_OK);
-	assert_int_equal(store_results_input(reader, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(store_results_input(reader, 1, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 0);
 	assert_int_equal(store_commit(f->st), CM_OK);
-	assert_int_equal(store_results_input(reader, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(store_results_input(reader, 1, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 1);
 	store_close(reader);
 	assert_int_equal(store_next_ids(f->st, &job_num, &task_id), CM_OK);
 	assert_int_equal(job_num, 3);
-	assert_int_equal(task_id, 3);
+	assert_int_equal(task_id, 100); /* past every job's ids, though j-2 has no task yet */
 }
 
 static void test_cancel_fills_every_missing_result(void **state)
@@ -424,7 +431,7 @@ static void test_cancel_fills_every_missing_result(void **state)
 	assert_int_equal(store_job_cancel(f->st, 3, 4, 3, "cancelled", &n), CM_OK);
 	assert_int_equal(n, 2); /* two queued */
 	assert_int_equal(store_commit(f->st), CM_OK);
-	assert_int_equal(store_results_input(f->st, 1, 4, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(store_results_input(f->st, 1, 1, 4, 0, 10, on_result, &r, &next), CM_OK);
 	assert_int_equal(r.n, 4);
 	assert_int_equal(next, 4);
 	assert_string_equal(r.args[0], "cancelled");
@@ -472,6 +479,114 @@ static void on_pool(void *ctx, const char *id, const char *spec_json, const char
 	snprintf(ctx, 20, "%s", id);
 }
 
+/* A big job through the store's chunks: many more chunks than it keeps in
+ * memory, over several transactions, one of them rolled back. Every task is
+ * handed out once, every result recorded once with its value, in input and
+ * in completion order, and what was rolled back is not there. */
+typedef struct tally {
+	int64_t n, sum_index, bad;
+	int64_t last_seq; /* completion order: seqs rise */
+	int by_seq;
+} tally;
+
+static int count_task(void *ctx, int64_t id, const void *arg, size_t len, int attempts)
+{
+	tally *t = ctx;
+	char want[24];
+
+	snprintf(want, sizeof(want), "%lld", (long long)(id - 1));
+	t->bad += attempts != 1 || len != strlen(want) || memcmp(arg, want, len) != 0;
+	t->n++;
+	return CM_OK;
+}
+
+static int count_result(void *ctx, const store_result *r)
+{
+	tally *t = ctx;
+	char want[24];
+
+	snprintf(want, sizeof(want), "v%lld", (long long)r->index);
+	t->bad += !r->ok || r->len != strlen(want) || memcmp(r->value, want, r->len) != 0 ||
+	          (t->by_seq && r->seq != t->last_seq + 1);
+	t->last_seq = r->seq;
+	t->sum_index += r->index;
+	t->n++;
+	return CM_OK;
+}
+
+static void complete_range(store *st, int64_t lo, int64_t hi, int64_t *seq, const char *holder)
+{
+	for (int64_t id = lo; id <= hi; id++) {
+		char v[24];
+		int rec = 0;
+		int len = snprintf(v, sizeof(v), "v%lld", (long long)(id - 1));
+		assert_int_equal(store_task_complete(st, id, *seq + 1, 1, v, (size_t)len, holder, &rec), CM_OK);
+		assert_int_equal(rec, 1);
+		(*seq)++;
+	}
+}
+
+static void test_many_chunks_over_transactions(void **state)
+{
+	fixture *f = *state;
+	const int n = 150000; /* about 147 chunks */
+	tally taken = {0}, in = {0}, byseq = {.by_seq = 1};
+	int64_t next = 0, seq = 0, held = -1;
+	int rec = 0;
+
+	insert_job(f->st, n);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, n, "w-a", count_task, &taken, &next), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(taken.n, n);
+	assert_int_equal(taken.bad, 0);
+	assert_int_equal(store_tasks_held_count(f->st, "w-a", &held), CM_OK);
+	assert_int_equal(held, n);
+
+	/* Results from the back half first, then a transaction rolled back. */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	complete_range(f->st, n / 2 + 1, n, &seq, "w-a");
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	int64_t lost_seq = seq;
+	complete_range(f->st, 1, 1000, &lost_seq, "w-a");
+	store_rollback(f->st);
+	assert_int_equal(store_tasks_held_count(f->st, "w-a", &held), CM_OK);
+	assert_int_equal(held, n / 2);
+	/* Then the front half, in transactions of 10,000; a repeat is refused. */
+	for (int64_t lo = 1; lo <= n / 2; lo += 10000) {
+		assert_int_equal(store_begin(f->st), CM_OK);
+		complete_range(f->st, lo, lo + 9999 < n / 2 ? lo + 9999 : n / 2, &seq, "w-a");
+		assert_int_equal(store_task_complete(f->st, lo, seq + 1, 1, "again", 5, "w-a", &rec), CM_OK);
+		assert_int_equal(rec, 0);
+		assert_int_equal(store_commit(f->st), CM_OK);
+	}
+	assert_int_equal(store_tasks_held_count(f->st, "w-a", &held), CM_OK);
+	assert_int_equal(held, 0);
+
+	for (int64_t cursor = 0; cursor < n;) {
+		int64_t before = in.n;
+		assert_int_equal(store_results_input(f->st, 1, 1, n, cursor, 7000, count_result, &in, &cursor), CM_OK);
+		assert_true(in.n > before);
+	}
+	for (int64_t cursor = 0; cursor < n;) {
+		int64_t before = byseq.n;
+		assert_int_equal(store_results_completion(f->st, 1, cursor, 7000, count_result, &byseq, &cursor),
+		                 CM_OK);
+		assert_true(byseq.n > before);
+	}
+	assert_int_equal(in.n, n);
+	assert_int_equal(byseq.n, n);
+	assert_int_equal(in.bad, 0);
+	assert_int_equal(byseq.bad, 0);
+	assert_int_equal(in.sum_index, (int64_t)n * (n - 1) / 2);
+	assert_int_equal(byseq.sum_index, (int64_t)n * (n - 1) / 2);
+	job_counts c = {0};
+	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
+	assert_int_equal(c.done[1], n);
+	assert_int_equal(c.failed[1], 0);
+}
+
 /* A database made by the first release's schema (tests/unit/fixtures) opens,
  * is migrated step by step, keeps its rows, and is not migrated twice. */
 /* Appends "id=secret;" of each process to ctx (a 128-byte string). */
@@ -493,23 +608,33 @@ static void on_job_context(void *ctx, const store_job *j)
 	         j->context ? (const char *)j->context : "(null)");
 }
 
-static void test_migrates_a_version_1_database(void **state)
+/* A database of the first release's schema (tests/unit/fixtures) at
+ * DIR/name, open for the test to fill: *path gets its path. */
+static sqlite3 *v1_database(const fixture *f, const char *name, char path[128])
 {
-	fixture *f = *state;
-	char path[128], detail[256] = "", pool[20] = "";
 	char *sql = NULL;
 	size_t len = 0;
 	sqlite3 *db;
-	store *st = NULL;
-	loaded_worker w = {0};
 	FILE *fp = fopen(STRAND_FIXTURES "/schema_v1.sql", "r");
 
 	assert_non_null(fp);
 	assert_int_equal(getdelim(&sql, &len, '\0', fp) > 0, 1);
 	fclose(fp);
-	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	snprintf(path, 128, "%s/%s", f->dir, name);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	free(sql);
+	return db;
+}
+
+static void test_migrates_a_version_1_database(void **state)
+{
+	fixture *f = *state;
+	char path[128], detail[256] = "", pool[20] = "";
+	store *st = NULL;
+	loaded_worker w = {0};
+	sqlite3 *db = v1_database(f, "v1.db", path);
+
 	assert_int_equal(
 	        sqlite3_exec(db,
 	                     "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
@@ -521,7 +646,6 @@ static void test_migrates_a_version_1_database(void **state)
 	                     NULL, NULL, NULL),
 	        SQLITE_OK);
 	sqlite3_close(db);
-	free(sql);
 
 	for (int round = 0; round < 2; round++) {
 		assert_int_equal(store_open(path, 1, &st, detail, sizeof(detail)), CM_OK);
@@ -569,16 +693,92 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 5);
+	assert_int_equal(sqlite3_column_int(q, 0), 6);
 	sqlite3_finalize(q);
-	/* 5: the index a start counts failures through. */
+	/* 6: tasks by chunks; the table of a row per task is gone. */
 	assert_int_equal(
-	        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'tasks_failed'", -1, &q, NULL),
+	        sqlite3_prepare_v2(db,
+	                           "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master"
+	                           " WHERE name IN ('tasks', 'chunks', 'chunk_state', 'results') ORDER BY name)",
+	                           -1, &q, NULL),
 	        SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 1);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "chunk_state,chunks,results");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
+}
+
+/* A database of before chunks (a row per task) keeps every task through
+ * the migration: what is queued with its attempts, what a worker holds,
+ * each result with its seq, value and failure, and the arguments of what
+ * still has to run. */
+static void test_migrates_task_rows_into_chunks(void **state)
+{
+	fixture *f = *state;
+	char path[128], detail[256] = "";
+	store *st = NULL;
+	seen r = {0}, queued = {0}, taken = {0};
+	int64_t next, held = 0;
+	sqlite3 *db = v1_database(f, "rows.db", path);
+
+	/* Job 1, ids 1..5: queued; held by w-old; done; failed; queued after
+	 * two runs. Job 2, id 6: done. */
+	assert_int_equal(sqlite3_exec(db,
+	                              "INSERT INTO pools VALUES('p-old', 'poolsecret', '{}', 'active', NULL, 1);"
+	                              "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1);"
+	                              "INSERT INTO jobs VALUES(1, 'j-1', 'p-old', 'echo', NULL, NULL, 'running', 1, 5,"
+	                              " 1, 3, 0, 0, 1);"
+	                              "INSERT INTO jobs VALUES(2, 'j-2', 'p-old', 'echo', NULL, NULL, 'done', 6, 1,"
+	                              " 1, 3, 0, 0, 1);"
+	                              "INSERT INTO tasks VALUES(1, 1, '\"a\"', 0, 0, NULL, NULL, NULL, NULL);"
+	                              "INSERT INTO tasks VALUES(2, 1, '\"b\"', 1, 1, 'w-old', NULL, NULL, NULL);"
+	                              "INSERT INTO tasks VALUES(3, 1, '\"c\"', 2, 1, NULL, 1, 1, '30');"
+	                              "INSERT INTO tasks VALUES(4, 1, '\"d\"', 2, 1, NULL, 2, 0, 'bad');"
+	                              "INSERT INTO tasks VALUES(5, 1, '\"e\"', 0, 2, NULL, NULL, NULL, NULL);"
+	                              "INSERT INTO tasks VALUES(6, 2, '\"f\"', 2, 1, NULL, 1, 1, '60');",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(path, STORE_WRITER, &st, detail, sizeof(detail)), CM_OK);
+	job_counts c = {0};
+	assert_int_equal(store_job_each(st, on_job_counts, &c), CM_OK);
+	assert_int_equal(c.done[1], 2);
+	assert_int_equal(c.failed[1], 1);
+	assert_int_equal(store_tasks_held_count(st, "w-old", &held), CM_OK);
+	assert_int_equal(held, 1);
+	assert_int_equal(store_tasks_queued_each(st, 1, on_task, &queued), CM_OK);
+	assert_int_equal(queued.n, 2);
+	assert_int_equal(queued.ids[0], 1);
+	assert_int_equal(queued.attempts[0], 0);
+	assert_int_equal(queued.ids[1], 5);
+	assert_int_equal(queued.attempts[1], 2);
+	/* Input order stops at index 0 (queued); completion order has both. */
+	assert_int_equal(store_results_input(st, 1, 1, 5, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 0);
+	assert_int_equal(store_results_completion(st, 1, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 2);
+	assert_int_equal(r.ids[0], 2);
+	assert_string_equal(r.args[0], "30");
+	assert_int_equal(r.ids[1], 3);
+	assert_string_equal(r.args[1], "bad");
+	assert_int_equal(next, 2);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(store_results_input(st, 2, 6, 1, 0, 10, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.args[0], "60");
+	/* The arguments of what is queued, and w-old's task recorded once. */
+	assign_all(st, 1, 5, "w-new", &taken);
+	assert_int_equal(taken.n, 2);
+	assert_string_equal(taken.args[0], "\"a\"");
+	assert_string_equal(taken.args[1], "\"e\"");
+	assert_int_equal(taken.attempts[1], 3);
+	int rec = 0;
+	assert_int_equal(store_task_complete(st, 2, 3, 1, "20", 2, "w-old", &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_task_complete(st, 2, 4, 1, "20", 2, NULL, &rec), CM_OK);
+	assert_int_equal(rec, 0);
+	store_close(st);
 }
 
 static void count_pool(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,
@@ -778,7 +978,9 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failed_write_fails_the_commit, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_many_chunks_over_transactions, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_migrates_a_version_1_database, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_migrates_task_rows_into_chunks, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -1,0 +1,48 @@
+/*
+ * The store's inside, shared by store.c (the connection, its transactions,
+ * pools, jobs, queues, processes, workers), store_tasks.c (tasks and
+ * results, kept by chunks) and nothing else.
+ */
+#ifndef STORE_STORE_INT_H
+#define STORE_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct task_cache; /* store_tasks.c: a writer's chunks being changed */
+
+struct store {
+	sqlite3 *db;
+	int writer;
+	int marked_open; /* a writer: meta 'open' is 1 until store_close */
+	int in_tx; /* between store_begin and its commit or rollback */
+	int tx_failed; /* a statement of that transaction failed: it must not commit */
+	char tx_error[256];
+	struct task_cache *tasks;
+};
+
+/* Logs SQLite's error, fails the transaction under way, and maps rc to a
+ * CM_ code. */
+int store__fail(store *st, int rc);
+int store__exec(store *st, const char *sql);
+int store__prepare(store *st, const char *sql, sqlite3_stmt **out);
+/* Runs a statement that returns no rows and finalizes it. */
+int store__step_done(store *st, sqlite3_stmt *s);
+int store__int_query(store *st, const char *sql, int64_t *out);
+/* Runs sql, which returns no rows, with ?1 and ?2 bound to a and b. */
+int store__exec_ints(store *st, const char *sql, int64_t a, int64_t b);
+void store__bind_text(sqlite3_stmt *s, int i, const char *v);
+
+/* store_tasks.c, called by store.c: */
+int store__tasks_open(store *st); /* a writer's cache */
+void store__tasks_close(store *st);
+/* Writes what the transaction changed in memory (chunks, results) into it:
+ * called by store_commit before COMMIT. */
+int store__tasks_flush(store *st);
+/* After a rollback: what memory held of the transaction is dropped. */
+void store__tasks_forget(store *st);
+/* Schema 6: the tasks table of before, converted into chunks and results. */
+int store__tasks_convert(store *st);
+
+#endif
