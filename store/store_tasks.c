@@ -711,7 +711,8 @@ int store__tasks_flush(store *st)
 		if (c->chunks[i]->dirty)
 			err = flush_chunk(st, c->chunks[i]);
 	for (group *g = c->groups; g && err == CM_OK; g = g->next)
-		err = flush_group(st, g);
+		if (g->n) /* none when the memory for its first entry was refused */
+			err = flush_group(st, g);
 	if (err != CM_OK)
 		return err;
 	groups_clear(c);
