@@ -560,15 +560,13 @@ static int group_for(struct task_cache *c, int64_t job, int64_t seq, size_t len,
 	return CM_OK;
 }
 
-/* Records task r (of chunk k) DONE with seq and its result in its job's
- * group. Memory first: a failure leaves the task as it was. */
-static int set_done(struct task_cache *c, chunk *k, trec *r, int64_t seq, int ok, const void *value, size_t len)
+/* Appends task id's result to its job's group for seq. */
+static int group_add(struct task_cache *c, int64_t job, int64_t seq, int64_t id, int ok, const void *value, size_t len)
 {
 	uint8_t head[ENTRY_HEAD], off[4];
 	group *g;
-	int64_t id = k->id + (r - k->t);
 
-	if (len > UINT32_MAX - ENTRY_HEAD || group_for(c, k->job, seq, len + ENTRY_HEAD, &g) != CM_OK)
+	if (len > UINT32_MAX - ENTRY_HEAD || group_for(c, job, seq, len + ENTRY_HEAD, &g) != CM_OK)
 		return CM_ENOMEM;
 	put_u64(head, (uint64_t)id);
 	head[8] = ok ? 1 : 0;
@@ -581,7 +579,15 @@ static int set_done(struct task_cache *c, chunk *k, trec *r, int64_t seq, int ok
 	put_u32(off, (uint32_t)g->data.len);
 	cm_buf_append(&g->offsets, off, 4);
 	g->n++;
+	return CM_OK;
+}
 
+/* Records task r (of chunk k) DONE with seq and its result in its job's
+ * group. Memory first: a failure leaves the task as it was. */
+static int set_done(struct task_cache *c, chunk *k, trec *r, int64_t seq, int ok, const void *value, size_t len)
+{
+	if (group_add(c, k->job, seq, k->id + (r - k->t), ok, value, len) != CM_OK)
+		return CM_ENOMEM;
 	if (r->state == STORE_PENDING)
 		leave_pending(c, k, r);
 	else
@@ -613,15 +619,21 @@ int store__tasks_open(store *st)
 	return CM_OK;
 }
 
+/* Takes the first group off c's list and frees it. */
+static void group_pop(struct task_cache *c)
+{
+	group *g = c->groups;
+
+	c->groups = g->next;
+	cm_buf_fini(&g->offsets);
+	cm_buf_fini(&g->data);
+	free(g);
+}
+
 static void groups_clear(struct task_cache *c)
 {
-	while (c->groups) {
-		group *g = c->groups;
-		c->groups = g->next;
-		cm_buf_fini(&g->offsets);
-		cm_buf_fini(&g->data);
-		free(g);
-	}
+	while (c->groups)
+		group_pop(c);
 }
 
 void store__tasks_close(store *st)
@@ -1366,7 +1378,6 @@ typedef struct convert_chunk {
 
 static int convert_flush(store *st, convert_chunk *cc)
 {
-	struct task_cache *c = st->tasks;
 	int64_t counts[4] = {0}; /* queued, pending, done, failed */
 	int err;
 
@@ -1392,7 +1403,6 @@ static int convert_flush(store *st, convert_chunk *cc)
 	for (size_t i = 0; i < cc->n; i++)
 		free(cc->args[i]);
 	cc->n = 0;
-	(void)c;
 	return err;
 }
 
@@ -1470,29 +1480,12 @@ int store__tasks_convert(store *st)
 	                                   &s) != CM_OK)
 		err = CM_EIO;
 	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(s, 0);
-		chunk k = {.id = id, .job = sqlite3_column_int64(s, 1), .n = 1, .queued = 1};
-		trec r = {.state = STORE_QUEUED};
-		/* set_done on a stand-in: only the group entry is kept. */
-		chunk *kp = malloc(sizeof(k) + sizeof(trec));
-		if (!kp) {
-			err = CM_ENOMEM;
-			break;
-		}
-		*kp = k;
-		kp->t[0] = r;
-		err = set_done(c, kp, &kp->t[0], sqlite3_column_int64(s, 2), sqlite3_column_int(s, 3),
-		               sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4));
-		free(kp);
-		if (err == CM_OK && c->groups && c->groups->n >= GROUP_RESULTS)
-			err = flush_group(st, c->groups);
-		if (err == CM_OK && c->groups && c->groups->n >= GROUP_RESULTS) {
-			group *g = c->groups;
-			c->groups = g->next;
-			cm_buf_fini(&g->offsets);
-			cm_buf_fini(&g->data);
-			free(g);
-		}
+		/* Full groups are written as they fill; the rest at the end. */
+		err = group_add(c, sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 0),
+		                sqlite3_column_int(s, 3), sqlite3_column_blob(s, 4),
+		                (size_t)sqlite3_column_bytes(s, 4));
+		if (err == CM_OK && c->groups->n >= GROUP_RESULTS && (err = flush_group(st, c->groups)) == CM_OK)
+			group_pop(c);
 	}
 	if (err == CM_OK && s && rc != SQLITE_DONE)
 		err = store__fail(st, rc);
