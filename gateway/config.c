@@ -31,6 +31,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --sync LEVEL         normal: what was acknowledged survives a crash of the gateway (may lose\n"
 	        "                       the last commits on an OS crash or power loss); full: survives those\n"
 	        "                       too, at an fsync per commit (STRAND_SYNC, default normal)\n"
+	        "  --retain AGE         ended jobs are removed with their tasks and results this long after they\n"
+	        "                       end: a number with s, m, h or d (STRAND_RETAIN, default 7d; 0 keeps all)\n"
 	        "  --backend NAME       default backend for pools: local, docker or kubernetes (STRAND_BACKEND,\n"
 	        "                       default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
@@ -82,6 +84,32 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       default the hub URL's host; mbedtls matches DNS names, not IP addresses)\n"
 	        "  --help               this text\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
+}
+
+/* "0", or a whole number of seconds, minutes, hours or days ("90s", "7d";
+ * a bare number is seconds), at most ten years: *ms, or -1 when not so. */
+static int64_t parse_age(const char *v)
+{
+	static const struct {
+		char unit;
+		int64_t ms;
+	} units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
+	int64_t n = 0;
+	const char *p = v;
+
+	for (; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n > 3650LL * 86400)
+			return -1;
+	}
+	if (p == v)
+		return -1;
+	if (!*p)
+		return n * 1000;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (*p == units[i].unit && !p[1])
+			return n * units[i].ms > 3650LL * 86400000 ? -1 : n * units[i].ms;
+	return -1;
 }
 
 /* A DNS-1123 label: what a Kubernetes namespace is (and what may go in a URL
@@ -186,6 +214,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"kubeconfig", required_argument, NULL, 1007},
 	        {"hub-advertise", required_argument, NULL, 1008},
 	        {"sync", required_argument, NULL, 1009},
+	        {"retain", required_argument, NULL, 1010},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -205,6 +234,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	};
 	char self[1024] = "";
 	char sync[16] = "normal";
+	char retain[32] = "7d";
 	char *dir;
 	ssize_t n;
 	int c, err;
@@ -239,6 +269,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_advertise, sizeof(cfg->hub_advertise), getenv("STRAND_HUB_ADVERTISE"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
 	set(sync, sizeof(sync), getenv("STRAND_SYNC"));
+	set(retain, sizeof(retain), getenv("STRAND_RETAIN"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
 	set(cfg->image, sizeof(cfg->image), getenv("STRAND_IMAGE"));
 	set(cfg->docker_socket, sizeof(cfg->docker_socket), getenv("STRAND_DOCKER_SOCKET"));
@@ -289,6 +320,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1007: set(cfg->kubeconfig, sizeof(cfg->kubeconfig), optarg); break;
 		case 1008: set(cfg->hub_advertise, sizeof(cfg->hub_advertise), optarg); break;
 		case 1009: set(sync, sizeof(sync), optarg); break;
+		case 1010: set(retain, sizeof(retain), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -316,6 +348,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		return CM_EINVAL;
 	}
 	cfg->sync_full = strcmp(sync, "full") == 0;
+	if ((cfg->retain_ms = parse_age(retain)) < 0) {
+		snprintf(detail, detail_len,
+		         "--retain must be 0 or a whole number with s, m, h or d (7d), at most 10 years");
+		return CM_EINVAL;
+	}
 	if (!cfg->token_file[0]) {
 		/* Next to the database, so one operator's gateway and files stay together. */
 		char db[sizeof(cfg->db)];

@@ -5,6 +5,7 @@
 #ifndef GATEWAY_CONFIG_H
 #define GATEWAY_CONFIG_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gateway/k8s_config.h"
@@ -15,6 +16,7 @@ typedef struct gw_config {
 	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
 	int sync_full; /* --sync full: each commit survives an OS crash too (else a crash of the gateway) */
+	int64_t retain_ms; /* ended jobs older than this are removed; 0: kept for ever */
 	char backend[32]; /* default backend for new pools */
 	char image[256]; /* default worker image (docker) */
 	char docker_socket[256]; /* the Docker Engine API */

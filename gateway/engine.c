@@ -314,6 +314,7 @@ static void *engine_main(void *arg)
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
 			engine__chores_step(e);
+			engine__upkeep(e, now);
 		}
 		if (closing)
 			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */

@@ -2,8 +2,8 @@
  * The engine's inside, shared by its parts: engine.c (the cycle),
  * engine_jobs.c (jobs, the task queue, pulls), engine_pools.c (pools and
  * workers, leases), engine_recovery.c (load, recover, reload),
- * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes) and
- * engine_processes.c (processes and rings). Everything here belongs to the
+ * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes),
+ * engine_processes.c (processes and rings) and engine_upkeep.c (retention, vacuum). Everything here belongs to the
  * engine thread; see engine.c for the cycle and engine.h for the contract.
  */
 #ifndef GATEWAY_ENGINE_INT_H
@@ -43,6 +43,9 @@
  * milliseconds of the engine's time, so no request waits behind a large
  * job's cancellation or removal. */
 #define CHORE_SLICE 2000
+/* ... where the end of a chore (its job's row and results) counts as this
+ * many tasks: a cycle ends at most about a hundred small jobs. */
+#define CHORE_JOB_COST 20
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -229,6 +232,7 @@ typedef struct job {
 	struct job_context *context; /* while it runs: given to the runtime with each task; NULL: none */
 	job_state state;
 	int64_t created_ms;
+	int64_t ended_ms; /* when it ended, wall clock (--retain counts from it); 0 while it runs */
 	struct pool *pool;
 	struct job *next; /* in the pool, by base */
 	struct job *hash_next; /* in e->jobs */
@@ -298,6 +302,7 @@ struct engine {
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
+	int64_t next_sweep, next_vacuum; /* when upkeep looks again (engine_upkeep.c) */
 	bx *backends[ENGINE_BACKENDS_MAX]; /* one executor per backend */
 	size_t nbackends;
 	bx *local; /* the local backend's, which runs functions of processes */
@@ -333,6 +338,7 @@ int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* t
 void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__handle_job_delete(engine *e, op *o); /* cancels a running job, removes an ended one */
+int engine__job_remove(engine *e, job *j); /* an ended job: gone from every view, its tasks doomed */
 void engine__job_free(job *j);
 /* Chores, a slice a cycle (engine__chores_step): a removed job's tasks, ids
  * lo..hi, to delete; a cancelled job's missing results to fill with why. */
@@ -346,6 +352,9 @@ void engine__pull_finish(engine *e, op *o, engine_batch_status status, const cha
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
 void engine__handle_pull(engine *e, op *o);
 void engine__handle_map(engine *e, op *o);
+
+/* engine_upkeep.c: ended jobs past --retain removed, freed pages given back */
+void engine__upkeep(engine *e, int64_t now);
 
 /* engine_pools.c: pools and workers */
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason);

@@ -130,7 +130,8 @@ static void job_check_done(engine *e, job *j)
 		return;
 	retire_context(e, j);
 	j->state = JOB_DONE;
-	store_job_set_state(e->st, j->num, job_state_names[j->state]);
+	j->ended_ms = cm_wall_ms();
+	store_job_set_state(e->st, j->num, job_state_names[j->state], j->ended_ms);
 	j->pool->open_jobs--;
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
@@ -168,35 +169,38 @@ int engine__cancel_rest(engine *e, job *j, const char *why)
 	return chore_add(e, j, j->num, j->base, j->base + j->total - 1, why);
 }
 
-/* One slice of the newest chore, in this cycle's transaction. A failed
- * cycle reloads the chores from the store (jobs "cancelling" and
- * "deleting"). */
+/* Chores, newest first, up to CHORE_SLICE tasks a cycle (a chore that
+ * ends counts CHORE_JOB_COST more: its job's row and results go), in this
+ * cycle's transaction. A failed cycle reloads the chores from the store
+ * (jobs "cancelling" and "deleting"). */
 void engine__chores_step(engine *e)
 {
-	chore *c = e->chores;
-	int64_t n = 0;
+	int64_t budget = CHORE_SLICE;
 
-	if (!c)
-		return;
-	int64_t hi = c->hi - c->lo >= CHORE_SLICE ? c->lo + CHORE_SLICE - 1 : c->hi;
-	if (c->j) {
-		if (store_job_cancel(e->st, c->lo, hi, c->j->done + 1, c->why, &n) != CM_OK)
+	while (e->chores && budget > 0) {
+		chore *c = e->chores;
+		int64_t n = 0;
+		int64_t hi = c->hi - c->lo >= budget ? c->lo + budget - 1 : c->hi;
+		if (c->j) {
+			if (store_job_cancel(e->st, c->lo, hi, c->j->done + 1, c->why, &n) != CM_OK)
+				return;
+			c->j->done += n;
+			c->j->failed += n;
+			c->j->pool->tasks_done += n;
+			c->j->pool->tasks_failed += n;
+		} else if (store_tasks_delete(e->st, c->lo, hi) != CM_OK) {
 			return;
-		c->j->done += n;
-		c->j->failed += n;
-		c->j->pool->tasks_done += n;
-		c->j->pool->tasks_failed += n;
-	} else if (store_tasks_delete(e->st, c->lo, hi) != CM_OK) {
-		return;
+		}
+		budget -= hi - c->lo + 1 + CHORE_JOB_COST;
+		c->lo = hi + 1;
+		if (c->lo <= c->hi)
+			return;
+		if ((c->j ? store_job_set_state(e->st, c->num, job_state_names[JOB_CANCELLED], c->j->ended_ms)
+		          : store_job_delete(e->st, c->num)) != CM_OK)
+			return;
+		e->chores = c->next;
+		free(c);
 	}
-	c->lo = hi + 1;
-	if (c->lo <= c->hi)
-		return;
-	if ((c->j ? store_job_set_state(e->st, c->num, job_state_names[JOB_CANCELLED])
-	          : store_job_delete(e->st, c->num)) != CM_OK)
-		return;
-	e->chores = c->next;
-	free(c);
 }
 
 /* Drops the chores of job j (it is being removed). */
@@ -230,8 +234,9 @@ void engine__chores_clear(engine *e)
 static void job_cancel(engine *e, job *j, const char *why)
 {
 	j->state = JOB_CANCELLED;
+	j->ended_ms = cm_wall_ms();
 	retire_context(e, j);
-	store_job_set_state(e->st, j->num, "cancelling");
+	store_job_set_state(e->st, j->num, "cancelling", j->ended_ms);
 	j->pool->open_jobs--;
 	if (engine__cancel_rest(e, j, why) != CM_OK)
 		cm_error("job %s: out of memory; its missing results are filled after a restart", j->id);
@@ -317,19 +322,33 @@ void engine__handle_job_delete(engine *e, op *o)
 		o->out = engine__job_json(j);
 		return;
 	}
-	/* Memory first: a store failure fails the cycle, which reloads. */
-	if ((o->err = engine__doom(e, j->num, j->base, j->base + j->total - 1)) != CM_OK)
-		return;
-	if (store_job_forget(e->st, j->num) != CM_OK) {
-		o->err = CM_EIO;
+	json_t *out = engine__job_json(j);
+	if (!out) {
+		o->err = CM_ENOMEM;
 		return;
 	}
+	if ((o->err = engine__job_remove(e, j)) != CM_OK) {
+		json_decref(out);
+		return;
+	}
+	json_object_set_new(out, "state", json_string("deleted"));
+	o->out = out;
+}
+
+int engine__job_remove(engine *e, job *j)
+{
+	/* Memory first: a store failure fails the cycle, which reloads. */
+	int err = engine__doom(e, j->num, j->base, j->base + j->total - 1);
+
+	if (err != CM_OK)
+		return err;
+	if (store_job_forget(e->st, j->num) != CM_OK)
+		return CM_EIO;
 	chores_drop_job(e, j); /* a cancellation still filling: the tasks go anyway */
-	o->out = engine__job_json(j);
-	json_object_set_new(o->out, "state", json_string("deleted"));
 	cm_info("job %s removed; its %lld tasks go in the background", j->id, (long long)j->total);
 	job_detach(e, j);
 	engine__job_free(j);
+	return CM_OK;
 }
 
 /* Records one result; returns 1 if it was the first for that task. */

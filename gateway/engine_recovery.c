@@ -122,6 +122,7 @@ static void load_job(void *ctx, const store_job *sj)
 	j->state = strcmp(sj->state, "done") == 0                      ? JOB_DONE
 	           : strcmp(sj->state, "cancelled") == 0 || cancelling ? JOB_CANCELLED
 	                                                               : JOB_RUNNING;
+	j->ended_ms = j->state == JOB_RUNNING ? 0 : sj->ended_ms;
 	if (sj->context && j->state == JOB_RUNNING) /* an ended job hands out nothing more */
 		j->context = engine__context_new(sj->context, sj->context_len);
 	if (sj->command_json) {

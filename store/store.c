@@ -78,6 +78,9 @@ static const char *const migrations[] = {
         "  n INTEGER NOT NULL, data BLOB NOT NULL);"
         "CREATE INDEX results_by_seq ON results(job, seq);"
         "CREATE TABLE holders(ref INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);",
+        /* 7: when a job ended, for --retain (NULL: running, or ended before
+         * this step, when its creation stands in). */
+        "ALTER TABLE jobs ADD COLUMN ended_ms INTEGER;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -235,6 +238,21 @@ static int open_marker_set(store *st, int open)
 	return open ? store__exec(st, "PRAGMA wal_checkpoint(TRUNCATE)") : CM_OK;
 }
 
+/* A database made before incremental vacuum keeps every page it ever
+ * used: it is rewritten once (VACUUM, which takes a while on a large file)
+ * with auto_vacuum=INCREMENTAL. */
+static int vacuum_mode(store *st)
+{
+	int64_t mode = 0;
+
+	if (store__int_query(st, "PRAGMA auto_vacuum", &mode) != CM_OK)
+		return CM_EIO;
+	if (mode == 2)
+		return CM_OK;
+	cm_info("database: rewriting it once for incremental vacuum (removed jobs give their space back)");
+	return store__exec(st, "VACUUM");
+}
+
 int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len)
 {
 	store *st = calloc(1, sizeof(*st));
@@ -262,13 +280,22 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		 * commit for an OS crash or power loss (commits are grouped by
 		 * the engine's cycle either way). */
 		int64_t level = -1;
-		if (store__exec(st, "PRAGMA journal_mode=WAL") != CM_OK ||
+		/* Incremental vacuum (store_vacuum_step) gives the pages that
+		 * removed jobs free back to the file system, a slice at a time. It
+		 * takes effect here on a new file; an older one is converted once,
+		 * after its migration (vacuum_mode). The log is cut back to
+		 * journal_size_limit at each checkpoint, so neither file keeps the
+		 * size of a peak. */
+		if (store__exec(st, "PRAGMA auto_vacuum=INCREMENTAL") != CM_OK ||
+		    store__exec(st, "PRAGMA journal_size_limit=67108864") != CM_OK ||
+		    store__exec(st, "PRAGMA journal_mode=WAL") != CM_OK ||
 		    store__exec(st, mode & STORE_SYNC_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL") !=
 		            CM_OK ||
 		    store__int_query(st, "PRAGMA synchronous", &level) != CM_OK ||
 		    level != (mode & STORE_SYNC_FULL ? 2 : 1) ||
 		    open_marker_check(st, path, had_wal, detail, detail_len) != CM_OK ||
-		    migrate(st, detail, detail_len) != CM_OK || open_marker_set(st, 1) != CM_OK) {
+		    migrate(st, detail, detail_len) != CM_OK || vacuum_mode(st) != CM_OK ||
+		    open_marker_set(st, 1) != CM_OK) {
 			if (!detail[0])
 				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
 				         sqlite3_errmsg(st->db));
@@ -308,6 +335,23 @@ int64_t store_file_bytes(const char *path)
 	if (stat(path, &db) != 0)
 		return 0;
 	return (int64_t)db.st_size + (stat(wal, &log) == 0 ? (int64_t)log.st_size : 0);
+}
+
+int store_vacuum_step(store *st, int pages, int64_t *left)
+{
+	int64_t free_pages = 0;
+	char sql[64];
+
+	if (store__int_query(st, "PRAGMA freelist_count", &free_pages) != CM_OK)
+		return CM_EIO;
+	if (free_pages >= pages) {
+		snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%d)", pages);
+		/* Pointer-map pages come and go with the pages moved: counted again. */
+		if (store__exec(st, sql) != CM_OK || store__int_query(st, "PRAGMA freelist_count", &free_pages) != CM_OK)
+			return CM_EIO;
+	}
+	*left = free_pages;
+	return CM_OK;
 }
 
 int store_begin(store *st)
@@ -433,14 +477,15 @@ int store_job_insert(store *st, const store_job *job)
 	return store__step_done(st, s);
 }
 
-int store_job_set_state(store *st, int64_t num, const char *state)
+int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended_ms)
 {
 	sqlite3_stmt *s;
 
-	if (store__prepare(st, "UPDATE jobs SET state = ? WHERE num = ?", &s) != CM_OK)
+	if (store__prepare(st, "UPDATE jobs SET state = ?, ended_ms = nullif(?, 0) WHERE num = ?", &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, state);
-	sqlite3_bind_int64(s, 2, num);
+	sqlite3_bind_int64(s, 2, ended_ms);
+	sqlite3_bind_int64(s, 3, num);
 	return store__step_done(st, s);
 }
 
@@ -503,7 +548,8 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	             * so); an ended job's results are its total. */
 	            " CASE WHEN j.state IN ('running', 'cancelling')"
 	            "  THEN (SELECT coalesce(sum(done), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END,"
-	            " (SELECT coalesce(sum(failed), 0) FROM chunk_state c WHERE c.job = j.num)"
+	            " (SELECT coalesce(sum(failed), 0) FROM chunk_state c WHERE c.job = j.num),"
+	            " coalesce(j.ended_ms, j.created_ms)"
 	            " FROM jobs j ORDER BY j.num",
 	            &s) != CM_OK)
 		return CM_EIO;
@@ -527,6 +573,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .context_len = (size_t)sqlite3_column_bytes(s, 14),
 		        .done = sqlite3_column_int64(s, 15),
 		        .failed = sqlite3_column_int64(s, 16),
+		        .ended_ms = sqlite3_column_int64(s, 17),
 		};
 		fn(ctx, &j);
 	}

@@ -1,12 +1,12 @@
 /*
  * store: the SQLite schema and every query strand makes.
  *
- * The tasks table is the task queue (state QUEUED), the pending table
- * (state PENDING, with the worker that holds the task) and the result table
- * (state DONE, with a per-job completion sequence number) at once. A task id
- * is a global integer and a job owns the contiguous block
- * [base, base + total): task index = id - base, so input order is a rowid
- * range scan and the queue can be kept as ranges.
+ * A task is QUEUED, PENDING (held by a worker) or DONE (with a per-job
+ * completion sequence number); its state, its argument and its result are
+ * kept by chunks of contiguous tasks (store_tasks.c), so that SQLite's cost
+ * is paid per chunk, not per task. A task id is a global integer and a job
+ * owns the contiguous block [base, base + total): task index = id - base,
+ * so input order is a range scan and the queue can be kept as ranges.
  *
  * One writer connection (the gateway's engine thread) groups many changes in
  * one transaction; readers (HTTP threads) take read-only connections from a
@@ -41,6 +41,10 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 void store_close(store *st);
 /* The bytes the database at path takes on disk, its write-ahead log included. */
 int64_t store_file_bytes(const char *path);
+/* Gives pages free pages back to the file system (the file shrinks by
+ * them) when at least that many are free; *left: how many free pages
+ * remain. A slice of the writer's transaction, like any change. */
+int store_vacuum_step(store *st, int pages, int64_t *left);
 
 /* PRAGMA quick_check of the database at path, on a read-only connection and
  * a thread of their own: on_fail(ctx, why) is called from that thread if
@@ -92,12 +96,14 @@ typedef struct store_job {
 	int retry_errors; /* re-run tasks whose function returned an error */
 	int64_t timeout_ms; /* a task running longer fails; 0: none */
 	int64_t created_ms;
+	int64_t ended_ms; /* loaded only: when an ended job ended (its creation if not recorded) */
 	const void *context; /* JSON text given to a runtime with every task, or NULL */
 	size_t context_len;
 } store_job;
 
 int store_job_insert(store *st, const store_job *job);
-int store_job_set_state(store *st, int64_t num, const char *state);
+/* ended_ms: when the job ended (kept for --retain), 0 while it runs. */
+int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended_ms);
 /* Writes the id of the job created with this idempotency key into id_out
  * (20 bytes). Returns CM_OK, or CM_ENOENT if there is none. */
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20]);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the gateway opens its database: --sync; a database whose write-ahead
+# How the gateway opens its database: --sync, --retain; a database whose write-ahead
 # log was removed after a crash is refused (exit 1, saying so) instead of
 # loading without its last commits, and opens again with the log back; a
 # damaged page the start does not read is found by the integrity check
@@ -23,6 +23,10 @@ gateway_once() {
 
 check "--sync other than normal or full: exit 64" 64 "$(gateway_once --sync fast)"
 grep -q -- "--sync must be normal or full" "$dir/gateway.log"
+check "... saying so" 0 $?
+
+check "--retain not an age: exit 64" 64 "$(gateway_once --retain 5x)"
+grep -q -- "--retain must be 0 or a whole number with s, m, h or d" "$dir/gateway.log"
 check "... saying so" 0 $?
 
 start_gateway "$bin" "$dir" --sync full || exit 1

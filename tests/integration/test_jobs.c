@@ -3,7 +3,8 @@
  * task without a result fails "cancelled", each index answered once, also
  * across a crash of the gateway) and
  * removes an ended one (gone from every view, its tasks deleted from the
- * database in the background, also across a crash of the gateway).
+ * database in the background, also across a crash of the gateway); --retain
+ * removes ended jobs by itself and the file shrinks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +234,83 @@ static void test_cancel_resumes_after_crash(void **state)
 	free(block);
 }
 
+/* A gateway with --retain 3s and a pool of two. */
+static const char *const retain_3s[] = {"--retain", "3s", NULL};
+
+static int retaining_setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	gateway_start(&f->g, retain_3s);
+	f->pool = pool_create(&f->g, 2);
+	pool_wait_connected(&f->g, f->pool, 2);
+	*state = f;
+	return 0;
+}
+
+/* A job's "ended_at" (NULL while it runs); free it. */
+static char *job_ended_at(fixture *f, const char *job)
+{
+	response r = job_request(f, "GET", job);
+	assert_int_equal(r.status, 200);
+	const char *at = json_string_value(json_object_get(r.json, "ended_at"));
+	char *copy = at ? strdup(at) : NULL;
+	response_free(&r);
+	return copy;
+}
+
+/* --retain: an ended job is kept that long after it ended (its end time
+ * survives a crash of the gateway), then removed with its tasks and
+ * results, and the database file gives the space back; a running job
+ * stays, however old. */
+static void test_retention_removes_ended_jobs(void **state)
+{
+	fixture *f = *state;
+	const int n = 20000;
+	char arg[401];
+	json_t *args = json_array();
+
+	memset(arg, 'x', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = 0;
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_string(arg));
+	char *running =
+	        job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "sleep", "args", args_of(1, 60000)));
+	char *job = job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "echo", "args", args));
+	job_wait_done(&f->g, job, n);
+	long long full = scalar(f, "PRAGMA page_count");
+	assert_true(full > 2 * n * 400 / 4096); /* arguments and results: 16 MB in 4 KiB pages */
+	char *ended = job_ended_at(f, job);
+	assert_non_null(ended);
+	assert_null(job_ended_at(f, running));
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	char *ended_again = job_ended_at(f, job); /* kept past the restart, with its end */
+	assert_string_equal(ended_again, ended);
+
+	long long pages = full, tasks = -1;
+	int status = 0;
+	for (int i = 0; i < 300 && !(status == 404 && tasks == 0 && pages < full / 4); i++) {
+		usleep(100000);
+		response r = job_request(f, "GET", job);
+		status = r.status;
+		response_free(&r);
+		tasks = scalar(f, STORED_TASKS) - 1; /* the running job's one stays */
+		pages = scalar(f, "PRAGMA page_count");
+	}
+	assert_int_equal(status, 404);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM jobs"), 1); /* the running one */
+	assert_int_equal(scalar(f, "SELECT count(*) FROM results"), 0);
+	assert_int_equal(scalar(f, STORED_TASKS), 1);
+	assert_true(pages < full / 4);
+	char *still = job_ended_at(f, running);
+	assert_null(still);
+	free(ended);
+	free(ended_again);
+	free(job);
+	free(running);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +319,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_resumes_after_crash, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_jobs, retaining_setup,
 	                                        pool_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,7 +99,8 @@ typedef struct fixture {
 	char w[2][32]; /* the pool's workers, as the fake started them */
 } fixture;
 
-static int setup(void **state)
+/* An engine on an in-memory store whose ended jobs are kept retain_ms. */
+static int setup_retaining(void **state, int64_t retain_ms)
 {
 	fixture *f = calloc(1, sizeof(*f));
 	char *argv[] = {"test_engine", NULL};
@@ -112,6 +113,7 @@ static int setup(void **state)
 	assert_int_equal(gw_config_load(&f->cfg, 1, argv, detail, sizeof(detail)), CM_OK);
 	snprintf(f->cfg.db, sizeof(f->cfg.db), ":memory:");
 	f->cfg.lease_ms = 150;
+	f->cfg.retain_ms = retain_ms;
 	assert_int_equal(credentials_new(&f->creds), CM_OK);
 	f->fake = fake_backend_new("local");
 	backend *backends[] = {fake_backend_base(f->fake)};
@@ -120,6 +122,16 @@ static int setup(void **state)
 	assert_int_equal(engine_start(f->e), CM_OK);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_retaining(state, 7 * 86400000LL);
+}
+
+static int setup_retain_2s(void **state)
+{
+	return setup_retaining(state, 2000);
 }
 
 static int teardown(void **state)
@@ -505,6 +517,42 @@ static int get_one(fixture *f, const char *id, int end, json_t **out, char *deta
 /* A pipe's ends resolve to the queue of their direction: in a duplex pipe
  * what end 0 sends end 1 receives and back; in a simplex one only end 0
  * sends and only end 1 receives. */
+/* --retain: an ended job is removed once it has been over for that long
+ * (not at once); a running one, however old, stays. */
+static void test_ended_jobs_removed_after_retention(void **state)
+{
+	fixture *f = *state;
+	char ended[32];
+	json_t *out = NULL;
+
+	pool_of_two(f, "");
+	map_echo(f, 3);
+	snprintf(ended, sizeof(ended), "%s", f->job);
+	test_batch *b = pull(f, f->w[0], (pull_args){.want = 100});
+	while (b->ntasks) {
+		test_batch *next = pull(f, f->w[0], (pull_args){.want = 100, .done = b->tasks, .ndone = b->ntasks});
+		batch_free(b);
+		b = next;
+	}
+	batch_free(b);
+	out = job_get(f);
+	assert_string_equal(json_string_value(json_object_get(out, "state")), "done");
+	json_decref(out);
+	map_echo(f, 2); /* runs on: nobody pulls it */
+	int gone = 0;
+	for (int i = 0; i < 100 && !gone; i++) {
+		gone = engine_job_get(f->e, ended, &out) == CM_ENOENT;
+		if (!gone) {
+			json_decref(out);
+			usleep(100000);
+		}
+	}
+	assert_true(gone);
+	out = job_get(f);
+	assert_string_equal(json_string_value(json_object_get(out, "state")), "running");
+	json_decref(out);
+}
+
 static void test_pipe_ends_resolve_to_their_direction(void **state)
 {
 	fixture *f = *state;
@@ -559,6 +607,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_ended_jobs_removed_after_retention, setup_retain_2s, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

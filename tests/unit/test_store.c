@@ -180,7 +180,7 @@ static void test_assign_leaves_what_fn_refuses(void **state)
 }
 
 typedef struct job_counts {
-	int64_t done[4], failed[4];
+	int64_t done[4], failed[4], ended_ms[4];
 	char state[4][16];
 } job_counts;
 
@@ -190,11 +190,12 @@ static void on_job_counts(void *ctx, const store_job *j)
 
 	c->done[j->num] = j->done;
 	c->failed[j->num] = j->failed;
+	c->ended_ms[j->num] = j->ended_ms;
 	snprintf(c->state[j->num], sizeof(c->state[j->num]), "%s", j->state);
 }
 
 /* What a start loads of each job: a running job's results and failures
- * counted, a done one's taken as all of its tasks. */
+ * counted, a done one's taken as all of its tasks, and when it ended. */
 static void test_job_counts_loaded(void **state)
 {
 	fixture *f = *state;
@@ -223,13 +224,31 @@ static void test_job_counts_loaded(void **state)
 	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "3", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_task_complete(f->st, 11, 1, 0, "bad", 3, NULL, &rec), CM_OK);
 	assert_int_equal(store_task_complete(f->st, 12, 2, 1, "b", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_job_set_state(f->st, 2, "done"), CM_OK);
+	assert_int_equal(store_job_set_state(f->st, 2, "done", 5), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
 	assert_int_equal(c.done[1], 3);
 	assert_int_equal(c.failed[1], 1);
 	assert_int_equal(c.done[2], 2);
 	assert_int_equal(c.failed[2], 1);
+	assert_int_equal(c.ended_ms[2], 5);
+}
+
+/* The integer sql answers on its own connection to the database at path
+ * (what a reader sees committed). */
+static int64_t file_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	int64_t v;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
 }
 
 /* Removing a job: forgotten at once (its idempotency key free, its state
@@ -277,6 +296,71 @@ static void test_job_removed_by_ranges(void **state)
 	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
 	assert_int_equal(c.done[1], -1); /* gone */
 	assert_string_equal(c.state[2], "deleting");
+}
+
+/* The pages a removed job freed go back to the file system by slices
+ * (incremental vacuum), in the writer's transactions: the file shrinks to
+ * about what it kept, and what it kept reads back whole. */
+static void test_vacuum_gives_freed_pages_back(void **state)
+{
+	fixture *f = *state;
+	int n = 20000;
+	char **args = calloc((size_t)n, sizeof(char *));
+	size_t *lens = calloc((size_t)n, sizeof(size_t));
+	char arg[512];
+	int64_t left = 0;
+	int steps = 0;
+	seen kept = {0};
+	store_job big = {.num = 2,
+	                 .id = "j-2",
+	                 .pool_id = "p-1",
+	                 .function = "echo",
+	                 .state = "done",
+	                 .base = 11,
+	                 .total = n,
+	                 .chunksize = 1,
+	                 .created_ms = 1};
+
+	assert_int_equal(file_int(f->path, "PRAGMA auto_vacuum"), 2); /* a new file: incremental */
+	memset(arg, 'x', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = 0;
+	for (int i = 0; i < n; i++) {
+		args[i] = arg;
+		lens[i] = sizeof(arg) - 1;
+	}
+	insert_job(f->st, 10); /* job 1: ids 1..10, kept */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_insert(f->st, &big), CM_OK);
+	assert_int_equal(store_tasks_insert(f->st, 2, 11, (size_t)n, args, lens), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	int64_t full = file_int(f->path, "PRAGMA page_count");
+	assert_true(full > 2500); /* 10 MB of arguments in 4 KiB pages */
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
+	assert_int_equal(store_tasks_delete(f->st, 11, 10 + n), CM_OK);
+	assert_int_equal(store_job_delete(f->st, 2), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "PRAGMA page_count"), full); /* freed, not given back */
+	int64_t freed = file_int(f->path, "PRAGMA freelist_count");
+	assert_true(freed > 2500);
+	do {
+		assert_int_equal(store_begin(f->st), CM_OK);
+		assert_int_equal(store_vacuum_step(f->st, 256, &left), CM_OK);
+		assert_int_equal(store_commit(f->st), CM_OK);
+		steps++;
+	} while (left >= 256);
+	/* 256 pages a step (pointer-map pages freed with them make it a few
+	 * more), until fewer than a step's are left */
+	assert_true(steps >= freed / 300 && steps <= (freed + 255) / 256);
+	assert_true(left < 256);
+	assert_int_equal(file_int(f->path, "PRAGMA freelist_count"), left);
+	assert_true(file_int(f->path, "PRAGMA page_count") <= full - freed + 256);
+	assign_all(f->st, 1, 10 + n, "w-a", &kept);
+	assert_int_equal(kept.n, 10);
+	assert_int_equal(kept.ids[9], 10);
+	free(args);
+	free(lens);
 }
 
 static void test_result_recorded_exactly_once(void **state)
@@ -693,7 +777,12 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 6);
+	assert_int_equal(sqlite3_column_int(q, 0), 7);
+	sqlite3_finalize(q);
+	/* rewritten once for incremental vacuum */
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 2);
 	sqlite3_finalize(q);
 	/* 6: tasks by chunks; the table of a row per task is gone. */
 	assert_int_equal(
@@ -970,6 +1059,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_counts_loaded, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_removed_by_ranges, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_vacuum_gives_freed_pages_back, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),

@@ -1,0 +1,54 @@
+/*
+ * The store's upkeep, a little each cycle so that no request waits on it:
+ * ended jobs older than --retain are removed as DELETE removes one (gone
+ * from every view at once, their tasks and results deleted a slice a cycle
+ * by the chores), and the pages deletions free are given back to the file
+ * system by incremental vacuum, so the file is as large as what it keeps,
+ * not as its peak.
+ */
+#include "gateway/engine_int.h"
+
+/* How often ended jobs are looked over when the last look removed all it
+ * found; and how many jobs one cycle removes at most (each costs a few
+ * statements now and its chore later). */
+#define SWEEP_MS 1000
+#define SWEEP_JOBS 64
+/* Pages given back per cycle (4 KiB each: about 1 MiB moved within the
+ * file, a few milliseconds), and how often free pages are looked for when
+ * there were fewer. Only while no chore runs: the deletions come first. */
+#define VACUUM_PAGES 256
+#define VACUUM_IDLE_MS 1000
+
+/* Removes up to SWEEP_JOBS ended jobs that ended before cutoff; returns how
+ * many. A pool's jobs are in creation order and a job ends after it was
+ * created, so the look at a pool stops at its first job created after the
+ * cutoff: a sweep reads only old jobs. */
+static int sweep(engine *e, int64_t cutoff)
+{
+	int removed = 0;
+
+	for (pool *p = e->pools; p; p = p->next) {
+		for (job *j = p->jobs, *next; j && j->created_ms <= cutoff; j = next) {
+			next = j->next;
+			if (j->state == JOB_RUNNING || j->ended_ms > cutoff)
+				continue;
+			if (removed == SWEEP_JOBS)
+				return removed;
+			if (engine__job_remove(e, j) != CM_OK)
+				return SWEEP_JOBS; /* memory, or a failed write that fails the cycle */
+			removed++;
+		}
+	}
+	return removed;
+}
+
+void engine__upkeep(engine *e, int64_t now)
+{
+	int64_t left = 0;
+
+	/* now paces the looks; a job's times are the wall clock's, as stored */
+	if (e->cfg->retain_ms > 0 && now >= e->next_sweep)
+		e->next_sweep = sweep(e, cm_wall_ms() - e->cfg->retain_ms) == SWEEP_JOBS ? now : now + SWEEP_MS;
+	if (!e->chores && now >= e->next_vacuum && store_vacuum_step(e->st, VACUUM_PAGES, &left) == CM_OK)
+		e->next_vacuum = left >= VACUUM_PAGES ? now : now + VACUUM_IDLE_MS;
+}
