@@ -39,6 +39,9 @@
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
  * argument and its job's context are 1 MiB at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
+/* A new job's probe goes to a worker with nothing in hand; a pull from a
+ * busy one passes over at most this many unprobed jobs to the work behind. */
+#define PROBE_SKIPS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few
  * milliseconds of the engine's time, so no request waits behind a large
  * job's cancellation or removal. */
@@ -263,6 +266,10 @@ typedef struct pool {
 	int64_t created_ms;
 	worker *workers;
 	job *jobs, *jobs_tail, *last_job;
+	/* The same jobs in an array by base: a task's job by binary search (a
+	 * pool that ran a million applies has a million jobs). */
+	job **by_base;
+	size_t njobs, jobs_cap;
 	range *qhead, *qtail;
 	int64_t queued;
 	int64_t open_jobs;
@@ -331,6 +338,7 @@ int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, ch
 
 /* engine_jobs.c: jobs, the task queue, pulls */
 job *engine__job_find(engine *e, const char *id);
+int engine__job_reserve(pool *p); /* room for one more job in p: before anything of it is stored */
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
 job_context *engine__context_new(const void *text, size_t len); /* NULL: out of memory */
 void engine__contexts_free(job_context *c); /* c and those after it */

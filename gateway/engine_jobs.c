@@ -27,18 +27,50 @@ job *engine__job_find(engine *e, const char *id)
 	return NULL;
 }
 
+/* The first index of p->by_base whose job's base is above id. */
+static size_t jobs_above(const pool *p, int64_t id)
+{
+	size_t lo = 0, hi = p->njobs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->by_base[mid]->base <= id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static job *job_of_task(pool *p, int64_t id)
 {
+	size_t at;
+
 	if (p->last_job && id >= p->last_job->base && id < p->last_job->base + p->last_job->total)
 		return p->last_job;
-	for (job *j = p->jobs; j; j = j->next)
-		if (id >= j->base && id < j->base + j->total)
-			return p->last_job = j;
-	return NULL;
+	if (!(at = jobs_above(p, id)))
+		return NULL;
+	job *j = p->by_base[at - 1];
+	return id < j->base + j->total ? (p->last_job = j) : NULL;
+}
+
+int engine__job_reserve(pool *p)
+{
+	size_t cap = p->jobs_cap ? p->jobs_cap * 2 : 16;
+	job **a;
+
+	if (p->njobs < p->jobs_cap)
+		return CM_OK;
+	if (!(a = realloc(p->by_base, cap * sizeof(*a))))
+		return CM_ENOMEM;
+	p->by_base = a;
+	p->jobs_cap = cap;
+	return CM_OK;
 }
 
 /* Adds a job to its pool (which keeps jobs in base order: jobs are created
- * in id order, so this appends) and to the id index. */
+ * in id order, so this appends) and to the id index. engine__job_reserve
+ * made room for it. */
 void engine__job_attach(engine *e, pool *p, job *j)
 {
 	if (p->jobs_tail)
@@ -46,6 +78,7 @@ void engine__job_attach(engine *e, pool *p, job *j)
 	else
 		p->jobs = j;
 	p->jobs_tail = j;
+	p->by_base[p->njobs++] = j;
 	j->hash_next = e->jobs[hash_id(j->id)];
 	e->jobs[hash_id(j->id)] = j;
 }
@@ -270,24 +303,28 @@ static void queue_drop_job(pool *p, job *j)
 	p->qtail = last;
 }
 
-/* Takes j out of its pool's list and the id index. */
+/* Takes j out of its pool's list and array, and the id index. */
 static void job_detach(engine *e, job *j)
 {
 	pool *p = j->pool;
-	job *prev = NULL;
+	size_t at = jobs_above(p, j->base) - 1;
+	while (p->by_base[at] != j) /* jobs of no task share their base with the next job */
+		at--;
+	job *prev = at ? p->by_base[at - 1] : NULL;
 
-	for (job **at = &p->jobs; *at; prev = *at, at = &(*at)->next)
-		if (*at == j) {
-			*at = j->next;
-			break;
-		}
+	memmove(p->by_base + at, p->by_base + at + 1, (p->njobs - at - 1) * sizeof(*p->by_base));
+	p->njobs--;
+	if (prev)
+		prev->next = j->next;
+	else
+		p->jobs = j->next;
 	if (p->jobs_tail == j)
 		p->jobs_tail = prev;
 	if (p->last_job == j)
 		p->last_job = NULL;
-	for (job **at = &e->jobs[hash_id(j->id)]; *at; at = &(*at)->hash_next)
-		if (*at == j) {
-			*at = j->hash_next;
+	for (job **h = &e->jobs[hash_id(j->id)]; *h; h = &(*h)->hash_next)
+		if (*h == j) {
+			*h = j->hash_next;
 			break;
 		}
 }
@@ -545,13 +582,35 @@ static int live_workers(const pool *p)
  * count). A worker holding nothing always gets one task; a job whose task
  * time is not known yet gets only that one, as a probe. Chunks are not split,
  * unless the batch reaches BATCH_BYTES_MAX. */
+/* Takes r (after prev, NULL at the head) out of p's queue; with to_tail,
+ * puts it back last. */
+static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
+{
+	*(prev ? &prev->next : &p->qhead) = r->next;
+	if (p->qtail == r)
+		p->qtail = prev;
+	r->next = NULL;
+	if (!to_tail)
+		return;
+	*(p->qtail ? &p->qtail->next : &p->qhead) = r;
+	p->qtail = r;
+}
+
+/* Fills o's batch from p's queue. Jobs take turns, a batch's worth each: a
+ * range that gave tasks and still has some goes behind the other jobs'
+ * ranges, so an apply or a small map submitted while a large map runs is
+ * handed out by the next pulls, not after the map. A new job's probe waits
+ * at its place for a worker with nothing in hand; a busy worker's pull
+ * passes over it (up to PROBE_SKIPS such jobs) to the work behind. */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
 {
+	int skipped = 0;
 	int64_t target;
 	int64_t share;
 	int64_t given = 0;
 	double head_cost;
 	double room;
+	range *prev = NULL, *r;
 
 	if (!want || !p->qhead)
 		return;
@@ -561,8 +620,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	room = BATCH_BUDGET_US + head_cost - (double)in_hand * head_cost;
 	share = (p->queued + live_workers(p) - 1) / live_workers(p);
 	target = (int64_t)want < share ? (int64_t)want : share;
-	while (given < target && p->qhead) {
-		range *r = p->qhead;
+	while (given < target && (r = prev ? prev->next : p->qhead)) {
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
 		int64_t take;
@@ -578,6 +636,10 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			take = free_one;
 		if (take > target - given)
 			take = target - given;
+		if (take <= 0 && j->avg_us < 0 && skipped++ < PROBE_SKIPS) {
+			prev = r;
+			continue;
+		}
 		if (take <= 0)
 			break;
 		if (j->chunksize > 1)
@@ -601,10 +663,12 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		p->queued -= take;
 		r->lo += take;
 		if (r->lo > r->hi) {
-			p->qhead = r->next;
-			if (!p->qhead)
-				p->qtail = NULL;
+			queue_unlink(p, prev, r, 0);
 			free(r);
+		} else if (r->next && r->next->job != j) {
+			queue_unlink(p, prev, r, 1); /* its turn is over */
+		} else {
+			prev = r;
 		}
 		if (full)
 			break;
@@ -738,7 +802,7 @@ void engine__handle_map(engine *e, op *o)
 		         pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
 		return;
 	}
-	j = calloc(1, sizeof(*j));
+	j = engine__job_reserve(p) == CM_OK ? calloc(1, sizeof(*j)) : NULL;
 	if (!j) {
 		o->err = CM_ENOMEM;
 		return;

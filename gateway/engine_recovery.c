@@ -103,7 +103,7 @@ static void load_job(void *ctx, const store_job *sj)
 		engine__doom(e, sj->num, sj->base, sj->base + sj->total - 1);
 		return;
 	}
-	if (!p || !(j = calloc(1, sizeof(*j))))
+	if (!p || engine__job_reserve(p) != CM_OK || !(j = calloc(1, sizeof(*j))))
 		return;
 	snprintf(j->id, sizeof(j->id), "%s", sj->id);
 	j->num = sj->num;
@@ -263,6 +263,7 @@ void engine__state_clear(engine *e)
 			engine__job_free(j);
 		}
 		waitlist_drop_all(e, &p->delete_waiters);
+		free(p->by_base);
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));

@@ -253,6 +253,15 @@ static int vacuum_mode(store *st)
 	return store__exec(st, "VACUUM");
 }
 
+/* SQLite's WAL hook: after each of the writer's commits, the log's length. */
+static int on_wal_commit(void *ctx, sqlite3 *db, const char *name, int frames)
+{
+	(void)db;
+	(void)name;
+	store__checkpointer_kick(ctx, frames);
+	return SQLITE_OK;
+}
+
 int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len)
 {
 	store *st = calloc(1, sizeof(*st));
@@ -303,6 +312,16 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 			return CM_EIO;
 		}
 		st->marked_open = 1;
+		/* Checkpoints off the committing thread (store_checkpoint.c). */
+		if (strcmp(path, ":memory:") != 0) {
+			if (store__checkpointer_start(path, &st->checkpointer) != CM_OK) {
+				snprintf(detail, detail_len, "cannot start the checkpoints of %s", path);
+				store_close(st);
+				return CM_EIO;
+			}
+			sqlite3_wal_hook(st->db, on_wal_commit,
+			                 st->checkpointer); /* replaces the automatic checkpoint */
+		}
 	}
 	if (writer && store__tasks_open(st) != CM_OK) {
 		snprintf(detail, detail_len, "cannot prepare statements on %s: %s", path, sqlite3_errmsg(st->db));
@@ -317,6 +336,7 @@ void store_close(store *st)
 {
 	if (!st)
 		return;
+	store__checkpointer_stop(st->checkpointer); /* the writer closes last: it checkpoints the rest */
 	if (st->marked_open) {
 		store_rollback(st);
 		open_marker_set(st, 0);
@@ -347,7 +367,8 @@ int store_vacuum_step(store *st, int pages, int64_t *left)
 	if (free_pages >= pages) {
 		snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%d)", pages);
 		/* Pointer-map pages come and go with the pages moved: counted again. */
-		if (store__exec(st, sql) != CM_OK || store__int_query(st, "PRAGMA freelist_count", &free_pages) != CM_OK)
+		if (store__exec(st, sql) != CM_OK ||
+		    store__int_query(st, "PRAGMA freelist_count", &free_pages) != CM_OK)
 			return CM_EIO;
 	}
 	*left = free_pages;

@@ -1,7 +1,8 @@
 /*
  * The store's inside, shared by store.c (the connection, its transactions,
  * pools, jobs, queues, processes, workers), store_tasks.c (tasks and
- * results, kept by chunks) and nothing else.
+ * results, kept by chunks), store_checkpoint.c (the writer's checkpoints)
+ * and nothing else.
  */
 #ifndef STORE_STORE_INT_H
 #define STORE_STORE_INT_H
@@ -11,6 +12,11 @@
 #include "store/store.h"
 
 struct task_cache; /* store_tasks.c: a writer's chunks being changed */
+/* store_checkpoint.c: a writer's checkpoints, on their own thread */
+typedef struct store_checkpointer store_checkpointer;
+int store__checkpointer_start(const char *path, store_checkpointer **out);
+void store__checkpointer_kick(store_checkpointer *c, int frames); /* a commit left the log frames long */
+void store__checkpointer_stop(store_checkpointer *c); /* before the writer closes */
 
 struct store {
 	sqlite3 *db;
@@ -20,6 +26,7 @@ struct store {
 	int tx_failed; /* a statement of that transaction failed: it must not commit */
 	char tx_error[256];
 	struct task_cache *tasks;
+	store_checkpointer *checkpointer; /* a writer on a file */
 };
 
 /* Logs SQLite's error, fails the transaction under way, and maps rc to a

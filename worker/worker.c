@@ -430,7 +430,10 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 	int recv_ms = cfg->gateway_timeout_s * 1000 / 2;
 	pthread_t exec_thread;
 	int64_t last_ok = cm_now_ms();
-	int starved = 0; /* the last pull brought no task */
+	/* The last pull brought fewer tasks than it asked for: the gateway
+	 * gave what it had, so asking again before a result is ready would
+	 * only cost a round trip, which the next result would wait behind. */
+	int starved = 0;
 	int resync = 0; /* the last exchange failed: list what we hold */
 	int code = 0;
 	int rv;
@@ -580,7 +583,7 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 			cm_error("out of memory queueing tasks");
 			code = 1;
 		} else {
-			starved = batch->n_tasks == 0;
+			starved = batch->n_tasks < pull.want;
 			resync = batch->list_held;
 			pthread_cond_signal(&w.cv);
 			protobuf_c_message_free_unpacked(&batch->base, NULL);

@@ -335,6 +335,58 @@ static void test_batch_bytes_are_capped(void **state)
 	batch_free(b);
 }
 
+/* Jobs take turns in a pool's queue: a small job submitted while a large
+ * map has hundreds of tasks queued is handed out by the next pulls, not
+ * after the map: once a batch of the map went, its probe to the next
+ * empty-handed worker (a busy one passes over it to the map's tasks), then
+ * its other tasks in the next batch. */
+static void test_small_job_served_during_large_map(void **state)
+{
+	fixture *f = *state;
+	char big[32];
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	snprintf(big, sizeof(big), "%s", f->job);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 201);
+	uint64_t big_first = a->tasks[0].id;
+	map_echo(f, 3); /* ids big_first + 1000 .. + 1002 */
+	uint64_t small_first = big_first + 1000;
+	/* a batch of the map (its turn), then the map waits behind the small job */
+	test_batch *b0 = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b0->ntasks, 201);
+	assert_int_equal(b0->tasks[0].id, big_first + 202);
+	/* busy (201 in hand): passes over the small job's probe, takes nothing more (no room) */
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 201});
+	assert_int_equal(a3->ntasks, 0);
+	/* empty-handed: the probe first, then the map's next tasks */
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000, .done = b0->tasks, .ndone = b0->ntasks});
+	assert_true(b->ntasks >= 2);
+	assert_int_equal(b->tasks[0].id, small_first);
+	assert_int_equal(b->tasks[1].id, big_first + 403);
+	for (size_t i = 1; i < b->ntasks; i++)
+		assert_true(b->tasks[i].id < small_first);
+	/* the probe answered: the small job's last two come in the next batch,
+	 * though 500-odd of the map's are queued before them */
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .done = b->tasks, .ndone = b->ntasks});
+	int small = 0;
+	for (size_t i = 0; i < b2->ntasks; i++)
+		small += b2->tasks[i].id >= small_first;
+	assert_int_equal(small, 2);
+	json_t *out = job_get(f);
+	assert_string_equal(json_string_value(json_object_get(out, "state")), "running");
+	assert_int_equal(json_integer_value(json_object_get(out, "done")), 1);
+	json_decref(out);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(a3);
+	batch_free(b0);
+	batch_free(b);
+	batch_free(b2);
+}
+
 /* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
 static void test_fair_share_caps_small_queues(void **state)
 {
@@ -517,6 +569,61 @@ static int get_one(fixture *f, const char *id, int end, json_t **out, char *deta
 /* A pipe's ends resolve to the queue of their direction: in a duplex pipe
  * what end 0 sends end 1 receives and back; in a simplex one only end 0
  * sends and only end 1 receives. */
+static const char *job_state(fixture *f, const char *id)
+{
+	static char state[32];
+	json_t *out = NULL;
+
+	if (engine_job_get(f->e, id, &out) != CM_OK)
+		return "gone";
+	snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(out, "state")));
+	json_decref(out);
+	return state;
+}
+
+/* A result finds its task's job among many, jobs of no task (which share
+ * their base with the next job) included, also after jobs before and
+ * between were removed: each job ends with exactly its own results. */
+static void test_results_find_their_job_among_many(void **state)
+{
+	fixture *f = *state;
+	char ids[6][32];
+	json_t *out = NULL;
+
+	pool_of_two(f, "");
+	for (int k = 0; k < 6; k++) {
+		map_echo(f, k % 3 == 1 ? 0 : 2 + k); /* jobs 1 and 4 have no task */
+		snprintf(ids[k], sizeof(ids[k]), "%s", f->job);
+	}
+	assert_string_equal(job_state(f, ids[1]), "done");
+	assert_int_equal(engine_job_delete(f->e, ids[1], &out), CM_OK); /* removed: between two others */
+	json_decref(out);
+	test_batch *b = pull(f, f->w[0], (pull_args){.want = 100});
+	int rounds = 0;
+	while (b->ntasks && rounds++ < 50) {
+		test_batch *next = pull(f, f->w[0], (pull_args){.want = 100, .done = b->tasks, .ndone = b->ntasks});
+		batch_free(b);
+		b = next;
+	}
+	batch_free(b);
+	static const char *const want[6] = {"done", "gone", "done", "done", "done", "done"};
+	for (int k = 0; k < 6; k++) {
+		assert_string_equal(job_state(f, ids[k]), want[k]);
+		if (k == 1)
+			continue;
+		assert_int_equal(engine_job_get(f->e, ids[k], &out), CM_OK);
+		assert_int_equal(json_integer_value(json_object_get(out, "done")), k % 3 == 1 ? 0 : 2 + k);
+		assert_int_equal(json_integer_value(json_object_get(out, "failed")), 0);
+		json_decref(out);
+	}
+	assert_int_equal(engine_job_delete(f->e, ids[0], &out), CM_OK); /* the first */
+	json_decref(out);
+	assert_int_equal(engine_job_delete(f->e, ids[5], &out), CM_OK); /* the last */
+	json_decref(out);
+	assert_string_equal(job_state(f, ids[3]), "done");
+	assert_string_equal(job_state(f, ids[4]), "done");
+}
+
 /* --retain: an ended job is removed once it has been over for that long
  * (not at once); a running one, however old, stays. */
 static void test_ended_jobs_removed_after_retention(void **state)
@@ -601,12 +708,14 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_results_find_their_job_among_many, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_ended_jobs_removed_after_retention, setup_retain_2s, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

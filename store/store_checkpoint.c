@@ -1,0 +1,110 @@
+/*
+ * The writer's checkpoints, on a thread and a connection of their own.
+ * SQLite checkpoints a WAL database from the connection that commits, once
+ * the log passes 1,000 pages: the commit that crosses it copies 4 MB into
+ * the database file and syncs it before it returns. On the engine thread
+ * that held one request in seventy for about 6 ms (bench/latency's p99 was
+ * 6.9 ms). So the writer's automatic checkpoint is off: once the log passes
+ * KICK_FRAMES pages its commits wake this thread (store__checkpointer_kick,
+ * from SQLite's WAL hook), which copies what was committed with a PASSIVE
+ * checkpoint, never waiting on nor holding up the writer or a reader; the
+ * writer starts the log again from its beginning once all of it was copied.
+ * Checkpoints are kept rare as well: each costs CPU the request path shares
+ * on a small machine and a sync of the file (at 1,000 pages, apply's p50
+ * was 0.76 ms; at 8,192, 0.6 ms).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/common.h"
+#include "store/store_int.h"
+
+/* A log of fewer pages (32 MiB) is left to grow; journal_size_limit cuts
+ * it back to 64 MiB after a checkpoint. */
+#define KICK_FRAMES 8192
+/* Unkicked, the log is looked at this often: what a writer that went
+ * quiet left below the threshold reaches the file too. */
+#define IDLE_MS 5000
+
+struct store_checkpointer {
+	sqlite3 *db;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t wake; /* a kick, the stop */
+	int kicked;
+	int stopping;
+};
+
+static void *checkpointer_main(void *arg)
+{
+	store_checkpointer *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		if (!c->kicked) {
+			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, IDLE_MS);
+			pthread_cond_timedwait(&c->wake, &c->mu, &ts);
+		}
+		if (c->stopping)
+			break;
+		c->kicked = 0;
+		pthread_mutex_unlock(&c->mu);
+		/* Fewer copied than there are: a reader still needs the rest; the
+		 * writer's next commits kick again. */
+		int rc = sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+			cm_warn("checkpoint: %s (%d)", sqlite3_errmsg(c->db), rc);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+int store__checkpointer_start(const char *path, store_checkpointer **out)
+{
+	store_checkpointer *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return CM_ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->wake, NULL);
+	/* A connection sees the log once it has read the database: asked for
+	 * its journal mode, it reads the header (WAL, which the writer set). */
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	    sqlite3_exec(c->db, "PRAGMA journal_mode", NULL, NULL, NULL) != SQLITE_OK ||
+	    pthread_create(&c->thread, NULL, checkpointer_main, c) != 0) {
+		sqlite3_close(c->db);
+		pthread_cond_destroy(&c->wake);
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return CM_EIO;
+	}
+	*out = c;
+	return CM_OK;
+}
+
+void store__checkpointer_kick(store_checkpointer *c, int frames)
+{
+	if (frames < KICK_FRAMES)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->kicked = 1;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void store__checkpointer_stop(store_checkpointer *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stopping = 1;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
