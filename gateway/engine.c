@@ -109,11 +109,8 @@ static void handle(engine *e, op *o)
 			break;
 		}
 		a = json_array();
-		for (job *jj = p->jobs; jj; jj = jj->next)
-			n++;
-		for (job *jj = p->jobs; jj; jj = jj->next, n--)
-			if (n <= 100)
-				json_array_insert_new(a, 0, engine__job_json(jj));
+		for (n = p->njobs; n > 0 && p->njobs - n < 100; n--)
+			json_array_append_new(a, engine__job_json(p->jobs[n - 1]));
 		o->out = json_pack("{s:o}", "jobs", a);
 		break;
 	}

@@ -49,6 +49,9 @@
 /* ... where the end of a chore (its job's row and results) counts as this
  * many tasks: a cycle ends at most about a hundred small jobs. */
 #define CHORE_JOB_COST 20
+/* ... and a removed job's result groups go this many a cycle (a group is
+ * up to 4,096 results and 4 MiB). */
+#define CHORE_GROUPS 4
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -237,7 +240,6 @@ typedef struct job {
 	int64_t created_ms;
 	int64_t ended_ms; /* when it ended, wall clock (--retain counts from it); 0 while it runs */
 	struct pool *pool;
-	struct job *next; /* in the pool, by base */
 	struct job *hash_next; /* in e->jobs */
 } job;
 
@@ -265,11 +267,12 @@ typedef struct pool {
 	char reason[512];
 	int64_t created_ms;
 	worker *workers;
-	job *jobs, *jobs_tail, *last_job;
-	/* The same jobs in an array by base: a task's job by binary search (a
-	 * pool that ran a million applies has a million jobs). */
-	job **by_base;
+	/* Its jobs by base (the order they were made in): a task's job is
+	 * found by binary search (a pool that ran a million applies has a
+	 * million jobs). */
+	job **jobs;
 	size_t njobs, jobs_cap;
+	job *last_job; /* the last found: most results are of one job */
 	range *qhead, *qtail;
 	int64_t queued;
 	int64_t open_jobs;
@@ -347,6 +350,9 @@ void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__handle_job_delete(engine *e, op *o); /* cancels a running job, removes an ended one */
 int engine__job_remove(engine *e, job *j); /* an ended job: gone from every view, its tasks doomed */
+/* Removes up to max of p's jobs that ended at or before cutoff (wall
+ * clock); returns how many, or max when it had to stop. */
+int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max);
 void engine__job_free(job *j);
 /* Chores, a slice a cycle (engine__chores_step): a removed job's tasks, ids
  * lo..hi, to delete; a cancelled job's missing results to fill with why. */

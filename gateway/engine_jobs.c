@@ -27,14 +27,14 @@ job *engine__job_find(engine *e, const char *id)
 	return NULL;
 }
 
-/* The first index of p->by_base whose job's base is above id. */
+/* The first index of p->jobs whose job's base is above id. */
 static size_t jobs_above(const pool *p, int64_t id)
 {
 	size_t lo = 0, hi = p->njobs;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->by_base[mid]->base <= id)
+		if (p->jobs[mid]->base <= id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -50,7 +50,7 @@ static job *job_of_task(pool *p, int64_t id)
 		return p->last_job;
 	if (!(at = jobs_above(p, id)))
 		return NULL;
-	job *j = p->by_base[at - 1];
+	job *j = p->jobs[at - 1];
 	return id < j->base + j->total ? (p->last_job = j) : NULL;
 }
 
@@ -61,9 +61,9 @@ int engine__job_reserve(pool *p)
 
 	if (p->njobs < p->jobs_cap)
 		return CM_OK;
-	if (!(a = realloc(p->by_base, cap * sizeof(*a))))
+	if (!(a = realloc(p->jobs, cap * sizeof(*a))))
 		return CM_ENOMEM;
-	p->by_base = a;
+	p->jobs = a;
 	p->jobs_cap = cap;
 	return CM_OK;
 }
@@ -73,12 +73,7 @@ int engine__job_reserve(pool *p)
  * made room for it. */
 void engine__job_attach(engine *e, pool *p, job *j)
 {
-	if (p->jobs_tail)
-		p->jobs_tail->next = j;
-	else
-		p->jobs = j;
-	p->jobs_tail = j;
-	p->by_base[p->njobs++] = j;
+	p->jobs[p->njobs++] = j;
 	j->hash_next = e->jobs[hash_id(j->id)];
 	e->jobs[hash_id(j->id)] = j;
 }
@@ -228,8 +223,10 @@ void engine__chores_step(engine *e)
 		c->lo = hi + 1;
 		if (c->lo <= c->hi)
 			return;
+		int done = 1;
 		if ((c->j ? store_job_set_state(e->st, c->num, job_state_names[JOB_CANCELLED], c->j->ended_ms)
-		          : store_job_delete(e->st, c->num)) != CM_OK)
+		          : store_job_delete(e->st, c->num, CHORE_GROUPS, &done)) != CM_OK ||
+		    !done)
 			return;
 		e->chores = c->next;
 		free(c);
@@ -279,9 +276,9 @@ static void job_cancel(engine *e, job *j, const char *why)
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why)
 {
 	engine__queue_clear(p);
-	for (job *j = p->jobs; j; j = j->next)
-		if (j->state == JOB_RUNNING)
-			job_cancel(e, j, why);
+	for (size_t i = 0; i < p->njobs; i++)
+		if (p->jobs[i]->state == JOB_RUNNING)
+			job_cancel(e, p->jobs[i], why);
 }
 
 /* Takes j's ranges out of its pool's queue. */
@@ -303,25 +300,11 @@ static void queue_drop_job(pool *p, job *j)
 	p->qtail = last;
 }
 
-/* Takes j out of its pool's list and array, and the id index. */
-static void job_detach(engine *e, job *j)
+/* Takes j out of the id index; its pool's array is the caller's. */
+static void job_unhash(engine *e, job *j)
 {
-	pool *p = j->pool;
-	size_t at = jobs_above(p, j->base) - 1;
-	while (p->by_base[at] != j) /* jobs of no task share their base with the next job */
-		at--;
-	job *prev = at ? p->by_base[at - 1] : NULL;
-
-	memmove(p->by_base + at, p->by_base + at + 1, (p->njobs - at - 1) * sizeof(*p->by_base));
-	p->njobs--;
-	if (prev)
-		prev->next = j->next;
-	else
-		p->jobs = j->next;
-	if (p->jobs_tail == j)
-		p->jobs_tail = prev;
-	if (p->last_job == j)
-		p->last_job = NULL;
+	if (j->pool->last_job == j)
+		j->pool->last_job = NULL;
 	for (job **h = &e->jobs[hash_id(j->id)]; *h; h = &(*h)->hash_next)
 		if (*h == j) {
 			*h = j->hash_next;
@@ -372,7 +355,9 @@ void engine__handle_job_delete(engine *e, op *o)
 	o->out = out;
 }
 
-int engine__job_remove(engine *e, job *j)
+/* An ended job gone from every view, its tasks doomed, its memory freed;
+ * its place in its pool's array is left to the caller. */
+static int job_remove_unlisted(engine *e, job *j)
 {
 	/* Memory first: a store failure fails the cycle, which reloads. */
 	int err = engine__doom(e, j->num, j->base, j->base + j->total - 1);
@@ -383,9 +368,48 @@ int engine__job_remove(engine *e, job *j)
 		return CM_EIO;
 	chores_drop_job(e, j); /* a cancellation still filling: the tasks go anyway */
 	cm_info("job %s removed; its %lld tasks go in the background", j->id, (long long)j->total);
-	job_detach(e, j);
+	job_unhash(e, j);
 	engine__job_free(j);
 	return CM_OK;
+}
+
+int engine__job_remove(engine *e, job *j)
+{
+	pool *p = j->pool;
+	size_t at = jobs_above(p, j->base) - 1;
+	int err;
+
+	while (p->jobs[at] != j) /* jobs of no task share their base with the next job */
+		at--;
+	if ((err = job_remove_unlisted(e, j)) != CM_OK)
+		return err;
+	memmove(p->jobs + at, p->jobs + at + 1, (p->njobs - at - 1) * sizeof(*p->jobs));
+	p->njobs--;
+	return CM_OK;
+}
+
+int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max)
+{
+	size_t kept = 0, i = 0;
+	int removed = 0;
+
+	/* One pass over the old jobs, kept ones moved down in place, then the
+	 * rest of the array moved once: removing from the front of a million
+	 * jobs costs one move, not one per job. */
+	for (; i < p->njobs && p->jobs[i]->created_ms <= cutoff; i++) {
+		job *j = p->jobs[i];
+		if (removed < max && j->state != JOB_RUNNING && j->ended_ms <= cutoff) {
+			if (job_remove_unlisted(e, j) == CM_OK) {
+				removed++;
+				continue;
+			}
+			removed = max; /* memory, or a failed write that fails the cycle: stop */
+		}
+		p->jobs[kept++] = j;
+	}
+	memmove(p->jobs + kept, p->jobs + i, (p->njobs - i) * sizeof(*p->jobs));
+	p->njobs -= i - kept;
+	return removed;
 }
 
 /* Records one result; returns 1 if it was the first for that task. */

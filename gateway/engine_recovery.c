@@ -225,11 +225,11 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 			engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
 		if (p->state == POOL_TERMINATED || p->state == POOL_FAILED)
 			engine__pool_cancel_jobs(e, p, "cancelled: the pool ended");
-		for (job *j = p->jobs; j; j = j->next) {
-			load_queue_ctx c = {p, j};
+		for (size_t i = 0; i < p->njobs; i++) {
+			load_queue_ctx c = {p, p->jobs[i]};
 			njobs++;
-			if (j->state == JOB_RUNNING)
-				store_tasks_queued_each(e->st, j->num, load_queued, &c);
+			if (c.j->state == JOB_RUNNING)
+				store_tasks_queued_each(e->st, c.j->num, load_queued, &c);
 		}
 		queued += p->queued;
 	}
@@ -257,13 +257,10 @@ void engine__state_clear(engine *e)
 			waitlist_drop_all(e, &w->parked);
 			free(w);
 		}
-		while (p->jobs) {
-			job *j = p->jobs;
-			p->jobs = j->next;
-			engine__job_free(j);
-		}
+		for (size_t i = 0; i < p->njobs; i++)
+			engine__job_free(p->jobs[i]);
+		free(p->jobs);
 		waitlist_drop_all(e, &p->delete_waiters);
-		free(p->by_base);
 		free(p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));

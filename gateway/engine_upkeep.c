@@ -19,26 +19,16 @@
 #define VACUUM_PAGES 256
 #define VACUUM_IDLE_MS 1000
 
-/* Removes up to SWEEP_JOBS ended jobs that ended before cutoff; returns how
- * many. A pool's jobs are in creation order and a job ends after it was
- * created, so the look at a pool stops at its first job created after the
- * cutoff: a sweep reads only old jobs. */
+/* Removes up to SWEEP_JOBS jobs that ended before cutoff; returns how
+ * many (SWEEP_JOBS: look again next cycle). A pool's jobs are in creation
+ * order and a job ends after it was created, so a sweep reads only jobs
+ * created before the cutoff. */
 static int sweep(engine *e, int64_t cutoff)
 {
 	int removed = 0;
 
-	for (pool *p = e->pools; p; p = p->next) {
-		for (job *j = p->jobs, *next; j && j->created_ms <= cutoff; j = next) {
-			next = j->next;
-			if (j->state == JOB_RUNNING || j->ended_ms > cutoff)
-				continue;
-			if (removed == SWEEP_JOBS)
-				return removed;
-			if (engine__job_remove(e, j) != CM_OK)
-				return SWEEP_JOBS; /* memory, or a failed write that fails the cycle */
-			removed++;
-		}
-	}
+	for (pool *p = e->pools; p && removed < SWEEP_JOBS; p = p->next)
+		removed += engine__jobs_remove_ended(e, p, cutoff, SWEEP_JOBS - removed);
 	return removed;
 }
 

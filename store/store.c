@@ -527,12 +527,24 @@ int store_job_forget(store *st, int64_t num)
 	        st, "UPDATE jobs SET state = 'deleting', idem_key = NULL, context = NULL WHERE num = ?1", num, 0);
 }
 
-int store_job_delete(store *st, int64_t num)
+int store_job_delete(store *st, int64_t num, int64_t max_groups, int *done)
 {
-	/* Its results go with it: a group a cycle, far fewer than its tasks. */
-	return store__exec_ints(st, "DELETE FROM results WHERE job = ?1", num, 0) != CM_OK
-	               ? CM_EIO
-	               : store__exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0);
+	int64_t before = sqlite3_total_changes64(st->db);
+
+	*done = 0;
+	/* A group holds up to 4,096 results and 4 MiB: a long job has
+	 * thousands, and their pages are freed a few groups a call. */
+	if (store__exec_ints(st,
+	                     "DELETE FROM results WHERE id IN (SELECT r.id FROM results r JOIN jobs j ON j.num = r.job"
+	                     " WHERE r.job = ?1 AND j.state = 'deleting' LIMIT ?2)",
+	                     num, max_groups) != CM_OK)
+		return CM_EIO;
+	if (sqlite3_total_changes64(st->db) - before == max_groups)
+		return CM_OK; /* perhaps more: next call */
+	if (store__exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0) != CM_OK)
+		return CM_EIO;
+	*done = 1;
+	return CM_OK;
 }
 
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20])

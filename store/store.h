@@ -160,11 +160,13 @@ int store_job_cancel(store *st, int64_t lo, int64_t hi, int64_t seq_from, const 
 
 /* Removing a job: store_job_forget marks it "deleting" (its idempotency key
  * free again); its tasks then go by ranges (store_tasks_delete), a few
- * thousand a cycle, and the job row last (store_job_delete). A start finds
- * the jobs still "deleting" and carries on. */
+ * thousand a cycle, then its result groups, up to max_groups a call
+ * (store_job_delete), and the job row with the last of them (*done set:
+ * nothing of it is left to delete). A job not "deleting" is left whole. A start finds the jobs still
+ * "deleting" and carries on. */
 int store_job_forget(store *st, int64_t num);
 int store_tasks_delete(store *st, int64_t lo, int64_t hi);
-int store_job_delete(store *st, int64_t num);
+int store_job_delete(store *st, int64_t num, int64_t max_groups, int *done);
 
 /* Calls fn for each QUEUED task of job, in id order (arg not loaded). */
 int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx);

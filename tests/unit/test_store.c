@@ -253,7 +253,8 @@ static int64_t file_int(const char *path, const char *sql)
 }
 
 /* Removing a job: forgotten at once (its idempotency key free, its state
- * "deleting" for a start to resume), its tasks by ranges, then the row. */
+ * "deleting" for a start to resume), its tasks by ranges, then its result
+ * groups a few at a time, and the row with the last of them. */
 static void test_job_removed_by_ranges(void **state)
 {
 	fixture *f = *state;
@@ -273,14 +274,29 @@ static void test_job_removed_by_ranges(void **state)
 	char *args[2] = {"a", "b"};
 	size_t lens[2] = {1, 1};
 
+	int done = 0;
+
 	insert_job(f->st, 10);
+	for (int k = 1; k <= 3; k++) { /* three results in three commits: three groups */
+		seen one = {0};
+		int rec = 0;
+		assert_int_equal(store_begin(f->st), CM_OK);
+		assign_all(f->st, k, k, "w-a", &one);
+		assert_int_equal(store_task_complete(f->st, k, k, 1, "1", 1, "w-a", &rec), CM_OK);
+		assert_int_equal(rec, 1);
+		assert_int_equal(store_commit(f->st), CM_OK);
+	}
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM results WHERE job = 1"), 3);
 	kept.total = 2;
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_job_insert(f->st, &kept), CM_OK);
 	assert_int_equal(store_tasks_insert(f->st, 2, 11, 2, args, lens), CM_OK);
 	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_ENOENT);
-	assert_int_equal(store_job_delete(f->st, 1), CM_OK); /* not forgotten: it stays */
+	assert_int_equal(store_job_delete(f->st, 1, 2, &done), CM_OK); /* not forgotten: it stays whole */
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM results WHERE job = 1"), 3);
+	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_job_forget(f->st, 1), CM_OK);
 	/* Job 1's ids by slices, as the engine removes them: its tasks go,
 	 * job 2's (ids 11 and 12) stay. */
@@ -290,8 +306,16 @@ static void test_job_removed_by_ranges(void **state)
 	assert_int_equal(rest.n, 2);
 	assert_int_equal(rest.ids[0], 11);
 	assert_int_equal(rest.ids[1], 12);
-	assert_int_equal(store_job_delete(f->st, 1), CM_OK);
+	assert_int_equal(store_job_delete(f->st, 1, 2, &done), CM_OK); /* two groups of three */
+	assert_int_equal(done, 0);
 	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM results WHERE job = 1"), 1);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM jobs WHERE num = 1"), 1);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_delete(f->st, 1, 2, &done), CM_OK); /* the last, and the row */
+	assert_int_equal(done, 1);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM results WHERE job = 1"), 0);
 	job_counts c = {0};
 	c.done[1] = c.done[2] = -1;
 	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
@@ -351,7 +375,9 @@ static void test_vacuum_gives_freed_pages_back(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
 	assert_int_equal(store_tasks_delete(f->st, 11, 10 + n), CM_OK);
-	assert_int_equal(store_job_delete(f->st, 2), CM_OK);
+	int done = 0;
+	assert_int_equal(store_job_delete(f->st, 2, 16, &done), CM_OK);
+	assert_int_equal(done, 1);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(file_int(f->path, "PRAGMA page_count"), full); /* freed, not given back */
 	int64_t freed = file_int(f->path, "PRAGMA freelist_count");
@@ -965,7 +991,10 @@ static void test_open_rejects_corrupt_file(void **state)
 }
 
 /* A writer that stops without closing, as under kill -9: a child commits a
- * pool and exits. Its write-ahead log holds the commit. */
+ * pool and exits. Its write-ahead log holds the commit. The caller has no
+ * store open: a fork copies only the calling thread, and a lock another
+ * thread held then (a writer's checkpoint thread, the allocator's) would
+ * never be released in the child. */
 static void crash_after_commit(const char *path)
 {
 	pid_t pid = fork();
@@ -998,6 +1027,8 @@ static void test_open_refuses_lost_log_after_crash(void **state)
 	snprintf(path, sizeof(path), "%s/crashed.db", f->dir);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	snprintf(aside, sizeof(aside), "%s/aside", f->dir);
+	store_close(f->st); /* no thread of it in the fork */
+	f->st = NULL;
 	crash_after_commit(path);
 	assert_int_equal(rename(wal, aside), 0);
 	assert_int_equal(store_open(path, STORE_WRITER, &st, detail, sizeof(detail)), CM_EIO);
