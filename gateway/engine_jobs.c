@@ -407,6 +407,8 @@ int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max)
 		}
 		p->jobs[kept++] = j;
 	}
+	if (kept == i) /* nothing removed (p->jobs may be NULL) */
+		return removed;
 	memmove(p->jobs + kept, p->jobs + i, (p->njobs - i) * sizeof(*p->jobs));
 	p->njobs -= i - kept;
 	return removed;
