@@ -47,12 +47,17 @@ echo "$out"
 logs=$(compose logs gateway 2>&1)
 grep -q "docker workers" <<<"$logs"
 # (removed by the gateway's docker executor after DELETE answered: a moment,
-# longer on a loaded machine; the suite runs it beside the cluster's tests)
+# longer on a loaded machine; the suite runs it beside the cluster's tests).
+# Only this gateway's pools count: the same image may have other containers.
+pools=$(curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$STRAND_TOKEN") "$STRAND_URL/v1/pools" |
+  jq -r '.pools[].id')
+[ -n "$pools" ]
+ours() { for p in $pools; do docker ps -a --filter "label=strand.pool=$p" --format '{{.ID}} {{.Status}}'; done; }
 for _ in $(seq 300); do
-  [ "$(docker ps -aq --filter ancestor=strand-worker:compose | wc -l)" -eq 0 ] && break
+  [ -z "$(ours)" ] && break
   sleep 0.1
 done
-left=$(docker ps -a --filter ancestor=strand-worker:compose --format '{{.ID}} {{.Status}}')
+left=$(ours)
 [ -z "$left" ] || { echo "worker containers left 30 s after the pool's DELETE: $left"; exit 1; }
 # The database lives on the named volume.
 docker volume inspect "${project}_strand-data" >/dev/null
