@@ -229,15 +229,63 @@ int strand_pool_terminate(strand_client *c, const char *pool)
 	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
 }
 
+/* A request brings at most PART_ARGS arguments and some PART_BYTES of
+ * them; a larger map goes in parts: the first with the map and its
+ * 'total', the rest to POST /v1/jobs/{id}/args, one after the other (the
+ * gateway takes a job's parts in order, at offset 'received'). */
+#define PART_ARGS 100000
+#define PART_BYTES (16u << 20)
+
+/* args[lo .. lo + n) as a new array (the items are shared). */
+static json_t *slice(json_t *args, size_t lo, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = lo; i < lo + n && a; i++)
+		json_array_append(a, json_array_get(args, i));
+	return a;
+}
+
+/* How many of args from lo the next part takes: PART_ARGS at most, halved
+ * until their text is under PART_BYTES (one always goes). */
+static size_t part_size(json_t *args, size_t lo)
+{
+	size_t n = json_array_size(args) - lo;
+
+	if (n > PART_ARGS)
+		n = PART_ARGS;
+	while (n > 1) {
+		json_t *part = slice(args, lo, n);
+		size_t bytes = json_dumpb(part, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+		json_decref(part);
+		if (bytes <= PART_BYTES)
+			break;
+		n /= 2;
+	}
+	return n;
+}
+
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32])
 {
 	char path[128];
-	json_t *body = json_pack("{s:s, s:O, s:i}", "function", function, "args", args, "chunksize", chunksize);
+	size_t total = json_array_size(args), sent = part_size(args, 0);
+	json_t *body = json_pack("{s:s, s:o, s:i, s:I}", "function", function, "args", slice(args, 0, sent),
+	                         "chunksize", chunksize, "total", (json_int_t)total);
 	int rc;
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
 	rc = expect(c, "POST", path, body, 202, job, NULL);
 	json_decref(body);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/args", job);
+	while (rc == 0 && sent < total) {
+		size_t n = part_size(args, sent);
+		json_t *reply = NULL;
+		body = json_pack("{s:I, s:o}", "offset", (json_int_t)sent, "args", slice(args, sent, n));
+		rc = expect(c, "POST", path, body, 200, NULL, &reply);
+		json_decref(body);
+		json_decref(reply);
+		sent += n;
+	}
 	return rc;
 }
 

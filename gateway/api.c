@@ -9,6 +9,7 @@
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
  *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
+ *   POST   /v1/jobs/{id}/args            (the next part of a submitting job's arguments)
  *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
@@ -620,6 +621,28 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	return problem(c, 404, url, "no such pool action (map, apply, close)");
 }
 
+/* POST /v1/jobs/{id}/args: the next part of a submitting job's arguments. */
+static enum MHD_Result post_args(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *job_id, const request *rq)
+{
+	char detail[256] = "";
+	spec_args args;
+	int64_t offset;
+	json_t *out = NULL;
+	int err;
+
+	if (strcmp(method, "POST") != 0)
+		return problem(c, 405, url, "use POST to send a part of a job's arguments");
+	err = spec_part_parse(rq->body.data ? rq->body.data : "", rq->body.len, &offset, &args, detail, sizeof(detail));
+	if (err != CM_OK)
+		return fail(c, err, url, detail);
+	err = engine_job_args(a->engine, job_id, offset, &args, &out, detail, sizeof(detail));
+	spec_args_fini(&args);
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such job" : detail);
+	return send_json(c, 200, out, NULL);
+}
+
 static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, request *rq)
 {
@@ -638,6 +661,8 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 			return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
 		return send_json(c, 200, out, NULL);
 	}
+	if (strcmp(sub, "/args") == 0)
+		return post_args(a, c, url, method, id, rq);
 	if (strcmp(method, "GET") != 0)
 		return problem(c, 405, url, "a job's results are read with GET");
 	if (strcmp(sub, "/results") == 0)
@@ -880,12 +905,11 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 		if ((err = spec_call_parse(rq->body.data ? rq->body.data : "", rq->body.len, &arg, detail,
 		                           sizeof(detail))) != CM_OK)
 			return fail(c, err, url, detail);
-		size_t len = strlen(arg);
+		size_t offs[2] = {0, strlen(arg)};
 		char *fn = strdup("manager");
 		map_spec spec = {.function = fn,
-		                 .args = &arg,
-		                 .lens = &len,
-		                 .nargs = 1,
+		                 .args = {.text = arg, .offs = offs, .n = 1},
+		                 .total = 1,
 		                 .chunksize = 1,
 		                 .max_attempts = 1,
 		                 .retry_errors = 0};

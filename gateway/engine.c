@@ -115,7 +115,8 @@ static void handle(engine *e, op *o)
 		break;
 	}
 	case OP_POOL_DELETE: engine__handle_pool_delete(e, o); return;
-	case OP_MAP: engine__handle_map(e, o); break;
+	case OP_MAP: engine__handle_map(e, o); return; /* answers itself, now or once its arguments are in */
+	case OP_JOB_ARGS: engine__handle_job_args(e, o); return;
 	case OP_JOB_DELETE: engine__handle_job_delete(e, o); break;
 	case OP_JOB_GET:
 	case OP_JOB_INFO:
@@ -269,7 +270,7 @@ static void *engine_main(void *arg)
 		int committed;
 
 		pthread_mutex_lock(&e->mu);
-		if (!e->inbox && !e->stopping) {
+		if (!e->inbox && !e->stopping && !e->fills) {
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, TICK_MS);
 			pthread_cond_timedwait(&e->wake, &e->mu, &ts);
 		}
@@ -310,6 +311,7 @@ static void *engine_main(void *arg)
 		if (committed && store_in_transaction(e->st)) {
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
+			engine__fill_step(e);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 		}
@@ -409,6 +411,7 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	}
 	e->cfg = cfg;
 	e->creds = creds;
+	e->fills_tail = &e->fills;
 	cm_buf_init(&e->hub_ca);
 	/* A TLS hub: the workers get the CA to check it by (the certificate
 	 * itself when it is self-signed). */

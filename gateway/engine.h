@@ -57,9 +57,16 @@ int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, siz
 engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 /* Queues a map (or an apply: one argument), or returns the job idem_key
  * created before. Takes spec->function and spec->command on success (set to
- * NULL); the args stay the caller's. */
+ * NULL); the args stay the caller's. Answers once every argument is stored
+ * (a slice a cycle); a job whose spec->total is above its arguments is
+ * "submitting" until its parts bring the rest. */
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
                size_t detail_len);
+/* Stores the next part of a submitting job's arguments, at offset (its
+ * 'received' so far). CM_ECLOSED: the job takes no part now, or not at that
+ * offset (detail says why); a part stored before is answered as stored. */
+int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_args *args, json_t **out, char *detail,
+                    size_t detail_len);
 /* The pool's 100 most recent jobs, newest first. */
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);

@@ -1,6 +1,7 @@
 /*
  * The engine's inside, shared by its parts: engine.c (the cycle),
- * engine_jobs.c (jobs, the task queue, pulls), engine_pools.c (pools and
+ * engine_jobs.c (jobs, the task queue, pulls), engine_submit.c (jobs and their
+ * arguments in), engine_pools.c (pools and
  * workers, leases), engine_recovery.c (load, recover, reload),
  * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes),
  * engine_processes.c (processes and rings) and engine_upkeep.c (retention, vacuum). Everything here belongs to the
@@ -52,6 +53,9 @@
 /* ... and a removed job's result groups go this many a cycle (a group is
  * up to 4,096 results and 4 MiB). */
 #define CHORE_GROUPS 4
+/* Arguments stored per cycle (engine_submit.c): some ten milliseconds of
+ * the engine's time. */
+#define FILL_SLICE 32768
 
 typedef enum pool_state { POOL_ACTIVE, POOL_CLOSED, POOL_TERMINATING, POOL_TERMINATED, POOL_FAILED } pool_state;
 static const char *const pool_state_names[] = {"active", "closed", "terminating", "terminated", "failed"};
@@ -73,6 +77,7 @@ typedef enum op_kind {
 	OP_JOB_GET,
 	OP_JOB_INFO,
 	OP_JOB_DELETE,
+	OP_JOB_ARGS,
 	OP_PULL,
 	OP_QUEUE_CREATE,
 	OP_QUEUE_INFO,
@@ -119,6 +124,10 @@ typedef struct op {
 			map_spec *spec;
 			const char *idem_key;
 		} map; /* OP_MAP */
+		struct {
+			const spec_args *args;
+			int64_t offset;
+		} part; /* OP_JOB_ARGS */
 		job_info info; /* OP_JOB_INFO's answer */
 		struct {
 			const char *kind; /* OP_QUEUE_CREATE: "queue", "simplex" or "duplex" */
@@ -227,6 +236,8 @@ typedef struct job_context {
 typedef struct job {
 	char id[20];
 	int64_t num, base, total, done, failed;
+	int64_t received; /* tasks whose arguments are in; below total while parts come */
+	struct fill *filling; /* the request whose arguments go in now, or NULL */
 	int chunksize;
 	unsigned timeout_ms;
 	double avg_us; /* moving average of task run time; < 0: not known yet */
@@ -309,6 +320,7 @@ struct engine {
 	op *ready;
 	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
 	struct chore *chores; /* cancellations and removals under way, a slice a cycle */
+	struct fill *fills, **fills_tail; /* requests whose arguments go in, a slice a cycle, oldest first */
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
@@ -365,7 +377,15 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
 void engine__handle_pull(engine *e, op *o);
+void engine__job_check_done(engine *e, job *j); /* a running job with every result: done */
+
+/* engine_submit.c: jobs and their arguments in, a slice a cycle */
+typedef struct fill fill;
 void engine__handle_map(engine *e, op *o);
+void engine__handle_job_args(engine *e, op *o); /* the next part of a job's arguments */
+void engine__fill_step(engine *e); /* up to FILL_SLICE arguments into the store and the queue */
+void engine__fill_abort(engine *e, job *j, const char *why); /* j's fill, if any, answered 409 with why */
+void engine__fills_drop(engine *e); /* every fill, answered as not recorded (a reload) */
 
 /* engine_upkeep.c: ended jobs past --retain removed, freed pages given back */
 void engine__upkeep(engine *e, int64_t now);

@@ -152,7 +152,7 @@ static void retire_context(engine *e, job *j)
 	j->context = NULL;
 }
 
-static void job_check_done(engine *e, job *j)
+void engine__job_check_done(engine *e, job *j)
 {
 	if (j->done < j->total || j->state != JOB_RUNNING)
 		return;
@@ -263,6 +263,12 @@ void engine__chores_clear(engine *e)
  * recorded as they come. */
 static void job_cancel(engine *e, job *j, const char *why)
 {
+	/* Arguments still to come never will: the job is what it received. */
+	engine__fill_abort(e, j, "the job was cancelled before this part was stored");
+	if (j->received < j->total) {
+		j->total = j->received;
+		store_job_set_total(e->st, j->num, j->total);
+	}
 	j->state = JOB_CANCELLED;
 	j->ended_ms = cm_wall_ms();
 	retire_context(e, j);
@@ -429,7 +435,7 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 		j->failed++;
 		j->pool->tasks_failed++;
 	}
-	job_check_done(e, j);
+	engine__job_check_done(e, j);
 	return 1;
 }
 
@@ -805,100 +811,6 @@ void engine__handle_pull(engine *e, op *o)
 	engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 }
 
-void engine__handle_map(engine *e, op *o)
-{
-	pool *p = engine__pool_find(e, o->id);
-	map_spec *m = o->u.map.spec;
-	job *j;
-	store_job sj;
-	char existing[20];
-
-	if (!p) {
-		o->err = CM_ENOENT;
-		return;
-	}
-	if (o->u.map.idem_key && store_job_find_idem(e->st, p->id, o->u.map.idem_key, existing) == CM_OK &&
-	    (j = engine__job_find(e, existing))) {
-		o->out = engine__job_json(j);
-		return;
-	}
-	if (p->state != POOL_ACTIVE) {
-		o->err = CM_ECLOSED;
-		snprintf(o->detail, sizeof(o->detail), "pool %s is %s and takes no new work%s%.150s", p->id,
-		         pool_state_names[p->state], p->reason[0] ? ": " : "", p->reason);
-		return;
-	}
-	j = engine__job_reserve(p) == CM_OK ? calloc(1, sizeof(*j)) : NULL;
-	if (!j) {
-		o->err = CM_ENOMEM;
-		return;
-	}
-	cm_id_new('j', j->id);
-	j->num = e->next_job;
-	j->base = e->next_task;
-	j->total = (int64_t)m->nargs;
-	j->chunksize = m->chunksize;
-	j->timeout_ms = m->timeout_ms ? m->timeout_ms : (unsigned)p->spec.timeout_s * 1000u;
-	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
-	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
-	j->avg_us = -1;
-	j->pool = p;
-	j->created_ms = cm_wall_ms();
-	j->state = JOB_RUNNING;
-	sj = (store_job){.num = j->num,
-	                 .id = j->id,
-	                 .pool_id = p->id,
-	                 .function = m->function,
-	                 .idem_key = o->u.map.idem_key,
-	                 .state = job_state_names[j->state],
-	                 .base = j->base,
-	                 .total = j->total,
-	                 .chunksize = j->chunksize,
-	                 .created_ms = j->created_ms,
-	                 .max_attempts = j->max_attempts,
-	                 .retry_errors = j->retry_errors,
-	                 .timeout_ms = j->timeout_ms,
-	                 .context = m->context,
-	                 .context_len = m->context_len};
-	if (m->context && !(j->context = engine__context_new(m->context, m->context_len))) {
-		o->err = CM_ENOMEM;
-		free(j);
-		return;
-	}
-	json_t *cmd = NULL;
-	char *cmd_json = NULL;
-	if (m->ncommand) {
-		cmd = json_array();
-		for (size_t i = 0; i < m->ncommand; i++)
-			json_array_append_new(cmd, json_string(m->command[i]));
-		cmd_json = json_dumps(cmd, JSON_COMPACT);
-		json_decref(cmd);
-		sj.command_json = cmd_json;
-	}
-	if ((o->err = store_job_insert(e->st, &sj)) != CM_OK ||
-	    (o->err = store_tasks_insert(e->st, j->num, j->base, m->nargs, m->args, m->lens)) != CM_OK ||
-	    (j->total && (o->err = engine__queue_push(p, j, j->base, j->base + j->total - 1, 0)) != CM_OK)) {
-		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
-		free(cmd_json);
-		free(j->context);
-		free(j);
-		return;
-	}
-	free(cmd_json);
-	e->next_job++;
-	e->next_task += j->total;
-	j->function = m->function;
-	j->command = m->command;
-	j->ncommand = m->ncommand;
-	m->function = NULL;
-	m->command = NULL;
-	m->ncommand = 0;
-	engine__job_attach(e, p, j);
-	p->open_jobs++;
-	job_check_done(e, j);
-	o->out = engine__job_json(j);
-}
-
 int engine_pool_jobs(engine *e, const char *id, json_t **out)
 {
 	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
@@ -912,18 +824,6 @@ int engine_job_get(engine *e, const char *id, json_t **out)
 int engine_job_delete(engine *e, const char *id, json_t **out)
 {
 	return engine__run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
-}
-
-int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
-               size_t detail_len)
-{
-	op o = {.kind = OP_MAP, .id = pool_id, .u.map.spec = spec, .u.map.idem_key = idem_key};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
 }
 
 int engine_job_info(engine *e, const char *id, job_info *out)

@@ -109,6 +109,7 @@ static void load_job(void *ctx, const store_job *sj)
 	j->num = sj->num;
 	j->base = sj->base;
 	j->total = sj->total;
+	j->received = sj->received;
 	j->done = sj->done;
 	j->failed = sj->failed;
 	j->chunksize = sj->chunksize;
@@ -245,6 +246,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
  * recorded. */
 void engine__state_clear(engine *e)
 {
+	engine__fills_drop(e);
 	engine__chores_clear(e);
 	waitlist_drop_all(e, &e->log_reads);
 	while (e->pools) {

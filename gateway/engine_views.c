@@ -9,15 +9,18 @@ json_t *engine__job_json(const job *j)
 {
 	char created[32];
 	char self[64], results[80];
+	int submitting = j->state == JOB_RUNNING && j->received < j->total;
 
 	engine__iso_time(j->created_ms, created);
 	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
 	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
-	json_t *o =
-	        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
-	                  j->pool->id, "state", job_state_names[j->state], "function", j->function, "total",
-	                  (json_int_t)j->total, "done", (json_int_t)j->done, "failed", (json_int_t)j->failed,
-	                  "chunksize", j->chunksize, "created_at", created, "links", "self", self, "results", results);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
+	                      j->pool->id, "state", submitting ? "submitting" : job_state_names[j->state], "function",
+	                      j->function, "total", (json_int_t)j->total, "done", (json_int_t)j->done, "failed",
+	                      (json_int_t)j->failed, "chunksize", j->chunksize, "created_at", created, "links", "self",
+	                      self, "results", results);
+	if (o && submitting) /* where its next part starts (POST /v1/jobs/{id}/args) */
+		json_object_set_new(o, "received", json_integer(j->received));
 	if (o && j->ended_ms) { /* --retain counts from here */
 		char ended[32];
 		engine__iso_time(j->ended_ms, ended);

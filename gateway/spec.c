@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "gateway/json_scan.h"
 #include "gateway/spec.h"
 
 /* Reads a non-empty argv array (at most 256 strings) into new copies. */
@@ -369,35 +370,230 @@ char *spec_pool_json(const pool_spec *spec)
 	return s;
 }
 
+void spec_args_fini(spec_args *args)
+{
+	free(args->text);
+	free(args->offs);
+	memset(args, 0, sizeof(*args));
+}
+
 void spec_map_fini(map_spec *spec)
 {
 	free(spec->function);
 	for (size_t i = 0; i < spec->ncommand; i++)
 		free(spec->command[i]);
 	free(spec->command);
-	for (size_t i = 0; i < spec->nargs; i++)
-		free(spec->args[i]);
-	free(spec->args);
-	free(spec->lens);
+	spec_args_fini(&spec->args);
 	free(spec->context);
 	memset(spec, 0, sizeof(*spec));
 }
 
-static int add_arg(map_spec *spec, json_t *v, size_t i, char *detail, size_t detail_len)
+/* Whether args holds as many arguments as one body may bring. */
+static int args_full(const spec_args *args, char *detail, size_t detail_len)
 {
-	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (args->n < SPEC_MAX_ARGS)
+		return 0;
+	snprintf(detail, detail_len,
+	         "field 'args' has over %d items; send the rest in parts (give 'total', then POST "
+	         "/v1/jobs/{id}/args)",
+	         SPEC_MAX_ARGS);
+	return 1;
+}
 
-	if (!s)
-		return CM_ENOMEM;
-	spec->lens[i] = strlen(s);
-	if (spec->lens[i] > SPEC_ARG_MAX) {
-		free(s);
-		snprintf(detail, detail_len, "argument %zu is over the %u byte cap", i, SPEC_ARG_MAX);
+/* Takes the argument scanned at s[at..end) into args: its bytes as they are
+ * (without whitespace between tokens), after the checks a scan leaves out
+ * (its size; duplicate keys, by jansson, in an argument with an object).
+ * args->text has room: it is as long as the text the arguments come from. */
+static int take_arg(spec_args *args, size_t *cap, const char *s, size_t at, size_t end, unsigned flags, char *detail,
+                    size_t detail_len)
+{
+	size_t off = args->offs ? args->offs[args->n] : 0, n;
+
+	if (flags & JSON_SCAN_OBJECT) {
+		json_error_t jerr;
+		json_t *v = count_values(s + at, end - at, SPEC_MAX_VALUES) > SPEC_MAX_VALUES
+		                    ? NULL
+		                    : json_loadb(s + at, end - at, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+		if (!v) {
+			snprintf(detail, detail_len, "argument %zu is not valid JSON: %s", args->n,
+			         count_values(s + at, end - at, SPEC_MAX_VALUES) > SPEC_MAX_VALUES ? "too many values"
+			                                                                           : jerr.text);
+			return CM_EINVAL;
+		}
+		json_decref(v);
+	}
+	if (args->n + 2 > *cap) {
+		size_t c = *cap ? *cap * 2 : 1024;
+		size_t *o = realloc(args->offs, c * sizeof(*o));
+		if (!o)
+			return CM_ENOMEM;
+		if (!args->offs)
+			o[0] = 0;
+		args->offs = o;
+		*cap = c;
+	}
+	n = flags & JSON_SCAN_SPACE ? json_scan_compact(s + at, end - at, args->text + off) : end - at;
+	if (!(flags & JSON_SCAN_SPACE))
+		memcpy(args->text + off, s + at, n);
+	if (n > SPEC_ARG_MAX) {
+		snprintf(detail, detail_len, "argument %zu is over the %u byte cap", args->n, SPEC_ARG_MAX);
 		return CM_ETOOBIG;
 	}
-	spec->args[i] = s;
-	spec->nargs = i + 1;
+	args->offs[++args->n] = off + n;
 	return CM_OK;
+}
+
+/* Where a raw member's value goes: "args" (an array: one argument per
+ * item) or "arg" (one argument). */
+typedef struct raw_member {
+	const char *key;
+	int array;
+	int seen;
+	spec_args *args;
+} raw_member;
+
+/* The value of raw member r at s[at]: its arguments into r->args; *end
+ * just past it. */
+static int take_raw(raw_member *r, const char *s, size_t len, size_t at, size_t *end, char *detail, size_t detail_len)
+{
+	size_t cap = 0, i = at, e;
+	unsigned flags;
+	char why[96];
+	int err;
+
+	if (r->seen++) {
+		snprintf(detail, detail_len, "body is not valid JSON: duplicate object key '%s'", r->key);
+		return CM_EINVAL;
+	}
+	if (!(r->args->text = malloc(len - at + 1)))
+		return CM_ENOMEM;
+	if (!r->array) {
+		if (json_scan_value(s, len, i, end, &flags, why, sizeof(why)) != 0)
+			goto invalid;
+		return take_arg(r->args, &cap, s, i, *end, flags, detail, detail_len);
+	}
+	if (s[i] != '[') {
+		snprintf(detail, detail_len, "field 'args' is required: an array of arguments, one per task");
+		return CM_EINVAL;
+	}
+	i = json_scan_space(s, len, i + 1);
+	if (i < len && s[i] == ']') {
+		*end = i + 1;
+		return CM_OK;
+	}
+	for (;;) {
+		if (args_full(r->args, detail, detail_len))
+			return CM_ETOOBIG;
+		if (json_scan_value(s, len, i, &e, &flags, why, sizeof(why)) != 0)
+			goto invalid;
+		if ((err = take_arg(r->args, &cap, s, i, e, flags, detail, detail_len)) != CM_OK)
+			return err;
+		i = json_scan_space(s, len, e);
+		if (i < len && s[i] == ']') {
+			*end = i + 1;
+			return CM_OK;
+		}
+		if (i >= len || s[i] != ',') {
+			snprintf(why, sizeof(why), "an unexpected %s at byte %zu", i >= len ? "end" : "character", i);
+			goto invalid;
+		}
+		i = json_scan_space(s, len, i + 1);
+	}
+invalid:
+	snprintf(detail, detail_len, "body is not valid JSON: %s", why);
+	return CM_EINVAL;
+}
+
+/* Parses a body that must be a JSON object: every member by jansson into
+ * *out, except raw's, taken by take_raw. A body that does not start as an
+ * object goes to jansson whole, which says what is wrong with it. */
+static int load_with_raw(const char *s, size_t len, raw_member *raw, json_t **out, char *detail, size_t detail_len)
+{
+	size_t i = json_scan_space(s, len, 0), end;
+	json_t *root;
+	char why[200];
+	int err = CM_OK;
+
+	if (i >= len || s[i] != '{')
+		return load(s, len, out, detail, detail_len);
+	if (!(root = json_object()))
+		return CM_ENOMEM;
+	i = json_scan_space(s, len, i + 1);
+	if (i < len && s[i] == '}') {
+		i++;
+		goto tail;
+	}
+	for (;;) {
+		json_error_t jerr;
+		json_t *key, *v;
+		unsigned flags;
+		size_t key_at = i;
+		if (i >= len || s[i] != '"' || json_scan_value(s, len, i, &end, &flags, why, sizeof(why)) != 0) {
+			if (i >= len || s[i] != '"')
+				snprintf(why, sizeof(why), "a missing object key at byte %zu", i);
+			goto invalid;
+		}
+		if (!(key = json_loadb(s + key_at, end - key_at, JSON_DECODE_ANY, &jerr))) {
+			snprintf(why, sizeof(why), "%.100s at byte %zu", jerr.text, key_at);
+			goto invalid;
+		}
+		i = json_scan_space(s, len, end);
+		if (i >= len || s[i] != ':') {
+			json_decref(key);
+			snprintf(why, sizeof(why), "a missing ':' at byte %zu", i);
+			goto invalid;
+		}
+		i = json_scan_space(s, len, i + 1);
+		if (i < len && strcmp(json_string_value(key), raw->key) == 0) {
+			json_decref(key);
+			if ((err = take_raw(raw, s, len, i, &end, detail, detail_len)) != CM_OK)
+				goto out;
+		} else {
+			if (json_scan_value(s, len, i, &end, &flags, why, sizeof(why)) != 0) {
+				json_decref(key);
+				goto invalid;
+			}
+			if (count_values(s + i, end - i, SPEC_MAX_VALUES) > SPEC_MAX_VALUES) {
+				json_decref(key);
+				snprintf(detail, detail_len, "the body holds over %d JSON values", SPEC_MAX_VALUES);
+				err = CM_ETOOBIG;
+				goto out;
+			}
+			v = json_loadb(s + i, end - i, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+			if (!v || json_object_get(root, json_string_value(key))) {
+				snprintf(why, sizeof(why), "%.100s (field '%.64s')",
+				         v ? "duplicate object key" : jerr.text, json_string_value(key));
+				json_decref(v);
+				json_decref(key);
+				goto invalid;
+			}
+			json_object_set_new(root, json_string_value(key), v);
+			json_decref(key);
+		}
+		i = json_scan_space(s, len, end);
+		if (i < len && s[i] == '}') {
+			i++;
+			break;
+		}
+		if (i >= len || s[i] != ',') {
+			snprintf(why, sizeof(why), "an unexpected %s at byte %zu", i >= len ? "end" : "character", i);
+			goto invalid;
+		}
+		i = json_scan_space(s, len, i + 1);
+	}
+tail:
+	if (json_scan_space(s, len, i) != len) {
+		snprintf(why, sizeof(why), "text after the object at byte %zu", i);
+		goto invalid;
+	}
+	*out = root;
+	return CM_OK;
+invalid:
+	snprintf(detail, detail_len, "body is not valid JSON: %s", why);
+	err = CM_EINVAL;
+out:
+	json_decref(root);
+	return err;
 }
 
 /* "context": any JSON value, for a runtime's (rt:) function only. */
@@ -424,17 +620,20 @@ static int get_context(json_t *root, map_spec *spec, char *detail, size_t detail
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
 {
 	static const char *const map_keys[] = {"function",     "command",      "args",    "chunksize", "timeout_s",
-	                                       "max_attempts", "retry_errors", "context", NULL};
+	                                       "max_attempts", "retry_errors", "context", "total",     NULL};
 	static const char *const apply_keys[] = {"function",     "command",      "arg",     "timeout_s",
 	                                         "max_attempts", "retry_errors", "context", NULL};
 	map_spec spec = {.chunksize = 1, .retry_errors = -1};
+	raw_member raw = {.key = single ? "arg" : "args", .array = !single, .args = &spec.args};
 	json_t *root = NULL;
-	json_t *fn, *cmd, *args;
+	json_t *fn, *cmd;
 	int64_t n;
 	int err;
 
-	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+	if ((err = load_with_raw(body, len, &raw, &root, detail, detail_len)) != CM_OK) {
+		spec_map_fini(&spec);
 		return err;
+	}
 	if ((err = check_keys(root, single ? apply_keys : map_keys, "", detail, detail_len)) != CM_OK)
 		goto out;
 	fn = json_object_get(root, "function");
@@ -485,50 +684,49 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 		goto out;
 	if ((err = get_context(root, &spec, detail, detail_len)) != CM_OK)
 		goto out;
-	if (single) {
-		json_t *arg = json_object_get(root, "arg");
-		if (!arg) {
-			snprintf(detail, detail_len, "field 'arg' is required (any JSON value; null is fine)");
-			err = CM_EINVAL;
-			goto out;
-		}
-		spec.args = calloc(1, sizeof(char *));
-		spec.lens = calloc(1, sizeof(size_t));
-		if (!spec.args || !spec.lens) {
-			err = CM_ENOMEM;
-			goto out;
-		}
-		if ((err = add_arg(&spec, arg, 0, detail, detail_len)) != CM_OK)
-			goto out;
-	} else {
-		size_t i;
-		json_t *a;
-		args = json_object_get(root, "args");
-		if (!args || !json_is_array(args)) {
-			snprintf(detail, detail_len, "field 'args' is required: an array of arguments, one per task");
-			err = CM_EINVAL;
-			goto out;
-		}
-		if (json_array_size(args) > SPEC_MAX_ARGS) {
-			snprintf(detail, detail_len, "field 'args' has over %d items; split the map", SPEC_MAX_ARGS);
-			err = CM_ETOOBIG;
-			goto out;
-		}
-		spec.args = calloc(json_array_size(args) + 1, sizeof(char *));
-		spec.lens = calloc(json_array_size(args) + 1, sizeof(size_t));
-		if (!spec.args || !spec.lens) {
-			err = CM_ENOMEM;
-			goto out;
-		}
-		json_array_foreach (args, i, a) {
-			if ((err = add_arg(&spec, a, i, detail, detail_len)) != CM_OK)
-				goto out;
-		}
+	if (!raw.seen) {
+		snprintf(detail, detail_len,
+		         single ? "field 'arg' is required (any JSON value; null is fine)"
+		                : "field 'args' is required: an array of arguments, one per task");
+		err = CM_EINVAL;
+		goto out;
 	}
+	spec.total = (int64_t)spec.args.n;
+	if (!single && (err = get_int(root, "total", "", (int64_t)spec.args.n, SPEC_MAX_TASKS, &spec.total, detail,
+	                              detail_len)) != CM_OK)
+		goto out;
 	*out = spec;
 	memset(&spec, 0, sizeof(spec));
 out:
 	spec_map_fini(&spec);
+	json_decref(root);
+	return err;
+}
+
+int spec_part_parse(const char *body, size_t len, int64_t *offset, spec_args *out, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"offset", "args", NULL};
+	spec_args args = {0};
+	raw_member raw = {.key = "args", .array = 1, .args = &args};
+	json_t *root = NULL;
+	int err;
+
+	*offset = -1;
+	if ((err = load_with_raw(body, len, &raw, &root, detail, detail_len)) != CM_OK ||
+	    (err = check_keys(root, keys, "", detail, detail_len)) != CM_OK ||
+	    (err = get_int(root, "offset", "", 0, SPEC_MAX_TASKS, offset, detail, detail_len)) != CM_OK)
+		goto out;
+	if (*offset < 0 || !raw.seen) {
+		snprintf(detail, detail_len,
+		         "fields 'offset' (the index of this part's first argument in the job) and 'args' are "
+		         "required");
+		err = CM_EINVAL;
+		goto out;
+	}
+	*out = args;
+	memset(&args, 0, sizeof(args));
+out:
+	spec_args_fini(&args);
 	json_decref(root);
 	return err;
 }

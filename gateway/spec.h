@@ -11,10 +11,12 @@
 #include <stdint.h>
 
 #define SPEC_MAX_PROCESSES 1024
-/* JSON values in one request body, counted before it is parsed: bounds what
- * parsing it may take (about 100 bytes a value) whatever its bytes. */
+/* JSON values jansson may build for one request body, counted before it is
+ * parsed: bounds what parsing it may take (about 100 bytes a value)
+ * whatever its bytes. A map's arguments are scanned, not built (json_scan.h). */
 #define SPEC_MAX_VALUES 1000000
-#define SPEC_MAX_ARGS SPEC_MAX_VALUES
+#define SPEC_MAX_ARGS 1000000 /* arguments one body brings; more come in parts */
+#define SPEC_MAX_TASKS 1000000000 /* tasks of one job, its parts together */
 #define SPEC_ARG_MAX (1u << 20) /* one argument, as JSON text */
 #define SPEC_MAX_VOLUMES 16
 #define SPEC_RUNTIME_MAX 500 /* a runtime's argv, as JSON */
@@ -60,13 +62,21 @@ int spec_manager_parse(const char *body, size_t len, const char *default_backend
 /* The canonical JSON of a pool spec: a new string, free() it. */
 char *spec_pool_json(const pool_spec *spec);
 
+/* Arguments as their JSON texts, packed: argument i is text[offs[i] ..
+ * offs[i + 1]) (offs holds n + 1 entries; both NULL when n is 0). */
+typedef struct spec_args {
+	char *text;
+	size_t *offs;
+	size_t n;
+} spec_args;
+void spec_args_fini(spec_args *args);
+
 typedef struct map_spec {
 	char *function; /* builtin, LIB.so:SYMBOL or "exec" */
 	char **command; /* argv for exec */
 	size_t ncommand;
-	char **args; /* JSON text of each argument */
-	size_t *lens;
-	size_t nargs;
+	spec_args args;
+	int64_t total; /* the job's tasks: args.n, or more that come in parts */
 	char *context; /* rt: functions: JSON text given to the runtime with every task, or NULL */
 	size_t context_len;
 	int chunksize;
@@ -76,12 +86,17 @@ typedef struct map_spec {
 } map_spec;
 
 /* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize,
- * context}) or, with single set, POST /v1/pools/{id}/apply
- * ({function|command, arg, context}).
+ * context, total}) or, with single set, POST /v1/pools/{id}/apply
+ * ({function|command, arg, context}). Arguments are taken as the JSON text
+ * they are given in, whitespace between tokens left out; at most
+ * SPEC_MAX_ARGS of them.
  * On success out owns new copies (spec_map_fini frees them). Returns CM_OK,
  * CM_EINVAL, CM_ETOOBIG or CM_EUNSUPPORTED (bad function name: 422). */
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
 void spec_map_fini(map_spec *spec);
+/* Parses POST /v1/jobs/{id}/args: {"offset": N, "args": [...]}, the next
+ * part of a job's arguments. */
+int spec_part_parse(const char *body, size_t len, int64_t *offset, spec_args *out, char *detail, size_t detail_len);
 
 #define SPEC_MAX_ENV 256 /* a process's own environment entries */
 

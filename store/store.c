@@ -510,6 +510,11 @@ int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended
 	return store__step_done(st, s);
 }
 
+int store_job_set_total(store *st, int64_t num, int64_t total)
+{
+	return store__exec_ints(st, "UPDATE jobs SET total = ?1 WHERE num = ?2", total, num);
+}
+
 int store__exec_ints(store *st, const char *sql, int64_t a, int64_t b)
 {
 	sqlite3_stmt *s;
@@ -582,7 +587,9 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	            " CASE WHEN j.state IN ('running', 'cancelling')"
 	            "  THEN (SELECT coalesce(sum(done), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END,"
 	            " (SELECT coalesce(sum(failed), 0) FROM chunk_state c WHERE c.job = j.num),"
-	            " coalesce(j.ended_ms, j.created_ms)"
+	            " coalesce(j.ended_ms, j.created_ms),"
+	            " CASE WHEN j.state = 'running'"
+	            "  THEN (SELECT coalesce(sum(n), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END"
 	            " FROM jobs j ORDER BY j.num",
 	            &s) != CM_OK)
 		return CM_EIO;
@@ -607,6 +614,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .done = sqlite3_column_int64(s, 15),
 		        .failed = sqlite3_column_int64(s, 16),
 		        .ended_ms = sqlite3_column_int64(s, 17),
+		        .received = sqlite3_column_int64(s, 18),
 		};
 		fn(ctx, &j);
 	}

@@ -89,6 +89,7 @@ typedef struct store_job {
 	const char *state;
 	int64_t base;
 	int64_t total;
+	int64_t received; /* loaded only: tasks stored, below total while parts come */
 	int64_t done; /* loaded only: results recorded */
 	int64_t failed; /* loaded only: of which errors */
 	int chunksize;
@@ -104,6 +105,8 @@ typedef struct store_job {
 int store_job_insert(store *st, const store_job *job);
 /* ended_ms: when the job ended (kept for --retain), 0 while it runs. */
 int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended_ms);
+/* A job cancelled while its parts came: its total becomes what it has. */
+int store_job_set_total(store *st, int64_t num, int64_t total);
 /* Writes the id of the job created with this idempotency key into id_out
  * (20 bytes). Returns CM_OK, or CM_ENOENT if there is none. */
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20]);
@@ -113,9 +116,9 @@ int store_job_each(store *st, store_job_fn fn, void *ctx);
 int store_next_ids(store *st, int64_t *job_num, int64_t *task_id);
 
 /* ---- tasks -------------------------------------------------------------- */
-/* Inserts tasks base .. base+n-1 of job, QUEUED, attempts 0. args[i] is the
- * JSON text of argument i (borrowed). */
-int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens);
+/* Inserts tasks base .. base+n-1 of job, QUEUED, attempts 0. The JSON text
+ * of argument i is text[offs[i] .. offs[i + 1]) (offs: n + 1 entries). */
+int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, const char *text, const size_t *offs);
 
 /* Calls fn, in id order, for the QUEUED tasks in [lo, hi] with its argument
  * (borrowed for the call) and its attempt (attempts + 1), and marks those it

@@ -768,29 +768,25 @@ static int settle(store *st, int err)
 
 /* ---- tasks -------------------------------------------------------------- */
 
-static int insert_chunk(store *st, int64_t job, int64_t id, size_t n, char *const *args, const size_t *lens)
+static int insert_chunk(store *st, int64_t job, int64_t id, size_t n, const char *text, const size_t *offs)
 {
 	struct task_cache *c = st->tasks;
-	size_t head = (n + 1) * 4, bytes = 0;
+	size_t head = (n + 1) * 4, bytes = offs[n] - offs[0];
 	sqlite3_stmt *s;
 	int rc;
 
-	for (size_t i = 0; i < n; i++)
-		bytes += lens[i];
 	if (head + bytes > INT32_MAX)
 		return CM_ETOOBIG;
 	c->scratch.len = 0;
 	if (cm_buf_reserve(&c->scratch, head + bytes) != CM_OK)
 		return CM_ENOMEM;
+	/* The blob: n + 1 offsets from its first argument, then the texts as
+	 * they lie in text. */
 	uint8_t *p = (uint8_t *)c->scratch.data;
-	size_t off = 0;
-	for (size_t i = 0; i < n; i++) {
-		put_u32(p + i * 4, (uint32_t)off);
-		if (lens[i])
-			memcpy(p + head + off, args[i], lens[i]);
-		off += lens[i];
-	}
-	put_u32(p + n * 4, (uint32_t)off);
+	for (size_t i = 0; i <= n; i++)
+		put_u32(p + i * 4, (uint32_t)(offs[i] - offs[0]));
+	if (bytes)
+		memcpy(p + head, text + offs[0], bytes);
 	s = c->s[S_CHUNK_INSERT];
 	sqlite3_bind_int64(s, 1, id);
 	sqlite3_bind_int64(s, 2, (int64_t)n);
@@ -808,16 +804,16 @@ static int insert_chunk(store *st, int64_t job, int64_t id, size_t n, char *cons
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
-int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens)
+int store_tasks_insert(store *st, int64_t job, int64_t base, size_t n, const char *text, const size_t *offs)
 {
 	size_t i = 0;
 	int err = CM_OK;
 
 	while (i < n && err == CM_OK) {
-		size_t k = 0, bytes = 0;
-		while (i + k < n && k < CHUNK_TASKS && (k == 0 || bytes + lens[i + k] <= CHUNK_ARG_BYTES))
-			bytes += lens[i + k++];
-		err = insert_chunk(st, job, base + (int64_t)i, k, args + i, lens + i);
+		size_t k = 1;
+		while (i + k < n && k < CHUNK_TASKS && offs[i + k + 1] - offs[i] <= CHUNK_ARG_BYTES)
+			k++;
+		err = insert_chunk(st, job, base + (int64_t)i, k, text, offs + i);
 		i += k;
 	}
 	return err;
@@ -1371,8 +1367,8 @@ int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t lim
 typedef struct convert_chunk {
 	int64_t job, id;
 	size_t n;
-	char **args;
-	size_t *lens;
+	cm_buf text; /* the arguments, packed as store_tasks_insert takes them */
+	size_t *offs;
 	trec *recs;
 } convert_chunk;
 
@@ -1383,7 +1379,7 @@ static int convert_flush(store *st, convert_chunk *cc)
 
 	if (!cc->n)
 		return CM_OK;
-	if ((err = insert_chunk(st, cc->job, cc->id, cc->n, cc->args, cc->lens)) != CM_OK)
+	if ((err = insert_chunk(st, cc->job, cc->id, cc->n, cc->text.data, cc->offs)) != CM_OK)
 		return err;
 	chunk *k = malloc(sizeof(*k) + cc->n * sizeof(trec));
 	if (!k)
@@ -1400,8 +1396,7 @@ static int convert_flush(store *st, convert_chunk *cc)
 	k->failed = counts[3];
 	err = flush_chunk(st, k);
 	free(k);
-	for (size_t i = 0; i < cc->n; i++)
-		free(cc->args[i]);
+	cc->text.len = 0;
 	cc->n = 0;
 	return err;
 }
@@ -1416,10 +1411,10 @@ int store__tasks_convert(store *st)
 	if ((err = store__tasks_open(st)) != CM_OK)
 		return err;
 	c = st->tasks;
-	cc.args = calloc(CHUNK_TASKS, sizeof(*cc.args));
-	cc.lens = calloc(CHUNK_TASKS, sizeof(*cc.lens));
+	cm_buf_init(&cc.text);
+	cc.offs = calloc(CHUNK_TASKS + 1, sizeof(*cc.offs));
 	cc.recs = calloc(CHUNK_TASKS, sizeof(*cc.recs));
-	if (!cc.args || !cc.lens || !cc.recs)
+	if (!cc.offs || !cc.recs)
 		err = CM_ENOMEM;
 	/* Arguments and states by chunks of each job's contiguous ids. */
 	if (err == CM_OK && store__prepare(st,
@@ -1456,21 +1451,15 @@ int store__tasks_convert(store *st)
 		} else {
 			r->state = STORE_QUEUED;
 		}
-		if (!(cc.args[cc.n] = malloc(len ? len : 1))) {
-			err = CM_ENOMEM;
+		if (len && (err = cm_buf_append(&cc.text, sqlite3_column_blob(s, 2), len)) != CM_OK)
 			break;
-		}
-		if (len)
-			memcpy(cc.args[cc.n], sqlite3_column_blob(s, 2), len);
-		cc.lens[cc.n++] = len;
+		cc.offs[++cc.n] = cc.text.len;
 		bytes += len;
 	}
 	if (err == CM_OK && rc != SQLITE_DONE)
 		err = store__fail(st, rc);
 	if (err == CM_OK)
 		err = convert_flush(st, &cc);
-	for (size_t i = 0; i < cc.n; i++)
-		free(cc.args[i]);
 	sqlite3_finalize(s);
 	s = NULL;
 	/* Results by groups, in each job's seq order. */
@@ -1492,8 +1481,8 @@ int store__tasks_convert(store *st)
 	sqlite3_finalize(s);
 	for (group *g = c->groups; g && err == CM_OK; g = g->next)
 		err = flush_group(st, g);
-	free(cc.args);
-	free(cc.lens);
+	cm_buf_fini(&cc.text);
+	free(cc.offs);
 	free(cc.recs);
 	store__tasks_forget(st);
 	return err;

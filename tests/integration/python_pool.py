@@ -42,6 +42,17 @@ class PoolTest(WithPool):
     def test_map_exact(self):
         self.assertEqual(self.pool.map(square, range(500)), [x * x for x in range(500)])
 
+    def test_map_sent_in_parts(self):
+        # More tasks than a request brings go in parts; made small here.
+        from strand import pool as pool_module
+
+        part = pool_module.PART
+        pool_module.PART = 7
+        try:
+            self.assertEqual(self.pool.map(square, range(50), chunksize=2), [x * x for x in range(50)])
+        finally:
+            pool_module.PART = part
+
     def test_lambda_and_closure(self):
         k = 7
         self.assertEqual(self.pool.map(lambda x: x + k, [1, 2, 3]), [8, 9, 10])

@@ -71,6 +71,47 @@ static void test_pool(void **state)
 	json_decref(args);
 }
 
+typedef struct in_order {
+	json_int_t next; /* the index expected next */
+	int wrong;
+} in_order;
+
+static int check_in_order(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	in_order *o = ctx;
+
+	o->wrong += index != o->next || !ok || json_integer_value(value) != index * 3;
+	o->next++;
+	return 0;
+}
+
+/* A map larger than one request goes in parts (100,000 arguments each):
+ * strand_map returns once all are in, and each index comes once, in order,
+ * with its own argument's result. */
+static void test_large_map_in_parts(void **state)
+{
+	const int n = 250001;
+	char pool[32], job[32], path[64];
+	json_t *args = json_array(), *view = NULL;
+	in_order seen = {0};
+
+	(void)state;
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_integer((json_int_t)i * 3));
+	assert_int_equal(strand_pool_create(c, 2, NULL, pool), 0);
+	assert_int_equal(strand_map(c, pool, "echo", args, 1, job), 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	assert_int_equal(strand_request(c, "GET", path, NULL, &view), 200);
+	assert_int_equal(json_integer_value(json_object_get(view, "total")), n);
+	assert_string_not_equal(json_string_value(json_object_get(view, "state")), "submitting");
+	json_decref(view);
+	assert_int_equal(strand_imap(c, job, 0, 100000, check_in_order, &seen), 0);
+	assert_int_equal(seen.next, n);
+	assert_int_equal(seen.wrong, 0);
+	assert_int_equal(strand_pool_terminate(c, pool), 0);
+	json_decref(args);
+}
+
 static void test_process(void **state)
 {
 	char *const ok[] = {"sh", "-c", "exit 4", NULL};
@@ -126,6 +167,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_pool),
+	        cmocka_unit_test(test_large_map_in_parts),
 	        cmocka_unit_test(test_process),
 	        cmocka_unit_test(test_queue_and_manager),
 	};

@@ -100,21 +100,51 @@ static int map(const char *body, int single, map_spec *out, char *detail)
 	return spec_map_parse(body, strlen(body), single, out, detail, 256);
 }
 
+/* Argument i of args, as a string in buf. */
+static const char *arg_text(const spec_args *args, size_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)(args->offs[i + 1] - args->offs[i]), args->text + args->offs[i]);
+	return buf;
+}
+
 static void test_map_parse(void **state)
 {
 	map_spec m;
-	char detail[256] = "";
+	char detail[256] = "", a[128];
 
 	(void)state;
 	assert_int_equal(
 	        map("{\"function\":\"echo\",\"args\":[1,\"two\",{\"three\":[3]},null],\"chunksize\":8}", 0, &m, detail),
 	        CM_OK);
 	assert_string_equal(m.function, "echo");
-	assert_int_equal(m.nargs, 4);
-	assert_string_equal(m.args[1], "\"two\"");
-	assert_string_equal(m.args[2], "{\"three\":[3]}");
-	assert_string_equal(m.args[3], "null");
+	assert_int_equal(m.args.n, 4);
+	assert_int_equal(m.total, 4);
+	assert_string_equal(arg_text(&m.args, 1, a, sizeof(a)), "\"two\"");
+	assert_string_equal(arg_text(&m.args, 2, a, sizeof(a)), "{\"three\":[3]}");
+	assert_string_equal(arg_text(&m.args, 3, a, sizeof(a)), "null");
 	assert_int_equal(m.chunksize, 8);
+	spec_map_fini(&m);
+
+	/* Arguments are their own text: whitespace between tokens goes, that
+	 * inside strings stays, numbers stay as written (an integer past 64
+	 * bits included), escapes stay escaped. */
+	assert_int_equal(map(" { \"args\" : [ 1.50 , { \"a\" : [ 2 , 3e2 ] } ,\n\"x y\\u00e9\\\"\", "
+	                     "123456789012345678901234567890, -0 ] , \"function\" : \"echo\" , \"total\" : 9 } ",
+	                     0, &m, detail),
+	                 CM_OK);
+	assert_int_equal(m.args.n, 5);
+	assert_int_equal(m.total, 9);
+	assert_string_equal(arg_text(&m.args, 0, a, sizeof(a)), "1.50");
+	assert_string_equal(arg_text(&m.args, 1, a, sizeof(a)), "{\"a\":[2,3e2]}");
+	assert_string_equal(arg_text(&m.args, 2, a, sizeof(a)), "\"x y\\u00e9\\\"\"");
+	assert_string_equal(arg_text(&m.args, 3, a, sizeof(a)), "123456789012345678901234567890");
+	assert_string_equal(arg_text(&m.args, 4, a, sizeof(a)), "-0");
+	spec_map_fini(&m);
+
+	/* A map made for parts: a total and no arguments yet. */
+	assert_int_equal(map("{\"function\":\"echo\",\"args\":[],\"total\":10000000}", 0, &m, detail), CM_OK);
+	assert_int_equal(m.args.n, 0);
+	assert_int_equal(m.total, 10000000);
 	spec_map_fini(&m);
 
 	assert_int_equal(map("{\"command\":[\"sh\",\"-c\",\"cat\"],\"arg\":{\"x\":1},\"timeout_s\":5}", 1, &m, detail),
@@ -122,12 +152,13 @@ static void test_map_parse(void **state)
 	assert_string_equal(m.function, "exec");
 	assert_int_equal(m.ncommand, 3);
 	assert_string_equal(m.command[2], "cat");
-	assert_int_equal(m.nargs, 1);
+	assert_int_equal(m.args.n, 1);
+	assert_string_equal(arg_text(&m.args, 0, a, sizeof(a)), "{\"x\":1}");
 	assert_int_equal(m.timeout_ms, 5000);
 	spec_map_fini(&m);
 
 	assert_int_equal(map("{\"function\":\"echo\",\"args\":[]}", 0, &m, detail), CM_OK);
-	assert_int_equal(m.nargs, 0);
+	assert_int_equal(m.args.n, 0);
 	spec_map_fini(&m);
 }
 
@@ -155,6 +186,34 @@ static void test_map_refusals(void **state)
 	        {"{\"function\":\"lib.so:\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
 	        {"{\"function\":\"lib.dll:f\",\"args\":[]}", 0, CM_EUNSUPPORTED, "LIB.so:SYMBOL"},
 	        {"{\"function\":\"echo\",\"args\":[],\"timeout_s\":-1}", 0, CM_EINVAL, "'timeout_s'"},
+	        /* Arguments are scanned, not built: the scan refuses what jansson would. */
+	        {"{\"function\":\"echo\",\"args\":[\"\xc3\x28\"]}", 0, CM_EINVAL, "invalid UTF-8"},
+	        {"{\"function\":\"echo\",\"args\":[\"\xed\xa0\x80\"]}", 0, CM_EINVAL, "invalid UTF-8"},
+	        {"{\"function\":\"echo\",\"args\":[\"\\udc00\"]}", 0, CM_EINVAL, "lone low surrogate"},
+	        {"{\"function\":\"echo\",\"args\":[\"\\ud800x\"]}", 0, CM_EINVAL, "high surrogate"},
+	        {"{\"function\":\"echo\",\"args\":[\"\\u0000\"]}", 0, CM_EINVAL, "\\u0000"},
+	        {"{\"function\":\"echo\",\"args\":[\"\\x\"]}", 0, CM_EINVAL, "invalid escape"},
+	        {"{\"function\":\"echo\",\"args\":[\"a\tb\"]}", 0, CM_EINVAL, "control character"},
+	        {"{\"function\":\"echo\",\"args\":[\"open]}", 0, CM_EINVAL, "unterminated string"},
+	        {"{\"function\":\"echo\",\"args\":[01]}", 0, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[1.]}", 0, CM_EINVAL, "invalid number"},
+	        {"{\"function\":\"echo\",\"args\":[-]}", 0, CM_EINVAL, "invalid number"},
+	        {"{\"function\":\"echo\",\"args\":[1e]}", 0, CM_EINVAL, "invalid number"},
+	        {"{\"function\":\"echo\",\"args\":[tru]}", 0, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[1,]}", 0, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[1 2]}", 0, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[{\"a\":1,}]}", 0, CM_EINVAL, "missing object key"},
+	        {"{\"function\":\"echo\",\"args\":[{\"a\" 1}]}", 0, CM_EINVAL, "missing ':'"},
+	        {"{\"function\":\"echo\",\"args\":[{\"a\":1,\"a\":2}]}", 0, CM_EINVAL, "argument 0"},
+	        {"{\"function\":\"echo\",\"args\":[[1}]}", 0, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[1]", 0, CM_EINVAL, "unexpected end"},
+	        {"{\"function\":\"echo\",\"args\":[1]} x", 0, CM_EINVAL, "text after the object"},
+	        {"{\"function\":\"echo\",\"args\":[1],\"args\":[2]}", 0, CM_EINVAL, "duplicate object key 'args'"},
+	        {"{\"function\":\"echo\",\"function\":\"echo\",\"args\":[]}", 0, CM_EINVAL, "duplicate object key"},
+	        {"{\"function\":\"echo\",\"args\":[1,2],\"total\":1}", 0, CM_EINVAL, "'total'"},
+	        {"{\"function\":\"echo\",\"arg\":1,\"total\":3}", 1, CM_EINVAL, "unknown field 'total'"},
+	        {"{\"function\":\"echo\",\"arg\":}", 1, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"arg\":1 1}", 1, CM_EINVAL, "unexpected character"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -167,34 +226,101 @@ static void test_map_refusals(void **state)
 	}
 }
 
-/* The values in a body are counted before it is parsed: a million small
- * arguments parse, one more value is refused before jansson builds any;
- * braces and numbers inside strings are not values. */
+/* A map's arguments are scanned, not built: a million of them parse, one
+ * more is refused with the way to send more (parts); the other fields are
+ * still counted before jansson builds them, braces and numbers inside
+ * strings not counting as values. */
 static void test_body_values_counted_before_parsing(void **state)
 {
-	size_t cap = 16 + 2 * (size_t)SPEC_MAX_VALUES + 64;
+	size_t cap = 64 + 2 * (size_t)SPEC_MAX_ARGS + 64;
 	char *body = malloc(cap);
 	char detail[256] = "";
 	map_spec m;
 	size_t n;
 
 	(void)state;
-	/* {"function":"noop","args":[0,0,...]}: the object, two keys, "noop" and
-	 * the array are 5 values besides the args. */
 	n = (size_t)snprintf(body, cap, "{\"function\":\"noop\",\"args\":[");
-	for (int i = 0; i < SPEC_MAX_VALUES - 5; i++)
+	for (int i = 0; i < SPEC_MAX_ARGS; i++)
 		n += (size_t)snprintf(body + n, cap - n, "%s0", i ? "," : "");
 	snprintf(body + n, cap - n, "]}");
 	assert_int_equal(map(body, 0, &m, detail), CM_OK);
-	assert_int_equal(m.nargs, SPEC_MAX_VALUES - 5);
+	assert_int_equal(m.args.n, SPEC_MAX_ARGS);
 	spec_map_fini(&m);
 	snprintf(body + n, cap - n, ",0]}");
+	assert_int_equal(map(body, 0, &m, detail), CM_ETOOBIG);
+	assert_non_null(strstr(detail, "/v1/jobs/{id}/args"));
+	/* A context of more values than that is refused before it is built. */
+	n = (size_t)snprintf(body, cap, "{\"function\":\"rt:f\",\"args\":[],\"context\":[");
+	for (int i = 0; i < SPEC_MAX_VALUES; i++)
+		n += (size_t)snprintf(body + n, cap - n, "%s0", i ? "," : "");
+	snprintf(body + n, cap - n, "]}");
 	assert_int_equal(map(body, 0, &m, detail), CM_ETOOBIG);
 	assert_non_null(strstr(detail, "JSON values"));
 	free(body);
 	assert_int_equal(map("{\"function\":\"echo\",\"args\":[\"[1,2,{\\\"3\\\":4}]\"]}", 0, &m, detail), CM_OK);
-	assert_int_equal(m.nargs, 1);
+	assert_int_equal(m.args.n, 1);
 	spec_map_fini(&m);
+}
+
+/* A part: its offset and arguments; both required, nothing else. */
+static void test_part_parse(void **state)
+{
+	spec_args args;
+	int64_t offset;
+	char detail[256] = "", a[64];
+	const char *ok = "{\"offset\": 1000000, \"args\": [ \"a\" , [ 1 ] ]}";
+
+	(void)state;
+	assert_int_equal(spec_part_parse(ok, strlen(ok), &offset, &args, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(offset, 1000000);
+	assert_int_equal(args.n, 2);
+	assert_string_equal(arg_text(&args, 0, a, sizeof(a)), "\"a\"");
+	assert_string_equal(arg_text(&args, 1, a, sizeof(a)), "[1]");
+	spec_args_fini(&args);
+	static const struct {
+		const char *body;
+		const char *part;
+	} bad[] = {
+	        {"{\"args\":[1]}", "'offset'"},
+	        {"{\"offset\":0}", "'args'"},
+	        {"{\"offset\":-1,\"args\":[]}", "'offset'"},
+	        {"{\"offset\":0,\"args\":[],\"total\":3}", "unknown field 'total'"},
+	        {"{\"offset\":0,\"args\":[\"\\ud800\"]}", "high surrogate"},
+	        {"[1]", "must be a JSON object"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int err = spec_part_parse(bad[i].body, strlen(bad[i].body), &offset, &args, detail, sizeof(detail));
+		if (err != CM_EINVAL || !strstr(detail, bad[i].part))
+			fail_msg("%s: got %d '%s', expected '%s'", bad[i].body, err, detail, bad[i].part);
+	}
+}
+
+/* Nesting is bounded as jansson bounds it: 2048 levels scan, 2049 do not. */
+static void test_nesting_bounded(void **state)
+{
+	size_t cap = 64 + 2 * 2100;
+	char *body = malloc(cap);
+	char detail[256] = "";
+	map_spec m;
+
+	(void)state;
+	for (int depth = 2048; depth <= 2049; depth++) {
+		size_t n = (size_t)snprintf(body, cap, "{\"function\":\"echo\",\"args\":[");
+		for (int i = 0; i < depth; i++)
+			body[n++] = '[';
+		for (int i = 0; i < depth; i++)
+			body[n++] = ']';
+		snprintf(body + n, cap - n, "]}");
+		int err = map(body, 0, &m, detail);
+		if (depth == 2048) {
+			assert_int_equal(err, CM_OK);
+			spec_map_fini(&m);
+		} else {
+			assert_int_equal(err, CM_EINVAL);
+			assert_non_null(strstr(detail, "nesting deeper than 2048"));
+		}
+	}
+	free(body);
 }
 
 static void test_function_names(void **state)
@@ -303,6 +429,8 @@ int main(void)
 	        cmocka_unit_test(test_map_refusals),
 	        cmocka_unit_test(test_function_names),
 	        cmocka_unit_test(test_body_values_counted_before_parsing),
+	        cmocka_unit_test(test_part_parse),
+	        cmocka_unit_test(test_nesting_bounded),
 	        cmocka_unit_test(test_config_flags_over_env),
 	};
 	return cmocka_run_group_tests_name("spec", tests, NULL, NULL);

@@ -16,6 +16,9 @@ from . import gateway as _gateway
 EXCEPTION_MARK = "strand-pickled-exception: "
 PAGE = 10000
 WAIT_S = 30
+# Arguments one request brings: a larger job goes in parts (the map with
+# its "total", then POST /v1/jobs/{id}/args at each part's offset).
+PART = 100000
 
 
 class RemoteTraceback(Exception):
@@ -185,8 +188,17 @@ class Pool:
         in args (_task's); each task's value is a list. The job's id."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        body = {"function": "rt:pickle", "context": _context(runner, self._init, func), "args": args}
-        return self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
+        body = {
+            "function": "rt:pickle",
+            "context": _context(runner, self._init, func),
+            "args": args[:PART],
+            "total": len(args),
+        }
+        job = self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
+        for offset in range(PART, len(args), PART):
+            part = {"offset": offset, "args": args[offset : offset + PART]}
+            self._gw.request("POST", "/v1/jobs/%s/args" % job, part)
+        return job
 
     def _default_chunksize(self, n):
         """multiprocessing's: about four chunks a worker."""

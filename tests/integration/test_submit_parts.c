@@ -1,0 +1,219 @@
+/*
+ * A map sent in parts: POST /v1/pools/{id}/map with a 'total' above its
+ * arguments makes a job "submitting"; POST /v1/jobs/{id}/args brings the
+ * next part at offset 'received'. A wrong offset, a part past the total or
+ * a part to an ended job is refused with 409 and the reason; a part stored
+ * before is answered as stored (a retry whose answer was lost); the parts
+ * survive a kill -9 of the gateway; a cancelled job keeps what it received.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/support/harness.h"
+
+typedef pool_fixture fixture;
+
+/* Integers lo..hi-1 as a JSON array. */
+static json_t *range_of(int lo, int hi)
+{
+	json_t *a = json_array();
+
+	for (int i = lo; i < hi; i++)
+		json_array_append_new(a, json_integer(i));
+	return a;
+}
+
+/* POSTs the part lo..hi-1 at offset; returns the response. */
+static response send_part(fixture *f, const char *job, int offset, int lo, int hi)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/args", job);
+	return http_json(&f->g, "POST", path, json_pack("{s:i, s:o}", "offset", offset, "args", range_of(lo, hi)));
+}
+
+static void expect_job(const response *r, int status, const char *state, long long received)
+{
+	if (r->status != status)
+		fail_msg("status %d, expected %d: %s", r->status, status, r->body);
+	if (state)
+		assert_string_equal(json_string_value(json_object_get(r->json, "state")), state);
+	if (received >= 0)
+		assert_int_equal(json_integer_value(json_object_get(r->json, "received")), received);
+}
+
+static void expect_refused(const response *r, const char *part)
+{
+	if (r->status != 409 || !strstr(r->body, part))
+		fail_msg("status %d '%s', expected 409 with '%s'", r->status, r->body, part);
+}
+
+/* The job's results in input order: echo of 0..n-1, each index once. */
+static void expect_echoes(fixture *f, const char *job, int n)
+{
+	json_t *items = job_results(&f->g, job, "input", n + 1), *it;
+	size_t k;
+
+	assert_int_equal(json_array_size(items), n);
+	json_array_foreach (items, k, it) {
+		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
+		assert_true(json_is_true(json_object_get(it, "ok")));
+		assert_int_equal(json_integer_value(json_object_get(it, "value")), (json_int_t)k);
+	}
+	json_decref(items);
+}
+
+/* Starts a map of total echo tasks with the first `first` arguments. */
+static char *map_start(fixture *f, int first, int total)
+{
+	char path[96];
+	response r;
+	char *job;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", f->pool);
+	r = http_json(&f->g, "POST", path,
+	              json_pack("{s:s, s:o, s:i}", "function", "echo", "args", range_of(0, first), "total", total));
+	expect_job(&r, 202, first < total ? "submitting" : NULL, first < total ? first : -1);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "total")), total);
+	job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return job;
+}
+
+static void test_map_in_parts(void **state)
+{
+	fixture *f = *state;
+	char *job = map_start(f, 3, 7);
+	response r;
+
+	/* The first part's tasks run while the rest is awaited. */
+	assert_int_equal(job_wait_done(&f->g, job, 3), 3);
+	r = send_part(f, job, 5, 5, 7);
+	expect_refused(&r, "starts at offset 3");
+	response_free(&r);
+	r = send_part(f, job, 3, 3, 5);
+	expect_job(&r, 200, "submitting", 5);
+	response_free(&r);
+	r = send_part(f, job, 3, 3, 5); /* a retry: stored already */
+	expect_job(&r, 200, "submitting", 5);
+	response_free(&r);
+	r = send_part(f, job, 4, 4, 6); /* overlaps what is stored */
+	expect_refused(&r, "starts at offset 5");
+	response_free(&r);
+	r = send_part(f, job, 5, 5, 8);
+	expect_refused(&r, "goes 1 past");
+	response_free(&r);
+	r = send_part(f, job, 5, 5, 7);
+	assert_int_equal(r.status, 200);
+	assert_null(json_object_get(r.json, "received"));
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 7), 7);
+	expect_echoes(f, job, 7);
+	r = send_part(f, job, 7, 7, 8);
+	expect_refused(&r, "is done");
+	response_free(&r);
+	r = http(&f->g, "POST", "/v1/jobs/j-0000000000000000/args", "{\"offset\":0,\"args\":[]}", NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	r = http(&f->g, "GET", "/v1/jobs/j-0000000000000000/args", NULL, NULL);
+	assert_int_equal(r.status, 405);
+	response_free(&r);
+	free(job);
+}
+
+/* A job of nothing but parts: the map brings none of them. */
+static void test_parts_only(void **state)
+{
+	fixture *f = *state;
+	char *job = map_start(f, 0, 4);
+	response r = send_part(f, job, 0, 0, 4);
+
+	expect_job(&r, 200, NULL, -1);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 4), 4);
+	expect_echoes(f, job, 4);
+	free(job);
+}
+
+/* What was received is kept across a kill -9, and the job goes on from
+ * there after the restart. */
+static void test_parts_survive_kill(void **state)
+{
+	fixture *f = *state;
+	char *job = map_start(f, 2, 6);
+	char path[96];
+	response r = send_part(f, job, 2, 2, 4);
+
+	expect_job(&r, 200, "submitting", 4);
+	response_free(&r);
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	expect_job(&r, 200, "submitting", 4);
+	response_free(&r);
+	r = send_part(f, job, 4, 4, 6);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 6), 6);
+	expect_echoes(f, job, 6);
+	free(job);
+}
+
+/* A cancelled submitting job is what it received: its total shrinks to
+ * that, each of those indexes is answered once, and no part is taken. */
+static void test_cancel_while_submitting(void **state)
+{
+	fixture *f = *state;
+	char *job = map_start(f, 3, 1000);
+	char path[96];
+	response r;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "DELETE", path, NULL, NULL);
+	expect_job(&r, 200, "cancelled", -1);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "total")), 3);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 3), 3);
+	json_t *items = job_results(&f->g, job, "input", 10), *it;
+	size_t k;
+	assert_int_equal(json_array_size(items), 3);
+	json_array_foreach (items, k, it) {
+		assert_int_equal(json_integer_value(json_object_get(it, "index")), (json_int_t)k);
+		if (json_is_true(json_object_get(it, "ok")))
+			assert_int_equal(json_integer_value(json_object_get(it, "value")), (json_int_t)k);
+		else
+			assert_string_equal(json_string_value(json_object_get(it, "error")), "cancelled");
+	}
+	json_decref(items);
+	r = send_part(f, job, 3, 3, 4);
+	expect_refused(&r, "is cancelled");
+	response_free(&r);
+	assert_int_equal(gateway_stop(&f->g), 0);
+	gateway_restart(&f->g);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	expect_job(&r, 200, "cancelled", -1);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "total")), 3);
+	response_free(&r);
+	free(job);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_setup_teardown(test_map_in_parts, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_parts_only, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_parts_survive_kill, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_cancel_while_submitting, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
