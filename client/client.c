@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "client/results_page.h"
 
 struct strand_client {
 	CURL *curl;
@@ -229,12 +230,12 @@ int strand_pool_terminate(strand_client *c, const char *pool)
 	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
 }
 
-/* A request brings at most PART_ARGS arguments and some PART_BYTES of
- * them; a larger map goes in parts: the first with the map and its
- * 'total', the rest to POST /v1/jobs/{id}/args, one after the other (the
- * gateway takes a job's parts in order, at offset 'received'). */
+/* A request brings at most PART_ARGS arguments; a larger map goes in
+ * parts: the first with the map and its 'total', the rest to POST
+ * /v1/jobs/{id}/args, one after the other (the gateway takes a job's parts
+ * in order, at offset 'received'). A part the gateway finds too large
+ * (413: its body over the cap) goes again as two halves. */
 #define PART_ARGS 100000
-#define PART_BYTES (16u << 20)
 
 /* args[lo .. lo + n) as a new array (the items are shared). */
 static json_t *slice(json_t *args, size_t lo, size_t n)
@@ -246,45 +247,49 @@ static json_t *slice(json_t *args, size_t lo, size_t n)
 	return a;
 }
 
-/* How many of args from lo the next part takes: PART_ARGS at most, halved
- * until their text is under PART_BYTES (one always goes). */
-static size_t part_size(json_t *args, size_t lo)
+/* POSTs head (borrowed) with "args": args[lo ..], PART_ARGS of them at
+ * most, halved while the gateway answers 413; *n: how many went. Returns
+ * 0 on the status want, with the reply's id in id when given. */
+static int post_part(strand_client *c, const char *path, json_t *head, json_t *args, size_t lo, size_t *n, long want,
+                     char id[32])
 {
-	size_t n = json_array_size(args) - lo;
+	size_t left = json_array_size(args) - lo;
 
-	if (n > PART_ARGS)
-		n = PART_ARGS;
-	while (n > 1) {
-		json_t *part = slice(args, lo, n);
-		size_t bytes = json_dumpb(part, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
-		json_decref(part);
-		if (bytes <= PART_BYTES)
-			break;
-		n /= 2;
+	*n = left < PART_ARGS ? left : PART_ARGS;
+	for (;;) {
+		json_t *body = json_copy(head), *reply = NULL;
+		long status;
+		json_object_set_new(body, "args", slice(args, lo, *n));
+		status = strand_request(c, "POST", path, body, &reply);
+		json_decref(body);
+		if (status == 413 && *n > 1) {
+			json_decref(reply);
+			*n /= 2;
+			continue;
+		}
+		if (status == want && id)
+			snprintf(id, 32, "%s", json_string_value(json_object_get(reply, "id")) ?: "");
+		json_decref(reply);
+		return status == want ? 0 : -1;
 	}
-	return n;
 }
 
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32])
 {
 	char path[128];
-	size_t total = json_array_size(args), sent = part_size(args, 0);
-	json_t *body = json_pack("{s:s, s:o, s:i, s:I}", "function", function, "args", slice(args, 0, sent),
-	                         "chunksize", chunksize, "total", (json_int_t)total);
+	size_t total = json_array_size(args), sent = 0, n;
+	json_t *head =
+	        json_pack("{s:s, s:i, s:I}", "function", function, "chunksize", chunksize, "total", (json_int_t)total);
 	int rc;
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
-	rc = expect(c, "POST", path, body, 202, job, NULL);
-	json_decref(body);
+	rc = post_part(c, path, head, args, 0, &n, 202, job);
+	json_decref(head);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/args", job);
-	while (rc == 0 && sent < total) {
-		size_t n = part_size(args, sent);
-		json_t *reply = NULL;
-		body = json_pack("{s:I, s:o}", "offset", (json_int_t)sent, "args", slice(args, sent, n));
-		rc = expect(c, "POST", path, body, 200, NULL, &reply);
-		json_decref(body);
-		json_decref(reply);
-		sent += n;
+	for (sent = n; rc == 0 && sent < total; sent += n) {
+		head = json_pack("{s:I}", "offset", (json_int_t)sent);
+		rc = post_part(c, path, head, args, sent, &n, 200, NULL);
+		json_decref(head);
 	}
 	return rc;
 }
@@ -295,25 +300,31 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 	char cursor[32] = "0";
 
 	for (;;) {
-		json_t *reply, *item;
-		size_t k;
-		int complete;
+		results_page pg;
+		char *text;
+		size_t len;
+		int complete, stop = 0;
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=30&cursor=%s", job,
 		         unordered ? "completion" : "input", page, cursor);
-		if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		if (strand_request_raw(c, "GET", path, &text, &len) != 200) {
+			free(text);
 			return -1;
-		json_array_foreach (json_object_get(reply, "items"), k, item) {
-			int ok = json_is_true(json_object_get(item, "ok"));
-			if (fn(ctx, json_integer_value(json_object_get(item, "index")), ok,
-			       json_object_get(item, ok ? "value" : "error")) != 0) {
-				json_decref(reply);
-				return 0;
-			}
 		}
-		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(reply, "next_cursor")) ?: "0");
-		complete = json_is_true(json_object_get(reply, "complete"));
-		json_decref(reply);
-		if (complete)
+		if (results_page_read(text, len, &pg) != 0) {
+			snprintf(c->error, sizeof(c->error), "GET %.200s: not a results page", path);
+			free(text);
+			return -1;
+		}
+		for (size_t i = 0; i < pg.n && !stop; i++) {
+			json_t *value = results_page_value(&pg, i);
+			stop = fn(ctx, pg.items[i].index, pg.items[i].ok, value) != 0;
+			json_decref(value);
+		}
+		snprintf(cursor, sizeof(cursor), "%s", pg.next_cursor);
+		complete = pg.complete;
+		results_page_fini(&pg);
+		free(text);
+		if (stop || complete)
 			return 0;
 	}
 }

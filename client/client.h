@@ -42,7 +42,8 @@ int strand_pool_wait_ready(strand_client *c, const char *pool, int processes, in
 int strand_pool_terminate(strand_client *c, const char *pool);
 
 /* map_async: args is borrowed; job holds 32. A large args goes in parts
- * (100,000 arguments or 16 MiB at most each); it returns once all are in. */
+ * (100,000 arguments at most each, fewer where the body would be over the
+ * gateway's cap); it returns once all are in. */
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32]);
 
 /* imap (unordered = 0) or imap_unordered (1): calls fn for every result as

@@ -76,6 +76,12 @@ int cm_utf8_valid(const char *s, size_t len);
  * UTF-8 sequence (a cut multibyte character included) with '?', in place. */
 void cm_utf8_sanitize(char *s);
 
+/* Sets the allocator for a process that allocates and frees in bursts
+ * (a batch of tasks, a page of results): freed memory is kept for the
+ * next burst instead of being given back to the system and faulted in
+ * again. Call first thing in main. */
+void cm_malloc_for_bursts(void);
+
 int64_t cm_now_ms(void); /* monotonic clock */
 int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
 /* Appends the last max bytes of the file at path to out (CM_ENOENT: no

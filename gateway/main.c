@@ -52,6 +52,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int sig = 0;
 
+	cm_malloc_for_bursts();
 	if (gw_config_load(&cfg, argc, argv, detail, sizeof(detail)) != CM_OK) {
 		fprintf(stderr, "strand-gateway: %s\n", detail);
 		return 64;

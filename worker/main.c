@@ -121,6 +121,7 @@ int main(int argc, char **argv)
 	cm_buf arg;
 	int c;
 
+	cm_malloc_for_bursts();
 	cm_buf_init(&arg);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

@@ -112,6 +112,40 @@ static void test_large_map_in_parts(void **state)
 	json_decref(args);
 }
 
+static int count_ok(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	(void)index;
+	(void)value;
+	((int *)ctx)[ok != 0]++;
+	return 0;
+}
+
+/* A part whose body would be over the gateway's cap (64 MiB) is refused
+ * 413 and goes again as halves: 80 arguments of 900 KB each. */
+static void test_part_over_the_body_cap_halved(void **state)
+{
+	const int n = 80;
+	const size_t len = 900000;
+	char pool[32], job[32];
+	char *text = malloc(len + 1);
+	json_t *args = json_array();
+	int counts[2] = {0, 0}; /* failed, ok */
+
+	(void)state;
+	memset(text, 'x', len);
+	text[len] = '\0';
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_string(text));
+	free(text);
+	assert_int_equal(strand_pool_create(c, 2, NULL, pool), 0);
+	assert_int_equal(strand_map(c, pool, "noop", args, 1, job), 0);
+	json_decref(args);
+	assert_int_equal(strand_imap(c, job, 1, 1000, count_ok, counts), 0);
+	assert_int_equal(counts[1], n);
+	assert_int_equal(counts[0], 0);
+	assert_int_equal(strand_pool_terminate(c, pool), 0);
+}
+
 static void test_process(void **state)
 {
 	char *const ok[] = {"sh", "-c", "exit 4", NULL};
@@ -168,6 +202,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_pool),
 	        cmocka_unit_test(test_large_map_in_parts),
+	        cmocka_unit_test(test_part_over_the_body_cap_halved),
 	        cmocka_unit_test(test_process),
 	        cmocka_unit_test(test_queue_and_manager),
 	};
