@@ -269,14 +269,28 @@ static int append_result(void *ctx, const store_result *r)
 {
 	cm_buf *b = ctx;
 	size_t worst = r->ok ? r->len : 6 * r->len; /* an error is escaped: \u00XX at worst */
+	char head[64], digits[24];
+	size_t n = 0, k = 0;
+	unsigned long long index = (unsigned long long)r->index;
 	int err;
 
 	/* Bounded answers: a page stops before API_PAGE_BYTES (always holding
 	 * at least one result), and next_cursor says where to go on. */
 	if (b->data[b->len - 1] != '[' && b->len + worst + 64 > API_PAGE_BYTES)
 		return STORE_PAGE_FULL;
-	err = cm_buf_printf(b, "%s{\"index\":%lld,\"ok\":%s,", b->data[b->len - 1] == '[' ? "" : ",",
-	                    (long long)r->index, r->ok ? "true" : "false");
+	/* The item's head by hand: printf was a tenth of a large page's cost. */
+	if (b->data[b->len - 1] != '[')
+		head[n++] = ',';
+	memcpy(head + n, "{\"index\":", 9);
+	n += 9;
+	do
+		digits[k++] = (char)('0' + index % 10);
+	while ((index /= 10) > 0);
+	while (k)
+		head[n++] = digits[--k];
+	memcpy(head + n, r->ok ? ",\"ok\":true," : ",\"ok\":false,", r->ok ? 11 : 12);
+	n += r->ok ? 11 : 12;
+	err = cm_buf_append(b, head, n);
 	if (err == CM_OK && r->ok) {
 		/* Results are JSON text the hub checked (result_check.h): copied as they are. */
 		err = cm_buf_puts(b, "\"value\":");

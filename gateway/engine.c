@@ -157,9 +157,8 @@ void engine__answer(engine *e, op *o, int committed)
 			e->link.drop(e->link.ctx, o->slot);
 		else
 			e->link.batch(e->link.ctx, o->slot, committed ? &o->u.pull.batch : &retry);
-		for (size_t i = 0; i < o->u.pull.ntasks; i++)
-			free((void *)o->u.pull.tasks[i].arg);
 		free(o->u.pull.tasks);
+		cm_buf_fini(&o->u.pull.args);
 		free(o);
 		return;
 	}

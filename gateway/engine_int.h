@@ -149,9 +149,10 @@ typedef struct op {
 		} proc; /* OP_PROC_START, OP_RING_START */
 		struct {
 			const engine_pull_msg *msg; /* the hub's */
-			engine_batch batch; /* the answer; each task's argument a copy of its own */
+			engine_batch batch; /* the answer */
 			engine_task *tasks;
 			size_t ntasks, cap_tasks;
+			cm_buf args; /* copies of the tasks' arguments, one after another (one allocation a batch) */
 			size_t bytes; /* what its tasks carry, counted against BATCH_BYTES_MAX */
 			uint64_t last_context; /* the context its last task's run carries */
 			int discard; /* answer nothing: the worker will ask again */

@@ -560,7 +560,6 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 {
 	assign_ctx *c = ctx;
 	op *o = c->o;
-	uint8_t *copy;
 
 	/* The job's context goes once where a run of its tasks begins. */
 	size_t bytes = len + c->task_bytes;
@@ -577,13 +576,13 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 		o->u.pull.tasks = p;
 		o->u.pull.cap_tasks = cap;
 	}
-	if (!(copy = malloc(len ? len : 1)))
+	/* The argument's copy goes after the others; engine__assign points
+	 * each task at its own once the batch is whole (the buffer moves as
+	 * it grows). */
+	if (len && cm_buf_append(&o->u.pull.args, arg, len) != CM_OK)
 		return CM_ENOMEM;
-	if (len)
-		memcpy(copy, arg, len);
 	o->u.pull.tasks[o->u.pull.ntasks++] = (engine_task){.id = (uint64_t)id,
 	                                                    .function = c->j->function,
-	                                                    .arg = copy,
 	                                                    .arg_len = len,
 	                                                    .attempt = (uint32_t)attempts,
 	                                                    .command = c->j->command,
@@ -659,7 +658,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j, task_bytes(j)};
-		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes;
+		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes, args_before = o->u.pull.args.len;
 		uint64_t context_before = o->u.pull.last_context;
 
 		if (j->avg_us < 0)
@@ -681,8 +680,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		int64_t next;
 		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c, &next) != CM_OK) {
 			/* Nothing of this range was marked: none of it goes. */
-			while (o->u.pull.ntasks > before)
-				free((void *)o->u.pull.tasks[--o->u.pull.ntasks].arg);
+			o->u.pull.ntasks = before;
+			o->u.pull.args.len = args_before;
 			o->u.pull.bytes = bytes_before;
 			o->u.pull.last_context = context_before;
 			break;
@@ -704,6 +703,11 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		}
 		if (full)
 			break;
+	}
+	size_t at = 0;
+	for (size_t i = 0; i < o->u.pull.ntasks; i++) {
+		o->u.pull.tasks[i].arg = (const uint8_t *)(o->u.pull.args.data ? o->u.pull.args.data + at : "");
+		at += o->u.pull.tasks[i].arg_len;
 	}
 	o->u.pull.batch.tasks = o->u.pull.tasks;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
