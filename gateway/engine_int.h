@@ -40,8 +40,9 @@
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
  * argument and its job's context are 1 MiB at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
-/* A new job's probe goes to a worker with nothing in hand; a pull from a
- * busy one passes over at most this many unprobed jobs to the work behind. */
+/* A new job's probe (its first task, when it has more than one) goes to a
+ * worker with nothing in hand; a pull from a busy one passes over at most
+ * this many unprobed jobs to the work behind. */
 #define PROBE_SKIPS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few
  * milliseconds of the engine's time, so no request waits behind a large
@@ -275,6 +276,12 @@ typedef struct pool {
 	pool_spec spec;
 	bx *backend;
 	char last_words[256]; /* what the last worker that died said */
+	/* The run time last measured on this pool, and of which function: a
+	 * one-task job of that function (an apply, a manager's call) starts
+	 * with it as its cost, so many fit in one batch (with no measure, its
+	 * cost is taken as a whole batch's). */
+	char est_function[64];
+	double est_us;
 	pool_state state;
 	char reason[512];
 	int64_t created_ms;

@@ -655,19 +655,22 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
 		int64_t take;
-		double cost = j->avg_us > 1.0 ? j->avg_us : 1.0;
+		/* A job's first task goes alone, to learn its cost; a one-task
+		 * job's cost, when its pool knows none, is taken as a batch's. */
+		int probe = j->avg_us < 0 && j->total > 1;
+		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j, task_bytes(j)};
 		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes, args_before = o->u.pull.args.len;
 		uint64_t context_before = o->u.pull.last_context;
 
-		if (j->avg_us < 0)
+		if (probe)
 			take = free_one;
 		else if ((take = room > 0 ? (int64_t)(room / cost) : 0) == 0)
 			take = free_one;
 		if (take > target - given)
 			take = target - given;
-		if (take <= 0 && j->avg_us < 0 && skipped++ < PROBE_SKIPS) {
+		if (take <= 0 && probe && skipped++ < PROBE_SKIPS) {
 			prev = r;
 			continue;
 		}
@@ -754,6 +757,9 @@ void engine__handle_pull(engine *e, op *o)
 		if (!j)
 			continue;
 		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		if (strcmp(p->est_function, j->function) != 0)
+			snprintf(p->est_function, sizeof(p->est_function), "%s", j->function);
+		p->est_us = j->avg_us;
 		if (!r->ok && (j->retry_errors || r->lost) && (int)r->attempt < j->max_attempts &&
 		    j->state == JOB_RUNNING && store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
 			/* The caller asked for errors to be retried, or its runtime

@@ -149,7 +149,9 @@ static int map_start(engine *e, op *o)
 	j->timeout_ms = m->timeout_ms ? m->timeout_ms : (unsigned)p->spec.timeout_s * 1000u;
 	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
 	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
-	j->avg_us = -1;
+	/* A one-task job cannot give one worker too much: it takes the pool's
+	 * last measure of its function (a command's runs differ: none). */
+	j->avg_us = m->total == 1 && !m->ncommand && strcmp(p->est_function, m->function) == 0 ? p->est_us : -1;
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	j->state = JOB_RUNNING;

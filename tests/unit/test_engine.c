@@ -335,6 +335,35 @@ static void test_batch_bytes_are_capped(void **state)
 	batch_free(b);
 }
 
+/* A one-task job (an apply) is no probe: with no measure on its pool it
+ * costs a batch's 20 ms (two go to an empty-handed worker); once echo's
+ * time is known (100 us) one-task echo jobs take it as theirs, and a pull
+ * takes a worker's fair share of them, in order. */
+static void test_one_task_jobs_batched_at_their_function_cost(void **state)
+{
+	fixture *f = *state;
+	uint64_t first = 0;
+
+	pool_of_two(f, "");
+	for (int i = 0; i < 3; i++)
+		map_echo(f, 1);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	assert_int_equal(a->ntasks, 2); /* room 40 ms, 20 ms each */
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 2});
+	assert_int_equal(a2->ntasks, 1);
+	for (int i = 0; i < 50; i++)
+		map_echo(f, 1);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 25); /* share: 50 / 2 */
+	first = b->tasks[0].id;
+	assert_int_equal(first, a2->tasks[0].id + 1);
+	for (size_t i = 1; i < b->ntasks; i++)
+		assert_int_equal(b->tasks[i].id, first + i);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+}
+
 /* Jobs take turns in a pool's queue: a small job submitted while a large
  * map has hundreds of tasks queued is handed out by the next pulls, not
  * after the map: once a batch of the map went, its probe to the next
@@ -708,6 +737,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
