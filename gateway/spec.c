@@ -509,7 +509,7 @@ invalid:
  * object goes to jansson whole, which says what is wrong with it. */
 static int load_with_raw(const char *s, size_t len, raw_member *raw, json_t **out, char *detail, size_t detail_len)
 {
-	size_t i = json_scan_space(s, len, 0), end;
+	size_t i = json_scan_space(s, len, 0), end, values = 0;
 	json_t *root;
 	char why[200];
 	int err = CM_OK;
@@ -553,7 +553,11 @@ static int load_with_raw(const char *s, size_t len, raw_member *raw, json_t **ou
 				json_decref(key);
 				goto invalid;
 			}
-			if (count_values(s + i, end - i, SPEC_MAX_VALUES) > SPEC_MAX_VALUES) {
+			/* Counted over every member built, so that many fields
+			 * (unknown ones are refused only once built) cannot add
+			 * up to more than one body's worth. */
+			values += count_values(s + i, end - i, SPEC_MAX_VALUES);
+			if (values > SPEC_MAX_VALUES) {
 				json_decref(key);
 				snprintf(detail, detail_len, "the body holds over %d JSON values", SPEC_MAX_VALUES);
 				err = CM_ETOOBIG;

@@ -232,7 +232,7 @@ static void test_map_refusals(void **state)
  * strings not counting as values. */
 static void test_body_values_counted_before_parsing(void **state)
 {
-	size_t cap = 64 + 2 * (size_t)SPEC_MAX_ARGS + 64;
+	size_t cap = 64 + 4 * (size_t)SPEC_MAX_ARGS + 64;
 	char *body = malloc(cap);
 	char detail[256] = "";
 	map_spec m;
@@ -254,6 +254,17 @@ static void test_body_values_counted_before_parsing(void **state)
 	for (int i = 0; i < SPEC_MAX_VALUES; i++)
 		n += (size_t)snprintf(body + n, cap - n, "%s0", i ? "," : "");
 	snprintf(body + n, cap - n, "]}");
+	assert_int_equal(map(body, 0, &m, detail), CM_ETOOBIG);
+	assert_non_null(strstr(detail, "JSON values"));
+	/* ... and so are many fields that each hold fewer, together more. */
+	n = (size_t)snprintf(body, cap, "{\"function\":\"echo\",\"args\":[]");
+	for (int k = 0; k < 3; k++) {
+		n += (size_t)snprintf(body + n, cap - n, ",\"x%d\":[", k);
+		for (int i = 0; i < SPEC_MAX_VALUES / 2; i++)
+			n += (size_t)snprintf(body + n, cap - n, "%s0", i ? "," : "");
+		n += (size_t)snprintf(body + n, cap - n, "]");
+	}
+	snprintf(body + n, cap - n, "}");
 	assert_int_equal(map(body, 0, &m, detail), CM_ETOOBIG);
 	assert_non_null(strstr(detail, "JSON values"));
 	free(body);
