@@ -1,5 +1,6 @@
 /* Frame encode/decode; see frame.h. */
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,11 +113,10 @@ static void budget_free(void *data, void *p)
 	free(p);
 }
 
-int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
-                       size_t detail_len)
+/* Decodes through allocator; *spent tells a budget that ran out. */
+static int decode_with(proto_type type, const uint8_t *data, size_t len, ProtobufCAllocator *allocator,
+                       const int *spent, ProtobufCMessage **out, char *detail, size_t detail_len)
 {
-	budget b = {.left = PROTO_DECODE_BUDGET(len)};
-	ProtobufCAllocator allocator = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
 	ProtobufCMessage *msg;
 	proto_header h;
 	int err;
@@ -127,15 +127,103 @@ int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, Protobu
 		snprintf(detail, detail_len, "frame type %u where %u was expected", (unsigned)h.type, (unsigned)type);
 		return CM_EINVAL;
 	}
-	msg = protobuf_c_message_unpack(descriptor(type), &allocator, len - h.body, data + h.body);
+	msg = protobuf_c_message_unpack(descriptor(type), allocator, len - h.body, data + h.body);
 	if (!msg) {
-		if (b.spent)
+		if (*spent)
 			snprintf(detail, detail_len, "frame of %zu bytes decodes to more than %zu bytes", len,
 			         PROTO_DECODE_BUDGET(len));
 		else
 			snprintf(detail, detail_len, "corrupt or truncated protobuf body");
-		return b.spent ? CM_ETOOBIG : CM_EINVAL;
+		return *spent ? CM_ETOOBIG : CM_EINVAL;
 	}
 	*out = msg;
 	return CM_OK;
+}
+
+int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
+                       size_t detail_len)
+{
+	budget b = {.left = PROTO_DECODE_BUDGET(len)};
+	ProtobufCAllocator allocator = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
+
+	return decode_with(type, data, len, &allocator, &b.spent, out, detail, detail_len);
+}
+
+/* ---- arenas ------------------------------------------------------------- */
+
+/* A piece taken when the arena's block was full. */
+struct proto_arena_extra {
+	struct proto_arena_extra *next;
+	size_t size;
+	max_align_t data[];
+};
+
+#define ARENA_ALIGN sizeof(max_align_t)
+
+static void *arena_alloc(void *data, size_t size)
+{
+	proto_arena *a = data;
+	struct proto_arena_extra *x;
+
+	if (size > a->left) {
+		a->spent = 1;
+		return NULL;
+	}
+	a->left -= size;
+	size = (size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+	if (a->cap - a->used >= size) {
+		void *p = a->block + a->used;
+		a->used += size;
+		return p;
+	}
+	if (!(x = malloc(sizeof(*x) + size)))
+		return NULL;
+	x->next = a->extra;
+	x->size = size;
+	a->extra = x;
+	return x->data;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data; /* all of it goes at the next decode */
+	(void)p;
+}
+
+void proto_arena_fini(proto_arena *a)
+{
+	while (a->extra) {
+		struct proto_arena_extra *x = a->extra;
+		a->extra = x->next;
+		free(x);
+	}
+	free(a->block);
+	memset(a, 0, sizeof(*a));
+}
+
+int proto_frame_decode_in(proto_arena *a, proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out,
+                          char *detail, size_t detail_len)
+{
+	ProtobufCAllocator allocator = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+	size_t need = a->used;
+
+	/* What the last decode took, in one block from now on. */
+	while (a->extra) {
+		struct proto_arena_extra *x = a->extra;
+		need += x->size;
+		a->extra = x->next;
+		free(x);
+	}
+	if (need > a->cap) {
+		uint8_t *block = malloc(need + need / 2);
+		if (block) {
+			free(a->block);
+			a->block = block;
+			a->cap = need + need / 2;
+		}
+	}
+	a->used = 0;
+	a->left = PROTO_DECODE_BUDGET(len);
+	a->spent = 0;
+	return decode_with(type, data, len, &allocator, &a->spent, out, detail, detail_len);
 }

@@ -86,6 +86,7 @@ typedef struct worker {
 	int quit;
 	double avg_ms; /* moving average of task run time */
 	uint64_t pid; /* this process's, in each task's seed: a getpid() per task was 4 % of a no-op map */
+	proto_arena batches; /* the hub thread's: the last batch, decoded (gone at the next) */
 } worker;
 
 static void task_free(task *t)
@@ -407,7 +408,7 @@ static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result
 		err = CM_EUNAVAIL;
 		goto out;
 	}
-	err = proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail));
+	err = proto_frame_decode_in(&w->batches, PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail));
 	if (err != CM_OK) {
 		cm_warn("refusing a frame from the hub: %s", detail);
 		err = CM_EUNAVAIL;
@@ -559,7 +560,6 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 		if (batch->status == STRAND__BATCH__STATUS__RETRY) {
 			/* The gateway recorded nothing (its store failed): keep the
 			 * results, and say what we hold when we ask again. */
-			protobuf_c_message_free_unpacked(&batch->base, NULL);
 			resync = 1;
 			pthread_mutex_unlock(&w.mu);
 			usleep(200 * 1000);
@@ -586,10 +586,8 @@ int worker_run(const worker_config *cfg, volatile int *stop)
 			starved = batch->n_tasks < pull.want;
 			resync = batch->list_held;
 			pthread_cond_signal(&w.cv);
-			protobuf_c_message_free_unpacked(&batch->base, NULL);
 			continue;
 		}
-		protobuf_c_message_free_unpacked(&batch->base, NULL);
 		break;
 	}
 	w.quit = 1;
@@ -607,6 +605,7 @@ out_sock:
 	free(w.tasks);
 	free(w.taken);
 	free(w.out);
+	proto_arena_fini(&w.batches);
 	worker_fns_free(w.fns);
 	pthread_cond_destroy(&w.cv);
 	pthread_cond_destroy(&w.hub);

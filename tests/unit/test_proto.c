@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +133,76 @@ static void test_expanding_frame_is_refused_within_budget(void **state)
 	free(buf);
 }
 
+/* Batches of n tasks each ("echo", argument i), encoded. */
+static void encode_batch(int n, uint8_t **out, size_t *len)
+{
+	Strand__Batch b = STRAND__BATCH__INIT;
+	Strand__Task *ts = calloc((size_t)n, sizeof(*ts));
+	Strand__Task **tp = calloc((size_t)n, sizeof(*tp));
+	char(*args)[16] = calloc((size_t)n, sizeof(*args));
+
+	for (int i = 0; i < n; i++) {
+		strand__task__init(&ts[i]);
+		ts[i].id = (uint64_t)i + 1;
+		ts[i].function = "echo";
+		snprintf(args[i], sizeof(args[i]), "%d", i);
+		ts[i].arg.data = (uint8_t *)args[i];
+		ts[i].arg.len = strlen(args[i]);
+		tp[i] = &ts[i];
+	}
+	b.tasks = tp;
+	b.n_tasks = (size_t)n;
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, out, len), CM_OK);
+	free(ts);
+	free(tp);
+	free(args);
+}
+
+/* Decoding into an arena: each batch exact (what the one before held is
+ * gone, its room reused); after a batch larger than the arena held, the
+ * next decode of that size fits in its one block; a frame over its budget
+ * is refused as without one. */
+static void test_arena_decodes_one_batch_after_another(void **state)
+{
+	static const int sizes[] = {3, 1000, 10, 1000, 1000};
+	proto_arena a = {0};
+	char detail[256] = "";
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint8_t *buf;
+		size_t len;
+		ProtobufCMessage *msg = NULL;
+		encode_batch(sizes[k], &buf, &len);
+		assert_int_equal(proto_frame_decode_in(&a, PROTO_BATCH, buf, len, &msg, detail, sizeof(detail)), CM_OK);
+		Strand__Batch *b = (Strand__Batch *)msg;
+		assert_int_equal(b->n_tasks, sizes[k]);
+		for (int i = 0; i < sizes[k]; i++) {
+			char want[16];
+			snprintf(want, sizeof(want), "%d", i);
+			assert_int_equal(b->tasks[i]->id, (uint64_t)i + 1);
+			assert_string_equal(b->tasks[i]->function, "echo");
+			assert_int_equal(b->tasks[i]->arg.len, strlen(want));
+			assert_memory_equal(b->tasks[i]->arg.data, want, strlen(want));
+		}
+		if (k >= 3) /* the second decode of 1,000 on: one block holds it */
+			assert_null(a.extra);
+		free(buf);
+	}
+	size_t n = 16u << 20;
+	uint8_t *big = malloc(n);
+	ProtobufCMessage *msg = NULL;
+	memcpy(big, "ST\x02\x01\x00\x00", 6);
+	for (size_t i = 6; i + 1 < n; i += 2) {
+		big[i] = 0x32;
+		big[i + 1] = 0x00;
+	}
+	assert_int_equal(proto_frame_decode_in(&a, PROTO_PULL, big, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
+	assert_non_null(strstr(detail, "decodes to more than"));
+	free(big);
+	proto_arena_fini(&a);
+}
+
 static void test_encode_checks_type(void **state)
 {
 	Strand__Batch b = STRAND__BATCH__INIT;
@@ -155,6 +226,7 @@ int main(void)
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_encode_checks_type),
 	        cmocka_unit_test(test_expanding_frame_is_refused_within_budget),
+	        cmocka_unit_test(test_arena_decodes_one_batch_after_another),
 	};
 	return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }
