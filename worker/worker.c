@@ -48,8 +48,8 @@ typedef struct context {
 
 typedef struct task {
 	uint64_t id;
-	char *function;
-	char *arg; /* NUL-terminated copy: plugins get a C string */
+	char *function; /* owns the allocation arg lies in too */
+	char *arg; /* NUL-terminated copy, after function's name: plugins get a C string */
 	size_t arg_len;
 	char **command;
 	size_t ncommand;
@@ -93,8 +93,7 @@ static void task_free(task *t)
 {
 	if (t->context && --t->context->refs == 0)
 		free(t->context);
-	free(t->function);
-	free(t->arg);
+	free(t->function); /* its argument with it: one allocation (queue_task) */
 	for (size_t i = 0; i < t->ncommand; i++)
 		free(t->command[i]);
 	free(t->command);
@@ -288,13 +287,17 @@ static int queue_task(worker *w, const Strand__Task *m, context **cs, size_t ncs
 	}
 	if (t.context)
 		t.context->refs++;
-	t.function = strdup(m->function);
-	t.arg = malloc(m->arg.len + 1);
+	/* The function's name and the argument in one allocation, the
+	 * argument NUL-terminated after the name. */
+	size_t fn_len = strlen(m->function);
+	t.function = malloc(fn_len + 1 + m->arg.len + 1);
 	t.command = m->n_command ? calloc(m->n_command, sizeof(char *)) : NULL;
-	if (!t.function || !t.arg || (m->n_command && !t.command)) {
+	if (!t.function || (m->n_command && !t.command)) {
 		task_free(&t);
 		return CM_ENOMEM;
 	}
+	memcpy(t.function, m->function, fn_len + 1);
+	t.arg = t.function + fn_len + 1;
 	if (m->arg.len)
 		memcpy(t.arg, m->arg.data, m->arg.len);
 	t.arg[m->arg.len] = '\0';
