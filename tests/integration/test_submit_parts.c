@@ -5,6 +5,8 @@
  * a part to an ended job is refused with 409 and the reason; a part stored
  * before is answered as stored (a retry whose answer was lost); the parts
  * survive a kill -9 of the gateway; a cancelled job keeps what it received.
+ * A million tasks, sent in parts by libstrand, give exact results across a
+ * kill -9 mid-map while retention removes an older job beside them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "client/client.h"
 #include "tests/support/harness.h"
 
 typedef pool_fixture fixture;
@@ -206,6 +209,80 @@ static void test_cancel_while_submitting(void **state)
 	free(job);
 }
 
+static const char *const retain_2s[] = {"--retain", "2s", NULL};
+
+static int retaining_setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+
+	gateway_start(&f->g, retain_2s);
+	f->pool = pool_create(&f->g, 2);
+	pool_wait_connected(&f->g, f->pool, 2);
+	*state = f;
+	return 0;
+}
+
+typedef struct exact {
+	json_int_t next; /* the index expected next */
+	long wrong;
+} exact;
+
+static int check_exact(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	exact *x = ctx;
+
+	x->wrong += index != x->next || !ok || json_integer_value(value) != index;
+	x->next++;
+	return 0;
+}
+
+static void test_million_tasks_exact_across_kill(void **state)
+{
+	fixture *f = *state;
+	const int n = 1000000;
+	json_t *args = json_array();
+	char job[32], path[96];
+	exact seen = {0};
+	response r;
+
+	/* A small job that ends first: retention removes it during the map. */
+	char *old = map_start(f, 2, 2);
+	assert_int_equal(job_wait_done(&f->g, old, 2), 2);
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_integer(i));
+	strand_client *c = strand_client_new(f->g.base);
+	assert_int_equal(strand_map(c, f->pool, "echo", args, 1, job), 0);
+	json_decref(args);
+	long long done = job_wait_done(&f->g, job, n / 4);
+	assert_true(done >= n / 4);
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	assert_int_equal(strand_imap(c, job, 0, 100000, check_exact, &seen), 0);
+	assert_int_equal(seen.next, n);
+	assert_int_equal(seen.wrong, 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	expect_job(&r, 200, "done", -1);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "done")), n);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "failed")), 0);
+	response_free(&r);
+	/* The old job went by retention (2 s after it ended). */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", old);
+	for (int i = 0; i < 500; i++) {
+		r = http(&f->g, "GET", path, NULL, NULL);
+		int gone = r.status == 404;
+		response_free(&r);
+		if (gone)
+			break;
+		usleep(20000);
+	}
+	r = http(&f->g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	strand_client_free(c);
+	free(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +290,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_parts_only, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_parts_survive_kill, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_while_submitting, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_million_tasks_exact_across_kill, retaining_setup,
 	                                        pool_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
