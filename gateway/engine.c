@@ -298,6 +298,10 @@ static void *engine_main(void *arg)
 			else
 				engine__ready(e, o); /* answered below as not recorded */
 		}
+		/* Arguments in before the pools' ticks: a parked worker gets an
+		 * apply's task in the cycle that stored it. */
+		if (committed && store_in_transaction(e->st))
+			engine__fill_step(e);
 		/* Measured here, next to the lease checks, so that a stop anywhere
 		 * in the cycle (handling, the commit, the wait) is forgiven. */
 		int64_t now = cm_now_ms();
@@ -310,7 +314,6 @@ static void *engine_main(void *arg)
 		if (committed && store_in_transaction(e->st)) {
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
-			engine__fill_step(e);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 		}
