@@ -645,7 +645,15 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 
 	if (!want || !p->qhead)
 		return;
-	head_cost = p->qhead->job->avg_us >= 0 ? p->qhead->job->avg_us : BATCH_BUDGET_US;
+	/* What the worker holds is priced as the first measured job in the
+	 * queue (an unprobed job at its head has handed out nothing yet). */
+	head_cost = BATCH_BUDGET_US;
+	r = p->qhead;
+	for (int k = 0; r && k <= PROBE_SKIPS; r = r->next, k++)
+		if (r->job->avg_us >= 0) {
+			head_cost = r->job->avg_us;
+			break;
+		}
 	if (head_cost < 1.0)
 		head_cost = 1.0;
 	room = BATCH_BUDGET_US + head_cost - (double)in_hand * head_cost;
@@ -655,8 +663,10 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
 		int64_t take;
-		/* A job's first task goes alone, to learn its cost; a one-task
-		 * job's cost, when its pool knows none, is taken as a batch's. */
+		/* A job's first task goes alone, to learn its cost, first in a
+		 * batch for a worker with less than a batch's work in hand (it
+		 * starts within that); a one-task job's cost, when its pool knows
+		 * none, is taken as a batch's. */
 		int probe = j->avg_us < 0 && j->total > 1;
 		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;
 		int free_one = given == 0 && in_hand == 0;
@@ -665,7 +675,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		uint64_t context_before = o->u.pull.last_context;
 
 		if (probe)
-			take = free_one;
+			take = given == 0 && room > 0;
 		else if ((take = room > 0 ? (int64_t)(room / cost) : 0) == 0)
 			take = free_one;
 		if (take > target - given)

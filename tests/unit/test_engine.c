@@ -416,6 +416,32 @@ static void test_small_job_served_during_large_map(void **state)
 	batch_free(b2);
 }
 
+/* A new job's probe goes to a worker that holds less than a batch's work
+ * (50 tasks of 100 us): it starts within 5 ms there,
+ * where waiting for an empty-handed worker could take as long as a large
+ * map keeps them busy. */
+static void test_probe_to_a_worker_with_room(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	uint64_t small_first = a->tasks[0].id + 1000;
+	map_echo(f, 3);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000}); /* the map's turn */
+	assert_int_equal(b->ntasks, 201);
+	/* 50 in hand of 100 us: 15 ms of room, the probe (priced as a batch) alone */
+	test_batch *c = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 50});
+	assert_int_equal(c->ntasks, 1);
+	assert_int_equal(c->tasks[0].id, small_first);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+	batch_free(c);
+}
+
 /* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
 static void test_fair_share_caps_small_queues(void **state)
 {
@@ -739,6 +765,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
