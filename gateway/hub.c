@@ -36,8 +36,11 @@ struct hub_slot {
 	nng_ctx ctx;
 	nng_aio *aio;
 	slot_state state;
-	/* while the engine holds it (WAIT): the frame it was given */
+	/* while the engine holds it (WAIT): the frame it was given, decoded
+	 * into the slot's arena (one block a frame, not a few allocations a
+	 * result; freed whole when the engine has answered) */
 	ProtobufCMessage *msg;
+	proto_arena arena;
 	engine_pull_msg pull;
 	engine_result *results;
 	engine_queue_msg call;
@@ -68,8 +71,7 @@ static void slot_recv(hub_slot *s)
 /* Frees the frame the engine held. */
 static void slot_release(hub_slot *s)
 {
-	if (s->msg)
-		protobuf_c_message_free_unpacked(s->msg, NULL);
+	proto_arena_fini(&s->arena); /* the message with it */
 	free(s->results);
 	free(s->items);
 	free(s->lens);
@@ -212,7 +214,7 @@ static void on_drop(void *ctx, hub_slot *s)
  * becomes a failed task saying so, here on nng's thread rather than on the
  * engine's. The replaced bytes were allocated by protobuf-c's default
  * allocator (malloc), so they are freed and allocated the same way. */
-static void check_results(Strand__Pull *pull)
+static void check_results(hub_slot *s, Strand__Pull *pull)
 {
 	for (size_t i = 0; i < pull->n_results; i++) {
 		Strand__Result *r = pull->results[i];
@@ -222,11 +224,11 @@ static void check_results(Strand__Pull *pull)
 		if (result_check(r->ok, r->value.data, r->value.len, why, sizeof(why)))
 			continue;
 		n = strlen(why);
-		if (!(copy = malloc(n)))
+		/* In the frame's arena, as what it replaces was. */
+		if (!(copy = proto_arena_alloc(&s->arena, n)))
 			n = 0;
 		else
 			memcpy(copy, why, n);
-		free(r->value.data);
 		r->value.data = copy;
 		r->value.len = n;
 		r->ok = 0;
@@ -355,7 +357,7 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 		refuse(s, "unknown worker or wrong secret");
 		return;
 	}
-	if (proto_frame_decode(h.type, data, len, &m, detail, sizeof(detail)) != CM_OK) {
+	if (proto_frame_decode_in(&s->arena, h.type, data, len, &m, detail, sizeof(detail)) != CM_OK) {
 		cm_warn("hub: refused a frame of worker %.*s: %s", (int)h.worker_id_len, h.worker_id, detail);
 		nng_msg_free(msg);
 		refuse(s, detail);
@@ -367,12 +369,12 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 		named = names_sender(&h, pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
 	nng_msg_free(msg); /* h pointed into it */
 	if (!named) {
-		protobuf_c_message_free_unpacked(m, NULL);
+		proto_arena_fini(&s->arena);
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
 	if (h.type == PROTO_PULL)
-		check_results((Strand__Pull *)m);
+		check_results(s, (Strand__Pull *)m);
 	to_engine(s, h.type, m);
 }
 

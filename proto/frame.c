@@ -190,6 +190,11 @@ static void arena_free(void *data, void *p)
 	(void)p;
 }
 
+void *proto_arena_alloc(proto_arena *a, size_t size)
+{
+	return arena_alloc(a, size ? size : 1);
+}
+
 void proto_arena_fini(proto_arena *a)
 {
 	while (a->extra) {
@@ -205,7 +210,7 @@ int proto_frame_decode_in(proto_arena *a, proto_type type, const uint8_t *data, 
                           char *detail, size_t detail_len)
 {
 	ProtobufCAllocator allocator = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
-	size_t need = a->used;
+	size_t need = a->used, guess = 8 * len + 4096;
 
 	/* What the last decode took, in one block from now on. */
 	while (a->extra) {
@@ -214,6 +219,10 @@ int proto_frame_decode_in(proto_arena *a, proto_type type, const uint8_t *data, 
 		a->extra = x->next;
 		free(x);
 	}
+	/* An empty arena guesses: a frame of small messages decodes to some
+	 * times its bytes (pages of the block it does not use cost nothing). */
+	if (!a->cap && need < guess)
+		need = guess < PROTO_DECODE_BUDGET(len) ? guess : PROTO_DECODE_BUDGET(len);
 	if (need > a->cap) {
 		uint8_t *block = malloc(need + need / 2);
 		if (block) {

@@ -68,12 +68,13 @@ int proto_frame_encode(proto_type type, const char *worker_id, const char *secre
 int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,
                        size_t detail_len);
 
-/* A region that decoded messages are allocated in, one piece after another,
- * for a side that decodes one frame at a time (a worker its batches): once
- * it has grown to the frames it sees, a decode allocates nothing, where
- * protobuf-c would take a few allocations for each task. A message decoded
- * into it lives until the next decode into it, or its fini; it is never
- * freed by itself. Zeroed: empty. */
+/* A region that decoded messages are allocated in, one piece after another:
+ * where protobuf-c takes a few allocations for each task or result, a decode
+ * into an empty arena takes one block (sized from the frame), and one that
+ * has grown to the frames it sees takes none (a worker keeps one for its
+ * batches; the hub one per slot, emptied after each frame). A message
+ * decoded into it lives until the next decode into it, or its fini; it is
+ * never freed by itself. Zeroed: empty. */
 typedef struct proto_arena {
 	uint8_t *block;
 	size_t cap, used;
@@ -84,6 +85,9 @@ typedef struct proto_arena {
 /* As proto_frame_decode, into a (what it held before goes). */
 int proto_frame_decode_in(proto_arena *a, proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out,
                           char *detail, size_t detail_len);
+/* size bytes that live as long as what was decoded into a, within what is
+ * left of its decode's budget; NULL when none. */
+void *proto_arena_alloc(proto_arena *a, size_t size);
 void proto_arena_fini(proto_arena *a);
 
 #endif
