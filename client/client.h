@@ -49,7 +49,8 @@ int strand_map(strand_client *c, const char *pool, const char *function, json_t 
 /* imap (unordered = 0) or imap_unordered (1): calls fn for every result as
  * it arrives, pages of up to page results, until all are delivered. value
  * is the result, or the error text as a JSON string when ok is 0
- * (borrowed for the call). A non-zero return from fn stops early. */
+ * (borrowed for the call); NULL for a result jansson cannot hold (an
+ * integer past 64 bits). A non-zero return from fn stops early. */
 typedef int (*strand_result_fn)(void *ctx, json_int_t index, int ok, json_t *value);
 int strand_imap(strand_client *c, const char *job, int unordered, int page, strand_result_fn fn, void *ctx);
 
