@@ -9,7 +9,9 @@
 
 #include "worker/worker.h"
 
-static volatile int stop_flag; /* the one global: set by signal handlers */
+/* The one global: set by signal handlers, which may run on any thread
+ * (nng's too), so an atomic, not a volatile int. */
+static atomic_int stop_flag;
 
 static void on_signal(int sig)
 {

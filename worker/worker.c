@@ -73,7 +73,7 @@ typedef struct result {
 
 typedef struct worker {
 	const worker_config *cfg;
-	volatile int *stop;
+	atomic_int *stop;
 	worker_fns *fns;
 
 	pthread_mutex_t mu;
@@ -430,7 +430,7 @@ out:
 	return err;
 }
 
-int worker_run(const worker_config *cfg, volatile int *stop)
+int worker_run(const worker_config *cfg, atomic_int *stop)
 {
 	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1, .pid = (uint64_t)getpid()};
 	nng_socket sock = NNG_SOCKET_INITIALIZER;

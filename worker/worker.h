@@ -13,6 +13,7 @@
 #define WORKER_WORKER_H
 
 #include <nng/nng.h>
+#include <stdatomic.h>
 
 #include "common/common.h"
 
@@ -41,7 +42,7 @@ void worker_api_fini(void);
 /* Runs until the gateway says stop, refuses us, stays away too long, or
  * *stop becomes non-zero (set from a signal handler). Returns the process
  * exit code: 0 on a normal stop. */
-int worker_run(const worker_config *cfg, volatile int *stop);
+int worker_run(const worker_config *cfg, atomic_int *stop);
 
 /* Runs one task function (see common.h for names). Appends the result (JSON
  * text) or the error message to out and sets *ok. Returns CM_OK, or
