@@ -154,8 +154,8 @@ static int read_shape(const char *text, size_t len, results_page *pg)
 	return take(&p, end, "}") && p == end;
 }
 
-/* The page parsed by jansson whole, into the same items: each value text
- * written out again. */
+/* The page parsed by jansson whole, into the same items; each item's value
+ * is kept as jansson built it (pg->values). */
 static int read_whole(const char *text, size_t len, results_page *pg)
 {
 	json_t *root = json_loadb(text, len, 0, NULL), *items = json_object_get(root, "items"), *item;

@@ -759,6 +759,7 @@ void engine__handle_pull(engine *e, op *o)
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
+	const job *measured = NULL; /* the job whose function the pool's estimate names */
 	for (size_t i = 0; i < m->nresults; i++) {
 		const engine_result *r = &m->results[i];
 		job *j = job_of_task(p, (int64_t)r->task_id);
@@ -767,8 +768,9 @@ void engine__handle_pull(engine *e, op *o)
 		if (!j)
 			continue;
 		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
-		if (strcmp(p->est_function, j->function) != 0)
+		if (j != measured && strcmp(p->est_function, j->function) != 0)
 			snprintf(p->est_function, sizeof(p->est_function), "%s", j->function);
+		measured = j;
 		p->est_us = j->avg_us;
 		if (!r->ok && (j->retry_errors || r->lost) && (int)r->attempt < j->max_attempts &&
 		    j->state == JOB_RUNNING && store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {

@@ -82,12 +82,12 @@ void engine__fill_step(engine *e)
 		/* A failed insert fails the cycle's commit: the reload answers f. */
 		if (store_tasks_insert(e->st, j->num, lo, k, f->args->text, f->args->offs + f->next) != CM_OK)
 			return;
+		j->received += (int64_t)k; /* stored: counted, queued or not */
+		f->next += k;
 		if (engine__queue_push(j->pool, j, lo, lo + (int64_t)k - 1, 0) != CM_OK) {
 			fill_end(e, f, CM_ENOMEM, "out of memory; the stored arguments run after a restart");
 			continue;
 		}
-		j->received += (int64_t)k;
-		f->next += k;
 		budget -= (int64_t)k;
 		if (f->next == f->args->n)
 			fill_end(e, f, CM_OK, NULL);

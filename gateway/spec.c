@@ -411,13 +411,12 @@ static int take_arg(spec_args *args, size_t *cap, const char *s, size_t at, size
 
 	if (flags & JSON_SCAN_OBJECT) {
 		json_error_t jerr;
-		json_t *v = count_values(s + at, end - at, SPEC_MAX_VALUES) > SPEC_MAX_VALUES
-		                    ? NULL
-		                    : json_loadb(s + at, end - at, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+		int too_many = count_values(s + at, end - at, SPEC_MAX_VALUES) > SPEC_MAX_VALUES;
+		json_t *v =
+		        too_many ? NULL : json_loadb(s + at, end - at, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
 		if (!v) {
 			snprintf(detail, detail_len, "argument %zu is not valid JSON: %s", args->n,
-			         count_values(s + at, end - at, SPEC_MAX_VALUES) > SPEC_MAX_VALUES ? "too many values"
-			                                                                           : jerr.text);
+			         too_many ? "too many values" : jerr.text);
 			return CM_EINVAL;
 		}
 		json_decref(v);

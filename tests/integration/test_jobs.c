@@ -239,13 +239,7 @@ static const char *const retain_3s[] = {"--retain", "3s", NULL};
 
 static int retaining_setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-
-	gateway_start(&f->g, retain_3s);
-	f->pool = pool_create(&f->g, 2);
-	pool_wait_connected(&f->g, f->pool, 2);
-	*state = f;
-	return 0;
+	return pool_fixture_setup_with(state, retain_3s);
 }
 
 /* A job's "ended_at" (NULL while it runs); free it. */

@@ -213,13 +213,7 @@ static const char *const retain_2s[] = {"--retain", "2s", NULL};
 
 static int retaining_setup(void **state)
 {
-	fixture *f = calloc(1, sizeof(*f));
-
-	gateway_start(&f->g, retain_2s);
-	f->pool = pool_create(&f->g, 2);
-	pool_wait_connected(&f->g, f->pool, 2);
-	*state = f;
-	return 0;
+	return pool_fixture_setup_with(state, retain_2s);
 }
 
 typedef struct exact {

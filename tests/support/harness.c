@@ -618,9 +618,14 @@ int process_alive(pid_t pid)
 
 int pool_fixture_setup(void **state)
 {
+	return pool_fixture_setup_with(state, NULL);
+}
+
+int pool_fixture_setup_with(void **state, const char *const *extra_args)
+{
 	pool_fixture *f = calloc(1, sizeof(*f));
 
-	gateway_start(&f->g, NULL);
+	gateway_start(&f->g, extra_args);
 	f->pool = pool_create(&f->g, 2);
 	pool_wait_connected(&f->g, f->pool, 2);
 	*state = f;

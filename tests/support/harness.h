@@ -110,6 +110,8 @@ typedef struct pool_fixture {
 	char *pool;
 } pool_fixture;
 int pool_fixture_setup(void **state);
+/* The same on a gateway started with extra_args (NULL-terminated). */
+int pool_fixture_setup_with(void **state, const char *const *extra_args);
 int pool_fixture_teardown(void **state);
 
 /* Whether a process exists (kill(pid, 0)). */
