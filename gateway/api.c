@@ -6,6 +6,7 @@
  *
  *   GET    /healthz                      GET  /v1/pools       POST /v1/pools
  *   GET    /v1/pools/{id}                DELETE /v1/pools/{id}
+ *   PATCH  /v1/pools/{id} {processes | autoscale}
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
  *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
@@ -42,6 +43,7 @@
 #include "gateway/auth.h"
 #include "gateway/parking.h"
 #include "gateway/policy.h"
+#include "gateway/result_item.h"
 #include "store/store.h"
 
 #define READERS 16
@@ -92,6 +94,12 @@ struct request {
 	const char *missing; /* 404's detail */
 	json_t *accepted; /* apply: the 202 answer when no result comes in time */
 	char location[64];
+	/* An apply that waits: the engine answers it (engine_apply_start),
+	 * holding spec and key until then. */
+	int applying;
+	int spec_held;
+	map_spec spec;
+	char idem_key[129];
 
 	/* An engine call it started, answered once the connection resumes. */
 	int calling;
@@ -269,39 +277,14 @@ static int append_result(void *ctx, const store_result *r)
 {
 	cm_buf *b = ctx;
 	size_t worst = r->ok ? r->len : 6 * r->len; /* an error is escaped: \u00XX at worst */
-	char head[64], digits[24];
-	size_t n = 0, k = 0;
-	unsigned long long index = (unsigned long long)r->index;
-	int err;
 
 	/* Bounded answers: a page stops before API_PAGE_BYTES (always holding
 	 * at least one result), and next_cursor says where to go on. */
 	if (b->data[b->len - 1] != '[' && b->len + worst + 64 > API_PAGE_BYTES)
 		return STORE_PAGE_FULL;
-	/* The item's head by hand: printf was a tenth of a large page's cost. */
-	if (b->data[b->len - 1] != '[')
-		head[n++] = ',';
-	memcpy(head + n, "{\"index\":", 9);
-	n += 9;
-	do
-		digits[k++] = (char)('0' + index % 10);
-	while ((index /= 10) > 0);
-	while (k)
-		head[n++] = digits[--k];
-	memcpy(head + n, r->ok ? ",\"ok\":true," : ",\"ok\":false,", r->ok ? 11 : 12);
-	n += r->ok ? 11 : 12;
-	err = cm_buf_append(b, head, n);
-	if (err == CM_OK && r->ok) {
-		/* Results are JSON text the hub checked (result_check.h): copied as they are. */
-		err = cm_buf_puts(b, "\"value\":");
-		if (err == CM_OK)
-			err = r->len ? cm_buf_append(b, r->value, r->len) : cm_buf_puts(b, "null");
-	} else if (err == CM_OK) {
-		err = cm_buf_puts(b, "\"error\":");
-		if (err == CM_OK)
-			err = cm_buf_json_string(b, r->value ? r->value : "", r->len);
-	}
-	return err == CM_OK ? cm_buf_puts(b, "}") : err;
+	if (b->data[b->len - 1] != '[' && cm_buf_append(b, ",", 1) != CM_OK)
+		return CM_ENOMEM;
+	return result_item_append(b, r->index, r->ok, r->value, r->len, NULL);
 }
 
 /* Reads one page of results into b; *count is how many. */
@@ -515,28 +498,55 @@ static enum MHD_Result get_or_delete(api *a, struct MHD_Connection *c, const cha
 
 /* ---- pools and jobs ----------------------------------------------------- */
 
-static int look_apply(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
+/* An apply's one look in the store: its result, or 202 with its job. */
+static enum MHD_Result apply_look(api *a, struct MHD_Connection *c, request *rq)
 {
 	char detail[256] = "";
 	int waitable = 0, err;
 	json_t *page = first_result_page(a, rq, &waitable, &err, detail, sizeof(detail));
 	json_t *item = json_array_get(json_object_get(page, "items"), 0);
+	enum MHD_Result ret;
 
-	(void)url;
 	if (item) {
 		json_object_set_new(item, "job", json_string(rq->id));
 		json_incref(item);
 		json_decref(page);
-		*ret = send_json(c, 200, item, rq->location);
-		return 1;
+		return send_json(c, 200, item, rq->location);
 	}
 	json_decref(page);
-	if (!final && err == CM_OK)
-		return 0;
-	/* No result in time (or it cannot be read): the job stands, 202. */
-	*ret = send_json(c, 202, rq->accepted, rq->location);
+	ret = send_json(c, 202, rq->accepted, rq->location);
 	rq->accepted = NULL;
-	return 1;
+	return ret;
+}
+
+/* An apply the engine answered: with its result, or with none, when the
+ * store is looked in once (the result, or 202 with the job). */
+static enum MHD_Result apply_answer(struct MHD_Connection *c, const char *url, request *rq)
+{
+	engine_apply_answer ans;
+	char detail[256] = "";
+	enum MHD_Result ret;
+	int err;
+
+	if (!rq->call)
+		return fail(c, CM_ENOMEM, url, NULL);
+	err = engine_apply_finish(rq->call, &ans, detail, sizeof(detail));
+	rq->call = NULL;
+	rq->calling = 0;
+	if (err != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
+	snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(ans.job, "id")));
+	snprintf(rq->location, sizeof(rq->location), "/v1/jobs/%.40s", rq->id);
+	rq->accepted = ans.job;
+	if (ans.item)
+		return send_text(c, 200, ans.item, ans.item_len, "application/json", rq->location);
+	if (!ans.info_ok) { /* the job is gone (an Idempotency-Key naming a job removed since) */
+		ret = send_json(c, 202, rq->accepted, rq->location);
+		rq->accepted = NULL;
+		return ret;
+	}
+	rq->info = ans.info;
+	return apply_look(rq->api, c, rq);
 }
 
 static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq,
@@ -561,19 +571,21 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 		spec_map_fini(&spec);
 		return fail(c, err, url, detail);
 	}
+	if (single && wait_s > 0) { /* apply: the engine answers with the one result */
+		rq->spec = spec;
+		rq->spec_held = 1;
+		snprintf(rq->idem_key, sizeof(rq->idem_key), "%s", key ? key : "");
+		rq->applying = 1;
+		call_hold(a, c, rq, "no such pool");
+		return call_started(a, c, rq,
+		                    engine_apply_start(a->engine, pool_id, &rq->spec, key ? rq->idem_key : NULL,
+		                                       wait_s * 1000, call_done, rq));
+	}
 	err = engine_map(a->engine, pool_id, &spec, key, &out, detail, sizeof(detail));
 	spec_map_fini(&spec);
 	if (err != CM_OK)
 		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
 	snprintf(location, sizeof(location), "/v1/jobs/%s", json_string_value(json_object_get(out, "id")));
-	if (single && wait_s > 0) { /* apply: wait for the one result and answer with it */
-		snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(out, "id")));
-		snprintf(rq->location, sizeof(rq->location), "%s", location);
-		if (engine_job_info(a->engine, rq->id, &rq->info) == CM_OK) {
-			rq->accepted = out;
-			return long_poll_start(a, c, url, rq, look_apply, wait_s);
-		}
-	}
 	return send_json(c, 202, out, location);
 }
 
@@ -611,6 +623,17 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	}
 	sub = strchr(rest, '/');
 	first_segment(rest, sub, id, sizeof(id));
+	if ((!sub || !sub[1]) && strcmp(method, "PATCH") == 0) {
+		pool_patch patch;
+		if ((err = spec_pool_patch_parse(rq->body.data ? rq->body.data : "", rq->body.len, &patch, detail,
+		                                 sizeof(detail))) == CM_OK)
+			err = engine_pool_patch(a->engine, id, &patch, &out, detail, sizeof(detail));
+		if (err != CM_OK)
+			return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
+		return send_json(c, 200, out, NULL);
+	}
+	if ((!sub || !sub[1]) && strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+		return problem(c, 405, url, "use GET, PATCH or DELETE on a pool");
 	if (!sub || !sub[1])
 		return get_or_delete(a, c, url, method, id, rq, engine_pool_get, engine_pool_delete_start, "pool",
 		                     "no such pool");
@@ -1293,7 +1316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (rq->calling) /* resumed: the engine answered the call it started */
-		return call_answer(c, url, rq);
+		return rq->applying ? apply_answer(c, url, rq) : call_answer(c, url, rq);
 	if (rq->look) /* resumed: a long poll looks again */
 		return long_poll(a, c, url, rq);
 	if (rq->too_big) {
@@ -1344,6 +1367,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		pthread_mutex_unlock(&a->mu);
 	}
 	if (rq) {
+		if (rq->spec_held)
+			spec_map_fini(&rq->spec);
 		cm_buf_fini(&rq->body);
 		json_decref(rq->accepted);
 		free(rq);

@@ -99,6 +99,7 @@ static void handle(engine *e, op *o)
 		break;
 	}
 	case OP_POOL_CLOSE: engine__handle_pool_close(e, o); break;
+	case OP_POOL_PATCH: engine__handle_pool_patch(e, o); break;
 	case OP_POOL_JOBS: {
 		/* Most recent first, at most 100: jobs are kept in base order. */
 		pool *p = engine__pool_find(e, o->id);
@@ -148,6 +149,12 @@ void engine__answer(engine *e, op *o, int committed)
 	if ((o->kind == OP_QUEUE_PUT || o->kind == OP_QUEUE_GET) && o->u.queue.call) { /* a worker's */
 		engine__answer_queue_call(e, o, committed);
 		return;
+	}
+	if (o->kind == OP_MAP && o->u.map.wait_until) {
+		if (engine__apply_settle(e, o, committed))
+			return; /* it waits for its result */
+		if (o->u.map.stored)
+			committed = 1; /* its job was stored in an earlier cycle: it looks there */
 	}
 	if (o->kind == OP_PULL) {
 		/* Nothing of this cycle was recorded: the worker keeps its results
@@ -312,13 +319,16 @@ static void *engine_main(void *arg)
 			if (q->getters.head)
 				engine__queue_tick(e, q, now);
 		if (committed && store_in_transaction(e->st)) {
+			engine__applies_tick(e, now);
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 		}
-		if (closing)
-			engine__queues_quiesce(e); /* readers that wait would hold up the HTTP stop */
+		if (closing) { /* readers that wait would hold up the HTTP stop */
+			engine__queues_quiesce(e);
+			engine__applies_quiesce(e);
+		}
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
 		if (committed && store_commit(e->st) != CM_OK) {

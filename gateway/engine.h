@@ -53,6 +53,12 @@ int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *det
 int engine_pool_get(engine *e, const char *id, json_t **out);
 int engine_pool_list(engine *e, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
+/* Resizes the pool, or sets or ends its autoscale (engine_scale.c): answers
+ * at once with its new size; workers start or retire in the cycles after.
+ * CM_ECLOSED: a manager, a pool that ends, or a size set on a pool that
+ * autoscales; CM_EINVAL: a size out of its bounds. */
+int engine_pool_patch(engine *e, const char *id, const pool_patch *patch, json_t **out, char *detail,
+                      size_t detail_len);
 /* Terminates the pool: answers once every worker process is gone. */
 engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 /* Queues a map (or an apply: one argument), or returns the job idem_key
@@ -62,6 +68,30 @@ engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_don
  * "submitting" until its parts bring the rest. */
 int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
                size_t detail_len);
+/* What the results endpoint needs to page a job from the store. */
+typedef struct job_info {
+	int64_t num;
+	int64_t base;
+	int64_t total;
+	char pool[20]; /* the pool (or manager) the job runs on */
+} job_info;
+/* An apply that waits for its result (POST /v1/pools/{id}/apply?wait=S):
+ * queued as engine_map does it, then answered by the engine itself once
+ * the task's result is committed, or when wait_ms pass, the job ends
+ * otherwise or the gateway stops; no long poll looks for it. spec and
+ * idem_key stay the caller's until done runs. */
+engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, int64_t wait_ms,
+                                engine_call_done done, void *ctx);
+typedef struct engine_apply_answer {
+	json_t *job; /* the job, as POST .../map answers it (202's body) */
+	char *item; /* its result as a results page item with "job" (len item_len), or NULL */
+	size_t item_len;
+	int info_ok; /* no item: the job's place in the store to look once (0: the job is gone) */
+	job_info info;
+} engine_apply_answer;
+/* Reads a started apply's answer and frees the call; out's job and item
+ * are the caller's. */
+int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, size_t detail_len);
 /* Stores the next part of a submitting job's arguments, at offset (its
  * 'received' so far). CM_ECLOSED: the job takes no part now, or not at that
  * offset (detail says why); a part stored before is answered as stored. */
@@ -106,13 +136,7 @@ int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **ou
 int engine_ring_get(engine *e, const char *id, json_t **out);
 engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 
-/* What the results endpoint needs to page a job from the store. */
-typedef struct job_info {
-	int64_t num;
-	int64_t base;
-	int64_t total;
-	char pool[20]; /* the pool (or manager) the job runs on */
-} job_info;
+/* The job's place in the store, to page its results. */
 int engine_job_info(engine *e, const char *id, job_info *out);
 
 /* Commit generations, for long polls: the generation moves on after each

@@ -4,7 +4,8 @@
  * arguments in), engine_pools.c (pools and
  * workers, leases), engine_recovery.c (load, recover, reload),
  * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes),
- * engine_processes.c (processes and rings) and engine_upkeep.c (retention, vacuum). Everything here belongs to the
+ * engine_processes.c (processes and rings), engine_apply.c (applies that wait for
+ * their result) and engine_upkeep.c (retention, vacuum). Everything here belongs to the
  * engine thread; see engine.c for the cycle and engine.h for the contract.
  */
 #ifndef GATEWAY_ENGINE_INT_H
@@ -72,6 +73,7 @@ typedef enum op_kind {
 	OP_POOL_GET,
 	OP_POOL_LIST,
 	OP_POOL_CLOSE,
+	OP_POOL_PATCH,
 	OP_POOL_DELETE,
 	OP_POOL_JOBS,
 	OP_MAP,
@@ -121,9 +123,18 @@ typedef struct op {
 		struct {
 			const pool_spec *spec;
 		} pool_create; /* OP_POOL_CREATE */
+		const pool_patch *patch; /* OP_POOL_PATCH */
 		struct {
 			map_spec *spec;
 			const char *idem_key;
+			/* an apply that waits for its result until then (0: none,
+			 * answered once its job is stored), engine_apply.c */
+			int64_t wait_until;
+			struct job *job; /* while it waits: the job it waits on */
+			int stored; /* its job was committed: answered with its result, or to look */
+			job_info info; /* ... where to look (info_ok) */
+			int info_ok;
+			cm_buf item; /* its result, as engine_apply_answer's item */
 		} map; /* OP_MAP */
 		struct {
 			const spec_args *args;
@@ -254,6 +265,7 @@ typedef struct job {
 	int64_t ended_ms; /* when it ended, wall clock (--retain counts from it); 0 while it runs */
 	struct pool *pool;
 	struct job *hash_next; /* in e->jobs */
+	int waiters; /* applies in e->applies waiting for its result */
 } job;
 
 typedef struct worker {
@@ -266,6 +278,10 @@ typedef struct worker {
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */
 	int adopted; /* found alive at start: it must reconnect within two leases */
+	/* The pool shrinks: it takes no new task, and is told to stop once it
+	 * holds none (engine_scale.c). */
+	int retiring;
+	int64_t idle_since; /* since when its pulls found nothing to do; 0 while it has work */
 	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
 	struct worker *next;
@@ -297,6 +313,8 @@ typedef struct pool {
 	int64_t open_jobs;
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
 	int fail_streak; /* workers that exited without ever connecting */
+	char scale_reason[200]; /* autoscale's last decision, and why */
+	int64_t scale_next; /* when autoscale looks again */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
 	waitlist delete_waiters;
 	struct pool *next;
@@ -339,6 +357,7 @@ struct engine {
 	engine_link link; /* answers to the hub */
 	waitlist log_reads; /* OP_PROC_LOGS waiting for their backend */
 	waitlist starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
+	waitlist applies; /* applies waiting for their result (engine_apply.c) */
 };
 
 /* ---- shared by the engine's files --------------------------------------- */
@@ -395,6 +414,17 @@ void engine__fill_step(engine *e); /* up to FILL_SLICE arguments into the store 
 void engine__fill_abort(engine *e, job *j, const char *why); /* j's fill, if any, answered 409 with why */
 void engine__fills_drop(engine *e); /* every fill, answered as not recorded (a reload) */
 
+/* engine_apply.c: applies that wait for their result */
+/* From engine__answer: 1 when o, an apply whose job was just committed,
+ * now waits for its result; else o is answered (committed: whether its
+ * answer may carry a result recorded in this cycle). */
+int engine__apply_settle(engine *e, op *o, int committed);
+/* A result of j recorded this cycle: its waiting applies get it. */
+void engine__applies_result(engine *e, job *j, int64_t index, int ok, const void *value, size_t len);
+void engine__applies_end(engine *e, job *j); /* j ended: its waiting applies look once */
+void engine__applies_tick(engine *e, int64_t now); /* past their wait: they look once */
+void engine__applies_quiesce(engine *e); /* the gateway stops: each looks once */
+
 /* engine_upkeep.c: ended jobs past --retain removed, freed pages given back */
 void engine__upkeep(engine *e, int64_t now);
 
@@ -415,6 +445,12 @@ void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);
 void engine__handle_pool_delete(engine *e, op *o);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */
+
+/* engine_scale.c: pool sizes (PATCH, autoscale) */
+void engine__handle_pool_patch(engine *e, op *o);
+/* Autoscale's choice, then workers started or retired toward p's size. */
+void engine__pool_converge(engine *e, pool *p, int64_t now);
+int engine__worker_spawn(engine *e, pool *p); /* engine_pools.c: one more worker, starting */
 
 /* engine_recovery.c: load, recover, reload */
 int engine__recover(engine *e, char *detail, size_t detail_len);

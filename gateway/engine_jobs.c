@@ -161,6 +161,8 @@ void engine__job_check_done(engine *e, job *j)
 	j->ended_ms = cm_wall_ms();
 	store_job_set_state(e->st, j->num, job_state_names[j->state], j->ended_ms);
 	j->pool->open_jobs--;
+	if (j->waiters)
+		engine__applies_end(e, j);
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
 
@@ -274,6 +276,8 @@ static void job_cancel(engine *e, job *j, const char *why)
 	retire_context(e, j);
 	store_job_set_state(e->st, j->num, "cancelling", j->ended_ms);
 	j->pool->open_jobs--;
+	if (j->waiters) /* they look once: an apply's cancelled result is in by then, as a rule */
+		engine__applies_end(e, j);
 	if (engine__cancel_rest(e, j, why) != CM_OK)
 		cm_error("job %s: out of memory; its missing results are filled after a restart", j->id);
 }
@@ -435,6 +439,8 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 		j->failed++;
 		j->pool->tasks_failed++;
 	}
+	if (j->waiters)
+		engine__applies_result(e, j, id - j->base, ok, value, len);
 	engine__job_check_done(e, j);
 	return 1;
 }
@@ -602,7 +608,7 @@ static int live_workers(const pool *p)
 	int n = 0;
 
 	for (const worker *w = p->workers; w; w = w->next)
-		n += w->state == W_STARTING || w->state == W_CONNECTED;
+		n += (w->state == W_STARTING || w->state == W_CONNECTED) && !w->retiring;
 	return n ? n : 1;
 }
 
@@ -724,6 +730,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	}
 	o->u.pull.batch.tasks = o->u.pull.tasks;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
+	if (o->u.pull.ntasks)
+		w->idle_since = 0;
 }
 
 int engine__pool_drained(const pool *p)
@@ -809,6 +817,8 @@ void engine__handle_pull(engine *e, op *o)
 			return;
 		}
 	}
+	if (w->retiring && m->in_hand == 0)
+		w->state = W_STOPPING; /* it retires, and holds nothing now: it may go */
 	if (w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED ||
 	    p->state == POOL_FAILED || (p->state == POOL_CLOSED && engine__pool_drained(p))) {
 		engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
@@ -824,9 +834,12 @@ void engine__handle_pull(engine *e, op *o)
 		store_tasks_held_count(e->st, w->id, &held);
 		o->u.pull.batch.list_held = (int64_t)m->in_hand < held;
 	}
-	engine__assign(e, p, w, m->want, m->in_hand, o);
+	if (!w->retiring) /* one that retires only finishes what it holds */
+		engine__assign(e, p, w, m->want, m->in_hand, o);
 	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
 		o->u.pull.park_until = cm_now_ms() + PARK_MS;
+		if (!w->idle_since)
+			w->idle_since = o->u.pull.park_until - PARK_MS;
 		waitlist_add(&w->parked, o);
 		return;
 	}

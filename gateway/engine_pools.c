@@ -90,7 +90,7 @@ void engine__worker_stop(pool *p, worker *w, int hard)
 
 /* Adds a worker in state starting and asks the backend to start it; the
  * backend answers later (worker_started). */
-static int worker_spawn(engine *e, pool *p)
+int engine__worker_spawn(engine *e, pool *p)
 {
 	worker *w = calloc(1, sizeof(*w));
 	char env[8][600], labels[2][160];
@@ -214,7 +214,7 @@ void engine__handle_pool_create(engine *e, op *o)
 	e->pools = p;
 	cm_info("pool %s created: %d %s workers", p->id, p->spec.processes, p->spec.backend);
 	for (int i = 0; i < p->spec.processes && p->state == POOL_ACTIVE; i++)
-		worker_spawn(e, p);
+		engine__worker_spawn(e, p);
 	o->out = engine__pool_json(p);
 }
 
@@ -329,8 +329,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 	}
 	/* Keep `processes` workers while there is or may be work. */
 	if (p->state == POOL_ACTIVE || (p->state == POOL_CLOSED && !engine__pool_drained(p)))
-		while (live < p->spec.processes && p->state != POOL_FAILED && worker_spawn(e, p) == CM_OK)
-			live++;
+		engine__pool_converge(e, p, now);
 }
 
 /* The worker that owner names, and its pool; NULL if none. */
@@ -369,6 +368,17 @@ int engine_pool_list(engine *e, json_t **out)
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
 {
 	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+}
+
+int engine_pool_patch(engine *e, const char *id, const pool_patch *patch, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_POOL_PATCH, .id = id, .u.patch = patch};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
 }
 
 engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)

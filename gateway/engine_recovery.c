@@ -249,6 +249,7 @@ void engine__state_clear(engine *e)
 	engine__fills_drop(e);
 	engine__chores_clear(e);
 	waitlist_drop_all(e, &e->log_reads);
+	waitlist_drop_all(e, &e->applies); /* they look once */
 	while (e->pools) {
 		pool *p = e->pools;
 		e->pools = p->next;

@@ -43,7 +43,8 @@ json_t *engine__pool_json(const pool *p)
 			pending += w->pending;
 		}
 		json_t *wj =
-		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state", worker_state_names[w->state],
+		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state",
+		                  w->retiring && w->state == W_CONNECTED ? "retiring" : worker_state_names[w->state],
 		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
 		if (!w->handle[0])
 			; /* its backend has not started it yet */
@@ -66,6 +67,12 @@ json_t *engine__pool_json(const pool *p)
 	              (json_int_t)p->workers_started, "workers_lost", (json_int_t)p->workers_lost);
 	if (o && p->reason[0])
 		json_object_set_new(o, "reason", json_string(p->reason));
+	if (o && p->spec.scale_max)
+		json_object_set_new(o, "autoscale",
+		                    json_pack("{s:i, s:i, s:i, s:i, s:i, s:s}", "min", p->spec.scale_min, "max",
+		                              p->spec.scale_max, "target_s", p->spec.scale_target_s, "idle_s",
+		                              p->spec.scale_idle_s, "desired", p->spec.processes, "reason",
+		                              p->scale_reason));
 	if (o && strcmp(bx_name(p->backend), "local") != 0)
 		json_object_set_new(o, "image", json_string(p->spec.image));
 	if (o && p->spec.manager[0])

@@ -174,17 +174,54 @@ static int get_runtime(json_t *root, char out[SPEC_RUNTIME_MAX + 1], char *detai
 	return CM_OK;
 }
 
+/* Reads "autoscale": {min, max, target_s, idle_s} (v may be NULL or null:
+ * a fixed pool) into spec's scale_* fields. */
+static int get_autoscale(json_t *v, pool_spec *spec, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"min", "max", "target_s", "idle_s", NULL};
+	int64_t lo = 0, hi = -1, target = 10, idle = 30;
+	int err;
+
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (!json_is_object(v)) {
+		snprintf(detail, detail_len,
+		         "field 'autoscale' must be an object {min, max, target_s, idle_s} or null");
+		return CM_EINVAL;
+	}
+	if ((err = check_keys(v, keys, "autoscale.", detail, detail_len)) != CM_OK ||
+	    (err = get_int(v, "min", "autoscale.", 0, SPEC_MAX_PROCESSES, &lo, detail, detail_len)) != CM_OK ||
+	    (err = get_int(v, "max", "autoscale.", 1, SPEC_MAX_PROCESSES, &hi, detail, detail_len)) != CM_OK ||
+	    (err = get_int(v, "target_s", "autoscale.", 1, 86400, &target, detail, detail_len)) != CM_OK ||
+	    (err = get_int(v, "idle_s", "autoscale.", 1, 86400, &idle, detail, detail_len)) != CM_OK)
+		return err;
+	if (hi < 0) {
+		snprintf(detail, detail_len, "field 'autoscale.max' is required");
+		return CM_EINVAL;
+	}
+	if (lo > hi) {
+		snprintf(detail, detail_len, "field 'autoscale.min' (%lld) is above 'autoscale.max' (%lld)",
+		         (long long)lo, (long long)hi);
+		return CM_EINVAL;
+	}
+	spec->scale_min = (int)lo;
+	spec->scale_max = (int)hi;
+	spec->scale_target_s = (int)target;
+	spec->scale_idle_s = (int)idle;
+	return CM_OK;
+}
+
 /* stored: a spec the gateway wrote itself (spec_pool_json), which may name
  * the manager type its worker hosts; a client's request may not. */
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
                       pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes",    "backend",      "resources", "max_attempts",
-	                                   "retry_errors", "timeout_s",    "image",     "volumes",
-	                                   "root",         "host_network", "runtime",   NULL};
+	static const char *const keys[] = {"processes", "backend",   "resources", "max_attempts", "retry_errors",
+	                                   "timeout_s", "image",     "volumes",   "root",         "host_network",
+	                                   "runtime",   "autoscale", NULL};
 	static const char *const stored_keys[] = {
 	        "processes", "backend", "resources", "max_attempts", "retry_errors", "timeout_s", "image",
-	        "volumes",   "root",    "manager",   "host_network", "runtime",      NULL};
+	        "volumes",   "root",    "manager",   "host_network", "runtime",      "autoscale", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3, .host_network = -1};
 	json_t *root = NULL;
@@ -201,9 +238,13 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 		return err;
 	if ((err = check_keys(root, stored ? stored_keys : keys, "", detail, detail_len)) != CM_OK)
 		goto out;
-	/* multiprocessing's default: one worker per CPU. */
-	n = ncpu > 0 ? ncpu : 1;
-	if ((err = get_int(root, "processes", "", 1, SPEC_MAX_PROCESSES, &n, detail, detail_len)) != CM_OK)
+	if ((err = get_autoscale(json_object_get(root, "autoscale"), &spec, detail, detail_len)) != CM_OK)
+		goto out;
+	/* multiprocessing's default: one worker per CPU; an autoscaled pool
+	 * starts at its least. */
+	n = spec.scale_max ? spec.scale_min : ncpu > 0 ? ncpu : 1;
+	if ((err = get_int(root, "processes", "", spec.scale_max ? spec.scale_min : 1,
+	                   spec.scale_max ? spec.scale_max : SPEC_MAX_PROCESSES, &n, detail, detail_len)) != CM_OK)
 		goto out;
 	spec.processes = (int)n;
 	n = spec.max_attempts;
@@ -337,6 +378,42 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 	return pool_parse(body, len, default_backend, default_image, 0, out, detail, detail_len);
 }
 
+int spec_pool_patch_parse(const char *body, size_t len, pool_patch *out, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"processes", "autoscale", NULL};
+	pool_patch patch = {.processes = -1};
+	pool_spec scale = {0};
+	json_t *root = NULL, *v;
+	int64_t n = -1;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) != CM_OK ||
+	    (err = get_int(root, "processes", "", 0, SPEC_MAX_PROCESSES, &n, detail, detail_len)) != CM_OK)
+		goto out;
+	patch.processes = (int)n;
+	v = json_object_get(root, "autoscale");
+	if (v && (err = get_autoscale(v, &scale, detail, detail_len)) != CM_OK)
+		goto out;
+	if (v) {
+		patch.autoscale = json_is_null(v) ? -1 : 1;
+		patch.scale_min = scale.scale_min;
+		patch.scale_max = scale.scale_max;
+		patch.scale_target_s = scale.scale_target_s;
+		patch.scale_idle_s = scale.scale_idle_s;
+	}
+	if (patch.processes < 0 && !patch.autoscale) {
+		snprintf(detail, detail_len, "give 'processes' or 'autoscale'");
+		err = CM_EINVAL;
+		goto out;
+	}
+	*out = patch;
+out:
+	json_decref(root);
+	return err;
+}
+
 int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len)
 {
 	return pool_parse(spec_json, strlen(spec_json), "local", default_image, 1, out, detail, detail_len);
@@ -365,6 +442,10 @@ char *spec_pool_json(const pool_spec *spec)
 	if (spec->runtime[0])
 		json_object_set_new(o, "runtime", json_loads(spec->runtime, JSON_DECODE_ANY, NULL));
 	json_object_set_new(o, "volumes", vols);
+	if (spec->scale_max)
+		json_object_set_new(o, "autoscale",
+		                    json_pack("{s:i, s:i, s:i, s:i}", "min", spec->scale_min, "max", spec->scale_max,
+		                              "target_s", spec->scale_target_s, "idle_s", spec->scale_idle_s));
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;

@@ -25,7 +25,12 @@
 #define SPEC_PYTHON_RUNTIME "\"python\""
 
 typedef struct pool_spec {
-	int processes;
+	int processes; /* its workers; with autoscale, the size the gateway chose last */
+	/* autoscale (scale_max > 0): the gateway sizes the pool between
+	 * scale_min (0: no worker while there is no work) and scale_max so its
+	 * backlog drains within scale_target_s; a worker idle scale_idle_s goes */
+	int scale_min, scale_max;
+	int scale_target_s, scale_idle_s;
 	char backend[32];
 	double cpu; /* cores per worker, 0: unset */
 	int64_t memory_mb; /* per worker, 0: unset */
@@ -51,6 +56,14 @@ typedef struct pool_spec {
  * backend: 422), with the reason in detail. */
 int spec_pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                     pool_spec *out, char *detail, size_t detail_len);
+/* PATCH /v1/pools/{id}: {"processes": N} and/or {"autoscale": {min, max,
+ * target_s, idle_s} | null}; each field absent is left as it is. */
+typedef struct pool_patch {
+	int processes; /* -1: absent */
+	int autoscale; /* 0: absent, 1: set to the scale_* below, -1: off (null) */
+	int scale_min, scale_max, scale_target_s, scale_idle_s;
+} pool_patch;
+int spec_pool_patch_parse(const char *body, size_t len, pool_patch *out, char *detail, size_t detail_len);
 /* Parses a spec the gateway stored (spec_pool_json), which may also carry
  * the manager type its worker hosts. */
 int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len);

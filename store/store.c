@@ -440,6 +440,17 @@ int store_pool_set_state(store *st, const char *id, const char *state, const cha
 	return store__step_done(st, s);
 }
 
+int store_pool_set_spec(store *st, const char *id, const char *spec_json)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "UPDATE pools SET spec = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, spec_json);
+	store__bind_text(s, 2, id);
+	return store__step_done(st, s);
+}
+
 int store_worker_set_handle(store *st, const char *id, const char *handle)
 {
 	sqlite3_stmt *s;

@@ -1,0 +1,18 @@
+/*
+ * One result as JSON, the way every answer shows it: an item of a results
+ * page, and the answer of an apply that waited for its result. Results are
+ * JSON text the hub checked (result_check.h) and are copied as they are;
+ * an error is escaped as a string.
+ */
+#ifndef GATEWAY_RESULT_ITEM_H
+#define GATEWAY_RESULT_ITEM_H
+
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* Appends {"index":I,"ok":true,"value":V} or {"index":I,"ok":false,"error":"E"}
+ * to b, with "job":"JOB" last when job is not NULL. */
+int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size_t len, const char *job);
+
+#endif
