@@ -10,6 +10,7 @@
  * Exit codes: 0 done; 1 the gateway refused or the work failed; 2 bad
  * usage; `strand run --wait` exits with the process's own code.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +275,11 @@ static const char pool_help[] =
         "                                       --wait shows progress and prints the results\n"
         "  status POOL|JOB                      the pool or job, as JSON\n"
         "  results JOB [--unordered]            every result, one JSON line each, as they come\n"
+        "  resize POOL N                        N workers: extra ones finish what they hold, then go\n"
+        "  resize POOL --autoscale MIN:MAX [--target S] [--idle S]\n"
+        "                                       the gateway sizes the pool from its backlog (drained\n"
+        "                                       within S, 10; a worker idle S, 30, goes)\n"
+        "  resize POOL --no-autoscale           keeps the size it has\n"
         "  delete POOL                          terminates the pool\n";
 
 typedef struct printer {
@@ -325,6 +331,78 @@ static int wait_job(strand_client *c, const char *job)
 	if (tty)
 		printf("\n");
 	return 0;
+}
+
+/* A whole decimal number from lo to hi, or -1. */
+static long whole_number(const char *s, long lo, long hi)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(s, &end, 10);
+	return s[0] && !*end && !errno && n >= lo && n <= hi ? n : -1;
+}
+
+/* strand pool resize POOL N | --autoscale MIN:MAX [--target S] [--idle S] | --no-autoscale */
+static int pool_resize(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"autoscale", required_argument, NULL, 'a'},
+	        {"no-autoscale", no_argument, NULL, 'n'},
+	        {"target", required_argument, NULL, 't'},
+	        {"idle", required_argument, NULL, 'i'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	long min = -1, max = -1, target = 0, idle = 0;
+	int off = 0, opt;
+
+	while ((opt = next_opt(argc, argv, "", opts)) != -1) {
+		switch (opt) {
+		case 'a': {
+			const char *colon = strchr(optarg, ':');
+			char lo[16];
+			if (colon && (size_t)(colon - optarg) < sizeof(lo)) {
+				snprintf(lo, sizeof(lo), "%.*s", (int)(colon - optarg), optarg);
+				min = whole_number(lo, 0, 1024);
+				max = whole_number(colon + 1, 1, 1024);
+			}
+			if (min < 0 || max < 0 || min > max) {
+				fprintf(stderr, "strand: --autoscale takes MIN:MAX, 0 <= MIN <= MAX <= 1024\n");
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'n': off = 1; break;
+		case 't':
+		case 'i':
+			if (whole_number(optarg, 1, 86400) < 0) {
+				fprintf(stderr, "strand: --%s takes seconds, 1 to 86400\n",
+				        opt == 't' ? "target" : "idle");
+				return EXIT_USAGE;
+			}
+			*(opt == 't' ? &target : &idle) = whole_number(optarg, 1, 86400);
+			break;
+		case 'h': return usage(pool_help, 0);
+		default: return usage(pool_help, EXIT_USAGE);
+		}
+	}
+	int sized = argc - optind == 2, scaled = max > 0 || off;
+	if (argc - optind != (scaled ? 1 : 2) || (scaled && (max > 0) == off) || (!scaled && (target || idle)))
+		return usage(pool_help, EXIT_USAGE);
+	const char *pool = argv[optind];
+	if (sized) {
+		long n = whole_number(argv[optind + 1], 1, 1024);
+		if (n < 0) {
+			fprintf(stderr, "strand: N must be a whole number of workers, 1 to 1024\n");
+			return EXIT_USAGE;
+		}
+		return strand_pool_resize(c, pool, (int)n) == 0 ? 0 : refused(c);
+	}
+	return strand_pool_autoscale(c, pool, off ? 0 : (int)min, off ? 0 : (int)max, (int)target, (int)idle) == 0
+	               ? 0
+	               : refused(c);
 }
 
 static int cmd_pool(strand_client *c, int argc, char **argv)
@@ -441,6 +519,8 @@ static int cmd_pool(strand_client *c, int argc, char **argv)
 			return refused(c);
 		return pr.failed ? EXIT_REFUSED : 0;
 	}
+	if (strcmp(sub, "resize") == 0)
+		return pool_resize(c, argc, argv);
 	if (strcmp(sub, "delete") == 0 && argc == 2)
 		return strand_pool_terminate(c, argv[1]) == 0 ? 0 : refused(c);
 	return usage(pool_help, EXIT_USAGE);

@@ -222,6 +222,36 @@ int strand_pool_wait_ready(strand_client *c, const char *pool, int processes, in
 	return -1;
 }
 
+int strand_pool_resize(strand_client *c, const char *pool, int processes)
+{
+	char path[128];
+	json_t *body = json_pack("{s:i}", "processes", processes);
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	rc = expect(c, "PATCH", path, body, 200, NULL, NULL);
+	json_decref(body);
+	return rc;
+}
+
+int strand_pool_autoscale(strand_client *c, const char *pool, int min, int max, int target_s, int idle_s)
+{
+	char path[128];
+	json_t *scale = max > 0 ? json_pack("{s:i, s:i}", "min", min, "max", max) : json_null();
+	json_t *body;
+	int rc;
+
+	if (max > 0 && target_s > 0)
+		json_object_set_new(scale, "target_s", json_integer(target_s));
+	if (max > 0 && idle_s > 0)
+		json_object_set_new(scale, "idle_s", json_integer(idle_s));
+	body = json_pack("{s:o}", "autoscale", scale);
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	rc = expect(c, "PATCH", path, body, 200, NULL, NULL);
+	json_decref(body);
+	return rc;
+}
+
 int strand_pool_terminate(strand_client *c, const char *pool)
 {
 	char path[128];

@@ -38,6 +38,14 @@ long strand_request_raw(strand_client *c, const char *method, const char *path, 
 int strand_pool_create(strand_client *c, int processes, json_t *spec, char id[32]);
 /* Waits until the pool has `processes` connected workers (up to timeout_s). */
 int strand_pool_wait_ready(strand_client *c, const char *pool, int processes, int timeout_s);
+/* Resizes a pool to processes workers: extra ones finish what they hold,
+ * then go. Refused (-1) on a pool that autoscales. */
+int strand_pool_resize(strand_client *c, const char *pool, int processes);
+/* Lets the gateway size the pool between min and max workers from its
+ * backlog (drained within target_s, a worker idle idle_s goes; 0: the
+ * gateway's defaults, 10 and 30 s); max 0 turns autoscale off, keeping the
+ * size the pool has (at least 1). */
+int strand_pool_autoscale(strand_client *c, const char *pool, int min, int max, int target_s, int idle_s);
 /* pool.terminate(): returns once every worker is gone. */
 int strand_pool_terminate(strand_client *c, const char *pool);
 

@@ -59,8 +59,8 @@ struct backend {
 	const backend_ops *ops;
 };
 
-/* gpus: devices to hand out through CUDA_VISIBLE_DEVICES; -1 counts the
- * /dev/nvidiaN devices of this host. */
+/* gpus: devices to hand out through CUDA_VISIBLE_DEVICES (the config's,
+ * resolved). */
 backend *backend_local_new(int gpus);
 /* socket: the Docker Engine API's unix socket; a call taking longer than
  * timeout_s fails. */

@@ -182,16 +182,7 @@ backend *backend_local_new(int gpus)
 
 	if (!l)
 		return NULL;
-	if (gpus < 0) {
-		char dev[32];
-		gpus = 0;
-		for (int i = 0; i < MAX_GPUS; i++) {
-			snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
-			if (access(dev, F_OK) == 0)
-				gpus = i + 1;
-		}
-	}
-	l->gpus = gpus > MAX_GPUS ? MAX_GPUS : gpus;
+	l->gpus = gpus < 0 ? 0 : gpus > MAX_GPUS ? MAX_GPUS : gpus;
 	b->ops = &local_ops;
 	return b;
 }

@@ -413,5 +413,18 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "lease must be at least 100 ms");
 		return CM_EINVAL;
 	}
+	if (cfg->gpus > CONFIG_GPUS_MAX) {
+		snprintf(detail, detail_len, "--gpus must be 0 to %d", CONFIG_GPUS_MAX);
+		return CM_EINVAL;
+	}
+	if (cfg->gpus < 0) { /* the devices this host has */
+		char dev[32];
+		cfg->gpus = 0;
+		for (int i = 0; i < CONFIG_GPUS_MAX; i++) {
+			snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
+			if (access(dev, F_OK) == 0)
+				cfg->gpus = i + 1;
+		}
+	}
 	return CM_OK;
 }

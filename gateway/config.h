@@ -10,6 +10,8 @@
 
 #include "gateway/k8s_config.h"
 
+#define CONFIG_GPUS_MAX 64
+
 typedef struct gw_config {
 	char http[256]; /* host:port the REST API listens on */
 	char hub[256]; /* nng URL the hub listens on */
@@ -28,7 +30,7 @@ typedef struct gw_config {
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */
 	int lease_ms; /* a worker silent this long loses its tasks */
-	int gpus; /* GPUs the local backend hands out; -1: count /dev/nvidiaN */
+	int gpus; /* GPUs the local backend hands out: --gpus, else the /dev/nvidiaN found */
 	char token_file[1100]; /* the API token: read, or created 0600 */
 	char token[256]; /* STRAND_TOKEN, taken out of the environment so no child inherits it */
 	int no_auth; /* --no-auth: no token asked (loopback only) */

@@ -81,6 +81,13 @@ int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, s
 			return CM_EPERM;
 		}
 	}
+	/* A worker that could never start is refused now, not failed later. */
+	if (strcmp(run->backend, "local") == 0 && run->gpu > cfg->gpus) {
+		snprintf(detail, detail_len,
+		         "field 'resources.gpu': each needs %d GPU%s; the local backend of this host has %d (--gpus)",
+		         run->gpu, run->gpu == 1 ? "" : "s", cfg->gpus);
+		return CM_EUNSUPPORTED;
+	}
 	/* The node's network reaches what listens on its loopback: only where
 	 * the operator made it the way pods work here. */
 	if (run->host_network == 1 && !cfg->k8s.host_network) {

@@ -31,6 +31,20 @@ bar=$(script -qc "$strand pool map $pool sleep 200 200 200 200 --wait" /dev/null
 [ "$bar" -ge 1 ]; check "progress bar on a terminal" 0 $?
 bar=$("$strand" pool map "$pool" sleep 10 --wait | grep -c '^\[')
 check "no progress bar when piped" 0 "$bar"
+"$strand" pool resize "$pool" 3; check "pool resize" 0 $?
+"$strand" pool status "$pool" | jq -e '.processes == 3' >/dev/null; check "resized to 3" 0 $?
+"$strand" pool resize "$pool" --autoscale 1:4 --idle 5; check "pool autoscale" 0 $?
+"$strand" pool status "$pool" | jq -e '.autoscale.min == 1 and .autoscale.max == 4 and .autoscale.idle_s == 5' >/dev/null
+check "autoscale set" 0 $?
+"$strand" pool resize "$pool" 2 2>/dev/null; check "resize while autoscaling: refused" 1 $?
+"$strand" pool resize "$pool" --no-autoscale; check "autoscale off" 0 $?
+"$strand" pool status "$pool" | jq -e '.autoscale == null and .processes == 3' >/dev/null; check "fixed at 3" 0 $?
+for bad in "abc" "0" "-3" "2x" "1025"; do
+  "$strand" pool resize "$pool" -- "$bad" >/dev/null 2>&1; check "resize to '$bad': usage" 2 $?
+done
+"$strand" pool resize "$pool" --autoscale 3:1 >/dev/null 2>&1; check "autoscale 3:1: usage" 2 $?
+"$strand" pool resize "$pool" --autoscale 1:2 --no-autoscale >/dev/null 2>&1; check "both: usage" 2 $?
+"$strand" pool resize "$pool" 2 --idle 4 >/dev/null 2>&1; check "--idle without autoscale: usage" 2 $?
 "$strand" pool delete "$pool"; check "pool delete" 0 $?
 
 q=$("$strand" queue create)

@@ -3,7 +3,8 @@
  * images are built first (deploy/build-images.sh, tag "test"), then a map on
  * a docker pool, resource limits seen by `docker inspect`, a container
  * killed with `docker kill` mid-map, the gateway SIGKILLed and its
- * containers re-adopted, the daemon's refusals surfaced as a failed pool,
+ * containers re-adopted, a pool resized and autoscaled (containers started
+ * and retired, none while idle), the daemon's refusals surfaced as a failed pool,
  * and nothing left behind once a pool is deleted. Without a reachable
  * daemon every test skips and says so.
  */
@@ -155,6 +156,58 @@ static void test_docker_kill_is_a_crash(void **state)
 	gateway_cleanup(&g);
 	assert_int_equal(containers_of(pool), 0); /* a stopped gateway leaves none */
 	free(pool);
+}
+
+/* Waits (up to 60 s) until the pool has n containers. */
+static void wait_containers(const char *pool, int n)
+{
+	for (int i = 0; i < 600 && containers_of(pool) != n; i++)
+		usleep(100 * 1000);
+	assert_int_equal(containers_of(pool), n);
+}
+
+static void test_resize_and_autoscale_containers(void **state)
+{
+	gateway g;
+	char path[128];
+	response r;
+
+	(void)state;
+	need_docker();
+	gateway_start(&g, image_args);
+	char *pool = pool_create_spec(&g, "{\"processes\":1,\"backend\":\"docker\"}");
+	pool_wait_connected(&g, pool, 1);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(900, 3)));
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	r = http(&g, "PATCH", path, "{\"processes\":3}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	wait_containers(pool, 3);
+	r = http(&g, "PATCH", path, "{\"processes\":1}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	json_t *items = job_results(&g, job, "completion", 5000);
+	assert_each_index_once(items, 900);
+	json_decref(items);
+	free(job);
+	wait_containers(pool, 1); /* the retired ones ended and were removed */
+	json_t *p = pool_get(&g, pool);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 0);
+	json_decref(p);
+
+	/* Autoscale: no container while idle, some while there is work. */
+	r = http(&g, "PATCH", path, "{\"autoscale\":{\"min\":0,\"max\":2,\"target_s\":1,\"idle_s\":1}}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	wait_containers(pool, 0);
+	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(300, 5)));
+	items = job_results(&g, job, "completion", 5000);
+	assert_each_index_once(items, 300);
+	json_decref(items);
+	free(job);
+	wait_containers(pool, 0);
+	free(pool);
+	gateway_cleanup(&g);
 }
 
 static void test_gateway_restart_readopts_containers(void **state)
@@ -320,6 +373,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_map_limits_and_cleanup),
 	        cmocka_unit_test(test_docker_kill_is_a_crash),
+	        cmocka_unit_test(test_resize_and_autoscale_containers),
 	        cmocka_unit_test(test_gateway_restart_readopts_containers),
 	        cmocka_unit_test(test_daemon_refusals_fail_the_pool),
 	        cmocka_unit_test(test_manager_and_ring_in_containers),

@@ -476,6 +476,19 @@ static void test_gpus_are_handed_out_distinctly(void **state)
 	assert_true((strstr(la, "gpu=0") && strstr(lb, "gpu=1")) || (strstr(la, "gpu=1") && strstr(lb, "gpu=0")));
 	free(la);
 	free(lb);
+	/* More than the host has could never start: refused at once, a pool too. */
+	static const char *const too_many[][2] = {
+	        {"/v1/processes", "{\"command\":[\"true\"],\"resources\":{\"gpu\":3}}"},
+	        {"/v1/pools", "{\"processes\":1,\"resources\":{\"gpu\":3}}"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		response r = http(&g, "POST", too_many[i][0], too_many[i][1], NULL);
+		assert_int_equal(r.status, 422);
+		assert_string_equal(
+		        json_string_value(json_object_get(r.json, "detail")),
+		        "field 'resources.gpu': each needs 3 GPUs; the local backend of this host has 2 (--gpus)");
+		response_free(&r);
+	}
 	/* Given back when they ended: the next one gets a device. */
 	d = start("{\"command\":[\"sh\",\"-c\",\"echo gpu=$CUDA_VISIBLE_DEVICES\"],\"resources\":{\"gpu\":2}}");
 	json_decref(join(d));

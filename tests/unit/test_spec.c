@@ -95,6 +95,83 @@ static void test_pool_refusals(void **state)
 	}
 }
 
+static void test_pool_autoscale(void **state)
+{
+	pool_spec s, back;
+	char detail[256] = "";
+
+	(void)state;
+	/* Defaults; the pool starts at its min, which may be 0. */
+	assert_int_equal(pool("{\"autoscale\":{\"min\":0,\"max\":4}}", &s, detail), CM_OK);
+	assert_int_equal(s.processes, 0);
+	assert_int_equal(s.scale_min, 0);
+	assert_int_equal(s.scale_max, 4);
+	assert_int_equal(s.scale_target_s, 10);
+	assert_int_equal(s.scale_idle_s, 30);
+	/* ... and its stored form keeps it all. */
+	assert_int_equal(
+	        pool("{\"processes\":3,\"autoscale\":{\"min\":1,\"max\":8,\"target_s\":5,\"idle_s\":2}}", &s, detail),
+	        CM_OK);
+	char *json = spec_pool_json(&s);
+	assert_int_equal(spec_pool_load(json, "img", &back, detail, sizeof(detail)), CM_OK);
+	free(json);
+	assert_int_equal(back.processes, 3);
+	assert_int_equal(back.scale_min, 1);
+	assert_int_equal(back.scale_max, 8);
+	assert_int_equal(back.scale_target_s, 5);
+	assert_int_equal(back.scale_idle_s, 2);
+	assert_int_equal(pool("{\"autoscale\":null}", &s, detail), CM_OK);
+	assert_int_equal(s.scale_max, 0);
+
+	static const struct {
+		const char *body;
+		const char *detail;
+	} refused[] = {
+	        {"{\"autoscale\":4}", "field 'autoscale' must be an object {min, max, target_s, idle_s} or null"},
+	        {"{\"autoscale\":{\"min\":1}}", "field 'autoscale.max' is required"},
+	        {"{\"autoscale\":{\"max\":0}}", "field 'autoscale.max' must be an integer from 1 to 1024"},
+	        {"{\"autoscale\":{\"min\":5,\"max\":4}}", "field 'autoscale.min' (5) is above 'autoscale.max' (4)"},
+	        {"{\"autoscale\":{\"max\":4,\"idle_s\":0}}",
+	         "field 'autoscale.idle_s' must be an integer from 1 to 86400"},
+	        {"{\"autoscale\":{\"max\":4,\"step\":1}}", "unknown field 'autoscale.step'"},
+	        {"{\"processes\":6,\"autoscale\":{\"min\":1,\"max\":4}}",
+	         "field 'processes' must be an integer from 1 to 4"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		int err = pool(refused[i].body, &s, detail);
+		if (err != CM_EINVAL || strcmp(detail, refused[i].detail) != 0)
+			fail_msg("%s: got %d '%s', expected '%s'", refused[i].body, err, detail, refused[i].detail);
+	}
+}
+
+static void test_pool_patch_parse(void **state)
+{
+	pool_patch pt;
+	char detail[256] = "";
+
+	(void)state;
+	assert_int_equal(spec_pool_patch_parse("{\"processes\":5}", 15, &pt, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(pt.processes, 5);
+	assert_int_equal(pt.autoscale, 0);
+	const char *both = "{\"autoscale\":{\"min\":2,\"max\":6,\"idle_s\":3},\"processes\":4}";
+	assert_int_equal(spec_pool_patch_parse(both, strlen(both), &pt, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(pt.processes, 4);
+	assert_int_equal(pt.autoscale, 1);
+	assert_int_equal(pt.scale_min, 2);
+	assert_int_equal(pt.scale_max, 6);
+	assert_int_equal(pt.scale_target_s, 10);
+	assert_int_equal(pt.scale_idle_s, 3);
+	assert_int_equal(spec_pool_patch_parse("{\"autoscale\":null}", 18, &pt, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(pt.autoscale, -1);
+	assert_int_equal(pt.processes, -1);
+	assert_int_equal(spec_pool_patch_parse("{}", 2, &pt, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "give 'processes' or 'autoscale'");
+	assert_int_equal(spec_pool_patch_parse("{\"processes\":-1}", 16, &pt, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "field 'processes' must be an integer from 0 to 1024");
+	assert_int_equal(spec_pool_patch_parse("{\"backend\":\"docker\"}", 20, &pt, detail, sizeof(detail)), CM_EINVAL);
+	assert_non_null(strstr(detail, "unknown field 'backend'"));
+}
+
 static int map(const char *body, int single, map_spec *out, char *detail)
 {
 	return spec_map_parse(body, strlen(body), single, out, detail, 256);
@@ -436,6 +513,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_pool_defaults_and_fields),
 	        cmocka_unit_test(test_pool_refusals),
+	        cmocka_unit_test(test_pool_autoscale),
+	        cmocka_unit_test(test_pool_patch_parse),
 	        cmocka_unit_test(test_map_parse),
 	        cmocka_unit_test(test_map_refusals),
 	        cmocka_unit_test(test_function_names),
