@@ -210,8 +210,29 @@ static void test_pool_of_pods_maps_exactly(void **state)
 	}
 	json_decref(pods);
 
+	/* Shrunk to one: two pods retire, end and go; grown to two again. */
 	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
-	response r = http(&g, "DELETE", path, NULL, NULL);
+	response r = http(&g, "PATCH", path, "{\"processes\":1}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	size_t n = 0;
+	for (int i = 0; i < 600 && n != 1; i++) {
+		pods = pods_of(pool);
+		n = json_array_size(pods);
+		json_decref(pods);
+		if (n != 1)
+			usleep(100000);
+	}
+	assert_int_equal(n, 1);
+	r = http(&g, "PATCH", path, "{\"processes\":2}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	pool_wait_connected(&g, pool, 2);
+	json_t *p = pool_get(&g, pool);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 0);
+	json_decref(p);
+
+	r = http(&g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	response_free(&r);
 	assert_no_pods_left(pool);
