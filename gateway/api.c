@@ -535,7 +535,7 @@ static enum MHD_Result apply_answer(struct MHD_Connection *c, const char *url, r
 	rq->calling = 0;
 	if (err != CM_OK)
 		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
-	snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(ans.job, "id")));
+	snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(ans.job, "id")) ?: "");
 	snprintf(rq->location, sizeof(rq->location), "/v1/jobs/%.40s", rq->id);
 	rq->accepted = ans.job;
 	if (ans.item)

@@ -64,7 +64,8 @@ int engine__apply_settle(engine *e, op *o, int committed)
 		return 0; /* answered as any map */
 	o->u.map.stored = 1;
 	/* An Idempotency-Key may name a job that ended, or was removed since. */
-	job *j = engine__job_find(e, json_string_value(json_object_get(o->out, "id")));
+	const char *id = json_string_value(json_object_get(o->out, "id"));
+	job *j = id ? engine__job_find(e, id) : NULL;
 	if (!j)
 		return 0;
 	o->u.map.info = (job_info){.num = j->num, .base = j->base, .total = j->total};
