@@ -599,10 +599,16 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	int err;
 
 	if (!rest[0]) {
-		if (strcmp(method, "GET") == 0) {
+		if (strcmp(method, "GET") == 0) { /* managers are listed at /v1/managers */
+			json_t *p, *list = json_array();
+			size_t i;
 			if ((err = engine_pool_list(a->engine, &out)) != CM_OK)
 				return fail(c, err, url, NULL);
-			return send_json(c, 200, out, NULL);
+			json_array_foreach (json_object_get(out, "pools"), i, p)
+				if (!json_object_get(p, "type"))
+					json_array_append(list, p);
+			json_decref(out);
+			return send_json(c, 200, json_pack("{s:o}", "pools", list), NULL);
 		}
 		if (strcmp(method, "POST") == 0) {
 			pool_spec spec;
@@ -623,6 +629,10 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	}
 	sub = strchr(rest, '/');
 	first_segment(rest, sub, id, sizeof(id));
+	if (id[0] == 'm') { /* a manager is not a pool: its calls are its only work */
+		snprintf(detail, sizeof(detail), "no such pool: %.40s is a manager (/v1/managers/%.40s)", id, id);
+		return problem(c, 404, url, detail);
+	}
 	if ((!sub || !sub[1]) && strcmp(method, "PATCH") == 0) {
 		pool_patch patch;
 		if ((err = spec_pool_patch_parse(rq->body.data ? rq->body.data : "", rq->body.len, &patch, detail,

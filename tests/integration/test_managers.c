@@ -111,6 +111,20 @@ static void test_builtin_types_keep_state(void **state)
 	assert_int_equal(json_integer_value(result_of(o)), 1);
 	json_decref(o);
 
+	/* A manager is not a pool: not listed as one, and no pool route takes it. */
+	json_t *pools = http_get_ok(&g, "/v1/pools"), *p;
+	size_t k;
+	json_array_foreach (json_object_get(pools, "pools"), k, p)
+		assert_string_not_equal(json_string_value(json_object_get(p, "id")), d);
+	json_decref(pools);
+	char path[128], want[160];
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", d);
+	response r = http(&g, "POST", path, "{\"function\":\"echo\",\"args\":[1]}", NULL);
+	assert_int_equal(r.status, 404);
+	snprintf(want, sizeof(want), "no such pool: %s is a manager (/v1/managers/%s)", d, d);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")), want);
+	response_free(&r);
+
 	char *q = manager("queue");
 	json_decref(call_get(q, "put", json_pack("[s]", "first")));
 	json_decref(call_get(q, "put", json_pack("[s]", "second")));

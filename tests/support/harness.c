@@ -435,7 +435,7 @@ json_t *pool_get(const gateway *g, const char *pool_id)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
+	snprintf(path, sizeof(path), "/v1/%s/%s", pool_id[0] == 'm' ? "managers" : "pools", pool_id);
 	return http_get_ok(g, path);
 }
 
@@ -554,7 +554,7 @@ void pool_wait_connected(const gateway *g, const char *pool_id, int processes)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "/v1/pools/%s", pool_id);
+	snprintf(path, sizeof(path), "/v1/%s/%s", pool_id[0] == 'm' ? "managers" : "pools", pool_id);
 	for (int i = 0; i < 400; i++) {
 		response r = http(g, "GET", path, NULL, NULL);
 		json_t *w;

@@ -81,7 +81,7 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 /* Creates a pool from a JSON spec (text); returns its id (new string). */
 char *pool_create_spec(const gateway *g, const char *spec);
 /* GET /v1/pools/{id}: the pool (new reference). */
-json_t *pool_get(const gateway *g, const char *pool_id);
+json_t *pool_get(const gateway *g, const char *pool_id); /* a manager's too (m-…) */
 /* Runs a process of spec to its end (POST, then a join of up to 60 s):
  * returns it as the join answered (new reference); *id is its id (new). */
 json_t *process_run(const gateway *g, const char *spec, char **id);
