@@ -11,14 +11,14 @@
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
  *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
  *   POST   /v1/jobs/{id}/args            (the next part of a submitting job's arguments)
- *   POST   /v1/queues                    GET|DELETE /v1/queues/{id}
+ *   POST|GET /v1/queues                  GET|DELETE /v1/queues/{id}
  *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
  *   POST   /v1/managers/{id}/calls       GET /v1/managers/{id}/calls/{cid}?wait=S
- *   POST   /v1/rings {size, ...}         GET|DELETE /v1/rings/{id}[?wait=S]
+ *   POST|GET /v1/rings {size, ...}       GET|DELETE /v1/rings/{id}[?wait=S]
  *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
  *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}
- *   POST   /v1/pipes {duplex}            GET|DELETE /v1/pipes/{id}
+ *   POST|GET /v1/pipes {duplex}          GET|DELETE /v1/pipes/{id}
  *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /  and /web/FILE              the dashboard
@@ -465,6 +465,16 @@ static enum MHD_Result call_started(api *a, struct MHD_Connection *c, request *r
 	return MHD_YES;
 }
 
+/* GET of a collection the engine lists (queues, pipes). */
+static enum MHD_Result listing(api *a, struct MHD_Connection *c, const char *url, int (*list)(engine *, int, json_t **),
+                               int which)
+{
+	json_t *out = NULL;
+	int err = list(a->engine, which, &out);
+
+	return err == CM_OK ? send_json(c, 200, out, NULL) : fail(c, err, url, NULL);
+}
+
 /* ---- routing ------------------------------------------------------------ */
 
 /* The first path segment of rest (sub: where it ends, or NULL) into id. */
@@ -762,8 +772,10 @@ static enum MHD_Result route_queues(api *a, struct MHD_Connection *c, const char
 	int err;
 
 	if (!rest[0]) {
+		if (strcmp(method, "GET") == 0)
+			return listing(a, c, url, engine_queue_list, 0);
 		if (strcmp(method, "POST") != 0)
-			return problem(c, 405, url, "create a queue with POST /v1/queues");
+			return problem(c, 405, url, "use GET or POST on /v1/queues");
 		if ((err = engine_queue_create(a->engine, "queue", &out)) != CM_OK)
 			return fail(c, err, url, NULL);
 		snprintf(location, sizeof(location), "/v1/queues/%s", json_string_value(json_object_get(out, "id")));
@@ -801,8 +813,10 @@ static enum MHD_Result route_pipes(api *a, struct MHD_Connection *c, const char 
 
 	if (!rest[0]) {
 		char location[96];
+		if (strcmp(method, "GET") == 0)
+			return listing(a, c, url, engine_queue_list, 1);
 		if (strcmp(method, "POST") != 0)
-			return problem(c, 405, url, "create a pipe with POST /v1/pipes");
+			return problem(c, 405, url, "use GET or POST on /v1/pipes");
 		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, detail,
 		                      sizeof(detail));
 		if (err == CM_OK)
@@ -1026,8 +1040,13 @@ static enum MHD_Result route_rings(api *a, struct MHD_Connection *c, const char 
 	if (!rest[0]) {
 		process_spec spec;
 		int size = 0;
+		if (strcmp(method, "GET") == 0) {
+			if ((err = engine_ring_list(a->engine, &out)) != CM_OK)
+				return fail(c, err, url, NULL);
+			return send_json(c, 200, out, NULL);
+		}
 		if (strcmp(method, "POST") != 0)
-			return problem(c, 405, url, "start a ring with POST /v1/rings");
+			return problem(c, 405, url, "use GET or POST on /v1/rings");
 		err = spec_ring_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, a->cfg->image,
 		                      &spec, &size, detail, sizeof(detail));
 		if (err != CM_OK)

@@ -71,6 +71,7 @@ static void handle(engine *e, op *o)
 	case OP_BACKEND_EVENT: handle_backend_event(e, o); return; /* no one to answer */
 	case OP_QUEUE_CREATE:
 	case OP_QUEUE_INFO:
+	case OP_QUEUE_LIST:
 	case OP_QUEUE_DELETE:
 	case OP_QUEUE_PUT:
 	case OP_QUEUE_GET: engine__handle_queue(e, o); return; /* answers itself, now or later */
@@ -81,6 +82,7 @@ static void handle(engine *e, op *o)
 	case OP_PROC_LOGS: engine__handle_process(e, o); return;
 	case OP_RING_START:
 	case OP_RING_GET:
+	case OP_RING_LIST:
 	case OP_RING_DELETE: engine__handle_ring(e, o); return;
 	case OP_POOL_CREATE: engine__handle_pool_create(e, o); break;
 	case OP_POOL_GET: {

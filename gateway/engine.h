@@ -112,6 +112,9 @@ int engine_job_delete(engine *e, const char *id, json_t **out);
  * are served in arrival order. */
 int engine_queue_create(engine *e, const char *kind, json_t **out);
 int engine_queue_info(engine *e, const char *id, json_t **out);
+/* Every queue ({"queues": [...]}) or, with pipes, every pipe with its
+ * directions ({"pipes": [...]}), newest first. */
+int engine_queue_list(engine *e, int pipes, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
 /* pipe_end -1: id is a queue; 0 or 1: id is a pipe, and the engine picks
  * the queue of that end's direction (CM_ECLOSED if the end cannot do it). */
@@ -134,6 +137,7 @@ int engine_process_logs(engine *e, const char *id, json_t **out);
  * listens on MASTER_PORT + 1 + r). DELETE answers once all have ended. */
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len);
 int engine_ring_get(engine *e, const char *id, json_t **out);
+int engine_ring_list(engine *e, json_t **out); /* {"rings": [...]}, newest first */
 engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 
 /* The job's place in the store, to page its results. */

@@ -84,6 +84,7 @@ typedef enum op_kind {
 	OP_PULL,
 	OP_QUEUE_CREATE,
 	OP_QUEUE_INFO,
+	OP_QUEUE_LIST,
 	OP_QUEUE_DELETE,
 	OP_QUEUE_PUT,
 	OP_QUEUE_GET,
@@ -94,6 +95,7 @@ typedef enum op_kind {
 	OP_PROC_LOGS,
 	OP_RING_START,
 	OP_RING_GET,
+	OP_RING_LIST,
 	OP_RING_DELETE,
 	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;

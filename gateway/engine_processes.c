@@ -449,9 +449,17 @@ static json_t *ring_json(engine *e, const ring *r)
 
 void engine__handle_ring(engine *e, op *o)
 {
-	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
+	ring *r = o->kind == OP_RING_START || o->kind == OP_RING_LIST ? NULL : ring_find(e, o->id);
 	char id[20];
 
+	if (o->kind == OP_RING_LIST) { /* newest first */
+		json_t *list = json_array();
+		for (const ring *it = e->rings; it; it = it->next)
+			json_array_append_new(list, ring_json(e, it));
+		o->out = json_pack("{s:o}", "rings", list);
+		engine__ready(e, o);
+		return;
+	}
 	if (o->kind != OP_RING_START && !r) {
 		o->err = CM_ENOENT;
 		engine__ready(e, o);
@@ -654,6 +662,11 @@ int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **ou
 	if (err == CM_OK)
 		*out = o.out;
 	return err;
+}
+
+int engine_ring_list(engine *e, json_t **out)
+{
+	return engine__run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
 }
 
 int engine_ring_get(engine *e, const char *id, json_t **out)

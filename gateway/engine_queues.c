@@ -160,11 +160,46 @@ static int resolve_queue_call(engine *e, op *o)
 	return CM_OK;
 }
 
+/* Every queue (o->id "queue") or every pipe (o->id "pipe", its directions
+ * together), newest first. */
+static json_t *queues_json(engine *e, int pipes)
+{
+	json_t *list = json_array();
+
+	for (const queue *q = e->queues; q; q = q->next) {
+		if (!pipes) {
+			if (strcmp(q->kind, "queue") == 0)
+				json_array_append_new(list, queue_json(q));
+			continue;
+		}
+		size_t n = strlen(q->id);
+		if (strcmp(q->kind, "queue") == 0 || n < 2 || strcmp(q->id + n - 2, ".0") != 0)
+			continue;
+		json_t *dirs = json_array();
+		json_array_append_new(dirs, queue_json(q));
+		if (strcmp(q->kind, "duplex") == 0) {
+			char back[48];
+			snprintf(back, sizeof(back), "%.*s.1", (int)(n - 2), q->id);
+			const queue *b = queue_find(e, back);
+			if (b)
+				json_array_append_new(dirs, queue_json(b));
+		}
+		json_array_append_new(list, json_pack("{s:s%, s:b, s:o}", "id", q->id, n - 2, "duplex",
+		                                      strcmp(q->kind, "duplex") == 0, "directions", dirs));
+	}
+	return json_pack("{s:o}", pipes ? "pipes" : "queues", list);
+}
+
 void engine__handle_queue(engine *e, op *o)
 {
 	queue *q;
 	char id[20];
 
+	if (o->kind == OP_QUEUE_LIST) {
+		o->out = queues_json(e, strcmp(o->id, "pipe") == 0);
+		engine__ready(e, o);
+		return;
+	}
 	if ((o->u.queue.call && (o->err = resolve_queue_call(e, o)) != CM_OK) ||
 	    (o->u.queue.pipe && (o->err = resolve_pipe(e, o, o->u.queue.pipe, o->u.queue.pipe_end)) != CM_OK)) {
 		engine__ready(e, o);
@@ -281,6 +316,11 @@ int engine_queue_create(engine *e, const char *kind, json_t **out)
 	if (err == CM_OK)
 		*out = o.out;
 	return err;
+}
+
+int engine_queue_list(engine *e, int pipes, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
 }
 
 int engine_queue_info(engine *e, const char *id, json_t **out)

@@ -38,6 +38,8 @@ check "all-reduce: the right average" " 2.5000 5.0000 7.5000 10.0000 12.5000 15.
   "$(echo "$out" | sed 's/.*average =//' | sort -u)"
 
 ring=$(scurl -sf -X POST "$STRAND_URL/v1/rings" -d '{"size":2,"command":["sleep","60"]}' | jq -r .id)
+check "listed, newest first, with its members" "$ring 2" \
+  "$(scurl -sf "$STRAND_URL/v1/rings" | jq -r '.rings[0] | "\(.id) \(.members | length)"')"
 del=$(scurl -sf -X DELETE "$STRAND_URL/v1/rings/$ring")
 check "delete: every member ended" "143 143" "$(echo "$del" | jq -r '[.members[].exit_code] | map(tostring) | join(" ")')"
 

@@ -329,10 +329,64 @@ static void test_bad_requests(void **state)
 	free(q);
 }
 
+/* GET /v1/queues and GET /v1/pipes list exactly what exists, newest
+ * first; a pipe with its directions, a queue with its size. */
+static void test_queues_and_pipes_listed(void **state)
+{
+	(void)state;
+	char *a = queue_new(), *b = queue_new(), path[128];
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", b);
+	put(path, json_pack("{s:[i,i]}", "items", 1, 2));
+	response r = http(&g, "POST", "/v1/pipes", "{\"duplex\":true}", NULL);
+	assert_int_equal(r.status, 201);
+	char *duplex = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	r = http(&g, "POST", "/v1/pipes", "{\"duplex\":false}", NULL);
+	assert_int_equal(r.status, 201);
+	char *simplex = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+
+	json_t *list = http_get_ok(&g, "/v1/queues"), *queues = json_object_get(list, "queues");
+	size_t n = json_array_size(queues);
+	assert_true(n >= 2);
+	/* This test's two, newest first, ahead of those other tests made. */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(queues, 0), "id")), b);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(queues, 0), "size")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(queues, 1), "id")), a);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(queues, i), "kind")), "queue");
+	json_decref(list);
+
+	list = http_get_ok(&g, "/v1/pipes");
+	json_t *pipes = json_object_get(list, "pipes"), *first = json_array_get(pipes, 0),
+	       *second = json_array_get(pipes, 1);
+	assert_string_equal(json_string_value(json_object_get(first, "id")), simplex);
+	assert_false(json_is_true(json_object_get(first, "duplex")));
+	assert_int_equal(json_array_size(json_object_get(first, "directions")), 1);
+	assert_string_equal(json_string_value(json_object_get(second, "id")), duplex);
+	assert_true(json_is_true(json_object_get(second, "duplex")));
+	json_t *dirs = json_object_get(second, "directions");
+	assert_int_equal(json_array_size(dirs), 2);
+	char want[64];
+	snprintf(want, sizeof(want), "%s.1", duplex);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(dirs, 1), "id")), want);
+	json_decref(list);
+
+	r = http(&g, "PUT", "/v1/queues", NULL, NULL);
+	assert_int_equal(r.status, 405);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")), "use GET or POST on /v1/queues");
+	response_free(&r);
+	free(a);
+	free(b);
+	free(duplex);
+	free(simplex);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fifo_from_one_writer),
+	        cmocka_unit_test(test_queues_and_pipes_listed),
 	        cmocka_unit_test(test_four_readers_share_fairly),
 	        cmocka_unit_test(test_long_poll),
 	        cmocka_unit_test(test_pipes),
