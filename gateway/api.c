@@ -21,6 +21,7 @@
  *   POST|GET /v1/pipes {duplex}          GET|DELETE /v1/pipes/{id}
  *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
+ *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /  and /web/FILE              the dashboard
  */
 #define _GNU_SOURCE
@@ -700,6 +701,56 @@ static enum MHD_Result post_args(api *a, struct MHD_Connection *c, const char *u
 	return send_json(c, 200, out, NULL);
 }
 
+static int append_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+{
+	cm_buf *b = ctx;
+	int first = b->data[b->len - 1] == '[';
+
+	if (!first && b->len + 6 * len + 96 > API_PAGE_BYTES) /* an error is escaped: \u00XX at worst */
+		return STORE_PAGE_FULL;
+	int err = cm_buf_printf(b, "%s{\"index\":%lld,\"attempts\":%u,\"error\":", first ? "" : ",", (long long)index,
+	                        attempts);
+	if (err == CM_OK)
+		err = cm_buf_json_string(b, error ? error : "", len);
+	return err == CM_OK ? cm_buf_puts(b, "}") : err;
+}
+
+/* GET /v1/jobs/{id}/failures?cursor=&limit=: a page of the job's failed
+ * tasks, in index order, each with its error and attempts. */
+static enum MHD_Result get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
+{
+	char detail[256] = "";
+	int64_t cursor = 0, limit = 100, next = 0;
+	job_info info;
+	cm_buf b;
+	int err;
+
+	if (query_int(c, "cursor", 0, INT64_MAX, &cursor, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "limit", 1, 1000, &limit, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	if ((err = engine_job_info(a->engine, job_id, &info)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+	cm_buf_init(&b);
+	err = cm_buf_printf(&b, "{\"job\":\"%s\",\"items\":[", job_id);
+	store *st = err == CM_OK ? reader_take(a, detail, sizeof(detail)) : NULL;
+	if (st) {
+		err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure, &b,
+		                           &next);
+		reader_give(a, st);
+	} else if (err == CM_OK) {
+		err = CM_EUNAVAIL;
+	}
+	if (err == CM_OK)
+		err = cm_buf_printf(&b, "],\"next_cursor\":\"%lld\",\"end\":%s}", (long long)next,
+		                    next >= info.total ? "true" : "false");
+	if (err != CM_OK) {
+		cm_buf_fini(&b);
+		return fail(c, err, url, detail[0] ? detail : NULL);
+	}
+	size_t len = b.len;
+	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+}
+
 static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, request *rq)
 {
@@ -724,7 +775,9 @@ static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *
 		return problem(c, 405, url, "a job's results are read with GET");
 	if (strcmp(sub, "/results") == 0)
 		return get_results(a, c, url, id, rq);
-	return problem(c, 404, url, "no such job resource");
+	if (strcmp(sub, "/failures") == 0)
+		return get_failures(a, c, url, id);
+	return problem(c, 404, url, "no such job resource (args, results, failures)");
 }
 
 /* ---- queues and pipes --------------------------------------------------- */

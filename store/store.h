@@ -196,6 +196,14 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
                         store_result_fn fn, void *ctx, int64_t *next);
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
                              int64_t *next);
+/* The failed tasks of a job whose tasks are base..base+total-1, in index
+ * order from index cursor: up to limit, fn called with each one's index,
+ * attempts and error text (borrowed for the call; it may return
+ * STORE_PAGE_FULL to end before that one). Only chunks holding a failure
+ * are read. *next: the index to go on from; total once none is left. */
+typedef int (*store_failure_fn)(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len);
+int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, int64_t cursor, int64_t limit,
+                         store_failure_fn fn, void *ctx, int64_t *next);
 
 /* ---- queues and pipes --------------------------------------------------- */
 /* A queue is a FIFO of JSON items; a pipe is one queue (simplex) or two

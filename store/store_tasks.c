@@ -1336,6 +1336,64 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 	return err == STORE_PAGE_FULL || err == CM_ENOENT ? CM_OK : err;
 }
 
+int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, int64_t cursor, int64_t limit,
+                         store_failure_fn fn, void *ctx, int64_t *next)
+{
+	sqlite3_stmt *s;
+	group_cursor gc;
+	int64_t found = 0, pos;
+	int rc = SQLITE_DONE, err = CM_OK;
+
+	*next = cursor;
+	/* A chunk holding index cursor starts at most CHUNK_TASKS before it. */
+	if (store__prepare(st,
+	                   "SELECT id, n, tasks FROM chunk_state WHERE job = ?1 AND id > ?2 AND failed > 0"
+	                   " ORDER BY id",
+	                   &s) != CM_OK)
+		return CM_EIO;
+	if (group_cursor_open(st, &gc) != CM_OK) {
+		sqlite3_finalize(s);
+		return CM_EIO;
+	}
+	sqlite3_bind_int64(s, 1, job);
+	sqlite3_bind_int64(s, 2, base + cursor - CHUNK_TASKS);
+	pos = total; /* none left, unless a page ends first */
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(s, 0);
+		int n = sqlite3_column_int(s, 1);
+		const uint8_t *blob = sqlite3_column_blob(s, 2);
+		if (!blob || (size_t)sqlite3_column_bytes(s, 2) != (size_t)n * REC_BYTES) {
+			err = blob ? CM_EIO : CM_OK;
+			continue;
+		}
+		for (int i = id < base + cursor ? (int)(base + cursor - id) : 0; i < n && err == CM_OK; i++) {
+			trec rec;
+			store_result r;
+			rec_decode(&rec, blob + (size_t)i * REC_BYTES);
+			if (rec.state != STORE_DONE || rec.ok)
+				continue;
+			if (found == limit) {
+				pos = id + i - base;
+				err = STORE_PAGE_FULL;
+			} else if ((err = result_at(st, &gc, job, base, rec.x, &r)) == CM_OK &&
+			           (err = fn(ctx, r.index, rec.attempts, r.value, r.len)) == CM_OK) {
+				found++;
+			} else if (err == STORE_PAGE_FULL) {
+				pos = id + i - base;
+			}
+		}
+	}
+	if (err == CM_OK && rc != SQLITE_DONE)
+		err = store__fail(st, rc);
+	sqlite3_finalize(s);
+	sqlite3_finalize(gc.find);
+	if (err == STORE_PAGE_FULL)
+		err = CM_OK;
+	if (err == CM_OK)
+		*next = pos;
+	return err;
+}
+
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
                              int64_t *next)
 {

@@ -99,6 +99,58 @@ static void test_apply_wait_returns_value(void **state)
 	free(job);
 }
 
+/* GET /v1/jobs/{id}/failures: every failed task once, in index order,
+ * with its error and attempts, across pages. */
+static void test_failures_paged(void **state)
+{
+	fixture *f = *state;
+	const int n = 3000;
+	json_t *args = json_array();
+	char path[160];
+	int seen = 0;
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_integer(i % 7 == 3 ? -i : 0));
+	char *job = submit(f, json_pack("{s:s, s:o, s:b, s:i}", "function", "sleep", "args", args, "retry_errors", 1,
+	                                "max_attempts", 2));
+	json_decref(collect(f, job, "completion", 3000)); /* all done */
+	const char *cursor = "0";
+	char *next = NULL;
+	for (int page = 0; page < 100; page++) {
+		snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=50&cursor=%s", job, cursor);
+		json_t *p = http_get_ok(&f->g, path), *it;
+		size_t k;
+		json_array_foreach (json_object_get(p, "items"), k, it) {
+			int want = 3 + 7 * seen++;
+			assert_int_equal(json_integer_value(json_object_get(it, "index")), want);
+			assert_int_equal(json_integer_value(json_object_get(it, "attempts")), 2);
+			assert_string_equal(json_string_value(json_object_get(it, "error")),
+			                    "sleep: argument must be milliseconds (0 to 86400000)");
+		}
+		assert_true(json_array_size(json_object_get(p, "items")) <= 50);
+		int end = json_is_true(json_object_get(p, "end"));
+		free(next);
+		next = strdup(json_string_value(json_object_get(p, "next_cursor")));
+		cursor = next;
+		json_decref(p);
+		if (end)
+			break;
+	}
+	assert_int_equal(seen, (n + 3) / 7);
+	assert_string_equal(cursor, "3000");
+	free(next);
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=0", job);
+	response r = http(&f->g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 400);
+	response_free(&r);
+	r = http(&f->g, "GET", "/v1/jobs/j-0000000000000000/failures", NULL, NULL);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")), "no such job");
+	response_free(&r);
+	free(job);
+}
+
 static void test_plugin_pi(void **state)
 {
 	fixture *f = *state;
@@ -305,6 +357,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_map_10000_input_order, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_map_10000_completion_order, pool_fixture_setup,
 	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_failures_paged, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_plugin_pi, pool_fixture_setup, pool_fixture_teardown),
