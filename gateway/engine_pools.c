@@ -262,10 +262,32 @@ void engine__handle_pool_delete(engine *e, op *o)
 	waitlist_add(&p->delete_waiters, o); /* answered by the tick once every worker is gone */
 }
 
+/* Exited workers stay in the pool's view (their exit codes, the last
+ * words of the dead), the EXITED_KEPT most recently started; older ones are
+ * forgotten, so a pool that resizes or autoscales for months stays small.
+ * Nothing refers to an exited worker: its credentials, pull and backend
+ * handle went when it ended. */
+#define EXITED_KEPT 16
+static void forget_old_exited(pool *p)
+{
+	int kept = 0;
+
+	for (worker **at = &p->workers; *at;) {
+		worker *w = *at;
+		if (w->state == W_EXITED && ++kept > EXITED_KEPT) {
+			*at = w->next;
+			free(w);
+		} else {
+			at = &w->next;
+		}
+	}
+}
+
 void engine__tick_pool(engine *e, pool *p, int64_t now)
 {
 	int live = 0;
 
+	forget_old_exited(p);
 	for (worker *w = p->workers; w; w = w->next) {
 		if (w->state == W_EXITED)
 			continue;

@@ -215,6 +215,26 @@ static void test_autoscale_from_zero_to_max_and_back(void **state)
 	free(job);
 }
 
+/* A pool resized back and forth keeps the 16 most recent exited workers in
+ * view, not every one it ever had. */
+static void test_exited_workers_kept_bounded(void **state)
+{
+	fixture *f = *state;
+
+	f->pool = pool_create(&f->g, 1);
+	json_decref(wait_live(f, 1));
+	for (int i = 0; i < 10; i++) {
+		patch_ok(f, "{\"processes\": 3}", 3);
+		json_decref(wait_live(f, 3));
+		patch_ok(f, "{\"processes\": 1}", 1);
+		json_decref(wait_live(f, 1));
+	}
+	json_t *p = pool_get(&f->g, f->pool);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_started")), 21);
+	assert_int_equal(json_array_size(json_object_get(p, "workers")), 1 + 16);
+	json_decref(p);
+}
+
 static void expect_problem(fixture *f, const char *method, const char *path, const char *body, int status,
                            const char *detail)
 {
@@ -276,6 +296,7 @@ int main(void)
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_shrink_racing_a_worker_crash, setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_autoscale_from_zero_to_max_and_back, setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_exited_workers_kept_bounded, setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_resize_refusals, setup, pool_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
