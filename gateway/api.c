@@ -22,6 +22,7 @@
  *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
+ *   GET    /v1/jobs?pool=&state=&cursor=&limit=
  *   GET    /  and /web/FILE              the dashboard
  */
 #define _GNU_SOURCE
@@ -751,6 +752,33 @@ static enum MHD_Result get_failures(api *a, struct MHD_Connection *c, const char
 	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
 }
 
+/* GET /v1/jobs?pool=&state=&cursor=&limit=: jobs newest first. */
+static enum MHD_Result list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method)
+{
+	static const char *const states[] = {"submitting", "running", "done", "cancelled", NULL};
+	const char *pool_id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool");
+	const char *state = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
+	char detail[256] = "";
+	int64_t cursor = 0, limit = 100;
+	json_t *out = NULL;
+	int err, known = 0;
+
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "use GET on /v1/jobs (a job is made by a pool's map or apply)");
+	for (size_t i = 0; state && states[i]; i++)
+		known |= strcmp(state, states[i]) == 0;
+	if (state && !known)
+		return problem(c, 400, url, "query 'state' must be submitting, running, done or cancelled");
+	if (pool_id && (!pool_id[0] || strlen(pool_id) > 40))
+		return problem(c, 400, url, "query 'pool' must be a pool's id");
+	if (query_int(c, "cursor", 1, INT64_MAX, &cursor, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "limit", 1, 1000, &limit, detail, sizeof(detail)) != CM_OK)
+		return problem(c, 400, url, detail);
+	if ((err = engine_job_list(a->engine, pool_id, state, cursor, (int)limit, &out)) != CM_OK)
+		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
+	return send_json(c, 200, out, NULL);
+}
+
 static enum MHD_Result route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, request *rq)
 {
@@ -1418,6 +1446,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
 		return route_jobs(a, c, url, method, url + 9, rq);
+	if (strcmp(url, "/v1/jobs") == 0 || strcmp(url, "/v1/jobs/") == 0)
+		return list_jobs(a, c, url, method);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))

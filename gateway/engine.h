@@ -100,6 +100,13 @@ int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_ar
 /* The pool's 100 most recent jobs, newest first. */
 int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);
+/* Jobs newest first: of pool (NULL: every pool, managers' calls left out),
+ * in view state (NULL: any), numbered below cursor (a next_cursor; 0: from
+ * the newest), at most limit: {"jobs": [...], "next_cursor": "N" | null}.
+ * A call looks at JOB_LIST_SCAN jobs at most, so a page may be short with
+ * a next_cursor; null once none is left. CM_ENOENT: no such pool. */
+#define JOB_LIST_SCAN 20000
+int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out);
 /* A running job: cancelled, every task without a result failed
  * "cancelled"; *out its view. An ended one: removed (its tasks deleted in
  * the background); *out its last view, state "deleted". */

@@ -79,6 +79,7 @@ typedef enum op_kind {
 	OP_MAP,
 	OP_JOB_GET,
 	OP_JOB_INFO,
+	OP_JOB_LIST,
 	OP_JOB_DELETE,
 	OP_JOB_ARGS,
 	OP_PULL,
@@ -143,6 +144,11 @@ typedef struct op {
 			int64_t offset;
 		} part; /* OP_JOB_ARGS */
 		job_info info; /* OP_JOB_INFO's answer */
+		struct {
+			const char *state; /* a job's view state, or NULL: any */
+			int64_t below; /* jobs numbered below this (0: from the newest) */
+			int limit;
+		} job_list; /* OP_JOB_LIST (id: the pool, or NULL: every pool) */
 		struct {
 			const char *kind; /* OP_QUEUE_CREATE: "queue", "simplex" or "duplex" */
 			char *const *items; /* OP_QUEUE_PUT: JSON texts (borrowed, or owned_items) */
@@ -390,6 +396,7 @@ int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* t
 void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__handle_job_delete(engine *e, op *o); /* cancels a running job, removes an ended one */
+void engine__handle_job_list(engine *e, op *o);
 int engine__job_remove(engine *e, job *j); /* an ended job: gone from every view, its tasks doomed */
 /* Removes up to max of p's jobs that ended at or before cutoff (wall
  * clock); returns how many, or max when it had to stop. */
@@ -463,6 +470,7 @@ void engine__forgive_stall(engine *e, int64_t now);
 /* engine_views.c: JSON */
 json_t *engine__pool_json(const pool *p);
 json_t *engine__job_json(const job *j);
+const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
 
 /* engine_queues.c */
 void engine__handle_queue(engine *e, op *o);

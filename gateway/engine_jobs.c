@@ -851,6 +851,84 @@ int engine_pool_jobs(engine *e, const char *id, json_t **out)
 	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
 }
 
+/* How many of p's jobs are numbered below num (they are in number order). */
+static size_t jobs_below(const pool *p, int64_t num)
+{
+	size_t lo = 0, hi = p->njobs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->jobs[mid]->num < num)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void engine__handle_job_list(engine *e, op *o)
+{
+	size_t npools = 0, k = 0;
+	int64_t below = o->u.job_list.below > 0 ? o->u.job_list.below : INT64_MAX, last = 0;
+	int found = 0, scanned = 0;
+
+	for (pool *p = e->pools; p; p = p->next)
+		npools++;
+	pool **ps = calloc(npools ? npools : 1, sizeof(*ps));
+	size_t *at = calloc(npools ? npools : 1, sizeof(*at)); /* jobs of ps[i] not looked at yet */
+	json_t *list = json_array();
+	if (!ps || !at || !list) {
+		o->err = CM_ENOMEM;
+		goto out;
+	}
+	for (pool *p = e->pools; p; p = p->next)
+		if (o->id ? strcmp(p->id, o->id) == 0 : !p->spec.manager[0]) {
+			ps[k] = p;
+			at[k++] = jobs_below(p, below);
+		}
+	if (o->id && !k) {
+		o->err = CM_ENOENT;
+		goto out;
+	}
+	/* The newest first across pools: each pool's jobs are in number order. */
+	for (;;) {
+		size_t best = k;
+		for (size_t i = 0; i < k; i++)
+			if (at[i] && (best == k || ps[i]->jobs[at[i] - 1]->num > ps[best]->jobs[at[best] - 1]->num))
+				best = i;
+		if (best == k) { /* none left */
+			last = 0;
+			break;
+		}
+		if (found == o->u.job_list.limit || scanned == JOB_LIST_SCAN)
+			break;
+		const job *jb = ps[best]->jobs[--at[best]];
+		last = jb->num;
+		scanned++;
+		if (!o->u.job_list.state || strcmp(engine__job_state(jb), o->u.job_list.state) == 0) {
+			json_array_append_new(list, engine__job_json(jb));
+			found++;
+		}
+	}
+	char cursor[24];
+	snprintf(cursor, sizeof(cursor), "%lld", (long long)last);
+	o->out = json_pack("{s:O, s:o}", "jobs", list, "next_cursor", last ? json_string(cursor) : json_null());
+out:
+	json_decref(list);
+	free(ps);
+	free(at);
+}
+
+int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out)
+{
+	op o = {.kind = OP_JOB_LIST, .id = pool_id, .u.job_list = {.state = state, .below = cursor, .limit = limit}};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
 int engine_job_get(engine *e, const char *id, json_t **out)
 {
 	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);

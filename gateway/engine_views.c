@@ -5,6 +5,11 @@
 #define _GNU_SOURCE
 #include "gateway/engine_int.h"
 
+const char *engine__job_state(const job *j)
+{
+	return j->state == JOB_RUNNING && j->received < j->total ? "submitting" : job_state_names[j->state];
+}
+
 json_t *engine__job_json(const job *j)
 {
 	char created[32];
@@ -14,11 +19,11 @@ json_t *engine__job_json(const job *j)
 	engine__iso_time(j->created_ms, created);
 	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
 	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
-	                      j->pool->id, "state", submitting ? "submitting" : job_state_names[j->state], "function",
-	                      j->function, "total", (json_int_t)j->total, "done", (json_int_t)j->done, "failed",
-	                      (json_int_t)j->failed, "chunksize", j->chunksize, "created_at", created, "links", "self",
-	                      self, "results", results);
+	json_t *o =
+	        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
+	                  j->pool->id, "state", engine__job_state(j), "function", j->function, "total",
+	                  (json_int_t)j->total, "done", (json_int_t)j->done, "failed", (json_int_t)j->failed,
+	                  "chunksize", j->chunksize, "created_at", created, "links", "self", self, "results", results);
 	if (o && submitting) /* where its next part starts (POST /v1/jobs/{id}/args) */
 		json_object_set_new(o, "received", json_integer(j->received));
 	if (o && j->ended_ms) { /* --retain counts from here */

@@ -305,10 +305,90 @@ static void test_retention_removes_ended_jobs(void **state)
 	free(running);
 }
 
+/* The ids of GET path's jobs, in order, space-separated; *next its
+ * next_cursor ("" when null). */
+static void list_ids(fixture *f, const char *path, char *ids, size_t len, char *next, size_t next_len)
+{
+	json_t *page = http_get_ok(&f->g, path), *j;
+	size_t k, n = 0;
+
+	ids[0] = '\0';
+	json_array_foreach (json_object_get(page, "jobs"), k, j)
+		n += (size_t)snprintf(ids + n, len - n, "%s%s", n ? " " : "",
+		                      json_string_value(json_object_get(j, "id")));
+	snprintf(next, next_len, "%s", json_string_value(json_object_get(page, "next_cursor")) ?: "");
+	json_decref(page);
+}
+
+/* GET /v1/jobs: newest first across pools, by pool and by state, paged
+ * with next_cursor; a manager's calls only when asked for by its id. */
+static void test_job_list(void **state)
+{
+	fixture *f = *state;
+	char *other = pool_create(&f->g, 1), ids[512], next[32], path[160], want[512];
+	char *a = job_submit(&f->g, f->pool, json_pack("{s:s, s:[i,i]}", "function", "echo", "args", 1, 2));
+	char *b = job_submit(&f->g, other, json_pack("{s:s, s:[i]}", "function", "echo", "args", 3));
+	char *c = job_submit(&f->g, f->pool, json_pack("{s:s, s:[i]}", "function", "sleep", "args", 600000));
+	job_wait_done(&f->g, a, 2);
+	job_wait_done(&f->g, b, 1);
+	char *m = http_create(&f->g, "/v1/managers", "{\"type\": \"dict\"}");
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls", m);
+	response r = http(&f->g, "POST", path, "{\"method\":\"len\",\"args\":[]}", NULL);
+	assert_int_equal(r.status, 202);
+	char *call = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+
+	list_ids(f, "/v1/jobs", ids, sizeof(ids), next, sizeof(next));
+	snprintf(want, sizeof(want), "%s %s %s", c, b, a);
+	assert_string_equal(ids, want);
+	assert_string_equal(next, "");
+	snprintf(path, sizeof(path), "/v1/jobs?pool=%s", f->pool);
+	list_ids(f, path, ids, sizeof(ids), next, sizeof(next));
+	snprintf(want, sizeof(want), "%s %s", c, a);
+	assert_string_equal(ids, want);
+	list_ids(f, "/v1/jobs?state=running", ids, sizeof(ids), next, sizeof(next));
+	assert_string_equal(ids, c);
+	snprintf(path, sizeof(path), "/v1/jobs?pool=%s", m);
+	list_ids(f, path, ids, sizeof(ids), next, sizeof(next));
+	assert_string_equal(ids, call);
+
+	/* One a page: the same three; the last page says none is left. */
+	const char *order[] = {c, b, a};
+	list_ids(f, "/v1/jobs?limit=1", ids, sizeof(ids), next, sizeof(next));
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(ids, order[i]);
+		if (i == 2)
+			break;
+		assert_true(next[0]);
+		snprintf(path, sizeof(path), "/v1/jobs?limit=1&cursor=%s", next);
+		list_ids(f, path, ids, sizeof(ids), next, sizeof(next));
+	}
+	assert_string_equal(next, "");
+
+	r = http(&f->g, "GET", "/v1/jobs?state=finished", NULL, NULL);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")),
+	                    "query 'state' must be submitting, running, done or cancelled");
+	response_free(&r);
+	r = http(&f->g, "GET", "/v1/jobs?pool=p-0000000000000000", NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	r = http(&f->g, "POST", "/v1/jobs", "{}", NULL);
+	assert_int_equal(r.status, 405);
+	response_free(&r);
+	free(other);
+	free(a);
+	free(b);
+	free(c);
+	free(m);
+	free(call);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_cancel_running_job, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_job_list, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_remove_ended_job, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, pool_fixture_setup,
 	                                        pool_fixture_teardown),
