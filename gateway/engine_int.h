@@ -33,6 +33,7 @@
 #define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
 #define STOP_WAIT_MS 5000 /* at shutdown, how long past the grace ends are awaited */
 #define JOB_BUCKETS 16384
+#define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
  * in one worker's hands while another worker idles. */

@@ -157,7 +157,7 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	w->state = W_EXITED;
 	w->exit_code = exit_code;
 	credentials_remove(e->creds, w->id);
-	store_worker_set_state(e->st, w->id, "exited", exit_code);
+	store_worker_set_state(e->st, w->id, expected ? "exited" : "lost", exit_code);
 	op *parked = waitlist_take(&w->parked);
 	if (parked) {
 		parked->u.pull.discard = 1;
@@ -262,12 +262,11 @@ void engine__handle_pool_delete(engine *e, op *o)
 	waitlist_add(&p->delete_waiters, o); /* answered by the tick once every worker is gone */
 }
 
-/* Exited workers stay in the pool's view (their exit codes, the last
- * words of the dead), the EXITED_KEPT most recently started; older ones are
- * forgotten, so a pool that resizes or autoscales for months stays small.
- * Nothing refers to an exited worker: its credentials, pull and backend
- * handle went when it ended. */
-#define EXITED_KEPT 16
+/* Exited workers stay in the pool's view (their exit codes), the
+ * EXITED_KEPT most recently started; older ones are forgotten, so a pool
+ * that resizes or autoscales for months stays small. Nothing refers to an
+ * exited worker: its credentials, pull and backend handle went when it
+ * ended. */
 static void forget_old_exited(pool *p)
 {
 	int kept = 0;

@@ -159,6 +159,37 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 	return engine__queue_push(c->p, c->j, id, id, 0);
 }
 
+/* A worker that ended, shown with its pool (engine_pools.c keeps the most
+ * recent EXITED_KEPT of them). */
+static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
+                              int lost)
+{
+	pool *p = engine__pool_find(ctx, pool_id);
+	worker *w = p ? calloc(1, sizeof(*w)) : NULL;
+
+	(void)lost;
+	if (!w)
+		return;
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	snprintf(w->handle, sizeof(w->handle), "%s", handle);
+	w->pool = p;
+	w->state = W_EXITED;
+	w->exit_code = exit_code;
+	w->next = p->workers;
+	p->workers = w;
+}
+
+/* A pool's counters of workers started and lost, over all its runs. */
+static void load_worker_tally(void *ctx, const char *pool_id, int64_t started, int64_t lost)
+{
+	pool *p = engine__pool_find(ctx, pool_id);
+
+	if (p) {
+		p->workers_started = started;
+		p->workers_lost = lost;
+	}
+}
+
 /* A worker of the previous run (or of this run, on a reload) that is still
  * alive is adopted: it keeps its id and tasks, and must reconnect within two
  * leases (it does so on its own, its results kept) or it is replaced. */
@@ -204,8 +235,9 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	    store_queue_each(e->st, engine__load_queue, e) != CM_OK ||
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
 	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
-	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK || store_begin(e->st) != CM_OK ||
-	    store_worker_each_live(e->st, load_worker, e) != CM_OK) {
+	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK ||
+	    store_worker_each_ended(e->st, EXITED_KEPT, load_ended_worker, load_worker_tally, e) != CM_OK ||
+	    store_begin(e->st) != CM_OK || store_worker_each_live(e->st, load_worker, e) != CM_OK) {
 		snprintf(detail, detail_len, "cannot load state: %s", store_errmsg(e->st));
 		store_rollback(e->st);
 		return CM_EIO;

@@ -252,5 +252,13 @@ int store_worker_set_handle(store *st, const char *id, const char *handle); /* o
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                                 const char *secret, int64_t started_ms);
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
+/* Calls fn for the per_pool most recently started workers of each pool
+ * that ended ("exited", or "lost": an end nobody asked for), oldest first,
+ * then tally for each pool with its count of workers ever started and
+ * lost. */
+typedef void (*store_ended_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
+                                      int lost);
+typedef void (*store_worker_tally_fn)(void *ctx, const char *pool_id, int64_t started, int64_t lost);
+int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, store_worker_tally_fn tally, void *ctx);
 
 #endif
