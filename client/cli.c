@@ -267,7 +267,9 @@ static int cmd_kill(strand_client *c, int argc, char **argv)
 
 static const char pool_help[] =
         "usage: strand pool COMMAND ...\n"
-        "  create [--processes N] [--backend B] [--image I] [--cpu N] [--memory MB] [--gpu N]\n"
+        "  create [--processes N | --autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]\n"
+        "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
+        "         [--timeout S] [--retry-errors]\n"
         "                                       creates a pool; prints its id\n"
         "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N] [--wait]\n"
         "                                       maps FUNCTION over the ARGs (JSON, or strings) or over\n"
@@ -344,6 +346,127 @@ static long whole_number(const char *s, long lo, long hi)
 	return s[0] && !*end && !errno && n >= lo && n <= hi ? n : -1;
 }
 
+/* Parses MIN:MAX (0 <= MIN <= MAX <= 1024) into *min and *max; 0 if it is not that. */
+static int min_max(const char *s, long *min, long *max)
+{
+	const char *colon = strchr(s, ':');
+	char lo[16];
+
+	if (!colon || (size_t)(colon - s) >= sizeof(lo))
+		return 0;
+	snprintf(lo, sizeof(lo), "%.*s", (int)(colon - s), s);
+	*min = whole_number(lo, 0, 1024);
+	*max = whole_number(colon + 1, 1, 1024);
+	return *min >= 0 && *max >= 0 && *min <= *max;
+}
+
+/* A positive number of cores (0 < n <= 1024), or -1. */
+static double cores(const char *s)
+{
+	char *end;
+	double n;
+
+	errno = 0;
+	n = strtod(s, &end);
+	return s[0] && !*end && !errno && n > 0 && n <= 1024 ? n : -1;
+}
+
+/* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]
+ * [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N] [--timeout S] [--retry-errors] */
+static int pool_create(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"processes", required_argument, NULL, 'p'},
+	        {"autoscale", required_argument, NULL, 'a'},
+	        {"backend", required_argument, NULL, 'b'},
+	        {"image", required_argument, NULL, 'i'},
+	        {"cpu", required_argument, NULL, 'c'},
+	        {"memory", required_argument, NULL, 'm'},
+	        {"gpu", required_argument, NULL, 'g'},
+	        {"volume", required_argument, NULL, 'v'},
+	        {"max-attempts", required_argument, NULL, 'A'},
+	        {"timeout", required_argument, NULL, 't'},
+	        {"retry-errors", no_argument, NULL, 'r'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	json_t *spec = json_object(), *res = json_object(), *vols = json_array();
+	long processes = 0, min = -1, max = -1, n;
+	double cpu;
+	const char *bad = NULL;
+	char id[32];
+	int opt, code;
+
+	while (!bad && (opt = next_opt(argc, argv, "v:", opts)) != -1) {
+		switch (opt) {
+		case 'p':
+			bad = (processes = whole_number(optarg, 1, 1024)) < 0 ? "--processes takes 1 to 1024" : NULL;
+			break;
+		case 'a':
+			bad = !min_max(optarg, &min, &max) ? "--autoscale takes MIN:MAX, 0 <= MIN <= MAX <= 1024"
+			                                   : NULL;
+			break;
+		case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
+		case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
+		case 'c':
+			if ((cpu = cores(optarg)) < 0)
+				bad = "--cpu takes a number of cores, 0 < N <= 1024";
+			else
+				json_object_set_new(res, "cpu", json_real(cpu));
+			break;
+		case 'm':
+			if ((n = whole_number(optarg, 1, 1 << 24)) < 0)
+				bad = "--memory takes megabytes, 1 to 16777216";
+			else
+				json_object_set_new(res, "memory_mb", json_integer(n));
+			break;
+		case 'g':
+			if ((n = whole_number(optarg, 0, 64)) < 0)
+				bad = "--gpu takes 0 to 64";
+			else
+				json_object_set_new(res, "gpu", json_integer(n));
+			break;
+		case 'v': json_array_append_new(vols, json_string(optarg)); break;
+		case 'A':
+			if ((n = whole_number(optarg, 1, 100)) < 0)
+				bad = "--max-attempts takes 1 to 100";
+			else
+				json_object_set_new(spec, "max_attempts", json_integer(n));
+			break;
+		case 't':
+			if ((n = whole_number(optarg, 0, 7 * 86400)) < 0)
+				bad = "--timeout takes seconds, 0 to 604800";
+			else
+				json_object_set_new(spec, "timeout_s", json_integer(n));
+			break;
+		case 'r': json_object_set_new(spec, "retry_errors", json_true()); break;
+		case 'h': code = usage(pool_help, 0); goto out;
+		default: code = usage(pool_help, EXIT_USAGE); goto out;
+		}
+	}
+	if (!bad && optind != argc)
+		bad = "pool create takes no positional arguments";
+	if (bad) {
+		fprintf(stderr, "strand: %s\n", bad);
+		code = EXIT_USAGE;
+		goto out;
+	}
+	if (json_object_size(res))
+		json_object_set(spec, "resources", res);
+	if (json_array_size(vols))
+		json_object_set(spec, "volumes", vols);
+	if (max > 0)
+		json_object_set_new(spec, "autoscale", json_pack("{s:i, s:i}", "min", (int)min, "max", (int)max));
+	if (!processes) /* multiprocessing's default, or autoscale's least */
+		processes = max > 0 ? min : sysconf(_SC_NPROCESSORS_ONLN);
+	code = strand_pool_create(c, (int)processes, spec, id) == 0 ? (puts(id), 0) : refused(c);
+out:
+	json_decref(spec);
+	json_decref(res);
+	json_decref(vols);
+	return code;
+}
+
 /* strand pool resize POOL N | --autoscale MIN:MAX [--target S] [--idle S] | --no-autoscale */
 static int pool_resize(strand_client *c, int argc, char **argv)
 {
@@ -360,20 +483,12 @@ static int pool_resize(strand_client *c, int argc, char **argv)
 
 	while ((opt = next_opt(argc, argv, "", opts)) != -1) {
 		switch (opt) {
-		case 'a': {
-			const char *colon = strchr(optarg, ':');
-			char lo[16];
-			if (colon && (size_t)(colon - optarg) < sizeof(lo)) {
-				snprintf(lo, sizeof(lo), "%.*s", (int)(colon - optarg), optarg);
-				min = whole_number(lo, 0, 1024);
-				max = whole_number(colon + 1, 1, 1024);
-			}
-			if (min < 0 || max < 0 || min > max) {
+		case 'a':
+			if (!min_max(optarg, &min, &max)) {
 				fprintf(stderr, "strand: --autoscale takes MIN:MAX, 0 <= MIN <= MAX <= 1024\n");
 				return EXIT_USAGE;
 			}
 			break;
-		}
 		case 'n': off = 1; break;
 		case 't':
 		case 'i':
@@ -417,41 +532,8 @@ static int cmd_pool(strand_client *c, int argc, char **argv)
 	argc--;
 	argv++;
 	optind = 1;
-	if (strcmp(sub, "create") == 0) {
-		static const struct option opts[] = {
-		        {"processes", required_argument, NULL, 'p'},
-		        {"backend", required_argument, NULL, 'b'},
-		        {"image", required_argument, NULL, 'i'},
-		        {"cpu", required_argument, NULL, 'c'},
-		        {"memory", required_argument, NULL, 'm'},
-		        {"gpu", required_argument, NULL, 'g'},
-		        {"help", no_argument, NULL, 'h'},
-		        {NULL, 0, NULL, 0},
-		};
-		json_t *spec = json_object(), *res = json_object();
-		char id[32];
-		int processes = 0;
-		while ((opt = next_opt(argc, argv, "", opts)) != -1) {
-			switch (opt) {
-			case 'p': processes = atoi(optarg); break;
-			case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
-			case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
-			case 'c': json_object_set_new(res, "cpu", json_real(atof(optarg))); break;
-			case 'm': json_object_set_new(res, "memory_mb", json_integer(atoll(optarg))); break;
-			case 'g': json_object_set_new(res, "gpu", json_integer(atoll(optarg))); break;
-			case 'h': return usage(pool_help, 0);
-			default: return usage(pool_help, EXIT_USAGE);
-			}
-		}
-		if (json_object_size(res))
-			json_object_set(spec, "resources", res);
-		json_decref(res);
-		if (processes <= 0)
-			processes = (int)sysconf(_SC_NPROCESSORS_ONLN);
-		code = strand_pool_create(c, processes, spec, id) == 0 ? (puts(id), 0) : refused(c);
-		json_decref(spec);
-		return code;
-	}
+	if (strcmp(sub, "create") == 0)
+		return pool_create(c, argc, argv);
 	if (strcmp(sub, "map") == 0) {
 		static const struct option opts[] = {
 		        {"args", required_argument, NULL, 'a'},

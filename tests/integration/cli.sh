@@ -31,6 +31,17 @@ bar=$(script -qc "$strand pool map $pool sleep 200 200 200 200 --wait" /dev/null
 [ "$bar" -ge 1 ]; check "progress bar on a terminal" 0 $?
 bar=$("$strand" pool map "$pool" sleep 10 --wait | grep -c '^\[')
 check "no progress bar when piped" 0 "$bar"
+for bad in "--processes abc" "--processes 0" "--processes -3" "--processes 2x" "--cpu 0" "--cpu x" "--memory 1.5" \
+  "--gpu -1" "--max-attempts 0" "--timeout -1" "--autoscale 2:1" "--autoscale 3" "extra"; do
+  "$strand" pool create $bad >/dev/null 2>&1; check "pool create $bad: usage" 2 $?
+done
+p2=$("$strand" pool create --processes 1 --cpu 0.5 --memory 256 --max-attempts 2 --timeout 30 --retry-errors -v scratch:/scratch)
+"$strand" pool status "$p2" | jq -e '.processes == 1 and .max_attempts == 2 and .resources.cpu == 0.5 and .resources.memory_mb == 256' \
+  >/dev/null; check "pool create takes every field" 0 $?
+"$strand" pool delete "$p2" >/dev/null
+p3=$("$strand" pool create --autoscale 0:3)
+"$strand" pool status "$p3" | jq -e '.processes == 0 and .autoscale.max == 3' >/dev/null; check "pool create --autoscale" 0 $?
+"$strand" pool delete "$p3" >/dev/null
 "$strand" pool resize "$pool" 3; check "pool resize" 0 $?
 "$strand" pool status "$pool" | jq -e '.processes == 3' >/dev/null; check "resized to 3" 0 $?
 "$strand" pool resize "$pool" --autoscale 1:4 --idle 5; check "pool autoscale" 0 $?
