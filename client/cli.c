@@ -56,6 +56,16 @@ static int next_opt(int argc, char **argv, const char *shorts, const struct opti
 	return getopt_long(argc, argv, shorts, longs, NULL);
 }
 
+/* Whether any argument is --help or -h: a subcommand then prints its
+ * usage and sends nothing (not "--help" as an id). */
+static int asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
 /* ---- run, ps, logs, kill -------------------------------------------------- */
 
 static const char run_help[] = "usage: strand run [options] -- CMD [ARG...]\n"
@@ -527,7 +537,7 @@ static int cmd_pool(strand_client *c, int argc, char **argv)
 	char path[160];
 	int code = 0, opt;
 
-	if (!sub[0] || strcmp(sub, "--help") == 0)
+	if (!sub[0] || asks_help(argc, argv))
 		return usage(pool_help, sub[0] ? 0 : EXIT_USAGE);
 	argc--;
 	argv++;
@@ -623,7 +633,7 @@ static int cmd_queue(strand_client *c, int argc, char **argv)
 	json_t *reply = NULL;
 	char path[200];
 
-	if (!sub[0] || strcmp(sub, "--help") == 0)
+	if (!sub[0] || asks_help(argc, argv))
 		return usage(queue_help, sub[0] ? 0 : EXIT_USAGE);
 	if (strcmp(sub, "create") == 0 && argc == 2) {
 		if (strand_request(c, "POST", "/v1/queues", NULL, &reply) != 201)

@@ -17,6 +17,10 @@ strand="$bin/strand"
 for c in run ps logs kill pool queue; do
   grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
 done
+for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "pool create" "queue get" "queue put"; do
+  out=$(STRAND_URL=http://127.0.0.1:1 "$strand" $c --help 2>&1); code=$?  # no gateway there: a request would fail
+  check "$c --help: usage, no request" "0 usage" "$code $(grep -o '^usage' <<<"$out" | head -1)"
+done
 
 pool=$("$strand" pool create --processes 2); check "pool id" "p-" "${pool:0:2}"
 out=$("$strand" pool map "$pool" echo 1 '"two"' '{"three":3}' --wait | tr '\n' ' ')
