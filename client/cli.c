@@ -679,6 +679,92 @@ static int cmd_queue(strand_client *c, int argc, char **argv)
 	return usage(queue_help, EXIT_USAGE);
 }
 
+/* ---- jobs ----------------------------------------------------------------- */
+
+static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
+                                "  list [--pool P] [--state S]   jobs newest first (S: submitting, running, done,\n"
+                                "                                cancelled), one JSON line each\n"
+                                "  cancel JOB                    cancels a running job; removes an ended one\n"
+                                "  failures JOB                  its failed tasks, one JSON line each\n";
+
+/* GETs path (which has a query), then its next pages (path&cursor=
+ * next_cursor) until the cursor is null or the answer says end, printing
+ * each item of key as a JSON line. */
+static int print_pages(strand_client *c, const char *path, const char *key)
+{
+	char url[400];
+	json_t *reply = NULL, *it;
+	size_t k;
+
+	snprintf(url, sizeof(url), "%s", path);
+	for (;;) {
+		if (strand_request(c, "GET", url, NULL, &reply) != 200)
+			return refused(c);
+		json_array_foreach (json_object_get(reply, key), k, it) {
+			char *line = json_dumps(it, JSON_COMPACT);
+			puts(line ? line : "null");
+			free(line);
+		}
+		const char *next = json_string_value(json_object_get(reply, "next_cursor"));
+		int end = !next || json_is_true(json_object_get(reply, "end"));
+		if (!end)
+			snprintf(url, sizeof(url), "%s&cursor=%.24s", path, next);
+		json_decref(reply);
+		if (end)
+			return 0;
+	}
+}
+
+static int cmd_jobs(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"pool", required_argument, NULL, 'p'},
+	        {"state", required_argument, NULL, 's'},
+	        {NULL, 0, NULL, 0},
+	};
+	const char *sub = argc > 1 ? argv[1] : "";
+	char path[200];
+	int opt;
+
+	if (!sub[0] || asks_help(argc, argv))
+		return usage(jobs_help, sub[0] ? 0 : EXIT_USAGE);
+	argc--;
+	argv++;
+	optind = 1;
+	if (strcmp(sub, "list") == 0) {
+		const char *pool = NULL, *state = NULL;
+		while ((opt = next_opt(argc, argv, "", opts)) != -1) {
+			if (opt == 'p' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(optarg))
+				pool = optarg;
+			else if (opt == 's' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz") == strlen(optarg))
+				state = optarg;
+			else
+				return usage(jobs_help, EXIT_USAGE);
+		}
+		if (optind != argc)
+			return usage(jobs_help, EXIT_USAGE);
+		snprintf(path, sizeof(path), "/v1/jobs?limit=1000%s%.40s%s%.20s", pool ? "&pool=" : "",
+		         pool ? pool : "", state ? "&state=" : "", state ? state : "");
+		return print_pages(c, path, "jobs");
+	}
+	if (argc != 2 || strspn(argv[1], "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(argv[1]))
+		return usage(jobs_help, EXIT_USAGE);
+	if (strcmp(sub, "cancel") == 0) {
+		json_t *reply = NULL;
+		snprintf(path, sizeof(path), "/v1/jobs/%.40s", argv[1]);
+		if (strand_request(c, "DELETE", path, NULL, &reply) != 200)
+			return refused(c);
+		puts(json_string_value(json_object_get(reply, "state")));
+		json_decref(reply);
+		return 0;
+	}
+	if (strcmp(sub, "failures") == 0) {
+		snprintf(path, sizeof(path), "/v1/jobs/%.40s/failures?limit=1000", argv[1]);
+		return print_pages(c, path, "items");
+	}
+	return usage(jobs_help, EXIT_USAGE);
+}
+
 static const char main_help[] =
         "usage: strand COMMAND [ARGS...]      (the gateway: $STRAND_URL, default http://127.0.0.1:8080)\n\n"
         "  run [options] -- CMD...   run a program as a strand process; prints its id\n"
@@ -686,7 +772,8 @@ static const char main_help[] =
         "  logs [-f] ID              what a process wrote\n"
         "  kill ID                   terminate a process\n"
         "  pool ...                  create, map, status, results, delete\n"
-        "  queue ...                 create, put, get\n\n"
+        "  queue ...                 create, put, get\n"
+        "  jobs ...                  list, cancel, failures\n\n"
         "`strand COMMAND --help` tells more. Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";
 
 int main(int argc, char **argv)
@@ -694,8 +781,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(strand_client *, int, char **);
-	} commands[] = {{"run", cmd_run},   {"ps", cmd_ps},     {"logs", cmd_logs},
-	                {"kill", cmd_kill}, {"pool", cmd_pool}, {"queue", cmd_queue}};
+	} commands[] = {{"run", cmd_run},   {"ps", cmd_ps},       {"logs", cmd_logs}, {"kill", cmd_kill},
+	                {"pool", cmd_pool}, {"queue", cmd_queue}, {"jobs", cmd_jobs}};
 	strand_client *c;
 	int code;
 

@@ -14,7 +14,7 @@ strand="$bin/strand"
 
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
 "$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
-for c in run ps logs kill pool queue; do
+for c in run ps logs kill pool queue jobs; do
   grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
 done
 for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "pool create" "queue get" "queue put"; do
@@ -60,6 +60,16 @@ done
 "$strand" pool resize "$pool" --autoscale 3:1 >/dev/null 2>&1; check "autoscale 3:1: usage" 2 $?
 "$strand" pool resize "$pool" --autoscale 1:2 --no-autoscale >/dev/null 2>&1; check "both: usage" 2 $?
 "$strand" pool resize "$pool" 2 --idle 4 >/dev/null 2>&1; check "--idle without autoscale: usage" 2 $?
+job=$("$strand" pool map "$pool" sleep 0 '"x"' 0 '"y"')
+"$strand" pool results "$job" >/dev/null 2>&1
+out=$("$strand" jobs failures "$job" | jq -c '[.index, .attempts]' | tr '\n' ' ')
+check "jobs failures" "[1,1] [3,1] " "$out"
+check "jobs list: newest first" "$job" "$("$strand" jobs list --pool "$pool" | head -1 | jq -r .id)"
+slow=$("$strand" pool map "$pool" sleep 600000)
+check "jobs list --state running" "$slow" "$("$strand" jobs list --state running | jq -r .id)"
+check "jobs cancel" cancelled "$("$strand" jobs cancel "$slow")"
+"$strand" jobs list --state bogus >/dev/null 2>&1; check "jobs list: a state the gateway refuses" 1 $?
+"$strand" jobs cancel >/dev/null 2>&1; check "jobs cancel without a job: usage" 2 $?
 "$strand" pool delete "$pool"; check "pool delete" 0 $?
 
 q=$("$strand" queue create)
