@@ -620,12 +620,14 @@ static int cmd_pool(strand_client *c, int argc, char **argv)
 
 /* ---- queue ---------------------------------------------------------------- */
 
-static const char queue_help[] = "usage: strand queue COMMAND ...\n"
-                                 "  create                        creates a queue; prints its id\n"
-                                 "  put QUEUE VALUE...            puts the VALUEs (JSON, or strings), in order\n"
-                                 "  get QUEUE [--max N] [--wait S]\n"
-                                 "                                takes up to N items (1), waiting up to S\n"
-                                 "                                seconds for the first; one JSON line each\n";
+static const char queue_help[] =
+        "usage: strand queue COMMAND ...\n"
+        "  create                        creates a queue; prints its id\n"
+        "  list [--pipes]                every queue (or pipe), newest first, one JSON line each\n"
+        "  put QUEUE VALUE...            puts the VALUEs (JSON, or strings), in order\n"
+        "  get QUEUE [--max N] [--wait S]\n"
+        "                                takes up to N items (1), waiting up to S\n"
+        "                                seconds for the first; one JSON line each\n";
 
 static int cmd_queue(strand_client *c, int argc, char **argv)
 {
@@ -635,6 +637,20 @@ static int cmd_queue(strand_client *c, int argc, char **argv)
 
 	if (!sub[0] || asks_help(argc, argv))
 		return usage(queue_help, sub[0] ? 0 : EXIT_USAGE);
+	if (strcmp(sub, "list") == 0 && (argc == 2 || (argc == 3 && strcmp(argv[2], "--pipes") == 0))) {
+		int pipes = argc == 3;
+		json_t *it;
+		size_t k;
+		if (strand_request(c, "GET", pipes ? "/v1/pipes" : "/v1/queues", NULL, &reply) != 200)
+			return refused(c);
+		json_array_foreach (json_object_get(reply, pipes ? "pipes" : "queues"), k, it) {
+			char *line = json_dumps(it, JSON_COMPACT);
+			puts(line ? line : "null");
+			free(line);
+		}
+		json_decref(reply);
+		return 0;
+	}
 	if (strcmp(sub, "create") == 0 && argc == 2) {
 		if (strand_request(c, "POST", "/v1/queues", NULL, &reply) != 201)
 			return refused(c);
@@ -772,7 +788,7 @@ static const char main_help[] =
         "  logs [-f] ID              what a process wrote\n"
         "  kill ID                   terminate a process\n"
         "  pool ...                  create, map, status, results, delete\n"
-        "  queue ...                 create, put, get\n"
+        "  queue ...                 create, list, put, get\n"
         "  jobs ...                  list, cancel, failures\n\n"
         "`strand COMMAND --help` tells more. Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";
 
