@@ -161,13 +161,11 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 
 /* A worker that ended, shown with its pool (engine_pools.c keeps the most
  * recent EXITED_KEPT of them). */
-static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
-                              int lost)
+static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code)
 {
 	pool *p = engine__pool_find(ctx, pool_id);
 	worker *w = p ? calloc(1, sizeof(*w)) : NULL;
 
-	(void)lost;
 	if (!w)
 		return;
 	snprintf(w->id, sizeof(w->id), "%s", id);

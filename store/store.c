@@ -864,18 +864,17 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 	sqlite3_stmt *s;
 	int rc;
 
-	if (store__prepare(
-	            st,
-	            "SELECT id, pool_id, handle, coalesce(exit_code, -1), state = 'lost' FROM"
-	            " (SELECT *, row_number() OVER (PARTITION BY pool_id ORDER BY started_ms DESC, rowid DESC) AS r"
-	            "  FROM workers WHERE state IN ('exited', 'lost'))"
-	            " WHERE r <= ? ORDER BY started_ms, rowid",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "SELECT id, pool_id, handle, coalesce(exit_code, -1) FROM"
+	                   " (SELECT *, rowid AS k, row_number() OVER (PARTITION BY pool_id ORDER BY started_ms DESC, "
+	                   "rowid DESC)"
+	                   "  AS r FROM workers WHERE state IN ('exited', 'lost'))"
+	                   " WHERE r <= ? ORDER BY started_ms, k",
+	                   &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int(s, 1, per_pool);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_int(s, 3),
-		   sqlite3_column_int(s, 4));
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_int(s, 3));
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
 		return store__fail(st, rc);

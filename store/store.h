@@ -256,8 +256,8 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
  * that ended ("exited", or "lost": an end nobody asked for), oldest first,
  * then tally for each pool with its count of workers ever started and
  * lost. */
-typedef void (*store_ended_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
-                                      int lost);
+typedef void (*store_ended_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle,
+                                      int exit_code);
 typedef void (*store_worker_tally_fn)(void *ctx, const char *pool_id, int64_t started, int64_t lost);
 int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, store_worker_tally_fn tally, void *ctx);
 
