@@ -33,7 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	switch (data[0] % 12) {
 	case 0: {
 		pool_spec p;
+		pool_patch patch;
 		spec_pool_parse(body, len, "local", "img", &p, detail, sizeof(detail));
+		spec_pool_patch_parse(body, len, &patch, detail, sizeof(detail));
 		break;
 	}
 	case 1:
