@@ -6,28 +6,18 @@ after. Prints one line:
   scaling_driver.py URL TOKEN_FILE SPEC MAX N MS
 """
 
-import http.client
 import json
 import sys
 import time
-import urllib.parse
+
+from gateway_http import connect
 
 
 def main():
     url, token_file, spec, most_wanted, n, ms = sys.argv[1:7]
     most_wanted, n, ms = int(most_wanted), int(n), float(ms)
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port)
     with open(token_file) as f:
-        headers = {"Authorization": "Bearer " + f.read().strip(), "Content-Type": "application/json"}
-
-    def request(method, path, body=None):
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        data = r.read()
-        if r.status >= 300:
-            raise SystemExit("%s %s: %d %s" % (method, path, r.status, data[:300]))
-        return json.loads(data)
+        request = connect(url, f.read().strip())
 
     def connected(pool):
         return sum(w["state"] == "connected" for w in pool["workers"])

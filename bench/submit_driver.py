@@ -7,28 +7,12 @@ memory is sampled every 20 ms, until the job is done. Prints one line:
   submit_driver.py URL TOKEN_FILE GATEWAY_PID N PART
 """
 
-import http.client
 import json
 import sys
 import threading
 import time
-import urllib.parse
 
-
-def connect(url, token):
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port)
-    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
-
-    def request(method, path, body=None):
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        data = r.read()
-        if r.status >= 300:
-            raise SystemExit("%s %s: %d %s" % (method, path, r.status, data[:300]))
-        return json.loads(data)
-
-    return request
+from gateway_http import connect
 
 
 def rss_mb(pid):

@@ -56,6 +56,25 @@ static int next_opt(int argc, char **argv, const char *shorts, const struct opti
 	return getopt_long(argc, argv, shorts, longs, NULL);
 }
 
+/* Each item of array as one compact JSON line. */
+static void print_lines(json_t *array)
+{
+	json_t *it;
+	size_t k;
+
+	json_array_foreach (array, k, it) {
+		char *line = json_dumps(it, JSON_COMPACT | JSON_ENCODE_ANY);
+		puts(line ? line : "null");
+		free(line);
+	}
+}
+
+/* Whether s could be an id (j-…, p-…): nothing that would change a URL. */
+static int id_like(const char *s)
+{
+	return s[0] && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s);
+}
+
 /* Whether any argument is --help or -h: a subcommand then prints its
  * usage and sends nothing (not "--help" as an id). */
 static int asks_help(int argc, char **argv)
@@ -501,14 +520,15 @@ static int pool_resize(strand_client *c, int argc, char **argv)
 			break;
 		case 'n': off = 1; break;
 		case 't':
-		case 'i':
-			if (whole_number(optarg, 1, 86400) < 0) {
+		case 'i': {
+			long *seconds = opt == 't' ? &target : &idle;
+			if ((*seconds = whole_number(optarg, 1, 86400)) < 0) {
 				fprintf(stderr, "strand: --%s takes seconds, 1 to 86400\n",
 				        opt == 't' ? "target" : "idle");
 				return EXIT_USAGE;
 			}
-			*(opt == 't' ? &target : &idle) = whole_number(optarg, 1, 86400);
 			break;
+		}
 		case 'h': return usage(pool_help, 0);
 		default: return usage(pool_help, EXIT_USAGE);
 		}
@@ -639,15 +659,9 @@ static int cmd_queue(strand_client *c, int argc, char **argv)
 		return usage(queue_help, sub[0] ? 0 : EXIT_USAGE);
 	if (strcmp(sub, "list") == 0 && (argc == 2 || (argc == 3 && strcmp(argv[2], "--pipes") == 0))) {
 		int pipes = argc == 3;
-		json_t *it;
-		size_t k;
 		if (strand_request(c, "GET", pipes ? "/v1/pipes" : "/v1/queues", NULL, &reply) != 200)
 			return refused(c);
-		json_array_foreach (json_object_get(reply, pipes ? "pipes" : "queues"), k, it) {
-			char *line = json_dumps(it, JSON_COMPACT);
-			puts(line ? line : "null");
-			free(line);
-		}
+		print_lines(json_object_get(reply, pipes ? "pipes" : "queues"));
 		json_decref(reply);
 		return 0;
 	}
@@ -673,22 +687,20 @@ static int cmd_queue(strand_client *c, int argc, char **argv)
 		long max = 1, wait = 0;
 		for (int i = 3; i < argc; i++) {
 			if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
-				max = atol(argv[++i]);
+				max = whole_number(argv[++i], 1, 10000);
 			else if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc)
-				wait = atol(argv[++i]);
+				wait = whole_number(argv[++i], 0, 300);
 			else
 				return usage(queue_help, EXIT_USAGE);
+			if (max < 0 || wait < 0) {
+				fprintf(stderr, "strand: --max takes 1 to 10000 items, --wait 0 to 300 seconds\n");
+				return EXIT_USAGE;
+			}
 		}
 		snprintf(path, sizeof(path), "/v1/queues/%s/items?max=%ld&wait=%ld", argv[2], max, wait);
 		if (strand_request(c, "GET", path, NULL, &reply) != 200)
 			return refused(c);
-		json_t *v;
-		size_t i;
-		json_array_foreach (json_object_get(reply, "items"), i, v) {
-			char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-			puts(s ? s : "null");
-			free(s);
-		}
+		print_lines(json_object_get(reply, "items"));
 		json_decref(reply);
 		return 0;
 	}
@@ -709,18 +721,13 @@ static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
 static int print_pages(strand_client *c, const char *path, const char *key)
 {
 	char url[400];
-	json_t *reply = NULL, *it;
-	size_t k;
+	json_t *reply = NULL;
 
 	snprintf(url, sizeof(url), "%s", path);
 	for (;;) {
 		if (strand_request(c, "GET", url, NULL, &reply) != 200)
 			return refused(c);
-		json_array_foreach (json_object_get(reply, key), k, it) {
-			char *line = json_dumps(it, JSON_COMPACT);
-			puts(line ? line : "null");
-			free(line);
-		}
+		print_lines(json_object_get(reply, key));
 		const char *next = json_string_value(json_object_get(reply, "next_cursor"));
 		int end = !next || json_is_true(json_object_get(reply, "end"));
 		if (!end)
@@ -750,7 +757,7 @@ static int cmd_jobs(strand_client *c, int argc, char **argv)
 	if (strcmp(sub, "list") == 0) {
 		const char *pool = NULL, *state = NULL;
 		while ((opt = next_opt(argc, argv, "", opts)) != -1) {
-			if (opt == 'p' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(optarg))
+			if (opt == 'p' && id_like(optarg))
 				pool = optarg;
 			else if (opt == 's' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz") == strlen(optarg))
 				state = optarg;
@@ -763,7 +770,7 @@ static int cmd_jobs(strand_client *c, int argc, char **argv)
 		         pool ? pool : "", state ? "&state=" : "", state ? state : "");
 		return print_pages(c, path, "jobs");
 	}
-	if (argc != 2 || strspn(argv[1], "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(argv[1]))
+	if (argc != 2 || !id_like(argv[1]))
 		return usage(jobs_help, EXIT_USAGE);
 	if (strcmp(sub, "cancel") == 0) {
 		json_t *reply = NULL;
@@ -787,7 +794,7 @@ static const char main_help[] =
         "  ps                        list processes\n"
         "  logs [-f] ID              what a process wrote\n"
         "  kill ID                   terminate a process\n"
-        "  pool ...                  create, map, status, results, delete\n"
+        "  pool ...                  create, map, status, results, resize, delete\n"
         "  queue ...                 create, list, put, get\n"
         "  jobs ...                  list, cancel, failures\n\n"
         "`strand COMMAND --help` tells more. Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";

@@ -96,10 +96,9 @@ struct request {
 	const char *missing; /* 404's detail */
 	json_t *accepted; /* apply: the 202 answer when no result comes in time */
 	char location[64];
-	/* An apply that waits: the engine answers it (engine_apply_start),
-	 * holding spec and key until then. */
+	/* An apply that waits: the engine answers it (engine_apply_start); the
+	 * request holds its spec and key until it completes. */
 	int applying;
-	int spec_held;
 	map_spec spec;
 	char idem_key[129];
 
@@ -585,7 +584,6 @@ static enum MHD_Result post_map(api *a, struct MHD_Connection *c, const char *ur
 	}
 	if (single && wait_s > 0) { /* apply: the engine answers with the one result */
 		rq->spec = spec;
-		rq->spec_held = 1;
 		snprintf(rq->idem_key, sizeof(rq->idem_key), "%s", key ? key : "");
 		rq->applying = 1;
 		call_hold(a, c, rq, "no such pool");
@@ -611,16 +609,10 @@ static enum MHD_Result route_pools(api *a, struct MHD_Connection *c, const char 
 	int err;
 
 	if (!rest[0]) {
-		if (strcmp(method, "GET") == 0) { /* managers are listed at /v1/managers */
-			json_t *p, *list = json_array();
-			size_t i;
-			if ((err = engine_pool_list(a->engine, &out)) != CM_OK)
+		if (strcmp(method, "GET") == 0) {
+			if ((err = engine_pool_list(a->engine, 0, &out)) != CM_OK)
 				return fail(c, err, url, NULL);
-			json_array_foreach (json_object_get(out, "pools"), i, p)
-				if (!json_object_get(p, "type"))
-					json_array_append(list, p);
-			json_decref(out);
-			return send_json(c, 200, json_pack("{s:o}", "pools", list), NULL);
+			return send_json(c, 200, out, NULL);
 		}
 		if (strcmp(method, "POST") == 0) {
 			pool_spec spec;
@@ -1011,15 +1003,9 @@ static enum MHD_Result route_managers(api *a, struct MHD_Connection *c, const ch
 
 	if (!rest[0]) {
 		if (strcmp(method, "GET") == 0) {
-			json_t *all = NULL, *p, *list = json_array();
-			size_t i;
-			if ((err = engine_pool_list(a->engine, &all)) != CM_OK)
+			if ((err = engine_pool_list(a->engine, 1, &out)) != CM_OK)
 				return fail(c, err, url, NULL);
-			json_array_foreach (json_object_get(all, "pools"), i, p)
-				if (json_object_get(p, "type"))
-					json_array_append(list, p);
-			json_decref(all);
-			return send_json(c, 200, json_pack("{s:o}", "managers", list), NULL);
+			return send_json(c, 200, out, NULL);
 		}
 		if (strcmp(method, "POST") != 0)
 			return problem(c, 405, url, "use GET or POST on /v1/managers");
@@ -1479,7 +1465,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		pthread_mutex_unlock(&a->mu);
 	}
 	if (rq) {
-		if (rq->spec_held)
+		if (rq->applying)
 			spec_map_fini(&rq->spec);
 		cm_buf_fini(&rq->body);
 		json_decref(rq->accepted);

@@ -93,11 +93,13 @@ static void handle(engine *e, op *o)
 			o->err = CM_ENOENT;
 		break;
 	}
-	case OP_POOL_LIST: {
+	case OP_POOL_LIST: { /* o->id "managers": the managers; NULL: the pools */
+		int managers = o->id != NULL;
 		json_t *a = json_array();
 		for (pool *p = e->pools; p; p = p->next)
-			json_array_append_new(a, engine__pool_json(p));
-		o->out = json_pack("{s:o}", "pools", a);
+			if ((p->spec.manager[0] != '\0') == managers)
+				json_array_append_new(a, engine__pool_json(p));
+		o->out = json_pack("{s:o}", managers ? "managers" : "pools", a);
 		break;
 	}
 	case OP_POOL_CLOSE: engine__handle_pool_close(e, o); break;

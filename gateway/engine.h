@@ -51,7 +51,9 @@ void engine_free(engine *e);
 
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len);
 int engine_pool_get(engine *e, const char *id, json_t **out);
-int engine_pool_list(engine *e, json_t **out);
+/* {"pools": [...]}, or with managers {"managers": [...]}: a manager is not
+ * a pool, and each list holds only its own kind. */
+int engine_pool_list(engine *e, int managers, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Resizes the pool, or sets or ends its autoscale (engine_scale.c): answers
  * at once with its new size; workers start or retire in the cycles after.

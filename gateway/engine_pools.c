@@ -381,9 +381,9 @@ int engine_pool_get(engine *e, const char *id, json_t **out)
 	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
 }
 
-int engine_pool_list(engine *e, json_t **out)
+int engine_pool_list(engine *e, int managers, json_t **out)
 {
-	return engine__run_simple(e, OP_POOL_LIST, NULL, out, NULL, 0);
+	return engine__run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
 }
 
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)

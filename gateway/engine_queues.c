@@ -161,32 +161,38 @@ static int resolve_queue_call(engine *e, op *o)
 }
 
 /* Every queue (o->id "queue") or every pipe (o->id "pipe", its directions
- * together), newest first. */
+ * together, found by the pipe's id in a hash: one pass however many),
+ * newest first. */
 static json_t *queues_json(engine *e, int pipes)
 {
-	json_t *list = json_array();
+	json_t *list = json_array(), *by_pipe = json_object();
 
 	for (const queue *q = e->queues; q; q = q->next) {
+		int is_pipe = strcmp(q->kind, "queue") != 0;
+		if (is_pipe != pipes)
+			continue;
 		if (!pipes) {
-			if (strcmp(q->kind, "queue") == 0)
-				json_array_append_new(list, queue_json(q));
+			json_array_append_new(list, queue_json(q));
 			continue;
 		}
-		size_t n = strlen(q->id);
-		if (strcmp(q->kind, "queue") == 0 || n < 2 || strcmp(q->id + n - 2, ".0") != 0)
-			continue;
-		json_t *dirs = json_array();
-		json_array_append_new(dirs, queue_json(q));
-		if (strcmp(q->kind, "duplex") == 0) {
-			char back[48];
-			snprintf(back, sizeof(back), "%.*s.1", (int)(n - 2), q->id);
-			const queue *b = queue_find(e, back);
-			if (b)
-				json_array_append_new(dirs, queue_json(b));
+		/* "<pipe>.0", and "<pipe>.1" for a duplex pipe's way back */
+		const char *dot = strrchr(q->id, '.');
+		char pipe_id[48];
+		snprintf(pipe_id, sizeof(pipe_id), "%.*s", dot ? (int)(dot - q->id) : (int)strlen(q->id), q->id);
+		json_t *pipe = json_object_get(by_pipe, pipe_id);
+		if (!pipe) {
+			pipe = json_pack("{s:s, s:b, s:[]}", "id", pipe_id, "duplex", strcmp(q->kind, "duplex") == 0,
+			                 "directions");
+			json_object_set_new(by_pipe, pipe_id, pipe);
+			json_array_append(list, pipe);
 		}
-		json_array_append_new(list, json_pack("{s:s%, s:b, s:o}", "id", q->id, n - 2, "duplex",
-		                                      strcmp(q->kind, "duplex") == 0, "directions", dirs));
+		json_t *dirs = json_object_get(pipe, "directions");
+		if (dot && strcmp(dot, ".0") == 0)
+			json_array_insert_new(dirs, 0, queue_json(q));
+		else
+			json_array_append_new(dirs, queue_json(q));
 	}
+	json_decref(by_pipe);
 	return json_pack("{s:o}", pipes ? "pipes" : "queues", list);
 }
 

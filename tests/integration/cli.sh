@@ -76,6 +76,8 @@ q=$("$strand" queue create)
 check "queue list: the new queue first" "$q" "$("$strand" queue list | head -1 | jq -r .id)"
 "$strand" queue list --pipes >/dev/null; check "queue list --pipes" 0 $?
 "$strand" queue list --bogus >/dev/null 2>&1; check "queue list --bogus: usage" 2 $?
+"$strand" queue get "$q" --max abc >/dev/null 2>&1; check "queue get --max abc: usage" 2 $?
+"$strand" queue get "$q" --wait -1 >/dev/null 2>&1; check "queue get --wait -1: usage" 2 $?
 "$strand" queue put "$q" a 2 '[3]'; check "queue put" 0 $?
 out=$("$strand" queue get "$q" --max 5 | tr '\n' ' '); check "queue get: FIFO" '"a" 2 [3] ' "$out"
 out=$("$strand" queue get "$q" --wait 1); check "queue get: empty after wait" "" "$out"
