@@ -23,6 +23,8 @@
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
+ *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
+ *   GET    /metrics                      Prometheus text format
  *   GET    /  and /web/FILE              the dashboard
  */
 #define _GNU_SOURCE
@@ -42,10 +44,13 @@
 
 #include "common/common.h"
 #include "gateway/api.h"
+#include "gateway/api_events.h"
 #include "gateway/auth.h"
+#include "gateway/http_metrics.h"
 #include "gateway/parking.h"
 #include "gateway/policy.h"
 #include "gateway/result_item.h"
+#include "gateway/route_table.h"
 #include "store/store.h"
 
 #define READERS 16
@@ -66,6 +71,7 @@ struct api {
 	int nreaders;
 	size_t parked; /* requests that parked once and are not completed yet */
 	pthread_cond_t unparked;
+	http_metrics *metrics; /* requests counted as they complete */
 };
 
 typedef struct request request;
@@ -83,6 +89,8 @@ struct request {
 	size_t cap; /* the body's cap for this route */
 	int too_big;
 	int refused; /* answered at its first call: the body is not read */
+	size_t route; /* its route_table index, counted when it completes */
+	char method[8];
 	int parked; /* counted in api.parked until it completes */
 
 	/* A long poll, between its looks: what it waits on and until when. */
@@ -744,6 +752,51 @@ static enum MHD_Result get_failures(api *a, struct MHD_Connection *c, const char
 	return send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
 }
 
+/* GET /metrics: Prometheus' text format; the engine's part, then the
+ * HTTP counters and the database's size. */
+static enum MHD_Result get_metrics(api *a, struct MHD_Connection *c, const char *url, const char *method)
+{
+	cm_buf b;
+	int err;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return problem(c, 405, url, "use GET on /metrics");
+	cm_buf_init(&b);
+	if ((err = engine_metrics(a->engine, &b)) != CM_OK || (err = http_metrics_write(a->metrics, &b)) != CM_OK ||
+	    (err = cm_buf_printf(&b,
+	                         "# HELP strand_database_bytes The database's bytes on disk, its log included.\n"
+	                         "# TYPE strand_database_bytes gauge\nstrand_database_bytes %lld\n",
+	                         (long long)store_file_bytes(a->cfg->db))) != CM_OK) {
+		cm_buf_fini(&b);
+		return fail(c, err, url, NULL);
+	}
+	size_t len = b.len;
+	return send_text(c, 200, cm_buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8", NULL);
+}
+
+/* GET /v1/events[?pool=ID]: Server-Sent Events (api_events.h). */
+static enum MHD_Result get_events(api *a, struct MHD_Connection *c, const char *url, const char *method, request *rq)
+{
+	const char *pool = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool");
+	const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+	struct MHD_Response *r = NULL;
+	enum MHD_Result ret;
+	int err;
+
+	if (strcmp(method, "GET") != 0)
+		return problem(c, 405, url, "use GET on /v1/events");
+	if (pool && (!pool[0] || strlen(pool) > 23))
+		return problem(c, 400, url, "query 'pool' must be a pool's or a manager's id");
+	if ((err = event_stream_open(a->engine, a->parking, c, last, pool, &r)) != CM_OK)
+		return fail(c, err, url,
+		            err == CM_EUNAVAIL ? "too many event streams are open; close one or try again later"
+		                               : NULL);
+	count_parked(a, rq); /* the API's stop waits for its end */
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* GET /v1/jobs?pool=&state=&cursor=&limit=: jobs newest first. */
 static enum MHD_Result list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -1304,7 +1357,7 @@ static int screen(api *a, struct MHD_Connection *c, const char *url, const char 
 		}
 		return 0;
 	}
-	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0)
+	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0 && strcmp(url, "/metrics") != 0)
 		return 0; /* the dashboard's files: public; they hold no data */
 	if (origin && !auth_origin_same(origin, host)) {
 		snprintf(detail, detail_len, "cross-origin request refused (Origin '%.100s')", origin);
@@ -1384,6 +1437,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		rq->api = a;
 		rq->connection = c;
+		rq->route = route_find(url);
+		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		cm_buf_init(&rq->body);
 		/* The sign-in is the one route without a token: its body is a token. */
 		rq->cap = strcmp(url, "/v1/session") == 0 ? API_SESSION_BODY_MAX : API_BODY_MAX;
@@ -1428,12 +1483,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		                 NULL);
 	if (strcmp(url, "/v1/session") == 0)
 		return route_session(a, c, url, method, rq);
+	if (strcmp(url, "/metrics") == 0)
+		return get_metrics(a, c, url, method);
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
 		return route_jobs(a, c, url, method, url + 9, rq);
 	if (strcmp(url, "/v1/jobs") == 0 || strcmp(url, "/v1/jobs/") == 0)
 		return list_jobs(a, c, url, method);
+	if (strcmp(url, "/v1/events") == 0)
+		return get_events(a, c, url, method, rq);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
@@ -1456,8 +1515,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	api *a = cls;
 	request *rq = *con_cls;
 
-	(void)c;
 	(void)toe;
+	if (rq) {
+		const union MHD_ConnectionInfo *status = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+		if (status) /* none: the client went before it was answered */
+			http_metrics_count(a->metrics, rq->route, rq->method, status->http_status);
+	}
 	if (rq && rq->parked) {
 		pthread_mutex_lock(&a->mu);
 		if (--a->parked == 0)
@@ -1606,7 +1669,7 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK ||
 	    (cfg->tls_cert[0] && ((err = cm_read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
 	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK)) ||
-	    (err = parking_new(e, &a->parking)) != CM_OK) {
+	    (err = http_metrics_new(&a->metrics)) != CM_OK || (err = parking_new(e, &a->parking)) != CM_OK) {
 		api_stop(a);
 		return err;
 	}
@@ -1658,6 +1721,7 @@ void api_stop(api *a)
 	if (a->daemon)
 		MHD_stop_daemon(a->daemon);
 	parking_free(a->parking);
+	http_metrics_free(a->metrics);
 	while (a->nreaders)
 		store_close(a->readers[--a->nreaders]);
 	if (a->tls_key.data)

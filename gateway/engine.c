@@ -124,6 +124,7 @@ static void handle(engine *e, op *o)
 	case OP_JOB_ARGS: engine__handle_job_args(e, o); return;
 	case OP_JOB_DELETE: engine__handle_job_delete(e, o); break;
 	case OP_JOB_LIST: engine__handle_job_list(e, o); break;
+	case OP_METRICS: engine__handle_metrics(e, o); break;
 	case OP_JOB_GET:
 	case OP_JOB_INFO:
 		j = engine__job_find(e, o->id);
@@ -290,6 +291,7 @@ static void *engine_main(void *arg)
 		stop = e->stopping;
 		closing = e->closing;
 		pthread_mutex_unlock(&e->mu);
+		double began = cm_now_s();
 		while (batch) { /* the inbox is LIFO; handle in arrival order */
 			op *n = batch->next;
 			batch->next = rev;
@@ -329,6 +331,7 @@ static void *engine_main(void *arg)
 			engine__tick_rings(e);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
+			engine__events_tick(e, now);
 		}
 		if (closing) { /* readers that wait would hold up the HTTP stop */
 			engine__queues_quiesce(e);
@@ -336,11 +339,14 @@ static void *engine_main(void *arg)
 		}
 		if (committed && !store_in_transaction(e->st))
 			committed = 0;
+		double commit_began = cm_now_s();
 		if (committed && store_commit(e->st) != CM_OK) {
 			cm_error("commit failed: %s", store_errmsg(e->st));
 			store_rollback(e->st);
 			committed = 0;
 		}
+		if (committed)
+			engine__observe(&e->commit_time, cm_now_s() - commit_began);
 		while (e->ready) {
 			op *o = e->ready;
 			e->ready = o->next;
@@ -348,10 +354,12 @@ static void *engine_main(void *arg)
 		}
 		engine__contexts_free(e->retired);
 		e->retired = NULL;
+		engine__observe(&e->cycle_time, cm_now_s() - began);
+		size_t said = engine__events_end_cycle(e, committed);
 		/* Long polls look again only when something they read may have
 		 * changed: an idle tick leaves the generation where it was. */
 		int64_t changes = store_total_changes(e->st);
-		if (changes != e->changes || !committed) {
+		if (changes != e->changes || !committed || said) {
 			void (*on_commit)(void *);
 			void *ctx;
 			e->changes = changes;
@@ -430,6 +438,7 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	e->creds = creds;
 	e->fills_tail = &e->fills;
 	cm_buf_init(&e->hub_ca);
+	events_batch_init(&e->event_batch);
 	/* A TLS hub: the workers get the CA to check it by (the certificate
 	 * itself when it is self-signed). */
 	if (strncmp(cfg->hub, "tls+", 4) == 0 && (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert,
@@ -459,6 +468,8 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 		snprintf(detail, detail_len, "the local backend is missing");
 		err = CM_EINVAL;
 	}
+	if (err == CM_OK)
+		err = events_new(&e->events);
 	if (err != CM_OK ||
 	    (err = store_open(cfg->db, STORE_WRITER | (cfg->sync_full ? STORE_SYNC_FULL : 0), &e->st, detail,
 	                      detail_len)) != CM_OK ||
@@ -515,6 +526,8 @@ void engine_free(engine *e)
 	}
 	engine__state_clear(e);
 	engine__contexts_free(e->retired);
+	events_batch_fini(&e->event_batch);
+	events_free(e->events);
 	store_close(e->st);
 	cm_buf_fini(&e->hub_ca);
 	pthread_cond_destroy(&e->wake);

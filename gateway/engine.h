@@ -19,6 +19,7 @@
 #include "gateway/backend.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
+#include "gateway/events.h"
 #include "gateway/spec.h"
 
 typedef struct engine engine;
@@ -152,8 +153,15 @@ engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_don
 /* The job's place in the store, to page its results. */
 int engine_job_info(engine *e, const char *id, job_info *out);
 
+/* GET /metrics' engine part (Prometheus text), appended to out. */
+int engine_metrics(engine *e, cm_buf *out);
+
+/* What changed, published after each commit (events.h): for GET
+ * /v1/events. Lives as long as the engine. */
+events *engine_events(engine *e);
+
 /* Commit generations, for long polls: the generation moves on after each
- * cycle that changed the store (or failed to commit). on_commit(ctx) runs
+ * cycle that changed the store, published events (or failed to commit). on_commit(ctx) runs
  * on the engine's thread after each move, and once more at engine_quiesce;
  * it must not block. */
 uint64_t engine_generation(engine *e);

@@ -5,7 +5,9 @@
  * workers, leases), engine_recovery.c (load, recover, reload),
  * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes),
  * engine_processes.c (processes and rings), engine_apply.c (applies that wait for
- * their result) and engine_upkeep.c (retention, vacuum). Everything here belongs to the
+ * their result), engine_scale.c (pool sizes), engine_events.c (what changed,
+ * for /v1/events), engine_metrics.c (for /metrics) and engine_upkeep.c
+ * (retention, vacuum). Everything here belongs to the
  * engine thread; see engine.c for the cycle and engine.h for the contract.
  */
 #ifndef GATEWAY_ENGINE_INT_H
@@ -25,6 +27,7 @@
 #include "common/common.h"
 #include "gateway/backend_executor.h"
 #include "gateway/engine.h"
+#include "gateway/events.h"
 #include "store/store.h"
 
 #define TICK_MS 20
@@ -99,8 +102,18 @@ typedef enum op_kind {
 	OP_RING_GET,
 	OP_RING_LIST,
 	OP_RING_DELETE,
+	OP_METRICS,
 	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;
+
+/* A time histogram for GET /metrics (engine_metrics.c): counts per bucket
+ * (not cumulative), their count and sum, in seconds. */
+#define HIST_BUCKETS 12
+typedef struct histogram {
+	uint64_t le[HIST_BUCKETS];
+	uint64_t count;
+	double sum;
+} histogram;
 
 struct pool;
 struct job;
@@ -226,6 +239,7 @@ typedef struct process {
 	char log_path[1100]; /* its output, kept after it ends */
 	int64_t created_ms, ended_ms, kill_at;
 	waitlist waiters; /* DELETEs waiting for it to end */
+	int shown; /* what its last event said (engine_events.c) */
 	struct process *next;
 } process;
 
@@ -275,6 +289,10 @@ typedef struct job {
 	struct pool *pool;
 	struct job *hash_next; /* in e->jobs */
 	int waiters; /* applies in e->applies waiting for its result */
+	/* Its progress is to be said (engine_events.c): listed in
+	 * e->progressed, no sooner than progress_at. */
+	struct job *progress_next, **progress_pprev;
+	int64_t progress_at;
 } job;
 
 typedef struct worker {
@@ -293,6 +311,7 @@ typedef struct worker {
 	int64_t idle_since; /* since when its pulls found nothing to do; 0 while it has work */
 	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
+	int shown; /* what its last event said (engine_events.c) */
 	struct worker *next;
 } worker;
 
@@ -321,11 +340,13 @@ typedef struct pool {
 	int64_t queued;
 	int64_t open_jobs;
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
+	int64_t tasks_submitted, tasks_retried; /* since this start (GET /metrics) */
 	int fail_streak; /* workers that exited without ever connecting */
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
 	waitlist delete_waiters;
+	int shown; /* what its last event said (engine_events.c) */
 	struct pool *next;
 } pool;
 
@@ -367,6 +388,11 @@ struct engine {
 	waitlist log_reads; /* OP_PROC_LOGS waiting for their backend */
 	waitlist starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
 	waitlist applies; /* applies waiting for their result (engine_apply.c) */
+	events *events; /* what changed, for GET /v1/events (engine_events.c) */
+	events_batch event_batch; /* this cycle's, published after its commit */
+	int events_watched; /* somebody reads them: progress is said too */
+	job *progressed; /* jobs whose progress is to be said */
+	histogram commit_time, cycle_time; /* GET /metrics */
 };
 
 /* ---- shared by the engine's files --------------------------------------- */
@@ -434,6 +460,20 @@ void engine__applies_result(engine *e, job *j, int64_t index, int ok, const void
 void engine__applies_end(engine *e, job *j); /* j ended: its waiting applies look once */
 void engine__applies_tick(engine *e, int64_t now); /* past their wait: they look once */
 void engine__applies_quiesce(engine *e); /* the gateway stops: each looks once */
+
+/* engine_events.c: what changed, said after the commit */
+void engine__event_job(engine *e, const job *j); /* made (answered), done or cancelled */
+void engine__event_job_removed(engine *e, const job *j);
+void engine__job_progressed(engine *e, job *j); /* a result of j was recorded */
+void engine__job_unlist(job *j); /* j is freed: its progress is not said */
+/* Pools, workers and processes that changed; progress that is due. */
+void engine__events_tick(engine *e, int64_t now);
+/* Published (returns how many), or dropped with the cycle. */
+size_t engine__events_end_cycle(engine *e, int committed);
+
+/* engine_metrics.c: GET /metrics */
+void engine__observe(histogram *h, double seconds);
+void engine__handle_metrics(engine *e, op *o);
 
 /* engine_upkeep.c: ended jobs past --retain removed, freed pages given back */
 void engine__upkeep(engine *e, int64_t now);

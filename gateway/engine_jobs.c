@@ -163,6 +163,7 @@ void engine__job_check_done(engine *e, job *j)
 	j->pool->open_jobs--;
 	if (j->waiters)
 		engine__applies_end(e, j);
+	engine__event_job(e, j);
 	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
 
@@ -278,6 +279,7 @@ static void job_cancel(engine *e, job *j, const char *why)
 	j->pool->open_jobs--;
 	if (j->waiters) /* they look once: an apply's cancelled result is in by then, as a rule */
 		engine__applies_end(e, j);
+	engine__event_job(e, j);
 	if (engine__cancel_rest(e, j, why) != CM_OK)
 		cm_error("job %s: out of memory; its missing results are filled after a restart", j->id);
 }
@@ -324,6 +326,7 @@ static void job_unhash(engine *e, job *j)
 
 void engine__job_free(job *j)
 {
+	engine__job_unlist(j);
 	free(j->function);
 	free(j->context);
 	for (size_t i = 0; i < j->ncommand; i++)
@@ -377,6 +380,7 @@ static int job_remove_unlisted(engine *e, job *j)
 	if (store_job_forget(e->st, j->num) != CM_OK)
 		return CM_EIO;
 	chores_drop_job(e, j); /* a cancellation still filling: the tasks go anyway */
+	engine__event_job_removed(e, j);
 	cm_info("job %s removed; its %lld tasks go in the background", j->id, (long long)j->total);
 	job_unhash(e, j);
 	engine__job_free(j);
@@ -441,6 +445,7 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 	}
 	if (j->waiters)
 		engine__applies_result(e, j, id - j->base, ok, value, len);
+	engine__job_progressed(e, j);
 	engine__job_check_done(e, j);
 	return 1;
 }
@@ -496,6 +501,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 		return CM_OK;
 	}
 	c->requeued++;
+	c->p->tasks_retried++;
 	if (c->tail && c->tail->job == j && c->tail->hi + 1 == id) {
 		c->tail->hi = id;
 		return CM_OK;

@@ -60,9 +60,10 @@ static void fill_end(engine *e, fill *f, int err, const char *detail)
 		e->fills_tail = at;
 	f->j->filling = NULL;
 	f->o->err = err;
-	if (err == CM_OK)
+	if (err == CM_OK) {
 		f->o->out = engine__job_json(f->j);
-	else
+		engine__event_job(e, f->j); /* as its request is answered: made, or a part in */
+	} else
 		snprintf(f->o->detail, sizeof(f->o->detail), "%s", detail);
 	engine__ready(e, f->o);
 	free(f);
@@ -83,6 +84,7 @@ void engine__fill_step(engine *e)
 		if (store_tasks_insert(e->st, j->num, lo, k, f->args->text, f->args->offs + f->next) != CM_OK)
 			return;
 		j->received += (int64_t)k; /* stored: counted, queued or not */
+		j->pool->tasks_submitted += (int64_t)k;
 		f->next += k;
 		if (engine__queue_push(j->pool, j, lo, lo + (int64_t)k - 1, 0) != CM_OK) {
 			fill_end(e, f, CM_ENOMEM, "out of memory; the stored arguments run after a restart");

@@ -1,0 +1,75 @@
+/*
+ * The routes, and a match of a URL against their templates: segment by
+ * segment, a "{...}" segment matching any one non-empty segment.
+ */
+#include "gateway/route_table.h"
+
+#include <string.h>
+
+const api_route route_table[] = {
+        {"/", "GET"},
+        {"/web/{file}", "GET"},
+        {"/healthz", "GET"},
+        {"/metrics", "GET"},
+        {"/v1/session", "POST DELETE"},
+        {"/v1/events", "GET"},
+        {"/v1/pools", "GET POST"},
+        {"/v1/pools/{id}", "GET PATCH DELETE"},
+        {"/v1/pools/{id}/map", "POST"},
+        {"/v1/pools/{id}/apply", "POST"},
+        {"/v1/pools/{id}/close", "POST"},
+        {"/v1/pools/{id}/jobs", "GET"},
+        {"/v1/jobs", "GET"},
+        {"/v1/jobs/{id}", "GET DELETE"},
+        {"/v1/jobs/{id}/args", "POST"},
+        {"/v1/jobs/{id}/results", "GET"},
+        {"/v1/jobs/{id}/failures", "GET"},
+        {"/v1/queues", "GET POST"},
+        {"/v1/queues/{id}", "GET DELETE"},
+        {"/v1/queues/{id}/items", "GET POST"},
+        {"/v1/pipes", "GET POST"},
+        {"/v1/pipes/{id}", "GET DELETE"},
+        {"/v1/pipes/{id}/ends/{end}/send", "POST"},
+        {"/v1/pipes/{id}/ends/{end}/recv", "GET"},
+        {"/v1/managers", "GET POST"},
+        {"/v1/managers/{id}", "GET DELETE"},
+        {"/v1/managers/{id}/calls", "POST"},
+        {"/v1/managers/{id}/calls/{call}", "GET"},
+        {"/v1/rings", "GET POST"},
+        {"/v1/rings/{id}", "GET DELETE"},
+        {"/v1/processes", "GET POST"},
+        {"/v1/processes/{id}", "GET DELETE"},
+        {"/v1/processes/{id}/logs", "GET"},
+};
+const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
+
+/* Whether url (up to its query) matches the template. */
+static int matches(const char *tmpl, const char *url)
+{
+	for (;;) {
+		if (*tmpl == '{') {
+			const char *end = url;
+			while (*end && *end != '/' && *end != '?')
+				end++;
+			if (end == url)
+				return 0;
+			url = end;
+			tmpl = strchr(tmpl, '}') + 1;
+			continue;
+		}
+		if (!*tmpl)
+			return !*url || *url == '?';
+		if (*tmpl != *url)
+			return 0;
+		tmpl++;
+		url++;
+	}
+}
+
+size_t route_find(const char *url)
+{
+	for (size_t i = 0; i < route_count; i++)
+		if (matches(route_table[i].path, url))
+			return i;
+	return route_count;
+}
