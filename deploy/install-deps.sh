@@ -5,7 +5,9 @@
 #   deploy/install-deps.sh [docker] [test]
 #     docker: also the Docker engine and docker-compose, for the docker backend
 #     test:   also clang and its libFuzzer runtime, for tests/fuzz; openssl
-#             for test certificates; gdb, to show where a hung gateway is
+#             for test certificates; gdb, to show where a hung gateway is;
+#             node and npm (unless some node is installed already), which
+#             fetch the OpenAPI validator tests/openapi pins
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -16,7 +18,10 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
   docker) packages+=(docker.io docker-compose) ;;
-  test) packages+=(clang libclang-rt-14-dev openssl gdb) ;;
+  test)
+    packages+=(clang libclang-rt-14-dev openssl gdb)
+    command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+    ;;
   *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
   esac
 done

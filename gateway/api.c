@@ -25,6 +25,7 @@
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
  *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
  *   GET    /metrics                      Prometheus text format
+ *   GET    /v1/openapi.json              this API's description (gateway/openapi.json)
  *   GET    /  and /web/FILE              the dashboard
  */
 #define _GNU_SOURCE
@@ -47,6 +48,7 @@
 #include "gateway/api_events.h"
 #include "gateway/auth.h"
 #include "gateway/http_metrics.h"
+#include "gateway/openapi_doc.h"
 #include "gateway/parking.h"
 #include "gateway/policy.h"
 #include "gateway/result_item.h"
@@ -774,6 +776,22 @@ static enum MHD_Result get_metrics(api *a, struct MHD_Connection *c, const char 
 	return send_text(c, 200, cm_buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8", NULL);
 }
 
+/* GET /v1/openapi.json: the API's description, built in. */
+static enum MHD_Result get_openapi(struct MHD_Connection *c, const char *url, const char *method)
+{
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return problem(c, 405, url, "use GET on /v1/openapi.json");
+	struct MHD_Response *r =
+	        MHD_create_response_from_buffer(openapi_doc_len, (void *)openapi_doc, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* GET /v1/events[?pool=ID]: Server-Sent Events (api_events.h). */
 static enum MHD_Result get_events(api *a, struct MHD_Connection *c, const char *url, const char *method, request *rq)
 {
@@ -1475,6 +1493,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		snprintf(detail, sizeof(detail), "request body is over the %zu byte cap", rq->cap);
 		return problem(c, 413, url, detail);
 	}
+	if (rq->route < route_count && !route_allows(rq->route, method)) {
+		char detail[160], allow[64];
+		route_usage(rq->route, detail, sizeof(detail), allow, sizeof(allow));
+		return problem_with(c, 405, url, detail, MHD_HTTP_HEADER_ALLOW, allow);
+	}
 	if (strcmp(url, "/healthz") == 0)
 		return send_json(c, 200,
 		                 json_pack("{s:s, s:i, s:s, s:I}", "status", "ok", "pid", (int)getpid(), "sync",
@@ -1485,6 +1508,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_session(a, c, url, method, rq);
 	if (strcmp(url, "/metrics") == 0)
 		return get_metrics(a, c, url, method);
+	if (strcmp(url, "/v1/openapi.json") == 0)
+		return get_openapi(c, url, method);
 	if (strncmp(url, "/v1/pools", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pools(a, c, url, method, url[9] ? url + 10 : "", rq);
 	if (strncmp(url, "/v1/jobs/", 9) == 0 && url[9])
@@ -1503,10 +1528,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return route_processes(a, c, url, method, url[13] ? url + 14 : "", rq);
 	if (strncmp(url, "/v1/pipes", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
 		return route_pipes(a, c, url, method, url[9] ? url + 10 : "", rq);
-	if (strcmp(method, "GET") == 0 && strcmp(url, "/") == 0)
-		return serve_file(a, c, url, "index.html");
-	if (strcmp(method, "GET") == 0 && strncmp(url, "/web/", 5) == 0)
-		return serve_file(a, c, url, url + 5);
+	if (strcmp(url, "/") == 0 || strncmp(url, "/web/", 5) == 0) {
+		if (strcmp(method, "GET") != 0)
+			return problem(c, 405, url, "the dashboard's files are read with GET");
+		return serve_file(a, c, url, url[1] ? url + 5 : "index.html");
+	}
 	return problem(c, 404, url, "no such resource");
 }
 

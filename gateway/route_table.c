@@ -4,6 +4,7 @@
  */
 #include "gateway/route_table.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const api_route route_table[] = {
@@ -11,6 +12,7 @@ const api_route route_table[] = {
         {"/web/{file}", "GET"},
         {"/healthz", "GET"},
         {"/metrics", "GET"},
+        {"/v1/openapi.json", "GET"},
         {"/v1/session", "POST DELETE"},
         {"/v1/events", "GET"},
         {"/v1/pools", "GET POST"},
@@ -64,6 +66,41 @@ static int matches(const char *tmpl, const char *url)
 		tmpl++;
 		url++;
 	}
+}
+
+int route_allows(size_t route, const char *method)
+{
+	const char *m = route_table[route].methods;
+	size_t n = strlen(method);
+
+	if (strcmp(method, "HEAD") == 0)
+		return route_allows(route, "GET");
+	for (const char *at = strstr(m, method); at; at = strstr(at + 1, method))
+		if ((at == m || at[-1] == ' ') && (at[n] == ' ' || !at[n]))
+			return 1;
+	return 0;
+}
+
+void route_usage(size_t route, char *detail, size_t detail_len, char *allow, size_t allow_len)
+{
+	const char *m = route_table[route].methods;
+	size_t words = 1, at = 0;
+	int d = snprintf(detail, detail_len, "use ");
+
+	for (const char *c = m; *c; c++)
+		words += *c == ' ';
+	allow[0] = '\0';
+	for (size_t i = 0; i < words; i++) {
+		size_t len = strcspn(m + at, " ");
+		const char *sep = i == 0 ? "" : i + 1 == words ? " or " : ", ";
+		if (d >= 0 && (size_t)d < detail_len)
+			d += snprintf(detail + d, detail_len - (size_t)d, "%s%.*s", sep, (int)len, m + at);
+		size_t a = strlen(allow);
+		snprintf(allow + a, allow_len - a, "%s%.*s", i ? ", " : "", (int)len, m + at);
+		at += len + 1;
+	}
+	if (d >= 0 && (size_t)d < detail_len)
+		snprintf(detail + d, detail_len - (size_t)d, " on %s", route_table[route].path);
 }
 
 size_t route_find(const char *url)

@@ -20,5 +20,10 @@ extern const size_t route_count;
 /* The index in route_table of the template url matches (its query left
  * out), or route_count when none does. */
 size_t route_find(const char *url);
+/* Whether the route answers method (HEAD where it answers GET). */
+int route_allows(size_t route, const char *method);
+/* For a 405: "use GET or DELETE on /v1/queues/{id}", and the Allow
+ * header's value ("GET, DELETE"). */
+void route_usage(size_t route, char *detail, size_t detail_len, char *allow, size_t allow_len);
 
 #endif

@@ -273,7 +273,7 @@ static void test_resize_refusals(void **state)
 	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"max\": 2, \"idle\": 1}}", 400, "autoscale.idle");
 	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"min\": 0, \"max\": 2}, \"processes\": 3}", 400,
 	               "field 'processes' (3) must be within autoscale's min and max (0 to 2)");
-	expect_problem(f, "PUT", path, "{\"processes\": 2}", 405, "use GET, PATCH or DELETE on a pool");
+	expect_problem(f, "PUT", path, "{\"processes\": 2}", 405, "use GET, PATCH or DELETE on /v1/pools/{id}");
 	expect_problem(f, "PATCH", "/v1/pools/p-0000000000000000", "{\"processes\": 2}", 404, "no such pool");
 	patch_ok(f, "{\"autoscale\": {\"min\": 1, \"max\": 2}}", 1);
 	expect_problem(f, "PATCH", path, "{\"processes\": 2}", 409, "autoscales between 1 and 2 workers");
