@@ -304,13 +304,33 @@ static int post_part(strand_client *c, const char *path, json_t *head, json_t *a
 	}
 }
 
+/* multiprocessing's default chunksize: about four chunks per worker. */
+static int auto_chunksize(strand_client *c, const char *pool, size_t total, int *chunksize)
+{
+	char path[128];
+	json_t *reply = NULL;
+	size_t workers, size;
+
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		return -1;
+	workers = (size_t)json_integer_value(json_object_get(reply, "processes"));
+	json_decref(reply);
+	size = workers ? (total + 4 * workers - 1) / (4 * workers) : 1;
+	*chunksize = size < 1 ? 1 : size > STRAND_CHUNKSIZE_MAX ? STRAND_CHUNKSIZE_MAX : (int)size;
+	return 0;
+}
+
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32])
 {
 	char path[128];
 	size_t total = json_array_size(args), sent = 0, n;
-	json_t *head =
-	        json_pack("{s:s, s:i, s:I}", "function", function, "chunksize", chunksize, "total", (json_int_t)total);
+	json_t *head;
 	int rc;
+
+	if (chunksize == 0 && auto_chunksize(c, pool, total, &chunksize) != 0)
+		return -1;
+	head = json_pack("{s:s, s:i, s:I}", "function", function, "chunksize", chunksize, "total", (json_int_t)total);
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
 	rc = post_part(c, path, head, args, 0, &n, 202, job);
@@ -372,6 +392,94 @@ static int outcome(strand_client *c, json_t *reply, const char *key, json_t **re
 		         json_string_value(json_object_get(reply, "error")) ?: "failed");
 	json_decref(reply);
 	return ok ? 0 : -1;
+}
+
+/* Collects a job's results into an array at their indexes; the first
+ * failure (by index) is kept for the error. */
+typedef struct collect {
+	json_t *values;
+	json_int_t failed_index;
+	char failed[200];
+} collect;
+
+static int collect_one(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	collect *k = ctx;
+
+	if (!ok && (k->failed_index < 0 || index < k->failed_index)) {
+		k->failed_index = index;
+		snprintf(k->failed, sizeof(k->failed), "%s", json_string_value(value) ?: "failed");
+	}
+	return json_array_set(k->values, (size_t)index, ok && value ? value : json_null()) != 0;
+}
+
+int strand_job_values(strand_client *c, const char *job, json_t **values)
+{
+	char path[128];
+	json_t *reply = NULL;
+	collect k = {.failed_index = -1};
+	json_int_t total;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		return -1;
+	total = json_integer_value(json_object_get(reply, "total"));
+	json_decref(reply);
+	k.values = json_array();
+	for (json_int_t i = 0; k.values && i < total; i++)
+		if (json_array_append(k.values, json_null()) != 0)
+			break;
+	if (!k.values || (json_int_t)json_array_size(k.values) != total) {
+		json_decref(k.values);
+		snprintf(c->error, sizeof(c->error), "job %s: out of memory for %lld results", job, (long long)total);
+		return -1;
+	}
+	if (strand_imap(c, job, 1, 10000, collect_one, &k) != 0) {
+		json_decref(k.values);
+		return -1;
+	}
+	if (k.failed_index >= 0) {
+		snprintf(c->error, sizeof(c->error), "task %lld failed: %s", (long long)k.failed_index, k.failed);
+		json_decref(k.values);
+		return -1;
+	}
+	*values = k.values;
+	return 0;
+}
+
+int strand_map_values(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize,
+                      json_t **values)
+{
+	char job[32];
+
+	return strand_map(c, pool, function, args, chunksize, job) == 0 ? strand_job_values(c, job, values) : -1;
+}
+
+int strand_async_get(strand_client *c, const char *job, int timeout_s, json_t **result)
+{
+	char path[160];
+	json_t *reply = NULL, *items;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s/results?limit=1&wait=%d", job, timeout_s);
+	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+		return -1;
+	items = json_object_get(reply, "items");
+	if (json_array_size(items) == 0) {
+		snprintf(c->error, sizeof(c->error), "job %s: no result within %d s", job, timeout_s);
+		json_decref(reply);
+		return -1;
+	}
+	json_t *item = json_incref(json_array_get(items, 0));
+	json_decref(reply);
+	return outcome(c, item, "value", result);
+}
+
+int strand_job_cancel(strand_client *c, const char *job)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
 }
 
 int strand_manager_create(strand_client *c, const char *type, json_t *spec, char id[32])
@@ -528,34 +636,74 @@ int strand_queue_create(strand_client *c, char id[32])
 	return expect(c, "POST", "/v1/queues", NULL, 201, id, NULL);
 }
 
-int strand_queue_put(strand_client *c, const char *queue, json_t *item)
+/* One item (borrowed) POSTed to path: a queue's items or a pipe end's send. */
+static int put_item(strand_client *c, const char *path, json_t *item)
 {
-	char path[128];
 	json_t *body = json_pack("{s:O}", "item", item);
-	int rc;
+	int rc = expect(c, "POST", path, body, 201, NULL, NULL);
 
-	snprintf(path, sizeof(path), "/v1/queues/%s/items", queue);
-	rc = expect(c, "POST", path, body, 201, NULL, NULL);
 	json_decref(body);
 	return rc;
 }
 
-int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **item)
+/* One item from path (a queue's items or a pipe end's recv), waiting up to
+ * wait_s; what names the queue or pipe in the error. */
+static int get_item(strand_client *c, const char *path, const char *what, int wait_s, json_t **item)
 {
-	char path[160];
-	json_t *reply;
-	json_t *items;
+	json_t *reply, *items;
 
-	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=1&wait=%d", queue, wait_s);
 	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
 		return -1;
 	items = json_object_get(reply, "items");
 	if (json_array_size(items) == 0) {
-		snprintf(c->error, sizeof(c->error), "queue %s: nothing within %d s", queue, wait_s);
+		snprintf(c->error, sizeof(c->error), "%s: nothing within %d s", what, wait_s);
 		json_decref(reply);
 		return -1;
 	}
 	*item = json_incref(json_array_get(items, 0));
 	json_decref(reply);
 	return 0;
+}
+
+int strand_queue_put(strand_client *c, const char *queue, json_t *item)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", queue);
+	return put_item(c, path, item);
+}
+
+int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **item)
+{
+	char path[160], what[64];
+
+	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=1&wait=%d", queue, wait_s);
+	snprintf(what, sizeof(what), "queue %s", queue);
+	return get_item(c, path, what, wait_s, item);
+}
+
+int strand_pipe_create(strand_client *c, int duplex, char id[32])
+{
+	json_t *body = json_pack("{s:b}", "duplex", duplex);
+	int rc = expect(c, "POST", "/v1/pipes", body, 201, id, NULL);
+
+	json_decref(body);
+	return rc;
+}
+
+int strand_pipe_send(strand_client *c, const char *pipe, int end, json_t *item)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/%d/send", pipe, end);
+	return put_item(c, path, item);
+}
+
+int strand_pipe_recv(strand_client *c, const char *pipe, int end, int wait_s, json_t **item)
+{
+	char path[160], what[64];
+
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/%d/recv?max=1&wait=%d", pipe, end, wait_s);
+	snprintf(what, sizeof(what), "pipe %s end %d", pipe, end);
+	return get_item(c, path, what, wait_s, item);
 }

@@ -1,8 +1,10 @@
 /*
  * libstrand: a C client for the strand REST API, shaped like Python's
- * multiprocessing: Pool (map, imap, imap_unordered, apply, apply_async,
- * close, join, terminate), Process (start, join, terminate), SimpleQueue
- * (put, get) and AsyncManager (call, get). pkg-config --cflags --libs strand.
+ * multiprocessing: Pool (map, imap, imap_unordered, apply, apply_async and
+ * its get, close, join, terminate), Process (start, join, terminate),
+ * SimpleQueue (put, get), Pipe (send, recv) and AsyncManager (call, get).
+ * #include <strand/client.h>; pkg-config --cflags --libs strand (shared)
+ * or --static (libstrand.a).
  * It speaks HTTP with libcurl and JSON with jansson; one strand_client per
  * thread. Functions return 0 on success and -1 on failure, with the reason
  * (the server's problem+json detail when there is one) in
@@ -12,6 +14,10 @@
 #define CLIENT_CLIENT_H
 
 #include <jansson.h>
+
+/* What this header declares is libstrand.so's interface; the rest of the
+ * library is hidden (see client/CMakeLists.txt). */
+#pragma GCC visibility push(default)
 
 typedef struct strand_client strand_client;
 
@@ -49,10 +55,23 @@ int strand_pool_autoscale(strand_client *c, const char *pool, int min, int max, 
 /* pool.terminate(): returns once every worker is gone. */
 int strand_pool_terminate(strand_client *c, const char *pool);
 
-/* map_async: args is borrowed; job holds 32. A large args goes in parts
- * (100,000 arguments at most each, fewer where the body would be over the
- * gateway's cap); it returns once all are in. */
+/* map_async: args is borrowed; job holds 32. chunksize 0: about four
+ * chunks per worker of the pool, as multiprocessing does. A large args goes
+ * in parts (100,000 arguments at most each, fewer where the body would be
+ * over the gateway's cap); it returns once all are in. */
+#define STRAND_CHUNKSIZE_MAX 1000000
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32]);
+
+/* map(): strand_map, then every result into *values (a new array, in
+ * input order). -1 when a task failed, with the first failed index and
+ * its error in strand_client_error (as map raises the first error). */
+int strand_map_values(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize,
+                      json_t **values);
+/* The same for a job made before (strand_map, strand_apply_async). */
+int strand_job_values(strand_client *c, const char *job, json_t **values);
+/* Cancels a running job (its tasks without a result fail "cancelled"), or
+ * removes an ended one. */
+int strand_job_cancel(strand_client *c, const char *job);
 
 /* imap (unordered = 0) or imap_unordered (1): calls fn for every result as
  * it arrives, pages of up to page results, until all are delivered. value
@@ -64,6 +83,9 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 
 /* apply_async: one call of function on arg (borrowed); job holds 32. */
 int strand_apply_async(strand_client *c, const char *pool, const char *function, json_t *arg, char job[32]);
+/* AsyncResult.get(timeout): waits up to timeout_s for that call's result
+ * (*result new); -1 with the task's error, or when none came in time. */
+int strand_async_get(strand_client *c, const char *job, int timeout_s, json_t **result);
 /* apply: waits up to wait_s for the result (*result new); -1 with the task's
  * error in strand_client_error when it failed. */
 int strand_apply(strand_client *c, const char *pool, const char *function, json_t *arg, int wait_s, json_t **result);
@@ -88,6 +110,13 @@ int strand_queue_create(strand_client *c, char id[32]);
 int strand_queue_put(strand_client *c, const char *queue, json_t *item);
 int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **item);
 
+/* Pipe(duplex): two ends, 0 and 1 (id holds 32). A duplex pipe's end
+ * receives what the other end sent; a simplex pipe's end 0 sends and end 1
+ * receives. recv waits up to wait_s for one item (*item new). */
+int strand_pipe_create(strand_client *c, int duplex, char id[32]);
+int strand_pipe_send(strand_client *c, const char *pipe, int end, json_t *item);
+int strand_pipe_recv(strand_client *c, const char *pipe, int end, int wait_s, json_t **item);
+
 /* AsyncManager: a manager hosting one object of type (dict, list, queue,
  * counter, sleeper, LIB.so:TYPE); spec is borrowed, may be NULL; id holds 32. */
 int strand_manager_create(strand_client *c, const char *type, json_t *spec, char id[32]);
@@ -98,5 +127,7 @@ int strand_manager_call(strand_client *c, const char *manager, const char *metho
  * or -1 with the call's error (or the gateway's) in strand_client_error. */
 int strand_manager_get(strand_client *c, const char *manager, const char *call, int wait_s, json_t **result);
 int strand_manager_shutdown(strand_client *c, const char *manager);
+
+#pragma GCC visibility pop
 
 #endif

@@ -11,6 +11,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 ctx=$(mktemp -d /tmp/strand-images-XXXXXX)
 trap 'rm -rf "$ctx"' EXIT
 
+# Copies the build's plugins (lib/*.so; not libstrand, the C client) into a folder.
+add_plugins() {
+  local f
+  for f in "$build"/lib/*.so; do
+    case "$(basename "$f")" in lib*) ;; *) cp "$f" "$1/" ;; esac
+  done
+}
+
 # Copies files and the libraries they load (and the loader) into a root.
 add_with_libs() {
   local root="$1"; shift
@@ -27,7 +35,7 @@ w="$ctx/worker"
 mkdir -p "$w/usr/bin" "$w/usr/lib/strand" "$w/tmp" "$w/etc"
 chmod 1777 "$w/tmp" # workers run as nobody (65534) unless a pool asks for root
 cp "$build/bin/strand-worker" "$w/usr/bin/"
-cp "$build"/lib/*.so "$w/usr/lib/strand/" 2>/dev/null || true
+add_plugins "$w/usr/lib/strand"
 add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
 printf 'root:x:0:0:root:/:/usr/bin/strand-worker\nnobody:x:65534:65534:nobody:/tmp:/usr/bin/strand-worker\n' \
   >"$w/etc/passwd"
@@ -63,7 +71,7 @@ mkdir -p "$r/usr/bin" "$r/usr/lib/strand" "$r/usr/share/strand" "$r/tmp" "$r/etc
 chmod 0700 "$g/data"
 chmod 1777 "$r/tmp"
 cp "$build/bin/strand-gateway" "$build/bin/strand-worker" "$r/usr/bin/"
-cp "$build"/lib/*.so "$r/usr/lib/strand/" 2>/dev/null || true
+add_plugins "$r/usr/lib/strand"
 cp -r "$build/share/strand/web" "$r/usr/share/strand/web"
 add_with_libs "$r" "$r/usr/bin/strand-gateway" "$r/usr/bin/strand-worker" "$r"/usr/lib/strand/*.so
 # libcurl resolves names through NSS; the Docker socket needs none, but the

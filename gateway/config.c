@@ -55,7 +55,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
 	        "                       default: next to strand-gateway)\n"
 	        "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
-	        "                       default: ../lib next to strand-gateway)\n"
+	        "                       default: ../" STRAND_PLUGIN_INSTALL_DIR " next to strand-gateway; in a\n"
+	        "                       build tree, ../lib)\n"
 	        "  --web-root DIR       dashboard files (STRAND_WEB_ROOT, default: ../share/strand/web)\n"
 	        "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
 	        "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
@@ -252,7 +253,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->image, sizeof(cfg->image), "strand-worker:latest");
 	snprintf(cfg->docker_socket, sizeof(cfg->docker_socket), "/var/run/docker.sock");
 	snprintf(cfg->worker_bin, sizeof(cfg->worker_bin), "%s/strand-worker", dir);
-	snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../lib", dir);
+	/* An installed tree's plugin folder, or else a build tree's lib/: never
+	 * a system library folder, whose every .so a task could name. */
+	snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../" STRAND_PLUGIN_INSTALL_DIR, dir);
+	if (access(cfg->plugin_path, F_OK) != 0)
+		snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s/../lib", dir);
 	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s/../share/strand/web", dir);
 	cfg->lease_ms = 5000;
 	cfg->backend_timeout_s = 30;

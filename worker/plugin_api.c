@@ -137,19 +137,19 @@ static int get(const char *queue, int end, int wait_ms, char **item)
 	return rc;
 }
 
-int strand_queue_put(const char *queue, const char *item)
+int strand_task_queue_put(const char *queue, const char *item)
 {
 	return put(queue, -1, item);
 }
-int strand_queue_get(const char *queue, int wait_ms, char **item)
+int strand_task_queue_get(const char *queue, int wait_ms, char **item)
 {
 	return get(queue, -1, wait_ms, item);
 }
-int strand_pipe_send(const char *pipe, int end, const char *item)
+int strand_task_pipe_send(const char *pipe, int end, const char *item)
 {
 	return put(pipe, end, item);
 }
-int strand_pipe_recv(const char *pipe, int end, int wait_ms, char **item)
+int strand_task_pipe_recv(const char *pipe, int end, int wait_ms, char **item)
 {
 	return get(pipe, end, wait_ms, item);
 }

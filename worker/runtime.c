@@ -325,13 +325,13 @@ static int relay(worker_runtime *rt, const frame *f)
 
 	snprintf(op, sizeof(op), "%.*s", (int)(f->a_len < sizeof(op) ? f->a_len : sizeof(op) - 1), f->a);
 	if (strcmp(op, "put") == 0 && queue && item_text)
-		rc = strand_queue_put(queue, item_text);
+		rc = strand_task_queue_put(queue, item_text);
 	else if (strcmp(op, "get") == 0 && queue)
-		rc = strand_queue_get(queue, wait_ms, &got);
+		rc = strand_task_queue_get(queue, wait_ms, &got);
 	else if (strcmp(op, "send") == 0 && pipe && item_text)
-		rc = strand_pipe_send(pipe, end, item_text);
+		rc = strand_task_pipe_send(pipe, end, item_text);
 	else if (strcmp(op, "recv") == 0 && pipe)
-		rc = strand_pipe_recv(pipe, end, wait_ms, &got);
+		rc = strand_task_pipe_recv(pipe, end, wait_ms, &got);
 	else
 		fprintf(stderr, "strand: the runtime asked for '%s', which is not a queue or pipe call\n", op);
 	const char *status = rc == 0 ? "ok" : rc == 1 ? "empty" : "error";

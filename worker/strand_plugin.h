@@ -26,12 +26,14 @@ typedef int strand_plugin_fn(const char *arg, size_t arg_len, char **out);
  * the plugins it loads (over nng to the gateway, not HTTP). Items are JSON
  * texts. Each returns 0 on success, 1 when nothing came within wait_ms (get,
  * recv), -1 on an error (the message is on stderr: the task's log).
- * *item is new; free() it.
+ * *item is new; free() it. Named strand_task_* so that a program can
+ * include this header beside libstrand's <strand/client.h>, whose
+ * strand_queue_put and friends talk HTTP to a gateway.
  */
-int strand_queue_put(const char *queue, const char *item);
-int strand_queue_get(const char *queue, int wait_ms, char **item);
-int strand_pipe_send(const char *pipe, int end, const char *item);
-int strand_pipe_recv(const char *pipe, int end, int wait_ms, char **item);
+int strand_task_queue_put(const char *queue, const char *item);
+int strand_task_queue_get(const char *queue, int wait_ms, char **item);
+int strand_task_pipe_send(const char *pipe, int end, const char *item);
+int strand_task_pipe_recv(const char *pipe, int end, int wait_ms, char **item);
 
 /*
  * A manager type (the object an AsyncManager hosts), named LIB.so:TYPE:

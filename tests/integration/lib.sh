@@ -94,6 +94,14 @@ checks_passed() {
   [ "$CHECK_FAILS" -eq 0 ]
 }
 
+# Exits 77 (skipped), saying why, unless a Docker engine answers.
+require_docker() {
+  if ! docker info >/dev/null 2>&1; then
+    echo "skipped: no Docker daemon answers (tests/run.sh starts one as root)"
+    exit 77
+  fi
+}
+
 # Exits 77 (skipped), saying why, unless tests/run.sh started a cluster.
 require_cluster() {
   if [ -z "${K8S_SERVER:-}" ] || [ -z "${KUBECONFIG:-}" ]; then

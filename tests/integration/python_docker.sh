@@ -6,10 +6,7 @@ set -euo pipefail
 bin="$1"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 . "$src/tests/integration/lib.sh"
-if ! docker info >/dev/null 2>&1; then
-  echo "no Docker daemon answers (tests/run.sh starts one as root): skipping"
-  exit 77
-fi
+require_docker
 "$src/deploy/build-images.sh" "$bin/.." test
 dir=$(mktemp -d /tmp/strand-test-python-docker-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT

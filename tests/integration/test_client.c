@@ -1,7 +1,8 @@
 /*
  * libstrand against a real gateway, each multiprocessing shape once: Pool
- * (map + imap, apply, apply_async, close + join), Process (start, join,
- * terminate), SimpleQueue (put, get) and AsyncManager (call, get).
+ * (map + imap, map into an array, apply, apply_async and its get, close +
+ * join), job cancel, Process (start, join, terminate), SimpleQueue (put,
+ * get), Pipe (send, recv) and AsyncManager (call, get).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -197,6 +198,106 @@ static void test_queue_and_manager(void **state)
 	assert_int_equal(strand_manager_shutdown(c, m), 0);
 }
 
+/* map() into an array, in input order; the first failure by index is the
+ * error; chunksize 0 is multiprocessing's: four chunks per worker. */
+static void test_map_values(void **state)
+{
+	char pool[32], job[32], path[64];
+	json_t *args = json_array(), *values = NULL, *view = NULL;
+
+	(void)state;
+	assert_int_equal(strand_pool_create(c, 2, NULL, pool), 0);
+	for (int i = 0; i < 50; i++)
+		json_array_append_new(args, json_integer(i * 3));
+	assert_int_equal(strand_map_values(c, pool, "echo", args, 0, &values), 0);
+	assert_int_equal(json_array_size(values), 50);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(json_integer_value(json_array_get(values, (size_t)i)), i * 3);
+	json_decref(values);
+	/* 50 arguments, 2 workers: chunks of ceil(50 / 8) = 7. */
+	assert_int_equal(strand_map(c, pool, "echo", args, 0, job), 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	assert_int_equal(strand_request(c, "GET", path, NULL, &view), 200);
+	assert_int_equal(json_integer_value(json_object_get(view, "chunksize")), 7);
+	json_decref(view);
+	json_decref(args);
+
+	args = json_pack("[s,s,s]", "first", "second", "third");
+	values = NULL;
+	assert_int_equal(strand_map_values(c, pool, "fail", args, 1, &values), -1);
+	assert_null(values);
+	assert_string_equal(strand_client_error(c), "task 0 failed: first");
+	json_decref(args);
+	assert_int_equal(strand_pool_terminate(c, pool), 0);
+}
+
+/* AsyncResult.get(timeout), and a job cancelled while it runs. */
+static void test_async_get_and_cancel(void **state)
+{
+	char pool[32], job[32], path[64];
+	json_t *arg = json_pack("{s:i}", "y", 9), *slow = json_integer(3000), *bad = json_string("no good");
+	json_t *r = NULL, *view = NULL;
+
+	(void)state;
+	assert_int_equal(strand_pool_create(c, 1, NULL, pool), 0);
+	assert_int_equal(strand_apply_async(c, pool, "echo", arg, job), 0);
+	assert_int_equal(strand_async_get(c, job, 30, &r), 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "y")), 9);
+	json_decref(r);
+	assert_int_equal(strand_apply_async(c, pool, "fail", bad, job), 0);
+	assert_int_equal(strand_async_get(c, job, 30, &r), -1);
+	assert_string_equal(strand_client_error(c), "no good");
+	/* A result not there in time; then the job is cancelled. */
+	assert_int_equal(strand_apply_async(c, pool, "sleep", slow, job), 0);
+	assert_int_equal(strand_async_get(c, job, 1, &r), -1);
+	assert_non_null(strstr(strand_client_error(c), "no result within 1 s"));
+	assert_int_equal(strand_job_cancel(c, job), 0);
+	assert_int_equal(strand_async_get(c, job, 30, &r), -1);
+	assert_string_equal(strand_client_error(c), "cancelled");
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	assert_int_equal(strand_request(c, "GET", path, NULL, &view), 200);
+	assert_string_equal(json_string_value(json_object_get(view, "state")), "cancelled");
+	json_decref(view);
+	assert_int_equal(strand_job_cancel(c, job), 0); /* ended: removed */
+	assert_int_equal(strand_request(c, "GET", path, NULL, &view), 404);
+	json_decref(view);
+	json_decref(arg);
+	json_decref(slow);
+	json_decref(bad);
+	assert_int_equal(strand_pool_terminate(c, pool), 0);
+}
+
+/* Pipe: a duplex pipe's ends each receive what the other sent; a simplex
+ * pipe's end 1 cannot send. */
+static void test_pipes(void **state)
+{
+	char duplex[32], simplex[32];
+	json_t *ping = json_string("ping"), *pong = json_pack("[i]", 2), *got = NULL;
+
+	(void)state;
+	assert_int_equal(strand_pipe_create(c, 1, duplex), 0);
+	assert_int_equal(strand_pipe_send(c, duplex, 0, ping), 0);
+	assert_int_equal(strand_pipe_send(c, duplex, 1, pong), 0);
+	assert_int_equal(strand_pipe_recv(c, duplex, 1, 5, &got), 0);
+	assert_string_equal(json_string_value(got), "ping");
+	json_decref(got);
+	assert_int_equal(strand_pipe_recv(c, duplex, 0, 5, &got), 0);
+	assert_true(json_equal(got, pong));
+	json_decref(got);
+	got = NULL;
+	assert_int_equal(strand_pipe_recv(c, duplex, 0, 0, &got), -1);
+	assert_null(got);
+	assert_non_null(strstr(strand_client_error(c), "nothing within 0 s"));
+	assert_int_equal(strand_pipe_create(c, 0, simplex), 0);
+	assert_int_equal(strand_pipe_send(c, simplex, 1, ping), -1);
+	assert_int_equal(strand_pipe_send(c, simplex, 0, ping), 0);
+	assert_int_equal(strand_pipe_recv(c, simplex, 1, 5, &got), 0);
+	assert_string_equal(json_string_value(got), "ping");
+	json_decref(got);
+	json_decref(ping);
+	json_decref(pong);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +306,9 @@ int main(void)
 	        cmocka_unit_test(test_part_over_the_body_cap_halved),
 	        cmocka_unit_test(test_process),
 	        cmocka_unit_test(test_queue_and_manager),
+	        cmocka_unit_test(test_map_values),
+	        cmocka_unit_test(test_async_get_and_cancel),
+	        cmocka_unit_test(test_pipes),
 	};
 	return cmocka_run_group_tests_name("client", tests, setup, teardown);
 }

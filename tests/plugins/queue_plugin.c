@@ -68,7 +68,7 @@ int put(const char *arg, size_t len, char **out)
 	(void)len;
 	if (delay)
 		usleep((useconds_t)atoi(delay) * 1000);
-	rc = q && item ? strand_queue_put(q, item) : -1;
+	rc = q && item ? strand_task_queue_put(q, item) : -1;
 	free(q);
 	free(delay);
 	free(item);
@@ -78,7 +78,7 @@ int put(const char *arg, size_t len, char **out)
 int get(const char *arg, size_t len, char **out)
 {
 	char *q = field(arg, "queue"), *w = field(arg, "wait_ms"), *got = NULL;
-	int rc = q ? strand_queue_get(q, w ? atoi(w) : 0, &got) : -1;
+	int rc = q ? strand_task_queue_get(q, w ? atoi(w) : 0, &got) : -1;
 
 	(void)len;
 	free(q);
@@ -89,7 +89,7 @@ int get(const char *arg, size_t len, char **out)
 int pipe_send(const char *arg, size_t len, char **out)
 {
 	char *p = field(arg, "pipe"), *e = field(arg, "end"), *item = item_of(arg);
-	int rc = p && e && item ? strand_pipe_send(p, atoi(e), item) : -1;
+	int rc = p && e && item ? strand_task_pipe_send(p, atoi(e), item) : -1;
 
 	(void)len;
 	free(p);
@@ -101,7 +101,7 @@ int pipe_send(const char *arg, size_t len, char **out)
 int pipe_recv(const char *arg, size_t len, char **out)
 {
 	char *p = field(arg, "pipe"), *e = field(arg, "end"), *w = field(arg, "wait_ms"), *got = NULL;
-	int rc = p && e ? strand_pipe_recv(p, atoi(e), w ? atoi(w) : 0, &got) : -1;
+	int rc = p && e ? strand_task_pipe_recv(p, atoi(e), w ? atoi(w) : 0, &got) : -1;
 
 	(void)len;
 	free(p);
