@@ -1,0 +1,66 @@
+/*
+ * strand jobs: list, cancel, failures.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+
+static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
+                                "  list [--pool P] [--state S]   jobs newest first (S: submitting, running, done,\n"
+                                "                                cancelled), one JSON line each\n"
+                                "  cancel JOB                    cancels a running job; removes an ended one\n"
+                                "  failures JOB                  its failed tasks, one JSON line each\n";
+
+int cmd_jobs(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"pool", required_argument, NULL, 'p'},
+	        {"state", required_argument, NULL, 's'},
+	        {NULL, 0, NULL, 0},
+	};
+	const char *sub = argc > 1 ? argv[1] : "";
+	char path[200];
+	int opt;
+
+	if (!sub[0] || cli_asks_help(argc, argv))
+		return cli_usage(jobs_help, sub[0] ? 0 : EXIT_USAGE);
+	argc--;
+	argv++;
+	optind = 1;
+	if (strcmp(sub, "list") == 0) {
+		const char *pool = NULL, *state = NULL;
+		while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+			if (opt == 'p' && cli_id_like(optarg))
+				pool = optarg;
+			else if (opt == 's' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz") == strlen(optarg))
+				state = optarg;
+			else
+				return cli_usage(jobs_help, EXIT_USAGE);
+		}
+		if (optind != argc)
+			return cli_usage(jobs_help, EXIT_USAGE);
+		snprintf(path, sizeof(path), "/v1/jobs?limit=1000%s%.40s%s%.20s", pool ? "&pool=" : "",
+		         pool ? pool : "", state ? "&state=" : "", state ? state : "");
+		return cli_print_pages(c, path, "jobs");
+	}
+	if (argc != 2 || !cli_id_like(argv[1]))
+		return cli_usage(jobs_help, EXIT_USAGE);
+	if (strcmp(sub, "cancel") == 0) {
+		json_t *reply = NULL;
+		snprintf(path, sizeof(path), "/v1/jobs/%.40s", argv[1]);
+		if (strand_request(c, "DELETE", path, NULL, &reply) != 200)
+			return cli_refused(c);
+		puts(json_string_value(json_object_get(reply, "state")));
+		json_decref(reply);
+		return 0;
+	}
+	if (strcmp(sub, "failures") == 0) {
+		snprintf(path, sizeof(path), "/v1/jobs/%.40s/failures?limit=1000", argv[1]);
+		return cli_print_pages(c, path, "items");
+	}
+	return cli_usage(jobs_help, EXIT_USAGE);
+}

@@ -1,0 +1,319 @@
+/*
+ * strand pool: create, map, status, results, resize, delete.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+
+static const char pool_help[] =
+        "usage: strand pool COMMAND ...\n"
+        "  create [--processes N | --autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]\n"
+        "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
+        "         [--timeout S] [--retry-errors]\n"
+        "                                       creates a pool; prints its id\n"
+        "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N] [--wait]\n"
+        "                                       maps FUNCTION over the ARGs (JSON, or strings) or over\n"
+        "                                       the JSON array in FILE (- for stdin); prints the job id;\n"
+        "                                       --wait shows progress and prints the results\n"
+        "  status POOL|JOB                      the pool or job, as JSON\n"
+        "  results JOB [--unordered]            every result, one JSON line each, as they come\n"
+        "  resize POOL N                        N workers: extra ones finish what they hold, then go\n"
+        "  resize POOL --autoscale MIN:MAX [--target S] [--idle S]\n"
+        "                                       the gateway sizes the pool from its backlog (drained\n"
+        "                                       within S, 10; a worker idle S, 30, goes)\n"
+        "  resize POOL --no-autoscale           keeps the size it has\n"
+        "  delete POOL                          terminates the pool\n";
+
+typedef struct printer {
+	int failed;
+} printer;
+
+static int print_result(void *ctx, json_int_t index, int ok, json_t *value)
+{
+	printer *p = ctx;
+	char *s = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	if (ok) {
+		printf("%s\n", s ? s : "null");
+	} else {
+		p->failed++;
+		printf("{\"index\":%lld,\"error\":%s}\n", (long long)index, s ? s : "\"\"");
+	}
+	free(s);
+	return 0;
+}
+
+/* Waits for a job, drawing a progress bar when stdout is a terminal. */
+static int wait_job(strand_client *c, const char *job)
+{
+	char path[128];
+	int tty = isatty(1);
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	for (;;) {
+		json_t *j = NULL;
+		if (strand_request(c, "GET", path, NULL, &j) != 200) {
+			json_decref(j);
+			return cli_refused(c);
+		}
+		json_int_t done = json_integer_value(json_object_get(j, "done"));
+		json_int_t total = json_integer_value(json_object_get(j, "total"));
+		int running = strcmp(json_string_value(json_object_get(j, "state")), "running") == 0;
+		json_decref(j);
+		if (tty) {
+			int width = 40, filled = total ? (int)(width * done / total) : width;
+			printf("\r[%.*s%*s] %lld/%lld", filled, "########################################",
+			       width - filled, "", (long long)done, (long long)total);
+			fflush(stdout);
+		}
+		if (!running)
+			break;
+		usleep(200000);
+	}
+	if (tty)
+		printf("\n");
+	return 0;
+}
+
+/* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]
+ * [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N] [--timeout S] [--retry-errors] */
+static int pool_create(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"processes", required_argument, NULL, 'p'},
+	        {"autoscale", required_argument, NULL, 'a'},
+	        {"backend", required_argument, NULL, 'b'},
+	        {"image", required_argument, NULL, 'i'},
+	        {"cpu", required_argument, NULL, 'c'},
+	        {"memory", required_argument, NULL, 'm'},
+	        {"gpu", required_argument, NULL, 'g'},
+	        {"volume", required_argument, NULL, 'v'},
+	        {"max-attempts", required_argument, NULL, 'A'},
+	        {"timeout", required_argument, NULL, 't'},
+	        {"retry-errors", no_argument, NULL, 'r'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	json_t *spec = json_object(), *res = json_object(), *vols = json_array();
+	long processes = 0, min = -1, max = -1, n;
+	double cpu;
+	const char *bad = NULL;
+	char id[32];
+	int opt, code;
+
+	while (!bad && (opt = cli_next_opt(argc, argv, "v:", opts)) != -1) {
+		switch (opt) {
+		case 'p':
+			bad = (processes = cli_whole_number(optarg, 1, 1024)) < 0 ? "--processes takes 1 to 1024"
+			                                                          : NULL;
+			break;
+		case 'a':
+			bad = !cli_min_max(optarg, &min, &max) ? "--autoscale takes MIN:MAX, 0 <= MIN <= MAX <= 1024"
+			                                       : NULL;
+			break;
+		case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
+		case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
+		case 'c':
+			if ((cpu = cli_cores(optarg)) < 0)
+				bad = "--cpu takes a number of cores, 0 < N <= 1024";
+			else
+				json_object_set_new(res, "cpu", json_real(cpu));
+			break;
+		case 'm':
+			if ((n = cli_whole_number(optarg, 1, 1 << 24)) < 0)
+				bad = "--memory takes megabytes, 1 to 16777216";
+			else
+				json_object_set_new(res, "memory_mb", json_integer(n));
+			break;
+		case 'g':
+			if ((n = cli_whole_number(optarg, 0, 64)) < 0)
+				bad = "--gpu takes 0 to 64";
+			else
+				json_object_set_new(res, "gpu", json_integer(n));
+			break;
+		case 'v': json_array_append_new(vols, json_string(optarg)); break;
+		case 'A':
+			if ((n = cli_whole_number(optarg, 1, 100)) < 0)
+				bad = "--max-attempts takes 1 to 100";
+			else
+				json_object_set_new(spec, "max_attempts", json_integer(n));
+			break;
+		case 't':
+			if ((n = cli_whole_number(optarg, 0, 7 * 86400)) < 0)
+				bad = "--timeout takes seconds, 0 to 604800";
+			else
+				json_object_set_new(spec, "timeout_s", json_integer(n));
+			break;
+		case 'r': json_object_set_new(spec, "retry_errors", json_true()); break;
+		case 'h': code = cli_usage(pool_help, 0); goto out;
+		default: code = cli_usage(pool_help, EXIT_USAGE); goto out;
+		}
+	}
+	if (!bad && optind != argc)
+		bad = "pool create takes no positional arguments";
+	if (bad) {
+		fprintf(stderr, "strand: %s\n", bad);
+		code = EXIT_USAGE;
+		goto out;
+	}
+	if (json_object_size(res))
+		json_object_set(spec, "resources", res);
+	if (json_array_size(vols))
+		json_object_set(spec, "volumes", vols);
+	if (max > 0)
+		json_object_set_new(spec, "autoscale", json_pack("{s:i, s:i}", "min", (int)min, "max", (int)max));
+	if (!processes) /* multiprocessing's default, or autoscale's least */
+		processes = max > 0 ? min : sysconf(_SC_NPROCESSORS_ONLN);
+	code = strand_pool_create(c, (int)processes, spec, id) == 0 ? (puts(id), 0) : cli_refused(c);
+out:
+	json_decref(spec);
+	json_decref(res);
+	json_decref(vols);
+	return code;
+}
+
+/* strand pool resize POOL N | --autoscale MIN:MAX [--target S] [--idle S] | --no-autoscale */
+static int pool_resize(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"autoscale", required_argument, NULL, 'a'},
+	        {"no-autoscale", no_argument, NULL, 'n'},
+	        {"target", required_argument, NULL, 't'},
+	        {"idle", required_argument, NULL, 'i'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	long min = -1, max = -1, target = 0, idle = 0;
+	int off = 0, opt;
+
+	while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+		switch (opt) {
+		case 'a':
+			if (!cli_min_max(optarg, &min, &max)) {
+				fprintf(stderr, "strand: --autoscale takes MIN:MAX, 0 <= MIN <= MAX <= 1024\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n': off = 1; break;
+		case 't':
+		case 'i': {
+			long *seconds = opt == 't' ? &target : &idle;
+			if ((*seconds = cli_whole_number(optarg, 1, 86400)) < 0) {
+				fprintf(stderr, "strand: --%s takes seconds, 1 to 86400\n",
+				        opt == 't' ? "target" : "idle");
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'h': return cli_usage(pool_help, 0);
+		default: return cli_usage(pool_help, EXIT_USAGE);
+		}
+	}
+	int sized = argc - optind == 2, scaled = max > 0 || off;
+	if (argc - optind != (scaled ? 1 : 2) || (scaled && (max > 0) == off) || (!scaled && (target || idle)))
+		return cli_usage(pool_help, EXIT_USAGE);
+	const char *pool = argv[optind];
+	if (sized) {
+		long n = cli_whole_number(argv[optind + 1], 1, 1024);
+		if (n < 0) {
+			fprintf(stderr, "strand: N must be a whole number of workers, 1 to 1024\n");
+			return EXIT_USAGE;
+		}
+		return strand_pool_resize(c, pool, (int)n) == 0 ? 0 : cli_refused(c);
+	}
+	return strand_pool_autoscale(c, pool, off ? 0 : (int)min, off ? 0 : (int)max, (int)target, (int)idle) == 0
+	               ? 0
+	               : cli_refused(c);
+}
+
+int cmd_pool(strand_client *c, int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : "";
+	json_t *reply = NULL;
+	char path[160];
+	int code = 0, opt;
+
+	if (!sub[0] || cli_asks_help(argc, argv))
+		return cli_usage(pool_help, sub[0] ? 0 : EXIT_USAGE);
+	argc--;
+	argv++;
+	optind = 1;
+	if (strcmp(sub, "create") == 0)
+		return pool_create(c, argc, argv);
+	if (strcmp(sub, "map") == 0) {
+		static const struct option opts[] = {
+		        {"args", required_argument, NULL, 'a'},
+		        {"chunksize", required_argument, NULL, 'c'},
+		        {"wait", no_argument, NULL, 'w'},
+		        {"help", no_argument, NULL, 'h'},
+		        {NULL, 0, NULL, 0},
+		};
+		json_t *args = json_array();
+		int chunksize = 1, wait = 0;
+		char job[32];
+		while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+			switch (opt) {
+			case 'a': {
+				json_error_t err;
+				json_t *file = strcmp(optarg, "-") == 0 ? json_loadf(stdin, 0, &err)
+				                                        : json_load_file(optarg, 0, &err);
+				if (!json_is_array(file)) {
+					fprintf(stderr, "strand: %s: not a JSON array (%s)\n", optarg, err.text);
+					json_decref(file);
+					return EXIT_USAGE;
+				}
+				json_array_extend(args, file);
+				json_decref(file);
+				break;
+			}
+			case 'c': chunksize = atoi(optarg); break;
+			case 'w': wait = 1; break;
+			case 'h': return cli_usage(pool_help, 0);
+			default: return cli_usage(pool_help, EXIT_USAGE);
+			}
+		}
+		if (argc - optind < 2)
+			return cli_usage(pool_help, EXIT_USAGE);
+		for (int i = optind + 2; i < argc; i++)
+			json_array_append_new(args, cli_value_of(argv[i]));
+		if (strand_map(c, argv[optind], argv[optind + 1], args, chunksize > 0 ? chunksize : 1, job) != 0) {
+			json_decref(args);
+			return cli_refused(c);
+		}
+		json_decref(args);
+		if (!wait) {
+			puts(job);
+			return 0;
+		}
+		printer pr = {0};
+		if ((code = wait_job(c, job)) != 0 || strand_imap(c, job, 0, 10000, print_result, &pr) != 0)
+			return code ? code : cli_refused(c);
+		return pr.failed ? EXIT_REFUSED : 0;
+	}
+	if (strcmp(sub, "status") == 0 && argc == 2) {
+		snprintf(path, sizeof(path), "/v1/%s/%s", argv[1][0] == 'j' ? "jobs" : "pools", argv[1]);
+		if (strand_request(c, "GET", path, NULL, &reply) != 200)
+			return cli_refused(c);
+		cli_print_json(reply);
+		json_decref(reply);
+		return 0;
+	}
+	if (strcmp(sub, "results") == 0 && (argc == 2 || argc == 3)) {
+		printer pr = {0};
+		int unordered = argc == 3 && strcmp(argv[2], "--unordered") == 0;
+		if (argc == 3 && !unordered)
+			return cli_usage(pool_help, EXIT_USAGE);
+		if (strand_imap(c, argv[1], unordered, 10000, print_result, &pr) != 0)
+			return cli_refused(c);
+		return pr.failed ? EXIT_REFUSED : 0;
+	}
+	if (strcmp(sub, "resize") == 0)
+		return pool_resize(c, argc, argv);
+	if (strcmp(sub, "delete") == 0 && argc == 2)
+		return strand_pool_terminate(c, argv[1]) == 0 ? 0 : cli_refused(c);
+	return cli_usage(pool_help, EXIT_USAGE);
+}

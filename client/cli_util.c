@@ -1,0 +1,135 @@
+/*
+ * What the strand command's parts share: usage and refusal messages,
+ * arguments read as JSON, strict numbers, output as JSON lines, pages.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/cli.h"
+
+int cli_usage(const char *text, int code)
+{
+	fputs(text, code ? stderr : stdout);
+	return code;
+}
+
+int cli_refused(strand_client *c)
+{
+	fprintf(stderr, "strand: %s\n", strand_client_error(c));
+	return EXIT_REFUSED;
+}
+
+/* An argument as JSON if it parses as JSON, else as a string. */
+json_t *cli_value_of(const char *text)
+{
+	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+
+	return v ? v : json_string(text);
+}
+
+void cli_print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+
+	if (s)
+		puts(s);
+	free(s);
+}
+
+/* getopt_long with "+" (stop at the first operand) from a fresh start. */
+int cli_next_opt(int argc, char **argv, const char *shorts, const struct option *longs)
+{
+	return getopt_long(argc, argv, shorts, longs, NULL);
+}
+
+/* Each item of array as one compact JSON line. */
+void cli_print_lines(json_t *array)
+{
+	json_t *it;
+	size_t k;
+
+	json_array_foreach (array, k, it) {
+		char *line = json_dumps(it, JSON_COMPACT | JSON_ENCODE_ANY);
+		puts(line ? line : "null");
+		free(line);
+	}
+}
+
+/* Whether s could be an id (j-…, p-…): nothing that would change a URL. */
+int cli_id_like(const char *s)
+{
+	return s[0] && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s);
+}
+
+/* Whether any argument is --help or -h: a subcommand then prints its
+ * usage and sends nothing (not "--help" as an id). */
+int cli_asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return 1;
+	return 0;
+}
+
+/* A whole decimal number from lo to hi, or -1. */
+long cli_whole_number(const char *s, long lo, long hi)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(s, &end, 10);
+	return s[0] && !*end && !errno && n >= lo && n <= hi ? n : -1;
+}
+
+/* Parses MIN:MAX (0 <= MIN <= MAX <= 1024) into *min and *max; 0 if it is not that. */
+int cli_min_max(const char *s, long *min, long *max)
+{
+	const char *colon = strchr(s, ':');
+	char lo[16];
+
+	if (!colon || (size_t)(colon - s) >= sizeof(lo))
+		return 0;
+	snprintf(lo, sizeof(lo), "%.*s", (int)(colon - s), s);
+	*min = cli_whole_number(lo, 0, 1024);
+	*max = cli_whole_number(colon + 1, 1, 1024);
+	return *min >= 0 && *max >= 0 && *min <= *max;
+}
+
+/* A positive number of cores (0 < n <= 1024), or -1. */
+double cli_cores(const char *s)
+{
+	char *end;
+	double n;
+
+	errno = 0;
+	n = strtod(s, &end);
+	return s[0] && !*end && !errno && n > 0 && n <= 1024 ? n : -1;
+}
+
+/* GETs path (which has a query), then its next pages (path&cursor=
+ * next_cursor) until the cursor is null or the answer says end, printing
+ * each item of key as a JSON line. */
+int cli_print_pages(strand_client *c, const char *path, const char *key)
+{
+	char url[400];
+	json_t *reply = NULL;
+
+	snprintf(url, sizeof(url), "%s", path);
+	for (;;) {
+		if (strand_request(c, "GET", url, NULL, &reply) != 200)
+			return cli_refused(c);
+		cli_print_lines(json_object_get(reply, key));
+		const char *next = json_string_value(json_object_get(reply, "next_cursor"));
+		int end = !next || json_is_true(json_object_get(reply, "end"));
+		if (!end)
+			snprintf(url, sizeof(url), "%s&cursor=%.24s", path, next);
+		json_decref(reply);
+		if (end)
+			return 0;
+	}
+}
