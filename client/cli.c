@@ -4,8 +4,9 @@
  *
  *   strand run [--gpu N] [--cpu N] [--memory MB] [-v VOLUME:PATH] [--image I] [--backend B] [--wait] -- CMD...
  *   strand ps | logs [-f] ID | kill ID
- *   strand pool create|map|status|results|delete ...
- *   strand queue create|put|get ...
+ *   strand pool create|map|status|results|resize|delete ...
+ *   strand queue create|list|put|get ... ; strand pipe create|list|send|recv ...
+ *   strand jobs list|cancel|failures ...
  *
  * Exit codes: 0 done; 1 the gateway refused or the work failed; 2 bad
  * usage; `strand run --wait` exits with the process's own code.
@@ -23,6 +24,7 @@ static const char main_help[] =
         "  kill ID                   terminate a process\n"
         "  pool ...                  create, map, status, results, resize, delete\n"
         "  queue ...                 create, list, put, get\n"
+        "  pipe ...                  create, list, send, recv\n"
         "  jobs ...                  list, cancel, failures\n\n"
         "`strand COMMAND --help` tells more. Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";
 
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(strand_client *, int, char **);
 	} commands[] = {{"run", cmd_run},   {"ps", cmd_ps},       {"logs", cmd_logs}, {"kill", cmd_kill},
-	                {"pool", cmd_pool}, {"queue", cmd_queue}, {"jobs", cmd_jobs}};
+	                {"pool", cmd_pool}, {"queue", cmd_queue}, {"pipe", cmd_pipe}, {"jobs", cmd_jobs}};
 	strand_client *c;
 	int code;
 

@@ -1,6 +1,6 @@
 /*
  * The strand command's parts: one file per command (cli_process.c: run, ps,
- * logs, kill; cli_pool.c; cli_queue.c; cli_jobs.c), main in cli.c, and
+ * logs, kill; cli_pool.c; cli_queue.c: queue and pipe; cli_jobs.c), main in cli.c, and
  * what they share (cli_util.c).
  */
 #ifndef CLIENT_CLI_H
@@ -40,6 +40,7 @@ int cmd_logs(strand_client *c, int argc, char **argv);
 int cmd_kill(strand_client *c, int argc, char **argv);
 int cmd_pool(strand_client *c, int argc, char **argv);
 int cmd_queue(strand_client *c, int argc, char **argv);
+int cmd_pipe(strand_client *c, int argc, char **argv);
 int cmd_jobs(strand_client *c, int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/cli.h"
@@ -15,10 +16,14 @@ static const char pool_help[] =
         "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
         "         [--timeout S] [--retry-errors]\n"
         "                                       creates a pool; prints its id\n"
-        "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N] [--wait]\n"
-        "                                       maps FUNCTION over the ARGs (JSON, or strings) or over\n"
-        "                                       the JSON array in FILE (- for stdin); prints the job id;\n"
-        "                                       --wait shows progress and prints the results\n"
+        "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N|auto] [--wait]\n"
+        "  map POOL --command CMD [ARG...] [...]\n"
+        "                                       maps FUNCTION (or the program CMD: words, or a JSON\n"
+        "                                       array) over the ARGs (JSON, or strings) or over the JSON\n"
+        "                                       array in FILE (- for stdin); prints the job id. Chunks:\n"
+        "                                       auto (about four per worker) unless given. --wait says\n"
+        "                                       the job id on stderr, shows progress there (rate, time\n"
+        "                                       left, failures) and prints the results, a JSON line each\n"
         "  status POOL|JOB                      the pool or job, as JSON\n"
         "  results JOB [--unordered]            every result, one JSON line each, as they come\n"
         "  resize POOL N                        N workers: extra ones finish what they hold, then go\n"
@@ -47,11 +52,13 @@ static int print_result(void *ctx, json_int_t index, int ok, json_t *value)
 	return 0;
 }
 
-/* Waits for a job, drawing a progress bar when stdout is a terminal. */
+/* Waits for a job. On a terminal, stderr shows its progress: a bar, done
+ * of total, rate, time left and failures; stdout stays the results'. */
 static int wait_job(strand_client *c, const char *job)
 {
 	char path[128];
-	int tty = isatty(1);
+	int tty = isatty(2);
+	double start = (double)time(NULL);
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	for (;;) {
@@ -62,21 +69,129 @@ static int wait_job(strand_client *c, const char *job)
 		}
 		json_int_t done = json_integer_value(json_object_get(j, "done"));
 		json_int_t total = json_integer_value(json_object_get(j, "total"));
-		int running = strcmp(json_string_value(json_object_get(j, "state")), "running") == 0;
+		json_int_t failed = json_integer_value(json_object_get(j, "failed"));
+		const char *state = json_string_value(json_object_get(j, "state")) ?: "";
+		int open = strcmp(state, "running") == 0 || strcmp(state, "submitting") == 0;
 		json_decref(j);
 		if (tty) {
-			int width = 40, filled = total ? (int)(width * done / total) : width;
-			printf("\r[%.*s%*s] %lld/%lld", filled, "########################################",
-			       width - filled, "", (long long)done, (long long)total);
-			fflush(stdout);
+			int width = 30, filled = total ? (int)(width * done / total) : width;
+			double elapsed = (double)time(NULL) - start, rate = elapsed > 0 ? (double)done / elapsed : 0;
+			long left = rate > 0 ? (long)((double)(total - done) / rate) : -1;
+			fprintf(stderr, "\r[%.*s%*s] %lld/%lld %3d%%  %.0f/s  ", filled,
+			        "##############################", width - filled, "", (long long)done, (long long)total,
+			        total ? (int)(100 * done / total) : 100, rate);
+			if (left >= 0)
+				fprintf(stderr, "ETA %ld:%02ld  ", left / 60, left % 60);
+			fprintf(stderr, "%lld failed\033[K", (long long)failed);
 		}
-		if (!running)
+		if (!open)
 			break;
 		usleep(200000);
 	}
 	if (tty)
-		printf("\n");
+		fprintf(stderr, "\n");
 	return 0;
+}
+
+/* --command's value: a JSON array of strings, or words split on spaces
+ * (new), or NULL. */
+static json_t *command_of(const char *text)
+{
+	json_t *cmd = text[0] == '[' ? json_loads(text, 0, NULL) : json_array();
+	json_t *part;
+	size_t k;
+
+	if (text[0] != '[') {
+		char *copy = strdup(text), *save = NULL;
+		for (char *w = copy ? strtok_r(copy, " \t", &save) : NULL; w; w = strtok_r(NULL, " \t", &save))
+			json_array_append_new(cmd, json_string(w));
+		free(copy);
+	}
+	json_array_foreach (cmd, k, part)
+		if (!json_is_string(part))
+			break;
+	if (!json_is_array(cmd) || !json_array_size(cmd) || k < json_array_size(cmd)) {
+		json_decref(cmd);
+		return NULL;
+	}
+	return cmd;
+}
+
+/* strand pool map. */
+static int pool_map(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"args", required_argument, NULL, 'a'},    {"chunksize", required_argument, NULL, 'c'},
+	        {"command", required_argument, NULL, 'x'}, {"wait", no_argument, NULL, 'w'},
+	        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+	};
+	json_t *args = json_array(), *spec = json_object();
+	int wait = 0, opt, code = 0;
+	long chunksize = 0;
+	char job[32];
+
+	while (!code && (opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+		switch (opt) {
+		case 'a': {
+			json_error_t err;
+			json_t *file =
+			        strcmp(optarg, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(optarg, 0, &err);
+			if (!json_is_array(file)) {
+				fprintf(stderr, "strand: %s: not a JSON array (%s)\n", optarg, err.text);
+				code = EXIT_USAGE;
+			} else {
+				json_array_extend(args, file);
+			}
+			json_decref(file);
+			break;
+		}
+		case 'c':
+			chunksize = strcmp(optarg, "auto") == 0 ? 0 : cli_whole_number(optarg, 1, STRAND_CHUNKSIZE_MAX);
+			if (chunksize < 0)
+				code = cli_usage("strand: --chunksize takes auto or 1 to 1000000\n", EXIT_USAGE);
+			break;
+		case 'x': {
+			json_t *cmd = command_of(optarg);
+			if (!cmd)
+				code = cli_usage(
+				        "strand: --command takes a program and its arguments: words, or a JSON "
+				        "array of strings\n",
+				        EXIT_USAGE);
+			json_object_set_new(spec, "command", cmd);
+			break;
+		}
+		case 'w': wait = 1; break;
+		case 'h': code = -1; break;
+		default: code = cli_usage(pool_help, EXIT_USAGE); break;
+		}
+	}
+	int first = optind + (json_object_get(spec, "command") ? 1 : 2); /* the first ARG */
+	if (!code && (argc < first || !cli_id_like(argv[optind])))
+		code = cli_usage(pool_help, EXIT_USAGE);
+	if (code) {
+		json_decref(args);
+		json_decref(spec);
+		return code == -1 ? cli_usage(pool_help, 0) : code;
+	}
+	if (!json_object_get(spec, "command"))
+		json_object_set_new(spec, "function", json_string(argv[optind + 1]));
+	json_object_set_new(spec, "chunksize", json_integer(chunksize));
+	for (int i = first; i < argc; i++)
+		json_array_append_new(args, cli_value_of(argv[i]));
+	code = strand_map_with(c, argv[optind], spec, args, job);
+	json_decref(args);
+	json_decref(spec);
+	if (code != 0)
+		return cli_refused(c);
+	if (!wait) {
+		puts(job);
+		return 0;
+	}
+	fprintf(stderr, "strand: job %s\n", job);
+	printer pr = {0};
+	if ((code = wait_job(c, job)) != 0 || strand_imap(c, job, 0, 10000, print_result, &pr) != 0)
+		return code ? code : cli_refused(c);
+	return pr.failed ? EXIT_REFUSED : 0;
 }
 
 /* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]
@@ -235,7 +350,6 @@ int cmd_pool(strand_client *c, int argc, char **argv)
 	const char *sub = argc > 1 ? argv[1] : "";
 	json_t *reply = NULL;
 	char path[160];
-	int code = 0, opt;
 
 	if (!sub[0] || cli_asks_help(argc, argv))
 		return cli_usage(pool_help, sub[0] ? 0 : EXIT_USAGE);
@@ -244,56 +358,8 @@ int cmd_pool(strand_client *c, int argc, char **argv)
 	optind = 1;
 	if (strcmp(sub, "create") == 0)
 		return pool_create(c, argc, argv);
-	if (strcmp(sub, "map") == 0) {
-		static const struct option opts[] = {
-		        {"args", required_argument, NULL, 'a'},
-		        {"chunksize", required_argument, NULL, 'c'},
-		        {"wait", no_argument, NULL, 'w'},
-		        {"help", no_argument, NULL, 'h'},
-		        {NULL, 0, NULL, 0},
-		};
-		json_t *args = json_array();
-		int chunksize = 1, wait = 0;
-		char job[32];
-		while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
-			switch (opt) {
-			case 'a': {
-				json_error_t err;
-				json_t *file = strcmp(optarg, "-") == 0 ? json_loadf(stdin, 0, &err)
-				                                        : json_load_file(optarg, 0, &err);
-				if (!json_is_array(file)) {
-					fprintf(stderr, "strand: %s: not a JSON array (%s)\n", optarg, err.text);
-					json_decref(file);
-					return EXIT_USAGE;
-				}
-				json_array_extend(args, file);
-				json_decref(file);
-				break;
-			}
-			case 'c': chunksize = atoi(optarg); break;
-			case 'w': wait = 1; break;
-			case 'h': return cli_usage(pool_help, 0);
-			default: return cli_usage(pool_help, EXIT_USAGE);
-			}
-		}
-		if (argc - optind < 2)
-			return cli_usage(pool_help, EXIT_USAGE);
-		for (int i = optind + 2; i < argc; i++)
-			json_array_append_new(args, cli_value_of(argv[i]));
-		if (strand_map(c, argv[optind], argv[optind + 1], args, chunksize > 0 ? chunksize : 1, job) != 0) {
-			json_decref(args);
-			return cli_refused(c);
-		}
-		json_decref(args);
-		if (!wait) {
-			puts(job);
-			return 0;
-		}
-		printer pr = {0};
-		if ((code = wait_job(c, job)) != 0 || strand_imap(c, job, 0, 10000, print_result, &pr) != 0)
-			return code ? code : cli_refused(c);
-		return pr.failed ? EXIT_REFUSED : 0;
-	}
+	if (strcmp(sub, "map") == 0)
+		return pool_map(c, argc, argv);
 	if (strcmp(sub, "status") == 0 && argc == 2) {
 		snprintf(path, sizeof(path), "/v1/%s/%s", argv[1][0] == 'j' ? "jobs" : "pools", argv[1]);
 		if (strand_request(c, "GET", path, NULL, &reply) != 200)

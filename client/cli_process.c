@@ -13,16 +13,56 @@ static const char run_help[] = "usage: strand run [options] -- CMD [ARG...]\n"
                                "Runs CMD as a strand process (like `fiber run`) and prints its id.\n\n"
                                "  --backend B        local, docker or kubernetes (the gateway's default otherwise)\n"
                                "  --image I          the image on docker or kubernetes\n"
-                               "  --cpu N            cores\n"
-                               "  --memory MB        memory\n"
-                               "  --gpu N            GPUs\n"
+                               "  --cpu N            cores (above 0, at most 1024)\n"
+                               "  --memory MB        memory (1 to 16777216)\n"
+                               "  --gpu N            GPUs (0 to 64)\n"
                                "  -v, --volume V:P   mount V at P (:ro for read-only); repeatable. V: a named volume\n"
                                "                     (on kubernetes a PersistentVolumeClaim), emptyDir, or /host/path\n"
                                "  -e, --env N=V      environment; repeatable\n"
-                               "  --wait             wait for it, print its output, exit with its exit code\n"
+                               "  --wait             says its id on stderr, then streams its output as it comes\n"
+                               "                     and exits with its exit code (1 if it could not start)\n"
                                "  --help             this text\n";
 
-int cmd_run(strand_client *c, int argc, char **argv)
+/* Prints what process id wrote past *shown, then (follow) goes on until it
+ * ended, with one last read for what came at the end. *p: its last view
+ * (new), when following. Returns 0, or EXIT_REFUSED. */
+static int follow_output(strand_client *c, const char *id, int follow, json_t **last)
+{
+	char path[128], state_path[128];
+	size_t shown = 0;
+
+	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
+	snprintf(state_path, sizeof(state_path), "/v1/processes/%s?wait=1", id);
+	for (;;) {
+		char *text = NULL;
+		size_t len = 0;
+		json_t *p = NULL;
+		if (strand_request_raw(c, "GET", path, &text, &len) != 200) {
+			free(text);
+			return cli_refused(c);
+		}
+		if (len > shown)
+			fwrite(text + shown, 1, len - shown, stdout);
+		fflush(stdout);
+		shown = len > shown ? len : shown;
+		free(text);
+		if (!follow)
+			return 0;
+		if (strand_request(c, "GET", state_path, NULL, &p) != 200) {
+			json_decref(p);
+			return cli_refused(c);
+		}
+		if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") != 0) {
+			follow = 0;
+			if (last)
+				*last = json_incref(p);
+		}
+		json_decref(p);
+	}
+}
+
+/* Parses run's options into spec; returns 0, or the exit code of a bad one. */
+static int run_options(int argc, char **argv, json_t *spec, int *wait)
 {
 	static const struct option opts[] = {
 	        {"backend", required_argument, NULL, 'b'}, {"image", required_argument, NULL, 'i'},
@@ -31,88 +71,101 @@ int cmd_run(strand_client *c, int argc, char **argv)
 	        {"env", required_argument, NULL, 'e'},     {"wait", no_argument, NULL, 'w'},
 	        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
-	json_t *spec = json_object(), *res = json_object(), *vols = json_array(), *env = json_object();
-	json_t *reply = NULL;
-	int wait = 0, opt, code = EXIT_REFUSED;
-	char path[128];
+	json_t *res = json_object(), *vols = json_array(), *env = json_object();
+	int opt, code = 0;
+	double n;
+	long k;
 
-	while ((opt = cli_next_opt(argc, argv, "+v:e:", opts)) != -1) {
+	while (!code && (opt = cli_next_opt(argc, argv, "+v:e:", opts)) != -1) {
 		switch (opt) {
 		case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
 		case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
-		case 'c': json_object_set_new(res, "cpu", json_real(atof(optarg))); break;
-		case 'm': json_object_set_new(res, "memory_mb", json_integer(atoll(optarg))); break;
-		case 'g': json_object_set_new(res, "gpu", json_integer(atoll(optarg))); break;
+		case 'c':
+			if ((n = cli_cores(optarg)) < 0)
+				code = cli_usage("strand: --cpu takes a number of cores above 0, at most 1024\n",
+				                 EXIT_USAGE);
+			json_object_set_new(res, "cpu", json_real(n));
+			break;
+		case 'm':
+			if ((k = cli_whole_number(optarg, 1, 16777216)) < 0)
+				code = cli_usage("strand: --memory takes megabytes, 1 to 16777216\n", EXIT_USAGE);
+			json_object_set_new(res, "memory_mb", json_integer(k));
+			break;
+		case 'g':
+			if ((k = cli_whole_number(optarg, 0, 64)) < 0)
+				code = cli_usage("strand: --gpu takes 0 to 64 GPUs\n", EXIT_USAGE);
+			json_object_set_new(res, "gpu", json_integer(k));
+			break;
 		case 'v': json_array_append_new(vols, json_string(optarg)); break;
 		case 'e': {
 			char *eq = strchr(optarg, '=');
-			if (!eq) {
-				code = cli_usage(run_help, EXIT_USAGE);
-				goto out;
+			if (!eq || eq == optarg) {
+				code = cli_usage("strand: --env takes NAME=VALUE\n", EXIT_USAGE);
+				break;
 			}
 			*eq = '\0';
 			json_object_set_new(env, optarg, json_string(eq + 1));
 			break;
 		}
-		case 'w': wait = 1; break;
-		case 'h': code = cli_usage(run_help, 0); goto out;
-		default: code = cli_usage(run_help, EXIT_USAGE); goto out;
+		case 'w': *wait = 1; break;
+		case 'h': code = -1; break;
+		default: code = cli_usage(run_help, EXIT_USAGE); break;
 		}
 	}
-	if (optind >= argc) {
-		code = cli_usage(run_help, EXIT_USAGE);
-		goto out;
-	}
-	json_t *cmd = json_array();
-	for (int i = optind; i < argc; i++)
-		json_array_append_new(cmd, json_string(argv[i]));
-	json_object_set_new(spec, "command", cmd);
 	if (json_object_size(res))
 		json_object_set(spec, "resources", res);
 	if (json_array_size(vols))
 		json_object_set(spec, "volumes", vols);
 	if (json_object_size(env))
 		json_object_set(spec, "env", env);
-	if (strand_request(c, "POST", "/v1/processes", spec, &reply) != 201) {
-		code = cli_refused(c);
-		goto out;
-	}
-	const char *id = json_string_value(json_object_get(reply, "id"));
-	if (!wait) {
-		puts(id);
-		code = 0;
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/v1/processes/%s?wait=300", id);
-	for (;;) {
-		json_t *p = NULL;
-		if (strand_request(c, "GET", path, NULL, &p) != 200) {
-			json_decref(p);
-			code = cli_refused(c);
-			goto out;
-		}
-		if (strcmp(json_string_value(json_object_get(p, "state")), "running") != 0) {
-			char lp[128], *text = NULL;
-			size_t len = 0;
-			snprintf(lp, sizeof(lp), "/v1/processes/%s/logs", id);
-			code = (int)json_integer_value(json_object_get(p, "exit_code"));
-			if (strcmp(json_string_value(json_object_get(p, "state")), "failed") == 0)
-				fprintf(stderr, "strand: %s\n", json_string_value(json_object_get(p, "reason")));
-			json_decref(p);
-			if (strand_request_raw(c, "GET", lp, &text, &len) == 200)
-				fwrite(text, 1, len, stdout);
-			free(text);
-			code = code < 0 || code > 255 ? EXIT_REFUSED : code;
-			goto out;
-		}
-		json_decref(p);
-	}
-out:
-	json_decref(reply);
-	json_decref(spec);
 	json_decref(res);
 	json_decref(vols);
 	json_decref(env);
+	return code;
+}
+
+int cmd_run(strand_client *c, int argc, char **argv)
+{
+	json_t *spec = json_object(), *reply = NULL, *last = NULL;
+	int wait = 0, code = run_options(argc, argv, spec, &wait);
+
+	if (code == -1 || (!code && optind >= argc)) {
+		json_decref(spec);
+		return cli_usage(run_help, code == -1 ? 0 : EXIT_USAGE);
+	}
+	if (code) {
+		json_decref(spec);
+		return code;
+	}
+	json_t *cmd = json_array();
+	for (int i = optind; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_object_set_new(spec, "command", cmd);
+	if (strand_request(c, "POST", "/v1/processes", spec, &reply) != 201) {
+		json_decref(spec);
+		json_decref(reply);
+		return cli_refused(c);
+	}
+	json_decref(spec);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(reply, "id")) ?: "");
+	json_decref(reply);
+	if (!wait) {
+		puts(id);
+		return 0;
+	}
+	fprintf(stderr, "strand: process %s\n", id);
+	if ((code = follow_output(c, id, 1, &last)) != 0)
+		return code;
+	if (strcmp(json_string_value(json_object_get(last, "state")) ?: "", "failed") == 0) {
+		fprintf(stderr, "strand: %s could not start: %s\n", id,
+		        json_string_value(json_object_get(last, "reason")) ?: "no reason given");
+		code = EXIT_REFUSED;
+	} else {
+		json_int_t exit_code = json_integer_value(json_object_get(last, "exit_code"));
+		code = exit_code < 0 || exit_code > 255 ? EXIT_REFUSED : (int)exit_code;
+	}
+	json_decref(last);
 	return code;
 }
 
@@ -151,50 +204,20 @@ int cmd_logs(strand_client *c, int argc, char **argv)
 	                           "until it ends.\n";
 	int follow = 0;
 	const char *id = NULL;
-	char path[128], state_path[128];
-	size_t shown = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
 			follow = 1;
 		else if (strcmp(argv[i], "--help") == 0)
 			return cli_usage(help, 0);
-		else if (!id && argv[i][0] != '-')
+		else if (!id && cli_id_like(argv[i]))
 			id = argv[i];
 		else
 			return cli_usage(help, EXIT_USAGE);
 	}
 	if (!id)
 		return cli_usage(help, EXIT_USAGE);
-	snprintf(path, sizeof(path), "/v1/processes/%s/logs", id);
-	snprintf(state_path, sizeof(state_path), "/v1/processes/%s?wait=1", id);
-	for (;;) {
-		char *text = NULL;
-		size_t len = 0;
-		json_t *p = NULL;
-		int running;
-		if (strand_request_raw(c, "GET", path, &text, &len) != 200) {
-			free(text);
-			return cli_refused(c);
-		}
-		if (len > shown)
-			fwrite(text + shown, 1, len - shown, stdout);
-		fflush(stdout);
-		shown = len > shown ? len : shown;
-		free(text);
-		if (!follow)
-			return 0;
-		if (strand_request(c, "GET", state_path, NULL, &p) != 200) {
-			json_decref(p);
-			return cli_refused(c);
-		}
-		running = strcmp(json_string_value(json_object_get(p, "state")), "running") == 0;
-		json_decref(p);
-		if (!running) {
-			follow = 0; /* one last read for what came at the end */
-			continue;
-		}
-	}
+	return follow_output(c, id, follow, NULL);
 }
 
 int cmd_kill(strand_client *c, int argc, char **argv)

@@ -323,14 +323,31 @@ static int auto_chunksize(strand_client *c, const char *pool, size_t total, int 
 
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32])
 {
+	json_t *spec = json_pack("{s:s, s:i}", "function", function, "chunksize", chunksize);
+	int rc = spec ? strand_map_with(c, pool, spec, args, job) : -1;
+
+	json_decref(spec);
+	return rc;
+}
+
+int strand_map_with(strand_client *c, const char *pool, json_t *spec, json_t *args, char job[32])
+{
 	char path[128];
 	size_t total = json_array_size(args), sent = 0, n;
-	json_t *head;
+	json_t *head = json_deep_copy(spec);
+	int chunksize = (int)json_integer_value(json_object_get(spec, "chunksize"));
 	int rc;
 
-	if (chunksize == 0 && auto_chunksize(c, pool, total, &chunksize) != 0)
+	if (!head) {
+		snprintf(c->error, sizeof(c->error), "out of memory");
 		return -1;
-	head = json_pack("{s:s, s:i, s:I}", "function", function, "chunksize", chunksize, "total", (json_int_t)total);
+	}
+	if (chunksize == 0 && auto_chunksize(c, pool, total, &chunksize) != 0) {
+		json_decref(head);
+		return -1;
+	}
+	json_object_set_new(head, "chunksize", json_integer(chunksize));
+	json_object_set_new(head, "total", json_integer((json_int_t)total));
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
 	rc = post_part(c, path, head, args, 0, &n, 202, job);

@@ -62,6 +62,11 @@ int strand_pool_terminate(strand_client *c, const char *pool);
 #define STRAND_CHUNKSIZE_MAX 1000000
 int strand_map(strand_client *c, const char *pool, const char *function, json_t *args, int chunksize, char job[32]);
 
+/* The same with the map's other fields in spec (borrowed): function or
+ * command, chunksize (0 or absent: auto), timeout_s, max_attempts,
+ * retry_errors, context. */
+int strand_map_with(strand_client *c, const char *pool, json_t *spec, json_t *args, char job[32]);
+
 /* map(): strand_map, then every result into *values (a new array, in
  * input order). -1 when a task failed, with the first failed index and
  * its error in strand_client_error (as map raises the first error). */

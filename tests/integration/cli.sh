@@ -14,10 +14,11 @@ strand="$bin/strand"
 
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
 "$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
-for c in run ps logs kill pool queue jobs; do
+for c in run ps logs kill pool queue pipe jobs; do
   grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
 done
-for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "pool create" "queue get" "queue put"; do
+for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "pool create" "queue get" "queue put" \
+  "pipe send" "pipe recv" "jobs cancel"; do
   out=$(STRAND_URL=http://127.0.0.1:1 "$strand" $c --help 2>&1); code=$?  # no gateway there: a request would fail
   check "$c --help: usage, no request" "0 usage" "$code $(grep -o '^usage' <<<"$out" | head -1)"
 done
@@ -33,6 +34,11 @@ check "failed task: its error" '{"index":0,"error":"boom"}' "$out"
 "$strand" pool map p-0000000000000000 echo 1 >/dev/null 2>&1; check "unknown pool: exit 1" 1 $?
 bar=$(script -qc "$strand pool map $pool sleep 200 200 200 200 --wait" /dev/null | tr '\r' '\n' | grep -ac '^\[')
 [ "$bar" -ge 1 ]; check "progress bar on a terminal" 0 $?
+last=$(script -qc "$strand pool map $pool fail a b --wait" /dev/null | tr '\r' '\n' | grep -a '^\[' | tail -1)
+check "the bar: done, rate, failures" "2/2 100% /s 2 failed" \
+  "$(grep -o '2/2 100%' <<<"$last") $(grep -o '/s' <<<"$last") $(grep -o '2 failed' <<<"$last")"
+err=$("$strand" pool map "$pool" echo 1 --wait 2>&1 >/dev/null)
+check "map --wait says the job first, on stderr" "strand: job j-" "${err:0:14}"
 bar=$("$strand" pool map "$pool" sleep 10 --wait | grep -c '^\[')
 check "no progress bar when piped" 0 "$bar"
 for bad in "--processes abc" "--processes 0" "--processes -3" "--processes 2x" "--cpu 0" "--cpu x" "--memory 1.5" \
@@ -91,5 +97,38 @@ check "run --wait: its output" "out" "$out"
 id=$("$strand" run -- sleep 30)
 out=$("$strand" kill "$id"); check "kill" "$id exited with code 143" "$out"
 "$strand" run >/dev/null 2>&1; check "run without a command" 2 $?
+for bad in "--cpu abc" "--cpu 0" "--memory 1.5" "--gpu -1" "--gpu x" "-e =x"; do
+  "$strand" run $bad -- true >/dev/null 2>&1; check "run $bad: usage" 2 $?
+done
+out=$("$strand" run --wait -- /nonexistent/program 2>&1); code=$?
+check "run --wait of a program that cannot start: exit 1" 1 $code
+grep -q "could not start: cannot run /nonexistent/program" <<<"$out"; check "... and why" 0 $?
+# Streamed: the first line is out while the program still runs.
+"$strand" run --wait -- sh -c 'echo first; sleep 4; echo second' >"$dir/stream" 2>/dev/null &
+streamer=$!
+for _ in $(seq 30); do [ -s "$dir/stream" ] && break; sleep 0.1; done
+check "run --wait streams its output" "first" "$(cat "$dir/stream")"
+wait "$streamer"
+check "... to the end" "first second" "$(tr '\n' ' ' <"$dir/stream" | sed 's/ $//')"
+
+# map --command: a program per task, its stdin the argument.
+pool=$("$strand" pool create --processes 2)
+out=$("$strand" pool map "$pool" --command 'wc -c' '"abc"' 12345 --wait 2>/dev/null | tr '\n' ' ')
+check "map --command" "5 5 " "$out"
+out=$("$strand" pool map "$pool" --command '["sh", "-c", "tr a b"]' '"aaa"' --wait 2>/dev/null)
+check "map --command as JSON" '"bbb"' "$out"
+"$strand" pool map "$pool" --command '[1]' 1 >/dev/null 2>&1; check "map --command [1]: usage" 2 $?
+"$strand" pool map "$pool" echo 1 --chunksize 0 >/dev/null 2>&1; check "map --chunksize 0: usage" 2 $?
+job=$("$strand" pool map "$pool" echo 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)
+check "chunks: auto, four per worker" 3 "$("$strand" pool status "$job" | jq .chunksize)"
+
+# Pipes.
+pipe=$("$strand" pipe create); check "pipe create" "x-" "${pipe:0:2}"
+"$strand" pipe send "$pipe" 0 hello '{"n":1}'; check "pipe send" 0 $?
+out=$("$strand" pipe recv "$pipe" 1 --max 5 | tr '\n' ' '); check "pipe recv at the other end" '"hello" {"n":1} ' "$out"
+grep -q "$pipe" <<<"$("$strand" pipe list)"; check "pipe list" 0 $?
+simplex=$("$strand" pipe create --simplex)
+"$strand" pipe send "$simplex" 1 x >/dev/null 2>&1; check "a simplex pipe's end 1 does not send" 1 $?
+"$strand" pipe send "$pipe" 2 x >/dev/null 2>&1; check "pipe end 2: usage" 2 $?
 
 checks_passed
