@@ -7,7 +7,8 @@
 #     test:   also clang and its libFuzzer runtime, for tests/fuzz; openssl
 #             for test certificates; gdb, to show where a hung gateway is;
 #             node and npm (unless some node is installed already), which
-#             fetch the OpenAPI validator tests/openapi pins
+#             fetch the test tools tests/openapi and tests/dashboard pin;
+#             chromium, which the dashboard's test drives
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -21,6 +22,7 @@ for extra in "$@"; do
   test)
     packages+=(clang libclang-rt-14-dev openssl gdb)
     command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+    packages+=(chromium)
     ;;
   *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
   esac

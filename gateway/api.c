@@ -1299,6 +1299,13 @@ static enum MHD_Result serve_file(api *a, struct MHD_Connection *c, const char *
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	/* The dashboard runs only its own scripts, talks only to this origin,
+	 * and is never framed: its buttons delete pools (clickjacking). */
+	MHD_add_response_header(r, "Content-Security-Policy",
+	                        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+	                        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -1407,7 +1414,9 @@ static int screen(api *a, struct MHD_Connection *c, const char *url, const char 
 
 /* POST /v1/session {"token"}: the dashboard signs in once and the browser
  * keeps the token in an HttpOnly, SameSite=Strict cookie, out of the reach
- * of scripts and of other sites. DELETE signs out. */
+ * of scripts and of other sites. DELETE signs out. GET says whether the
+ * request is signed in (cookie or bearer), with no 401 to log: the
+ * dashboard asks before it shows anything. */
 static enum MHD_Result route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                      const request *rq)
 {
@@ -1415,6 +1424,12 @@ static enum MHD_Result route_session(api *a, struct MHD_Connection *c, const cha
 	json_t *body, *token;
 	int ok;
 
+	if (strcmp(method, "GET") == 0) {
+		const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		const char *held = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, AUTH_COOKIE);
+		int in = !a->token[0] || auth_token_equal(a->token, auth ? auth_bearer(auth) : held);
+		return send_json(c, 200, json_pack("{s:b}", "signed_in", in), NULL);
+	}
 	if (strcmp(method, "DELETE") == 0) {
 		snprintf(cookie, sizeof(cookie), "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", AUTH_COOKIE);
 		return send_text_with(c, 200, strdup("{}"), 2, "application/json", MHD_HTTP_HEADER_SET_COOKIE, cookie);

@@ -13,7 +13,7 @@ const api_route route_table[] = {
         {"/healthz", "GET"},
         {"/metrics", "GET"},
         {"/v1/openapi.json", "GET"},
-        {"/v1/session", "POST DELETE"},
+        {"/v1/session", "GET POST DELETE"},
         {"/v1/events", "GET"},
         {"/v1/pools", "GET POST"},
         {"/v1/pools/{id}", "GET PATCH DELETE"},

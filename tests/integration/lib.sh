@@ -94,6 +94,32 @@ checks_passed() {
   [ "$CHECK_FAILS" -eq 0 ]
 }
 
+# npm_tools DIR: test tooling pinned by DIR's package.json and
+# package-lock.json, installed once per machine (per lock file) into a cache
+# outside the checkout, with DIR's *.mjs beside it; sets TOOLS to that
+# folder. Exits 77 (skipped), saying why, without node and npm or without
+# the npm registry.
+npm_tools() {
+  local src="$1" sum
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "skipped: node and npm are not installed (deploy/install-deps.sh test installs them)"
+    exit 77
+  fi
+  sum=$(sha256sum <"$src/package-lock.json" | cut -c1-16)
+  TOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/strand/$(basename "$src")-$sum"
+  if [ ! -d "$TOOLS/node_modules" ]; then
+    mkdir -p "$TOOLS"
+    cp "$src/package.json" "$src/package-lock.json" "$TOOLS/"
+    if ! (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1); then
+      tail -5 "$TOOLS/npm.log"
+      rm -rf "$TOOLS/node_modules"
+      echo "skipped: npm ci could not install $(basename "$src")'s tools (no npm registry?)"
+      exit 77
+    fi
+  fi
+  cp "$src"/*.mjs "$TOOLS/"
+}
+
 # Exits 77 (skipped), saying why, unless a Docker engine answers.
 require_docker() {
   if ! docker info >/dev/null 2>&1; then

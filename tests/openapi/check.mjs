@@ -148,6 +148,8 @@ await v("DELETE", `/v1/pools/${pool}`);
 await v("GET", "/healthz");
 await v("GET", "/metrics");
 await v("GET", "/v1/openapi.json");
+await v("GET", "/v1/session");
+await v("GET", "/v1/session", undefined, { auth: false });
 await v("POST", "/v1/session", { token });
 await v("POST", "/v1/session", { token: "wrong" }); // 401
 await v("DELETE", "/v1/session");

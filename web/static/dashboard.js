@@ -1,120 +1,95 @@
-// The strand dashboard: polls the REST API once a second and redraws the
-// pools, the selected pool's workers and its jobs with their progress.
-"use strict";
+// The strand dashboard: a page per thing (#/, #/pools/ID, #/jobs/ID,
+// #/processes, ...), read from the REST API and kept current by the event
+// stream (GET /v1/events): an event a page shows reads that page again
+// (at most every 300 ms), a job's progress updates its rows in place.
+import { Refused, SignedOut, follow, signIn, signOut, signedIn } from "./api.js";
+import { shownJobs, updateJob, views } from "./views.js";
 
-// The selected pool lives in the URL hash, so a pool view can be linked to.
-let selected = location.hash.slice(1) || null;
+const main = document.getElementById("main");
+const status = document.getElementById("status");
+let shown = null; // what the page on screen is about: {live, pool, job, process, running}
+let stream = null;
+let pending = null;
+let logTimer = null;
 
-function cell(text, cls) {
-  const td = document.createElement("td");
-  if (text instanceof Node) td.appendChild(text); else td.textContent = text;
-  if (cls) td.className = cls;
-  return td;
+// "#/pools/p-1" -> views.pool("p-1"); "#/queues" -> views.queues().
+function route() {
+  const [, page, id] = (location.hash || "#/").split("/");
+  const single = { pools: "pool", jobs: "job", processes: "process", managers: "manager" };
+  if (id && Object.hasOwn(single, page)) return [views[single[page]], decodeURIComponent(id), page];
+  if (!page || page === "pools" || !Object.hasOwn(views, page)) return [views.home, null, "jobs"];
+  return [views[page], null, page];
 }
 
-function code(text) {
-  const c = document.createElement("code");
-  c.textContent = text;
-  return c;
+async function render() {
+  const [view, id, nav] = route();
+  clearTimeout(logTimer);
+  try {
+    const page = await view(id, render);
+    shownJobs.clear();
+    main.replaceChildren(page.node);
+    shown = page;
+    showSignIn(false);
+    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("here", a.dataset.page === nav);
+    if (!stream) stream = follow(onEvent, render, (up) => { status.textContent = up ? "live" : "reconnecting…"; });
+    // A running process's output has no events: its page reads it again now and then.
+    if (page.running) logTimer = setTimeout(render, 3000);
+  } catch (e) {
+    if (e instanceof SignedOut) {
+      showSignIn(true);
+      if (stream) stream.close();
+      stream = null;
+      return;
+    }
+    main.replaceChildren(Object.assign(document.createElement("p"), {
+      className: "reason", textContent: e instanceof Refused ? e.message : "the gateway did not answer: " + e.message,
+    }));
+  }
 }
 
-function progress(job) {
-  const bar = document.createElement("div");
-  bar.className = "bar";
-  const fill = document.createElement("div");
-  fill.style.width = (job.total ? (100 * job.done) / job.total : 100) + "%";
-  if (job.failed) fill.className = "failed";
-  bar.appendChild(fill);
-  return bar;
+// Reads the page again soon, once however many events come meanwhile.
+function soon() {
+  if (!pending) pending = setTimeout(() => { pending = null; render(); }, 300);
 }
 
-function fill(tbody, rows) {
-  tbody.replaceChildren(...rows);
+function onEvent(type, data) {
+  if (!shown) return;
+  if (type === "progress") {
+    updateJob(data);
+    return;
+  }
+  if (!shown.live.includes(type)) return;
+  // A page about one thing reads again only for events of that thing.
+  const of = type === "worker" || type === "job" ? data.pool : data.id;
+  if (shown.pool && of !== shown.pool) return;
+  if (shown.job && data.id !== shown.job) return;
+  if (shown.process && data.id !== shown.process) return;
+  soon();
 }
 
-class SignedOut extends Error {}
-
-async function get(path) {
-  const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
-  if (r.status === 401) throw new SignedOut();
-  if (!r.ok) throw new Error(path + ": HTTP " + r.status);
-  return r.json();
-}
-
-// Signed out: the form asks for the token once; the gateway answers with an
-// HttpOnly, SameSite=Strict cookie, so this script never holds it after.
 function showSignIn(signedOut) {
   document.getElementById("sign-in").hidden = !signedOut;
-  document.getElementById("main").hidden = signedOut;
+  main.hidden = signedOut;
+  document.querySelector("nav").hidden = signedOut;
   document.getElementById("sign-out").hidden = signedOut;
-}
-
-async function session(method, body) {
-  return fetch("/v1/session", {
-    method, credentials: "same-origin", headers: { "Content-Type": "application/json" },
-    body: body ? JSON.stringify(body) : undefined,
-  });
+  if (signedOut) status.textContent = "signed out";
 }
 
 document.getElementById("sign-in").onsubmit = async (ev) => {
   ev.preventDefault();
   const input = document.getElementById("token");
-  const r = await session("POST", { token: input.value.trim() });
+  const ok = await signIn(input.value.trim());
   input.value = "";
-  document.getElementById("sign-in-error").textContent = r.ok ? "" : "that is not this gateway's token";
-  if (r.ok) refresh();
+  document.getElementById("sign-in-error").textContent = ok ? "" : "that is not this gateway's token";
+  if (ok) render();
 };
 
 document.getElementById("sign-out").onclick = async () => {
-  await session("DELETE");
-  refresh();
+  await signOut();
+  if (stream) stream.close();
+  stream = null;
+  showSignIn(true);
 };
 
-async function refresh() {
-  try {
-    const { pools } = await get("/v1/pools");
-    showSignIn(false);
-    const body = document.querySelector("#pools tbody");
-    fill(body, pools.map((p) => {
-      const tr = document.createElement("tr");
-      tr.className = "pool" + (p.id === selected ? " selected" : "");
-      const connected = p.workers.filter((w) => w.state === "connected").length;
-      tr.append(cell(code(p.id)), cell(p.state, "state-" + p.state), cell(p.backend),
-        cell(connected + " / " + p.processes), cell(p.counters.tasks_queued), cell(p.counters.tasks_pending),
-        cell(p.counters.tasks_done), cell(p.counters.tasks_failed), cell(p.counters.workers_lost),
-        cell(p.created_at));
-      tr.onclick = () => { selected = p.id; location.hash = p.id; refresh(); };
-      return tr;
-    }));
-    const pool = pools.find((p) => p.id === selected);
-    document.getElementById("detail").hidden = !pool;
-    if (pool) {
-      document.getElementById("detail-id").textContent = pool.id;
-      document.getElementById("detail-reason").textContent = pool.reason || "";
-      fill(document.querySelector("#workers tbody"), pool.workers.map((w) => {
-        const tr = document.createElement("tr");
-        tr.append(cell(code(w.id)), cell(w.state, "state-" + w.state), cell(w.pid), cell(w.pending),
-          cell(w.state === "exited" ? w.exit_code : ""));
-        return tr;
-      }));
-      const { jobs } = await get("/v1/pools/" + pool.id + "/jobs");
-      fill(document.querySelector("#jobs tbody"), jobs.map((j) => {
-        const tr = document.createElement("tr");
-        tr.append(cell(code(j.id)), cell(code(j.function)), cell(j.state, "state-" + j.state),
-          cell(progress(j)), cell(j.done + " / " + j.total), cell(j.failed), cell(j.created_at));
-        return tr;
-      }));
-    }
-    document.getElementById("status").textContent = "live · " + new Date().toLocaleTimeString();
-  } catch (e) {
-    if (e instanceof SignedOut) {
-      showSignIn(true);
-      document.getElementById("status").textContent = "signed out";
-      return;
-    }
-    document.getElementById("status").textContent = "gateway unreachable: " + e.message;
-  }
-}
-
-refresh();
-setInterval(refresh, 1000);
+window.addEventListener("hashchange", render);
+signedIn().then((yes) => (yes ? render() : showSignIn(true)));

@@ -1,0 +1,175 @@
+// The dashboard in headless Chromium (Debian's, driven by puppeteer-core),
+// as a user debugging a failure uses it: sign in with the token; the
+// landing page lists the failing job with its failed share; the job page
+// shows each failed task's error; a running job is cancelled, a process's
+// output read and the process terminated, a pool resized, each through its
+// confirmation; a job made meanwhile appears by the event stream alone; at
+// 420 px nothing scrolls sideways. Screenshots at 1400 and 420 px go to
+// $SCREENSHOTS. No console error is allowed.
+// Environment: STRAND_URL, STRAND_TOKEN_FILE, SCREENSHOTS, CHROMIUM.
+import puppeteer from "puppeteer-core";
+import { mkdirSync, readFileSync } from "node:fs";
+
+const base = process.env.STRAND_URL;
+const token = readFileSync(process.env.STRAND_TOKEN_FILE, "utf8").trim();
+const shots = process.env.SCREENSHOTS;
+let checks = 0, failed = 0;
+
+function check(ok, what) {
+  checks++;
+  if (!ok) {
+    failed++;
+    console.log("FAIL " + what);
+  } else {
+    console.log("ok   " + what);
+  }
+}
+
+async function api(method, path, body) {
+  const r = await fetch(base + path, {
+    method, headers: { Authorization: "Bearer " + token, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(what, fn, ms = 20000) {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await fn()) return true;
+  throw new Error("timed out waiting for " + what);
+}
+
+// What the test shows: two pools, a job whose tasks failed, a long job to
+// cancel, a process that talks, a queue with items.
+const pool = (await api("POST", "/v1/pools", { processes: 1 })).id;
+const busy = (await api("POST", "/v1/pools", { processes: 1 })).id;
+await until("workers", async () => (await api("GET", `/v1/pools/${pool}`)).workers[0].state === "connected");
+const failing = (await api("POST", `/v1/pools/${pool}/map`, { function: "fail", args: ["disk full on /data", "no such user 'bob'", "x"] })).id;
+const ok = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args: [1, 2] })).id;
+await until("the failing job", async () => (await api("GET", `/v1/jobs/${failing}`)).state === "done");
+await until("the other job", async () => (await api("GET", `/v1/jobs/${ok}`)).state === "done");
+const long = (await api("POST", `/v1/pools/${busy}/map`, { function: "sleep", args: [60000, 60000, 60000] })).id;
+const proc = (await api("POST", "/v1/processes", { command: ["sh", "-c", "echo hello from strand; exec sleep 60"] })).id;
+const queue = (await api("POST", "/v1/queues")).id;
+await api("POST", `/v1/queues/${queue}/items`, { items: [1, 2, 3] });
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM, headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+});
+const errors = [];
+try {
+  const page = await browser.newPage();
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("requestfailed", (r) => { if (!r.url().includes("/v1/events")) errors.push("request failed: " + r.url()); });
+  await page.setViewport({ width: 1400, height: 900 });
+  mkdirSync(shots, { recursive: true });
+  const text = (sel) => page.$eval(sel, (e) => e.textContent);
+  const waitText = (sel, want) => page.waitForFunction((s, w) => [...document.querySelectorAll(s)]
+    .some((e) => e.textContent.includes(w)), { timeout: 20000 }, sel, want);
+  const confirm = async () => {
+    await page.waitForSelector("#ask-yes");
+    await page.click("#ask-yes");
+  };
+
+  // Signed out: the form, and nothing else.
+  await page.goto(base + "/", { waitUntil: "networkidle0" });
+  check(await page.$eval("#sign-in", (e) => !e.hidden), "signed out: the sign-in form");
+  check(await page.$eval("#main", (e) => e.hidden), "signed out: no data");
+  await page.type("#token", token);
+  await page.click("#sign-in button[type=submit]");
+  await waitText("#main h2", "Recent jobs");
+  check(true, "signed in: the landing page");
+
+  // The landing page: the failing job, its counts and a bar all failed.
+  const row = `tr[data-job="${failing}"]`;
+  await page.waitForSelector(row);
+  const cells = await page.$$eval(`${row} td`, (tds) => tds.map((t) => t.textContent));
+  check(cells.includes("3 / 3") && cells.includes("3") && cells.includes("done"), "the failing job: done, 3 of 3, 3 failed");
+  const widths = await page.$eval(`${row} .bar`, (b) => [b.querySelector(".ok").style.width, b.querySelector(".failed").style.width]);
+  check(widths[0] === "0%" && widths[1] === "100%", "its bar is all failed (" + widths + ")");
+  const okWidths = await page.$eval(`tr[data-job="${ok}"] .bar`, (b) => [b.querySelector(".ok").style.width, b.querySelector(".failed").style.width]);
+  check(okWidths[0] === "100%" && okWidths[1] === "0%", "a job without failures: all done (" + okWidths + ")");
+  check((await page.$$eval(`tr[data-job="${long}"] td`, (t) => t.map((x) => x.textContent))).includes("running"), "the long job runs");
+  await page.screenshot({ path: `${shots}/landing-1400.png`, fullPage: true });
+
+  // A job made now appears through the event stream, with no reload.
+  const fresh = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args: [7] })).id;
+  await page.waitForSelector(`tr[data-job="${fresh}"]`, { timeout: 20000 });
+  check(true, "a new job appears by its event");
+
+  // The job page: every failed task with its error and attempts.
+  await page.click(`${row} a[href="#/jobs/${failing}"]`);
+  await waitText("pre.error", "disk full on /data");
+  const errorsShown = await page.$$eval("pre.error", (p) => p.map((x) => x.textContent));
+  check(errorsShown.join("|") === "disk full on /data|no such user 'bob'|x", "the job page lists each task's error: " + errorsShown.join("|"));
+  await page.screenshot({ path: `${shots}/job-1400.png`, fullPage: true });
+
+  // Cancel the long job, after the confirmation.
+  await page.goto(`${base}/#/jobs/${long}`);
+  await page.waitForSelector('[data-action="cancel"]');
+  await page.click('[data-action="cancel"]');
+  await page.click("#ask-no"); // asked first: no means nothing happens
+  check((await api("GET", `/v1/jobs/${long}`)).state === "running", "a cancel declined changes nothing");
+  await page.click('[data-action="cancel"]');
+  await confirm();
+  await waitText("h2 .state", "cancelled");
+  check((await api("GET", `/v1/jobs/${long}`)).state === "cancelled", "the job is cancelled");
+
+  // The process: its output, then terminated.
+  await page.goto(`${base}/#/processes`);
+  await page.waitForSelector(`a[href="#/processes/${proc}"]`);
+  await page.click(`a[href="#/processes/${proc}"]`);
+  await waitText("#logs", "hello from strand");
+  check(true, "the process page shows its output");
+  await page.click('[data-action="terminate"]');
+  await confirm();
+  await waitText("h2 .state", "exited");
+  check((await api("GET", `/v1/processes/${proc}`)).state === "exited", "the process is terminated");
+
+  // The queue: its items.
+  await page.goto(`${base}/#/queues`);
+  await page.waitForSelector("table");
+  const queueRow = await page.$$eval("tr", (trs, q) => trs.filter((t) => t.textContent.includes(q))
+    .map((t) => [...t.children].map((c) => c.textContent)), queue);
+  check(queueRow.length === 1 && queueRow[0][1] === "3", "the queue with its 3 items");
+
+  // Resize a pool to 2 workers.
+  await page.goto(`${base}/#/pools/${pool}`);
+  await page.waitForSelector('[data-action="resize"]');
+  await page.click('[data-action="resize"]');
+  await page.waitForSelector("#ask-input");
+  await page.$eval("#ask-input", (i) => { i.value = ""; });
+  await page.type("#ask-input", "2");
+  await confirm();
+  await until("the resize", async () => (await api("GET", `/v1/pools/${pool}`)).processes === 2);
+  await page.waitForFunction(() => [...document.querySelectorAll("dl.facts dd")].some((d) => / live of 2$/.test(d.textContent)),
+    { timeout: 20000 });
+  check(true, "the pool is resized to 2 and shows it");
+
+  // 420 px: nothing wider than the screen, on every page.
+  await page.setViewport({ width: 420, height: 800 });
+  for (const [name, hash] of [["landing", "#/"], ["job", `#/jobs/${failing}`], ["pool", `#/pools/${pool}`],
+    ["processes", "#/processes"], ["queues", "#/queues"], ["managers", "#/managers"], ["rings", "#/rings"]]) {
+    await page.goto(`${base}/${hash}`);
+    await page.waitForSelector("#main h2");
+    await sleep(300);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 420, `${name} at 420 px: ${width} px wide`);
+    if (name === "landing" || name === "job") await page.screenshot({ path: `${shots}/${name}-420.png`, fullPage: true });
+  }
+  // A job's counts stay whole at 420 px: its row shows them.
+  await page.goto(`${base}/#/`);
+  await page.waitForSelector(row);
+  const narrow = await page.$$eval(`${row} td`, (tds) => tds.filter((t) => getComputedStyle(t).display !== "none").map((t) => t.textContent));
+  check(narrow.includes("3 / 3") && narrow.includes("3"), "at 420 px the counts show: " + narrow.join(" | "));
+} catch (e) {
+  check(false, "the scenario ran: " + e.message);
+} finally {
+  await browser.close();
+}
+check(errors.length === 0, "no console errors" + (errors.length ? ": " + errors.join("; ") : ""));
+console.log(`${checks - failed} of ${checks} checks passed`);
+process.exit(failed ? 1 : 0);

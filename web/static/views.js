@@ -1,0 +1,228 @@
+// The dashboard's pages. Each view reads what it shows from the REST API
+// and returns its content; `live` says which events make it read again,
+// and job rows are updated in place from progress events.
+import { change, get } from "./api.js";
+import { ask, bar, code, duration, h, link, rate, state, table, when } from "./ui.js";
+
+// Jobs on screen, by id: a progress event updates their rows in place.
+export const shownJobs = new Map();
+
+function jobRate(job) {
+  const start = Date.parse(job.created_at);
+  const end = job.ended_at ? Date.parse(job.ended_at) : Date.now();
+  return job.done / Math.max((end - start) / 1000, 1);
+}
+
+const jobColumns = [
+  { title: "job" }, { title: "pool", cls: "wide" }, { title: "function", cls: "wide" }, { title: "state" },
+  { title: "progress" }, { title: "done" }, { title: "failed" }, { title: "rate" }, { title: "ETA" },
+  { title: "created", cls: "wide" },
+];
+
+export function jobCells(j) {
+  const speed = jobRate(j);
+  const running = j.state === "running" || j.state === "submitting";
+  return [
+    link("#/jobs/" + j.id, code(j.id)),
+    link((j.pool.startsWith("m-") ? "#/managers/" : "#/pools/") + j.pool, code(j.pool)),
+    code(j.function), state(j.state), bar(j), j.done + " / " + j.total,
+    h("span", { class: j.failed ? "reason" : "" }, j.failed), rate(speed),
+    running ? duration((j.total - j.done) / speed) : "", when(j.created_at),
+  ];
+}
+
+function jobTable(jobs, empty) {
+  for (const j of jobs) shownJobs.set(j.id, j);
+  return table(jobColumns, jobs.map((j) => ({ cells: jobCells(j), attrs: { "data-job": j.id } })), empty);
+}
+
+// Replaces the rows of job (a progress event's counts merged in).
+export function updateJob(update) {
+  const j = shownJobs.get(update.job);
+  if (!j) return false;
+  Object.assign(j, { done: update.done, failed: update.failed, total: update.total, state: update.state });
+  for (const tr of document.querySelectorAll(`tr[data-job="${CSS.escape(j.id)}"]`))
+    tr.replaceChildren(...jobCells(j).map((c, i) => h("td", { class: jobColumns[i].cls }, c)));
+  return true;
+}
+
+function facts(pairs) {
+  return h("dl", { class: "facts" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
+    .map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+// An action button: asks first, then does it; failures are shown beside it.
+function action(label, question, doIt, rerender) {
+  const note = h("span", { class: "reason" });
+  const button = h("button", { type: "button", class: "danger", "data-action": label, onclick: async () => {
+    const answer = await ask(question);
+    if (!answer) return;
+    try {
+      await doIt(answer);
+      rerender();
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  } }, label);
+  return h("span", { class: "action" }, button, note);
+}
+
+// Resize: asks for the new size, then PATCHes it.
+function resizeAction(p, rerender) {
+  const note = h("span", { class: "reason" });
+  const button = h("button", { type: "button", "data-action": "resize", onclick: async () => {
+    const n = await ask("Resize pool " + p.id + " to how many workers?", { label: "workers", value: p.processes });
+    if (n === null) return;
+    try {
+      await change("PATCH", "/v1/pools/" + p.id, { processes: Number(n) });
+      rerender();
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  } }, "resize");
+  return h("span", { class: "action" }, button, note);
+}
+
+function poolRow(p, base) {
+  const connected = p.workers.filter((w) => w.state === "connected").length;
+  return [link(base + p.id, code(p.id)), state(p.state), p.type || p.backend, connected + " / " + p.processes,
+    p.counters.tasks_queued, p.counters.tasks_pending, p.counters.tasks_done,
+    h("span", { class: p.counters.tasks_failed ? "reason" : "" }, p.counters.tasks_failed),
+    p.counters.workers_lost, when(p.created_at)];
+}
+const poolColumns = [{ title: "pool" }, { title: "state" }, { title: "backend", cls: "wide" }, { title: "workers" },
+  { title: "queued" }, { title: "pending", cls: "wide" }, { title: "done" }, { title: "failed" },
+  { title: "lost", cls: "wide" }, { title: "created", cls: "wide" }];
+
+export const views = {
+  // Recent jobs of every pool, and the pools.
+  async home() {
+    const [{ jobs }, { pools }] = await Promise.all([get("/v1/jobs?limit=50"), get("/v1/pools")]);
+    return { live: ["job", "pool", "worker"], node: h("div", {},
+      h("h2", {}, "Recent jobs"), jobTable(jobs, "no jobs yet"),
+      h("h2", {}, "Pools"), table(poolColumns, pools.map((p) => poolRow(p, "#/pools/")), "no pools")) };
+  },
+
+  async pool(id, rerender) {
+    const [p, { jobs }] = await Promise.all([get("/v1/pools/" + id), get("/v1/pools/" + id + "/jobs")]);
+    const ended = p.state === "terminated" || p.state === "failed" || p.state === "terminating";
+    const r = p.resources;
+    const actions = h("div", { class: "actions" }, !ended && !p.autoscale ? resizeAction(p, rerender) : null,
+      !ended ? action("delete", "Terminate pool " + id + "? Its workers stop; unfinished tasks fail.",
+        () => change("DELETE", "/v1/pools/" + id), rerender) : null);
+    const workers = p.workers.map((w) => [code(w.id), state(w.state), w.pid || w.container || "", w.pending,
+      w.state === "exited" ? w.exit_code : ""]);
+    return { live: ["pool", "worker", "job"], pool: id, node: h("div", {},
+      h("h2", {}, "Pool ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
+      actions,
+      facts([["backend", p.backend], ["image", p.image], ["workers", p.live_workers + " live of " + p.processes],
+        ["autoscale", p.autoscale && `${p.autoscale.min} to ${p.autoscale.max}: ${p.autoscale.reason}`],
+        ["resources", `cpu ${r.cpu || "any"}, memory ${r.memory_mb ? r.memory_mb + " MB" : "any"}, gpu ${r.gpu}`],
+        ["attempts", p.max_attempts], ["queued", p.counters.tasks_queued], ["pending", p.counters.tasks_pending],
+        ["done", p.counters.tasks_done], ["failed", p.counters.tasks_failed],
+        ["workers started", p.counters.workers_started], ["workers lost", p.counters.workers_lost],
+        ["created", when(p.created_at)]]),
+      h("h3", {}, "Workers"),
+      table([{ title: "worker" }, { title: "state" }, { title: "pid or container" }, { title: "pending" },
+        { title: "exit code" }], workers, "no workers"),
+      h("h3", {}, "Jobs"), jobTable(jobs, "no jobs")) };
+  },
+
+  async job(id, rerender) {
+    const j = await get("/v1/jobs/" + id);
+    const failures = h("div", {});
+    const more = h("button", { type: "button", id: "more-failures" }, "more");
+    let cursor = "";
+    const page = async () => {
+      const f = await get("/v1/jobs/" + id + "/failures?limit=50" + (cursor ? "&cursor=" + cursor : ""));
+      failures.append(table([{ title: "index" }, { title: "attempts" }, { title: "error" }],
+        f.items.map((x) => [x.index, x.attempts, h("pre", { class: "error" }, x.error)]), "no failed task"));
+      cursor = f.next_cursor;
+      more.hidden = f.end;
+    };
+    more.onclick = page;
+    if (j.failed) await page();
+    else more.hidden = true;
+    const running = j.state === "running" || j.state === "submitting";
+    return { live: ["job"], job: id, node: h("div", {},
+      h("h2", {}, "Job ", code(id), " ", state(j.state)),
+      h("div", { class: "actions" }, running
+        ? action("cancel", "Cancel job " + id + "? Its tasks without a result fail \"cancelled\".",
+          () => change("DELETE", "/v1/jobs/" + id), rerender)
+        : action("remove", "Remove job " + id + " and its results?",
+          async () => { await change("DELETE", "/v1/jobs/" + id); location.hash = "#/"; }, rerender)),
+      jobTable([j]),
+      facts([["chunksize", j.chunksize], ["received", j.received], ["ended", when(j.ended_at)]]),
+      h("h3", {}, "Failed tasks"), j.failed ? failures : h("p", {}, "none"), more) };
+  },
+
+  async processes() {
+    const { processes } = await get("/v1/processes");
+    return { live: ["process"], node: h("div", {}, h("h2", {}, "Processes"), processTable(processes)) };
+  },
+
+  async process(id, rerender) {
+    const p = await get("/v1/processes/" + id);
+    const logs = await get("/v1/processes/" + id + "/logs");
+    return { live: ["process"], process: id, running: p.state === "running", node: h("div", {},
+      h("h2", {}, "Process ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
+      p.state === "running" ? h("div", { class: "actions" }, action("terminate", "Terminate process " + id + "?",
+        () => change("DELETE", "/v1/processes/" + id), rerender)) : null,
+      facts([["what", what(p)], ["backend", p.backend], ["pid or container", p.pid || p.container || p.handle],
+        ["exit code", p.exit_code], ["ring", p.ring], ["created", when(p.created_at)], ["ended", when(p.ended_at)]]),
+      h("h3", {}, "Output"), h("pre", { class: "logs", id: "logs" }, logs || "(nothing yet)")) };
+  },
+
+  async queues(_, rerender) {
+    const [{ queues }, { pipes }] = await Promise.all([get("/v1/queues"), get("/v1/pipes")]);
+    return { live: [], node: h("div", {},
+      h("h2", {}, "Queues ", h("button", { type: "button", onclick: rerender }, "refresh")),
+      table([{ title: "queue" }, { title: "items" }, { title: "waiting readers" }, { title: "created", cls: "wide" }],
+        queues.map((q) => [code(q.id), q.size, q.waiting_readers, when(q.created_at)]), "no queues"),
+      h("h2", {}, "Pipes"),
+      table([{ title: "pipe" }, { title: "kind" }, { title: "0 → 1 items" }, { title: "1 → 0 items" },
+        { title: "waiting readers" }],
+      pipes.map((p) => [code(p.id), p.duplex ? "duplex" : "simplex", p.directions[0].size,
+        p.directions[1] ? p.directions[1].size : "", p.directions.reduce((n, d) => n + d.waiting_readers, 0)]),
+      "no pipes")) };
+  },
+
+  async managers() {
+    const { managers } = await get("/v1/managers");
+    return { live: ["manager", "worker"], node: h("div", {}, h("h2", {}, "Managers"),
+      table(poolColumns, managers.map((m) => poolRow(m, "#/managers/")), "no managers")) };
+  },
+
+  async manager(id, rerender) {
+    const [m, { jobs }] = await Promise.all([get("/v1/managers/" + id), get("/v1/jobs?limit=100&pool=" + id)]);
+    const live = m.state === "active";
+    return { live: ["manager", "worker", "job"], pool: id, node: h("div", {},
+      h("h2", {}, "Manager ", code(id), " ", state(m.state)), m.reason ? h("p", { class: "reason" }, m.reason) : null,
+      live ? h("div", { class: "actions" }, action("shut down", "Shut manager " + id + " down?",
+        () => change("DELETE", "/v1/managers/" + id), rerender)) : null,
+      facts([["type", m.type], ["backend", m.backend], ["calls done", m.counters.tasks_done],
+        ["calls failed", m.counters.tasks_failed], ["created", when(m.created_at)]]),
+      h("h3", {}, "Calls"), jobTable(jobs, "no calls")) };
+  },
+
+  async rings() {
+    const { rings } = await get("/v1/rings");
+    return { live: ["process"], node: h("div", {}, h("h2", {}, "Rings"),
+      table([{ title: "ring" }, { title: "state" }, { title: "size" }, { title: "master", cls: "wide" },
+        { title: "members" }],
+      rings.map((r) => [code(r.id), state(r.state), r.size, r.master_addr + ":" + r.master_port,
+        h("span", {}, r.members.map((p) => [link("#/processes/" + p.id, code(p.id)), " ", state(p.state), " "]))]),
+      "no rings")) };
+  },
+};
+
+function what(p) {
+  return p.spec.command ? code(p.spec.command.join(" ")) : code(p.spec.function || "");
+}
+
+function processTable(processes) {
+  return table([{ title: "process" }, { title: "state" }, { title: "exit code" }, { title: "what" },
+    { title: "backend", cls: "wide" }, { title: "created", cls: "wide" }],
+  processes.map((p) => [link("#/processes/" + p.id, code(p.id)), state(p.state),
+    p.exit_code ?? "", what(p), p.backend, when(p.created_at)]), "no processes");
+}
