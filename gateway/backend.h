@@ -29,6 +29,10 @@ typedef struct backend_run_spec {
 	char *const *labels; /* docker: "name=value" */
 	size_t nlabels;
 	const pool_spec *spec; /* image, resources, volumes */
+	/* docker and kubernetes: the container's or pod's name (a worker's:
+	 * strand-<pool>-<n>), which is then its handle; one already taken gets a
+	 * random suffix. NULL: docker names it, kubernetes by the labels. */
+	const char *name;
 	const char *log_path; /* local: stdout and stderr go here; NULL: the gateway's */
 } backend_run_spec;
 

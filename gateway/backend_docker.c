@@ -151,7 +151,22 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 	json_t *created;
 	const char *id;
 
-	status = call(d, "POST", "/containers/create", body, &reply, detail, detail_len);
+	/* Named (a worker: strand-<pool>-<n>), the name is its handle; one
+	 * taken already (a container a crash left) gets a random suffix. */
+	char name[96] = "", create[160] = "/containers/create";
+	if (r->name) {
+		snprintf(name, sizeof(name), "%s", r->name);
+		snprintf(create, sizeof(create), "/containers/create?name=%s", name);
+	}
+	status = call(d, "POST", create, body, &reply, detail, detail_len);
+	if (status == 409 && name[0]) {
+		char suffix[5];
+		cm_random_hex(suffix, 2);
+		snprintf(name, sizeof(name), "%s-%s", r->name, suffix);
+		snprintf(create, sizeof(create), "/containers/create?name=%s", name);
+		cm_buf_fini(&reply);
+		status = call(d, "POST", create, body, &reply, detail, detail_len);
+	}
 	json_decref(body);
 	if (status != 201) {
 		if (status == 404) {
@@ -170,7 +185,7 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 		json_decref(created);
 		return CM_EUNAVAIL;
 	}
-	snprintf(handle, BACKEND_HANDLE_MAX, "%s", id);
+	snprintf(handle, BACKEND_HANDLE_MAX, "%s", name[0] ? name : id);
 	json_decref(created);
 	snprintf(path, sizeof(path), "/containers/%s/start", handle);
 	status = call(d, "POST", path, NULL, &reply, detail, detail_len);
@@ -266,6 +281,22 @@ static void last_words(docker *d, const char *id, char *out, size_t out_len)
 	cm_buf_fini(&text);
 }
 
+/* Whether container c (of the list) is handle: its id, or its name. */
+static int is_handle(json_t *c, const char *handle)
+{
+	json_t *name;
+	size_t i;
+
+	if (strcmp(json_string_value(json_object_get(c, "Id")) ?: "", handle) == 0)
+		return 1;
+	json_array_foreach (json_object_get(c, "Names"), i, name)
+		if (strcmp(json_string_value(name) ?: "", handle) == 0 ||
+		    (json_string_value(name) && json_string_value(name)[0] == '/' &&
+		     strcmp(json_string_value(name) + 1, handle) == 0))
+			return 1;
+	return 0;
+}
+
 static int docker_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
 {
 	docker *d = (docker *)b;
@@ -278,7 +309,7 @@ static int docker_poll(backend *b, const char *handle, int *exit_code, char *det
 		return 0; /* the daemon cannot say: assume nothing */
 	json_array_foreach (d->list, i, c) {
 		const char *state, *status;
-		if (strcmp(json_string_value(json_object_get(c, "Id")) ?: "", handle) != 0)
+		if (!is_handle(c, handle))
 			continue;
 		state = json_string_value(json_object_get(c, "State")) ?: "";
 		if (strcmp(state, "exited") != 0 && strcmp(state, "dead") != 0)

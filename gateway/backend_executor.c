@@ -130,7 +130,7 @@ static run_copy *run_copy_new(const backend_run_spec *s)
 
 	if (!rc)
 		return NULL;
-	rc->strings = calloc(s->argc + s->nenv + s->nlabels + 1, sizeof(char *));
+	rc->strings = calloc(s->argc + s->nenv + s->nlabels + 2, sizeof(char *)); /* + log_path, name */
 	if (!rc->strings) {
 		free(rc);
 		return NULL;
@@ -143,7 +143,8 @@ static run_copy *run_copy_new(const backend_run_spec *s)
 	rc->spec.argv = keep_all(rc, s->argv, s->argc, &ok);
 	rc->spec.env = keep_all(rc, s->env, s->nenv, &ok);
 	rc->spec.labels = keep_all(rc, s->labels, s->nlabels, &ok);
-	if (s->log_path && !(rc->spec.log_path = keep(rc, s->log_path)))
+	if ((s->log_path && !(rc->spec.log_path = keep(rc, s->log_path))) ||
+	    (s->name && !(rc->spec.name = keep(rc, s->name))))
 		ok = 0;
 	if (!ok) {
 		run_copy_free(rc);

@@ -409,7 +409,8 @@ static void *watch_main(void *arg)
 
 /* ---- the ops ------------------------------------------------------------------- */
 
-/* The pod's name, from its labels: strand-<pool>-<worker hex> or strand-<process>. */
+/* The pod's name: the one asked for (a worker's, strand-<pool>-<n>), or
+ * from its labels: strand-<pool>-<worker hex> or strand-<process>. */
 static int pod_name(const backend_run_spec *r, char out[NAME_MAX_LEN])
 {
 	const char *pool = NULL, *worker = NULL, *process = NULL;
@@ -422,7 +423,9 @@ static int pod_name(const backend_run_spec *r, char out[NAME_MAX_LEN])
 		else if (strncmp(r->labels[i], "strand.process=", 15) == 0)
 			process = r->labels[i] + 15;
 	}
-	if (pool && worker)
+	if (r->name)
+		snprintf(out, NAME_MAX_LEN, "%s", r->name);
+	else if (pool && worker)
 		snprintf(out, NAME_MAX_LEN, "strand-%s-%s", pool, strncmp(worker, "w-", 2) == 0 ? worker + 2 : worker);
 	else if (process)
 		snprintf(out, NAME_MAX_LEN, "strand-%s", process);
@@ -572,6 +575,17 @@ static int k8s_run(backend *b, const backend_run_spec *r, char handle[BACKEND_HA
 	status = call(k, "POST", path, body, &reply, detail, detail_len);
 	json_decref(body);
 	cm_buf_fini(&reply);
+	if (status == 409 && r->name) {
+		/* The name is taken (what a crash left): a random suffix. */
+		char suffix[5];
+		cm_random_hex(suffix, 2);
+		size_t len = strlen(name);
+		snprintf(name + (len > NAME_MAX_LEN - 6 ? NAME_MAX_LEN - 6 : len), 6, "-%s", suffix);
+		body = secret_body(name, r);
+		status = call(k, "POST", path, body, &reply, detail, detail_len);
+		json_decref(body);
+		cm_buf_fini(&reply);
+	}
 	if (status != 201)
 		return CM_EUNAVAIL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", k->cfg.ns);

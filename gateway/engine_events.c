@@ -37,10 +37,13 @@ static void worker_event(engine *e, const pool *p, const worker *w)
 {
 	int shown = worker_shown(w);
 
-	events_batch_add(&e->event_batch, "worker", p->id,
-	                 json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", w->id, "pool", p->id, "state",
-	                           shown > W_EXITED ? "retiring" : worker_state_names[shown], "handle", w->handle,
-	                           "exit_code", w->exit_code));
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", w->id, "pool", p->id, "state",
+	                      shown > W_EXITED ? "retiring" : worker_state_names[shown], "handle", w->handle,
+	                      "exit_code", w->exit_code);
+
+	if (o && w->last_words[0])
+		json_object_set_new(o, "last_words", json_string(w->last_words));
+	events_batch_add(&e->event_batch, "worker", p->id, o);
 }
 
 static void process_event(engine *e, const process *pr)

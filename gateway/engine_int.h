@@ -312,6 +312,7 @@ typedef struct worker {
 	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
 	int shown; /* what its last event said (engine_events.c) */
+	char last_words[512]; /* once ended: what its container or pod last wrote ("" for none) */
 	struct worker *next;
 } worker;
 

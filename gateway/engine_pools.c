@@ -43,10 +43,11 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 }
 
 /* What starts a worker of pool p: strand-worker with its identity in the
- * environment (locally the program; in a container the image's entrypoint).
- * The strings live in env_text (room for 8) and *ca (free it). */
+ * environment (locally the program; in a container the image's entrypoint,
+ * named strand-<pool>-<n>, the pool's nth worker). The strings live in
+ * env_text (room for 8), labels, name and *ca (free it). */
 static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
-                                        char labels[][160], char **labelp, char **ca)
+                                        char labels[][160], char **labelp, char name[64], char **ca)
 {
 	int local = p->backend == e->local;
 	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
@@ -75,6 +76,8 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
 		labelp[1] = labels[1];
 		run.labels = labelp;
 		run.nlabels = 2;
+		snprintf(name, 64, "strand-%s-%lld", p->id, (long long)p->workers_started + 1);
+		run.name = name;
 	}
 	return run;
 }
@@ -93,7 +96,7 @@ void engine__worker_stop(pool *p, worker *w, int hard)
 int engine__worker_spawn(engine *e, pool *p)
 {
 	worker *w = calloc(1, sizeof(*w));
-	char env[8][600], labels[2][160];
+	char env[8][600], labels[2][160], name[64];
 	char *envp[9], *argv[1], *labelp[2], *ca = NULL;
 	int err;
 
@@ -107,7 +110,7 @@ int engine__worker_spawn(engine *e, pool *p)
 		free(w);
 		return err;
 	}
-	backend_run_spec run = worker_run_spec(e, p, w, env, envp, argv, labels, labelp, &ca);
+	backend_run_spec run = worker_run_spec(e, p, w, env, envp, argv, labels, labelp, name, &ca);
 	err = bx_run(p->backend, w->id, &run, NULL);
 	if (ca) {
 		explicit_bzero(ca, strlen(ca));
@@ -171,8 +174,12 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	}
 	engine__requeue_worker(e, p, w->id, exit_code);
 	w->pending = 0;
-	if (last_words && last_words[0])
+	if (last_words && last_words[0]) {
 		snprintf(p->last_words, sizeof(p->last_words), "%.255s", last_words);
+		snprintf(w->last_words, sizeof(w->last_words), "%s", last_words);
+		cm_utf8_sanitize(w->last_words); /* the tail of a log may cut a character */
+		store_worker_set_last_words(e->st, w->id, w->last_words);
+	}
 	if (exit_code == BACKEND_NEVER_STARTED && !expected) {
 		char reason[400];
 		snprintf(reason, sizeof(reason), "%s backend cannot start a worker: %.300s", bx_name(p->backend),

@@ -161,7 +161,8 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 
 /* A worker that ended, shown with its pool (engine_pools.c keeps the most
  * recent EXITED_KEPT of them). */
-static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code)
+static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
+                              const char *last_words)
 {
 	pool *p = engine__pool_find(ctx, pool_id);
 	worker *w = p ? calloc(1, sizeof(*w)) : NULL;
@@ -173,6 +174,7 @@ static void load_ended_worker(void *ctx, const char *id, const char *pool_id, co
 	w->pool = p;
 	w->state = W_EXITED;
 	w->exit_code = exit_code;
+	snprintf(w->last_words, sizeof(w->last_words), "%s", last_words);
 	w->next = p->workers;
 	p->workers = w;
 }

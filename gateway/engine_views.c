@@ -51,13 +51,18 @@ json_t *engine__pool_json(const pool *p)
 		        json_pack("{s:s, s:s, s:s, s:I, s:i}", "id", w->id, "state",
 		                  w->retiring && w->state == W_CONNECTED ? "retiring" : worker_state_names[w->state],
 		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
+		if (w->last_words[0])
+			json_object_set_new(wj, "last_words", json_string(w->last_words));
 		if (!w->handle[0])
 			; /* its backend has not started it yet */
 		else if (strcmp(bx_name(p->backend), "local") == 0)
 			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
-		else
-			json_object_set_new(wj, "container",
-			                    json_stringn(w->handle, strlen(w->handle) < 12 ? strlen(w->handle) : 12));
+		else /* a name (strand-<pool>-<n>, a pod), or a docker id shown short as docker does */
+			json_object_set_new(
+			        wj, "container",
+			        json_stringn(w->handle, strncmp(w->handle, "strand-", 7) != 0 && strlen(w->handle) > 12
+			                                        ? 12
+			                                        : strlen(w->handle)));
 		json_array_append_new(workers, wj);
 	}
 	engine__iso_time(p->created_ms, created);

@@ -81,6 +81,9 @@ static const char *const migrations[] = {
         /* 7: when a job ended, for --retain (NULL: running, or ended before
          * this step, when its creation stands in). */
         "ALTER TABLE jobs ADD COLUMN ended_ms INTEGER;",
+        /* 8: what a worker last wrote when it ended (its container's or
+         * pod's last lines), shown with it after its end. */
+        "ALTER TABLE workers ADD COLUMN last_words TEXT;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -865,7 +868,7 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 	int rc;
 
 	if (store__prepare(st,
-	                   "SELECT id, pool_id, handle, coalesce(exit_code, -1) FROM"
+	                   "SELECT id, pool_id, handle, coalesce(exit_code, -1), coalesce(last_words, '') FROM"
 	                   " (SELECT *, rowid AS k, row_number() OVER (PARTITION BY pool_id ORDER BY started_ms DESC, "
 	                   "rowid DESC)"
 	                   "  AS r FROM workers WHERE state IN ('exited', 'lost'))"
@@ -874,7 +877,7 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 		return CM_EIO;
 	sqlite3_bind_int(s, 1, per_pool);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_int(s, 3));
+		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_int(s, 3), col_text(s, 4));
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
 		return store__fail(st, rc);
@@ -885,6 +888,17 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 		tally(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_worker_set_last_words(store *st, const char *id, const char *last_words)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "UPDATE workers SET last_words = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, last_words);
+	store__bind_text(s, 2, id);
+	return store__step_done(st, s);
 }
 
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code)

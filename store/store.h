@@ -248,6 +248,8 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
                         int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
 int store_worker_set_handle(store *st, const char *id, const char *handle); /* once its backend started it */
+/* What it last wrote, once it ended (docker and kubernetes say). */
+int store_worker_set_last_words(store *st, const char *id, const char *last_words);
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                                 const char *secret, int64_t started_ms);
@@ -256,8 +258,8 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
  * that ended ("exited", or "lost": an end nobody asked for), oldest first,
  * then tally for each pool with its count of workers ever started and
  * lost. */
-typedef void (*store_ended_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle,
-                                      int exit_code);
+typedef void (*store_ended_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
+                                      const char *last_words);
 typedef void (*store_worker_tally_fn)(void *ctx, const char *pool_id, int64_t started, int64_t lost);
 int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, store_worker_tally_fn tally, void *ctx);
 

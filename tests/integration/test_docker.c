@@ -140,6 +140,16 @@ static void test_docker_kill_is_a_crash(void **state)
 	gateway_start(&g, image_args);
 	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"docker\"}");
 	pool_wait_connected(&g, pool, 2);
+	/* Containers are named strand-<pool>-<n>, and shown by that name. */
+	char names[200];
+	snprintf(names, sizeof(names), "strand-%s-1 strand-%s-2 ", pool, pool);
+	assert_string_equal(
+	        sh("docker ps --filter label=strand.pool=%s --format '{{.Names}}' | sort | tr '\\n' ' '", pool), names);
+	json_t *view = pool_get(&g, pool), *vw;
+	size_t k;
+	json_array_foreach (json_object_get(view, "workers"), k, vw)
+		assert_non_null(strstr(names, json_string_value(json_object_get(vw, "container"))));
+	json_decref(view);
 	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(600, 3)));
 	assert_true(job_wait_done(&g, job, 20) < 600); /* well under way, not finished */
 	/* docker kill: SIGKILL, the container's process gone at once. */
@@ -150,8 +160,30 @@ static void test_docker_kill_is_a_crash(void **state)
 	json_t *p = pool_get(&g, pool);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 1);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_started")), 3);
+	/* The dead one is shown with its code and what its container last
+	 * wrote (its own log lines), also after a restart. */
+	char words[600] = "", mine[128];
+	json_t *w;
+	size_t i;
+	json_array_foreach (json_object_get(p, "workers"), i, w)
+		if (strcmp(json_string_value(json_object_get(w, "state")), "exited") == 0) {
+			assert_int_equal(json_integer_value(json_object_get(w, "exit_code")), 137);
+			snprintf(words, sizeof(words), "%s", json_string_value(json_object_get(w, "last_words")) ?: "");
+			snprintf(mine, sizeof(mine), "worker %s of pool %s",
+			         json_string_value(json_object_get(w, "id")), pool);
+		}
+	if (!strstr(words, mine))
+		fail_msg("last words [%s] do not say [%s]", words, mine);
 	json_decref(p);
 	assert_int_equal(containers_of(pool), 2); /* the dead one removed, its replacement running */
+	assert_int_equal(gateway_stop(&g), 0);
+	gateway_restart(&g);
+	p = pool_get(&g, pool);
+	int kept = 0;
+	json_array_foreach (json_object_get(p, "workers"), i, w)
+		kept |= strcmp(json_string_value(json_object_get(w, "last_words")) ?: "", words) == 0;
+	assert_true(kept);
+	json_decref(p);
 	free(job);
 	gateway_cleanup(&g);
 	assert_int_equal(containers_of(pool), 0); /* a stopped gateway leaves none */

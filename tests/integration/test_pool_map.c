@@ -358,6 +358,11 @@ static void test_pool_jobs_and_dashboard(void **state)
 	response_free(&r);
 	r = http(&f->g, "GET", "/web/dashboard.js", NULL, NULL);
 	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "text/javascript");
+	assert_non_null(strstr(r.body, "from \"./views.js\""));
+	response_free(&r);
+	r = http(&f->g, "GET", "/web/views.js", NULL, NULL);
+	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "/v1/pools"));
 	response_free(&r);
 	r = http(&f->g, "GET", "/web/..%2F..%2Fetc%2Fpasswd", NULL, NULL);

@@ -111,7 +111,7 @@ export const views = {
       !ended ? action("delete", "Terminate pool " + id + "? Its workers stop; unfinished tasks fail.",
         () => change("DELETE", "/v1/pools/" + id), rerender) : null);
     const workers = p.workers.map((w) => [code(w.id), state(w.state), w.pid || w.container || "", w.pending,
-      w.state === "exited" ? w.exit_code : ""]);
+      w.state === "exited" ? w.exit_code : "", w.last_words ? h("pre", { class: "error" }, w.last_words) : ""]);
     return { live: ["pool", "worker", "job"], pool: id, node: h("div", {},
       h("h2", {}, "Pool ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
       actions,
@@ -124,7 +124,7 @@ export const views = {
         ["created", when(p.created_at)]]),
       h("h3", {}, "Workers"),
       table([{ title: "worker" }, { title: "state" }, { title: "pid or container" }, { title: "pending" },
-        { title: "exit code" }], workers, "no workers"),
+        { title: "exit code" }, { title: "last words" }], workers, "no workers"),
       h("h3", {}, "Jobs"), jobTable(jobs, "no jobs")) };
   },
 
