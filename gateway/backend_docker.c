@@ -153,16 +153,16 @@ static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND
 
 	/* Named (a worker: strand-<pool>-<n>), the name is its handle; one
 	 * taken already (a container a crash left) gets a random suffix. */
-	char name[96] = "", create[160] = "/containers/create";
+	char name[BACKEND_HANDLE_MAX] = "", create[160] = "/containers/create";
 	if (r->name) {
-		snprintf(name, sizeof(name), "%s", r->name);
+		snprintf(name, sizeof(name), "%.70s", r->name);
 		snprintf(create, sizeof(create), "/containers/create?name=%s", name);
 	}
 	status = call(d, "POST", create, body, &reply, detail, detail_len);
 	if (status == 409 && name[0]) {
 		char suffix[5];
 		cm_random_hex(suffix, 2);
-		snprintf(name, sizeof(name), "%s-%s", r->name, suffix);
+		snprintf(name, sizeof(name), "%.70s-%s", r->name, suffix);
 		snprintf(create, sizeof(create), "/containers/create?name=%s", name);
 		cm_buf_fini(&reply);
 		status = call(d, "POST", create, body, &reply, detail, detail_len);

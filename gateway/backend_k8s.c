@@ -630,10 +630,32 @@ static int k8s_logs(backend *b, const char *handle, const char *log_path, size_t
 	return err;
 }
 
+static int k8s_logs(backend *b, const char *handle, const char *log_path, size_t max, cm_buf *out);
+
+/* Appends to detail what pod handle last wrote, on one line: its end's
+ * reason is said already, its output is what tells why (a worker's own
+ * last words). The pod still exists: it ended, and is released after. */
+static void append_last_lines(backend *b, const char *handle, char *detail, size_t detail_len)
+{
+	size_t used = strlen(detail);
+	cm_buf text;
+
+	if (used + 8 >= detail_len)
+		return;
+	cm_buf_init(&text);
+	if (k8s_logs(b, handle, NULL, detail_len - used - 4, &text) == CM_OK && text.len) {
+		for (size_t i = 0; i < text.len; i++)
+			if (text.data[i] == '\n')
+				text.data[i] = ' ';
+		snprintf(detail + used, detail_len - used, "%s%s", used ? "; " : "", text.data);
+	}
+	cm_buf_fini(&text);
+}
+
 static int k8s_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
 {
 	k8s *k = (k8s *)b;
-	int gone = 0;
+	int gone = 0, ended = 0;
 
 	if (detail_len)
 		detail[0] = '\0';
@@ -646,7 +668,7 @@ static int k8s_poll(backend *b, const char *handle, int *exit_code, char *detail
 		*exit_code = -1;
 		snprintf(detail, detail_len, "pod %s was deleted", handle);
 	} else if (s->ended) {
-		gone = 1;
+		gone = ended = 1;
 		*exit_code = s->exit_code;
 		snprintf(detail, detail_len, "%s", s->why);
 	} else if (s->stuck_since && cm_now_ms() - s->stuck_since >= (int64_t)k->cfg.start_grace_s * 1000) {
@@ -655,6 +677,8 @@ static int k8s_poll(backend *b, const char *handle, int *exit_code, char *detail
 		snprintf(detail, detail_len, "pod %s: %s", handle, s->why);
 	}
 	pthread_mutex_unlock(&k->mu);
+	if (ended && detail_len) /* a call to the API server: not under the lock */
+		append_last_lines(b, handle, detail, detail_len);
 	return gone;
 }
 

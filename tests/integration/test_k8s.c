@@ -193,9 +193,13 @@ static void test_pool_of_pods_maps_exactly(void **state)
 		json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
 		json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
 		json_t *limits = json_object_get(json_object_get(c, "resources"), "limits");
+		/* strand-<pool>-<n>: the pool's first three workers. */
 		char prefix[64];
 		snprintf(prefix, sizeof(prefix), "strand-%s-", pool);
-		assert_true(strncmp(json_string_value(json_object_get(meta, "name")), prefix, strlen(prefix)) == 0);
+		const char *name = json_string_value(json_object_get(meta, "name"));
+		assert_true(strncmp(name, prefix, strlen(prefix)) == 0);
+		assert_true(strlen(name) == strlen(prefix) + 1 && name[strlen(prefix)] >= '1' &&
+		            name[strlen(prefix)] <= '3');
 		assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "labels"), "strand.pool")),
 		                    pool);
 		assert_string_equal(json_string_value(json_object_get(spec, "restartPolicy")), "Never");
@@ -231,6 +235,30 @@ static void test_pool_of_pods_maps_exactly(void **state)
 	json_t *p = pool_get(&g, pool);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "counters"), "workers_lost")), 0);
 	json_decref(p);
+
+	/* A worker that dies: its pod's end and last lines are its last words. */
+	char *crash =
+	        job_submit(&g, pool, json_pack("{s:s, s:[i], s:i}", "function", "crash", "args", 0, "max_attempts", 1));
+	json_decref(job_results(&g, crash, "input", 10));
+	char words[600] = "", mine[128] = "";
+	for (int i = 0; i < 300 && !words[0]; i++) {
+		json_t *w;
+		p = pool_get(&g, pool);
+		json_array_foreach (json_object_get(p, "workers"), k, w)
+			if (json_object_get(w, "last_words") &&
+			    json_integer_value(json_object_get(w, "exit_code")) == 137) {
+				snprintf(words, sizeof(words), "%s",
+				         json_string_value(json_object_get(w, "last_words")));
+				snprintf(mine, sizeof(mine), "worker %s of pool %s",
+				         json_string_value(json_object_get(w, "id")), pool);
+			}
+		json_decref(p);
+		if (!words[0])
+			usleep(100000);
+	}
+	if (!strstr(words, mine))
+		fail_msg("last words [%s] do not say [%s]", words, mine);
+	free(crash);
 
 	r = http(&g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
