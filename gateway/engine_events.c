@@ -3,11 +3,11 @@
  * few and already walked each cycle, so their changes are found by
  * comparing each with what was last shown of it (its 'shown': that state
  * plus one, 0 for nothing yet, so a new one is said too): no state change
- * anywhere can forget to say so. Jobs can be millions, so theirs are said where they
- * happen: made (answered), done, cancelled, removed. A job's progress is
- * said only while somebody reads, at most every PROGRESS_MS per job.
- * Everything goes into the cycle's batch and is published only once the
- * cycle committed.
+ * anywhere can forget to say so. Jobs can be millions, so theirs are said
+ * where they happen: made (answered), done, cancelled, removed. A job's
+ * progress is said only while somebody reads, at most every PROGRESS_MS per
+ * job. Everything goes into the cycle's batch and is published only once
+ * the cycle committed.
  */
 #define _GNU_SOURCE
 #include "gateway/engine_int.h"

@@ -99,8 +99,10 @@ static void drop_oldest(events *ev)
 size_t events_publish(events *ev, events_batch *b)
 {
 	size_t published = 0;
-	const char *p = b->text.data, *end = b->text.data + b->text.len;
 
+	if (!b->n)
+		return 0;
+	const char *p = b->text.data, *end = b->text.data + b->text.len;
 	pthread_mutex_lock(&ev->mu);
 	for (size_t i = 0; i < b->n && p < end; i++) {
 		const char *type = p, *pool = type + strlen(type) + 1, *data = pool + strlen(pool) + 1;

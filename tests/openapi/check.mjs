@@ -160,6 +160,9 @@ await v("GET", "/web/missing.js"); // 404
 await v("POST", "/v1/pools", "{not json"); // 400
 await v("POST", "/v1/pools", { processes: 1, backend: "nowhere" }); // 422
 await v("GET", "/v1/pools", undefined, { auth: false }); // 401
+await v("GET", "/v1/openapi.json", undefined, { auth: false }); // 401
+await v("GET", "/metrics", undefined, { auth: false }); // 401
+await v("GET", "/v1/events", undefined, { auth: false }); // 401
 await v("GET", "/v1/jobs/j-0000000000000000"); // 404
 await v("GET", "/v1/jobs?state=sideways"); // 400
 await v("GET", "/v1/events?pool="); // 400
