@@ -149,6 +149,14 @@ int cmd_run(strand_client *c, int argc, char **argv)
 	json_decref(spec);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(reply, "id")) ?: "");
+	/* The gateway answers once the backend tried to start it: one that
+	 * could not start is failed already. */
+	if (strcmp(json_string_value(json_object_get(reply, "state")) ?: "", "failed") == 0) {
+		fprintf(stderr, "strand: %s could not start: %s\n", id,
+		        json_string_value(json_object_get(reply, "reason")) ?: "no reason given");
+		json_decref(reply);
+		return EXIT_REFUSED;
+	}
 	json_decref(reply);
 	if (!wait) {
 		puts(id);

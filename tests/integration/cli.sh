@@ -100,6 +100,10 @@ out=$("$strand" kill "$id"); check "kill" "$id exited with code 143" "$out"
 for bad in "--cpu abc" "--cpu 0" "--memory 1.5" "--gpu -1" "--gpu x" "-e =x"; do
   "$strand" run $bad -- true >/dev/null 2>&1; check "run $bad: usage" 2 $?
 done
+out=$("$strand" run -- /nonexistent/program 2>&1); code=$?
+check "run of a program that cannot start: exit 1" 1 $code
+grep -q "could not start: cannot run /nonexistent/program" <<<"$out"; check "... and why" 0 $?
+check "... and no id on stdout" "" "$("$strand" run -- /nonexistent/program 2>/dev/null)"
 out=$("$strand" run --wait -- /nonexistent/program 2>&1); code=$?
 check "run --wait of a program that cannot start: exit 1" 1 $code
 grep -q "could not start: cannot run /nonexistent/program" <<<"$out"; check "... and why" 0 $?
