@@ -2,9 +2,11 @@
  * GET /metrics' engine part, in Prometheus' text format (version 0.0.4):
  * tasks and workers per pool, processes by state, and how long commits and
  * cycles take. Written on the engine thread from its own state, so one
- * scrape is one consistent moment; a pool's counters are what that pool's
- * jobs in the store hold (tasks submitted since this start), and reset
- * with the gateway, as Prometheus expects of counters.
+ * scrape is one consistent moment. Tasks done and failed are counted from
+ * the jobs the store holds when the gateway starts, tasks submitted and
+ * retried from that start, workers started and lost over every run: a
+ * counter that starts again lower after a restart is a reset to
+ * Prometheus.
  */
 #define _GNU_SOURCE
 #include "gateway/engine_int.h"
