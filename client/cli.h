@@ -30,6 +30,9 @@ int cli_asks_help(int argc, char **argv);
 long cli_whole_number(const char *s, long lo, long hi); /* or -1 */
 int cli_min_max(const char *s, long *min, long *max); /* MIN:MAX; 0 if not that */
 double cli_cores(const char *s); /* 0 < n <= 1024, or -1 */
+/* --cpu (opt 'c'), --memory ('m') or --gpu ('g') into res (a resources
+ * object); NULL, or what is wrong with value. */
+const char *cli_resource(int opt, const char *value, json_t *res);
 /* GETs path (it has a query) and its next pages, printing each item of key
  * as a JSON line. */
 int cli_print_pages(strand_client *c, const char *path, const char *key);

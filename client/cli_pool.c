@@ -215,7 +215,6 @@ static int pool_create(strand_client *c, int argc, char **argv)
 	};
 	json_t *spec = json_object(), *res = json_object(), *vols = json_array();
 	long processes = 0, min = -1, max = -1, n;
-	double cpu;
 	const char *bad = NULL;
 	char id[32];
 	int opt, code;
@@ -233,23 +232,8 @@ static int pool_create(strand_client *c, int argc, char **argv)
 		case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
 		case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
 		case 'c':
-			if ((cpu = cli_cores(optarg)) < 0)
-				bad = "--cpu takes a number of cores, 0 < N <= 1024";
-			else
-				json_object_set_new(res, "cpu", json_real(cpu));
-			break;
 		case 'm':
-			if ((n = cli_whole_number(optarg, 1, 1 << 24)) < 0)
-				bad = "--memory takes megabytes, 1 to 16777216";
-			else
-				json_object_set_new(res, "memory_mb", json_integer(n));
-			break;
-		case 'g':
-			if ((n = cli_whole_number(optarg, 0, 64)) < 0)
-				bad = "--gpu takes 0 to 64";
-			else
-				json_object_set_new(res, "gpu", json_integer(n));
-			break;
+		case 'g': bad = cli_resource(opt, optarg, res); break;
 		case 'v': json_array_append_new(vols, json_string(optarg)); break;
 		case 'A':
 			if ((n = cli_whole_number(optarg, 1, 100)) < 0)

@@ -73,29 +73,21 @@ static int run_options(int argc, char **argv, json_t *spec, int *wait)
 	};
 	json_t *res = json_object(), *vols = json_array(), *env = json_object();
 	int opt, code = 0;
-	double n;
-	long k;
 
 	while (!code && (opt = cli_next_opt(argc, argv, "+v:e:", opts)) != -1) {
 		switch (opt) {
 		case 'b': json_object_set_new(spec, "backend", json_string(optarg)); break;
 		case 'i': json_object_set_new(spec, "image", json_string(optarg)); break;
 		case 'c':
-			if ((n = cli_cores(optarg)) < 0)
-				code = cli_usage("strand: --cpu takes a number of cores above 0, at most 1024\n",
-				                 EXIT_USAGE);
-			json_object_set_new(res, "cpu", json_real(n));
-			break;
 		case 'm':
-			if ((k = cli_whole_number(optarg, 1, 16777216)) < 0)
-				code = cli_usage("strand: --memory takes megabytes, 1 to 16777216\n", EXIT_USAGE);
-			json_object_set_new(res, "memory_mb", json_integer(k));
+		case 'g': {
+			const char *bad = cli_resource(opt, optarg, res);
+			if (bad) {
+				fprintf(stderr, "strand: %s\n", bad);
+				code = EXIT_USAGE;
+			}
 			break;
-		case 'g':
-			if ((k = cli_whole_number(optarg, 0, 64)) < 0)
-				code = cli_usage("strand: --gpu takes 0 to 64 GPUs\n", EXIT_USAGE);
-			json_object_set_new(res, "gpu", json_integer(k));
-			break;
+		}
 		case 'v': json_array_append_new(vols, json_string(optarg)); break;
 		case 'e': {
 			char *eq = strchr(optarg, '=');

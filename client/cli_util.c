@@ -111,6 +111,30 @@ double cli_cores(const char *s)
 	return s[0] && !*end && !errno && n > 0 && n <= 1024 ? n : -1;
 }
 
+const char *cli_resource(int opt, const char *value, json_t *res)
+{
+	double cpu;
+	long n;
+
+	switch (opt) {
+	case 'c':
+		if ((cpu = cli_cores(value)) < 0)
+			return "--cpu takes a number of cores, 0 < N <= 1024";
+		json_object_set_new(res, "cpu", json_real(cpu));
+		return NULL;
+	case 'm':
+		if ((n = cli_whole_number(value, 1, 1 << 24)) < 0)
+			return "--memory takes megabytes, 1 to 16777216";
+		json_object_set_new(res, "memory_mb", json_integer(n));
+		return NULL;
+	default:
+		if ((n = cli_whole_number(value, 0, 64)) < 0)
+			return "--gpu takes 0 to 64";
+		json_object_set_new(res, "gpu", json_integer(n));
+		return NULL;
+	}
+}
+
 /* GETs path (which has a query), then its next pages (path&cursor=
  * next_cursor) until the cursor is null or the answer says end, printing
  * each item of key as a JSON line. */

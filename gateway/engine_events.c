@@ -1,13 +1,14 @@
 /*
- * Events (events.h) from engine state. Pools, workers and processes are
- * few and already walked each cycle, so their changes are found by
- * comparing each with what was last shown of it (its 'shown': that state
- * plus one, 0 for nothing yet, so a new one is said too): no state change
- * anywhere can forget to say so. Jobs can be millions, so theirs are said
- * where they happen: made (answered), done, cancelled, removed. A job's
- * progress is said only while somebody reads, at most every PROGRESS_MS per
- * job. Everything goes into the cycle's batch and is published only once
- * the cycle committed.
+ * Events (events.h) from engine state. Pools and their workers are few and
+ * already walked each cycle, so their changes are found by comparing each
+ * with what was last shown of it (its 'shown': that state plus one, 0 for
+ * nothing yet, so a new one is said too): no state change anywhere can
+ * forget to say so. Processes are never forgotten and jobs can be millions,
+ * so theirs are said where they happen (a process started, failed, ended;
+ * a job made, done, cancelled, removed), and no cycle walks them all. A
+ * job's progress is said only while somebody reads, at most every
+ * PROGRESS_MS per job. Everything goes into the cycle's batch and is
+ * published only once the cycle committed.
  */
 #define _GNU_SOURCE
 #include "gateway/engine_int.h"
@@ -46,7 +47,7 @@ static void worker_event(engine *e, const pool *p, const worker *w)
 	events_batch_add(&e->event_batch, "worker", p->id, o);
 }
 
-static void process_event(engine *e, const process *pr)
+void engine__event_process(engine *e, const process *pr)
 {
 	json_t *o = json_pack("{s:s, s:s, s:i}", "id", pr->id, "state", proc_state_names[pr->state], "exit_code",
 	                      pr->exit_code);
@@ -123,11 +124,6 @@ void engine__events_tick(engine *e, int64_t now)
 		if (changed && !made)
 			pool_event(e, p);
 	}
-	for (process *pr = e->processes; pr; pr = pr->next)
-		if (pr->shown != (int)pr->state + 1) {
-			pr->shown = (int)pr->state + 1;
-			process_event(e, pr);
-		}
 	progress_due(e, now);
 }
 

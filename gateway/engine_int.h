@@ -239,7 +239,6 @@ typedef struct process {
 	char log_path[1100]; /* its output, kept after it ends */
 	int64_t created_ms, ended_ms, kill_at;
 	waitlist waiters; /* DELETEs waiting for it to end */
-	int shown; /* what its last event said (engine_events.c) */
 	struct process *next;
 } process;
 
@@ -465,9 +464,10 @@ void engine__applies_quiesce(engine *e); /* the gateway stops: each looks once *
 /* engine_events.c: what changed, said after the commit */
 void engine__event_job(engine *e, const job *j); /* made (answered), done or cancelled */
 void engine__event_job_removed(engine *e, const job *j);
+void engine__event_process(engine *e, const process *pr); /* started, failed or ended */
 void engine__job_progressed(engine *e, job *j); /* a result of j was recorded */
 void engine__job_unlist(job *j); /* j is freed: its progress is not said */
-/* Pools, workers and processes that changed; progress that is due. */
+/* Pools and workers that changed; progress that is due. */
 void engine__events_tick(engine *e, int64_t now);
 /* Published (returns how many), or dropped with the cycle. */
 size_t engine__events_end_cycle(engine *e, int committed);

@@ -105,6 +105,7 @@ static void process_failed(engine *e, process *pr)
 	pr->state = PR_FAILED;
 	pr->exit_code = -1;
 	pr->ended_ms = cm_wall_ms();
+	engine__event_process(e, pr);
 	cm_warn("process %s could not start: %s", pr->id, pr->reason);
 	answer_waiters(e, pr);
 }
@@ -167,6 +168,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		*err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
 		return NULL;
 	}
+	engine__event_process(e, pr);
 	for (size_t i = 0; i < nextra && i < 8; i++)
 		env[run.nenv++] = extra[i];
 	snprintf(label, sizeof(label), "strand.process=%s", id);
@@ -306,6 +308,7 @@ static void process_ended(engine *e, process *pr, int code, const char *why)
 		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
 	bx_release(pr->backend, pr->id);
 	process_save(e, pr);
+	engine__event_process(e, pr);
 	cm_info("process %s exited with code %d", pr->id, code);
 	answer_waiters(e, pr);
 }
