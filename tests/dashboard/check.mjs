@@ -131,7 +131,8 @@ try {
 
   // The queue: its items.
   await page.goto(`${base}/#/queues`);
-  await page.waitForSelector("table");
+  await waitText("h2", "Queues"); // the new page, not the last one's table
+  await waitText("tr", queue);
   const queueRow = await page.$$eval("tr", (trs, q) => trs.filter((t) => t.textContent.includes(q))
     .map((t) => [...t.children].map((c) => c.textContent)), queue);
   check(queueRow.length === 1 && queueRow[0][1] === "3", "the queue with its 3 items");
