@@ -49,6 +49,8 @@
  * worker with nothing in hand; a pull from a busy one passes over at most
  * this many unprobed jobs to the work behind. */
 #define PROBE_SKIPS 8
+/* The functions a pool keeps a run time of (engine_costs.c). */
+#define POOL_COSTS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few
  * milliseconds of the engine's time, so no request waits behind a large
  * job's cancellation or removal. */
@@ -315,17 +317,25 @@ typedef struct worker {
 	struct worker *next;
 } worker;
 
+/* A function's measured run time on a pool; used: when last measured or
+ * asked for (0: an empty slot). */
+typedef struct function_cost {
+	char function[64];
+	double us;
+	uint64_t used;
+} function_cost;
+
 typedef struct pool {
 	char id[20];
 	pool_spec spec;
 	bx *backend;
 	char last_words[256]; /* what the last worker that died said */
-	/* The run time last measured on this pool, and of which function: a
-	 * one-task job of that function (an apply, a manager's call) starts
-	 * with it as its cost, so many fit in one batch (with no measure, its
-	 * cost is taken as a whole batch's). */
-	char est_function[64];
+	/* Run times measured on this pool (engine_costs.c): over all its
+	 * results, and by function for the POOL_COSTS used last. */
 	double est_us;
+	int est_known;
+	function_cost costs[POOL_COSTS];
+	uint64_t costs_clock;
 	pool_state state;
 	char reason[512];
 	int64_t created_ms;
@@ -439,6 +449,10 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
+/* engine_costs.c: run times measured on a pool. */
+double engine__function_cost(pool *p, const char *function); /* < 0: not measured here lately */
+void engine__function_measured(pool *p, const char *function, double us);
+void engine__pool_measured(pool *p, double run_us);
 void engine__handle_pull(engine *e, op *o);
 void engine__job_check_done(engine *e, job *j); /* a running job with every result: done */
 

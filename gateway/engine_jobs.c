@@ -618,13 +618,6 @@ static int live_workers(const pool *p)
 	return n ? n : 1;
 }
 
-/* Hands tasks from the pool's queue to worker w, into o's batch: up to want,
- * no more than its fair share of the queue, and so that the worker holds the
- * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
- * job from each job's measured task time (the in_hand tasks it already holds
- * count). A worker holding nothing always gets one task; a job whose task
- * time is not known yet gets only that one, as a probe. Chunks are not split,
- * unless the batch reaches BATCH_BYTES_MAX. */
 /* Takes r (after prev, NULL at the head) out of p's queue; with to_tail,
  * puts it back last. */
 static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
@@ -639,47 +632,51 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
 	p->qtail = r;
 }
 
-/* Fills o's batch from p's queue. Jobs take turns, a batch's worth each: a
- * range that gave tasks and still has some goes behind the other jobs'
- * ranges, so an apply or a small map submitted while a large map runs is
- * handed out by the next pulls, not after the map. A new job's probe waits
- * at its place for a worker with nothing in hand; a busy worker's pull
- * passes over it (up to PROBE_SKIPS such jobs) to the work behind. */
+/* Hands tasks from p's queue to worker w, into o's batch: up to want, no
+ * more than its fair share of the queue, and so that the worker holds the
+ * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
+ * job from each job's measured task time (the in_hand tasks it already
+ * holds count, at the pool's run time). A worker holding nothing always
+ * gets one task. Chunks are not split, unless the batch reaches
+ * BATCH_BYTES_MAX.
+ * Jobs take turns, a batch's worth each: a range that gave tasks and still
+ * has some goes behind the other jobs' ranges, so an apply or a small map
+ * submitted while a large map runs is handed out by the next pulls, not
+ * after the map. A job whose cost is not known yet gets one task out, as a
+ * probe, which waits at its place for a worker with room; a busy worker's
+ * pull passes over it (up to PROBE_SKIPS such jobs) to the work behind. */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
 {
 	int skipped = 0;
 	int64_t target;
 	int64_t share;
 	int64_t given = 0;
-	double head_cost;
+	double held_cost;
 	double room;
 	range *prev = NULL, *r;
 
 	if (!want || !p->qhead)
 		return;
-	/* What the worker holds is priced as the first measured job in the
-	 * queue (an unprobed job at its head has handed out nothing yet). */
-	head_cost = BATCH_BUDGET_US;
-	r = p->qhead;
-	for (int k = 0; r && k <= PROBE_SKIPS; r = r->next, k++)
-		if (r->job->avg_us >= 0) {
-			head_cost = r->job->avg_us;
-			break;
-		}
-	if (head_cost < 1.0)
-		head_cost = 1.0;
-	room = BATCH_BUDGET_US + head_cost - (double)in_hand * head_cost;
+	/* What the worker holds is priced at the pool's run time over all its
+	 * results: mostly of the jobs handed out most, which are what workers
+	 * hold. */
+	held_cost = p->est_known ? p->est_us : BATCH_BUDGET_US;
+	if (held_cost < 1.0)
+		held_cost = 1.0;
+	room = BATCH_BUDGET_US + held_cost - (double)in_hand * held_cost;
 	share = (p->queued + live_workers(p) - 1) / live_workers(p);
 	target = (int64_t)want < share ? (int64_t)want : share;
 	while (given < target && (r = prev ? prev->next : p->qhead)) {
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
 		int64_t take;
-		/* A job's first task goes alone, to learn its cost, first in a
-		 * batch for a worker with less than a batch's work in hand (it
-		 * starts within that); a one-task job's cost, when its pool knows
-		 * none, is taken as a batch's. */
-		int probe = j->avg_us < 0 && j->total > 1;
+		/* A job whose cost is not known (a map's first task; an apply of
+		 * a function the pool has not measured lately) sends one task
+		 * alone, to learn it: first in a batch, for a worker with less
+		 * than a batch's work in hand (it starts within that). */
+		if (j->avg_us < 0 && j->total == 1 && !j->ncommand)
+			j->avg_us = engine__function_cost(p, j->function); /* measured since it came */
+		int probe = j->avg_us < 0;
 		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j, task_bytes(j)};
@@ -773,7 +770,7 @@ void engine__handle_pull(engine *e, op *o)
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
-	const job *measured = NULL; /* the job whose function the pool's estimate names */
+	job *measured = NULL; /* the job of the run of results being read */
 	for (size_t i = 0; i < m->nresults; i++) {
 		const engine_result *r = &m->results[i];
 		job *j = job_of_task(p, (int64_t)r->task_id);
@@ -782,10 +779,12 @@ void engine__handle_pull(engine *e, op *o)
 		if (!j)
 			continue;
 		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
-		if (j != measured && strcmp(p->est_function, j->function) != 0)
-			snprintf(p->est_function, sizeof(p->est_function), "%s", j->function);
+		engine__pool_measured(p, r->run_us);
+		/* Its function's cost, once per run of one job's results (a
+		 * batch's results are mostly of one job). */
+		if (measured && j != measured && !measured->ncommand)
+			engine__function_measured(p, measured->function, measured->avg_us);
 		measured = j;
-		p->est_us = j->avg_us;
 		if (!r->ok && (j->retry_errors || r->lost) && (int)r->attempt < j->max_attempts &&
 		    j->state == JOB_RUNNING && store_task_requeue_one(e->st, (int64_t)r->task_id) == CM_OK) {
 			/* The caller asked for errors to be retried, or its runtime
@@ -798,6 +797,8 @@ void engine__handle_pull(engine *e, op *o)
 		else
 			record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value, r->len);
 	}
+	if (measured && !measured->ncommand)
+		engine__function_measured(p, measured->function, measured->avg_us);
 	requeue_splice(p, &retry);
 	if (m->resync) {
 		/* Tasks recorded as ours that the worker does not hold were in an

@@ -152,8 +152,9 @@ static int map_start(engine *e, op *o)
 	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
 	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
 	/* A one-task job cannot give one worker too much: it takes the pool's
-	 * last measure of its function (a command's runs differ: none). */
-	j->avg_us = m->total == 1 && !m->ncommand && strcmp(p->est_function, m->function) == 0 ? p->est_us : -1;
+	 * measure of its function (a command's runs differ: none). A map is
+	 * probed, since its arguments may cost unlike the last ones. */
+	j->avg_us = m->total == 1 && !m->ncommand ? engine__function_cost(p, m->function) : -1;
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	j->state = JOB_RUNNING;

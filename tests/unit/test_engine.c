@@ -165,9 +165,9 @@ static void pool_of_two(fixture *f, const char *more)
 		assert_string_not_equal(fake_backend_worker(f->fake, i, f->w[i]), "");
 }
 
-/* Maps echo over n arguments, argument i the JSON text arg(i) prints into
- * the body; f->job is the job. */
-static void map_echo_each(fixture *f, int n, void (*arg)(cm_buf *body, int i, void *ctx), void *ctx)
+/* Maps function over n arguments, argument i the JSON text arg(i) prints
+ * into the body; f->job is the job. */
+static void map_each(fixture *f, const char *function, int n, void (*arg)(cm_buf *body, int i, void *ctx), void *ctx)
 {
 	char detail[256] = "";
 	cm_buf body;
@@ -175,7 +175,7 @@ static void map_echo_each(fixture *f, int n, void (*arg)(cm_buf *body, int i, vo
 	json_t *out = NULL;
 
 	cm_buf_init(&body);
-	cm_buf_printf(&body, "{\"function\":\"echo\",\"args\":[");
+	cm_buf_printf(&body, "{\"function\":\"%s\",\"args\":[", function);
 	for (int i = 0; i < n; i++) {
 		cm_buf_puts(&body, i ? "," : "");
 		arg(&body, i, ctx);
@@ -198,7 +198,13 @@ static void index_arg(cm_buf *body, int i, void *ctx)
 /* Maps the echo function over 0..n-1. */
 static void map_echo(fixture *f, int n)
 {
-	map_echo_each(f, n, index_arg, NULL);
+	map_each(f, "echo", n, index_arg, NULL);
+}
+
+/* Maps function over 0..n-1. */
+static void map_function(fixture *f, const char *function, int n)
+{
+	map_each(f, function, n, index_arg, NULL);
 }
 
 static void string_arg(cm_buf *body, int i, void *ctx)
@@ -214,7 +220,7 @@ static void map_echo_strings(fixture *f, int n, size_t len)
 
 	memset(s, 'x', len);
 	s[len] = 0;
-	map_echo_each(f, n, string_arg, s);
+	map_each(f, "echo", n, string_arg, s);
 	free(s);
 }
 
@@ -228,6 +234,7 @@ typedef struct pull_args {
 	int resync;
 	uint64_t running_task;
 	uint32_t running_ms;
+	uint32_t run_us; /* each done task's run time; 0: 100 us */
 } pull_args;
 
 /* One pull of worker w, as the hub hands it over; the batch the engine
@@ -253,7 +260,7 @@ static test_batch *pull(fixture *f, const char *w, pull_args a)
 		                        .ok = !a.fail,
 		                        .value = a.fail ? (const uint8_t *)"boom" : a.done[i].arg,
 		                        .len = a.fail ? 4 : a.done[i].arg_len,
-		                        .run_us = 100,
+		                        .run_us = a.run_us ? a.run_us : 100,
 		                        .attempt = a.done[i].attempt};
 	assert_int_equal(engine_pull(f->e, &slot, &m), CM_OK);
 	pthread_mutex_lock(&slot.mu);
@@ -335,10 +342,10 @@ static void test_batch_bytes_are_capped(void **state)
 	batch_free(b);
 }
 
-/* A one-task job (an apply) is no probe: with no measure on its pool it
- * costs a batch's 20 ms (two go to an empty-handed worker); once echo's
- * time is known (100 us) one-task echo jobs take it as theirs, and a pull
- * takes a worker's fair share of them, in order. */
+/* A one-task job (an apply) of a function its pool has not measured is
+ * its own probe: it goes alone. Once echo's time is known (100 us), the
+ * one-task echo jobs take it as theirs, and a pull takes a worker's fair
+ * share of them, in order. */
 static void test_one_task_jobs_batched_at_their_function_cost(void **state)
 {
 	fixture *f = *state;
@@ -348,13 +355,14 @@ static void test_one_task_jobs_batched_at_their_function_cost(void **state)
 	for (int i = 0; i < 3; i++)
 		map_echo(f, 1);
 	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
-	assert_int_equal(a->ntasks, 2); /* room 40 ms, 20 ms each */
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 2});
-	assert_int_equal(a2->ntasks, 1);
+	assert_int_equal(a->ntasks, 1); /* the probe */
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 1); /* its share of the two left, now priced */
+	assert_int_equal(a2->tasks[0].id, a->tasks[0].id + 1);
 	for (int i = 0; i < 50; i++)
 		map_echo(f, 1);
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
-	assert_int_equal(b->ntasks, 25); /* share: 50 / 2 */
+	assert_int_equal(b->ntasks, 26); /* share: 51 / 2 */
 	first = b->tasks[0].id;
 	assert_int_equal(first, a2->tasks[0].id + 1);
 	for (size_t i = 1; i < b->ntasks; i++)
@@ -362,6 +370,99 @@ static void test_one_task_jobs_batched_at_their_function_cost(void **state)
 	batch_free(a);
 	batch_free(a2);
 	batch_free(b);
+}
+
+/* The pool keeps each function's cost, not only the last one measured:
+ * applies of echo (10 us) submitted after a map of noop (100 us) ran go to
+ * busy workers (100 tasks in hand), each its fair share of them. Priced as
+ * a batch each, as a function the pool never measured is, none would go to
+ * a worker with anything in hand. */
+static void test_applies_priced_by_their_function_beside_another(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	assert_int_equal(a->ntasks, 1);
+	map_function(f, "noop", 2);
+	uint64_t noop_first = a->tasks[0].id + 1;
+	test_batch *b = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1, .run_us = 10});
+	assert_int_equal(b->ntasks, 1); /* noop's probe */
+	assert_int_equal(b->tasks[0].id, noop_first);
+	test_batch *c = pull(f, f->w[0], (pull_args){.want = 1000, .done = b->tasks, .ndone = 1, .run_us = 100});
+	assert_int_equal(c->ntasks, 1); /* the map's last */
+	assert_int_equal(c->tasks[0].id, noop_first + 1);
+	for (int i = 0; i < 3; i++)
+		map_echo(f, 1);
+	uint64_t echo_first = noop_first + 2;
+	test_batch *d = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 100});
+	assert_int_equal(d->ntasks, 2); /* its share: (3 + 1) / 2 */
+	assert_int_equal(d->tasks[0].id, echo_first);
+	assert_int_equal(d->tasks[1].id, echo_first + 1);
+	test_batch *e = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 100});
+	assert_int_equal(e->ntasks, 1);
+	assert_int_equal(e->tasks[0].id, echo_first + 2);
+	/* a function never measured here is a probe: passed over by a worker
+	 * holding more than a batch's work (1,000 tasks of about 28 us) */
+	map_function(f, "pi", 1);
+	test_batch *g = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 1000});
+	assert_int_equal(g->ntasks, 0);
+	test_batch *h = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 100, .done = d->tasks, .ndone = 2});
+	assert_int_equal(h->ntasks, 1);
+	assert_int_equal(h->tasks[0].id, echo_first + 3);
+	batch_free(a);
+	batch_free(b);
+	batch_free(c);
+	batch_free(d);
+	batch_free(e);
+	batch_free(g);
+	batch_free(h);
+}
+
+/* A pool keeps the costs of the POOL_COSTS (8) functions measured last: a
+ * ninth forgets the one used longest ago, whose apply is then a probe
+ * again (first in a batch or not at all), while applies of the others go
+ * together in one batch. */
+static void test_function_costs_kept_for_the_last_eight(void **state)
+{
+	fixture *f = *state;
+	char fn[32];
+	test_batch *done = NULL;
+
+	pool_of_two(f, "");
+	for (int i = 1; i <= 9; i++) {
+		snprintf(fn, sizeof(fn), "libcost.so:f%d", i);
+		map_function(f, fn, 1);
+		test_batch *b = pull(f, f->w[0],
+		                     (pull_args){.want = 1000,
+		                                 .done = done ? done->tasks : NULL,
+		                                 .ndone = done ? done->ntasks : 0,
+		                                 .run_us = 50});
+		assert_int_equal(b->ntasks, 1);
+		if (done)
+			batch_free(done);
+		done = b;
+	}
+	map_function(f, "noop", 1); /* the last result's pull takes it */
+	test_batch *last = pull(f, f->w[0], (pull_args){.want = 1000, .done = done->tasks, .ndone = 1, .run_us = 50});
+	assert_int_equal(last->ntasks, 1);
+	uint64_t next = last->tasks[0].id + 1;
+	map_function(f, "libcost.so:f2", 1);
+	map_function(f, "libcost.so:f1", 1); /* forgotten */
+	map_function(f, "libcost.so:f9", 1);
+	map_function(f, "libcost.so:f3", 1);
+	test_batch *g = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 10});
+	assert_int_equal(g->ntasks, 2); /* its share of 4; f1 passed over */
+	assert_int_equal(g->tasks[0].id, next);
+	assert_int_equal(g->tasks[1].id, next + 2);
+	test_batch *h = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 10});
+	assert_int_equal(h->ntasks, 1); /* f1, a probe, alone */
+	assert_int_equal(h->tasks[0].id, next + 1);
+	batch_free(done);
+	batch_free(last);
+	batch_free(g);
+	batch_free(h);
 }
 
 /* Jobs take turns in a pool's queue: a small job submitted while a large
@@ -764,6 +865,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_applies_priced_by_their_function_beside_another, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_function_costs_kept_for_the_last_eight, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
