@@ -208,6 +208,7 @@ typedef struct engine_task {
 	uint64_t context_key; /* its job's context (0: none), valid until the answer is sent: */
 	const char *context;
 	size_t context_len;
+	int ahead; /* of a small job: to run before what the worker holds */
 } engine_task;
 
 typedef enum engine_batch_status {

@@ -49,6 +49,10 @@
  * worker with nothing in hand; a pull from a busy one passes over at most
  * this many unprobed jobs to the work behind. */
 #define PROBE_SKIPS 8
+/* A job of at most this many tasks is small (an apply, a manager's call, a
+ * short map): a worker runs its tasks before those it holds, taking turns
+ * with them, so it does not wait behind a large map's batch. */
+#define SMALL_JOB_TASKS 64
 /* The functions a pool keeps a run time of (engine_costs.c). */
 #define POOL_COSTS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few

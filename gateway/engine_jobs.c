@@ -602,7 +602,8 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	                                                    .timeout_ms = c->j->timeout_ms,
 	                                                    .context_key = c->j->context ? (uint64_t)c->j->num : 0,
 	                                                    .context = c->j->context ? c->j->context->text : NULL,
-	                                                    .context_len = c->j->context ? c->j->context->len : 0};
+	                                                    .context_len = c->j->context ? c->j->context->len : 0,
+	                                                    .ahead = c->j->total <= SMALL_JOB_TASKS};
 	o->u.pull.bytes += bytes;
 	if (context)
 		o->u.pull.last_context = context;

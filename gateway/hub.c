@@ -156,6 +156,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 		tasks[i].n_command = t->ncommand;
 		tasks[i].timeout_ms = t->timeout_ms;
 		tasks[i].context = t->context_key;
+		tasks[i].ahead = t->ahead != 0;
 		ptrs[i] = &tasks[i];
 		/* A job's tasks come in runs (its queue ranges): a context is added
 		 * where a run starts, so once, or a few times when requeued

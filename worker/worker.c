@@ -4,6 +4,7 @@
  *   hub thread:  wait for (a finished result | heartbeat due | stop)
  *                -> Pull{results, want} -> Batch{tasks} -> hand tasks over
  *   executor:    take a task -> run it -> put its result in the outbox
+ *                (a small job's tasks and the others take turns)
  *
  * How many tasks the worker asks for adapts to their length: enough to stay
  * busy for BUDGET_MS beyond the one running, so short tasks travel in large
@@ -61,6 +62,12 @@ typedef struct task {
 	context *context; /* NULL: none */
 } task;
 
+/* Tasks queued in arrival order. */
+typedef struct task_ring {
+	task *tasks;
+	size_t head, count, cap;
+} task_ring;
+
 typedef struct result {
 	uint64_t id;
 	uint32_t run_us;
@@ -79,8 +86,11 @@ typedef struct worker {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* executor waits for tasks */
 	pthread_cond_t hub; /* hub thread waits for results */
-	task *tasks; /* ring of queued tasks */
-	size_t head, count, cap;
+	/* Queued tasks: those of small jobs (Task.ahead) and the rest. The
+	 * executor takes turns between the two, so an apply that comes while
+	 * a large map's batch is held waits for one task, not the batch. */
+	task_ring ahead, held;
+	int took_ahead; /* the last task taken was ahead: the held go next */
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
 	task *taken; /* what the executor took (PIPELINE_MAX): [ran, ntaken) not finished yet */
@@ -102,6 +112,36 @@ static void task_free(task *t)
 	free(t->command);
 }
 
+static task *ring_at(const task_ring *r, size_t i)
+{
+	return &r->tasks[(r->head + i) % r->cap];
+}
+
+/* Room for n more tasks in r. */
+static int ring_reserve(task_ring *r, size_t n)
+{
+	if (r->count + n <= r->cap)
+		return CM_OK;
+	size_t cap = r->cap ? r->cap : 64;
+	while (cap < r->count + n)
+		cap *= 2;
+	task *p = malloc(cap * sizeof(*p));
+	if (!p)
+		return CM_ENOMEM;
+	for (size_t i = 0; i < r->count; i++)
+		p[i] = *ring_at(r, i);
+	free(r->tasks);
+	*r = (task_ring){.tasks = p, .head = 0, .count = r->count, .cap = cap};
+	return CM_OK;
+}
+
+static void ring_fini(task_ring *r)
+{
+	for (size_t i = 0; i < r->count; i++)
+		task_free(ring_at(r, i));
+	free(r->tasks);
+}
+
 static int push_result(worker *w, result r)
 {
 	if (w->nout == w->capout) {
@@ -116,6 +156,12 @@ static int push_result(worker *w, result r)
 	return CM_OK;
 }
 
+/* Tasks queued, not taken yet. */
+static size_t queued(const worker *w)
+{
+	return w->ahead.count + w->held.count;
+}
+
 /* Tasks taken, not finished: the one running and those after it. */
 static size_t in_flight(const worker *w)
 {
@@ -127,20 +173,29 @@ static int is_runtime_task(const task *t)
 	return strncmp(t->function, "rt:", 3) == 0;
 }
 
-/* Moves what the executor runs next from the ring to w->taken: one task,
- * or the run of rt: tasks at the front when the pool has a runtime (sent
- * to it all at once). Returns how many; w->mu is held. */
-static size_t take(worker *w, int pipelined)
+/* The ring the executor takes from next: ahead and held take turns. */
+static task_ring *next_ring(worker *w)
+{
+	int ahead = w->ahead.count && (!w->took_ahead || !w->held.count);
+
+	w->took_ahead = ahead;
+	return ahead ? &w->ahead : &w->held;
+}
+
+/* Moves what the executor runs next from ring r to w->taken: one task, or
+ * the run of rt: tasks at its front when the pool has a runtime (sent to
+ * it all at once). Returns how many; w->mu is held. */
+static size_t take(worker *w, task_ring *r, int pipelined)
 {
 	size_t n = 1;
 
 	if (pipelined)
-		while (n < w->count && n < PIPELINE_MAX && is_runtime_task(&w->tasks[(w->head + n) % w->cap]))
+		while (n < r->count && n < PIPELINE_MAX && is_runtime_task(ring_at(r, n)))
 			n++;
 	for (size_t i = 0; i < n; i++) {
-		w->taken[i] = w->tasks[w->head];
-		w->head = (w->head + 1) % w->cap;
-		w->count--;
+		w->taken[i] = *ring_at(r, 0);
+		r->head = (r->head + 1) % r->cap;
+		r->count--;
 	}
 	w->ntaken = n;
 	w->ran = 0;
@@ -224,12 +279,13 @@ static void *executor(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (w->count == 0 && !w->quit)
+		while (queued(w) == 0 && !w->quit)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->quit)
 			break;
-		int pipelined = rt && is_runtime_task(&w->tasks[w->head]);
-		size_t n = take(w, pipelined);
+		task_ring *r = next_ring(w);
+		int pipelined = rt && is_runtime_task(ring_at(r, 0));
+		size_t n = take(w, r, pipelined);
 		pthread_mutex_unlock(&w->mu);
 
 		if (pipelined)
@@ -312,8 +368,9 @@ static int queue_task(worker *w, const Strand__Task *m, context **cs, size_t ncs
 			return CM_ENOMEM;
 		}
 	}
-	w->tasks[(w->head + w->count) % w->cap] = t;
-	w->count++;
+	task_ring *r = m->ahead ? &w->ahead : &w->held;
+	*ring_at(r, r->count) = t;
+	r->count++;
 	return CM_OK;
 }
 
@@ -322,21 +379,12 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 {
 	int err = CM_OK;
 
-	if (w->count + b->n_tasks > w->cap) {
-		size_t cap = w->cap ? w->cap : 64;
-		task *p;
-		while (cap < w->count + b->n_tasks)
-			cap *= 2;
-		p = malloc(cap * sizeof(*p));
-		if (!p)
-			return CM_ENOMEM;
-		for (size_t i = 0; i < w->count; i++)
-			p[i] = w->tasks[(w->head + i) % w->cap];
-		free(w->tasks);
-		w->tasks = p;
-		w->cap = cap;
-		w->head = 0;
-	}
+	size_t ahead = 0;
+
+	for (size_t i = 0; i < b->n_tasks; i++)
+		ahead += b->tasks[i]->ahead;
+	if (ring_reserve(&w->ahead, ahead) != CM_OK || ring_reserve(&w->held, b->n_tasks - ahead) != CM_OK)
+		return CM_ENOMEM;
 	context **cs = batch_contexts(b);
 	if (!cs)
 		return CM_ENOMEM;
@@ -498,7 +546,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	while (!*stop) {
 		Strand__Batch *batch = NULL;
 		int64_t beat = cm_now_ms() + HEARTBEAT_MS;
-		size_t in_hand = w.count + in_flight(&w);
+		size_t in_hand = queued(&w) + in_flight(&w);
 		size_t target;
 		size_t nsend = 0;
 		size_t bytes = 0;
@@ -513,7 +561,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		       cm_now_ms() < beat) {
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, 200);
 			pthread_cond_timedwait(&w.hub, &w.mu, &ts);
-			in_hand = w.count + in_flight(&w);
+			in_hand = queued(&w) + in_flight(&w);
 		}
 		if (*stop)
 			break;
@@ -535,8 +583,10 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		}
 		if (resync && (held = malloc((pull.in_hand + 1) * sizeof(*held)))) {
 			pull.resync = 1;
-			for (size_t i = 0; i < w.count; i++)
-				held[pull.n_held++] = w.tasks[(w.head + i) % w.cap].id;
+			for (size_t i = 0; i < w.ahead.count; i++)
+				held[pull.n_held++] = ring_at(&w.ahead, i)->id;
+			for (size_t i = 0; i < w.held.count; i++)
+				held[pull.n_held++] = ring_at(&w.held, i)->id;
 			for (size_t i = w.ran; i < w.ntaken; i++)
 				held[pull.n_held++] = w.taken[i].id;
 			for (size_t i = nsend; i < w.nout; i++)
@@ -604,11 +654,10 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	worker_api_fini();
 out_sock:
 	nng_close(sock);
-	for (size_t i = 0; i < w.count; i++)
-		task_free(&w.tasks[(w.head + i) % w.cap]);
+	ring_fini(&w.ahead);
+	ring_fini(&w.held);
 	for (size_t i = 0; i < w.nout; i++)
 		free(w.out[i].value);
-	free(w.tasks);
 	free(w.taken);
 	free(w.out);
 	proto_arena_fini(&w.batches);

@@ -465,6 +465,40 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
 	batch_free(h);
 }
 
+/* A job of at most 64 tasks is small: its tasks go marked to run ahead of
+ * what a worker holds. A job of 65 is not. */
+static void test_small_jobs_tasks_run_ahead(void **state)
+{
+	fixture *f = *state;
+	size_t seen = 0, ahead = 0;
+	uint64_t base = 0;
+	test_batch *last[2] = {NULL, NULL};
+
+	pool_of_two(f, "");
+	map_echo(f, 65);
+	map_echo(f, 64);
+	for (int k = 0; seen < 129 && k < 40; k++) { /* the two workers in turn, reporting what they ran */
+		test_batch *b = last[k % 2];
+		test_batch *n =
+		        pull(f, f->w[k % 2],
+		             (pull_args){.want = 1000, .done = b ? b->tasks : NULL, .ndone = b ? b->ntasks : 0});
+		if (!seen)
+			base = n->tasks[0].id; /* the 65's probe: ids base.. base + 64, then the 64's */
+		for (size_t i = 0; i < n->ntasks; i++) {
+			assert_int_equal(n->tasks[i].ahead, n->tasks[i].id >= base + 65);
+			ahead += n->tasks[i].ahead;
+		}
+		seen += n->ntasks;
+		if (b)
+			batch_free(b);
+		last[k % 2] = n;
+	}
+	assert_int_equal(seen, 129);
+	assert_int_equal(ahead, 64);
+	batch_free(last[0]);
+	batch_free(last[1]);
+}
+
 /* Jobs take turns in a pool's queue: a small job submitted while a large
  * map has hundreds of tasks queued is handed out by the next pulls, not
  * after the map: once a batch of the map went, its probe to the next
@@ -868,6 +902,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_applies_priced_by_their_function_beside_another, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_function_costs_kept_for_the_last_eight, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_small_jobs_tasks_run_ahead, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),

@@ -1,0 +1,153 @@
+/*
+ * A real strand-worker against this test in the hub's place: the order it
+ * runs what it is handed. Tasks of a small job (Task.ahead) come while it
+ * holds a batch of 50 ms sleeps: the first of them runs once the sleep
+ * running then ends, not after the batch, and from there the two kinds
+ * take turns, so neither waits for the other to run out.
+ */
+#define _GNU_SOURCE
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "proto/frame.h"
+
+#define HELD 20 /* 50 ms sleeps, ids 1..HELD */
+#define AHEAD 3 /* echoes, ids 1001..1000+AHEAD */
+
+static pid_t worker_pid; /* killed by the teardown, also when the test fails */
+
+/* The next Pull from the worker; the socket's context stays on it until
+ * answer(). */
+static Strand__Pull *next_pull(nng_socket sock)
+{
+	void *frame = NULL;
+	size_t len = 0;
+	ProtobufCMessage *m = NULL;
+	char detail[256] = "";
+
+	assert_int_equal(nng_recv(sock, &frame, &len, NNG_FLAG_ALLOC), 0);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, frame, len, &m, detail, sizeof(detail)), CM_OK);
+	nng_free(frame, len);
+	return (Strand__Pull *)m;
+}
+
+/* Answers the pull with n tasks: echo of "1" when ahead, else 50 ms sleeps. */
+static void answer(nng_socket sock, uint64_t first_id, size_t n, int ahead)
+{
+	Strand__Task tasks[HELD + AHEAD], *ptrs[HELD + AHEAD];
+	Strand__Batch b = STRAND__BATCH__INIT;
+	uint8_t *frame = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		strand__task__init(&tasks[i]);
+		tasks[i].id = first_id + i;
+		tasks[i].function = ahead ? "echo" : "sleep";
+		tasks[i].arg.data = (uint8_t *)(ahead ? "1" : "50");
+		tasks[i].arg.len = ahead ? 1 : 2;
+		tasks[i].attempt = 1;
+		tasks[i].ahead = ahead;
+		ptrs[i] = &tasks[i];
+	}
+	b.tasks = ptrs;
+	b.n_tasks = n;
+	b.lease_ms = 60000;
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len), CM_OK);
+	assert_int_equal(nng_send(sock, frame, len, 0), 0);
+	free(frame);
+}
+
+static void test_small_jobs_take_turns_with_a_held_batch(void **state)
+{
+	char url[64], hub[80];
+	nng_socket sock;
+	uint64_t order[HELD + AHEAD];
+	size_t got = 0, reported_before_ahead = 0;
+	int sent_ahead = 0;
+
+	(void)state;
+	assert_int_equal(nng_rep0_open(&sock), 0);
+	assert_int_equal(nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 20000), 0);
+	for (int tries = 0;; tries++) { /* a free loopback port below 32768 */
+		snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", 12000 + (int)((getpid() * 7 + tries * 131) % 19000));
+		if (nng_listen(sock, url, NULL, 0) == 0)
+			break;
+		assert_true(tries < 50);
+	}
+	snprintf(hub, sizeof(hub), "STRAND_HUB=%s", url);
+	pid_t pid = worker_pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *env[] = {hub, "STRAND_POOL_ID=p-turns", "STRAND_WORKER_ID=w-turns", "STRAND_SECRET=s", NULL};
+		char *argv[] = {STRAND_BIN_DIR "/strand-worker", NULL};
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	Strand__Pull *p = next_pull(sock); /* the first: nothing to report */
+	assert_int_equal(p->n_results, 0);
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+	answer(sock, 1, HELD, 0);
+	while (got < HELD + AHEAD) {
+		p = next_pull(sock);
+		for (size_t i = 0; i < p->n_results; i++) {
+			assert_true(p->results[i]->ok);
+			order[got++] = p->results[i]->task_id;
+		}
+		if (!sent_ahead && got > 0) { /* the worker has run one sleep and holds the rest */
+			reported_before_ahead = got;
+			answer(sock, 1001, AHEAD, 1);
+			sent_ahead = 1;
+		} else {
+			answer(sock, 0, 0, 0);
+		}
+		protobuf_c_message_free_unpacked(&p->base, NULL);
+	}
+	assert_true(reported_before_ahead < HELD - 5);
+	/* Where the first echo ran: right after the sleep running when it came
+	 * (one more may have ended while the answer was on its way). */
+	size_t first = 0;
+	while (order[first] < 1001)
+		first++;
+	assert_true(first <= reported_before_ahead + 2);
+	/* From there, one each in turn; the sleeps in id order throughout. */
+	for (size_t k = 0; k < 2 * AHEAD - 1; k++)
+		assert_int_equal(order[first + k] >= 1001, k % 2 == 0);
+	for (size_t i = 0, last = 0; i < got; i++)
+		if (order[i] < 1001) {
+			assert_int_equal(order[i], last + 1);
+			last = order[i];
+		}
+	nng_close(sock);
+}
+
+static int kill_worker(void **state)
+{
+	(void)state;
+	if (worker_pid > 0) {
+		kill(worker_pid, SIGKILL);
+		waitpid(worker_pid, NULL, 0);
+		worker_pid = 0;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_teardown(test_small_jobs_take_turns_with_a_held_batch, kill_worker),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
