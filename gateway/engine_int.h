@@ -45,9 +45,10 @@
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
  * argument and its job's context are 1 MiB at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
-/* A new job's probe (its first task, when it has more than one) goes to a
- * worker with nothing in hand; a pull from a busy one passes over at most
- * this many unprobed jobs to the work behind. */
+/* A probe (the first task of a job whose cost is not known) goes first in
+ * a batch, to a worker holding less than a batch's work; a pull from a
+ * busier one passes over at most this many unprobed jobs to the work
+ * behind. */
 #define PROBE_SKIPS 8
 /* A job of at most this many tasks is small (an apply, a manager's call, a
  * short map): a worker runs its tasks before those it holds, taking turns
