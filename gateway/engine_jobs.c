@@ -667,6 +667,13 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	room = BATCH_BUDGET_US + held_cost - (double)in_hand * held_cost;
 	share = (p->queued + live_workers(p) - 1) / live_workers(p);
 	target = (int64_t)want < share ? (int64_t)want : share;
+	/* A job's turn is its share of the batch among the pool's open jobs:
+	 * a large map beside 64 applies in flight goes in small batches, so
+	 * the cycles that record its results stay short and the applies are
+	 * answered within a few of them. */
+	int64_t turn = p->open_jobs > 1 ? target / p->open_jobs : target;
+	if (turn < 1)
+		turn = 1;
 	while (given < target && (r = prev ? prev->next : p->qhead)) {
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
@@ -688,6 +695,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			take = given == 0 && room > 0;
 		else if ((take = room > 0 ? (int64_t)(room / cost) : 0) == 0)
 			take = free_one;
+		if (take > turn)
+			take = turn;
 		if (take > target - given)
 			take = target - given;
 		if (take <= 0 && probe && skipped++ < PROBE_SKIPS) {

@@ -465,6 +465,36 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
 	batch_free(h);
 }
 
+/* A job's turn in a batch is its share among the pool's open jobs: with 9
+ * applies beside a large map (10 open jobs), a pull that may take 404
+ * (its share of the queue) takes 40 of the map, the 9 applies, and the
+ * map's next turn of 40 (before, the map's 201 filled the batch and the
+ * applies waited for the next pull). */
+static void test_large_job_turn_shared_among_open_jobs(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	uint64_t base = a->tasks[0].id;
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 201); /* 20 ms of 100 us tasks, alone in the pool */
+	for (int i = 0; i < 9; i++)
+		map_echo(f, 1);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 89);
+	for (size_t i = 0; i < 40; i++)
+		assert_int_equal(b->tasks[i].id, base + 202 + i);
+	for (size_t i = 0; i < 9; i++)
+		assert_int_equal(b->tasks[40 + i].id, base + 1000 + i);
+	for (size_t i = 0; i < 40; i++)
+		assert_int_equal(b->tasks[49 + i].id, base + 242 + i);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+}
+
 /* A job of at most 64 tasks is small: its tasks go marked to run ahead of
  * what a worker holds. A job of 65 is not. */
 static void test_small_jobs_tasks_run_ahead(void **state)
@@ -903,6 +933,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_function_costs_kept_for_the_last_eight, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_jobs_tasks_run_ahead, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_large_job_turn_shared_among_open_jobs, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
