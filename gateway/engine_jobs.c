@@ -678,11 +678,11 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
 		int64_t take;
-		/* A job whose cost is not known (a map's first task; an apply of
-		 * a function the pool has not measured lately) sends one task
+		/* A job whose cost is not known (a large map; a small job of a
+		 * function the pool has not measured lately) sends one task
 		 * alone, to learn it: first in a batch, for a worker with less
 		 * than a batch's work in hand (it starts within that). */
-		if (j->avg_us < 0 && j->total == 1 && !j->ncommand)
+		if (j->avg_us < 0 && j->total <= SMALL_JOB_TASKS && !j->ncommand)
 			j->avg_us = engine__function_cost(p, j->function); /* measured since it came */
 		int probe = j->avg_us < 0;
 		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;

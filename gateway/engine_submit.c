@@ -151,10 +151,10 @@ static int map_start(engine *e, op *o)
 	j->timeout_ms = m->timeout_ms ? m->timeout_ms : (unsigned)p->spec.timeout_s * 1000u;
 	j->max_attempts = m->max_attempts ? m->max_attempts : p->spec.max_attempts;
 	j->retry_errors = m->retry_errors >= 0 ? m->retry_errors : p->spec.retry_errors;
-	/* A one-task job cannot give one worker too much: it takes the pool's
-	 * measure of its function (a command's runs differ: none). A map is
-	 * probed, since its arguments may cost unlike the last ones. */
-	j->avg_us = m->total == 1 && !m->ncommand ? engine__function_cost(p, m->function) : -1;
+	/* A small job cannot give one worker too much: it takes the pool's
+	 * measure of its function (a command's runs differ: none). A larger
+	 * map is probed, since its arguments may cost unlike the last ones. */
+	j->avg_us = m->total <= SMALL_JOB_TASKS && !m->ncommand ? engine__function_cost(p, m->function) : -1;
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	j->state = JOB_RUNNING;

@@ -546,7 +546,7 @@ static void test_small_job_served_during_large_map(void **state)
 	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
 	assert_int_equal(a2->ntasks, 201);
 	uint64_t big_first = a->tasks[0].id;
-	map_echo(f, 3); /* ids big_first + 1000 .. + 1002 */
+	map_function(f, "pi", 3); /* ids big_first + 1000 .. + 1002, of a function not measured here */
 	uint64_t small_first = big_first + 1000;
 	/* a batch of the map (its turn), then the map waits behind the small job */
 	test_batch *b0 = pull(f, f->w[1], (pull_args){.want = 1000});
@@ -594,7 +594,7 @@ static void test_probe_to_a_worker_with_room(void **state)
 	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
 	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
 	uint64_t small_first = a->tasks[0].id + 1000;
-	map_echo(f, 3);
+	map_function(f, "pi", 3); /* a function not measured here */
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000}); /* the map's turn */
 	assert_int_equal(b->ntasks, 201);
 	/* 50 in hand of 100 us: 15 ms of room, the probe (priced as a batch) alone */
@@ -605,6 +605,36 @@ static void test_probe_to_a_worker_with_room(void **state)
 	batch_free(a2);
 	batch_free(b);
 	batch_free(c);
+}
+
+/* A small job of a function its pool has measured is priced at it, not
+ * probed: beside a large map of echo (10 us), a 3-task echo map goes whole
+ * in the next batch, between two turns of the map (a probe would go first
+ * in a batch or not at all). */
+static void test_small_map_of_a_measured_function_is_not_probed(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1, .run_us = 10});
+	assert_int_equal(a2->ntasks, 500); /* its share */
+	uint64_t small_first = a->tasks[0].id + 1000;
+	map_echo(f, 3);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 251); /* its share of 502: the map's turn of 125, the small job, 123 more */
+	assert_int_equal(b->tasks[125].id, small_first);
+	size_t small = 0;
+	for (size_t i = 0; i < b->ntasks; i++)
+		if (b->tasks[i].id >= small_first) {
+			assert_int_equal(b->tasks[i].id, small_first + small);
+			small++;
+		}
+	assert_int_equal(small, 3);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
 }
 
 /* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
@@ -935,6 +965,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_small_jobs_tasks_run_ahead, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_large_job_turn_shared_among_open_jobs, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_small_map_of_a_measured_function_is_not_probed, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
