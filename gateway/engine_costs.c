@@ -1,11 +1,12 @@
 /*
  * What a pool has measured of the functions it ran lately, so that work
  * handed out is priced in time before it has run:
- *  - each function's run time (an EWMA over its results): a one-task job
- *    (an apply, a manager's call) of a function measured here starts with
- *    that cost, so a busy worker can take it beside the work it holds. A
- *    pool running a large map and applies of another function sees both,
- *    so the applies are not priced as a whole batch each;
+ *  - each function's run time (an EWMA over its results): a small job (an
+ *    apply, a manager's call, a short map) of a function measured here
+ *    starts with that cost, not a probe, so a busy worker can take it
+ *    beside the work it holds. A pool running a large map and applies of
+ *    another function sees both, so the applies are not priced as a whole
+ *    batch each;
  *  - the pool's own run time over all its results: what a worker's tasks
  *    in hand are worth (they are mostly of the jobs handed out most), and
  *    what autoscale sizes the backlog by.

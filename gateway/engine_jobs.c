@@ -640,10 +640,11 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
  * holds count, at the pool's run time). A worker holding nothing always
  * gets one task. Chunks are not split, unless the batch reaches
  * BATCH_BYTES_MAX.
- * Jobs take turns, a batch's worth each: a range that gave tasks and still
- * has some goes behind the other jobs' ranges, so an apply or a small map
- * submitted while a large map runs is handed out by the next pulls, not
- * after the map. A job whose cost is not known yet gets one task out, as a
+ * Jobs take turns, each its share of the batch among the pool's open jobs:
+ * a range that gave tasks and still has some goes behind the other jobs'
+ * ranges, so an apply or a small map submitted while a large map runs is
+ * handed out by the next pulls, not after the map. A job whose cost is not
+ * known yet gets one task out, as a
  * probe, which waits at its place for a worker with room; a busy worker's
  * pull passes over it (up to PROBE_SKIPS such jobs) to the work behind. */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)

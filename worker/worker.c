@@ -89,8 +89,8 @@ typedef struct worker {
 	/* Queued tasks: those of small jobs (Task.ahead) and the rest. The
 	 * executor takes turns between the two, so an apply that comes while
 	 * a large map's batch is held waits for one task, not the batch. */
-	task_ring ahead, held;
-	int took_ahead; /* the last task taken was ahead: the held go next */
+	task_ring ahead, others;
+	int took_ahead; /* the last task taken was ahead: one of the others goes next */
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
 	task *taken; /* what the executor took (PIPELINE_MAX): [ran, ntaken) not finished yet */
@@ -159,7 +159,7 @@ static int push_result(worker *w, result r)
 /* Tasks queued, not taken yet. */
 static size_t queued(const worker *w)
 {
-	return w->ahead.count + w->held.count;
+	return w->ahead.count + w->others.count;
 }
 
 /* Tasks taken, not finished: the one running and those after it. */
@@ -173,13 +173,13 @@ static int is_runtime_task(const task *t)
 	return strncmp(t->function, "rt:", 3) == 0;
 }
 
-/* The ring the executor takes from next: ahead and held take turns. */
+/* The ring the executor takes from next: ahead and the others take turns. */
 static task_ring *next_ring(worker *w)
 {
-	int ahead = w->ahead.count && (!w->took_ahead || !w->held.count);
+	int ahead = w->ahead.count && (!w->took_ahead || !w->others.count);
 
 	w->took_ahead = ahead;
-	return ahead ? &w->ahead : &w->held;
+	return ahead ? &w->ahead : &w->others;
 }
 
 /* Moves what the executor runs next from ring r to w->taken: one task, or
@@ -368,7 +368,7 @@ static int queue_task(worker *w, const Strand__Task *m, context **cs, size_t ncs
 			return CM_ENOMEM;
 		}
 	}
-	task_ring *r = m->ahead ? &w->ahead : &w->held;
+	task_ring *r = m->ahead ? &w->ahead : &w->others;
 	*ring_at(r, r->count) = t;
 	r->count++;
 	return CM_OK;
@@ -383,7 +383,7 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 
 	for (size_t i = 0; i < b->n_tasks; i++)
 		ahead += b->tasks[i]->ahead;
-	if (ring_reserve(&w->ahead, ahead) != CM_OK || ring_reserve(&w->held, b->n_tasks - ahead) != CM_OK)
+	if (ring_reserve(&w->ahead, ahead) != CM_OK || ring_reserve(&w->others, b->n_tasks - ahead) != CM_OK)
 		return CM_ENOMEM;
 	context **cs = batch_contexts(b);
 	if (!cs)
@@ -585,8 +585,8 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 			pull.resync = 1;
 			for (size_t i = 0; i < w.ahead.count; i++)
 				held[pull.n_held++] = ring_at(&w.ahead, i)->id;
-			for (size_t i = 0; i < w.held.count; i++)
-				held[pull.n_held++] = ring_at(&w.held, i)->id;
+			for (size_t i = 0; i < w.others.count; i++)
+				held[pull.n_held++] = ring_at(&w.others, i)->id;
 			for (size_t i = w.ran; i < w.ntaken; i++)
 				held[pull.n_held++] = w.taken[i].id;
 			for (size_t i = nsend; i < w.nout; i++)
@@ -655,7 +655,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 out_sock:
 	nng_close(sock);
 	ring_fini(&w.ahead);
-	ring_fini(&w.held);
+	ring_fini(&w.others);
 	for (size_t i = 0; i < w.nout; i++)
 		free(w.out[i].value);
 	free(w.taken);
