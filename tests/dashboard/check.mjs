@@ -69,17 +69,21 @@ try {
   const text = (sel) => page.$eval(sel, (e) => e.textContent);
   const waitText = (sel, want) => page.waitForFunction((s, w) => [...document.querySelectorAll(s)]
     .some((e) => e.textContent.includes(w)), { timeout: 20000 }, sel, want);
-  const confirm = async () => {
-    await page.waitForSelector("#ask-yes");
-    await page.click("#ask-yes");
+  // Clicks what sel finds once it is there. The query and the click are
+  // one step in the page: views redraw as events come, and a node found
+  // by one step may be gone by the next ("not clickable").
+  const press = async (sel) => {
+    await page.waitForSelector(sel);
+    await page.$eval(sel, (e) => e.click());
   };
+  const confirm = () => press("#ask-yes");
 
   // Signed out: the form, and nothing else.
   await page.goto(base + "/", { waitUntil: "networkidle0" });
   check(await page.$eval("#sign-in", (e) => !e.hidden), "signed out: the sign-in form");
   check(await page.$eval("#main", (e) => e.hidden), "signed out: no data");
   await page.type("#token", token);
-  await page.click("#sign-in button[type=submit]");
+  await press("#sign-in button[type=submit]");
   await waitText("#main h2", "Recent jobs");
   check(true, "signed in: the landing page");
 
@@ -101,7 +105,7 @@ try {
   check(true, "a new job appears by its event");
 
   // The job page: every failed task with its error and attempts.
-  await page.click(`${row} a[href="#/jobs/${failing}"]`);
+  await press(`${row} a[href="#/jobs/${failing}"]`);
   await waitText("pre.error", "disk full on /data");
   const errorsShown = await page.$$eval("pre.error", (p) => p.map((x) => x.textContent));
   check(errorsShown.join("|") === "disk full on /data|no such user 'bob'|x", "the job page lists each task's error: " + errorsShown.join("|"));
@@ -109,22 +113,20 @@ try {
 
   // Cancel the long job, after the confirmation.
   await page.goto(`${base}/#/jobs/${long}`);
-  await page.waitForSelector('[data-action="cancel"]');
-  await page.click('[data-action="cancel"]');
-  await page.click("#ask-no"); // asked first: no means nothing happens
+  await press('[data-action="cancel"]');
+  await press("#ask-no"); // asked first: no means nothing happens
   check((await api("GET", `/v1/jobs/${long}`)).state === "running", "a cancel declined changes nothing");
-  await page.click('[data-action="cancel"]');
+  await press('[data-action="cancel"]');
   await confirm();
   await waitText("h2 .state", "cancelled");
   check((await api("GET", `/v1/jobs/${long}`)).state === "cancelled", "the job is cancelled");
 
   // The process: its output, then terminated.
   await page.goto(`${base}/#/processes`);
-  await page.waitForSelector(`a[href="#/processes/${proc}"]`);
-  await page.click(`a[href="#/processes/${proc}"]`);
+  await press(`a[href="#/processes/${proc}"]`);
   await waitText("#logs", "hello from strand");
   check(true, "the process page shows its output");
-  await page.click('[data-action="terminate"]');
+  await press('[data-action="terminate"]');
   await confirm();
   await waitText("h2 .state", "exited");
   check((await api("GET", `/v1/processes/${proc}`)).state === "exited", "the process is terminated");
@@ -139,8 +141,7 @@ try {
 
   // Resize a pool to 2 workers.
   await page.goto(`${base}/#/pools/${pool}`);
-  await page.waitForSelector('[data-action="resize"]');
-  await page.click('[data-action="resize"]');
+  await press('[data-action="resize"]');
   await page.waitForSelector("#ask-input");
   await page.$eval("#ask-input", (i) => { i.value = ""; });
   await page.type("#ask-input", "2");
