@@ -554,6 +554,9 @@ int engine__process_may_call(engine *e, const char *id, const char *pool_id);
 int engine__process_event(engine *e, bx_event *ev);
 void engine__load_ring(void *ctx, const char *id, int size, int master_port, const char *members, int64_t created_ms);
 void engine__processes_clear(engine *e);
+/* Removes up to max ended processes and rings (a ring with its members)
+ * that ended before cutoff; returns how many. */
+int engine__processes_remove_ended(engine *e, int64_t cutoff, int max);
 /* At shutdown: asks every running process to stop (hard: kill); returns how
  * many still run. */
 int engine__processes_stop(engine *e, int hard);

@@ -6,6 +6,8 @@
  * MASTER_PORT.
  */
 #define _GNU_SOURCE
+#include <unistd.h>
+
 #include "gateway/engine_int.h"
 
 /* ---- processes ---------------------------------------------------------- */
@@ -687,6 +689,88 @@ engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_don
 int engine_process_logs(engine *e, const char *id, json_t **out)
 {
 	return engine__run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
+}
+
+/* Ended before cutoff (wall clock), and nobody waits on it. */
+static int ended_before(const process *pr, int64_t cutoff)
+{
+	return pr->state != PR_RUNNING && pr->ended_ms < cutoff && !pr->waiters.head;
+}
+
+static int ring_member(const engine *e, const process *pr)
+{
+	for (const ring *r = e->rings; r; r = r->next)
+		for (int i = 0; i < r->size; i++)
+			if (strcmp(r->members[i], pr->id) == 0)
+				return 1;
+	return 0;
+}
+
+/* Forgets pr, whose link (the next field before it, or the list's head)
+ * is given: its row, its output file, its memory. */
+static void process_remove(engine *e, process **link)
+{
+	process *pr = *link;
+
+	*link = pr->next;
+	store_process_delete(e->st, pr->id);
+	unlink(pr->log_path); /* gone already if it never started */
+	free(pr->spec_json);
+	free(pr);
+}
+
+static process **process_link(engine *e, const char *id)
+{
+	process **link = &e->processes;
+
+	while (*link && strcmp((*link)->id, id) != 0)
+		link = &(*link)->next;
+	return *link ? link : NULL;
+}
+
+/* A ring goes when every member has ended before cutoff, with them; a
+ * member is never removed alone, so a ring's view stays whole. */
+static int rings_remove_ended(engine *e, int64_t cutoff, int max)
+{
+	int removed = 0;
+
+	for (ring **link = &e->rings; *link && removed < max;) {
+		ring *r = *link;
+		int ended = !r->waiters.head;
+		for (int i = 0; i < r->size && ended; i++) {
+			process **m = process_link(e, r->members[i]);
+			ended = !m || ended_before(*m, cutoff);
+		}
+		if (!ended) {
+			link = &r->next;
+			continue;
+		}
+		*link = r->next;
+		for (int i = 0; i < r->size; i++) {
+			process **m = process_link(e, r->members[i]);
+			if (m)
+				process_remove(e, m);
+		}
+		store_ring_delete(e->st, r->id);
+		free(r);
+		removed++;
+	}
+	return removed;
+}
+
+int engine__processes_remove_ended(engine *e, int64_t cutoff, int max)
+{
+	int removed = rings_remove_ended(e, cutoff, max);
+
+	for (process **link = &e->processes; *link && removed < max;) {
+		if (ended_before(*link, cutoff) && !ring_member(e, *link)) {
+			process_remove(e, link);
+			removed++;
+		} else {
+			link = &(*link)->next;
+		}
+	}
+	return removed;
 }
 
 void engine__processes_clear(engine *e)

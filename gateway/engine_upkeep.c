@@ -2,7 +2,8 @@
  * The store's upkeep, a little each cycle so that no request waits on it:
  * ended jobs older than --retain are removed as DELETE removes one (gone
  * from every view at once, their tasks and results deleted a slice a cycle
- * by the chores), and the pages deletions free are given back to the file
+ * by the chores), then ended processes and rings with their output files,
+ * and the pages deletions free are given back to the file
  * system by incremental vacuum, so the file is as large as what it keeps,
  * not as its peak.
  */
@@ -19,16 +20,18 @@
 #define VACUUM_PAGES 256
 #define VACUUM_IDLE_MS 1000
 
-/* Removes up to SWEEP_JOBS jobs that ended before cutoff; returns how
- * many (SWEEP_JOBS: look again next cycle). A pool's jobs are in creation
- * order and a job ends after it was created, so a sweep reads only jobs
- * created before the cutoff. */
+/* Removes up to SWEEP_JOBS jobs, then processes and rings, that ended
+ * before cutoff; returns how many (SWEEP_JOBS: look again next cycle).
+ * A pool's jobs are in creation order and a job ends after it was
+ * created, so a sweep reads only jobs created before the cutoff. */
 static int sweep(engine *e, int64_t cutoff)
 {
 	int removed = 0;
 
 	for (pool *p = e->pools; p && removed < SWEEP_JOBS; p = p->next)
 		removed += engine__jobs_remove_ended(e, p, cutoff, SWEEP_JOBS - removed);
+	if (removed < SWEEP_JOBS)
+		removed += engine__processes_remove_ended(e, cutoff, SWEEP_JOBS - removed);
 	return removed;
 }
 

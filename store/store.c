@@ -816,6 +816,27 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
+/* Runs sql, a DELETE of the row whose id is the one parameter, for id. */
+static int delete_by_id(store *st, const char *sql, const char *id)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, sql, &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, id);
+	return store__step_done(st, s);
+}
+
+int store_process_delete(store *st, const char *id)
+{
+	return delete_by_id(st, "DELETE FROM processes WHERE id = ?", id);
+}
+
+int store_ring_delete(store *st, const char *id)
+{
+	return delete_by_id(st, "DELETE FROM rings WHERE id = ?", id);
+}
+
 int store_ring_insert(store *st, const char *id, int size, int master_port, const char *members, int64_t created_ms)
 {
 	sqlite3_stmt *s;

@@ -235,12 +235,14 @@ typedef struct store_process {
 int store_process_save(store *st, const store_process *p);
 typedef void (*store_process_fn)(void *ctx, const store_process *p);
 int store_process_each(store *st, store_process_fn fn, void *ctx);
+int store_process_delete(store *st, const char *id);
 
 /* ---- rings: members are processes; members is their ids, comma-separated */
 int store_ring_insert(store *st, const char *id, int size, int master_port, const char *members, int64_t created_ms);
 typedef void (*store_ring_fn)(void *ctx, const char *id, int size, int master_port, const char *members,
                               int64_t created_ms);
 int store_ring_each(store *st, store_ring_fn fn, void *ctx);
+int store_ring_delete(store *st, const char *id);
 
 /* ---- workers ------------------------------------------------------------ */
 /* secret: the worker's own, which it presents in every frame to the hub. */

@@ -4,7 +4,8 @@
  * across a crash of the gateway) and
  * removes an ended one (gone from every view, its tasks deleted from the
  * database in the background, also across a crash of the gateway); --retain
- * removes ended jobs by itself and the file shrinks.
+ * removes ended jobs by itself and the file shrinks, and ended processes
+ * and rings.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -305,6 +306,84 @@ static void test_retention_removes_ended_jobs(void **state)
 	free(running);
 }
 
+/* GET path's status. */
+static long get_status(fixture *f, const char *path)
+{
+	response r = http(&f->g, "GET", path, NULL, NULL);
+	long status = r.status;
+
+	response_free(&r);
+	return status;
+}
+
+/* --retain also removes ended processes, with their output files, and
+ * rings whose members all ended, with their members (never a member
+ * alone); a process that runs stays, and one terminated is removed in
+ * turn. Their rows are gone: a restarted gateway does not bring them
+ * back. */
+static void test_retention_removes_ended_processes_and_rings(void **state)
+{
+	fixture *f = *state;
+	char path[256], log[512], member[2][32];
+
+	char *ended = http_create(&f->g, "/v1/processes", "{\"command\":[\"true\"]}");
+	char *running = http_create(&f->g, "/v1/processes", "{\"command\":[\"sleep\",\"60\"]}");
+	response made = http_json(&f->g, "POST", "/v1/rings", json_pack("{s:i, s:[s]}", "size", 2, "command", "true"));
+	assert_int_equal(made.status, 201);
+	json_t *ring = json_incref(made.json);
+	response_free(&made);
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=30", ended);
+	json_t *p = http_get_ok(&f->g, path);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "exited");
+	json_decref(p);
+	char ring_id[32];
+	snprintf(ring_id, sizeof(ring_id), "%s", json_string_value(json_object_get(ring, "id")));
+	snprintf(path, sizeof(path), "/v1/rings/%s?wait=30", ring_id);
+	json_t *r = http_get_ok(&f->g, path);
+	assert_string_equal(json_string_value(json_object_get(r, "state")), "done");
+	for (int i = 0; i < 2; i++)
+		snprintf(member[i], sizeof(member[i]), "%s",
+		         json_string_value(
+		                 json_object_get(json_array_get(json_object_get(r, "members"), (size_t)i), "id")));
+	json_decref(r);
+	snprintf(log, sizeof(log), "%s.logs/%s.log", f->g.db, ended);
+	assert_int_equal(access(log, F_OK), 0);
+
+	char ended_path[128], ring_path[128];
+	snprintf(ended_path, sizeof(ended_path), "/v1/processes/%s", ended);
+	snprintf(ring_path, sizeof(ring_path), "/v1/rings/%s", ring_id);
+	for (int i = 0; i < 150 && (get_status(f, ended_path) != 404 || get_status(f, ring_path) != 404); i++)
+		usleep(100000);
+	assert_int_equal(get_status(f, ended_path), 404);
+	assert_int_equal(get_status(f, ring_path), 404);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/v1/processes/%s", member[i]);
+		assert_int_equal(get_status(f, path), 404);
+	}
+	assert_int_not_equal(access(log, F_OK), 0);
+	snprintf(path, sizeof(path), "/v1/processes/%s", running);
+	p = http_get_ok(&f->g, path);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "running");
+	json_decref(p);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM processes"), 1);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM rings"), 0);
+
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	assert_int_equal(get_status(f, ended_path), 404);
+	assert_int_equal(get_status(f, ring_path), 404);
+	response d = http(&f->g, "DELETE", path, NULL, NULL);
+	assert_int_equal(d.status, 200);
+	response_free(&d);
+	for (int i = 0; i < 150 && get_status(f, path) != 404; i++)
+		usleep(100000);
+	assert_int_equal(get_status(f, path), 404);
+	assert_int_equal(scalar(f, "SELECT count(*) FROM processes"), 0);
+	json_decref(ring);
+	free(ended);
+	free(running);
+}
+
 /* The ids of GET path's jobs, in order, space-separated; *next its
  * next_cursor ("" when null). */
 static void list_ids(fixture *f, const char *path, char *ids, size_t len, char *next, size_t next_len)
@@ -395,6 +474,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_cancel_resumes_after_crash, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_jobs, retaining_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_processes_and_rings, retaining_setup,
 	                                        pool_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
