@@ -34,17 +34,38 @@ static pid_t worker_pid; /* killed by the teardown, also when the test fails */
 
 /* The next Pull from the worker; the socket's context stays on it until
  * answer(). */
+static void refuse(nng_socket sock)
+{
+	Strand__Batch b = STRAND__BATCH__INIT;
+	uint8_t *frame = NULL;
+	size_t len = 0;
+
+	b.status = STRAND__BATCH__STATUS__REFUSED;
+	b.error = "not the worker this test started";
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len), CM_OK);
+	assert_int_equal(nng_send(sock, frame, len, 0), 0);
+	free(frame);
+}
+
 static Strand__Pull *next_pull(nng_socket sock)
 {
-	void *frame = NULL;
-	size_t len = 0;
-	ProtobufCMessage *m = NULL;
-	char detail[256] = "";
+	for (;;) {
+		void *frame = NULL;
+		size_t len = 0;
+		ProtobufCMessage *m = NULL;
+		char detail[256] = "";
 
-	assert_int_equal(nng_recv(sock, &frame, &len, NNG_FLAG_ALLOC), 0);
-	assert_int_equal(proto_frame_decode(PROTO_PULL, frame, len, &m, detail, sizeof(detail)), CM_OK);
-	nng_free(frame, len);
-	return (Strand__Pull *)m;
+		assert_int_equal(nng_recv(sock, &frame, &len, NNG_FLAG_ALLOC), 0);
+		assert_int_equal(proto_frame_decode(PROTO_PULL, frame, len, &m, detail, sizeof(detail)), CM_OK);
+		nng_free(frame, len);
+		Strand__Pull *p = (Strand__Pull *)m;
+		if (strcmp(p->worker_id, "w-turns") == 0)
+			return p;
+		/* Another worker that found this port (one whose gateway went
+		 * away dials on): refused, as the real hub does, so it exits. */
+		protobuf_c_message_free_unpacked(m, NULL);
+		refuse(sock);
+	}
 }
 
 /* Answers the pull with n tasks: echo of "1" when ahead, else 50 ms sleeps. */
@@ -90,11 +111,13 @@ static int holds_any(const Strand__Pull *p, const uint64_t *reported, size_t nre
 	return 0;
 }
 
-/* A loopback port below 32768 that nothing listens on now. */
+/* A loopback port that nothing listens on now, below the range the
+ * harness's gateways use (10000 to 31999), so no worker of another test's
+ * gateway dials it. */
 static int free_port(void)
 {
 	for (int tries = 0; tries < 50; tries++) {
-		int port = 12000 + (int)((getpid() * 7 + tries * 131) % 19000);
+		int port = 6000 + (int)((getpid() * 7 + tries * 131) % 3900);
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -107,6 +130,8 @@ static int free_port(void)
 	fail_msg("no free loopback port");
 	return -1;
 }
+
+static int kill_worker(void **state);
 
 static void test_small_jobs_take_turns_with_a_held_batch(void **state)
 {
@@ -178,6 +203,9 @@ static void test_small_jobs_take_turns_with_a_held_batch(void **state)
 			assert_int_equal(order[i], last + 1);
 			last = order[i];
 		}
+	/* The worker goes first: nng_close while it still dialed this
+	 * socket was seen to hang (inside libnng) once in a few runs. */
+	kill_worker(NULL);
 	nng_close(sock);
 }
 
@@ -194,14 +222,6 @@ static int kill_worker(void **state)
 
 int main(void)
 {
-#ifdef __SANITIZE_THREAD__
-	/* Under ThreadSanitizer this stand-in hub's connection to the worker
-	 * was seen to drop about a second in, now and then, and the exchange
-	 * never settled; the real hub's are covered by the other tests. The
-	 * ASan and release builds run it. */
-	puts("skipped under ThreadSanitizer: the stand-in hub's connection drops");
-	return 77;
-#endif
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_teardown(test_small_jobs_take_turns_with_a_held_batch, kill_worker),
 	};
