@@ -17,34 +17,40 @@
 
 #include "engine_int.h"
 
-/* The weight of a new result: recent tasks count most, without one odd
- * task swinging the price. */
-#define COST_WEIGHT 0.2
+double engine__cost_average(double avg, double run_us)
+{
+	return (1.0 - COST_WEIGHT) * avg + COST_WEIGHT * run_us;
+}
 
-double engine__function_cost(pool *p, const char *function)
+/* function's slot in p's table, marked used now; NULL if it has none. */
+static function_cost *slot_of(pool *p, const char *function)
 {
 	for (int i = 0; i < POOL_COSTS; i++)
 		if (p->costs[i].used && strcmp(p->costs[i].function, function) == 0) {
 			p->costs[i].used = ++p->costs_clock;
-			return p->costs[i].us;
+			return &p->costs[i];
 		}
-	return -1;
+	return NULL;
+}
+
+double engine__function_cost(pool *p, const char *function)
+{
+	const function_cost *c = slot_of(p, function);
+
+	return c ? c->us : -1;
 }
 
 void engine__function_measured(pool *p, const char *function, double us)
 {
-	function_cost *slot = &p->costs[0];
+	function_cost *c = slot_of(p, function), *slot = &p->costs[0];
 
-	for (int i = 0; i < POOL_COSTS; i++) {
-		function_cost *c = &p->costs[i];
-		if (c->used && strcmp(c->function, function) == 0) {
-			c->us = (1.0 - COST_WEIGHT) * c->us + COST_WEIGHT * us;
-			c->used = ++p->costs_clock;
-			return;
-		}
-		if (c->used < slot->used)
-			slot = c; /* the least recently used, or an empty one */
+	if (c) {
+		c->us = engine__cost_average(c->us, us);
+		return;
 	}
+	for (int i = 1; i < POOL_COSTS; i++)
+		if (p->costs[i].used < slot->used)
+			slot = &p->costs[i]; /* the least recently used, or an empty one */
 	if (strlen(function) >= sizeof(slot->function))
 		return; /* not kept: its jobs are probed as a new function's */
 	memcpy(slot->function, function, strlen(function) + 1);
@@ -54,6 +60,6 @@ void engine__function_measured(pool *p, const char *function, double us)
 
 void engine__pool_measured(pool *p, double run_us)
 {
-	p->est_us = p->est_known ? (1.0 - COST_WEIGHT) * p->est_us + COST_WEIGHT * run_us : run_us;
+	p->est_us = p->est_known ? engine__cost_average(p->est_us, run_us) : run_us;
 	p->est_known = 1;
 }

@@ -454,7 +454,10 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
-/* engine_costs.c: run times measured on a pool. */
+/* engine_costs.c: run times measured on a pool. A moving average's next
+ * value: recent tasks count most, without one odd task swinging it. */
+#define COST_WEIGHT 0.2
+double engine__cost_average(double avg, double run_us);
 double engine__function_cost(pool *p, const char *function); /* < 0: not measured here lately */
 void engine__function_measured(pool *p, const char *function, double us);
 void engine__pool_measured(pool *p, double run_us);

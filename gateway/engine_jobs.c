@@ -644,9 +644,9 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
  * a range that gave tasks and still has some goes behind the other jobs'
  * ranges, so an apply or a small map submitted while a large map runs is
  * handed out by the next pulls, not after the map. A job whose cost is not
- * known yet gets one task out, as a
- * probe, which waits at its place for a worker with room; a busy worker's
- * pull passes over it (up to PROBE_SKIPS such jobs) to the work behind. */
+ * known yet gets one task out, as a probe, which waits at its place for a
+ * worker with room; a busy worker's pull passes over it (up to PROBE_SKIPS
+ * such jobs) to the work behind. */
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
 {
 	int skipped = 0;
@@ -789,7 +789,7 @@ void engine__handle_pull(engine *e, op *o)
 			w->pending--;
 		if (!j)
 			continue;
-		j->avg_us = j->avg_us < 0 ? r->run_us : 0.8 * j->avg_us + 0.2 * r->run_us;
+		j->avg_us = j->avg_us < 0 ? r->run_us : engine__cost_average(j->avg_us, r->run_us);
 		engine__pool_measured(p, r->run_us);
 		/* Its function's cost, once per run of one job's results (a
 		 * batch's results are mostly of one job). */
