@@ -3,8 +3,9 @@
 // landing page lists the failing job with its failed share; the job page
 // shows each failed task's error; a running job is cancelled, a process's
 // output read and the process terminated, a pool resized, each through its
-// confirmation; a job made meanwhile appears by the event stream alone; at
-// 420 px nothing scrolls sideways. Screenshots at 1400 and 420 px go to
+// confirmation; a job made meanwhile appears by the event stream alone; a
+// page's late answer never draws over the page navigated to; at 420 px
+// nothing scrolls sideways. Screenshots at 1400 and 420 px go to
 // $SCREENSHOTS. No console error is allowed.
 // Environment: STRAND_URL, STRAND_TOKEN_FILE, SCREENSHOTS, CHROMIUM.
 import puppeteer from "puppeteer-core";
@@ -131,9 +132,28 @@ try {
   await waitText("h2 .state", "exited");
   check((await api("GET", `/v1/processes/${proc}`)).state === "exited", "the process is terminated");
 
-  // The queue: its items.
+  // A page left while it was still being read stays left: the process
+  // page's read is held, the queues page is opened, then the read answers.
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.setRequestInterception(true);
+  const hold = async (r) => {
+    if (r.isInterceptResolutionHandled()) return;
+    if (r.url().endsWith(`/v1/processes/${proc}`)) await held;
+    r.continue();
+  };
+  page.on("request", hold);
+  await page.evaluate(() => window.dispatchEvent(new HashChangeEvent("hashchange"))); // reads the process page again
+  await sleep(200);
   await page.goto(`${base}/#/queues`);
   await waitText("h2", "Queues"); // the new page, not the last one's table
+  release();
+  await sleep(1000);
+  check((await text("#main h2")).startsWith("Queues"), "a late answer for a page left does not draw over the page shown");
+  page.off("request", hold);
+  await page.setRequestInterception(false);
+
+  // The queue: its items.
   await waitText("tr", queue);
   const queueRow = await page.$$eval("tr", (trs, q) => trs.filter((t) => t.textContent.includes(q))
     .map((t) => [...t.children].map((c) => c.textContent)), queue);

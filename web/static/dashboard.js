@@ -11,6 +11,7 @@ let shown = null; // what the page on screen is about: {live, pool, job, process
 let stream = null;
 let pending = null;
 let logTimer = null;
+let renders = 0; // renders started; only the latest one may draw
 
 // "#/pools/p-1" -> views.pool("p-1"); "#/queues" -> views.queues().
 function route() {
@@ -23,9 +24,13 @@ function route() {
 
 async function render() {
   const [view, id, nav] = route();
+  const mine = ++renders;
   clearTimeout(logTimer);
   try {
     const page = await view(id, render);
+    // A render begun before this one may answer after it: an event's re-read
+    // of the page just left must not draw over the page navigated to.
+    if (mine !== renders) return;
     shownJobs.clear();
     main.replaceChildren(page.node);
     shown = page;
@@ -35,6 +40,7 @@ async function render() {
     // A running process's output has no events: its page reads it again now and then.
     if (page.running) logTimer = setTimeout(render, 3000);
   } catch (e) {
+    if (mine !== renders) return;
     if (e instanceof SignedOut) {
       showSignIn(true);
       if (stream) stream.close();
