@@ -2,8 +2,11 @@
 # Installs the Debian bookworm packages strand builds, tests and runs with.
 # Every dependency is a Debian package; nothing is vendored or downloaded
 # from anywhere else. Skips apt entirely when everything is already there.
-#   deploy/install-deps.sh [docker] [test]
+#   deploy/install-deps.sh [docker] [slurm] [test]
 #     docker: also the Docker engine and docker-compose, for the docker backend
+#     slurm:  also Slurm's client commands (sbatch, squeue, scancel,
+#             scontrol), for the slurm backend; with its daemons and munge,
+#             which deploy/slurm-cluster.sh runs as a single-node cluster
 #     test:   also clang and its libFuzzer runtime, for tests/fuzz; openssl
 #             for test certificates; gdb, to show where a hung gateway is;
 #             node and npm (unless some node is installed already), which
@@ -19,12 +22,13 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
   docker) packages+=(docker.io docker-compose) ;;
+  slurm) packages+=(slurm-client slurmctld slurmd munge) ;;
   test)
     packages+=(clang libclang-rt-14-dev openssl gdb)
     command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
     packages+=(chromium)
     ;;
-  *) echo "install-deps.sh: unknown set '$extra' (docker, test)" >&2; exit 64 ;;
+  *) echo "install-deps.sh: unknown set '$extra' (docker, slurm, test)" >&2; exit 64 ;;
   esac
 done
 

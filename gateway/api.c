@@ -1233,10 +1233,10 @@ static enum MHD_Result route_processes(api *a, struct MHD_Connection *c, const c
 				spec_process_fini(&spec);
 				return fail(c, err, url, detail);
 			}
-			err = engine_process_start(a->engine, &spec, &out);
+			err = engine_process_start(a->engine, &spec, &out, detail, sizeof(detail));
 			spec_process_fini(&spec);
 			if (err != CM_OK)
-				return fail(c, err, url, NULL);
+				return fail(c, err, url, detail[0] ? detail : NULL);
 			snprintf(location, sizeof(location), "/v1/processes/%s",
 			         json_string_value(json_object_get(out, "id")));
 			return send_json(c, 201, out, location);

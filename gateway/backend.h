@@ -1,11 +1,11 @@
 /*
- * Backends run workers and processes: local processes, Docker containers
- * and Kubernetes pods. A backend is a static table of operations
+ * Backends run workers and processes: local processes, Docker containers,
+ * Kubernetes pods and Slurm jobs. A backend is a static table of operations
  * (this struct, the first member of its object). The operations may block
  * (a daemon's answer): they are called only from the backend's own executor
  * thread (backend_executor.h), one at a time, never from the engine, so an
  * implementation needs no locking of its own. What runs is known to its
- * backend by a handle string: a pid, a container id.
+ * backend by a handle string: a pid, a container id, a Slurm job id.
  */
 #ifndef GATEWAY_BACKEND_H
 #define GATEWAY_BACKEND_H
@@ -15,6 +15,7 @@
 
 #include "common/common.h"
 #include "gateway/k8s_config.h"
+#include "gateway/slurm_config.h"
 #include "gateway/spec.h"
 
 #define BACKEND_HANDLE_MAX 80
@@ -39,6 +40,11 @@ typedef struct backend_run_spec {
 typedef struct backend backend;
 typedef struct backend_ops {
 	const char *name;
+	/* Runs programs by their path on hosts that share this one's install
+	 * (local, slurm): a worker is strand-worker itself, and a Process's
+	 * output goes to its log_path, not kept by the backend. Else (docker,
+	 * kubernetes) an image's entrypoint runs, and its output is fetched. */
+	int native;
 	/* Starts one process or container (a worker is one too) and writes its
 	 * handle. Returns CM_OK, or an error with the reason (the backend's own
 	 * words) in detail. */
@@ -55,6 +61,9 @@ typedef struct backend_ops {
 	void (*stop)(backend *b, const char *handle, int hard);
 	/* Removes what is left of it once gone (a container). */
 	void (*release)(backend *b, const char *handle);
+	/* Optional: the handle of what still runs for owner (a label names it),
+	 * for an adoption whose start was never recorded. CM_OK, CM_ENOENT. */
+	int (*find)(backend *b, const char *owner, char handle[BACKEND_HANDLE_MAX]);
 	void (*free)(backend *b);
 } backend_ops;
 
@@ -73,6 +82,9 @@ backend *backend_docker_new(const char *socket, int timeout_s);
 /* The exit code of what could never start: not schedulable, no image, a
  * container that cannot be created. Its pool fails with the words. */
 #define BACKEND_NEVER_STARTED (-2)
+
+/* Checks that Slurm answers (squeue); NULL with the cause in detail. */
+backend *backend_slurm_new(const slurm_config *cfg, char *detail, size_t detail_len);
 
 /* Checks the server answers, takes the credentials and lists pods at
  * start; NULL with the cause (unreachable, token refused, forbidden) in

@@ -61,6 +61,11 @@ const char *bx_name(const bx *x)
 	return x->b->ops->name;
 }
 
+int bx_native(const bx *x)
+{
+	return x->b->ops->native;
+}
+
 void bx_event_free(bx_event *ev)
 {
 	if (!ev)
@@ -254,6 +259,14 @@ static void do_command(bx *x, cmd *c)
 			if (ev)
 				snprintf(ev->handle, sizeof(ev->handle), "%s", n->handle);
 			n->ended = 0;
+			post(x, ev);
+		} else if (!c->handle[0] && x->b->ops->find && x->b->ops->find(x->b, c->owner, c->handle) == CM_OK) {
+			/* Started, but the handle was never recorded (a crash right
+			 * after the start): found by its label, and told. */
+			bx_event *ev = event_new(x, BX_STARTED, c->owner);
+			if (ev)
+				snprintf(ev->handle, sizeof(ev->handle), "%s", c->handle);
+			entry_add(x, c->owner, c->handle);
 			post(x, ev);
 		} else {
 			entry_add(x, c->owner, c->handle);

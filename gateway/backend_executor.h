@@ -52,6 +52,8 @@ bx *bx_new(backend *b, bx_post_fn post, void *ctx);
  * the backend. What still runs keeps running (a gateway restart adopts it). */
 void bx_free(bx *x);
 const char *bx_name(const bx *x);
+/* Whether its backend runs programs by their path (backend_ops.native). */
+int bx_native(const bx *x);
 
 /* Starts spec (copied, its secrets wiped after use) for owner: BX_STARTED,
  * then BX_EXITED once it ends. save_logs (or NULL): where its output is

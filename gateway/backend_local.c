@@ -167,6 +167,7 @@ static void local_free(backend *b)
 
 static const backend_ops local_ops = {
         .name = "local",
+        .native = 1,
         .run = local_run,
         .logs = local_logs,
         .poll = local_poll,

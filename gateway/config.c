@@ -34,7 +34,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --retain AGE         ended jobs (with their tasks and results), processes and rings (with their\n"
 	        "                       output) are removed this long after they end: a number with s, m, h or d\n"
 	        "                       (STRAND_RETAIN, default 7d; 0 keeps all)\n"
-	        "  --backend NAME       default backend for pools: local, docker or kubernetes (STRAND_BACKEND,\n"
+	        "  --backend NAME       default backend for pools: local, docker, kubernetes or slurm "
+	        "(STRAND_BACKEND,\n"
 	        "                       default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
 	        "                       strand-worker:latest)\n"
@@ -53,6 +54,12 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       (default 60)\n"
 	        "  --k8s-pull-policy P  pods' imagePullPolicy: IfNotPresent (default), Never (images only from\n"
 	        "                       the nodes' engines: no registry is ever asked), Always\n"
+	        "  --slurm              offer backend slurm: workers and processes as Slurm batch jobs, through\n"
+	        "                       sbatch, squeue and scancel as this user (STRAND_SLURM=1; Slurm's own\n"
+	        "                       settings from SLURM_CONF or the host's)\n"
+	        "  --slurm-partition P  the partition jobs go to (STRAND_SLURM_PARTITION, default: the cluster's)\n"
+	        "  --slurm-output-dir D where workers' output goes, a directory the nodes share\n"
+	        "                       (STRAND_SLURM_OUTPUT_DIR, default: slurm-output next to --db)\n"
 	        "  --worker-bin FILE    strand-worker for the local backend (STRAND_WORKER_BIN,\n"
 	        "                       default: next to strand-gateway)\n"
 	        "  --plugin-path DIRS   plugin folders given to workers (STRAND_PLUGIN_PATH,\n"
@@ -217,6 +224,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"hub-advertise", required_argument, NULL, 1008},
 	        {"sync", required_argument, NULL, 1009},
 	        {"retain", required_argument, NULL, 1010},
+	        {"slurm", no_argument, NULL, 1011},
+	        {"slurm-partition", required_argument, NULL, 1012},
+	        {"slurm-output-dir", required_argument, NULL, 1013},
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
@@ -294,6 +304,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
 	set(cfg->kubeconfig, sizeof(cfg->kubeconfig), getenv("STRAND_KUBECONFIG"));
+	cfg->slurm.enabled = getenv("STRAND_SLURM") && strcmp(getenv("STRAND_SLURM"), "1") == 0;
+	set(cfg->slurm.partition, sizeof(cfg->slurm.partition), getenv("STRAND_SLURM_PARTITION"));
+	set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), getenv("STRAND_SLURM_OUTPUT_DIR"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	if (getenv("STRAND_BACKEND_TIMEOUT"))
 		cfg->backend_timeout_s = atoi(getenv("STRAND_BACKEND_TIMEOUT"));
@@ -327,6 +340,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1008: set(cfg->hub_advertise, sizeof(cfg->hub_advertise), optarg); break;
 		case 1009: set(sync, sizeof(sync), optarg); break;
 		case 1010: set(retain, sizeof(retain), optarg); break;
+		case 1011: cfg->slurm.enabled = 1; break;
+		case 1012: set(cfg->slurm.partition, sizeof(cfg->slurm.partition), optarg); break;
+		case 1013: set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
@@ -364,6 +380,17 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		char db[sizeof(cfg->db)];
 		snprintf(db, sizeof(db), "%s", cfg->db);
 		snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/strand.token", dirname(db));
+	}
+	if (!cfg->slurm.output_dir[0]) {
+		char db[sizeof(cfg->db)];
+		snprintf(db, sizeof(db), "%s", cfg->db);
+		snprintf(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), "%s/slurm-output", dirname(db));
+	}
+	/* Passed to sbatch as one argument: a comma or space would split it. */
+	if (strspn(cfg->slurm.partition, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") !=
+	    strlen(cfg->slurm.partition)) {
+		snprintf(detail, detail_len, "--slurm-partition must be a partition's name (letters, digits, _ - .)");
+		return CM_EINVAL;
 	}
 	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
 		snprintf(detail, detail_len, "--tls-cert and --tls-key go together");
@@ -415,6 +442,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "--backend-timeout must be 1 to 3600 seconds");
 		return CM_EINVAL;
 	}
+	cfg->slurm.timeout_s = cfg->backend_timeout_s;
 	if (cfg->lease_ms < 100) {
 		snprintf(detail, detail_len, "lease must be at least 100 ms");
 		return CM_EINVAL;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "gateway/k8s_config.h"
+#include "gateway/slurm_config.h"
 
 #define CONFIG_GPUS_MAX 64
 
@@ -26,6 +27,7 @@ typedef struct gw_config {
 	/* kubernetes: flags over a kubeconfig over, in a pod, its service account; server "": none */
 	k8s_config k8s;
 	char kubeconfig[1024];
+	slurm_config slurm; /* --slurm: jobs through sbatch, squeue and scancel */
 	char worker_bin[1024]; /* strand-worker executable the local backend runs */
 	char plugin_path[2048]; /* STRAND_PLUGIN_PATH handed to workers */
 	char web_root[1024]; /* dashboard files */

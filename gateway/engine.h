@@ -136,7 +136,7 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 /* Processes (multiprocessing.Process, `fiber run`): a program or one
  * function run once on a backend. Logs come back as a JSON string. DELETE
  * answers once the process has ended. */
-int engine_process_start(engine *e, const process_spec *spec, json_t **out);
+int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len);
 int engine_process_get(engine *e, const char *id, json_t **out);
 int engine_process_list(engine *e, json_t **out);
 engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);

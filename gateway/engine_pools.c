@@ -43,18 +43,19 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 }
 
 /* What starts a worker of pool p: strand-worker with its identity in the
- * environment (locally the program; in a container the image's entrypoint,
- * named strand-<pool>-<n>, the pool's nth worker). The strings live in
+ * environment (the program by its path where the backend runs programs, in
+ * a container the image's entrypoint), named strand-<pool>-<n>, the pool's
+ * nth worker, and labelled with its pool and id. The strings live in
  * env_text (room for 8), labels, name and *ca (free it). */
 static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
                                         char labels[][160], char **labelp, char name[64], char **ca)
 {
-	int local = p->backend == e->local;
+	int native = bx_native(p->backend);
 	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
 	size_t n = engine__hub_env(e, p->id, w->id, w->secret, env_text, envp, ca);
 	size_t t = ENGINE_HUB_ENV; /* env_text entries past the hub's */
 
-	if (local && e->cfg->plugin_path[0]) {
+	if (native && e->cfg->plugin_path[0]) {
 		snprintf(env_text[t], 600, "STRAND_PLUGIN_PATH=%.500s", e->cfg->plugin_path);
 		envp[n++] = env_text[t++];
 	}
@@ -67,18 +68,16 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
 		envp[n++] = env_text[t++];
 	}
 	run.nenv = n;
-	if (local) {
+	if (native)
 		argv[run.argc++] = (char *)e->cfg->worker_bin;
-	} else {
-		snprintf(labels[0], 160, "strand.pool=%s", p->id);
-		snprintf(labels[1], 160, "strand.worker=%s", w->id);
-		labelp[0] = labels[0];
-		labelp[1] = labels[1];
-		run.labels = labelp;
-		run.nlabels = 2;
-		snprintf(name, 64, "strand-%s-%lld", p->id, (long long)p->workers_started + 1);
-		run.name = name;
-	}
+	snprintf(labels[0], 160, "strand.pool=%s", p->id);
+	snprintf(labels[1], 160, "strand.worker=%s", w->id);
+	labelp[0] = labels[0];
+	labelp[1] = labels[1];
+	run.labels = labelp;
+	run.nlabels = 2;
+	snprintf(name, 64, "strand-%s-%lld", p->id, (long long)p->workers_started + 1);
+	run.name = name;
 	return run;
 }
 

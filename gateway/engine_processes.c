@@ -45,6 +45,8 @@ static json_t *process_json(const process *pr)
 		json_object_set_new(o, "reason", json_string(pr->reason));
 	if (strcmp(bx_name(pr->backend), "local") == 0 && pr->handle[0])
 		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
+	else if (strcmp(bx_name(pr->backend), "slurm") == 0 && pr->handle[0])
+		json_object_set_new(o, "slurm_job", json_integer(atoll(pr->handle)));
 	return o;
 }
 
@@ -153,10 +155,10 @@ static char *arg_parts(const char *arg, char **argv, size_t *argc)
 
 /* Starts one process of spec s, with extra environment (for ring members).
  * Returns it, also when it could not start (state failed, and why), or NULL
- * with *err set. A function gets strand-worker's hub environment, its own
- * id as worker and pool, so that it reaches queues and pipes as a pool's
- * task does; a program gets none. */
-static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, int *err)
+ * with o->err (and why, in o->detail) set. A function gets strand-worker's
+ * hub environment, its own id as worker and pool, so that it reaches queues
+ * and pipes as a pool's task does; a program gets none. */
+static process *process_start(engine *e, const process_spec *s, char *const *extra, size_t nextra, op *o)
 {
 	bx *b = engine__backend_for(e, s->run.backend);
 	char id[20], label[64], hub_text[ENGINE_HUB_ENV][600], plugins[2200], runtime[SPEC_RUNTIME_MAX + 32];
@@ -166,8 +168,14 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	process *pr;
 
 	cm_id_new('r', id);
-	if (!b || !(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
-		*err = b ? CM_ENOMEM : CM_EUNSUPPORTED;
+	if (!b) {
+		o->err = CM_EUNSUPPORTED;
+		snprintf(o->detail, sizeof(o->detail), "backend '%s' is not configured in this gateway",
+		         s->run.backend);
+		return NULL;
+	}
+	if (!(pr = process_add(e, id, b, s->json, cm_wall_ms()))) {
+		o->err = CM_ENOMEM;
 		return NULL;
 	}
 	engine__event_process(e, pr);
@@ -184,7 +192,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		run.entrypoint = 1;
 	} else {
 		/* A function: strand-worker runs it once. */
-		int local = b == e->local;
+		int native = bx_native(b);
 		cm_random_hex(pr->secret, CREDENTIALS_SECRET_LEN / 2);
 		if (credentials_add(e->creds, pr->id, pr->id, pr->secret) != CM_OK) {
 			pr->secret[0] = '\0';
@@ -198,7 +206,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 			snprintf(runtime, sizeof(runtime), "STRAND_RUNTIME=%s", s->run.runtime);
 			env[run.nenv++] = runtime;
 		}
-		if (local)
+		if (native)
 			argv[run.argc++] = (char *)e->cfg->worker_bin;
 		argv[run.argc++] = "--run";
 		argv[run.argc++] = s->function;
@@ -208,15 +216,15 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 			process_save(e, pr);
 			return pr;
 		}
-		if (local) {
+		if (native) {
 			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
 			env[run.nenv++] = plugins;
 		}
 	}
 	run.log_path = pr->log_path;
 	/* Docker keeps a container's output: copied next to the database when
-	 * it ends, as the local backend writes it there all along. */
-	if (bx_run(b, pr->id, &run, b == e->local ? NULL : pr->log_path) != CM_OK) {
+	 * it ends, as the local and slurm backends write it there all along. */
+	if (bx_run(b, pr->id, &run, bx_native(b) ? NULL : pr->log_path) != CM_OK) {
 		snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 		process_failed(e, pr);
 	}
@@ -286,7 +294,7 @@ static void start_wait(engine *e, op *o, const char *id)
 
 static void handle_proc_start(engine *e, op *o)
 {
-	process *pr = process_start(e, o->u.proc.spec, NULL, 0, &o->err);
+	process *pr = process_start(e, o->u.proc.spec, NULL, 0, o);
 
 	if (pr)
 		start_wait(e, o, pr->id);
@@ -495,7 +503,7 @@ void engine__handle_ring(engine *e, op *o)
 			snprintf(env[4], sizeof(env[4]), "STRAND_RING=%s", r->id);
 			for (int k = 0; k < 5; k++)
 				envp[k] = env[k];
-			process *pr = process_start(e, o->u.proc.spec, envp, 5, &o->err);
+			process *pr = process_start(e, o->u.proc.spec, envp, 5, o);
 			if (!pr)
 				break;
 			snprintf(r->members[i], sizeof(r->members[i]), "%s", pr->id);
@@ -631,11 +639,12 @@ void engine__load_ring(void *ctx, const char *id, int size, int master_port, con
 	}
 }
 
-int engine_process_start(engine *e, const process_spec *spec, json_t **out)
+int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_PROC_START, .u.proc.spec = spec};
 	int err = engine__submit(e, &o);
 
+	snprintf(detail, detail_len, "%s", o.detail);
 	if (err == CM_OK)
 		*out = o.out;
 	return err;

@@ -57,6 +57,8 @@ json_t *engine__pool_json(const pool *p)
 			; /* its backend has not started it yet */
 		else if (strcmp(bx_name(p->backend), "local") == 0)
 			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
+		else if (strcmp(bx_name(p->backend), "slurm") == 0)
+			json_object_set_new(wj, "slurm_job", json_integer(atoll(w->handle)));
 		else /* a name (strand-<pool>-<n>, a pod), or a docker id shown short as docker does */
 			json_object_set_new(
 			        wj, "container",
@@ -83,7 +85,7 @@ json_t *engine__pool_json(const pool *p)
 		                              p->spec.scale_max, "target_s", p->spec.scale_target_s, "idle_s",
 		                              p->spec.scale_idle_s, "desired", p->spec.processes, "reason",
 		                              p->scale_reason));
-	if (o && strcmp(bx_name(p->backend), "local") != 0)
+	if (o && !bx_native(p->backend))
 		json_object_set_new(o, "image", json_string(p->spec.image));
 	if (o && p->spec.manager[0])
 		json_object_set_new(o, "type", json_string(p->spec.manager));

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	umask(077);
 	raise_open_file_limit();
 
-	backend *backends[3] = {backend_local_new(cfg.gpus),
+	backend *backends[4] = {backend_local_new(cfg.gpus),
 	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	size_t nbackends = 2;
 	if (cfg.k8s.server[0]) {
@@ -88,6 +88,17 @@ int main(int argc, char **argv)
 		}
 		nbackends++;
 		cm_info("kubernetes backend: %s, namespace %s", cfg.k8s.server, cfg.k8s.ns);
+	}
+	if (cfg.slurm.enabled) {
+		if (!(backends[nbackends] = backend_slurm_new(&cfg.slurm, detail, sizeof(detail)))) {
+			cm_error("cannot start: %s", detail);
+			for (size_t i = 0; i < nbackends; i++)
+				backends[i]->ops->free(backends[i]);
+			return 1;
+		}
+		nbackends++;
+		cm_info("slurm backend: partition %s, workers' output in %s",
+		        cfg.slurm.partition[0] ? cfg.slurm.partition : "(the default)", cfg.slurm.output_dir);
 	}
 	if (credentials_new(&creds) != CM_OK ||
 	    engine_new(&cfg, creds, backends, nbackends, &e, detail, sizeof(detail)) != CM_OK) {

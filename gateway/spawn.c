@@ -43,13 +43,14 @@ static int resolve(const char *name, char *out, size_t out_len)
 	return found;
 }
 
-/* The gateway's environment with env's names replaced or added. */
-static char **environment(char *const *env, size_t nenv)
+/* The gateway's environment with env's names replaced or added, or env
+ * alone. */
+static char **environment(char *const *env, size_t nenv, int env_only)
 {
 	size_t n = 0, k = 0;
 	char **out;
 
-	while (environ[n])
+	while (!env_only && environ[n])
 		n++;
 	if (!(out = calloc(n + nenv + 1, sizeof(char *))))
 		return NULL;
@@ -82,7 +83,7 @@ static void child(const spawn_options *o, const char *path, char **argv, char **
 	if (o->output_fd >= 0) {
 		dup2(null_fd, 0);
 		dup2(o->output_fd, 1);
-		dup2(o->output_fd, 2);
+		dup2(o->error_fd > 0 ? o->error_fd : o->output_fd, 2);
 	}
 	/* Nothing of the gateway's (its database, sockets, pipes) leaks in; the
 	 * error pipe stays open until execve closes it. */
@@ -114,7 +115,7 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 		snprintf(detail, detail_len, "cannot run %s: %s", o->argv[0], strerror(err));
 		return CM_EUNAVAIL;
 	}
-	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || !(envp = environment(o->env, o->nenv))) {
+	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || !(envp = environment(o->env, o->nenv, o->env_only))) {
 		free(argv);
 		snprintf(detail, detail_len, "out of memory");
 		return CM_ENOMEM;

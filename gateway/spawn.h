@@ -18,7 +18,9 @@ typedef struct spawn_options {
 	size_t argc;
 	char *const *env; /* "NAME=value": added to the gateway's environment, replacing a same name */
 	size_t nenv;
+	int env_only; /* env is the whole environment: nothing of the gateway's */
 	int output_fd; /* stdout and stderr go here (stdin is /dev/null); -1: the gateway's */
+	int error_fd; /* with output_fd: stderr goes here instead; 0: with stdout */
 	unsigned long long memory_bytes; /* RLIMIT_AS; 0: none */
 } spawn_options;
 

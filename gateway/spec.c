@@ -37,8 +37,7 @@ static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t de
 	return CM_OK;
 }
 
-static const char *const backends[] = {"local", "docker", "kubernetes", NULL};
-static const char *const known_backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
+static const char *const backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
 
 /* Counts the JSON values in text without building any, stopping past max:
  * a parsed value costs jansson some 100 bytes, whatever its text's length,
@@ -262,23 +261,18 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 	v = json_object_get(root, "backend");
 	if (v && !json_is_null(v)) {
 		int known = 0;
-		int offered = 0;
 		if (!json_is_string(v)) {
 			snprintf(detail, detail_len, "field 'backend' must be a string");
 			err = CM_EINVAL;
 			goto out;
 		}
 		snprintf(spec.backend, sizeof(spec.backend), "%s", json_string_value(v));
-		for (size_t i = 0; known_backends[i]; i++)
-			known |= strcmp(spec.backend, known_backends[i]) == 0;
 		for (size_t i = 0; backends[i]; i++)
-			offered |= strcmp(spec.backend, backends[i]) == 0;
-		if (!offered) {
+			known |= strcmp(spec.backend, backends[i]) == 0;
+		if (!known) {
+			/* Whether this gateway offers it is the engine's to say. */
 			snprintf(detail, detail_len,
-			         known ? "backend '%.31s' is not available in this gateway (available: local, docker, "
-			                 "kubernetes)"
-			               : "unknown backend '%.31s' (available: local, docker, kubernetes)",
-			         spec.backend);
+			         "unknown backend '%.31s' (known: local, docker, kubernetes, slurm)", spec.backend);
 			err = CM_EUNSUPPORTED;
 			goto out;
 		}

@@ -6,20 +6,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./deploy/install-deps.sh docker test
+./deploy/install-deps.sh docker slurm test
 # The docker tests need a real engine; they skip, saying why, only where
 # none can be started.
 ./deploy/start-dockerd.sh || echo "no Docker engine: the docker tests will skip"
 # A real Kubernetes for the kubernetes tests (built once per machine into a
 # cache outside the checkout); they skip, saying why, where it cannot run.
-if env_file=$(./deploy/k8s-cluster.sh up); then
-  # shellcheck disable=SC2064 # the path now, before the cd below
-  trap "'$PWD/deploy/k8s-cluster.sh' down >/dev/null 2>&1 || true" EXIT
-  set -a
-  # shellcheck disable=SC1090
-  . "$env_file"
-  set +a
-fi
+# A real single-node Slurm on loopback for the slurm tests, the same way.
+# Both stop when the suite ends.
+repo=$PWD
+up=()
+cleanup() {
+  for cluster in "${up[@]}"; do
+    "$repo/deploy/$cluster-cluster.sh" down >/dev/null 2>&1 || true
+  done
+}
+trap cleanup EXIT
+for cluster in k8s slurm; do
+  if env_file=$("./deploy/$cluster-cluster.sh" up); then
+    up+=("$cluster")
+    set -a
+    # shellcheck disable=SC1090
+    . "$env_file"
+    set +a
+  fi
+done
 jobs=$(nproc)
 
 echo "== sanitizer build (address, undefined) =="

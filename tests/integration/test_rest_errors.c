@@ -161,6 +161,10 @@ static void test_422_unknown_backend_or_function(void **state)
 	expect("POST", "/v1/pools", "{\"backend\":\"mesos\"}", NULL, 422, "unknown backend 'mesos'");
 	expect("POST", "/v1/pools", "{\"backend\":\"kubernetes\"}", NULL, 422,
 	       "backend 'kubernetes' is not configured in this gateway");
+	expect("POST", "/v1/pools", "{\"backend\":\"slurm\"}", NULL, 422,
+	       "backend 'slurm' is not configured in this gateway");
+	expect("POST", "/v1/processes", "{\"command\":[\"true\"],\"backend\":\"slurm\"}", NULL, 422,
+	       "backend 'slurm' is not configured in this gateway");
 	expect("POST", pool_path("/map"), "{\"function\":\"rm -rf\",\"args\":[1]}", NULL, 422, "unknown function");
 	expect("POST", pool_path("/map"), "{\"function\":\"../evil.so:f\",\"args\":[1]}", NULL, 422, "LIB.so:SYMBOL");
 	expect("POST", pool_path("/map"), "{\"function\":\"lib.so:1abc\",\"args\":[1]}", NULL, 422, "LIB.so:SYMBOL");

@@ -74,7 +74,6 @@ static void test_pool_refusals(void **state)
 	        {"{\"processes\":2,\"processes\":3}", CM_EINVAL, "duplicate"},
 	        {"{\"backend\":3}", CM_EINVAL, "'backend'"},
 	        {"{\"backend\":\"mesos\"}", CM_EUNSUPPORTED, "unknown backend"},
-	        {"{\"backend\":\"slurm\"}", CM_EUNSUPPORTED, "not available"},
 	        {"{\"resources\":[]}", CM_EINVAL, "'resources'"},
 	        {"{\"resources\":{\"cpu\":0}}", CM_EINVAL, "'resources.cpu'"},
 	        {"{\"resources\":{\"gpu\":-1}}", CM_EINVAL, "'resources.gpu'"},
