@@ -5,7 +5,7 @@
  * else:
  *
  *   run     sbatch --parsable --job-name=strand-<pool>-<n> --comment=<labels>
- *                  --export=ALL --output=... [resources] <script>
+ *                  --export=ALL --no-requeue --output=... [resources] <script>
  *   poll    squeue --me --states=all: one listing of this user's jobs serves
  *           every poll for POLL_MS; a job in an ended state (COMPLETED,
  *           FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, ...) or no
@@ -275,7 +275,7 @@ static int slurm_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	const pool_spec *ps = spec->spec;
 	char script[1200], name[128], comment[400], output[1300], cpus[40], mem[40], gres[40], partition[100];
 	char name_arg[140], comment_arg[420];
-	char *argv[16];
+	char *argv[18];
 	size_t argc = 0, o = 0;
 	char **env;
 	size_t nenv = 0;
@@ -319,6 +319,9 @@ static int slurm_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	argv[argc++] = comment_arg;
 	argv[argc++] = output;
 	argv[argc++] = "--export=ALL";
+	/* A job Slurm would run again (after its node failed) is a worker the
+	 * gateway already replaced: never requeued, the gateway starts anew. */
+	argv[argc++] = "--no-requeue";
 	if (s->cfg.partition[0]) {
 		snprintf(partition, sizeof(partition), "--partition=%s", s->cfg.partition);
 		argv[argc++] = partition;
