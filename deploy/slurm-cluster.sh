@@ -8,7 +8,10 @@
 #   deploy/slurm-cluster.sh down   stop it (its daemons, by their pid files)
 # The node offers 16 CPUs and 8 GiB whatever the host has
 # (SlurmdParameters=config_overrides), so several one-CPU workers fit on
-# two cores, and a bigger request is refused by Slurm itself. Exits 77,
+# two cores, and a bigger request is refused by Slurm itself. Partition
+# strand (the default) takes the jobs; partition tiny gives one CPU and
+# 100 MB a node, so a job asking more waits there for ever (PartitionConfig,
+# MaxMemPerLimit), as on a cluster whose limits a request exceeds. Exits 77,
 # saying why, where it cannot (no Slurm installed, not root).
 set -euo pipefail
 dir=${SLURM_TEST_DIR:-/var/tmp/strand-slurm}
@@ -91,6 +94,7 @@ MinJobAge=300
 KillWait=5
 NodeName=$host NodeAddr=127.0.0.1 CPUs=16 RealMemory=8192 State=UNKNOWN
 PartitionName=strand Nodes=$host Default=YES MaxTime=INFINITE State=UP
+PartitionName=tiny Nodes=$host MaxTime=INFINITE State=UP MaxCPUsPerNode=1 MaxMemPerNode=100
 EOF
 export SLURM_CONF=$dir/slurm.conf
 slurmctld -f "$SLURM_CONF"
@@ -98,7 +102,7 @@ slurmd -f "$SLURM_CONF" -N "$host"
 
 # Up once the node takes jobs.
 for _ in $(seq 100); do
-  if state=$(sinfo -h -N -o %t 2>/dev/null) && [ "$state" = idle ]; then
+  if state=$(sinfo -h -N -o %t 2>/dev/null | sort -u) && [ "$state" = idle ]; then
     cat >"$dir/env" <<EOF
 SLURM_CONF=$SLURM_CONF
 STRAND_TEST_SLURM=1
@@ -109,6 +113,6 @@ EOF
   sleep 0.2
 done
 echo "the Slurm node did not come up (state: ${state:-none}); slurmctld's log ends:" >&2
-tail -5 "$dir/slurmctld.log" "$dir/slurmd.log" >&2 || true
+tail -n 5 "$dir/slurmctld.log" "$dir/slurmd.log" >&2 || true
 stop
 exit 1

@@ -55,7 +55,8 @@ typedef struct backend_ops {
 	/* Returns 1 once it is gone, with its exit code (128 + signal for a
 	 * signal, BACKEND_NEVER_STARTED when it never could start) and what it
 	 * last said (may be empty); 0 while it runs, or while the backend
-	 * cannot tell. */
+	 * cannot tell; BACKEND_QUEUED while it waits in a queue to run at all
+	 * (a batch scheduler's, for as long as the cluster is full). */
 	int (*poll)(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len);
 	/* Asks it to stop (hard: kill it now). */
 	void (*stop)(backend *b, const char *handle, int hard);
@@ -82,6 +83,9 @@ backend *backend_docker_new(const char *socket, int timeout_s);
 /* The exit code of what could never start: not schedulable, no image, a
  * container that cannot be created. Its pool fails with the words. */
 #define BACKEND_NEVER_STARTED (-2)
+
+/* poll's answer for a run still waiting for room to start. */
+#define BACKEND_QUEUED 2
 
 /* Checks that Slurm answers (squeue); NULL with the cause in detail. */
 backend *backend_slurm_new(const slurm_config *cfg, char *detail, size_t detail_len);

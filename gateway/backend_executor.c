@@ -40,6 +40,7 @@ typedef struct entry {
 	char handle[BACKEND_HANDLE_MAX];
 	char *save_logs;
 	int ended; /* BX_EXITED was sent */
+	int queued; /* BX_QUEUED was sent, BX_RUNNING not yet */
 	int forgotten; /* bx_retain killed it: released when it ends, unreported */
 	struct entry *next;
 } entry;
@@ -309,16 +310,32 @@ static void do_command(bx *x, cmd *c)
 	}
 }
 
-/* Reports each watched run that ended. One the engine no longer knows
- * (bx_retain) is released here instead. */
+/* Tells the engine that owner waits in its backend's queue, or runs now
+ * after it waited. */
+static void say_queued(bx *x, entry *n, int queued)
+{
+	if (n->queued == queued || n->forgotten)
+		return;
+	n->queued = queued;
+	post(x, event_new(x, queued ? BX_QUEUED : BX_RUNNING, n->owner));
+}
+
+/* Reports each watched run that ended (and one that waits to start, or
+ * starts after it waited). One the engine no longer knows (bx_retain) is
+ * released here instead. */
 static void watch(bx *x)
 {
 	for (entry *n = x->entries, *next; n; n = next) {
-		int code = -1;
+		int code = -1, polled;
 		char words[512] = "";
 		next = n->next;
-		if (n->ended || !x->b->ops->poll(x->b, n->handle, &code, words, sizeof(words)))
+		if (n->ended)
 			continue;
+		polled = x->b->ops->poll(x->b, n->handle, &code, words, sizeof(words));
+		if (polled != 1) {
+			say_queued(x, n, polled == BACKEND_QUEUED);
+			continue;
+		}
 		n->ended = 1;
 		if (n->forgotten) {
 			entry_drop(x, n);

@@ -26,6 +26,8 @@ typedef enum bx_event_kind {
 	BX_STARTED, /* a run ended: err CM_OK and handle, or why not in detail */
 	BX_EXITED, /* what runs ended: exit_code, and its last words in detail */
 	BX_LOGS, /* the output bx_logs asked for, in logs; tag is its caller's */
+	BX_QUEUED, /* it waits in its backend's queue (BACKEND_QUEUED) ... */
+	BX_RUNNING, /* ... and now runs: from here it has its time to connect */
 } bx_event_kind;
 
 typedef struct bx bx;

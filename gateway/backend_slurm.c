@@ -32,7 +32,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +48,7 @@
 extern char **environ;
 
 #define POLL_MS 1000
+#define SCRIPT_MAX 65536
 #define OUTPUT_MAX (64u << 20) /* a command's answer: squeue's is some 150 bytes a job */
 /* squeue's fields, '|' after each (a field without one is cut at 20
  * characters); the comment last, as it may hold a '|' */
@@ -62,7 +62,6 @@ typedef struct slurm_job {
 	char reason[64];
 	char comment[400];
 } slurm_job;
-#define SCRIPT_MAX 65536
 
 typedef struct slurm {
 	backend base; /* first: the engine holds a backend * */
@@ -75,8 +74,8 @@ typedef struct slurm {
 
 /* ---- running a command --------------------------------------------------- */
 
-/* Reads fd into b until end of file or the deadline; returns 0, or -1 past
- * the deadline or OUTPUT_MAX. */
+/* Reads a command's stdout into out and stderr into err until both end;
+ * returns 0, -1 past the deadline, -2 past OUTPUT_MAX (or out of memory). */
 static int drain(int out_fd, int err_fd, cm_buf *out, cm_buf *err, int64_t deadline)
 {
 	struct pollfd fds[2] = {{.fd = out_fd, .events = POLLIN}, {.fd = err_fd, .events = POLLIN}};
@@ -101,22 +100,22 @@ static int drain(int out_fd, int err_fd, cm_buf *out, cm_buf *err, int64_t deadl
 			}
 			cm_buf *b = i == 0 ? out : err;
 			if (b->len + (size_t)n > OUTPUT_MAX || cm_buf_append(b, chunk, (size_t)n) != CM_OK)
-				return -1;
+				return -2;
 		}
 	}
 	return 0;
 }
 
 /* Runs a Slurm command, env added to the gateway's environment (or alone:
- * env_only). Returns its
- * exit code with what it wrote to stdout in out (NUL-terminated), or -1
- * with the reason in detail: it could not run, or took longer than the
- * backend's timeout (then it is killed). On an exit code other than 0,
- * detail holds the last line it wrote to stderr. */
+ * env_only). Returns its exit code with what it wrote to stdout in out
+ * (NUL-terminated), or -1 with the reason in detail: it could not run,
+ * took longer than the backend's timeout or said too much (then it is
+ * killed). On an exit code other than 0, detail holds the last line it
+ * wrote to stderr. */
 static int command(slurm *s, char *const *argv, size_t argc, char *const *env, size_t nenv, int env_only, cm_buf *out,
                    char *detail, size_t detail_len)
 {
-	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status = 0, rc = -1;
+	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status = 0, rc = -1, drained;
 	spawn_options o = {.argv = argv, .argc = argc, .env = env, .nenv = nenv, .env_only = env_only};
 	cm_buf err;
 	pid_t pid;
@@ -134,10 +133,13 @@ static int command(slurm *s, char *const *argv, size_t argc, char *const *env, s
 	close(out_pipe[1]);
 	close(err_pipe[1]);
 	out_pipe[1] = err_pipe[1] = -1;
-	if (drain(out_pipe[0], err_pipe[0], out, &err, cm_now_ms() + 1000LL * s->cfg.timeout_s) != 0) {
+	if ((drained = drain(out_pipe[0], err_pipe[0], out, &err, cm_now_ms() + 1000LL * s->cfg.timeout_s)) != 0) {
 		spawn_signal_group(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		snprintf(detail, detail_len, "%s did not answer within %d s", argv[0], s->cfg.timeout_s);
+		if (drained == -1)
+			snprintf(detail, detail_len, "%s did not answer within %d s", argv[0], s->cfg.timeout_s);
+		else
+			snprintf(detail, detail_len, "%s said more than %u MiB", argv[0], OUTPUT_MAX >> 20);
 		goto out;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -307,10 +309,12 @@ static int slurm_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		free(env);
 		return err;
 	}
-	if (spec->log_path)
-		snprintf(output, sizeof(output), "--output=%s", spec->log_path);
-	else
-		snprintf(output, sizeof(output), "--output=%s/%%j.out", s->cfg.output_dir);
+	/* Slurm reads % in the name as a pattern (%j: the job id); %% is one %. */
+	o = (size_t)snprintf(output, sizeof(output), "--output=");
+	for (const char *c = spec->log_path ? spec->log_path : s->cfg.output_dir; *c && o + 3 < sizeof(output); c++)
+		o += (size_t)snprintf(output + o, sizeof(output) - o, *c == '%' ? "%%%%" : "%c", *c);
+	if (!spec->log_path)
+		snprintf(output + o, sizeof(output) - o, "/%%j.out");
 	argv[argc++] = "sbatch";
 	argv[argc++] = "--parsable";
 	snprintf(name_arg, sizeof(name_arg), "--job-name=%s", name);
@@ -327,7 +331,8 @@ static int slurm_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		argv[argc++] = partition;
 	}
 	if (ps && ps->cpu > 0) {
-		snprintf(cpus, sizeof(cpus), "--cpus-per-task=%d", (int)ceil(ps->cpu));
+		snprintf(cpus, sizeof(cpus), "--cpus-per-task=%d",
+		         (int)ps->cpu + (ps->cpu > (int)ps->cpu)); /* rounded up */
 		argv[argc++] = cpus;
 	}
 	if (ps && ps->memory_mb > 0) {
@@ -444,6 +449,37 @@ static int job_alive(const char *state)
 	return 0;
 }
 
+/* scancel: a signal to the program (SIGTERM, soft) or the job cancelled. */
+static void scancel(slurm *s, const char *handle, int signal_only)
+{
+	char *signal_argv[] = {"scancel", "--signal=TERM", "--full", (char *)handle, NULL};
+	char *cancel_argv[] = {"scancel", (char *)handle, NULL};
+	char detail[256];
+	cm_buf out;
+	const slurm_job *j;
+	int failed = command(s, signal_only ? signal_argv : cancel_argv, signal_only ? 4 : 2, NULL, 0, 0, &out, detail,
+	                     sizeof(detail)) != 0;
+
+	cm_buf_fini(&out);
+	s->jobs_at = 0;
+	/* scancel refuses a job that ended meanwhile: not worth a word. */
+	if (failed && refresh(s) == CM_OK && (j = job_of(s, handle)) && job_alive(j->state))
+		cm_warn("slurm: cannot stop job %s: %s", handle, detail);
+}
+
+/* Reasons a job waits that no amount of waiting ends: the request does
+ * not fit what the cluster is configured to give. */
+static int never_runs(const char *reason)
+{
+	static const char *const never[] = {"BadConstraints",     "PartitionConfig",          "PartitionNodeLimit",
+	                                    "PartitionTimeLimit", "MaxMemPerLimit",           "InvalidAccount",
+	                                    "InvalidQOS",         "DependencyNeverSatisfied", NULL};
+	for (size_t i = 0; never[i]; i++)
+		if (strcmp(reason, never[i]) == 0)
+			return 1;
+	return 0;
+}
+
 static void output_path(slurm *s, const char *handle, const char *log_path, char *path, size_t len)
 {
 	if (log_path && log_path[0])
@@ -460,13 +496,21 @@ static int slurm_poll(backend *b, const char *handle, int *exit_code, char *deta
 
 	if (detail_len)
 		detail[0] = '\0';
-	if (refresh(s) != CM_OK)
-		return 0; /* Slurm cannot say: assume nothing */
+	if (refresh(s) != CM_OK) /* Slurm cannot say: assume nothing new */
+		return (j = job_of(s, handle)) && strcmp(j->state, "PENDING") == 0 ? BACKEND_QUEUED : 0;
 	if (!(j = job_of(s, handle))) {
 		*exit_code = -1;
 		snprintf(detail, detail_len, "slurm job %s is no longer known to Slurm", handle);
 		return 1;
 	}
+	if (strcmp(j->state, "PENDING") == 0 && never_runs(j->reason)) {
+		*exit_code = BACKEND_NEVER_STARTED;
+		snprintf(detail, detail_len, "slurm job %s can never run: %s", handle, j->reason);
+		scancel(s, handle, 0);
+		return 1;
+	}
+	if (strcmp(j->state, "PENDING") == 0)
+		return BACKEND_QUEUED;
 	if (job_alive(j->state))
 		return 0;
 	/* exit_code is the wait status of the batch script, that is the program's */
@@ -484,25 +528,14 @@ static int slurm_logs(backend *b, const char *handle, const char *log_path, size
 	return cm_read_tail(path, max, out);
 }
 
+/* Soft: SIGTERM to the program, which ends its job itself; a job still
+ * pending has nothing to signal and is cancelled. */
 static void slurm_stop(backend *b, const char *handle, int hard)
 {
 	slurm *s = (slurm *)b;
 	const slurm_job *j = refresh(s) == CM_OK ? job_of(s, handle) : NULL;
-	/* Soft: SIGTERM to the program, which ends its job itself; a job still
-	 * pending has nothing to signal and is cancelled. */
-	int signal_only = !hard && !(j && strcmp(j->state, "PENDING") == 0);
-	char *signal_argv[] = {"scancel", "--signal=TERM", "--full", (char *)handle, NULL};
-	char *cancel_argv[] = {"scancel", (char *)handle, NULL};
-	char detail[256];
-	cm_buf out;
-	int failed = command(s, signal_only ? signal_argv : cancel_argv, signal_only ? 4 : 2, NULL, 0, 0, &out, detail,
-	                     sizeof(detail)) != 0;
 
-	cm_buf_fini(&out);
-	s->jobs_at = 0;
-	/* scancel refuses a job that ended meanwhile: not worth a word. */
-	if (failed && refresh(s) == CM_OK && (j = job_of(s, handle)) && job_alive(j->state))
-		cm_warn("slurm: cannot stop job %s: %s", handle, detail);
+	scancel(s, handle, !hard && !(j && strcmp(j->state, "PENDING") == 0));
 }
 
 /* A worker's output file goes with it; a Process's log is the engine's. */

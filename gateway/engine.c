@@ -207,6 +207,9 @@ static void handle_backend_event(engine *e, op *o)
 		}
 	} else if (w && ev->kind == BX_STARTED) {
 		engine__worker_started(e, p, w, ev);
+	} else if (ev->kind == BX_QUEUED || ev->kind == BX_RUNNING) {
+		if (w)
+			engine__worker_queued(w, ev->kind == BX_QUEUED);
 	} else if (w && w->state != W_EXITED) {
 		engine__worker_gone(e, w, ev->exit_code, ev->detail);
 	} else if (w) {

@@ -311,6 +311,7 @@ typedef struct worker {
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */
 	int adopted; /* found alive at start: it must reconnect within two leases */
+	int queued; /* its backend's queue holds it (a batch job waiting for room): no time to connect runs */
 	/* The pool shrinks: it takes no new task, and is told to stop once it
 	 * holds none (engine_scale.c). */
 	int retiring;
@@ -513,6 +514,7 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
                        char **envp, char **ca);
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
 void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
+void engine__worker_queued(worker *w, int queued); /* it waits in its backend's queue, or runs now */
 void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words);
 void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);

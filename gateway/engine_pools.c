@@ -149,6 +149,15 @@ void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev)
 	cm_info("pool %s started worker %s (%s %.12s)", p->id, w->id, bx_name(p->backend), w->handle);
 }
 
+/* A batch job waits for room as long as the cluster is full: that is no
+ * failure to connect. Its time to connect runs from when it runs. */
+void engine__worker_queued(worker *w, int queued)
+{
+	w->queued = queued;
+	if (!queued)
+		w->started = w->last_seen = cm_now_ms();
+}
+
 void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words)
 {
 	pool *p = w->pool;
@@ -301,7 +310,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			engine__worker_stop(p, w, 1);
 		else if ((w->state == W_CONNECTED && now - w->last_seen > 2 * (int64_t)e->cfg->lease_ms &&
 		          !w->parked.head) ||
-		         (w->state == W_STARTING &&
+		         (w->state == W_STARTING && !w->queued &&
 		          now - w->started > (w->adopted ? 2 * (int64_t)e->cfg->lease_ms : CONNECT_GRACE_MS))) {
 			/* Silent for two leases (or never connected): take its
 			 * tasks back; the reap above requeues them. */

@@ -329,7 +329,9 @@ int engine__process_event(engine *e, bx_event *ev)
 
 	if (!pr || pr->backend != ev->from)
 		return 0;
-	if (pr->state != PR_RUNNING) {
+	if (ev->kind == BX_QUEUED || ev->kind == BX_RUNNING) {
+		; /* a Process has no time to connect: it waits as long as its job */
+	} else if (pr->state != PR_RUNNING) {
 		if (ev->kind == BX_EXITED)
 			bx_release(pr->backend, pr->id);
 	} else if (ev->kind == BX_STARTED && ev->err != CM_OK) {

@@ -53,6 +53,8 @@ json_t *engine__pool_json(const pool *p)
 		                  "handle", w->handle, "pending", (json_int_t)w->pending, "exit_code", w->exit_code);
 		if (w->last_words[0])
 			json_object_set_new(wj, "last_words", json_string(w->last_words));
+		if (w->queued && w->state == W_STARTING)
+			json_object_set_new(wj, "queued", json_true());
 		if (!w->handle[0])
 			; /* its backend has not started it yet */
 		else if (strcmp(bx_name(p->backend), "local") == 0)

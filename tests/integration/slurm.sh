@@ -3,10 +3,10 @@
 # started by tests/run.sh): each worker is a batch job named
 # strand-<pool>-<n>; a map gives exact results; a worker cancelled with
 # scancel mid-map is replaced and no result is lost; a gateway killed with
-# -9 and restarted adopts its jobs; DELETE leaves no job behind; a request
-# Slurm cannot satisfy fails the pool with Slurm's words; a Process and a
-# Ring run as jobs, with their environment and output. Skips (77) without
-# the cluster.
+# -9 and restarted adopts its jobs; DELETE leaves no job behind; a job
+# waiting for room is not replaced; a request Slurm cannot satisfy, at once
+# or ever, fails the pool with Slurm's words; a Process and a Ring run as
+# jobs, with their environment and output. Skips (77) without the cluster.
 #   slurm.sh BIN_DIR      (KEEP=1: its folder, with the gateway's log, is kept)
 set -uo pipefail
 bin="$1"
@@ -102,6 +102,22 @@ check "a map on the adopted workers" '["a","b","c"]' "$(results_of "$job")"
 api "/v1/pools/$pool" -X DELETE >/dev/null
 check "deleted: the pool's jobs are gone" "" "$(until_eq "" 30 jobs_of "$pool")"
 
+# A job that waits for room: its worker's time to connect does not run
+# meanwhile, however long the cluster stays full.
+whole=$(api /v1/pools -X POST -d '{"processes":1,"backend":"slurm","resources":{"cpu":16}}' | jq -r .id)
+check "a pool taking the whole node connects" 1 "$(until_eq 1 60 connected "$whole")"
+small=$(api /v1/pools -X POST -d '{"processes":1,"backend":"slurm","resources":{"cpu":1}}' | jq -r .id)
+check "the next job waits for room" "strand-$small-1 PENDING" "$(until_eq "strand-$small-1 PENDING" 30 jobs_of "$small")"
+check "... and its worker says it is queued" true "$(until_eq true 10 pool_field "$small" 'workers[0].queued')"
+sleep 35 # past the 30 s a running worker has to connect
+check "35 s later: still its one job, waiting; no worker lost" "strand-$small-1 PENDING 0" \
+  "$(jobs_of "$small") $(pool_field "$small" counters.workers_lost)"
+api "/v1/pools/$whole" -X DELETE >/dev/null
+check "room made: it runs and connects" 1 "$(until_eq 1 60 connected "$small")"
+job=$(api "/v1/pools/$small/map" -X POST -d '{"function":"echo","args":[7,8]}' | jq -r .id)
+check "a map on it" '[7,8]' "$(results_of "$job")"
+api "/v1/pools/$small" -X DELETE >/dev/null
+
 # What Slurm cannot satisfy fails the pool, in Slurm's words.
 big=$(api /v1/pools -X POST -d '{"processes":1,"backend":"slurm","resources":{"memory_mb":100000}}' | jq -r .id)
 check "more memory than any node: failed" failed "$(until_eq failed 30 pool_field "$big" state)"
@@ -130,4 +146,15 @@ out=$(for p in $(api "/v1/rings/$ring" | jq -r '.members | sort_by(.rank) | .[].
 port=$(api "/v1/rings/$ring" | jq .master_port)
 check "ranks 0 and 1 of 2, one master" "0 2 127.0.0.1 $port
 1 2 127.0.0.1 $port" "$out"
+# A request the partition's limits will never let run: sbatch takes it,
+# Slurm keeps it pending for ever (PartitionConfig); the pool fails with
+# that reason and its job is cancelled.
+stop_gateway
+mkdir -p "$dir/tiny"
+start_gateway "$bin" "$dir/tiny" --slurm --slurm-partition tiny --slurm-output-dir "$dir/out" || exit 1
+never=$(api /v1/pools -X POST -d '{"processes":1,"backend":"slurm","resources":{"cpu":2}}' | jq -r .id)
+check "over the partition's limits: failed" failed "$(until_eq failed 30 pool_field "$never" state)"
+check "... with the reason Slurm holds it for" "slurm backend cannot start a worker: slurm job N can never run: PartitionConfig" \
+  "$(pool_field "$never" reason | sed 's/job [0-9]*/job N/')"
+check "... and its job cancelled" "" "$(until_eq "" 10 jobs_of "$never")"
 checks_passed
