@@ -7,6 +7,11 @@ import { ask, bar, code, duration, h, link, rate, state, table, when } from "./u
 // Jobs on screen, by id: a progress event updates their rows in place.
 export const shownJobs = new Map();
 
+// What runs a worker or process: its pid, container or pod, or Slurm job.
+function runsAs(x) {
+  return x.pid || x.container || (x.slurm_job ? "slurm job " + x.slurm_job : "");
+}
+
 function jobRate(job) {
   const start = Date.parse(job.created_at);
   const end = job.ended_at ? Date.parse(job.ended_at) : Date.now();
@@ -110,7 +115,7 @@ export const views = {
     const actions = h("div", { class: "actions" }, !ended && !p.autoscale ? resizeAction(p, rerender) : null,
       !ended ? action("delete", "Terminate pool " + id + "? Its workers stop; unfinished tasks fail.",
         () => change("DELETE", "/v1/pools/" + id), rerender) : null);
-    const workers = p.workers.map((w) => [code(w.id), state(w.state), w.pid || w.container || "", w.pending,
+    const workers = p.workers.map((w) => [code(w.id), state(w.queued ? "queued" : w.state), runsAs(w), w.pending,
       w.state === "exited" ? w.exit_code : "", w.last_words ? h("pre", { class: "error" }, w.last_words) : ""]);
     return { live: ["pool", "worker", "job"], pool: id, node: h("div", {},
       h("h2", {}, "Pool ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
@@ -123,7 +128,7 @@ export const views = {
         ["workers started", p.counters.workers_started], ["workers lost", p.counters.workers_lost],
         ["created", when(p.created_at)]]),
       h("h3", {}, "Workers"),
-      table([{ title: "worker" }, { title: "state" }, { title: "pid or container" }, { title: "pending" },
+      table([{ title: "worker" }, { title: "state" }, { title: "pid, container or job" }, { title: "pending" },
         { title: "exit code" }, { title: "last words" }], workers, "no workers"),
       h("h3", {}, "Jobs"), jobTable(jobs, "no jobs")) };
   },
@@ -168,7 +173,7 @@ export const views = {
       h("h2", {}, "Process ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
       p.state === "running" ? h("div", { class: "actions" }, action("terminate", "Terminate process " + id + "?",
         () => change("DELETE", "/v1/processes/" + id), rerender)) : null,
-      facts([["what", what(p)], ["backend", p.backend], ["pid or container", p.pid || p.container || p.handle],
+      facts([["what", what(p)], ["backend", p.backend], ["pid, container or job", runsAs(p) || p.handle],
         ["exit code", p.exit_code], ["ring", p.ring], ["created", when(p.created_at)], ["ended", when(p.ended_at)]]),
       h("h3", {}, "Output"), h("pre", { class: "logs", id: "logs" }, logs || "(nothing yet)")) };
   },
