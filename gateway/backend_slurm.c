@@ -264,6 +264,14 @@ static char **job_environment(const backend_run_spec *spec, size_t *n, char *det
 			free(env);
 			return NULL;
 		}
+		/* sbatch reads these as its own options (SBATCH_PARTITION,
+		 * SLURM_CONF: another cluster): a request must not set them. */
+		if (strncmp(spec->env[i], "SLURM_", 6) == 0 || strncmp(spec->env[i], "SBATCH_", 7) == 0) {
+			snprintf(detail, detail_len, "environment variable '%.*s' is Slurm's own: a job may not set it",
+			         (int)len, spec->env[i]);
+			free(env);
+			return NULL;
+		}
 		env[k++] = spec->env[i];
 	}
 	*n = k;

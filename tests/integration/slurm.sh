@@ -139,6 +139,12 @@ check "an environment name Slurm cannot export: refused with why" \
   "failed environment variable 'A,B' is not a name a job can have" \
   "$(api "/v1/processes/$bad?wait=30" | jq -r '"\(.state) \(.reason)"' | sed 's/slurm backend cannot start it: //')"
 
+for name in SLURM_CONF SBATCH_PARTITION; do
+  bad=$(api /v1/processes -X POST -d "{\"backend\":\"slurm\",\"command\":[\"true\"],\"env\":{\"$name\":\"x\"}}" | jq -r .id)
+  check "$name, sbatch's own setting, refused" "failed environment variable '$name' is Slurm's own: a job may not set it" \
+    "$(api "/v1/processes/$bad?wait=30" | jq -r '"\(.state) \(.reason)"')"
+done
+
 # A Ring: every member gets its rank and the ring's rendezvous.
 ring=$(api /v1/rings -X POST -d '{"size":2,"backend":"slurm","command":["sh","-c","echo $RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT"]}' | jq -r .id)
 check "the ring ends done" done "$(api "/v1/rings/$ring?wait=60" | jq -r .state)"
