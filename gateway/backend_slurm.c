@@ -371,6 +371,15 @@ static int slurm_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 
 /* ---- watching jobs ------------------------------------------------------- */
 
+/* Whether s is in list (NULL-terminated). */
+static int one_of(const char *s, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(s, list[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Parses one line of squeue's listing (LISTING's fields) into j; 0 if it
  * is not one. */
 static int parse_job(char *line, slurm_job *j)
@@ -451,10 +460,7 @@ static int job_alive(const char *state)
 	static const char *const alive[] = {
 	        "PENDING",      "RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",     "REQUEUED", "REQUEUE_FED",
 	        "REQUEUE_HOLD", "RESIZING", "SIGNALING",   "STAGE_OUT",  "RESV_DEL_HOLD", NULL};
-	for (size_t i = 0; alive[i]; i++)
-		if (strcmp(state, alive[i]) == 0)
-			return 1;
-	return 0;
+	return one_of(state, alive);
 }
 
 /* scancel: a signal to the program (SIGTERM, soft) or the job cancelled. */
@@ -482,10 +488,7 @@ static int never_runs(const char *reason)
 	static const char *const never[] = {"BadConstraints",     "PartitionConfig",          "PartitionNodeLimit",
 	                                    "PartitionTimeLimit", "MaxMemPerLimit",           "InvalidAccount",
 	                                    "InvalidQOS",         "DependencyNeverSatisfied", NULL};
-	for (size_t i = 0; never[i]; i++)
-		if (strcmp(reason, never[i]) == 0)
-			return 1;
-	return 0;
+	return one_of(reason, never);
 }
 
 static void output_path(slurm *s, const char *handle, const char *log_path, char *path, size_t len)

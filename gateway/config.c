@@ -34,9 +34,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --retain AGE         ended jobs (with their tasks and results), processes and rings (with their\n"
 	        "                       output) are removed this long after they end: a number with s, m, h or d\n"
 	        "                       (STRAND_RETAIN, default 7d; 0 keeps all)\n"
-	        "  --backend NAME       default backend for pools: local, docker, kubernetes or slurm "
-	        "(STRAND_BACKEND,\n"
-	        "                       default local)\n"
+	        "  --backend NAME       default backend for pools: local, docker, kubernetes or slurm\n"
+	        "                       (STRAND_BACKEND, default local)\n"
 	        "  --image IMAGE        default worker image of docker pools (STRAND_IMAGE, default\n"
 	        "                       strand-worker:latest)\n"
 	        "  --docker-socket PATH the Docker Engine API (STRAND_DOCKER_SOCKET, default /var/run/docker.sock)\n"
@@ -159,6 +158,15 @@ static void in_cluster(gw_config *cfg)
 		}
 		fclose(f);
 	}
+}
+
+/* out: name in the database's folder. */
+static void next_to_db(const gw_config *cfg, const char *name, char *out, size_t out_len)
+{
+	char db[sizeof(cfg->db)];
+
+	snprintf(db, sizeof(db), "%s", cfg->db);
+	snprintf(out, out_len, "%s/%s", dirname(db), name);
 }
 
 /* The kubernetes flags given on the command line. */
@@ -375,17 +383,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		         "--retain must be 0 or a whole number with s, m, h or d (7d), at most 10 years");
 		return CM_EINVAL;
 	}
-	if (!cfg->token_file[0]) {
-		/* Next to the database, so one operator's gateway and files stay together. */
-		char db[sizeof(cfg->db)];
-		snprintf(db, sizeof(db), "%s", cfg->db);
-		snprintf(cfg->token_file, sizeof(cfg->token_file), "%s/strand.token", dirname(db));
-	}
-	if (!cfg->slurm.output_dir[0]) {
-		char db[sizeof(cfg->db)];
-		snprintf(db, sizeof(db), "%s", cfg->db);
-		snprintf(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), "%s/slurm-output", dirname(db));
-	}
+	/* Next to the database, so one operator's gateway and files stay together. */
+	if (!cfg->token_file[0])
+		next_to_db(cfg, "strand.token", cfg->token_file, sizeof(cfg->token_file));
+	if (!cfg->slurm.output_dir[0])
+		next_to_db(cfg, "slurm-output", cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir));
 	/* Passed to sbatch as one argument: a comma or space would split it. */
 	if (strspn(cfg->slurm.partition, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") !=
 	    strlen(cfg->slurm.partition)) {

@@ -515,6 +515,7 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
 void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
 void engine__worker_queued(worker *w, int queued); /* it waits in its backend's queue, or runs now */
+void engine__runs_as(json_t *o, const bx *b, const char *handle); /* pid, container or slurm_job into o */
 void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words);
 void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);

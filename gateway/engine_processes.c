@@ -43,10 +43,7 @@ static json_t *process_json(const process *pr)
 	}
 	if (pr->reason[0])
 		json_object_set_new(o, "reason", json_string(pr->reason));
-	if (strcmp(bx_name(pr->backend), "local") == 0 && pr->handle[0])
-		json_object_set_new(o, "pid", json_integer(atoi(pr->handle)));
-	else if (strcmp(bx_name(pr->backend), "slurm") == 0 && pr->handle[0])
-		json_object_set_new(o, "slurm_job", json_integer(atoll(pr->handle)));
+	engine__runs_as(o, pr->backend, pr->handle);
 	return o;
 }
 

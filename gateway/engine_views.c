@@ -34,6 +34,23 @@ json_t *engine__job_json(const job *j)
 	return o;
 }
 
+/* What runs a worker or process, in its backend's terms: a pid, a
+ * container or pod, a Slurm job. Nothing before its backend started it. */
+void engine__runs_as(json_t *o, const bx *b, const char *handle)
+{
+	if (!handle[0])
+		return;
+	if (strcmp(bx_name(b), "local") == 0)
+		json_object_set_new(o, "pid", json_integer(atoi(handle)));
+	else if (strcmp(bx_name(b), "slurm") == 0)
+		json_object_set_new(o, "slurm_job", json_integer(atoll(handle)));
+	else /* a name (strand-<pool>-<n>, a pod), or a docker id shown short as docker does */
+		json_object_set_new(o, "container",
+		                    json_stringn(handle, strncmp(handle, "strand-", 7) != 0 && strlen(handle) > 12
+		                                                 ? 12
+		                                                 : strlen(handle)));
+}
+
 json_t *engine__pool_json(const pool *p)
 {
 	json_t *workers = json_array();
@@ -55,18 +72,7 @@ json_t *engine__pool_json(const pool *p)
 			json_object_set_new(wj, "last_words", json_string(w->last_words));
 		if (w->queued && w->state == W_STARTING)
 			json_object_set_new(wj, "queued", json_true());
-		if (!w->handle[0])
-			; /* its backend has not started it yet */
-		else if (strcmp(bx_name(p->backend), "local") == 0)
-			json_object_set_new(wj, "pid", json_integer(atoi(w->handle)));
-		else if (strcmp(bx_name(p->backend), "slurm") == 0)
-			json_object_set_new(wj, "slurm_job", json_integer(atoll(w->handle)));
-		else /* a name (strand-<pool>-<n>, a pod), or a docker id shown short as docker does */
-			json_object_set_new(
-			        wj, "container",
-			        json_stringn(w->handle, strncmp(w->handle, "strand-", 7) != 0 && strlen(w->handle) > 12
-			                                        ? 12
-			                                        : strlen(w->handle)));
+		engine__runs_as(wj, p->backend, w->handle);
 		json_array_append_new(workers, wj);
 	}
 	engine__iso_time(p->created_ms, created);

@@ -32,8 +32,7 @@
 
 static pid_t worker_pid; /* killed by the teardown, also when the test fails */
 
-/* The next Pull from the worker; the socket's context stays on it until
- * answer(). */
+/* Answers the pull just received: this worker is refused. */
 static void refuse(nng_socket sock)
 {
 	Strand__Batch b = STRAND__BATCH__INIT;
@@ -47,6 +46,8 @@ static void refuse(nng_socket sock)
 	free(frame);
 }
 
+/* The next Pull from the worker; the socket's context stays on it until
+ * answer(). */
 static Strand__Pull *next_pull(nng_socket sock)
 {
 	for (;;) {
