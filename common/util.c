@@ -1,6 +1,7 @@
 /* Ids and clocks. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -8,24 +9,61 @@
 
 #include "common/common.h"
 
+/* Random bytes come from a per-thread pool filled by one getrandom() at a
+ * time: an id per request was a system call per request on the engine's
+ * path. A forked child starts with an empty pool (pool_forget), so it never
+ * hands out its parent's next bytes. */
+static __thread unsigned char pool[512];
+static __thread size_t pool_left;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_forget(void)
+{
+	pool_left = 0;
+}
+
+static void pool_register(void)
+{
+	pthread_atfork(NULL, NULL, pool_forget);
+}
+
+static void random_bytes(unsigned char *out, size_t n)
+{
+	pthread_once(&pool_once, pool_register);
+	while (n) {
+		if (pool_left == 0) {
+			size_t got = 0;
+			while (got < sizeof(pool)) {
+				ssize_t r = getrandom(pool + got, sizeof(pool) - got, 0);
+				if (r > 0)
+					got += (size_t)r;
+			}
+			pool_left = sizeof(pool);
+		}
+		size_t take = n < pool_left ? n : pool_left;
+		unsigned char *from = pool + sizeof(pool) - pool_left;
+		memcpy(out, from, take);
+		memset(from, 0, take); /* handed out once: no copy stays behind */
+		pool_left -= take;
+		out += take;
+		n -= take;
+	}
+}
+
 void cm_random_hex(char *out, size_t nbytes)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char raw[64];
-	size_t got = 0;
 
 	if (nbytes > sizeof(raw))
 		nbytes = sizeof(raw);
-	while (got < nbytes) {
-		ssize_t n = getrandom(raw + got, nbytes - got, 0);
-		if (n > 0)
-			got += (size_t)n;
-	}
+	random_bytes(raw, nbytes);
 	for (size_t i = 0; i < nbytes; i++) {
 		out[2 * i] = hex[raw[i] >> 4];
 		out[2 * i + 1] = hex[raw[i] & 15];
 	}
 	out[2 * nbytes] = '\0';
+	memset(raw, 0, nbytes);
 }
 
 void cm_id_new(char prefix, char out[20])

@@ -164,7 +164,11 @@ void engine__job_check_done(engine *e, job *j)
 	if (j->waiters)
 		engine__applies_end(e, j);
 	engine__event_job(e, j);
-	cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
+	/* An apply's end is not logged: at thousands a second its lines would
+	 * be most of the log and a write on the engine's path (the event
+	 * stream still has it). */
+	if (j->total > 1)
+		cm_info("job %s done: %lld results, %lld failed", j->id, (long long)j->total, (long long)j->failed);
 }
 
 /* Work on a job's tasks done a slice a cycle (engine__chores_step), so no

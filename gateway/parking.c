@@ -39,9 +39,13 @@ static void on_commit(void *ctx)
 {
 	parking *pk = ctx;
 
+	/* Only a waiting connection needs the thread: a commit with none
+	 * waiting wakes nobody (two futex wake-ups an apply, on this path). */
 	pthread_mutex_lock(&pk->mu);
-	pk->kicked = 1;
-	pthread_cond_signal(&pk->wake);
+	if (pk->waiting) {
+		pk->kicked = 1;
+		pthread_cond_signal(&pk->wake);
+	}
 	pthread_mutex_unlock(&pk->mu);
 }
 

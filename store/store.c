@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "store/store_int.h"
+#include "store/store_wal_writes.h"
 
 /* Version 1, the first release's schema (which also wrote meta.schema_version
  * and left PRAGMA user_version at 0). */
@@ -119,6 +120,27 @@ int store__prepare(store *st, const char *sql, sqlite3_stmt **out)
 {
 	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
 	return rc == SQLITE_OK ? CM_OK : store__fail(st, rc);
+}
+
+int store__kept(store *st, store_kept which, const char *sql, sqlite3_stmt **out)
+{
+	if (!st->kept[which]) {
+		int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->kept[which], NULL);
+		if (rc != SQLITE_OK)
+			return store__fail(st, rc);
+	}
+	*out = st->kept[which];
+	return CM_OK;
+}
+
+int store__kept_done(store *st, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+	int err = rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return err;
 }
 
 /* Runs a statement that returns no rows and finalizes it. */
@@ -276,7 +298,8 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 	if (!st)
 		return CM_ENOMEM;
 	flags |= SQLITE_OPEN_NOMUTEX;
-	rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+	/* The writer's commits reach the log in one write (store_wal_writes.c). */
+	rc = sqlite3_open_v2(path, &st->db, flags, writer ? store_wal_writes_vfs() : NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(detail, detail_len, "cannot open database %s: %s", path,
 		         st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -345,6 +368,8 @@ void store_close(store *st)
 		open_marker_set(st, 0);
 	}
 	store__tasks_close(st);
+	for (int i = 0; i < KEPT_COUNT; i++)
+		sqlite3_finalize(st->kept[i]);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -380,7 +405,11 @@ int store_vacuum_step(store *st, int pages, int64_t *left)
 
 int store_begin(store *st)
 {
-	int err = store__exec(st, "BEGIN IMMEDIATE");
+	sqlite3_stmt *s = NULL;
+	int err = store__kept(st, KEPT_BEGIN, "BEGIN IMMEDIATE", &s);
+
+	if (err == CM_OK)
+		err = store__kept_done(st, s);
 
 	st->in_tx = err == CM_OK;
 	st->tx_failed = 0;
@@ -404,15 +433,22 @@ int store_commit(store *st)
 	 * reloads, rather than committing the rest of it. */
 	if (st->tx_failed || store__tasks_flush(st) != CM_OK || st->tx_failed)
 		return CM_EIO;
-	err = store__exec(st, "COMMIT");
+	sqlite3_stmt *s = NULL;
+	err = store__kept(st, KEPT_COMMIT, "COMMIT", &s);
+	if (err == CM_OK)
+		err = store__kept_done(st, s);
 	st->in_tx = err != CM_OK && !sqlite3_get_autocommit(st->db);
 	return err;
 }
 void store_rollback(store *st)
 {
+	sqlite3_stmt *s = NULL;
+
 	st->in_tx = 0;
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (!sqlite3_get_autocommit(st->db) && store__kept(st, KEPT_ROLLBACK, "ROLLBACK", &s) == CM_OK) {
+		sqlite3_step(s);
+		sqlite3_reset(s);
+	}
 	store__tasks_forget(st);
 }
 
@@ -483,15 +519,13 @@ int store_pool_each(store *st, store_pool_fn fn, void *ctx)
 
 int store_job_insert(store *st, const store_job *job)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = NULL;
 
-	if (store__prepare(
-	            st,
-	            "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-	            " created_ms, max_attempts, retry_errors, timeout_ms, context) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, "
-	            "?, "
-	            "?, ?, ?, ?, ?)",
-	            &s) != CM_OK)
+	if (store__kept(st, KEPT_JOB_INSERT,
+	                "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
+	                " created_ms, max_attempts, retry_errors, timeout_ms, context)"
+	                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
 	store__bind_text(s, 2, job->id);
@@ -509,19 +543,20 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_bind_int64(s, 14, job->timeout_ms);
 	if (job->context)
 		sqlite3_bind_blob(s, 15, job->context, (int)job->context_len, SQLITE_STATIC);
-	return store__step_done(st, s);
+	return store__kept_done(st, s);
 }
 
 int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended_ms)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = NULL;
 
-	if (store__prepare(st, "UPDATE jobs SET state = ?, ended_ms = nullif(?, 0) WHERE num = ?", &s) != CM_OK)
+	if (store__kept(st, KEPT_JOB_STATE, "UPDATE jobs SET state = ?, ended_ms = nullif(?, 0) WHERE num = ?", &s) !=
+	    CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, state);
 	sqlite3_bind_int64(s, 2, ended_ms);
 	sqlite3_bind_int64(s, 3, num);
-	return store__step_done(st, s);
+	return store__kept_done(st, s);
 }
 
 int store_job_set_total(store *st, int64_t num, int64_t total)

@@ -1,7 +1,7 @@
 /*
  * Task functions inside the worker: builtins, dlopen'd plugins, exec, and
  * the pool's runtime (runtime.h).
- * Runs on the worker's executor thread only, one task at a time.
+ * Runs one task at a time, on whichever of the worker's two threads runs it.
  *
  * Every failure of a task (bad argument, missing plugin, non-zero exit,
  * output that is not JSON, a timeout) becomes an error result; only "crash"

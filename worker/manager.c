@@ -3,8 +3,8 @@
  * the reserved task function "manager" with {"method": M, "args": [...]}.
  * Builtin types keep their state in jansson values; plugin types
  * (LIB.so:TYPE) in whatever TYPE_new returned; type "runtime" in the
- * worker's runtime process, between its tasks. Runs on the executor
- * thread, one call at a time.
+ * worker's runtime process, between its tasks. Called by the worker's
+ * running task, one call at a time.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

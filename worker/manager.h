@@ -1,5 +1,5 @@
-/* The object a manager worker hosts; see manager.c. Not thread-safe: the
- * executor thread alone calls it. */
+/* The object a manager worker hosts; see manager.c. Not thread-safe: only
+ * the worker's running task calls it (one at a time, under worker.c's turns). */
 #ifndef WORKER_MANAGER_H
 #define WORKER_MANAGER_H
 

@@ -7,7 +7,7 @@
  * The plugin ABI has no context argument (a plugin is plain C calling
  * plain functions, as Python code calls multiprocessing's), so the
  * connection lives in this file's one static, set by worker_api_init before
- * any task runs and used only from the executor thread.
+ * any task runs and used only by the running task (one at a time).
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>

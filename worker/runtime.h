@@ -28,7 +28,7 @@
  * each; several may be sent before the first is answered. A runtime that
  * exits, stops beating for 10 s or sends a frame that is not one of these
  * ends the task it was on with its last stderr lines, and is started again
- * for the next one. Runs on the worker's executor thread only.
+ * for the next one. Used by the worker's running task only (one at a time).
  */
 #ifndef WORKER_RUNTIME_H
 #define WORKER_RUNTIME_H

@@ -1,10 +1,18 @@
 /*
- * The worker's pull loop (caller's thread) and executor (its own thread).
+ * The worker's two threads, each taking turns at the same two jobs: talking
+ * to the hub and running tasks.
  *
- *   hub thread:  wait for (a finished result | heartbeat due | stop)
- *                -> Pull{results, want} -> Batch{tasks} -> hand tasks over
- *   executor:    take a task -> run it -> put its result in the outbox
- *                (a small job's tasks and the others take turns)
+ *   talk:  Pull{results, want} -> Batch{tasks} -> queue them
+ *   run:   take a task -> run it -> put its result in the outbox
+ *          (a small job's tasks and the others take turns)
+ *
+ * A thread runs a queued task when no task runs; it talks when nobody talks
+ * and there is something to say (results, room for more tasks, a heartbeat
+ * due). So the thread whose pull brought a lone task runs it and sends its
+ * result itself, with no hand-off between threads (each cost tens of
+ * microseconds of an apply's round trip), while during a long task or a
+ * batch the other thread keeps talking: heartbeats go on, and results
+ * travel while the next task runs.
  *
  * How many tasks the worker asks for adapts to their length: enough to stay
  * busy for BUDGET_MS beyond the one running, so short tasks travel in large
@@ -83,23 +91,34 @@ typedef struct worker {
 	atomic_int *stop;
 	worker_fns *fns;
 
+	nng_socket sock;
+
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* executor waits for tasks */
-	pthread_cond_t hub; /* hub thread waits for results */
-	/* Queued tasks: those of small jobs (Task.ahead) and the rest. The
-	 * executor takes turns between the two, so an apply that comes while
-	 * a large map's batch is held waits for one task, not the batch. */
+	pthread_cond_t wake; /* a thread with nothing to do waits for something to do */
+	/* Queued tasks: those of small jobs (Task.ahead) and the rest. Tasks
+	 * are taken by turns from the two, so an apply that comes while a
+	 * large map's batch is held waits for one task, not the batch. */
 	task_ring ahead, others;
 	int took_ahead; /* the last task taken was ahead: one of the others goes next */
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
-	task *taken; /* what the executor took (PIPELINE_MAX): [ran, ntaken) not finished yet */
+	task *taken; /* what the running thread took (PIPELINE_MAX): [ran, ntaken) not finished yet */
 	size_t ntaken, ran;
 	double running_since; /* when taken[ran] began, monotonic s */
+	int running; /* a thread runs taken[] */
+	int talking; /* a thread is in an exchange with the hub */
+	int64_t beat; /* when the next pull is due even with nothing to say (ms) */
+	int64_t last_ok; /* when the hub last answered (ms) */
+	/* The last pull brought fewer tasks than it asked for: the gateway
+	 * gave what it had, so asking again before a result is ready would
+	 * only cost a round trip, which the next result would wait behind. */
+	int starved;
+	int resync; /* the last exchange failed: list what we hold */
 	int quit;
+	int code; /* the process's exit code once quit */
 	double avg_ms; /* moving average of task run time */
 	uint64_t pid; /* this process's, in each task's seed: a getpid() per task was 4 % of a no-op map */
-	proto_arena batches; /* the hub thread's: the last batch, decoded (gone at the next) */
+	proto_arena batches; /* the talking thread's: the last batch, decoded (gone at the next) */
 } worker;
 
 static void task_free(task *t)
@@ -173,7 +192,7 @@ static int is_runtime_task(const task *t)
 	return strncmp(t->function, "rt:", 3) == 0;
 }
 
-/* The ring the executor takes from next: ahead and the others take turns. */
+/* The ring the next task comes from: ahead and the others take turns. */
 static task_ring *next_ring(worker *w)
 {
 	int ahead = w->ahead.count && (!w->took_ahead || !w->others.count);
@@ -182,7 +201,7 @@ static task_ring *next_ring(worker *w)
 	return ahead ? &w->ahead : &w->others;
 }
 
-/* Moves what the executor runs next from ring r to w->taken: one task, or
+/* Moves what runs next from ring r to w->taken: one task, or
  * the run of rt: tasks at its front when the pool has a runtime (sent to
  * it all at once). Returns how many; w->mu is held. */
 static size_t take(worker *w, task_ring *r, int pipelined)
@@ -204,7 +223,9 @@ static size_t take(worker *w, task_ring *r, int pipelined)
 }
 
 /* taken[ran] ended: its result joins the outbox and the next one begins.
- * Returns whether the worker is stopping. */
+ * While more of the taken tasks run, the other thread is woken to send the
+ * result; after the last, this thread goes back to take_turns, which sends
+ * it or wakes the other. Returns whether the worker is stopping. */
 static int finish(worker *w, int ok, int lost, cm_buf *out)
 {
 	pthread_mutex_lock(&w->mu);
@@ -217,7 +238,8 @@ static int finish(worker *w, int ok, int lost, cm_buf *out)
 	w->ran++;
 	w->running_since = now;
 	int quit = w->quit;
-	pthread_cond_signal(&w->hub);
+	if (!w->talking && w->ran < w->ntaken)
+		pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->mu);
 	return quit;
 }
@@ -272,34 +294,26 @@ static void run_one(worker *w)
 	(void)finish(w, ok, 0, &out);
 }
 
-static void *executor(void *arg)
+/* Runs what comes next in the queue, on the calling thread; w->mu is held
+ * (and released while the task runs). */
+static void run_next(worker *w)
 {
-	worker *w = arg;
 	worker_runtime *rt = worker_fns_runtime(w->fns);
+	task_ring *r = next_ring(w);
+	int pipelined = rt && is_runtime_task(ring_at(r, 0));
+	size_t n = take(w, r, pipelined);
 
-	pthread_mutex_lock(&w->mu);
-	for (;;) {
-		while (queued(w) == 0 && !w->quit)
-			pthread_cond_wait(&w->cv, &w->mu);
-		if (w->quit)
-			break;
-		task_ring *r = next_ring(w);
-		int pipelined = rt && is_runtime_task(ring_at(r, 0));
-		size_t n = take(w, r, pipelined);
-		pthread_mutex_unlock(&w->mu);
-
-		if (pipelined)
-			run_in_runtime(w, rt);
-		else
-			run_one(w);
-
-		pthread_mutex_lock(&w->mu);
-		for (size_t i = 0; i < n; i++)
-			task_free(&w->taken[i]);
-		w->ntaken = w->ran = 0;
-	}
+	w->running = 1;
 	pthread_mutex_unlock(&w->mu);
-	return NULL;
+	if (pipelined)
+		run_in_runtime(w, rt);
+	else
+		run_one(w);
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < n; i++)
+		task_free(&w->taken[i]);
+	w->ntaken = w->ran = 0;
+	w->running = 0;
 }
 
 /* The batch's contexts, each with no task yet; NULL entries where memory
@@ -478,19 +492,164 @@ out:
 	return err;
 }
 
+/* Whether there is something to tell the hub: results, room for more
+ * tasks (unless the gateway had none last time), nothing at all in hand
+ * (an idle pull waits at the gateway for work), or a heartbeat due. */
+static int has_something_to_say(const worker *w)
+{
+	size_t in_hand = queued(w) + in_flight(w);
+
+	return w->nout > 0 || in_hand == 0 || (!w->starved && in_hand < target_in_hand(w)) || cm_now_ms() >= w->beat;
+}
+
+/* One exchange with the hub and what follows from its answer; w->mu is held
+ * (and released during the exchange). Sets w->quit (and w->code) when the
+ * worker is to stop. */
+static void talk(worker *w)
+{
+	Strand__Batch *batch = NULL;
+	size_t in_hand = queued(w) + in_flight(w);
+	size_t target = target_in_hand(w);
+	size_t nsend = 0;
+	size_t bytes = 0;
+	result *sent = NULL;
+	uint64_t *held = NULL;
+	Strand__Pull pull = STRAND__PULL__INIT;
+	int err;
+
+	while (nsend < w->nout && bytes < MAX_PULL_RESULTS_BYTES)
+		bytes += w->out[nsend++].len + 16;
+	if (nsend && !(sent = malloc(nsend * sizeof(*sent)))) {
+		w->code = 1;
+		w->quit = 1;
+		return;
+	}
+	if (nsend)
+		memcpy(sent, w->out, nsend * sizeof(*sent));
+	pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
+	/* Finished tasks whose results wait for a later pull are held too. */
+	pull.in_hand = (uint32_t)(in_hand + (w->nout - nsend));
+	if (in_flight(w)) {
+		pull.running_task = w->taken[w->ran].id;
+		pull.running_ms = (uint32_t)((cm_now_s() - w->running_since) * 1000.0);
+	}
+	if (w->resync && (held = malloc((pull.in_hand + 1) * sizeof(*held)))) {
+		pull.resync = 1;
+		for (size_t i = 0; i < w->ahead.count; i++)
+			held[pull.n_held++] = ring_at(&w->ahead, i)->id;
+		for (size_t i = 0; i < w->others.count; i++)
+			held[pull.n_held++] = ring_at(&w->others, i)->id;
+		for (size_t i = w->ran; i < w->ntaken; i++)
+			held[pull.n_held++] = w->taken[i].id;
+		for (size_t i = nsend; i < w->nout; i++)
+			held[pull.n_held++] = w->out[i].id;
+		pull.held = held;
+	}
+	w->talking = 1;
+	pthread_mutex_unlock(&w->mu);
+
+	err = exchange(w, w->sock, &pull, sent, nsend, &batch);
+	free(sent);
+	free(held);
+
+	pthread_mutex_lock(&w->mu);
+	w->beat = cm_now_ms() + HEARTBEAT_MS;
+	if (err != CM_OK) {
+		w->resync = 1;
+		if (cm_now_ms() - w->last_ok > (int64_t)w->cfg->gateway_timeout_s * 1000) {
+			cm_error("gateway away for over %d s; exiting", w->cfg->gateway_timeout_s);
+			w->code = 3;
+			w->quit = 1;
+		} else { /* still talking while it waits: the other thread does not try meanwhile */
+			pthread_mutex_unlock(&w->mu);
+			usleep(100 * 1000);
+			pthread_mutex_lock(&w->mu);
+		}
+		w->talking = 0;
+		return;
+	}
+	w->last_ok = cm_now_ms();
+	w->talking = 0;
+	if (batch->status == STRAND__BATCH__STATUS__RETRY) {
+		/* The gateway recorded nothing (its store failed): keep the
+		 * results, and say what we hold when we ask again. */
+		w->resync = 1;
+		w->talking = 1;
+		pthread_mutex_unlock(&w->mu);
+		usleep(200 * 1000);
+		pthread_mutex_lock(&w->mu);
+		w->talking = 0;
+		return;
+	}
+	w->resync = 0;
+	/* The gateway has recorded what we sent: drop it. */
+	if (nsend) {
+		for (size_t i = 0; i < nsend; i++)
+			free(w->out[i].value);
+		memmove(w->out, w->out + nsend, (w->nout - nsend) * sizeof(*w->out));
+		w->nout -= nsend;
+	}
+	if (batch->status == STRAND__BATCH__STATUS__REFUSED) {
+		cm_error("gateway refused this worker: %s", batch->error);
+		w->code = 2;
+		w->quit = 1;
+	} else if (batch->status == STRAND__BATCH__STATUS__STOP) {
+		cm_info("gateway says stop");
+		w->quit = 1;
+	} else if (queue_tasks(w, batch) != CM_OK) {
+		cm_error("out of memory queueing tasks");
+		w->code = 1;
+		w->quit = 1;
+	} else {
+		w->starved = batch->n_tasks < pull.want;
+		w->resync = batch->list_held;
+	}
+}
+
+/* What each of the two threads does until the worker stops: run the next
+ * task if none runs, talk to the hub if nobody does and there is something
+ * to say, else wait for either (at most until the next heartbeat). */
+static void *take_turns(void *arg)
+{
+	worker *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->quit) {
+		if (*w->stop) {
+			w->quit = 1;
+			break;
+		}
+		if (!w->running && queued(w)) {
+			/* A result waiting or room for more tasks: the other
+			 * thread talks meanwhile. */
+			if (!w->talking && has_something_to_say(w))
+				pthread_cond_signal(&w->wake);
+			run_next(w);
+		} else if (!w->talking && has_something_to_say(w)) {
+			talk(w);
+		} else {
+			int64_t wait_ms = w->beat - cm_now_ms();
+			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, wait_ms < 1     ? 1
+			                                                    : wait_ms > 200 ? 200
+			                                                                    : wait_ms);
+			pthread_cond_timedwait(&w->wake, &w->mu, &ts);
+		}
+	}
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
 int worker_run(const worker_config *cfg, atomic_int *stop)
 {
-	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1, .pid = (uint64_t)getpid()};
-	nng_socket sock = NNG_SOCKET_INITIALIZER;
+	worker w = {.cfg = cfg,
+	            .stop = stop,
+	            .avg_ms = -1,
+	            .pid = (uint64_t)getpid(),
+	            .sock = NNG_SOCKET_INITIALIZER,
+	            .last_ok = cm_now_ms()};
 	int recv_ms = cfg->gateway_timeout_s * 1000 / 2;
-	pthread_t exec_thread;
-	int64_t last_ok = cm_now_ms();
-	/* The last pull brought fewer tasks than it asked for: the gateway
-	 * gave what it had, so asking again before a result is ready would
-	 * only cost a round trip, which the next result would wait behind. */
-	int starved = 0;
-	int resync = 0; /* the last exchange failed: list what we hold */
-	int code = 0;
+	pthread_t other;
 	int rv;
 
 	w.fns = worker_fns_new(cfg->plugin_path);
@@ -517,143 +676,35 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		worker_fns_host(w.fns, m);
 	}
 	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	pthread_cond_init(&w.hub, NULL);
+	pthread_cond_init(&w.wake, NULL);
 	/* Redial a gateway that went away at least 4 times a second (nng backs
 	 * off up to this): a restarted gateway gets its workers back quickly. */
 	recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
 	          : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
 	                                          : recv_ms;
-	if ((rv = nng_req0_open(&sock)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, recv_ms)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
-	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
-	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
-	    (rv = worker_hub_dial(sock, cfg, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = nng_req0_open(&w.sock)) != 0 ||
+	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
+	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_RECVTIMEO, recv_ms)) != 0 ||
+	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
+	    (rv = nng_socket_set_size(w.sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
+	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
+	    (rv = worker_hub_dial(w.sock, cfg, NNG_FLAG_NONBLOCK)) != 0) {
 		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
-		code = 1;
+		w.code = 1;
 		goto out_sock;
 	}
 	worker_api_init(cfg);
-	if (pthread_create(&exec_thread, NULL, executor, &w) != 0) {
-		code = 1;
+	if (pthread_create(&other, NULL, take_turns, &w) != 0) {
+		w.code = 1;
 		goto out_sock;
 	}
 	cm_info("worker %s of pool %s dialing %s", cfg->worker_id, cfg->pool_id, cfg->hub);
-
-	pthread_mutex_lock(&w.mu);
-	while (!*stop) {
-		Strand__Batch *batch = NULL;
-		int64_t beat = cm_now_ms() + HEARTBEAT_MS;
-		size_t in_hand = queued(&w) + in_flight(&w);
-		size_t target;
-		size_t nsend = 0;
-		size_t bytes = 0;
-		result *sent = NULL;
-		uint64_t *held = NULL;
-		Strand__Pull pull = STRAND__PULL__INIT;
-		int err;
-
-		/* Sleep while holding work and nothing to report, if the work is
-		 * enough or the gateway had no more to give last time. */
-		while (!*stop && w.nout == 0 && in_hand > 0 && (starved || in_hand >= target_in_hand(&w)) &&
-		       cm_now_ms() < beat) {
-			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, 200);
-			pthread_cond_timedwait(&w.hub, &w.mu, &ts);
-			in_hand = queued(&w) + in_flight(&w);
-		}
-		if (*stop)
-			break;
-		target = target_in_hand(&w);
-		while (nsend < w.nout && bytes < MAX_PULL_RESULTS_BYTES)
-			bytes += w.out[nsend++].len + 16;
-		if (nsend && !(sent = malloc(nsend * sizeof(*sent)))) {
-			code = 1;
-			break;
-		}
-		if (nsend)
-			memcpy(sent, w.out, nsend * sizeof(*sent));
-		pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
-		/* Finished tasks whose results wait for a later pull are held too. */
-		pull.in_hand = (uint32_t)(in_hand + (w.nout - nsend));
-		if (in_flight(&w)) {
-			pull.running_task = w.taken[w.ran].id;
-			pull.running_ms = (uint32_t)((cm_now_s() - w.running_since) * 1000.0);
-		}
-		if (resync && (held = malloc((pull.in_hand + 1) * sizeof(*held)))) {
-			pull.resync = 1;
-			for (size_t i = 0; i < w.ahead.count; i++)
-				held[pull.n_held++] = ring_at(&w.ahead, i)->id;
-			for (size_t i = 0; i < w.others.count; i++)
-				held[pull.n_held++] = ring_at(&w.others, i)->id;
-			for (size_t i = w.ran; i < w.ntaken; i++)
-				held[pull.n_held++] = w.taken[i].id;
-			for (size_t i = nsend; i < w.nout; i++)
-				held[pull.n_held++] = w.out[i].id;
-			pull.held = held;
-		}
-		pthread_mutex_unlock(&w.mu);
-
-		err = exchange(&w, sock, &pull, sent, nsend, &batch);
-		free(sent);
-		free(held);
-
-		pthread_mutex_lock(&w.mu);
-		if (err != CM_OK) {
-			resync = 1;
-			if (cm_now_ms() - last_ok > (int64_t)cfg->gateway_timeout_s * 1000) {
-				cm_error("gateway away for over %d s; exiting", cfg->gateway_timeout_s);
-				code = 3;
-				break;
-			}
-			pthread_mutex_unlock(&w.mu);
-			usleep(100 * 1000);
-			pthread_mutex_lock(&w.mu);
-			continue;
-		}
-		last_ok = cm_now_ms();
-		if (batch->status == STRAND__BATCH__STATUS__RETRY) {
-			/* The gateway recorded nothing (its store failed): keep the
-			 * results, and say what we hold when we ask again. */
-			resync = 1;
-			pthread_mutex_unlock(&w.mu);
-			usleep(200 * 1000);
-			pthread_mutex_lock(&w.mu);
-			continue;
-		}
-		resync = 0;
-		/* The gateway has recorded what we sent: drop it. */
-		if (nsend) {
-			for (size_t i = 0; i < nsend; i++)
-				free(w.out[i].value);
-			memmove(w.out, w.out + nsend, (w.nout - nsend) * sizeof(*w.out));
-			w.nout -= nsend;
-		}
-		if (batch->status == STRAND__BATCH__STATUS__REFUSED) {
-			cm_error("gateway refused this worker: %s", batch->error);
-			code = 2;
-		} else if (batch->status == STRAND__BATCH__STATUS__STOP) {
-			cm_info("gateway says stop");
-		} else if (queue_tasks(&w, batch) != CM_OK) {
-			cm_error("out of memory queueing tasks");
-			code = 1;
-		} else {
-			starved = batch->n_tasks < pull.want;
-			resync = batch->list_held;
-			pthread_cond_signal(&w.cv);
-			continue;
-		}
-		break;
-	}
-	w.quit = 1;
-	pthread_cond_signal(&w.cv);
-	pthread_mutex_unlock(&w.mu);
+	take_turns(&w);
 	/* A task still running finishes on its own; it is not interrupted. */
-	pthread_join(exec_thread, NULL);
+	pthread_join(other, NULL);
 	worker_api_fini();
 out_sock:
-	nng_close(sock);
+	nng_close(w.sock);
 	ring_fini(&w.ahead);
 	ring_fini(&w.others);
 	for (size_t i = 0; i < w.nout; i++)
@@ -662,8 +713,7 @@ out_sock:
 	free(w.out);
 	proto_arena_fini(&w.batches);
 	worker_fns_free(w.fns);
-	pthread_cond_destroy(&w.cv);
-	pthread_cond_destroy(&w.hub);
+	pthread_cond_destroy(&w.wake);
 	pthread_mutex_destroy(&w.mu);
-	return code;
+	return w.code;
 }

@@ -3,9 +3,11 @@
  * starts. It dials the gateway's hub, pulls task batches, runs them one at a
  * time and sends the results back piggy-backed on its next pull.
  *
- * Two threads: the caller's thread talks to the hub; an executor thread runs
- * tasks. Talking and running overlap, so the round trip to the gateway (which
- * commits results before it answers) costs no execution time. The worker
+ * Two threads take turns talking to the hub and running tasks (worker.c):
+ * the one whose pull brought a lone task runs it and sends its result, with
+ * no hand-off, and during a long task or a batch the other talks, so the
+ * round trip to the gateway (which commits results before it answers)
+ * costs no execution time and heartbeats go on. The worker
  * never touches SQLite and keeps finished results until the gateway has
  * answered the pull that carried them.
  */
