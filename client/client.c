@@ -125,6 +125,11 @@ static long perform(strand_client *c, const char *method, const char *path, json
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
+	/* Without it libcurl sets and restores SIGPIPE's handler around each
+	 * call, ten system calls an apply; its sends (plain and TLS, through
+	 * its own OpenSSL BIO) pass MSG_NOSIGNAL, and its resolver is threaded,
+	 * so it needs no signal, and a threaded caller's are left alone. */
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	if (c->ca_file[0])
 		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
 	if (text) {
