@@ -403,13 +403,18 @@ int store_vacuum_step(store *st, int pages, int64_t *left)
 	return CM_OK;
 }
 
-int store_begin(store *st)
+/* Runs a kept statement of no bindings (BEGIN, COMMIT, ROLLBACK). */
+static int run_kept(store *st, store_kept which, const char *sql)
 {
 	sqlite3_stmt *s = NULL;
-	int err = store__kept(st, KEPT_BEGIN, "BEGIN IMMEDIATE", &s);
+	int err = store__kept(st, which, sql, &s);
 
-	if (err == CM_OK)
-		err = store__kept_done(st, s);
+	return err == CM_OK ? store__kept_done(st, s) : err;
+}
+
+int store_begin(store *st)
+{
+	int err = run_kept(st, KEPT_BEGIN, "BEGIN IMMEDIATE");
 
 	st->in_tx = err == CM_OK;
 	st->tx_failed = 0;
@@ -433,22 +438,15 @@ int store_commit(store *st)
 	 * reloads, rather than committing the rest of it. */
 	if (st->tx_failed || store__tasks_flush(st) != CM_OK || st->tx_failed)
 		return CM_EIO;
-	sqlite3_stmt *s = NULL;
-	err = store__kept(st, KEPT_COMMIT, "COMMIT", &s);
-	if (err == CM_OK)
-		err = store__kept_done(st, s);
+	err = run_kept(st, KEPT_COMMIT, "COMMIT");
 	st->in_tx = err != CM_OK && !sqlite3_get_autocommit(st->db);
 	return err;
 }
 void store_rollback(store *st)
 {
-	sqlite3_stmt *s = NULL;
-
 	st->in_tx = 0;
-	if (!sqlite3_get_autocommit(st->db) && store__kept(st, KEPT_ROLLBACK, "ROLLBACK", &s) == CM_OK) {
-		sqlite3_step(s);
-		sqlite3_reset(s);
-	}
+	if (!sqlite3_get_autocommit(st->db))
+		run_kept(st, KEPT_ROLLBACK, "ROLLBACK");
 	store__tasks_forget(st);
 }
 

@@ -40,8 +40,8 @@ typedef struct wal_file {
 	sqlite3_file base;
 	sqlite3_file *real; /* SQLite's own file, right after this struct */
 	int is_wal;
-	unsigned char *buf;
-	size_t len, cap;
+	unsigned char *buf; /* GATHER_MAX bytes, from the first frame gathered */
+	size_t len;
 	sqlite3_int64 at; /* where buf[0] goes in the file */
 	sqlite3_int64 end; /* the end of the log as written (gathered included) */
 	int commit_frame; /* the last write was a commit frame's header: its page ends the commit */
@@ -63,20 +63,13 @@ static int flush(wal_file *f)
 
 static int gather(wal_file *f, const void *data, int n, sqlite3_int64 off)
 {
-	size_t want = f->len + (size_t)n;
-
-	if (want > f->cap) {
-		size_t cap = GATHER_MAX; /* want never exceeds it (x_write) */
-		unsigned char *p = realloc(f->buf, cap);
-		if (!p)
-			return SQLITE_NOMEM;
-		f->buf = p;
-		f->cap = cap;
-	}
+	/* x_write keeps len + n within GATHER_MAX */
+	if (!f->buf && !(f->buf = malloc(GATHER_MAX)))
+		return SQLITE_NOMEM;
 	if (f->len == 0)
 		f->at = off;
 	memcpy(f->buf + f->len, data, (size_t)n);
-	f->len = want;
+	f->len += (size_t)n;
 	return SQLITE_OK;
 }
 
@@ -131,7 +124,6 @@ static int x_close(sqlite3_file *file)
 
 	free(f->buf);
 	f->buf = NULL;
-	f->cap = 0;
 	return rc != SQLITE_OK ? rc : crc;
 }
 

@@ -102,10 +102,11 @@ typedef struct worker {
 	int took_ahead; /* the last task taken was ahead: one of the others goes next */
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
-	task *taken; /* what the running thread took (PIPELINE_MAX): [ran, ntaken) not finished yet */
+	/* What a thread took to run (PIPELINE_MAX): [ran, ntaken) not finished
+	 * yet; ntaken is 0 while no task runs. */
+	task *taken;
 	size_t ntaken, ran;
 	double running_since; /* when taken[ran] began, monotonic s */
-	int running; /* a thread runs taken[] */
 	int talking; /* a thread is in an exchange with the hub */
 	int64_t beat; /* when the next pull is due even with nothing to say (ms) */
 	int64_t last_ok; /* when the hub last answered (ms) */
@@ -303,7 +304,6 @@ static void run_next(worker *w)
 	int pipelined = rt && is_runtime_task(ring_at(r, 0));
 	size_t n = take(w, r, pipelined);
 
-	w->running = 1;
 	pthread_mutex_unlock(&w->mu);
 	if (pipelined)
 		run_in_runtime(w, rt);
@@ -313,7 +313,6 @@ static void run_next(worker *w)
 	for (size_t i = 0; i < n; i++)
 		task_free(&w->taken[i]);
 	w->ntaken = w->ran = 0;
-	w->running = 0;
 }
 
 /* The batch's contexts, each with no task yet; NULL entries where memory
@@ -502,6 +501,15 @@ static int has_something_to_say(const worker *w)
 	return w->nout > 0 || in_hand == 0 || (!w->starved && in_hand < target_in_hand(w)) || cm_now_ms() >= w->beat;
 }
 
+/* Waits ms before the next exchange, w->mu released, still talking: the
+ * other thread does not try meanwhile. */
+static void pause_talking(worker *w, int ms)
+{
+	pthread_mutex_unlock(&w->mu);
+	usleep((useconds_t)ms * 1000);
+	pthread_mutex_lock(&w->mu);
+}
+
 /* One exchange with the hub and what follows from its answer; w->mu is held
  * (and released during the exchange). Sets w->quit (and w->code) when the
  * worker is to stop. */
@@ -560,27 +568,22 @@ static void talk(worker *w)
 			cm_error("gateway away for over %d s; exiting", w->cfg->gateway_timeout_s);
 			w->code = 3;
 			w->quit = 1;
-		} else { /* still talking while it waits: the other thread does not try meanwhile */
-			pthread_mutex_unlock(&w->mu);
-			usleep(100 * 1000);
-			pthread_mutex_lock(&w->mu);
+		} else {
+			pause_talking(w, 100);
 		}
 		w->talking = 0;
 		return;
 	}
 	w->last_ok = cm_now_ms();
-	w->talking = 0;
 	if (batch->status == STRAND__BATCH__STATUS__RETRY) {
 		/* The gateway recorded nothing (its store failed): keep the
 		 * results, and say what we hold when we ask again. */
 		w->resync = 1;
-		w->talking = 1;
-		pthread_mutex_unlock(&w->mu);
-		usleep(200 * 1000);
-		pthread_mutex_lock(&w->mu);
+		pause_talking(w, 200);
 		w->talking = 0;
 		return;
 	}
+	w->talking = 0;
 	w->resync = 0;
 	/* The gateway has recorded what we sent: drop it. */
 	if (nsend) {
@@ -619,7 +622,7 @@ static void *take_turns(void *arg)
 			w->quit = 1;
 			break;
 		}
-		if (!w->running && queued(w)) {
+		if (!w->ntaken && queued(w)) {
 			/* A result waiting or room for more tasks: the other
 			 * thread talks meanwhile. */
 			if (!w->talking && has_something_to_say(w))
