@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum cmd_kind { CMD_RUN, CMD_ADOPT, CMD_STOP, CMD_RELEASE, CMD_LOGS, CMD_RETAIN } cmd_kind;
+typedef enum cmd_kind { CMD_RUN, CMD_ADOPT, CMD_STOP, CMD_RELEASE, CMD_LOGS, CMD_RETAIN, CMD_SETTLE } cmd_kind;
 
 /* A run spec copied whole: the engine's may be gone when the thread runs. */
 typedef struct run_copy {
@@ -293,6 +293,7 @@ static void do_command(bx *x, cmd *c)
 		post(x, ev);
 		break;
 	}
+	case CMD_SETTLE: post(x, event_new(x, BX_SETTLED, c->owner)); break;
 	case CMD_RETAIN:
 		for (entry *m = x->entries, *next; m; m = next) {
 			int known = 0;
@@ -507,6 +508,13 @@ int bx_stop(bx *x, const char *owner, int hard)
 int bx_release(bx *x, const char *owner)
 {
 	cmd *c = cmd_new(CMD_RELEASE, owner);
+
+	return c ? enqueue(x, c) : CM_ENOMEM;
+}
+
+int bx_settle(bx *x, const char *owner)
+{
+	cmd *c = cmd_new(CMD_SETTLE, owner);
 
 	return c ? enqueue(x, c) : CM_ENOMEM;
 }

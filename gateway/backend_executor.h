@@ -28,6 +28,7 @@ typedef enum bx_event_kind {
 	BX_LOGS, /* the output bx_logs asked for, in logs; tag is its caller's */
 	BX_QUEUED, /* it waits in its backend's queue (BACKEND_QUEUED) ... */
 	BX_RUNNING, /* ... and now runs: from here it has its time to connect */
+	BX_SETTLED, /* what was asked before bx_settle(owner) is done */
 } bx_event_kind;
 
 typedef struct bx bx;
@@ -68,6 +69,10 @@ int bx_adopt(bx *x, const char *owner, const char *handle);
 int bx_stop(bx *x, const char *owner, int hard);
 /* Forgets owner after its end, freeing what the backend kept (a container). */
 int bx_release(bx *x, const char *owner);
+/* Answered by BX_SETTLED for owner once every operation asked for before
+ * it is done: a pool's DELETE answers after its containers were removed,
+ * not merely asked to be. */
+int bx_settle(bx *x, const char *owner);
 /* The last max bytes owner wrote: from its backend while it runs, else from
  * log_path. Answered by BX_LOGS with tag. */
 int bx_logs(bx *x, const char *owner, const char *log_path, size_t max, void *tag);

@@ -197,9 +197,11 @@ static void handle_backend_event(engine *e, op *o)
 {
 	bx_event *ev = o->u.event;
 	pool *p = NULL;
-	worker *w = ev->kind == BX_LOGS ? NULL : engine__worker_find(e, ev->owner, &p);
+	worker *w = ev->kind == BX_LOGS || ev->kind == BX_SETTLED ? NULL : engine__worker_find(e, ev->owner, &p);
 
-	if (ev->kind == BX_LOGS) {
+	if (ev->kind == BX_SETTLED) {
+		engine__pool_settled(e, ev->owner);
+	} else if (ev->kind == BX_LOGS) {
 		op *reader = ev->tag;
 		if (waitlist_remove(&e->log_reads, reader)) { /* else answered already (a reload) */
 			reader->out = json_stringn(ev->logs.data ? ev->logs.data : "", ev->logs.len);

@@ -361,6 +361,7 @@ typedef struct pool {
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
+	int settling; /* terminating, every worker ended: waits for BX_SETTLED */
 	waitlist delete_waiters;
 	int shown; /* what its last event said (engine_events.c) */
 	struct pool *next;
@@ -520,6 +521,8 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);
 void engine__handle_pool_delete(engine *e, op *o);
+/* Its backend removed what its ended workers left (BX_SETTLED). */
+void engine__pool_settled(engine *e, const char *pool_id);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */
 
 /* engine_scale.c: pool sizes (PATCH, autoscale) */

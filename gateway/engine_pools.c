@@ -297,6 +297,26 @@ static void forget_old_exited(pool *p)
 	}
 }
 
+static void answer_delete_waiters(engine *e, pool *p)
+{
+	op *o;
+
+	while ((o = waitlist_take(&p->delete_waiters))) {
+		o->out = engine__pool_json(p);
+		engine__ready(e, o);
+	}
+}
+
+void engine__pool_settled(engine *e, const char *pool_id)
+{
+	pool *p = engine__pool_find(e, pool_id);
+
+	if (p && p->state == POOL_TERMINATING && p->settling) {
+		engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
+		answer_delete_waiters(e, p);
+	}
+}
+
 void engine__tick_pool(engine *e, pool *p, int64_t now)
 {
 	int live = 0;
@@ -333,15 +353,15 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 		}
 	}
-	if (p->state == POOL_TERMINATING && live == 0) {
-		engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
+	if (p->state == POOL_TERMINATING && live == 0 && !p->settling) {
+		/* Each ended worker's release went to the executor before this:
+		 * the DELETE is answered once those ran (no container left). */
+		p->settling = 1;
+		if (bx_settle(p->backend, p->id) != CM_OK)
+			engine__pool_set_state(e, p, POOL_TERMINATED, NULL);
 	}
 	if (p->state == POOL_TERMINATED) {
-		op *o;
-		while ((o = waitlist_take(&p->delete_waiters))) {
-			o->out = engine__pool_json(p);
-			engine__ready(e, o);
-		}
+		answer_delete_waiters(e, p);
 		return;
 	}
 	if (p->state == POOL_FAILED)

@@ -21,6 +21,8 @@ struct fake_backend {
 	pthread_mutex_t mu;
 	fake_run runs[FAKE_RUNS_MAX];
 	int n;
+	int released;
+	int release_ms; /* how long a release takes, as a daemon removing a container */
 };
 
 static fake_run *find(fake_backend *f, const char *key, int by_handle)
@@ -99,8 +101,16 @@ static void fake_stop(backend *b, const char *handle, int hard)
 
 static void fake_release(backend *b, const char *handle)
 {
-	(void)b;
+	fake_backend *f = (fake_backend *)b;
+
 	(void)handle;
+	pthread_mutex_lock(&f->mu);
+	int ms = f->release_ms;
+	pthread_mutex_unlock(&f->mu);
+	usleep((useconds_t)ms * 1000);
+	pthread_mutex_lock(&f->mu);
+	f->released++;
+	pthread_mutex_unlock(&f->mu);
 }
 
 static void fake_free(backend *b)
@@ -172,6 +182,21 @@ int fake_backend_kills(fake_backend *f, const char *worker_id)
 	pthread_mutex_lock(&f->mu);
 	fake_run *r = find(f, worker_id, 0);
 	int n = r ? r->kills : 0;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+void fake_backend_set_release_ms(fake_backend *f, int ms)
+{
+	pthread_mutex_lock(&f->mu);
+	f->release_ms = ms;
+	pthread_mutex_unlock(&f->mu);
+}
+
+int fake_backend_released(fake_backend *f)
+{
+	pthread_mutex_lock(&f->mu);
+	int n = f->released;
 	pthread_mutex_unlock(&f->mu);
 	return n;
 }

@@ -26,5 +26,9 @@ int fake_backend_runs(fake_backend *f);
 void fake_backend_exit(fake_backend *f, const char *worker_id, int exit_code);
 /* How many hard stops (kills) worker_id's run got. */
 int fake_backend_kills(fake_backend *f, const char *worker_id);
+/* From now on each release takes ms, as a daemon removing a container. */
+void fake_backend_set_release_ms(fake_backend *f, int ms);
+/* How many runs were released. */
+int fake_backend_released(fake_backend *f);
 
 #endif

@@ -802,18 +802,42 @@ static void get_done(void *ctx)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* Waits for c, started with get_done and g; its error, *out the answer. */
+static int await_call(engine_call *c, get_wait *g, json_t **out, char *detail, size_t detail_len)
+{
+	assert_non_null(c);
+	pthread_mutex_lock(&g->mu);
+	while (!g->done)
+		pthread_cond_wait(&g->cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
+	return engine_call_finish(c, out, detail, detail_len);
+}
+
 /* Pops one item from end (or a queue with end -1); its error, *out the answer. */
 static int get_one(fixture *f, const char *id, int end, json_t **out, char *detail, size_t detail_len)
 {
 	get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-	engine_call *c = engine_queue_get_start(f->e, id, end, 1, 0, get_done, &g);
 
-	assert_non_null(c);
-	pthread_mutex_lock(&g.mu);
-	while (!g.done)
-		pthread_cond_wait(&g.cv, &g.mu);
-	pthread_mutex_unlock(&g.mu);
-	return engine_call_finish(c, out, detail, detail_len);
+	return await_call(engine_queue_get_start(f->e, id, end, 1, 0, get_done, &g), &g, out, detail, detail_len);
+}
+
+/* A pool's DELETE is answered once its backend removed what its workers
+ * left (their containers), not merely once they ended: a caller that
+ * lists containers right after finds none. */
+static void test_pool_delete_answered_after_release(void **state)
+{
+	fixture *f = *state;
+	get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	char detail[256] = "";
+	json_t *out = NULL;
+
+	pool_of_two(f, "");
+	fake_backend_set_release_ms(f->fake, 300);
+	engine_call *c = engine_pool_delete_start(f->e, f->pool, get_done, &g);
+	assert_int_equal(await_call(c, &g, &out, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(json_string_value(json_object_get(out, "state")), "terminated");
+	assert_int_equal(fake_backend_released(f->fake), 2);
+	json_decref(out);
 }
 
 /* A pipe's ends resolve to the queue of their direction: in a duplex pipe
@@ -972,6 +996,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_pool_delete_answered_after_release, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_find_their_job_among_many, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_ended_jobs_removed_after_retention, setup_retain_2s, teardown),
 	};
