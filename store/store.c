@@ -362,7 +362,11 @@ void store_close(store *st)
 {
 	if (!st)
 		return;
-	store__checkpointer_stop(st->checkpointer); /* the writer closes last: it checkpoints the rest */
+	/* The writer closes last: it checkpoints the rest. Its commits below
+	 * no longer reach the checkpointer. */
+	if (st->checkpointer)
+		sqlite3_wal_hook(st->db, NULL, NULL);
+	store__checkpointer_stop(st->checkpointer);
 	if (st->marked_open) {
 		store_rollback(st);
 		open_marker_set(st, 0);
@@ -440,6 +444,8 @@ int store_commit(store *st)
 		return CM_EIO;
 	err = run_kept(st, KEPT_COMMIT, "COMMIT");
 	st->in_tx = err != CM_OK && !sqlite3_get_autocommit(st->db);
+	if (err == CM_OK)
+		store__checkpointer_after_commit(st->checkpointer, st->db);
 	return err;
 }
 void store_rollback(store *st)

@@ -15,7 +15,11 @@ struct task_cache; /* store_tasks.c: a writer's chunks being changed */
 /* store_checkpoint.c: a writer's checkpoints, on their own thread */
 typedef struct store_checkpointer store_checkpointer;
 int store__checkpointer_start(const char *path, store_checkpointer **out);
-void store__checkpointer_kick(store_checkpointer *c, int frames); /* a commit left the log frames long */
+/* A commit left the log frames long (SQLite's WAL hook). */
+void store__checkpointer_kick(store_checkpointer *c, int frames);
+/* After each of the writer's commits: a log that reached the cap is
+ * checkpointed here, so that the next write starts it again. */
+void store__checkpointer_after_commit(store_checkpointer *c, sqlite3 *writer);
 void store__checkpointer_stop(store_checkpointer *c); /* before the writer closes */
 
 /* Statements the writer runs in every cycle, prepared once: parsing them

@@ -1,6 +1,7 @@
 /* store: the tasks table as queue, pending table and results, on a real
  * SQLite file. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -433,6 +434,46 @@ static void test_checkpoints_run_beside_the_writer(void **state)
 		assert_int_equal(stat(f->path, &sb), 0);
 	}
 	assert_true(sb.st_size >= (off_t)n * 512);
+}
+
+/* The log's length in pages: mxFrame of the wal-index header, the u32 at
+ * offset 16 of the -shm file (SQLite's file format, "The WAL-Index File
+ * Format"), in the machine's byte order. */
+static uint32_t log_frames(const char *db_path)
+{
+	char shm[300];
+	uint32_t frames = 0;
+	int fd;
+
+	snprintf(shm, sizeof(shm), "%s-shm", db_path);
+	assert_true((fd = open(shm, O_RDONLY)) >= 0);
+	assert_int_equal(pread(fd, &frames, sizeof(frames), 16), (ssize_t)sizeof(frames));
+	close(fd);
+	return frames;
+}
+
+/* Under steady commits the log starts again: the checkpoints beside the
+ * writer never catch a moment when all of it was copied, so one that
+ * reaches 32,768 pages is checkpointed by the writer itself, and its next
+ * write starts the log from the beginning. Some 240,000 pages committed in
+ * commits of 12, back to back, make a log of 32,768 pages and what one run
+ * of the checkpoint thread lets through (it holds the writer's checkpoint
+ * off), never twice that; kicked at every commit, the thread kept the log
+ * from starting again and it grew past 88,000. */
+static void test_the_log_starts_again_under_steady_commits(void **state)
+{
+	fixture *f = *state;
+	uint32_t longest = 0, frames = 0, restarts = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		insert_big_job(f->st, i + 1, (int64_t)i * 8 + 1, 8, 2000);
+		uint32_t now = log_frames(f->path);
+		restarts += now < frames;
+		frames = now;
+		longest = now > longest ? now : longest;
+	}
+	assert_true(restarts >= 2);
+	assert_true(longest < 2 * 32768);
 }
 
 static void test_result_recorded_exactly_once(void **state)
@@ -1138,6 +1179,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_job_removed_by_ranges, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_vacuum_gives_freed_pages_back, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_checkpoints_run_beside_the_writer, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_the_log_starts_again_under_steady_commits, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
