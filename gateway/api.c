@@ -1672,7 +1672,8 @@ static int load_token(api *a, const struct sockaddr_storage *ss, char *detail, s
 }
 
 /* --http-max, or what the open-file limit (raised to its hard maximum at
- * start) leaves after a reserve for the store, the hub and the workers. */
+ * start) leaves after a reserve for the store and the workers, and the
+ * quarter the hub's connections may take (hub.c). */
 static unsigned connection_limit(const gw_config *cfg)
 {
 	struct rlimit rl;
@@ -1682,7 +1683,8 @@ static unsigned connection_limit(const gw_config *cfg)
 		return (unsigned)cfg->http_max;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return API_CONNECTIONS_MAX;
-	room = rl.rlim_cur > 2 * API_FD_RESERVE ? rl.rlim_cur - API_FD_RESERVE : rl.rlim_cur / 2;
+	room = rl.rlim_cur - rl.rlim_cur / 4;
+	room = room > 2 * API_FD_RESERVE ? room - API_FD_RESERVE : room / 2;
 	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
 }
 

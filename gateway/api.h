@@ -17,7 +17,7 @@
 #define API_WAIT_MAX_S 300
 #define API_URL_MAX 2048 /* longer URLs: 414 */
 #define API_CONNECTIONS_MAX 8192u /* HTTP connections at most, whatever the open-file limit */
-#define API_FD_RESERVE 512 /* open files kept for the store, the hub and spawning workers */
+#define API_FD_RESERVE 512 /* open files kept for the store and spawning workers (and the hub's quarter) */
 #define API_PAGE_MAX 100000 /* results a page holds at most ... */
 #define API_PAGE_BYTES (16u << 20) /* ... and bytes: a page ends early there, with its next_cursor */
 

@@ -1,44 +1,85 @@
 /*
- * The hub: HUB_SLOTS nng REP contexts, each an explicit state machine driven
- * by its aio callback (nng's threads) and by the engine thread's answer
+ * The hub: a listener on an nng stream (tcp://, tls+tcp://, ipc://) and
+ * the connections workers dial, each carrying one exchange at a time
+ * (proto/wire.h). A connection is an explicit state machine driven by its
+ * aio's callback (nng's threads) and by the engine thread's answer
  * (engine_link):
  *
- *   RECV --request--> WAIT (engine holds the slot) --batch/queue_reply--> SEND --sent--> RECV
- *                        \--drop--> RECV (the worker times out and asks again)
+ *   HEAD --sender authenticated--> BODY --> WAIT (engine holds it)
+ *     ^                                        | batch / queue_reply
+ *     +----------------- sent ------------ SEND <+
  *
- * All protobuf lives here: a frame is decoded into the slot, handed to the
- * engine as plain structs pointing into it, and freed once the engine
- * answered; the answer is encoded here.
+ * HEAD reads the length and the frame's header in one go (a small frame
+ * whole): each read completed is a hand-off to one of nng's threads.
  *
- * A slot is parked in WAIT while the engine holds an idle worker's pull, so
- * HUB_SLOTS bounds the workers that can wait at once; beyond that, requests
- * queue inside nng until a slot frees up.
+ * A frame that cannot be read is answered with a refusal: the connection
+ * goes on when the whole frame was read, and is closed when what followed
+ * its header was not (an unknown sender, a frame over the cap). The engine's
+ * drop (a pull of a worker that is gone) closes it.
+ *
+ * What a peer that knows no secret can make the hub hold is small: a
+ * frame's header is read first (HEAD_MAX bytes at most) and its sender
+ * checked before the rest is allocated, and a connection must bring its
+ * first frame within FIRST_FRAME_MS. Any frame, once begun, must arrive
+ * within FRAME_MS. At most conns_max connections are open, and the frames
+ * held in memory at once (read, decoded, waiting for the engine) are within
+ * HELD_BYTES_MAX: past it, a connection is closed and its worker, which
+ * keeps its results, asks again.
+ *
+ * All protobuf lives here: a frame is decoded into the connection's arena,
+ * handed to the engine as plain structs pointing into it, and freed once
+ * the engine answered; the answer is encoded here.
  */
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "gateway/hub.h"
 #include "gateway/result_check.h"
 #include "proto/frame.h"
+#include "proto/wire.h"
 
-#define HUB_SLOTS 256
+/* Connections at most: a quarter of the open-file limit, which the HTTP
+ * side leaves to the hub (api.c), and never more than this. */
+#define CONNS_MAX 4096
+#define HEAD_MAX (PROTO_MAGIC_LEN + 2 * (1 + 255)) /* the longest header: two 255-byte strings */
+#define FIRST_FRAME_MS 10000
+#define FRAME_MS 60000
+#define HELD_BYTES_MAX ((size_t)1 << 30)
 
-typedef enum slot_state { SLOT_RECV, SLOT_WAIT, SLOT_SEND } slot_state;
+typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_state;
 
+/* One worker's connection (the engine's hub_slot: what it answers). */
 struct hub_slot {
 	hub *hub;
-	nng_ctx ctx;
+	nng_stream *stream;
 	nng_aio *aio;
 	slot_state state;
+	int authenticated; /* a frame of it named a known worker and its secret */
+	int close_after_send; /* what followed a refused header was never read */
+	int64_t deadline; /* of the frame being read */
+	char pool[20]; /* of the worker the frame's header named */
+	/* HEAD: the length and the header (or all of a small frame) */
+	uint8_t head[WIRE_PREFIX + HEAD_MAX];
+	size_t head_got;
+	/* BODY: the whole frame, once its sender is known */
+	uint8_t *frame;
+	size_t frame_len, frame_got;
+	size_t held; /* its part of hub.held */
+	/* sending: the answer, after its prefix */
+	uint8_t out_prefix[WIRE_PREFIX];
+	uint8_t *out;
+	nng_iov iov[2];
+	unsigned niov;
 	/* while the engine holds it (WAIT): the frame it was given, decoded
-	 * into the slot's arena (one block a frame, not a few allocations a
-	 * result; freed whole when the engine has answered) */
+	 * into the arena (one block a frame, not a few allocations a result;
+	 * freed whole when the engine has answered) */
 	ProtobufCMessage *msg;
 	proto_arena arena;
 	engine_pull_msg pull;
@@ -46,55 +87,103 @@ struct hub_slot {
 	engine_queue_msg call;
 	const uint8_t **items;
 	size_t *lens;
+	struct hub_slot *prev, *next;
 };
 
 struct hub {
 	engine *engine;
 	credentials *creds;
+	nng_stream_listener *listener;
+	nng_aio *accept;
+	pthread_mutex_t mu;
 	/* While stopping: frames are refused without reaching the engine, and
 	 * hub_refuse_frames waits until no callback is inside the engine. */
-	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	int refusing;
 	int in_engine; /* callbacks handing a frame to the engine now */
-	nng_socket sock;
-	hub_slot slots[HUB_SLOTS];
-	int nslots;
+	int closing; /* hub_free owns every connection from here on */
+	hub_slot *conns; /* open connections */
+	int nconns, conns_max;
+	size_t held; /* bytes of frames read or decoded, not yet answered */
 };
 
-static void slot_recv(hub_slot *s)
+static void slot_close(hub_slot *s);
+
+/* ---- reading ------------------------------------------------------------ */
+
+static void read_more(hub_slot *s, uint8_t *into, size_t len)
 {
-	s->state = SLOT_RECV;
-	nng_ctx_recv(s->ctx, s->aio);
+	int64_t left = s->deadline - cm_now_ms();
+	nng_iov iov = {.iov_buf = into, .iov_len = len};
+
+	nng_aio_set_iov(s->aio, 1, &iov);
+	if (s->state == SLOT_HEAD && s->head_got == 0 && s->authenticated)
+		nng_aio_set_timeout(s->aio, NNG_DURATION_INFINITE); /* a worker may stay quiet between frames */
+	else
+		nng_aio_set_timeout(s->aio, left > 0 ? (nng_duration)left : 1);
+	nng_stream_recv(s->stream, s->aio);
 }
 
-/* Frees the frame the engine held. */
+/* Reads on in HEAD: as much as the buffer takes, never past the frame. */
+static void read_head(hub_slot *s)
+{
+	size_t room = sizeof(s->head) - s->head_got;
+
+	if (s->head_got >= WIRE_PREFIX && WIRE_PREFIX + s->frame_len - s->head_got < room)
+		room = WIRE_PREFIX + s->frame_len - s->head_got;
+	read_more(s, s->head + s->head_got, room);
+}
+
+/* Waits for the next frame: a connection that never brought one, for
+ * FIRST_FRAME_MS; a worker's, as long as it wants. */
+static void next_frame(hub_slot *s)
+{
+	s->state = SLOT_HEAD;
+	s->head_got = 0;
+	s->deadline = cm_now_ms() + FIRST_FRAME_MS;
+	read_head(s);
+}
+
+/* Frees the frame and what the engine held of it. */
 static void slot_release(hub_slot *s)
 {
 	proto_arena_fini(&s->arena); /* the message with it */
 	free(s->results);
 	free(s->items);
 	free(s->lens);
+	free(s->frame);
 	s->msg = NULL;
 	s->results = NULL;
 	s->items = NULL;
 	s->lens = NULL;
+	s->frame = NULL;
+	if (s->held) {
+		pthread_mutex_lock(&s->hub->mu);
+		s->hub->held -= s->held;
+		pthread_mutex_unlock(&s->hub->mu);
+		s->held = 0;
+	}
 }
 
-/* Sends frame (taken) as the slot's answer; nothing sent when it cannot. */
+/* ---- sending ------------------------------------------------------------ */
+
+static void send_more(hub_slot *s)
+{
+	nng_aio_set_iov(s->aio, s->niov, s->iov);
+	nng_aio_set_timeout(s->aio, FRAME_MS);
+	nng_stream_send(s->stream, s->aio);
+}
+
+/* Sends frame (taken) as the answer to the connection's exchange. */
 static void send_frame(hub_slot *s, uint8_t *frame, size_t len)
 {
-	nng_msg *msg;
-
-	if (nng_msg_alloc(&msg, 0) != 0 || nng_msg_append(msg, frame, len) != 0) {
-		free(frame);
-		slot_recv(s);
-		return;
-	}
-	free(frame);
+	s->out = frame;
+	wire_prefix_put(s->out_prefix, len);
+	s->iov[0] = (nng_iov){.iov_buf = s->out_prefix, .iov_len = WIRE_PREFIX};
+	s->iov[1] = (nng_iov){.iov_buf = frame, .iov_len = len};
+	s->niov = 2;
 	s->state = SLOT_SEND;
-	nng_aio_set_msg(s->aio, msg);
-	nng_ctx_send(s->ctx, s->aio);
+	send_more(s);
 }
 
 static void send_message(hub_slot *s, proto_type type, const ProtobufCMessage *m)
@@ -105,7 +194,7 @@ static void send_message(hub_slot *s, proto_type type, const ProtobufCMessage *m
 	if (proto_frame_encode(type, NULL, NULL, m, &frame, &len) == CM_OK)
 		send_frame(s, frame, len);
 	else
-		slot_recv(s);
+		slot_close(s); /* no answer: the worker dials again and asks again */
 }
 
 static void refuse(hub_slot *s, const char *why)
@@ -115,6 +204,14 @@ static void refuse(hub_slot *s, const char *why)
 	b.status = STRAND__BATCH__STATUS__REFUSED;
 	b.error = (char *)why;
 	send_message(s, PROTO_BATCH, &b.base);
+}
+
+/* A refusal, after which the connection ends: the rest of the frame was
+ * not read, so nothing after it could be. */
+static void refuse_and_close(hub_slot *s, const char *why)
+{
+	s->close_after_send = 1;
+	refuse(s, why);
 }
 
 /* ---- the engine's answers (engine_link), on the engine's thread --------- */
@@ -141,7 +238,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 		free(ptrs);
 		free(contexts);
 		free(cptrs);
-		slot_recv(s); /* no answer: the worker asks again, its tasks come back by resync */
+		slot_close(s); /* no answer: the worker asks again, its tasks come back by resync */
 		return;
 	}
 	for (size_t i = 0; i < eb->ntasks; i++) {
@@ -204,11 +301,11 @@ static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
 	free(bins);
 }
 
+/* The pull of a worker that is gone: its connection ends with it. */
 static void on_drop(void *ctx, hub_slot *s)
 {
 	(void)ctx;
-	slot_release(s);
-	slot_recv(s);
+	slot_close(s);
 }
 
 /* Each result that is not readable JSON (or an error that is not UTF-8)
@@ -332,45 +429,32 @@ static int names_sender(const proto_header *h, const char *pool, const char *wor
 	       memcmp(worker_id, h->worker_id, h->worker_id_len) == 0 && strcmp(pool_id, pool) == 0;
 }
 
-/* A frame in: who sent it is checked from its header before its body is
- * decoded (within a budget), then it goes to the engine. */
-static void on_frame(hub_slot *s, nng_msg *msg)
+/* The whole frame is in: decoded (its sender was checked from its header
+ * before it was allocated), checked against what the body says, and handed
+ * to the engine. */
+static void on_frame(hub_slot *s)
 {
-	const uint8_t *data = nng_msg_body(msg);
-	size_t len = nng_msg_len(msg);
 	ProtobufCMessage *m = NULL;
-	char detail[256], pool[20];
+	char detail[256];
 	proto_header h;
 	int named;
 
-	if (proto_frame_header(data, len, &h, detail, sizeof(detail)) != CM_OK) {
-		nng_msg_free(msg);
-		refuse(s, detail);
-		return;
-	}
-	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL) {
-		nng_msg_free(msg);
-		refuse(s, "the hub takes Pull and QueueCall frames only");
-		return;
-	}
-	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, pool)) {
-		nng_msg_free(msg);
-		refuse(s, "unknown worker or wrong secret");
-		return;
-	}
-	if (proto_frame_decode_in(&s->arena, h.type, data, len, &m, detail, sizeof(detail)) != CM_OK) {
+	proto_frame_header(s->frame, s->frame_len, &h, detail, sizeof(detail)); /* read in on_head */
+	if (proto_frame_decode_in(&s->arena, h.type, s->frame, s->frame_len, &m, detail, sizeof(detail)) != CM_OK) {
 		cm_warn("hub: refused a frame of worker %.*s: %s", (int)h.worker_id_len, h.worker_id, detail);
-		nng_msg_free(msg);
+		slot_release(s);
 		refuse(s, detail);
 		return;
 	}
 	if (h.type == PROTO_QUEUE_CALL)
-		named = names_sender(&h, pool, ((Strand__QueueCall *)m)->worker_id, ((Strand__QueueCall *)m)->pool_id);
+		named = names_sender(&h, s->pool, ((Strand__QueueCall *)m)->worker_id,
+		                     ((Strand__QueueCall *)m)->pool_id);
 	else
-		named = names_sender(&h, pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
-	nng_msg_free(msg); /* h pointed into it */
+		named = names_sender(&h, s->pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
+	free(s->frame); /* h pointed into it; the message lives in the arena */
+	s->frame = NULL;
 	if (!named) {
-		proto_arena_fini(&s->arena);
+		slot_release(s);
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
@@ -379,34 +463,201 @@ static void on_frame(hub_slot *s, nng_msg *msg)
 	to_engine(s, h.type, m);
 }
 
+/* The header is in: the sender is checked before the frame's body is read
+ * into memory, which is bounded for all connections together. */
+static void on_head(hub_slot *s)
+{
+	const uint8_t *start = s->head + WIRE_PREFIX;
+	size_t got = s->head_got - WIRE_PREFIX;
+	size_t held = 2 * s->frame_len; /* the frame, and what it decodes to */
+	char detail[256];
+	proto_header h;
+	int room;
+
+	if (proto_frame_header(start, got, &h, detail, sizeof(detail)) != CM_OK) {
+		refuse_and_close(s, detail);
+		return;
+	}
+	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL) {
+		refuse_and_close(s, "the hub takes Pull and QueueCall frames only");
+		return;
+	}
+	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool)) {
+		refuse_and_close(s, "unknown worker or wrong secret");
+		return;
+	}
+	s->authenticated = 1;
+	pthread_mutex_lock(&s->hub->mu);
+	if ((room = s->hub->held + held <= HELD_BYTES_MAX))
+		s->hub->held += held;
+	pthread_mutex_unlock(&s->hub->mu);
+	if (!room) {
+		cm_warn("hub: %zu bytes of frames held; closing a connection of worker %.*s, which asks again",
+		        (size_t)HELD_BYTES_MAX, (int)h.worker_id_len, h.worker_id);
+		slot_close(s);
+		return;
+	}
+	s->held = held;
+	if (!(s->frame = malloc(s->frame_len))) {
+		slot_close(s);
+		return;
+	}
+	memcpy(s->frame, start, got);
+	s->frame_got = got;
+	if (got == s->frame_len) {
+		on_frame(s);
+	} else {
+		s->state = SLOT_BODY;
+		s->deadline = cm_now_ms() + FRAME_MS;
+		read_more(s, s->frame + got, s->frame_len - got);
+	}
+}
+
+/* Bytes came in HEAD: its length checked once known; on_head once the
+ * header is in, however the stream cut it. */
+static void on_head_bytes(hub_slot *s, size_t n)
+{
+	char detail[96];
+	int first = s->head_got < WIRE_PREFIX;
+
+	if (s->head_got == 0 && s->authenticated)
+		s->deadline = cm_now_ms() + FRAME_MS; /* a frame's time runs from its first byte */
+	s->head_got += n;
+	if (s->head_got < WIRE_PREFIX) {
+		read_head(s);
+		return;
+	}
+	if (first) {
+		s->frame_len = wire_prefix_get(s->head);
+		if (s->frame_len > PROTO_FRAME_MAX) {
+			snprintf(detail, sizeof(detail), "frame of %zu bytes is over the %u byte cap", s->frame_len,
+			         PROTO_FRAME_MAX);
+			refuse_and_close(s, detail);
+			return;
+		}
+		if (s->frame_len < PROTO_MAGIC_LEN) {
+			refuse_and_close(s, "not a strand frame (bad magic or truncated header)");
+			return;
+		}
+		if (s->head_got > WIRE_PREFIX + s->frame_len) {
+			refuse_and_close(s, "one frame at a time: the next after the hub's answer");
+			return;
+		}
+	}
+	/* Its header is in once its first bytes say how long it is, or when
+	 * what it says is longer than the frame (refused as truncated). */
+	size_t got = s->head_got - WIRE_PREFIX, need = proto_frame_header_len(s->head + WIRE_PREFIX, got);
+	if (got < s->frame_len && (need == 0 || got < need))
+		read_head(s);
+	else
+		on_head(s);
+}
+
 static void on_aio(void *arg)
 {
 	hub_slot *s = arg;
 	int rv = nng_aio_result(s->aio);
+	size_t n = rv == 0 ? nng_aio_count(s->aio) : 0;
 
+	if (rv != 0 || (n == 0 && s->state != SLOT_SEND)) { /* closed, timed out, or the peer went */
+		slot_close(s);
+		return;
+	}
 	switch (s->state) {
-	case SLOT_RECV:
-		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
-			return;
-		if (rv != 0) {
-			slot_recv(s);
-			return;
-		}
-		nng_msg *msg = nng_aio_get_msg(s->aio);
-		nng_aio_set_msg(s->aio, NULL); /* on_frame owns it now */
-		on_frame(s, msg);
+	case SLOT_HEAD: on_head_bytes(s, n); return;
+	case SLOT_BODY:
+		if ((s->frame_got += n) < s->frame_len)
+			read_more(s, s->frame + s->frame_got, s->frame_len - s->frame_got);
+		else
+			on_frame(s);
 		return;
 	case SLOT_SEND:
-		if (rv != 0) {
-			nng_msg_free(nng_aio_get_msg(s->aio));
-			nng_aio_set_msg(s->aio, NULL);
-			if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
-				return;
+		wire_iov_advance(s->iov, &s->niov, n);
+		if (s->niov) {
+			send_more(s);
+			return;
 		}
-		slot_recv(s);
+		free(s->out);
+		s->out = NULL;
+		if (s->close_after_send)
+			slot_close(s);
+		else
+			next_frame(s);
 		return;
-	case SLOT_WAIT: return; /* no aio runs while the engine holds the slot */
+	case SLOT_WAIT: return; /* no aio runs while the engine holds the connection */
 	}
+}
+
+static void slot_free(hub_slot *s)
+{
+	slot_release(s);
+	free(s->out);
+	free(s);
+}
+
+/* Ends the connection, on its callback's thread or the engine's (a drop):
+ * nothing of it runs after. While the hub is being freed, hub_free does it. */
+static void slot_close(hub_slot *s)
+{
+	hub *h = s->hub;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->closing) {
+		pthread_mutex_unlock(&h->mu);
+		return;
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		h->conns = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	h->nconns--;
+	pthread_mutex_unlock(&h->mu);
+	nng_stream_free(s->stream);
+	nng_aio_reap(s->aio); /* freed once this callback returned */
+	slot_free(s);
+}
+
+static void on_accept(void *arg)
+{
+	hub *h = arg;
+	int rv = nng_aio_result(h->accept);
+	hub_slot *s = NULL;
+	int full;
+
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+		return;
+	if (rv != 0) { /* out of descriptors, say: do not spin on it */
+		cm_warn("hub: accepting a connection: %s", nng_strerror(rv));
+		usleep(10 * 1000);
+		nng_stream_listener_accept(h->listener, h->accept);
+		return;
+	}
+	nng_stream *stream = nng_aio_get_output(h->accept, 0);
+	pthread_mutex_lock(&h->mu);
+	full = h->closing || h->nconns >= h->conns_max;
+	if (!full && (s = calloc(1, sizeof(*s))) && nng_aio_alloc(&s->aio, on_aio, s) == 0) {
+		s->hub = h;
+		s->stream = stream;
+		s->next = h->conns;
+		if (h->conns)
+			h->conns->prev = s;
+		h->conns = s;
+		h->nconns++;
+	} else {
+		free(s);
+		s = NULL;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (s) {
+		next_frame(s);
+	} else {
+		if (full && !h->closing)
+			cm_warn("hub: %d connections open; refusing one more", h->conns_max);
+		nng_stream_free(stream);
+	}
+	nng_stream_listener_accept(h->listener, h->accept);
 }
 
 /* Listens on cfg->hub; a tls+tcp:// hub presents the gateway's certificate
@@ -414,13 +665,12 @@ static void on_aio(void *arg)
 static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_len)
 {
 	nng_tls_config *t = NULL;
-	nng_listener l;
 	cm_buf cert, key;
 	int rv, err = CM_OK;
 
 	cm_buf_init(&cert);
 	cm_buf_init(&key);
-	if ((rv = nng_listener_create(&l, h->sock, cfg->hub)) != 0) {
+	if ((rv = nng_stream_listener_alloc(&h->listener, cfg->hub)) != 0) {
 		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
 		return CM_EUNAVAIL;
 	}
@@ -429,7 +679,7 @@ static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_l
 		    (err = cm_read_pem(cfg->tls_key, &key, detail, detail_len)) == CM_OK &&
 		    ((rv = nng_tls_config_alloc(&t, NNG_TLS_MODE_SERVER)) != 0 ||
 		     (rv = nng_tls_config_own_cert(t, cert.data, key.data, NULL)) != 0 ||
-		     (rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, t)) != 0)) {
+		     (rv = nng_stream_listener_set_ptr(h->listener, NNG_OPT_TLS_CONFIG, t)) != 0)) {
 			snprintf(detail, detail_len, "hub TLS with %s: %s", cfg->tls_cert, nng_strerror(rv));
 			err = CM_EINVAL;
 		}
@@ -440,52 +690,39 @@ static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_l
 		cm_buf_fini(&cert);
 		cm_buf_fini(&key);
 	}
-	if (err == CM_OK && (rv = nng_listener_start(l, 0)) != 0) {
+	if (err == CM_OK && (rv = nng_stream_listener_listen(h->listener)) != 0) {
 		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
 		err = CM_EUNAVAIL;
 	}
-	if (err != CM_OK)
-		nng_listener_close(l);
 	return err;
 }
 
 int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
 {
 	hub *h = calloc(1, sizeof(*h));
+	struct rlimit rl;
 	int rv;
 
 	if (!h)
 		return CM_ENOMEM;
 	h->engine = e;
 	h->creds = creds;
+	h->conns_max = CONNS_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < CONNS_MAX)
+		h->conns_max = (int)(rl.rlim_cur / 4);
 	engine_set_link(e, &(engine_link){.ctx = h, .batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
-	if ((rv = nng_rep0_open(&h->sock)) != 0 ||
-	    (rv = nng_socket_set_size(h->sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0) {
-		snprintf(detail, detail_len, "hub socket: %s", nng_strerror(rv));
-		free(h);
+	if ((rv = nng_aio_alloc(&h->accept, on_accept, h)) != 0) {
+		snprintf(detail, detail_len, "hub: %s", nng_strerror(rv));
+		hub_free(h);
 		return CM_EIO;
-	}
-	for (int i = 0; i < HUB_SLOTS; i++) {
-		hub_slot *s = &h->slots[i];
-		s->hub = h;
-		if ((rv = nng_aio_alloc(&s->aio, on_aio, s)) != 0 || (rv = nng_ctx_open(&s->ctx, h->sock)) != 0) {
-			snprintf(detail, detail_len, "hub context: %s", nng_strerror(rv));
-			if (s->aio)
-				nng_aio_free(s->aio);
-			h->nslots = i;
-			hub_free(h);
-			return CM_EIO;
-		}
-		h->nslots = i + 1;
 	}
 	if ((rv = listen_on(h, cfg, detail, detail_len)) != CM_OK) {
 		hub_free(h);
 		return rv;
 	}
-	for (int i = 0; i < h->nslots; i++)
-		slot_recv(&h->slots[i]);
+	nng_stream_listener_accept(h->listener, h->accept);
 	*out = h;
 	return CM_OK;
 }
@@ -505,25 +742,32 @@ void hub_free(hub *h)
 {
 	if (!h)
 		return;
-	/* Every slot the engine held was answered when it stopped, so the
-	 * contexts are receiving or sending a refusal. Their operations are
-	 * stopped first (a stopped aio takes no new one, and on_aio does not
-	 * start one after a cancel), then the contexts closed, and only then
-	 * the socket: nng_close with a context still cycling under a storm of
-	 * frames could wait forever (seen in test_rogue_worker). */
-	for (int i = 0; i < h->nslots; i++)
-		nng_aio_stop(h->slots[i].aio);
-	for (int i = 0; i < h->nslots; i++)
-		nng_ctx_close(h->slots[i].ctx);
-	nng_close(h->sock);
-	for (int i = 0; i < h->nslots; i++) {
-		/* A refusal that a stopped aio never sent is still ours. */
-		nng_msg *unsent = nng_aio_get_msg(h->slots[i].aio);
-		if (unsent)
-			nng_msg_free(unsent);
-		nng_aio_free(h->slots[i].aio);
-		slot_release(&h->slots[i]);
+	/* Every connection the engine held was answered when it stopped. From
+	 * here no callback frees a connection or accepts one: each aio is
+	 * stopped (its callback done, and no new operation taken), then all is
+	 * freed here. */
+	pthread_mutex_lock(&h->mu);
+	h->closing = 1;
+	pthread_mutex_unlock(&h->mu);
+	if (h->accept)
+		nng_aio_stop(h->accept);
+	if (h->listener)
+		nng_stream_listener_close(h->listener);
+	for (hub_slot *s = h->conns; s; s = s->next) {
+		nng_stream_close(s->stream);
+		nng_aio_stop(s->aio);
 	}
+	while (h->conns) {
+		hub_slot *s = h->conns;
+		h->conns = s->next;
+		nng_stream_free(s->stream);
+		nng_aio_free(s->aio);
+		slot_free(s);
+	}
+	if (h->accept)
+		nng_aio_free(h->accept);
+	if (h->listener)
+		nng_stream_listener_free(h->listener);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);

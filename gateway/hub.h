@@ -1,7 +1,8 @@
 /*
- * hub: the nng REP socket workers dial. Each frame's header names its worker
- * and carries that worker's own secret, checked against the credentials
- * before the body is decoded (within a memory budget); a frame from an
+ * hub: where workers connect (frames on a stream, proto/wire.h). Each
+ * frame's header names its worker and carries that worker's own secret,
+ * checked against the credentials before the body is read into memory
+ * (within a budget for all connections); a frame from an
  * unknown worker, with a wrong secret, naming another worker or pool in its
  * body, or that does not decode, is refused with a Batch{REFUSED, reason}
  * and never reaches the engine. Results that are not UTF-8 JSON become

@@ -20,6 +20,15 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	return NULL;
 }
 
+size_t proto_frame_header_len(const uint8_t *data, size_t len)
+{
+	size_t id_end = PROTO_MAGIC_LEN + 1 + (len > PROTO_MAGIC_LEN ? data[PROTO_MAGIC_LEN] : 0);
+
+	if (len <= PROTO_MAGIC_LEN || len <= id_end)
+		return 0;
+	return id_end + 1 + data[id_end];
+}
+
 int proto_frame_header(const uint8_t *data, size_t len, proto_header *out, char *detail, size_t detail_len)
 {
 	size_t at = PROTO_MAGIC_LEN;

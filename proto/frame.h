@@ -51,6 +51,10 @@ typedef struct proto_header {
 	size_t body; /* offset of the protobuf message */
 } proto_header;
 
+/* How long the header of a frame starting with data[len] is, once its
+ * first bytes say (both lengths read); 0 until then. */
+size_t proto_frame_header_len(const uint8_t *data, size_t len);
+
 /* Parses the header only. Returns CM_OK, or CM_EINVAL / CM_ETOOBIG with the
  * reason in detail. */
 int proto_frame_header(const uint8_t *data, size_t len, proto_header *out, char *detail, size_t detail_len);

@@ -1,17 +1,29 @@
 /*
- * Dialing the gateway's hub, in plain TCP or TLS. With a tls+tcp:// hub the
- * worker trusts exactly the CA the gateway handed it (STRAND_HUB_CA_PEM, or
- * the file STRAND_HUB_CA for a worker started by hand on another host) and
- * checks the hub's certificate against the server name: the hub URL's host,
- * or STRAND_HUB_SERVER_NAME (mbedtls matches DNS names, not IP addresses).
+ * The worker's connection to the gateway's hub: frames on a stream
+ * (proto/wire.h), in plain TCP or TLS, dialed when first used and again
+ * after any failure (a restarted gateway gets its workers back at the next
+ * exchange). With a tls+tcp:// hub the worker trusts exactly the CA the
+ * gateway handed it (STRAND_HUB_CA_PEM, or the file STRAND_HUB_CA for a
+ * worker started by hand on another host) and checks the hub's certificate
+ * against the server name: the hub URL's host, or STRAND_HUB_SERVER_NAME
+ * (mbedtls matches DNS names, not IP addresses).
  */
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/common.h"
+#include "proto/frame.h"
+#include "proto/wire.h"
 #include "worker/worker.h"
+
+struct hub_link {
+	nng_stream_dialer *dialer;
+	nng_stream *stream; /* NULL until dialed, and after a failure */
+	nng_aio *aio; /* no callback: each step waited for */
+};
 
 /* The host part of "tls+tcp://HOST:PORT" into out. */
 static void url_host(const char *url, char *out, size_t out_len)
@@ -57,24 +69,69 @@ static int tls_config(const worker_config *cfg, nng_tls_config **out)
 	return 0;
 }
 
-int worker_hub_dial(nng_socket sock, const worker_config *cfg, int flags)
+int hub_link_new(const worker_config *cfg, hub_link **out)
 {
+	hub_link *l = calloc(1, sizeof(*l));
 	nng_tls_config *t = NULL;
-	nng_dialer d;
 	int rv;
 
-	if ((rv = nng_dialer_create(&d, sock, cfg->hub)) != 0)
-		return rv;
-	if (strncmp(cfg->hub, "tls+", 4) == 0) {
-		if ((rv = tls_config(cfg, &t)) != 0 || (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, t)) != 0) {
-			if (t)
-				nng_tls_config_free(t);
-			nng_dialer_close(d);
-			return rv;
-		}
+	if (!l)
+		return NNG_ENOMEM;
+	if ((rv = nng_stream_dialer_alloc(&l->dialer, cfg->hub)) == 0 && strncmp(cfg->hub, "tls+", 4) == 0 &&
+	    (rv = tls_config(cfg, &t)) == 0) {
+		rv = nng_stream_dialer_set_ptr(l->dialer, NNG_OPT_TLS_CONFIG, t);
 		nng_tls_config_free(t); /* the dialer holds its own reference */
 	}
-	if ((rv = nng_dialer_start(d, flags)) != 0)
-		nng_dialer_close(d);
+	if (rv == 0)
+		rv = nng_aio_alloc(&l->aio, NULL, NULL);
+	if (rv != 0) {
+		hub_link_free(l);
+		return rv;
+	}
+	*out = l;
+	return 0;
+}
+
+int hub_link_connect(hub_link *l, int timeout_ms)
+{
+	int rv;
+
+	if (l->stream)
+		return 0;
+	nng_aio_set_timeout(l->aio, timeout_ms);
+	nng_stream_dialer_dial(l->dialer, l->aio);
+	nng_aio_wait(l->aio);
+	if ((rv = nng_aio_result(l->aio)) == 0)
+		l->stream = nng_aio_get_output(l->aio, 0);
 	return rv;
+}
+
+int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout_ms, uint8_t **reply, size_t *reply_len)
+{
+	int rv;
+
+	if ((rv = hub_link_connect(l, timeout_ms)) != 0)
+		return rv;
+	nng_aio_set_timeout(l->aio, timeout_ms);
+	if ((rv = wire_send(l->stream, l->aio, frame, len)) == 0)
+		rv = wire_recv(l->stream, l->aio, PROTO_FRAME_MAX, reply, reply_len);
+	if (rv != 0) {
+		/* A late answer would be taken for the next one's: start over. */
+		nng_stream_free(l->stream);
+		l->stream = NULL;
+	}
+	return rv;
+}
+
+void hub_link_free(hub_link *l)
+{
+	if (!l)
+		return;
+	if (l->stream)
+		nng_stream_free(l->stream);
+	if (l->aio)
+		nng_aio_free(l->aio);
+	if (l->dialer)
+		nng_stream_dialer_free(l->dialer);
+	free(l);
 }

@@ -1,7 +1,7 @@
 /*
  * The functions strand-worker provides to its plugins (strand_plugin.h):
- * queues and pipes over nng, on a REQ socket of their own to the gateway's
- * hub, opened on first use. strand-worker is linked with its symbols
+ * queues and pipes, on a connection of their own to the gateway's hub
+ * (hub_link.c), dialed on first use. strand-worker is linked with its symbols
  * exported, so a plugin's references to them resolve at dlopen.
  *
  * The plugin ABI has no context argument (a plugin is plain C calling
@@ -11,19 +11,19 @@
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/common.h"
 #include "proto/frame.h"
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
 static struct api {
 	const worker_config *cfg;
-	nng_socket sock;
-	int open;
+	hub_link *link;
 } api;
 
 void worker_api_init(const worker_config *cfg)
@@ -33,9 +33,8 @@ void worker_api_init(const worker_config *cfg)
 
 void worker_api_fini(void)
 {
-	if (api.open)
-		nng_close(api.sock);
-	api.open = 0;
+	hub_link_free(api.link);
+	api.link = NULL;
 }
 
 /* One call; on success *reply is the answer (free with
@@ -44,7 +43,7 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 {
 	uint8_t *frame = NULL;
 	size_t len;
-	void *buf = NULL;
+	uint8_t *buf = NULL;
 	size_t buf_len;
 	ProtobufCMessage *msg = NULL;
 	char detail[256];
@@ -56,35 +55,32 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 		        " Process runs\n");
 		return -1;
 	}
-	if (!api.open) {
-		/* Dialed in the background, redialed while the gateway restarts:
-		 * the call waits for a connection within its receive timeout. */
-		if ((rv = nng_req0_open(&api.sock)) != 0 ||
-		    (rv = nng_socket_set_ms(api.sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
-		    (rv = worker_hub_dial(api.sock, api.cfg, NNG_FLAG_NONBLOCK)) != 0) {
+	if (!api.link && (rv = hub_link_new(api.cfg, &api.link)) != 0) {
+		fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
+		return -1;
+	}
+	/* While the gateway restarts, the call waits up to 30 s for it. Only
+	 * the dial is tried again: a call that went out is never sent twice. */
+	for (int64_t give_up = cm_now_ms() + 30000; (rv = hub_link_connect(api.link, 5000)) != 0;) {
+		if (cm_now_ms() >= give_up) {
 			fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
-			nng_close(api.sock); /* of an open that failed: NNG_ECLOSED, harmless */
 			return -1;
 		}
-		nng_socket_set_size(api.sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
-		nng_socket_set_ms(api.sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-		api.open = 1;
+		usleep(100 * 1000);
 	}
 	c->worker_id = (char *)api.cfg->worker_id;
 	c->pool_id = (char *)api.cfg->pool_id;
-	nng_socket_set_ms(api.sock, NNG_OPT_RECVTIMEO, wait_ms + 30000);
 	if (proto_frame_encode(PROTO_QUEUE_CALL, api.cfg->worker_id, api.cfg->secret, &c->base, &frame, &len) != CM_OK)
 		return -1;
-	rv = nng_send(api.sock, frame, len, 0);
+	/* A call that waits for an item may be answered after wait_ms. */
+	rv = hub_link_exchange(api.link, frame, len, wait_ms + 30000, &buf, &buf_len);
 	free(frame);
-	if (rv == 0)
-		rv = nng_recv(api.sock, &buf, &buf_len, NNG_FLAG_ALLOC);
 	if (rv != 0) {
 		fprintf(stderr, "strand: hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
 		return -1;
 	}
 	rv = proto_frame_decode(PROTO_QUEUE_REPLY, buf, buf_len, &msg, detail, sizeof(detail));
-	nng_free(buf, buf_len);
+	free(buf);
 	if (rv != CM_OK) {
 		/* The hub refuses with a Batch when it cannot read the call. */
 		fprintf(stderr, "strand: the hub refused the call\n");

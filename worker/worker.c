@@ -23,7 +23,6 @@
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +90,9 @@ typedef struct worker {
 	atomic_int *stop;
 	worker_fns *fns;
 
-	nng_socket sock;
+	hub_link *link;
+	int recv_ms; /* the longest one exchange's step may take */
+	int link_down; /* the last exchange failed: said once, not at every redial */
 
 	pthread_mutex_t mu;
 	pthread_cond_t wake; /* a thread with nothing to do waits for something to do */
@@ -428,14 +429,13 @@ static size_t target_in_hand(const worker *w)
  * task) filled by the caller, plus the nsend results in sent (a snapshot of
  * the outbox's head: the executor may grow the outbox meanwhile).
  * Returns CM_OK with *batch set, or an error. */
-static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result *sent, size_t nsend,
-                    Strand__Batch **batch)
+static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t nsend, Strand__Batch **batch)
 {
 	Strand__Result *rs = NULL;
 	Strand__Result **rp = NULL;
 	uint8_t *frame = NULL;
 	size_t frame_len;
-	void *reply = NULL;
+	uint8_t *reply = NULL;
 	size_t reply_len;
 	ProtobufCMessage *msg = NULL;
 	char detail[256];
@@ -468,13 +468,14 @@ static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result
 	err = proto_frame_encode(PROTO_PULL, w->cfg->worker_id, w->cfg->secret, &pull->base, &frame, &frame_len);
 	if (err != CM_OK)
 		goto out;
-	if ((rv = nng_send(sock, frame, frame_len, 0)) != 0 ||
-	    (rv = nng_recv(sock, &reply, &reply_len, NNG_FLAG_ALLOC)) != 0) {
-		if (rv != NNG_ETIMEDOUT)
+	if ((rv = hub_link_exchange(w->link, frame, frame_len, w->recv_ms, &reply, &reply_len)) != 0) {
+		if (!w->link_down && rv != NNG_ETIMEDOUT)
 			cm_warn("hub %s: %s", w->cfg->hub, nng_strerror(rv));
+		w->link_down = 1;
 		err = CM_EUNAVAIL;
 		goto out;
 	}
+	w->link_down = 0;
 	err = proto_frame_decode_in(&w->batches, PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail));
 	if (err != CM_OK) {
 		cm_warn("refusing a frame from the hub: %s", detail);
@@ -483,8 +484,7 @@ static int exchange(worker *w, nng_socket sock, Strand__Pull *pull, const result
 	}
 	*batch = (Strand__Batch *)msg;
 out:
-	if (reply)
-		nng_free(reply, reply_len);
+	free(reply);
 	free(frame);
 	free(rs);
 	free(rp);
@@ -556,7 +556,7 @@ static void talk(worker *w)
 	w->talking = 1;
 	pthread_mutex_unlock(&w->mu);
 
-	err = exchange(w, w->sock, &pull, sent, nsend, &batch);
+	err = exchange(w, &pull, sent, nsend, &batch);
 	free(sent);
 	free(held);
 
@@ -645,12 +645,7 @@ static void *take_turns(void *arg)
 
 int worker_run(const worker_config *cfg, atomic_int *stop)
 {
-	worker w = {.cfg = cfg,
-	            .stop = stop,
-	            .avg_ms = -1,
-	            .pid = (uint64_t)getpid(),
-	            .sock = NNG_SOCKET_INITIALIZER,
-	            .last_ok = cm_now_ms()};
+	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1, .pid = (uint64_t)getpid(), .last_ok = cm_now_ms()};
 	int recv_ms = cfg->gateway_timeout_s * 1000 / 2;
 	pthread_t other;
 	int rv;
@@ -680,18 +675,12 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	}
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.wake, NULL);
-	/* Redial a gateway that went away at least 4 times a second (nng backs
-	 * off up to this): a restarted gateway gets its workers back quickly. */
-	recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
-	          : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
-	                                          : recv_ms;
-	if ((rv = nng_req0_open(&w.sock)) != 0 ||
-	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
-	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_RECVTIMEO, recv_ms)) != 0 ||
-	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_SENDTIMEO, recv_ms)) != 0 ||
-	    (rv = nng_socket_set_size(w.sock, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX)) != 0 ||
-	    (rv = nng_socket_set_ms(w.sock, NNG_OPT_RECONNMAXT, 250)) != 0 ||
-	    (rv = worker_hub_dial(w.sock, cfg, NNG_FLAG_NONBLOCK)) != 0) {
+	/* A failed exchange is tried again after 100 ms, dialing anew: a
+	 * restarted gateway gets its workers back quickly. */
+	w.recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
+	            : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
+	                                            : recv_ms;
+	if ((rv = hub_link_new(cfg, &w.link)) != 0) {
 		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
 		w.code = 1;
 		goto out_sock;
@@ -707,7 +696,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	pthread_join(other, NULL);
 	worker_api_fini();
 out_sock:
-	nng_close(w.sock);
+	hub_link_free(w.link);
 	ring_fini(&w.ahead);
 	ring_fini(&w.others);
 	for (size_t i = 0; i < w.nout; i++)

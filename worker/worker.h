@@ -14,13 +14,13 @@
 #ifndef WORKER_WORKER_H
 #define WORKER_WORKER_H
 
-#include <nng/nng.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "common/common.h"
 
 typedef struct worker_config {
-	const char *hub; /* nng URL of the gateway's hub */
+	const char *hub; /* the gateway's hub: tcp://, tls+tcp:// or ipc:// */
 	const char *pool_id;
 	const char *worker_id;
 	const char *secret;
@@ -33,9 +33,19 @@ typedef struct worker_config {
 	const char *hub_server_name; /* ... and the name its certificate carries; NULL: the URL's host */
 } worker_config;
 
-/* Dials cfg->hub on sock (nng_dial flags), with TLS for a tls+tcp:// hub.
- * Returns 0 or an nng error. */
-int worker_hub_dial(nng_socket sock, const worker_config *cfg, int flags);
+/* A connection to cfg->hub (hub_link.c), with TLS for a tls+tcp:// hub;
+ * cfg is borrowed. Returns 0 or an nng error. */
+typedef struct hub_link hub_link;
+int hub_link_new(const worker_config *cfg, hub_link **out);
+/* Dials, unless connected, within timeout_ms. Returns 0 or nng's error. */
+int hub_link_connect(hub_link *l, int timeout_ms);
+/* Sends frame and reads the hub's answer into *reply (new, the caller frees
+ * it), dialing first when not connected; each step (dial, send, receive)
+ * within timeout_ms. Returns 0 or nng's error, after which the next
+ * exchange dials again. One exchange at a time. */
+int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout_ms, uint8_t **reply,
+                      size_t *reply_len);
+void hub_link_free(hub_link *l);
 
 /* The plugin API's connection (plugin_api.c): set before tasks run. */
 void worker_api_init(const worker_config *cfg);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -84,6 +85,13 @@ static void spawn(gateway *g, const char *const *extra)
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
+		}
+		/* A test of what the gateway does at its open-file limit sets it
+		 * (soft and hard: the gateway raises its soft limit to the hard). */
+		const char *nofile = getenv("STRAND_TEST_OPEN_FILES");
+		if (nofile) {
+			struct rlimit rl = {(rlim_t)atol(nofile), (rlim_t)atol(nofile)};
+			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		/* Each gateway makes its own token next to its own database. */
 		unsetenv("STRAND_TOKEN_FILE");
