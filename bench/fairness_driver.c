@@ -73,6 +73,21 @@ static int job_done(strand_client *c, const char *job)
 	return done;
 }
 
+/* How many of job's tasks are done, or -1. */
+static double tasks_done(strand_client *c, const char *job)
+{
+	char path[64];
+	json_t *view = NULL;
+	double done;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	if (strand_request(c, "GET", path, NULL, &view) != 200)
+		return -1;
+	done = (double)json_integer_value(json_object_get(view, "done"));
+	json_decref(view);
+	return done;
+}
+
 /* CONNS connections for seconds, or until job (if not NULL) is done, which
  * c looks at every 20 ms: requests a second, p50 and p99 in ms, and the
  * phase's length in s. */
@@ -149,10 +164,16 @@ int main(int argc, char **argv)
 	    got.n != 10 || got.failed)
 		return 1;
 	double small_ms = (cm_now_s() - t) * 1000.0;
+	double before = tasks_done(c, job);
 	if (phase(url, pool, conns, seconds, c, job, loaded) != 0)
 		return 1;
-	printf("%.0f %.3f %.3f %.0f %.3f %.3f %.2f %.1f\n", idle[0], idle[1], idle[2], loaded[0], loaded[1], loaded[2],
-	       loaded[3], small_ms);
+	/* The large map's pace during the applies, and alone for a second
+	 * after them (when it was not done by then). */
+	double during = tasks_done(c, job), t_alone = cm_now_s();
+	usleep(1000 * 1000);
+	double alone = (tasks_done(c, job) - during) / (cm_now_s() - t_alone);
+	printf("%.0f %.3f %.3f %.0f %.3f %.3f %.2f %.1f %.0f %.0f\n", idle[0], idle[1], idle[2], loaded[0], loaded[1],
+	       loaded[2], loaded[3], small_ms, (during - before) / loaded[3], during < map_tasks ? alone : -1.0);
 	json_decref(big);
 	json_decref(ten);
 	strand_pool_terminate(c, pool);

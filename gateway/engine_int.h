@@ -54,6 +54,11 @@
  * short map): a worker runs its tasks before those it holds, taking turns
  * with them, so it does not wait behind a large map's batch. */
 #define SMALL_JOB_TASKS 64
+/* While small jobs keep coming (one came within BESIDE_SMALL_MS, and some
+ * are open), a large job's turn in a batch is at most BESIDE_SMALL_TURN
+ * tasks (engine__assign). */
+#define BESIDE_SMALL_MS 100
+#define BESIDE_SMALL_TURN 32
 /* The functions a pool keeps a run time of (engine_costs.c). */
 #define POOL_COSTS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few
@@ -360,6 +365,8 @@ typedef struct pool {
 	int fail_streak; /* workers that exited without ever connecting */
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
+	int64_t open_small; /* of open_jobs, the small ones (SMALL_JOB_TASKS) */
+	int64_t small_at; /* when a small job last came (cm_now_ms) */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
 	int settling; /* terminating, every worker ended: waits for BX_SETTLED */
 	waitlist delete_waiters;
@@ -434,6 +441,7 @@ int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, ch
 job *engine__job_find(engine *e, const char *id);
 int engine__job_reserve(pool *p); /* room for one more job in p: before anything of it is stored */
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
+void engine__job_opened(job *j); /* counted among its pool's open jobs, until it ends */
 job_context *engine__context_new(const void *text, size_t len); /* NULL: out of memory */
 void engine__contexts_free(job_context *c); /* c and those after it */
 int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* tasks lo..hi to the pool's queue */

@@ -152,6 +152,21 @@ static void retire_context(engine *e, job *j)
 	j->context = NULL;
 }
 
+void engine__job_opened(job *j)
+{
+	j->pool->open_jobs++;
+	if (j->total <= SMALL_JOB_TASKS) {
+		j->pool->open_small++;
+		j->pool->small_at = cm_now_ms();
+	}
+}
+
+static void job_closed(job *j)
+{
+	j->pool->open_jobs--;
+	j->pool->open_small -= j->total <= SMALL_JOB_TASKS;
+}
+
 void engine__job_check_done(engine *e, job *j)
 {
 	if (j->done < j->total || j->state != JOB_RUNNING)
@@ -160,7 +175,7 @@ void engine__job_check_done(engine *e, job *j)
 	j->state = JOB_DONE;
 	j->ended_ms = cm_wall_ms();
 	store_job_set_state(e->st, j->num, job_state_names[j->state], j->ended_ms);
-	j->pool->open_jobs--;
+	job_closed(j);
 	if (j->waiters)
 		engine__applies_end(e, j);
 	engine__event_job(e, j);
@@ -280,7 +295,7 @@ static void job_cancel(engine *e, job *j, const char *why)
 	j->ended_ms = cm_wall_ms();
 	retire_context(e, j);
 	store_job_set_state(e->st, j->num, "cancelling", j->ended_ms);
-	j->pool->open_jobs--;
+	job_closed(j);
 	if (j->waiters) /* they look once: an apply's cancelled result is in by then, as a rule */
 		engine__applies_end(e, j);
 	engine__event_job(e, j);
@@ -679,6 +694,12 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	int64_t turn = p->open_jobs > 1 ? target / p->open_jobs : target;
 	if (turn < 1)
 		turn = 1;
+	/* While small jobs keep coming (applies, a manager's calls: one came
+	 * in the last BESIDE_SMALL_MS and some are open), a large job goes
+	 * BESIDE_SMALL_TURN tasks a turn: each of its turns costs the cycle
+	 * that records it, and the small jobs wait for those cycles. A long
+	 * apply alone, or two maps, hold no one back. */
+	int beside_small = p->open_small > 0 && cm_now_ms() - p->small_at < BESIDE_SMALL_MS;
 	while (given < target && (r = prev ? prev->next : p->qhead)) {
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
@@ -702,6 +723,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 			take = free_one;
 		if (take > turn)
 			take = turn;
+		if (beside_small && j->total > SMALL_JOB_TASKS && take > BESIDE_SMALL_TURN)
+			take = BESIDE_SMALL_TURN;
 		if (take > target - given)
 			take = target - given;
 		if (take <= 0 && probe && skipped++ < PROBE_SKIPS) {

@@ -137,9 +137,9 @@ static void load_job(void *ctx, const store_job *sj)
 	j->pool = p;
 	p->tasks_done += j->done;
 	p->tasks_failed += j->failed;
-	if (j->state == JOB_RUNNING)
-		p->open_jobs++;
 	engine__job_attach(e, p, j);
+	if (j->state == JOB_RUNNING)
+		engine__job_opened(j);
 	if (cancelling) /* its missing results were still being filled */
 		engine__cancel_rest(e, j, "cancelled");
 }

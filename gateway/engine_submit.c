@@ -205,7 +205,7 @@ static int map_start(engine *e, op *o)
 	m->command = NULL;
 	m->ncommand = 0;
 	engine__job_attach(e, p, j);
-	p->open_jobs++;
+	engine__job_opened(j);
 	if (m->args.n)
 		return fill_start(e, o, j, &m->args, j->base);
 	engine__job_check_done(e, j);

@@ -469,7 +469,8 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
  * applies beside a large map (10 open jobs), a pull that may take 404
  * (its share of the queue) takes 40 of the map, the 9 applies, and the
  * map's next turn of 40 (before, the map's 201 filled the batch and the
- * applies waited for the next pull). */
+ * applies waited for the next pull). The applies came 150 ms before: as
+ * long applies' would, they leave the map its share. */
 static void test_large_job_turn_shared_among_open_jobs(void **state)
 {
 	fixture *f = *state;
@@ -482,6 +483,7 @@ static void test_large_job_turn_shared_among_open_jobs(void **state)
 	assert_int_equal(a2->ntasks, 201); /* 20 ms of 100 us tasks, alone in the pool */
 	for (int i = 0; i < 9; i++)
 		map_echo(f, 1);
+	usleep(150 * 1000); /* no small job came for 100 ms: no small turns (below) */
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
 	assert_int_equal(b->ntasks, 89);
 	for (size_t i = 0; i < 40; i++)
@@ -493,6 +495,55 @@ static void test_large_job_turn_shared_among_open_jobs(void **state)
 	batch_free(a);
 	batch_free(a2);
 	batch_free(b);
+}
+
+/* While small jobs keep coming (one in the last 100 ms, and some open), a
+ * large job's turn is 32 tasks: its results are recorded by the cycles the
+ * applies wait for. Two large maps side by side, and a map beside small
+ * jobs that came longer ago (long applies), keep their shares. */
+static void test_large_jobs_go_small_turns_while_small_jobs_come(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
+	uint64_t base = a->tasks[0].id;
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 201); /* 20 ms of 100 us tasks, alone in the pool */
+	map_echo(f, 2);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
+	assert_int_equal(b->ntasks, 66); /* 32 of the map, the 2 just come, 32 more */
+	for (size_t i = 0; i < 32; i++) {
+		assert_int_equal(b->tasks[i].id, base + 202 + i);
+		assert_int_equal(b->tasks[34 + i].id, base + 234 + i);
+	}
+	assert_int_equal(b->tasks[32].id, base + 1000);
+	assert_int_equal(b->tasks[33].id, base + 1001);
+	/* the small job ended (its results in): the map alone again */
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .done = b->tasks, .ndone = b->ntasks});
+	assert_int_equal(b2->ntasks, 201);
+	/* a small job that came 150 ms ago and has not ended: no small turns */
+	map_echo(f, 1);
+	usleep(150 * 1000);
+	test_batch *c = pull(f, f->w[0], (pull_args){.want = 1000, .done = a2->tasks, .ndone = a2->ntasks});
+	size_t first_turn = 0;
+	while (first_turn < c->ntasks && c->tasks[first_turn].id < base + 1000)
+		first_turn++;
+	assert_true(first_turn > 32);
+	/* a second large map beside the first: no small turns either */
+	map_echo(f, 1000);
+	test_batch *d = pull(f, f->w[1], (pull_args){.want = 1000, .done = b2->tasks, .ndone = b2->ntasks});
+	first_turn = 0;
+	while (first_turn < d->ntasks && d->tasks[first_turn].id < base + 1000)
+		first_turn++;
+	assert_true(first_turn > 32);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+	batch_free(b2);
+	batch_free(c);
+	batch_free(d);
 }
 
 /* A job of at most 64 tasks is small: its tasks go marked to run ahead of
@@ -548,10 +599,12 @@ static void test_small_job_served_during_large_map(void **state)
 	uint64_t big_first = a->tasks[0].id;
 	map_function(f, "pi", 3); /* ids big_first + 1000 .. + 1002, of a function not measured here */
 	uint64_t small_first = big_first + 1000;
-	/* a batch of the map (its turn), then the map waits behind the small job */
+	/* the map's turns (32 tasks beside a small job that just came) around
+	 * the small job's probe, which waits for a worker with room */
 	test_batch *b0 = pull(f, f->w[1], (pull_args){.want = 1000});
-	assert_int_equal(b0->ntasks, 201);
-	assert_int_equal(b0->tasks[0].id, big_first + 202);
+	assert_int_equal(b0->ntasks, 64);
+	for (size_t i = 0; i < b0->ntasks; i++)
+		assert_int_equal(b0->tasks[i].id, big_first + 202 + i);
 	/* busy (201 in hand): passes over the small job's probe, takes nothing more (no room) */
 	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 201});
 	assert_int_equal(a3->ntasks, 0);
@@ -559,11 +612,11 @@ static void test_small_job_served_during_large_map(void **state)
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000, .done = b0->tasks, .ndone = b0->ntasks});
 	assert_true(b->ntasks >= 2);
 	assert_int_equal(b->tasks[0].id, small_first);
-	assert_int_equal(b->tasks[1].id, big_first + 403);
+	assert_int_equal(b->tasks[1].id, big_first + 266);
 	for (size_t i = 1; i < b->ntasks; i++)
 		assert_true(b->tasks[i].id < small_first);
 	/* the probe answered: the small job's last two come in the next batch,
-	 * though 500-odd of the map's are queued before them */
+	 * though 600-odd of the map's are queued before them */
 	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 1000, .done = b->tasks, .ndone = b->ntasks});
 	int small = 0;
 	for (size_t i = 0; i < b2->ntasks; i++)
@@ -595,8 +648,8 @@ static void test_probe_to_a_worker_with_room(void **state)
 	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
 	uint64_t small_first = a->tasks[0].id + 1000;
 	map_function(f, "pi", 3); /* a function not measured here */
-	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000}); /* the map's turn */
-	assert_int_equal(b->ntasks, 201);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000}); /* the map's turns around the probe */
+	assert_int_equal(b->ntasks, 64);
 	/* 50 in hand of 100 us: 15 ms of room, the probe (priced as a batch) alone */
 	test_batch *c = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 50});
 	assert_int_equal(c->ntasks, 1);
@@ -623,8 +676,10 @@ static void test_small_map_of_a_measured_function_is_not_probed(void **state)
 	uint64_t small_first = a->tasks[0].id + 1000;
 	map_echo(f, 3);
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
-	assert_int_equal(b->ntasks, 251); /* its share of 502: the map's turn of 125, the small job, 123 more */
-	assert_int_equal(b->tasks[125].id, small_first);
+	/* the map's turn (32 beside a small job that just came), the small
+	 * job, the map's next turn */
+	assert_int_equal(b->ntasks, 67);
+	assert_int_equal(b->tasks[32].id, small_first);
 	size_t small = 0;
 	for (size_t i = 0; i < b->ntasks; i++)
 		if (b->tasks[i].id >= small_first) {
@@ -988,6 +1043,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_small_job_served_during_large_map, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_jobs_tasks_run_ahead, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_large_job_turn_shared_among_open_jobs, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_large_jobs_go_small_turns_while_small_jobs_come, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_map_of_a_measured_function_is_not_probed, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
