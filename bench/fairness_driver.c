@@ -59,16 +59,25 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int job_done(strand_client *c, const char *job)
+/* Job's view, new, or NULL. */
+static json_t *job_view(strand_client *c, const char *job)
 {
 	char path[64];
 	json_t *view = NULL;
-	int done;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	if (strand_request(c, "GET", path, NULL, &view) != 200)
-		return -1;
-	done = strcmp(json_string_value(json_object_get(view, "state")) ?: "", "done") == 0;
+	if (strand_request(c, "GET", path, NULL, &view) == 200)
+		return view;
+	json_decref(view);
+	return NULL;
+}
+
+/* Whether job is done (1, 0), or -1. */
+static int job_done(strand_client *c, const char *job)
+{
+	json_t *view = job_view(c, job);
+	int done = view ? strcmp(json_string_value(json_object_get(view, "state")) ?: "", "done") == 0 : -1;
+
 	json_decref(view);
 	return done;
 }
@@ -76,14 +85,9 @@ static int job_done(strand_client *c, const char *job)
 /* How many of job's tasks are done, or -1. */
 static double tasks_done(strand_client *c, const char *job)
 {
-	char path[64];
-	json_t *view = NULL;
-	double done;
+	json_t *view = job_view(c, job);
+	double done = view ? (double)json_integer_value(json_object_get(view, "done")) : -1;
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	if (strand_request(c, "GET", path, NULL, &view) != 200)
-		return -1;
-	done = (double)json_integer_value(json_object_get(view, "done"));
 	json_decref(view);
 	return done;
 }

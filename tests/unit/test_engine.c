@@ -465,6 +465,19 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
 	batch_free(h);
 }
 
+/* A pool of two whose first worker has the probe of a 1,000-task echo map
+ * (*a) and then its 201 next (*a2: 20 ms of 100 us tasks, alone in the
+ * pool); the map's first id. */
+static uint64_t map_under_way(fixture *f, test_batch **a, test_batch **a2)
+{
+	pool_of_two(f, "");
+	map_echo(f, 1000);
+	*a = pull(f, f->w[0], (pull_args){.want = 1000});
+	*a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = (*a)->tasks, .ndone = 1});
+	assert_int_equal((*a2)->ntasks, 201);
+	return (*a)->tasks[0].id;
+}
+
 /* A job's turn in a batch is its share among the pool's open jobs: with 9
  * applies beside a large map (10 open jobs), a pull that may take 404
  * (its share of the queue) takes 40 of the map, the 9 applies, and the
@@ -475,12 +488,8 @@ static void test_large_job_turn_shared_among_open_jobs(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 1000);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
-	uint64_t base = a->tasks[0].id;
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
-	assert_int_equal(a2->ntasks, 201); /* 20 ms of 100 us tasks, alone in the pool */
+	test_batch *a, *a2;
+	uint64_t base = map_under_way(f, &a, &a2);
 	for (int i = 0; i < 9; i++)
 		map_echo(f, 1);
 	usleep(150 * 1000); /* no small job came for 100 ms: no small turns (below) */
@@ -505,12 +514,8 @@ static void test_large_jobs_go_small_turns_while_small_jobs_come(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 1000);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
-	uint64_t base = a->tasks[0].id;
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
-	assert_int_equal(a2->ntasks, 201); /* 20 ms of 100 us tasks, alone in the pool */
+	test_batch *a, *a2;
+	uint64_t base = map_under_way(f, &a, &a2);
 	map_echo(f, 2);
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
 	assert_int_equal(b->ntasks, 66); /* 32 of the map, the 2 just come, 32 more */
