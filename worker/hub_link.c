@@ -10,6 +10,7 @@
  */
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,24 @@ struct hub_link {
 	nng_stream_dialer *dialer;
 	nng_stream *stream; /* NULL until dialed, and after a failure */
 	nng_aio *aio; /* no callback: each step waited for */
+	/* With watch_idle: a read posted between exchanges, so a connection
+	 * the gateway closed meanwhile (it restarted) is known for dead before
+	 * the next exchange goes out on it. */
+	nng_aio *watch;
+	uint8_t watch_byte;
+	int watching;
+	atomic_int dead;
 };
+
+/* The watch ended: cancelled (the next exchange comes), or the connection
+ * closed or sent what the hub never sends unasked. */
+static void on_watch(void *arg)
+{
+	hub_link *l = arg;
+
+	if (nng_aio_result(l->watch) != NNG_ECANCELED)
+		atomic_store(&l->dead, 1);
+}
 
 /* The host part of "tls+tcp://HOST:PORT" into out. */
 static void url_host(const char *url, char *out, size_t out_len)
@@ -69,7 +87,7 @@ static int tls_config(const worker_config *cfg, nng_tls_config **out)
 	return 0;
 }
 
-int hub_link_new(const worker_config *cfg, hub_link **out)
+int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out)
 {
 	hub_link *l = calloc(1, sizeof(*l));
 	nng_tls_config *t = NULL;
@@ -84,6 +102,8 @@ int hub_link_new(const worker_config *cfg, hub_link **out)
 	}
 	if (rv == 0)
 		rv = nng_aio_alloc(&l->aio, NULL, NULL);
+	if (rv == 0 && watch_idle)
+		rv = nng_aio_alloc(&l->watch, on_watch, l);
 	if (rv != 0) {
 		hub_link_free(l);
 		return rv;
@@ -96,6 +116,15 @@ int hub_link_connect(hub_link *l, int timeout_ms)
 {
 	int rv;
 
+	if (l->watching) {
+		nng_aio_cancel(l->watch);
+		nng_aio_wait(l->watch);
+		l->watching = 0;
+		if (atomic_exchange(&l->dead, 0)) {
+			nng_stream_free(l->stream);
+			l->stream = NULL;
+		}
+	}
 	if (l->stream)
 		return 0;
 	nng_aio_set_timeout(l->aio, timeout_ms);
@@ -119,6 +148,11 @@ int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout
 		/* A late answer would be taken for the next one's: start over. */
 		nng_stream_free(l->stream);
 		l->stream = NULL;
+	} else if (l->watch) {
+		nng_iov iov = {.iov_buf = &l->watch_byte, .iov_len = 1};
+		nng_aio_set_iov(l->watch, 1, &iov);
+		nng_stream_recv(l->stream, l->watch);
+		l->watching = 1;
 	}
 	return rv;
 }
@@ -127,8 +161,12 @@ void hub_link_free(hub_link *l)
 {
 	if (!l)
 		return;
+	if (l->watch)
+		nng_aio_stop(l->watch);
 	if (l->stream)
 		nng_stream_free(l->stream);
+	if (l->watch)
+		nng_aio_free(l->watch);
 	if (l->aio)
 		nng_aio_free(l->aio);
 	if (l->dialer)

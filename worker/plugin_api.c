@@ -55,7 +55,7 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 		        " Process runs\n");
 		return -1;
 	}
-	if (!api.link && (rv = hub_link_new(api.cfg, &api.link)) != 0) {
+	if (!api.link && (rv = hub_link_new(api.cfg, 1, &api.link)) != 0) {
 		fprintf(stderr, "strand: cannot reach the hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
 		return -1;
 	}

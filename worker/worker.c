@@ -680,7 +680,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	w.recv_ms = recv_ms < RECV_TIMEOUT_MIN_MS   ? RECV_TIMEOUT_MIN_MS
 	            : recv_ms > RECV_TIMEOUT_MAX_MS ? RECV_TIMEOUT_MAX_MS
 	                                            : recv_ms;
-	if ((rv = hub_link_new(cfg, &w.link)) != 0) {
+	if ((rv = hub_link_new(cfg, 0, &w.link)) != 0) {
 		cm_error("cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
 		w.code = 1;
 		goto out_sock;

@@ -34,9 +34,12 @@ typedef struct worker_config {
 } worker_config;
 
 /* A connection to cfg->hub (hub_link.c), with TLS for a tls+tcp:// hub;
- * cfg is borrowed. Returns 0 or an nng error. */
+ * cfg is borrowed. With watch_idle, one the gateway closed between two
+ * exchanges (a restart) is dialed anew before the next, at the cost of a
+ * thread hand-off an exchange: for connections that are idle long, not a
+ * worker's own. Returns 0 or an nng error. */
 typedef struct hub_link hub_link;
-int hub_link_new(const worker_config *cfg, hub_link **out);
+int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out);
 /* Dials, unless connected, within timeout_ms. Returns 0 or nng's error. */
 int hub_link_connect(hub_link *l, int timeout_ms);
 /* Sends frame and reads the hub's answer into *reply (new, the caller frees

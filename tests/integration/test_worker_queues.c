@@ -36,21 +36,26 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs one task of qp.so:fn on arg (stolen) inside a worker; returns its
- * outcome item (new reference). */
-static json_t *task(const char *fn, json_t *arg)
+/* Runs one task of qp.so:fn on arg (stolen) inside a worker of on's pool
+ * in_pool; returns its outcome item (new reference). */
+static json_t *task_on(const gateway *on, const char *in_pool, const char *fn, json_t *arg)
 {
 	char path[128], function[32];
 	response r;
 	json_t *item;
 
-	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=60", pool);
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=60", in_pool);
 	snprintf(function, sizeof(function), "qp.so:%s", fn);
-	r = http_json(&g, "POST", path, json_pack("{s:s, s:o}", "function", function, "arg", arg));
+	r = http_json(on, "POST", path, json_pack("{s:s, s:o}", "function", function, "arg", arg));
 	assert_int_equal(r.status, 200);
 	item = json_incref(r.json);
 	response_free(&r);
 	return item;
+}
+
+static json_t *task(const char *fn, json_t *arg)
+{
+	return task_on(&g, pool, fn, arg);
 }
 
 static void test_queue_both_ways(void **state)
@@ -84,6 +89,38 @@ static void test_queue_both_ways(void **state)
 	assert_true(json_is_null(json_object_get(t, "value")));
 	json_decref(t);
 	free(q);
+}
+
+/* A worker keeps its queue connection from task to task. The gateway
+ * crashes and starts again, the worker lives on: its next task's queue
+ * call finds that connection closed and dials again, instead of failing. */
+static void test_queue_calls_after_a_gateway_restart(void **state)
+{
+	gateway h;
+	char path[160];
+
+	(void)state;
+	gateway_start(&h, NULL);
+	char *one = pool_create(&h, 1);
+	pool_wait_connected(&h, one, 1);
+	char *q = http_create(&h, "/v1/queues", NULL);
+	json_t *t = task_on(&h, one, "put", json_pack("{s:s, s:i}", "queue", q, "item", 1));
+	assert_true(json_is_true(json_object_get(t, "ok")));
+	json_decref(t);
+	gateway_kill(&h);
+	gateway_restart(&h);
+	pool_wait_connected(&h, one, 1); /* the same worker, adopted */
+	t = task_on(&h, one, "put", json_pack("{s:s, s:i}", "queue", q, "item", 2));
+	if (!json_is_true(json_object_get(t, "ok")))
+		fail_msg("the put after the restart: %s", json_string_value(json_object_get(t, "error")));
+	json_decref(t);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=10", q);
+	response r = http(&h, "GET", path, NULL, NULL);
+	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
+	response_free(&r);
+	free(q);
+	free(one);
+	gateway_cleanup(&h);
 }
 
 static void test_pipe_between_worker_and_http(void **state)
@@ -128,6 +165,7 @@ int main(void)
 	        cmocka_unit_test(test_queue_both_ways),
 	        cmocka_unit_test(test_pipe_between_worker_and_http),
 	        cmocka_unit_test(test_refusals_are_task_errors),
+	        cmocka_unit_test(test_queue_calls_after_a_gateway_restart),
 	};
 	return cmocka_run_group_tests_name("worker_queues", tests, setup, teardown);
 }
