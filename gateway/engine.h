@@ -249,7 +249,8 @@ typedef struct engine_queue_reply {
 
 /* How the engine answers the hub, on the engine's thread: each pull or
  * queue call exactly once, by batch or queue_reply, or by drop (no answer:
- * the worker's request times out and it asks again). */
+ * the hub ends that connection; a worker that lives asks again). A slot
+ * is where the answer goes: the connection the request came on. */
 typedef struct engine_link {
 	void *ctx;
 	void (*batch)(void *ctx, hub_slot *slot, const engine_batch *b);
