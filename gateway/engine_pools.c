@@ -364,7 +364,9 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 		answer_delete_waiters(e, p);
 		return;
 	}
-	if (p->state == POOL_FAILED)
+	/* A pool being deleted stays so: nothing below (a failure seen from
+	 * the workers it stops, replacements) applies to it. */
+	if (p->state == POOL_FAILED || p->state == POOL_TERMINATING)
 		return;
 	if (p->spec.manager[0] && p->workers_lost > 0) {
 		/* A manager's state lived in its one process: a new one would

@@ -862,15 +862,52 @@ static void get_done(void *ctx)
 	pthread_mutex_unlock(&g->mu);
 }
 
-/* Waits for c, started with get_done and g; its error, *out the answer. */
+/* Waits (20 s at most: a call never answered fails the test) for c,
+ * started with get_done and g; its error, *out the answer. */
 static int await_call(engine_call *c, get_wait *g, json_t **out, char *detail, size_t detail_len)
 {
+	struct timespec until = cm_timespec_in(CLOCK_REALTIME, 20000);
+	int done;
+
 	assert_non_null(c);
 	pthread_mutex_lock(&g->mu);
-	while (!g->done)
-		pthread_cond_wait(&g->cv, &g->mu);
+	while (!g->done && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0)
+		;
+	done = g->done;
 	pthread_mutex_unlock(&g->mu);
+	if (!done)
+		fail_msg("the engine did not answer within 20 s");
 	return engine_call_finish(c, out, detail, detail_len);
+}
+
+/* A pool that failed (its workers kept exiting before they connected) is
+ * deleted: the DELETE is answered once its backend released them, though
+ * the failure is still there to be seen while it waits for that. */
+static void test_failed_pool_delete_answered(void **state)
+{
+	fixture *f = *state;
+	static get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	char detail[256] = "", id[32];
+	json_t *out = NULL;
+	int failed = 0;
+
+	pool_of_two(f, "");
+	for (int i = 0; i < FAKE_RUNS_MAX && !failed; i++) {
+		assert_string_not_equal(fake_backend_worker(f->fake, i, id), "");
+		fake_backend_exit(f->fake, id, 1);
+		for (int k = 0; k < 100 && fake_backend_runs(f->fake) <= i + 1 && !failed; k++) {
+			usleep(10000);
+			assert_int_equal(engine_pool_get(f->e, f->pool, &out), CM_OK);
+			failed = strcmp(json_string_value(json_object_get(out, "state")), "failed") == 0;
+			json_decref(out);
+		}
+	}
+	assert_true(failed);
+	fake_backend_set_release_ms(f->fake, 300);
+	engine_call *c = engine_pool_delete_start(f->e, f->pool, get_done, &g);
+	assert_int_equal(await_call(c, &g, &out, detail, sizeof(detail)), CM_OK);
+	assert_string_equal(json_string_value(json_object_get(out, "state")), "terminated");
+	json_decref(out);
 }
 
 /* Pops one item from end (or a queue with end -1); its error, *out the answer. */
@@ -1058,6 +1095,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_timeout_fails_the_task_and_replaces_the_worker, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pool_delete_answered_after_release, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_failed_pool_delete_answered, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_find_their_job_among_many, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_ended_jobs_removed_after_retention, setup_retain_2s, teardown),
 	};
