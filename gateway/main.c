@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/tsan_suppressions.h"
 #include "gateway/api.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"

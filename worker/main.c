@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "common/tsan_suppressions.h"
 #include "worker/worker.h"
 
 /* The one global: set by signal handlers, which may run on any thread
