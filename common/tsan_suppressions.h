@@ -1,5 +1,6 @@
 /*
- * Included once by each program's main.c (it defines a function): under
+ * Included once by each program that uses nng streams (it defines a
+ * function; the gateway's and the worker's main.c, test_rogue_worker): under
  * ThreadSanitizer, the suppressions a program carries itself, so that they
  * hold wherever it runs (a worker in a container or a pod included, whose
  * environment has no TSAN_OPTIONS).

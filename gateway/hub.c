@@ -18,7 +18,7 @@
  * drop (a pull of a worker that is gone) closes it.
  *
  * What a peer that knows no secret can make the hub hold is small: a
- * frame's header is read first (HEAD_MAX bytes at most) and its sender
+ * frame's header is read first (PROTO_HEADER_MAX bytes at most) and its sender
  * checked before the rest is allocated, and a connection must bring its
  * first frame within FIRST_FRAME_MS. Any frame, once begun, must arrive
  * within FRAME_MS. At most conns_max connections are open, and the frames
@@ -48,7 +48,6 @@
 /* Connections at most: a quarter of the open-file limit, which the HTTP
  * side leaves to the hub (api.c), and never more than this. */
 #define CONNS_MAX 4096
-#define HEAD_MAX (PROTO_MAGIC_LEN + 2 * (1 + 255)) /* the longest header: two 255-byte strings */
 #define FIRST_FRAME_MS 10000
 #define FRAME_MS 60000
 #define HELD_BYTES_MAX ((size_t)1 << 30)
@@ -66,7 +65,7 @@ struct hub_slot {
 	int64_t deadline; /* of the frame being read */
 	char pool[20]; /* of the worker the frame's header named */
 	/* HEAD: the length and the header (or all of a small frame) */
-	uint8_t head[WIRE_PREFIX + HEAD_MAX];
+	uint8_t head[WIRE_PREFIX + PROTO_HEADER_MAX];
 	size_t head_got;
 	/* BODY: the whole frame, once its sender is known */
 	uint8_t *frame;

@@ -26,6 +26,7 @@
 
 #define PROTO_VERSION 2
 #define PROTO_MAGIC_LEN 4 /* 'S', 'T', version, type */
+#define PROTO_HEADER_MAX (PROTO_MAGIC_LEN + 2 * (1 + 255)) /* the longest header: two 255-byte strings */
 /* The largest frame either side accepts: tasks and results are capped far
  * below this, and a batch is cut to fit. */
 #define PROTO_FRAME_MAX (32u << 20)

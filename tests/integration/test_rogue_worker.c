@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "common/common.h"
+#include "common/tsan_suppressions.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
 #include "tests/support/harness.h"
@@ -45,33 +46,15 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* What dials the hub of the gateway on port, one for each port and kept
- * for the whole run: nng frees a dialer on a thread of its own, behind
- * synchronization ThreadSanitizer does not see (it reported the free as a
- * race with the dial before it). */
+/* What dials the hub of the gateway on port (nng_stream_dialer_free it
+ * after the connections it made). */
 static nng_stream_dialer *dialer_to(int port)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	static struct {
-		int port;
-		nng_stream_dialer *d;
-	} kept[8];
+	char url[64];
 	nng_stream_dialer *d = NULL;
 
-	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]) && !d; i++) {
-		if (!kept[i].d) {
-			char url[64];
-			snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
-			if (nng_stream_dialer_alloc(&kept[i].d, url) != 0)
-				break;
-			kept[i].port = port;
-		}
-		if (kept[i].port == port)
-			d = kept[i].d;
-	}
-	pthread_mutex_unlock(&mu);
-	assert_non_null(d);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	assert_int_equal(nng_stream_dialer_alloc(&d, url), 0);
 	return d;
 }
 
@@ -126,6 +109,7 @@ static Strand__Batch *exchange(const uint8_t *frame, size_t len)
 	Strand__Batch *b = answer_on(conn, aio);
 	nng_stream_free(conn);
 	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
 	return b;
 }
 
@@ -155,6 +139,7 @@ static Strand__Batch *exchange_cut(const uint8_t *frame, size_t declared, size_t
 	*closed = nng_aio_result(aio) != 0 && nng_aio_result(aio) != NNG_ETIMEDOUT;
 	nng_stream_free(conn);
 	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
 	return b;
 }
 
@@ -414,6 +399,7 @@ static void *send_frames(void *arg)
 		}
 		__atomic_add_fetch(&s->sent, 1, __ATOMIC_RELEASE);
 	}
+	nng_stream_dialer_free(d);
 	return NULL;
 }
 
@@ -486,6 +472,7 @@ static void test_hub_bounds_what_strangers_hold(void **state)
 		nng_stream_free(conns[i]);
 		nng_aio_free(aios[i]);
 	}
+	nng_stream_dialer_free(d);
 
 	gateway saved = g; /* exchange_cut speaks to g's hub */
 	g = h;
