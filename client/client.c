@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/args_body.h"
 #include "client/client.h"
 #include "client/results_page.h"
 
@@ -105,11 +106,11 @@ const char *strand_client_error(const strand_client *c)
 	return c->error;
 }
 
-/* One request; the body comes back as it is (new, NUL-terminated). */
-static long perform(strand_client *c, const char *method, const char *path, json_t *body, sink *s)
+/* One request with text[0..len) as its body (none if NULL); the reply's
+ * body goes into s as it is (NUL-terminated). */
+static long perform(strand_client *c, const char *method, const char *path, const char *text, size_t len, sink *s)
 {
 	char url[2048];
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	long status = 0;
 	CURLcode rc;
@@ -134,7 +135,7 @@ static long perform(strand_client *c, const char *method, const char *path, json
 		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
 	if (text) {
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
 	rc = curl_easy_perform(c->curl);
 	if (rc != CURLE_OK) {
@@ -150,24 +151,25 @@ static long perform(strand_client *c, const char *method, const char *path, json
 		}
 	}
 	curl_slist_free_all(h);
-	free(text);
 	return status;
 }
 
 long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
 	sink s = {0};
-	long status = perform(c, method, path, body, &s);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	long status = perform(c, method, path, text, text ? strlen(text) : 0, &s);
 
 	*reply = status ? json_loadb(s.data ? s.data : "", s.len, 0, NULL) : NULL;
 	free(s.data);
+	free(text);
 	return status;
 }
 
 long strand_request_raw(strand_client *c, const char *method, const char *path, char **text, size_t *len)
 {
 	sink s = {0};
-	long status = perform(c, method, path, NULL, &s);
+	long status = perform(c, method, path, NULL, 0, &s);
 
 	*text = s.data ? s.data : strdup("");
 	*len = s.len;
@@ -272,31 +274,28 @@ int strand_pool_terminate(strand_client *c, const char *pool)
  * (413: its body over the cap) goes again as two halves. */
 #define PART_ARGS 100000
 
-/* args[lo .. lo + n) as a new array (the items are shared). */
-static json_t *slice(json_t *args, size_t lo, size_t n)
-{
-	json_t *a = json_array();
-
-	for (size_t i = lo; i < lo + n && a; i++)
-		json_array_append(a, json_array_get(args, i));
-	return a;
-}
-
 /* POSTs head (borrowed) with "args": args[lo ..], PART_ARGS of them at
- * most, halved while the gateway answers 413; *n: how many went. Returns
- * 0 on the status want, with the reply's id in id when given. */
+ * most, halved while the gateway answers 413; *n: how many went. The body
+ * is written into text, kept from part to part. Returns 0 on the status
+ * want, with the reply's id in id when given. */
 static int post_part(strand_client *c, const char *path, json_t *head, json_t *args, size_t lo, size_t *n, long want,
-                     char id[32])
+                     char id[32], body_text *text)
 {
 	size_t left = json_array_size(args) - lo;
 
 	*n = left < PART_ARGS ? left : PART_ARGS;
 	for (;;) {
-		json_t *body = json_copy(head), *reply = NULL;
+		sink s = {0};
+		json_t *reply;
 		long status;
-		json_object_set_new(body, "args", slice(args, lo, *n));
-		status = strand_request(c, "POST", path, body, &reply);
-		json_decref(body);
+		if (args_body(text, head, args, lo, *n) != 0) {
+			snprintf(c->error, sizeof(c->error), "POST %.200s: the arguments cannot be written as JSON",
+			         path);
+			return -1;
+		}
+		status = perform(c, "POST", path, text->data, text->len, &s);
+		reply = status ? json_loadb(s.data ? s.data : "", s.len, 0, NULL) : NULL;
+		free(s.data);
 		if (status == 413 && *n > 1) {
 			json_decref(reply);
 			*n /= 2;
@@ -340,6 +339,7 @@ int strand_map_with(strand_client *c, const char *pool, json_t *spec, json_t *ar
 	char path[128];
 	size_t total = json_array_size(args), sent = 0, n;
 	json_t *head = json_deep_copy(spec);
+	body_text text = {0};
 	int chunksize = (int)json_integer_value(json_object_get(spec, "chunksize"));
 	int rc;
 
@@ -353,16 +353,18 @@ int strand_map_with(strand_client *c, const char *pool, json_t *spec, json_t *ar
 	}
 	json_object_set_new(head, "chunksize", json_integer(chunksize));
 	json_object_set_new(head, "total", json_integer((json_int_t)total));
+	json_object_del(head, "args"); /* the parts bring them */
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
-	rc = post_part(c, path, head, args, 0, &n, 202, job);
+	rc = post_part(c, path, head, args, 0, &n, 202, job, &text);
 	json_decref(head);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/args", job);
 	for (sent = n; rc == 0 && sent < total; sent += n) {
 		head = json_pack("{s:I}", "offset", (json_int_t)sent);
-		rc = post_part(c, path, head, args, sent, &n, 200, NULL);
+		rc = post_part(c, path, head, args, sent, &n, 200, NULL, &text);
 		json_decref(head);
 	}
+	free(text.data);
 	return rc;
 }
 
@@ -370,22 +372,24 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 {
 	char path[256];
 	char cursor[32] = "0";
+	/* Both kept from page to page: a page of a large map is megabytes,
+	 * and fresh memory for each cost more in page faults than reading it. */
+	sink text = {0};
+	results_page pg = {0};
+	int rc = -1;
 
 	for (;;) {
-		results_page pg;
-		char *text;
-		size_t len;
 		int complete, stop = 0;
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=30&cursor=%s", job,
 		         unordered ? "completion" : "input", page, cursor);
-		if (strand_request_raw(c, "GET", path, &text, &len) != 200) {
-			free(text);
-			return -1;
-		}
-		if (results_page_read(text, len, &pg) != 0) {
+		text.len = 0;
+		if (text.data)
+			text.data[0] = '\0'; /* an error's empty body is not the last page */
+		if (perform(c, "GET", path, NULL, 0, &text) != 200)
+			break;
+		if (results_page_read(text.data ? text.data : "", text.len, &pg) != 0) {
 			snprintf(c->error, sizeof(c->error), "GET %.200s: not a results page", path);
-			free(text);
-			return -1;
+			break;
 		}
 		for (size_t i = 0; i < pg.n && !stop; i++) {
 			json_t *value = results_page_value(&pg, i);
@@ -394,11 +398,14 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 		}
 		snprintf(cursor, sizeof(cursor), "%s", pg.next_cursor);
 		complete = pg.complete;
-		results_page_fini(&pg);
-		free(text);
-		if (stop || complete)
-			return 0;
+		if (stop || complete) {
+			rc = 0;
+			break;
+		}
 	}
+	results_page_fini(&pg);
+	free(text.data);
+	return rc;
 }
 
 /* Takes an outcome {"ok": true, key: V} or {"ok": false, "error": E}

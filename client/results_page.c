@@ -100,12 +100,25 @@ static json_t *value_of(const char *s, size_t n)
 	return json_loadb(s, n, JSON_DECODE_ANY, NULL);
 }
 
+/* Room for n items in pg; 0 when memory ran out. */
+static int items_room(results_page *pg, size_t n)
+{
+	page_item *grown;
+
+	if (n <= pg->cap)
+		return 1;
+	if (!(grown = realloc(pg->items, n * sizeof(*grown))))
+		return 0;
+	pg->items = grown;
+	pg->cap = n;
+	return 1;
+}
+
 /* Reads the page in the gateway's shape into its items (spans into text);
  * 0 if text has another shape. */
 static int read_shape(const char *text, size_t len, results_page *pg)
 {
 	const char *p = text, *end = text + len;
-	size_t cap = 0;
 
 	if (!take(&p, end, "{\"job\":") || !skip_value(&p, end) || !take(&p, end, ",\"order\":") ||
 	    !skip_value(&p, end) || !take(&p, end, ",\"total\":") || !skip_value(&p, end) ||
@@ -128,13 +141,8 @@ static int read_shape(const char *text, size_t len, results_page *pg)
 		it.len = (size_t)(p - text) - it.at;
 		if (!take(&p, end, "}"))
 			return 0;
-		if (pg->n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			page_item *grown = realloc(pg->items, cap * sizeof(*grown));
-			if (!grown)
-				return 0;
-			pg->items = grown;
-		}
+		if (pg->n == pg->cap && !items_room(pg, pg->cap ? pg->cap * 2 : 1024))
+			return 0;
 		pg->items[pg->n++] = it;
 	}
 	if (!take(&p, end, ",\"next_cursor\":\""))
@@ -167,8 +175,7 @@ static int read_whole(const char *text, size_t len, results_page *pg)
 		return -1;
 	}
 	pg->values = calloc(json_array_size(items) + 1, sizeof(json_t *));
-	pg->items = calloc(json_array_size(items) + 1, sizeof(page_item));
-	if (!pg->values || !pg->items) {
+	if (!pg->values || !items_room(pg, json_array_size(items) + 1)) {
 		json_decref(root);
 		return -1;
 	}
@@ -184,14 +191,25 @@ static int read_whole(const char *text, size_t len, results_page *pg)
 	return 0;
 }
 
+/* Forgets what pg read, keeping its room for items. */
+static void forget(results_page *pg, const char *text)
+{
+	for (size_t i = 0; pg->values && i < pg->n; i++)
+		json_decref(pg->values[i]);
+	free(pg->values);
+	pg->values = NULL;
+	pg->text = text;
+	pg->n = 0;
+	pg->next_cursor[0] = '\0';
+	pg->complete = 0;
+}
+
 int results_page_read(const char *text, size_t len, results_page *pg)
 {
-	memset(pg, 0, sizeof(*pg));
-	pg->text = text;
+	forget(pg, text);
 	if (read_shape(text, len, pg))
 		return 0;
-	results_page_fini(pg);
-	pg->text = text;
+	forget(pg, text);
 	return read_whole(text, len, pg);
 }
 
@@ -204,9 +222,7 @@ json_t *results_page_value(const results_page *pg, size_t i)
 
 void results_page_fini(results_page *pg)
 {
-	for (size_t i = 0; pg->values && i < pg->n; i++)
-		json_decref(pg->values[i]);
-	free(pg->values);
+	forget(pg, NULL);
 	free(pg->items);
 	memset(pg, 0, sizeof(*pg));
 }

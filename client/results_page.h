@@ -17,13 +17,15 @@ typedef struct page_item {
 typedef struct results_page {
 	const char *text; /* the page (borrowed) */
 	page_item *items;
-	size_t n;
+	size_t n, cap; /* items read, room for them: kept from page to page */
 	json_t **values; /* a page jansson read whole: each item's value; else NULL */
 	char next_cursor[32];
 	int complete;
 } results_page;
 
-/* Reads text[0..len); 0, or -1 if it is no results page. */
+/* Reads text[0..len) into pg: zeroed, or a page read before (its room for
+ * items is used again: a large map's pages cost no new memory each).
+ * Returns 0, or -1 if it is no results page. */
 int results_page_read(const char *text, size_t len, results_page *pg);
 /* Item i's value, or its error text as a JSON string when it failed: a new
  * reference, NULL if the value is not JSON. */

@@ -199,8 +199,7 @@ typedef struct engine_pull_msg {
 typedef struct engine_task {
 	uint64_t id;
 	const char *function;
-	const uint8_t *arg; /* JSON text */
-	size_t arg_len;
+	size_t arg_len; /* its JSON text's part of engine_batch.args */
 	uint32_t attempt; /* 1 on the first run */
 	char *const *command; /* argv of an "exec" task */
 	size_t ncommand;
@@ -223,6 +222,7 @@ typedef struct engine_batch {
 	const char *error;
 	const engine_task *tasks;
 	size_t ntasks;
+	const uint8_t *args; /* the tasks' arguments (JSON texts), one after another */
 	uint32_t lease_ms;
 	int list_held; /* it holds fewer than it was handed: list them next time */
 } engine_batch;

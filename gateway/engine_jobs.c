@@ -566,19 +566,19 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 		        worker_id, (long long)c.failed);
 }
 
-/* A task's framing in a batch (its id, attempt, lengths, tags), or a
- * string's, generously. */
+/* A task's framing in a batch (its id, attempt, length, in their columns),
+ * or a string's, generously. */
 #define TASK_FRAME_OVERHEAD 32
 
 typedef struct assign_ctx {
 	op *o;
 	job *j;
-	size_t task_bytes; /* what each task of j carries besides its argument */
+	size_t run_bytes; /* what the run of j's tasks shares: counted on its first task, then 0 */
 } assign_ctx;
 
-/* As the hub frames a task of j: its framing, the function's name and the
- * command (each task carries them). */
-static size_t task_bytes(const job *j)
+/* As the hub frames a run of j's tasks: its framing, the function's name
+ * and the command, once a run. */
+static size_t run_bytes(const job *j)
 {
 	size_t bytes = TASK_FRAME_OVERHEAD + strlen(j->function);
 
@@ -593,7 +593,7 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	op *o = c->o;
 
 	/* The job's context goes once where a run of its tasks begins. */
-	size_t bytes = len + c->task_bytes;
+	size_t bytes = len + TASK_FRAME_OVERHEAD + c->run_bytes;
 	uint64_t context = c->j->context ? (uint64_t)c->j->num : 0;
 	if (context && context != o->u.pull.last_context)
 		bytes += c->j->context->len + TASK_FRAME_OVERHEAD;
@@ -607,9 +607,8 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 		o->u.pull.tasks = p;
 		o->u.pull.cap_tasks = cap;
 	}
-	/* The argument's copy goes after the others; engine__assign points
-	 * each task at its own once the batch is whole (the buffer moves as
-	 * it grows). */
+	/* The argument's copy goes after the others: the batch's arguments
+	 * travel as one blob. */
 	if (len && cm_buf_append(&o->u.pull.args, arg, len) != CM_OK)
 		return CM_ENOMEM;
 	o->u.pull.tasks[o->u.pull.ntasks++] = (engine_task){.id = (uint64_t)id,
@@ -624,6 +623,7 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	                                                    .context_len = c->j->context ? c->j->context->len : 0,
 	                                                    .ahead = c->j->total <= SMALL_JOB_TASKS};
 	o->u.pull.bytes += bytes;
+	c->run_bytes = 0;
 	if (context)
 		o->u.pull.last_context = context;
 	return CM_OK;
@@ -713,7 +713,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		int probe = j->avg_us < 0;
 		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;
 		int free_one = given == 0 && in_hand == 0;
-		assign_ctx c = {o, j, task_bytes(j)};
+		assign_ctx c = {o, j, run_bytes(j)};
 		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes, args_before = o->u.pull.args.len;
 		uint64_t context_before = o->u.pull.last_context;
 
@@ -764,12 +764,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		if (full)
 			break;
 	}
-	size_t at = 0;
-	for (size_t i = 0; i < o->u.pull.ntasks; i++) {
-		o->u.pull.tasks[i].arg = (const uint8_t *)(o->u.pull.args.data ? o->u.pull.args.data + at : "");
-		at += o->u.pull.tasks[i].arg_len;
-	}
 	o->u.pull.batch.tasks = o->u.pull.tasks;
+	o->u.pull.batch.args = (const uint8_t *)o->u.pull.args.data;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
 	if (o->u.pull.ntasks)
 		w->idle_since = 0;

@@ -215,6 +215,13 @@ static void refuse_and_close(hub_slot *s, const char *why)
 
 /* ---- the engine's answers (engine_link), on the engine's thread --------- */
 
+/* Whether engine tasks a and b go in one run: tasks of one job. */
+static int same_run(const engine_task *a, const engine_task *b)
+{
+	return a->function == b->function && a->command == b->command && a->ncommand == b->ncommand &&
+	       a->timeout_ms == b->timeout_ms && a->context_key == b->context_key && a->ahead == b->ahead;
+}
+
 static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 {
 	static const Strand__Batch__Status status[] = {
@@ -223,62 +230,75 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	        [ENGINE_BATCH_STOP] = STRAND__BATCH__STATUS__STOP,
 	        [ENGINE_BATCH_RETRY] = STRAND__BATCH__STATUS__RETRY,
 	};
+	size_t n = eb->ntasks, nruns = 0, ncontexts = 0, args_len = 0;
 	Strand__Batch b = STRAND__BATCH__INIT;
-	Strand__Task *tasks = eb->ntasks ? calloc(eb->ntasks, sizeof(*tasks)) : NULL;
-	Strand__Task **ptrs = eb->ntasks ? calloc(eb->ntasks, sizeof(*ptrs)) : NULL;
-	Strand__Context *contexts = eb->ntasks ? calloc(eb->ntasks, sizeof(*contexts)) : NULL;
-	Strand__Context **cptrs = eb->ntasks ? calloc(eb->ntasks, sizeof(*cptrs)) : NULL;
-	size_t ncontexts = 0;
+	/* A run per job's stretch of tasks (its queue ranges), a context where
+	 * such a run starts unless the last one added is the same: so once,
+	 * or a few times when requeued ranges interleave. At most one of
+	 * each a task: */
+	void *block = n ? malloc(n * (sizeof(Strand__TaskRun) + sizeof(Strand__TaskRun *) + sizeof(Strand__Context) +
+	                              sizeof(Strand__Context *) + sizeof(uint64_t) + 2 * sizeof(uint32_t)))
+	                : NULL;
 
 	(void)ctx;
 	slot_release(s);
-	if (eb->ntasks && (!tasks || !ptrs || !contexts || !cptrs)) {
-		free(tasks);
-		free(ptrs);
-		free(contexts);
-		free(cptrs);
+	if (n && !block) {
 		slot_close(s); /* no answer: the worker asks again, its tasks come back by resync */
 		return;
 	}
-	for (size_t i = 0; i < eb->ntasks; i++) {
+	Strand__TaskRun *runs = block;
+	Strand__TaskRun **run_ptrs = (Strand__TaskRun **)(runs + n);
+	Strand__Context *contexts = (Strand__Context *)(run_ptrs + n);
+	Strand__Context **context_ptrs = (Strand__Context **)(contexts + n);
+	uint64_t *ids = (uint64_t *)(context_ptrs + n);
+	uint32_t *attempts = (uint32_t *)(ids + n), *lens = attempts + n;
+	for (size_t i = 0; i < n; i++) {
 		const engine_task *t = &eb->tasks[i];
-		strand__task__init(&tasks[i]);
-		tasks[i].id = t->id;
-		tasks[i].function = (char *)t->function;
-		tasks[i].arg.data = (uint8_t *)t->arg;
-		tasks[i].arg.len = t->arg_len;
-		tasks[i].attempt = t->attempt;
-		tasks[i].command = (char **)t->command;
-		tasks[i].n_command = t->ncommand;
-		tasks[i].timeout_ms = t->timeout_ms;
-		tasks[i].context = t->context_key;
-		tasks[i].ahead = t->ahead != 0;
-		ptrs[i] = &tasks[i];
-		/* A job's tasks come in runs (its queue ranges): a context is added
-		 * where a run starts, so once, or a few times when requeued
-		 * ranges interleave. */
+		ids[i] = t->id;
+		attempts[i] = t->attempt;
+		lens[i] = (uint32_t)t->arg_len;
+		args_len += t->arg_len;
+		if (i && same_run(&eb->tasks[i - 1], t)) {
+			runs[nruns - 1].count++;
+			continue;
+		}
+		Strand__TaskRun *r = &runs[nruns];
+		strand__task_run__init(r);
+		r->function = (char *)t->function;
+		r->command = (char **)t->command;
+		r->n_command = t->ncommand;
+		r->timeout_ms = t->timeout_ms;
+		r->context = t->context_key;
+		r->ahead = t->ahead != 0;
+		r->count = 1;
+		run_ptrs[nruns++] = r;
 		if (t->context_key && (!ncontexts || contexts[ncontexts - 1].key != t->context_key)) {
 			Strand__Context *c = &contexts[ncontexts];
 			strand__context__init(c);
 			c->key = t->context_key;
 			c->value.data = (uint8_t *)t->context;
 			c->value.len = t->context_len;
-			cptrs[ncontexts++] = c;
+			context_ptrs[ncontexts++] = c;
 		}
 	}
 	b.status = status[eb->status];
 	b.error = (char *)(eb->error ? eb->error : "");
-	b.tasks = ptrs;
-	b.n_tasks = eb->ntasks;
 	b.lease_ms = eb->lease_ms;
 	b.list_held = eb->list_held;
-	b.contexts = cptrs;
+	b.contexts = context_ptrs;
 	b.n_contexts = ncontexts;
+	b.runs = run_ptrs;
+	b.n_runs = nruns;
+	b.task_ids = ids;
+	b.n_task_ids = n;
+	b.attempts = attempts;
+	b.n_attempts = n;
+	b.arg_lens = lens;
+	b.n_arg_lens = n;
+	b.args.data = (uint8_t *)eb->args;
+	b.args.len = args_len;
 	send_message(s, PROTO_BATCH, &b.base);
-	free(tasks);
-	free(ptrs);
-	free(contexts);
-	free(cptrs);
+	free(block);
 }
 
 static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
@@ -307,33 +327,30 @@ static void on_drop(void *ctx, hub_slot *s)
 	slot_close(s);
 }
 
-/* Each result that is not readable JSON (or an error that is not UTF-8)
+/* A result that is not readable JSON (or an error that is not UTF-8)
  * becomes a failed task saying so, here on nng's thread rather than on the
- * engine's. The replaced bytes were allocated by protobuf-c's default
- * allocator (malloc), so they are freed and allocated the same way. */
-static void check_results(hub_slot *s, Strand__Pull *pull)
+ * engine's; the reason goes in the frame's arena. */
+static void check_result(hub_slot *s, engine_result *r)
 {
-	for (size_t i = 0; i < pull->n_results; i++) {
-		Strand__Result *r = pull->results[i];
-		char why[200];
-		uint8_t *copy;
-		size_t n;
-		if (result_check(r->ok, r->value.data, r->value.len, why, sizeof(why)))
-			continue;
-		n = strlen(why);
-		/* In the frame's arena, as what it replaces was. */
-		if (!(copy = proto_arena_alloc(&s->arena, n)))
-			n = 0;
-		else
-			memcpy(copy, why, n);
-		r->value.data = copy;
-		r->value.len = n;
-		r->ok = 0;
-	}
+	char why[200];
+	uint8_t *copy;
+	size_t n;
+
+	if (result_check(r->ok, r->value, r->len, why, sizeof(why)))
+		return;
+	n = strlen(why);
+	if (!(copy = proto_arena_alloc(&s->arena, n)))
+		n = 0;
+	else
+		memcpy(copy, why, n);
+	r->value = copy;
+	r->len = n;
+	r->ok = 0;
+	r->lost = 0;
 }
 
 /* The engine's view of a decoded pull or queue call: plain structs that
- * point into the message the slot keeps. */
+ * point into the message the slot keeps (results checked on the way). */
 static int describe(hub_slot *s, proto_type type)
 {
 	if (type == PROTO_QUEUE_CALL) {
@@ -358,24 +375,28 @@ static int describe(hub_slot *s, proto_type type)
 		return CM_OK;
 	}
 	Strand__Pull *p = (Strand__Pull *)s->msg;
-	if (p->n_results && !(s->results = calloc(p->n_results, sizeof(*s->results))))
+	size_t n = p->n_result_ids, at = 0;
+	if (n && !(s->results = calloc(n, sizeof(*s->results))))
 		return CM_ENOMEM;
-	for (size_t i = 0; i < p->n_results; i++) {
-		const Strand__Result *r = p->results[i];
-		s->results[i] = (engine_result){.task_id = r->task_id,
-		                                .ok = r->ok,
-		                                .value = r->value.data,
-		                                .len = r->value.len,
-		                                .run_us = r->run_us,
-		                                .attempt = r->attempt,
-		                                .lost = r->lost && !r->ok};
+	/* The columns agree (proto_frame_decode_in checked them). */
+	for (size_t i = 0; i < n; i++) {
+		engine_result *r = &s->results[i];
+		*r = (engine_result){.task_id = p->result_ids[i],
+		                     .ok = p->outcomes[i] == STRAND__OUTCOME__OK,
+		                     .value = p->values.data + at,
+		                     .len = p->value_lens[i],
+		                     .run_us = p->run_us[i],
+		                     .attempt = p->attempts[i],
+		                     .lost = p->outcomes[i] == STRAND__OUTCOME__LOST};
+		at += p->value_lens[i];
+		check_result(s, r);
 	}
 	s->pull = (engine_pull_msg){.worker_id = p->worker_id,
 	                            .pool_id = p->pool_id,
 	                            .want = p->want,
 	                            .in_hand = p->in_hand,
 	                            .results = s->results,
-	                            .nresults = p->n_results,
+	                            .nresults = n,
 	                            .resync = p->resync,
 	                            .held = p->held,
 	                            .nheld = p->n_held,
@@ -457,8 +478,6 @@ static void on_frame(hub_slot *s)
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
-	if (h.type == PROTO_PULL)
-		check_results(s, (Strand__Pull *)m);
 	to_engine(s, h.type, m);
 }
 

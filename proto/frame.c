@@ -123,6 +123,62 @@ static void budget_free(void *data, void *p)
 }
 
 /* Decodes through allocator; *spent tells a budget that ran out. */
+/* The columns of a Batch's tasks or a Pull's results: each as long as the
+ * others, and the texts' lengths adding up to their blob. Returns 0, or -1
+ * with the reason. */
+static int columns_check(proto_type type, const ProtobufCMessage *msg, char *detail, size_t detail_len)
+{
+	uint64_t rows = 0, bytes = 0;
+	const uint32_t *lens;
+	size_t n, blob;
+
+	if (type == PROTO_BATCH) {
+		const Strand__Batch *b = (const Strand__Batch *)msg;
+		for (size_t i = 0; i < b->n_runs; i++)
+			rows += b->runs[i]->count;
+		if (rows != b->n_task_ids || b->n_attempts != b->n_task_ids || b->n_arg_lens != b->n_task_ids) {
+			snprintf(detail, detail_len,
+			         "a batch whose task columns disagree (%zu ids, %zu attempts, %zu "
+			         "lengths, %llu tasks in its runs)",
+			         b->n_task_ids, b->n_attempts, b->n_arg_lens, (unsigned long long)rows);
+			return -1;
+		}
+		lens = b->arg_lens;
+		n = b->n_arg_lens;
+		blob = b->args.len;
+	} else if (type == PROTO_PULL) {
+		const Strand__Pull *p = (const Strand__Pull *)msg;
+		if (p->n_outcomes != p->n_result_ids || p->n_run_us != p->n_result_ids ||
+		    p->n_attempts != p->n_result_ids || p->n_value_lens != p->n_result_ids) {
+			snprintf(detail, detail_len,
+			         "a pull whose result columns disagree (%zu ids, %zu outcomes, %zu "
+			         "run times, %zu attempts, %zu lengths)",
+			         p->n_result_ids, p->n_outcomes, p->n_run_us, p->n_attempts, p->n_value_lens);
+			return -1;
+		}
+		for (size_t i = 0; i < p->n_outcomes; i++)
+			if (p->outcomes[i] != STRAND__OUTCOME__FAILED && p->outcomes[i] != STRAND__OUTCOME__OK &&
+			    p->outcomes[i] != STRAND__OUTCOME__LOST) {
+				snprintf(detail, detail_len, "result %zu has an unknown outcome %d", i,
+				         (int)p->outcomes[i]);
+				return -1;
+			}
+		lens = p->value_lens;
+		n = p->n_value_lens;
+		blob = p->values.len;
+	} else {
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		bytes += lens[i];
+	if (bytes != blob) {
+		snprintf(detail, detail_len, "texts of %llu bytes in all where the %s has %zu",
+		         (unsigned long long)bytes, type == PROTO_BATCH ? "batch" : "pull", blob);
+		return -1;
+	}
+	return 0;
+}
+
 static int decode_with(proto_type type, const uint8_t *data, size_t len, ProtobufCAllocator *allocator,
                        const int *spent, ProtobufCMessage **out, char *detail, size_t detail_len)
 {
@@ -144,6 +200,10 @@ static int decode_with(proto_type type, const uint8_t *data, size_t len, Protobu
 		else
 			snprintf(detail, detail_len, "corrupt or truncated protobuf body");
 		return *spent ? CM_ETOOBIG : CM_EINVAL;
+	}
+	if (columns_check(type, msg, detail, detail_len) != 0) {
+		protobuf_c_message_free_unpacked(msg, allocator);
+		return CM_EINVAL;
 	}
 	*out = msg;
 	return CM_OK;

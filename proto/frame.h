@@ -24,7 +24,7 @@
 
 #include "proto/strand.pb-c.h"
 
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3 /* 3: tasks and results by columns */
 #define PROTO_MAGIC_LEN 4 /* 'S', 'T', version, type */
 #define PROTO_HEADER_MAX (PROTO_MAGIC_LEN + 2 * (1 + 255)) /* the longest header: two 255-byte strings */
 /* The largest frame either side accepts: tasks and results are capped far
@@ -67,7 +67,9 @@ int proto_frame_header(const uint8_t *data, size_t len, proto_header *out, char 
 int proto_frame_encode(proto_type type, const char *worker_id, const char *secret, const ProtobufCMessage *msg,
                        uint8_t **out, size_t *out_len);
 
-/* Decodes a frame of the given type. On success *out is a new message to be
+/* Decodes a frame of the given type; a Batch's task columns, or a Pull's
+ * result columns, that do not agree with each other (lengths, the texts'
+ * bytes, outcomes) are refused as corrupt. On success *out is a new message to be
  * freed with protobuf_c_message_free_unpacked(*out, NULL). On failure returns
  * CM_EINVAL or CM_ETOOBIG and writes the reason into detail. */
 int proto_frame_decode(proto_type type, const uint8_t *data, size_t len, ProtobufCMessage **out, char *detail,

@@ -40,6 +40,12 @@
  * (at 4,096 the CPUs were idle a quarter of a no-op map). */
 #define MAX_BATCH 16384
 #define PIPELINE_MAX 1024 /* rt: tasks sent to the runtime at once */
+/* Short tasks of one run are taken a stretch at a time, about this long
+ * by their average: the clock read and the lock taken a task (two each)
+ * were a third of a no-op map's time in the worker. An apply that comes
+ * meanwhile waits this long at most before its turn. */
+#define STRETCH_MS 0.1
+#define STRETCH_MAX 256
 #define HEARTBEAT_MS 1000
 /* How long one exchange may take: the gateway parks an idle pull for up to
  * 1 s, so never less than 2 s; never more than half the time after which the
@@ -57,16 +63,25 @@ typedef struct context {
 	char text[];
 } context;
 
+/* What consecutive tasks of one job in a batch share (its TaskRun), and
+ * their arguments, each NUL-terminated (plugins get C strings): one
+ * allocation a run, not one a task, freed with its last task; touched under
+ * worker.mu only. */
+typedef struct run {
+	size_t refs; /* its tasks not freed yet */
+	const char *function;
+	unsigned timeout_ms;
+	context *context; /* NULL: none */
+	size_t ncommand;
+	char *command[]; /* then the strings: the function's name, the command, the arguments */
+} run;
+
 typedef struct task {
 	uint64_t id;
-	char *function; /* owns the allocation arg lies in too */
-	char *arg; /* NUL-terminated copy, after function's name: plugins get a C string */
+	run *run;
+	const char *arg; /* in its run */
 	size_t arg_len;
-	char **command;
-	size_t ncommand;
-	unsigned timeout_ms;
 	unsigned attempt;
-	context *context; /* NULL: none */
 } task;
 
 /* Tasks queued in arrival order. */
@@ -75,14 +90,18 @@ typedef struct task_ring {
 	size_t head, count, cap;
 } task_ring;
 
+/* A value this long or shorter is kept in the result itself: a no-op's
+ * "null", a number, a short string cost no allocation. */
+#define RESULT_INLINE 24
+
 typedef struct result {
 	uint64_t id;
 	uint32_t run_us;
 	uint32_t attempt;
-	int ok;
-	int lost; /* the runtime died on it: an attempt lost */
-	char *value;
+	Strand__Outcome outcome;
 	size_t len;
+	char *value; /* len > RESULT_INLINE: an allocation of its own */
+	char small[RESULT_INLINE]; /* else here */
 } result;
 
 typedef struct worker {
@@ -107,6 +126,10 @@ typedef struct worker {
 	 * yet; ntaken is 0 while no task runs. */
 	task *taken;
 	size_t ntaken, ran;
+	/* How a stretch's tasks ended, and where each one's value ends in the
+	 * running thread's buffer (STRETCH_MAX each). */
+	Strand__Outcome *outcomes;
+	size_t *ends;
 	double running_since; /* when taken[ran] began, monotonic s */
 	int talking; /* a thread is in an exchange with the hub */
 	int64_t beat; /* when the next pull is due even with nothing to say (ms) */
@@ -125,12 +148,13 @@ typedef struct worker {
 
 static void task_free(task *t)
 {
-	if (t->context && --t->context->refs == 0)
-		free(t->context);
-	free(t->function); /* its argument with it: one allocation (queue_task) */
-	for (size_t i = 0; i < t->ncommand; i++)
-		free(t->command[i]);
-	free(t->command);
+	run *r = t->run;
+
+	if (--r->refs)
+		return;
+	if (r->context && --r->context->refs == 0)
+		free(r->context);
+	free(r);
 }
 
 static task *ring_at(const task_ring *r, size_t i)
@@ -163,8 +187,23 @@ static void ring_fini(task_ring *r)
 	free(r->tasks);
 }
 
-static int push_result(worker *w, result r)
+static const char *result_value(const result *r)
 {
+	return r->len > RESULT_INLINE ? r->value : r->small;
+}
+
+static void result_free(result *r)
+{
+	if (r->len > RESULT_INLINE)
+		free(r->value);
+}
+
+/* A task's result into the outbox, its value a copy of value[0..len). */
+static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32_t run_us, const char *value,
+                       size_t len)
+{
+	result r = {.id = t->id, .run_us = run_us, .attempt = t->attempt, .outcome = outcome, .len = len};
+
 	if (w->nout == w->capout) {
 		size_t cap = w->capout ? w->capout * 2 : 256;
 		result *p = realloc(w->out, cap * sizeof(*p));
@@ -173,6 +212,10 @@ static int push_result(worker *w, result r)
 		w->out = p;
 		w->capout = cap;
 	}
+	if (len > RESULT_INLINE && !(r.value = malloc(len)))
+		return CM_ENOMEM;
+	if (len)
+		memcpy(len > RESULT_INLINE ? r.value : r.small, value, len);
 	w->out[w->nout++] = r;
 	return CM_OK;
 }
@@ -191,7 +234,7 @@ static size_t in_flight(const worker *w)
 
 static int is_runtime_task(const task *t)
 {
-	return strncmp(t->function, "rt:", 3) == 0;
+	return strncmp(t->run->function, "rt:", 3) == 0;
 }
 
 /* The ring the next task comes from: ahead and the others take turns. */
@@ -203,9 +246,26 @@ static task_ring *next_ring(worker *w)
 	return ahead ? &w->ahead : &w->others;
 }
 
-/* Moves what runs next from ring r to w->taken: one task, or
- * the run of rt: tasks at its front when the pool has a runtime (sent to
- * it all at once). Returns how many; w->mu is held. */
+/* How many of the tasks at r's front, of one run, go as a stretch: as
+ * many as fill STRETCH_MS by the worker's average, while no task waits
+ * ahead (a small job's go one at a time, taking turns) and the run has no
+ * timeout (the gateway times out the task a pull says runs). */
+static size_t stretch(const worker *w, const task_ring *r)
+{
+	const run *first = ring_at(r, 0)->run;
+	size_t n = 1, most;
+
+	if (r == &w->ahead || w->ahead.count || first->timeout_ms || w->avg_ms < 0)
+		return 1;
+	most = w->avg_ms * STRETCH_MAX < STRETCH_MS ? STRETCH_MAX : (size_t)(STRETCH_MS / w->avg_ms);
+	while (n < r->count && n < most && ring_at(r, n)->run == first)
+		n++;
+	return n;
+}
+
+/* Moves what runs next from ring r to w->taken: one task, a stretch of
+ * short ones, or the run of rt: tasks at its front when the pool has a
+ * runtime (sent to it all at once). Returns how many; w->mu is held. */
 static size_t take(worker *w, task_ring *r, int pipelined)
 {
 	size_t n = 1;
@@ -213,6 +273,8 @@ static size_t take(worker *w, task_ring *r, int pipelined)
 	if (pipelined)
 		while (n < r->count && n < PIPELINE_MAX && is_runtime_task(ring_at(r, n)))
 			n++;
+	else
+		n = stretch(w, r);
 	for (size_t i = 0; i < n; i++) {
 		w->taken[i] = *ring_at(r, 0);
 		r->head = (r->head + 1) % r->cap;
@@ -224,20 +286,23 @@ static size_t take(worker *w, task_ring *r, int pipelined)
 	return n;
 }
 
-/* taken[ran] ended: its result joins the outbox and the next one begins.
- * While more of the taken tasks run, the other thread is woken to send the
- * result; after the last, this thread goes back to take_turns, which sends
- * it or wakes the other. Returns whether the worker is stopping. */
-static int finish(worker *w, int ok, int lost, cm_buf *out)
+/* taken[ran, ran + n) ended, each with its outcome and its value in
+ * values (up to ends[i], from the one before's end or 0); their results
+ * join the outbox, and the next one begins. A stretch's tasks are timed
+ * together, each at their average. While more of the taken tasks run, the
+ * other thread is woken to send the results; after the last, this thread
+ * goes back to take_turns, which sends them or wakes the other. Returns
+ * whether the worker is stopping. */
+static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, const char *values, const size_t *ends)
 {
 	pthread_mutex_lock(&w->mu);
-	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0;
-	const task *t = &w->taken[w->ran];
+	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0 / (double)n;
 	w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
 	uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
-	if (push_result(w, (result){t->id, run_us, t->attempt, ok, lost, out->data, out->len}) != CM_OK)
-		cm_buf_fini(out); /* the task will be re-run after its lease */
-	w->ran++;
+	for (size_t i = 0, at = 0; i < n; at = ends[i++])
+		/* Out of memory: the task runs again after its lease. */
+		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], run_us, values + at, ends[i] - at);
+	w->ran += n;
 	w->running_since = now;
 	int quit = w->quit;
 	if (!w->talking && w->ran < w->ntaken)
@@ -251,8 +316,13 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf 
 	worker *w = ctx;
 
 	(void)i; /* answers come in order: it is taken[ran] */
+	Strand__Outcome outcome = how == RT_OK     ? STRAND__OUTCOME__OK
+	                          : how == RT_LOST ? STRAND__OUTCOME__LOST
+	                                           : STRAND__OUTCOME__FAILED;
+	int quit = finish(w, 1, &outcome, out->data, &out->len);
+	cm_buf_fini(out);
 	/* The worker stops: the rest is not run. */
-	return finish(w, how == RT_OK, how == RT_LOST, out) ? CM_ESHUTDOWN : CM_OK;
+	return quit ? CM_ESHUTDOWN : CM_OK;
 }
 
 /* The taken rt: tasks, through the pool's runtime. */
@@ -266,13 +336,14 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 	}
 	for (size_t i = 0; i < w->ntaken; i++) {
 		const task *t = &w->taken[i];
-		rts[i] = (worker_runtime_task){.function = t->function + 3,
+		const context *c = t->run->context;
+		rts[i] = (worker_runtime_task){.function = t->run->function + 3,
 		                               .arg = t->arg,
 		                               .arg_len = t->arg_len,
-		                               .timeout_ms = t->timeout_ms,
-		                               .context_key = t->context ? t->context->key : 0,
-		                               .context = t->context ? t->context->text : NULL,
-		                               .context_len = t->context ? t->context->len : 0};
+		                               .timeout_ms = t->run->timeout_ms,
+		                               .context_key = c ? c->key : 0,
+		                               .context = c ? c->text : NULL,
+		                               .context_len = c ? c->len : 0};
 	}
 	int err = worker_runtime_run_many(rt, rts, w->ntaken, runtime_done, w);
 	if (err == CM_ENOMEM)
@@ -280,25 +351,35 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 	free(rts);
 }
 
-static void run_one(worker *w)
+/* Runs the taken tasks (one, or a stretch) on this thread, their outputs
+ * one after another into out (the thread's, used again and again: short
+ * results cost no allocation), and finishes them together. */
+static void run_taken(worker *w, cm_buf *out)
 {
-	const task *t = &w->taken[0];
-	cm_buf out;
-	int ok = 0;
+	size_t n = w->ntaken;
 
-	cm_buf_init(&out);
-	if (worker_fns_run(w->fns, t->function, t->arg, t->arg_len, t->command, t->ncommand, t->timeout_ms,
-	                   t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, &out, &ok) != CM_OK) {
-		cm_buf_fini(&out);
-		ok = 0;
-		cm_buf_puts(&out, "worker out of memory running the task");
+	out->len = 0;
+	for (size_t i = 0; i < n; i++) {
+		const task *t = &w->taken[i];
+		const run *r = t->run;
+		size_t at = out->len;
+		int ok = 0;
+		if (worker_fns_run(w->fns, r->function, t->arg, t->arg_len, r->command, r->ncommand, r->timeout_ms,
+		                   t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out, &ok) != CM_OK) {
+			out->len = at;
+			ok = 0;
+			if (cm_buf_puts(out, "worker out of memory running the task") != CM_OK)
+				out->len = at;
+		}
+		w->outcomes[i] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
+		w->ends[i] = out->len;
 	}
-	(void)finish(w, ok, 0, &out);
+	(void)finish(w, n, w->outcomes, out->data, w->ends);
 }
 
-/* Runs what comes next in the queue, on the calling thread; w->mu is held
- * (and released while the task runs). */
-static void run_next(worker *w)
+/* Runs what comes next in the queue, on the calling thread (out: its
+ * buffer for results); w->mu is held (and released while the task runs). */
+static void run_next(worker *w, cm_buf *out)
 {
 	worker_runtime *rt = worker_fns_runtime(w->fns);
 	task_ring *r = next_ring(w);
@@ -309,7 +390,7 @@ static void run_next(worker *w)
 	if (pipelined)
 		run_in_runtime(w, rt);
 	else
-		run_one(w);
+		run_taken(w, out);
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < n; i++)
 		task_free(&w->taken[i]);
@@ -341,69 +422,80 @@ static context *context_of(context **cs, size_t n, uint64_t key)
 	return NULL;
 }
 
-static int queue_task(worker *w, const Strand__Task *m, context **cs, size_t ncs)
+/* Queues the count tasks of run m, the batch's tasks [first, first +
+ * count), whose arguments begin at *args (moved past them). */
+static int queue_run(worker *w, const Strand__Batch *b, const Strand__TaskRun *m, size_t first, const uint8_t **args,
+                     context **cs, size_t ncs)
 {
-	task t = {.id = m->id, .timeout_ms = m->timeout_ms, .attempt = m->attempt, .arg_len = m->arg.len};
+	const uint8_t *arg = *args;
+	size_t fn_len = strlen(m->function), arg_bytes = 0;
+	context *c = NULL;
 
-	if (m->context && !(t.context = context_of(cs, ncs, m->context))) {
-		/* Never so from a gateway of this version: the task fails saying so. */
-		static const char why[] = "the gateway sent this task without its job's context";
-		char *text = strdup(why);
-		if (!text ||
-		    push_result(w,
-		                (result){.id = m->id, .attempt = m->attempt, .value = text, .len = sizeof(why) - 1}) !=
-		            CM_OK) {
-			free(text);
-			return CM_ENOMEM;
-		}
+	for (size_t i = first; i < first + m->count; i++)
+		arg_bytes += b->arg_lens[i];
+	*args += arg_bytes;
+	if (!m->count)
 		return CM_OK;
-	}
-	if (t.context)
-		t.context->refs++;
-	/* The function's name and the argument in one allocation, the
-	 * argument NUL-terminated after the name. */
-	size_t fn_len = strlen(m->function);
-	t.function = malloc(fn_len + 1 + m->arg.len + 1);
-	t.command = m->n_command ? calloc(m->n_command, sizeof(char *)) : NULL;
-	if (!t.function || (m->n_command && !t.command)) {
-		task_free(&t);
-		return CM_ENOMEM;
-	}
-	memcpy(t.function, m->function, fn_len + 1);
-	t.arg = t.function + fn_len + 1;
-	if (m->arg.len)
-		memcpy(t.arg, m->arg.data, m->arg.len);
-	t.arg[m->arg.len] = '\0';
-	for (size_t j = 0; j < m->n_command; j++) {
-		t.command[j] = strdup(m->command[j]);
-		t.ncommand++;
-		if (!t.command[j]) {
-			task_free(&t);
-			return CM_ENOMEM;
+	if (m->context && !(c = context_of(cs, ncs, m->context))) {
+		/* Never so from a gateway of this version: the tasks fail saying so. */
+		static const char why[] = "the gateway sent this task without its job's context";
+		int err = CM_OK;
+		for (size_t i = first; i < first + m->count && err == CM_OK; i++) {
+			task t = {.id = b->task_ids[i], .attempt = b->attempts[i]};
+			err = push_result(w, &t, STRAND__OUTCOME__FAILED, 0, why, sizeof(why) - 1);
 		}
+		return err;
 	}
-	task_ring *r = m->ahead ? &w->ahead : &w->others;
-	*ring_at(r, r->count) = t;
-	r->count++;
+	size_t bytes = fn_len + 1 + arg_bytes + m->count; /* each argument NUL-terminated */
+	for (size_t j = 0; j < m->n_command; j++)
+		bytes += strlen(m->command[j]) + 1;
+	run *r = malloc(sizeof(*r) + m->n_command * sizeof(char *) + bytes);
+	if (!r)
+		return CM_ENOMEM;
+	*r = (run){.refs = m->count, .timeout_ms = m->timeout_ms, .context = c, .ncommand = m->n_command};
+	if (c)
+		c->refs++;
+	char *at = (char *)&r->command[m->n_command];
+	r->function = memcpy(at, m->function, fn_len + 1);
+	at += fn_len + 1;
+	for (size_t j = 0; j < m->n_command; j++) {
+		size_t len = strlen(m->command[j]);
+		r->command[j] = memcpy(at, m->command[j], len + 1);
+		at += len + 1;
+	}
+	task_ring *ring = m->ahead ? &w->ahead : &w->others;
+	for (size_t i = first; i < first + m->count; i++) {
+		size_t len = b->arg_lens[i];
+		if (len)
+			memcpy(at, arg, len);
+		at[len] = '\0';
+		*ring_at(ring, ring->count++) =
+		        (task){.id = b->task_ids[i], .run = r, .arg = at, .arg_len = len, .attempt = b->attempts[i]};
+		at += len + 1;
+		arg += len;
+	}
 	return CM_OK;
 }
 
 /* Takes ownership of the tasks in b (copies them out of the message). */
 static int queue_tasks(worker *w, const Strand__Batch *b)
 {
+	const uint8_t *args = b->args.data;
+	size_t ahead = 0, first = 0;
 	int err = CM_OK;
 
-	size_t ahead = 0;
-
-	for (size_t i = 0; i < b->n_tasks; i++)
-		ahead += b->tasks[i]->ahead;
-	if (ring_reserve(&w->ahead, ahead) != CM_OK || ring_reserve(&w->others, b->n_tasks - ahead) != CM_OK)
+	for (size_t i = 0; i < b->n_runs; i++)
+		ahead += b->runs[i]->ahead ? b->runs[i]->count : 0;
+	if (ring_reserve(&w->ahead, ahead) != CM_OK || ring_reserve(&w->others, b->n_task_ids - ahead) != CM_OK)
 		return CM_ENOMEM;
 	context **cs = batch_contexts(b);
 	if (!cs)
 		return CM_ENOMEM;
-	for (size_t i = 0; i < b->n_tasks && err == CM_OK; i++)
-		err = queue_task(w, b->tasks[i], cs, b->n_contexts);
+	/* The columns agree (proto_frame_decode_in checked them). */
+	for (size_t i = 0; i < b->n_runs && err == CM_OK; i++) {
+		err = queue_run(w, b, b->runs[i], first, &args, cs, b->n_contexts);
+		first += b->runs[i]->count;
+	}
 	for (size_t i = 0; i < b->n_contexts; i++)
 		if (cs[i] && cs[i]->refs == 0)
 			free(cs[i]);
@@ -431,40 +523,53 @@ static size_t target_in_hand(const worker *w)
  * Returns CM_OK with *batch set, or an error. */
 static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t nsend, Strand__Batch **batch)
 {
-	Strand__Result *rs = NULL;
-	Strand__Result **rp = NULL;
+	uint8_t *columns = NULL, *values = NULL;
 	uint8_t *frame = NULL;
 	size_t frame_len;
 	uint8_t *reply = NULL;
 	size_t reply_len;
 	ProtobufCMessage *msg = NULL;
 	char detail[256];
+	size_t bytes = 0;
 	int err;
 	int rv;
 
-	if (nsend) {
-		rs = calloc(nsend, sizeof(*rs));
-		rp = calloc(nsend, sizeof(*rp));
-		if (!rs || !rp) {
-			err = CM_ENOMEM;
-			goto out;
-		}
+	for (size_t i = 0; i < nsend; i++)
+		bytes += sent[i].len;
+	if (nsend &&
+	    (!(columns = malloc(nsend * (sizeof(uint64_t) + sizeof(Strand__Outcome) + 3 * sizeof(uint32_t)))) ||
+	     (bytes && !(values = malloc(bytes))))) {
+		err = CM_ENOMEM;
+		goto out;
 	}
+	uint64_t *ids = (uint64_t *)columns;
+	Strand__Outcome *outcomes = (Strand__Outcome *)(ids + nsend);
+	uint32_t *run_us = (uint32_t *)(outcomes + nsend), *attempts = run_us + nsend, *lens = attempts + nsend;
+	bytes = 0;
 	for (size_t i = 0; i < nsend; i++) {
-		strand__result__init(&rs[i]);
-		rs[i].task_id = sent[i].id;
-		rs[i].ok = sent[i].ok;
-		rs[i].run_us = sent[i].run_us;
-		rs[i].attempt = sent[i].attempt;
-		rs[i].lost = sent[i].lost;
-		rs[i].value.data = (uint8_t *)sent[i].value;
-		rs[i].value.len = sent[i].len;
-		rp[i] = &rs[i];
+		ids[i] = sent[i].id;
+		outcomes[i] = sent[i].outcome;
+		run_us[i] = sent[i].run_us;
+		attempts[i] = sent[i].attempt;
+		lens[i] = (uint32_t)sent[i].len;
+		if (sent[i].len)
+			memcpy(values + bytes, result_value(&sent[i]), sent[i].len);
+		bytes += sent[i].len;
 	}
+	pull->result_ids = ids;
+	pull->n_result_ids = nsend;
+	pull->outcomes = outcomes;
+	pull->n_outcomes = nsend;
+	pull->run_us = run_us;
+	pull->n_run_us = nsend;
+	pull->attempts = attempts;
+	pull->n_attempts = nsend;
+	pull->value_lens = lens;
+	pull->n_value_lens = nsend;
+	pull->values.data = values;
+	pull->values.len = bytes;
 	pull->worker_id = (char *)w->cfg->worker_id;
 	pull->pool_id = (char *)w->cfg->pool_id;
-	pull->n_results = nsend;
-	pull->results = rp;
 	err = proto_frame_encode(PROTO_PULL, w->cfg->worker_id, w->cfg->secret, &pull->base, &frame, &frame_len);
 	if (err != CM_OK)
 		goto out;
@@ -486,8 +591,8 @@ static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t ns
 out:
 	free(reply);
 	free(frame);
-	free(rs);
-	free(rp);
+	free(columns);
+	free(values);
 	return err;
 }
 
@@ -588,7 +693,7 @@ static void talk(worker *w)
 	/* The gateway has recorded what we sent: drop it. */
 	if (nsend) {
 		for (size_t i = 0; i < nsend; i++)
-			free(w->out[i].value);
+			result_free(&w->out[i]);
 		memmove(w->out, w->out + nsend, (w->nout - nsend) * sizeof(*w->out));
 		w->nout -= nsend;
 	}
@@ -604,7 +709,7 @@ static void talk(worker *w)
 		w->code = 1;
 		w->quit = 1;
 	} else {
-		w->starved = batch->n_tasks < pull.want;
+		w->starved = batch->n_task_ids < pull.want;
 		w->resync = batch->list_held;
 	}
 }
@@ -615,7 +720,9 @@ static void talk(worker *w)
 static void *take_turns(void *arg)
 {
 	worker *w = arg;
+	cm_buf out; /* this thread's results, task after task */
 
+	cm_buf_init(&out);
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit) {
 		if (*w->stop) {
@@ -627,7 +734,7 @@ static void *take_turns(void *arg)
 			 * thread talks meanwhile. */
 			if (!w->talking && has_something_to_say(w))
 				pthread_cond_signal(&w->wake);
-			run_next(w);
+			run_next(w, &out);
 		} else if (!w->talking && has_something_to_say(w)) {
 			talk(w);
 		} else {
@@ -640,6 +747,7 @@ static void *take_turns(void *arg)
 	}
 	pthread_cond_broadcast(&w->wake);
 	pthread_mutex_unlock(&w->mu);
+	cm_buf_fini(&out);
 	return NULL;
 }
 
@@ -652,9 +760,13 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 
 	w.fns = worker_fns_new(cfg->plugin_path);
 	w.taken = malloc(PIPELINE_MAX * sizeof(*w.taken));
-	if (!w.fns || !w.taken) {
+	w.outcomes = malloc(STRETCH_MAX * sizeof(*w.outcomes));
+	w.ends = malloc(STRETCH_MAX * sizeof(*w.ends));
+	if (!w.fns || !w.taken || !w.outcomes || !w.ends) {
 		worker_fns_free(w.fns);
 		free(w.taken);
+		free(w.outcomes);
+		free(w.ends);
 		return 1;
 	}
 	if (cfg->runtime && worker_fns_set_runtime(w.fns, cfg->runtime) != CM_OK) {
@@ -700,8 +812,10 @@ out_sock:
 	ring_fini(&w.ahead);
 	ring_fini(&w.others);
 	for (size_t i = 0; i < w.nout; i++)
-		free(w.out[i].value);
+		result_free(&w.out[i]);
 	free(w.taken);
+	free(w.outcomes);
+	free(w.ends);
 	free(w.out);
 	proto_arena_fini(&w.batches);
 	worker_fns_free(w.fns);

@@ -167,24 +167,39 @@ static Strand__Batch *pull_as(const char *worker_id, const char *pool_id, const 
                               size_t n, uint32_t want)
 {
 	Strand__Pull pull = STRAND__PULL__INIT;
-	Strand__Result rs[4], *rp[4];
+	uint64_t ids[4];
+	Strand__Outcome outcomes[4];
+	uint32_t run_us[4], attempts[4], lens[4];
+	char values[256];
 	uint8_t *frame;
-	size_t len;
+	size_t len, at = 0;
 
+	assert_true(n <= 4);
 	for (size_t i = 0; i < n; i++) {
-		strand__result__init(&rs[i]);
-		rs[i].task_id = results[i].task;
-		rs[i].ok = 1;
-		rs[i].attempt = 1;
-		rs[i].value.data = (uint8_t *)results[i].value;
-		rs[i].value.len = strlen(results[i].value);
-		rp[i] = &rs[i];
+		ids[i] = results[i].task;
+		outcomes[i] = STRAND__OUTCOME__OK;
+		run_us[i] = 0;
+		attempts[i] = 1;
+		lens[i] = (uint32_t)strlen(results[i].value);
+		assert_true(at + lens[i] <= sizeof(values));
+		memcpy(values + at, results[i].value, lens[i]);
+		at += lens[i];
 	}
 	pull.worker_id = (char *)worker_id;
 	pull.pool_id = (char *)pool_id;
 	pull.want = want;
-	pull.results = rp;
-	pull.n_results = n;
+	pull.result_ids = ids;
+	pull.n_result_ids = n;
+	pull.outcomes = outcomes;
+	pull.n_outcomes = n;
+	pull.run_us = run_us;
+	pull.n_run_us = n;
+	pull.attempts = attempts;
+	pull.n_attempts = n;
+	pull.value_lens = lens;
+	pull.n_value_lens = n;
+	pull.values.data = (uint8_t *)values;
+	pull.values.len = at;
 	assert_int_equal(proto_frame_encode(PROTO_PULL, worker_id, secret, &pull.base, &frame, &len), CM_OK);
 	Strand__Batch *b = exchange(frame, len);
 	free(frame);
@@ -195,7 +210,7 @@ static void assert_refused(Strand__Batch *b, const char *why)
 {
 	assert_non_null(b);
 	assert_int_equal(b->status, STRAND__BATCH__STATUS__REFUSED);
-	assert_int_equal(b->n_tasks, 0);
+	assert_int_equal(b->n_task_ids, 0);
 	if (!strstr(b->error, why))
 		fail_msg("refused with '%s', not '%s'", b->error, why);
 	protobuf_c_message_free_unpacked(&b->base, NULL);

@@ -96,23 +96,34 @@ static Strand__Pull *next_pull(fake_hub *h)
 /* Answers the pull with n tasks: echo of "1" when ahead, else 50 ms sleeps. */
 static void answer(fake_hub *h, uint64_t first_id, size_t n, int ahead)
 {
-	Strand__Task tasks[HELD + AHEAD], *ptrs[HELD + AHEAD];
+	Strand__TaskRun run = STRAND__TASK_RUN__INIT, *runs[] = {&run};
+	uint64_t ids[HELD + AHEAD];
+	uint32_t attempts[HELD + AHEAD], lens[HELD + AHEAD];
+	char args[2 * (HELD + AHEAD)];
 	Strand__Batch b = STRAND__BATCH__INIT;
 	uint8_t *frame = NULL;
-	size_t len = 0;
+	size_t len = 0, at = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		strand__task__init(&tasks[i]);
-		tasks[i].id = first_id + i;
-		tasks[i].function = ahead ? "echo" : "sleep";
-		tasks[i].arg.data = (uint8_t *)(ahead ? "1" : "50");
-		tasks[i].arg.len = ahead ? 1 : 2;
-		tasks[i].attempt = 1;
-		tasks[i].ahead = ahead;
-		ptrs[i] = &tasks[i];
+		ids[i] = first_id + i;
+		attempts[i] = 1;
+		lens[i] = ahead ? 1 : 2;
+		memcpy(args + at, ahead ? "1" : "50", lens[i]);
+		at += lens[i];
 	}
-	b.tasks = ptrs;
-	b.n_tasks = n;
+	run.function = ahead ? "echo" : "sleep";
+	run.ahead = ahead;
+	run.count = (uint32_t)n;
+	b.runs = runs;
+	b.n_runs = 1;
+	b.task_ids = ids;
+	b.n_task_ids = n;
+	b.attempts = attempts;
+	b.n_attempts = n;
+	b.arg_lens = lens;
+	b.n_arg_lens = n;
+	b.args.data = (uint8_t *)args;
+	b.args.len = at;
 	b.lease_ms = 60000;
 	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len), CM_OK);
 	send_frame(h, frame, len);
@@ -185,16 +196,16 @@ static void test_small_jobs_take_turns_with_a_held_batch(void **state)
 	assert_int_equal(nng_aio_alloc(&h.aio, NULL, NULL), 0);
 	nng_aio_set_timeout(h.aio, 20000);
 	Strand__Pull *p = next_pull(&h); /* the first: nothing to report */
-	assert_int_equal(p->n_results, 0);
+	assert_int_equal(p->n_result_ids, 0);
 	protobuf_c_message_free_unpacked(&p->base, NULL);
 	answer(&h, 1, HELD, 0);
 	for (int pulls = 0; got < HELD + AHEAD; pulls++) {
 		assert_true(pulls < 5000);
 		p = next_pull(&h);
-		for (size_t i = 0; i < p->n_results; i++) {
-			assert_true(p->results[i]->ok);
-			if (!seen(order, got, p->results[i]->task_id)) /* sent again after a lost answer */
-				order[got++] = p->results[i]->task_id;
+		for (size_t i = 0; i < p->n_result_ids; i++) {
+			assert_int_equal(p->outcomes[i], STRAND__OUTCOME__OK);
+			if (!seen(order, got, p->result_ids[i])) /* sent again after a lost answer */
+				order[got++] = p->result_ids[i];
 		}
 		/* An answer that never arrived (the connection dropped): the
 		 * worker lists what it holds, and a batch it lacks goes again,

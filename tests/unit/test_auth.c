@@ -144,6 +144,12 @@ static void test_results_are_json_and_errors_utf8(void **state)
 	assert_false(result_check(1, "\"\\u0000\"", 8, why, sizeof(why)));
 	assert_false(result_check(1, "\"\xff\"", 3, why, sizeof(why)));
 	assert_false(result_check(1, "1 2", 3, why, sizeof(why)));
+	assert_string_equal(why, "invalid result: not one UTF-8 JSON value (text after it at byte 2)");
+	assert_true(result_check(1, " [1, {\"a\": \"\xc3\xa9\"}]\n", 18, why, sizeof(why)));
+	assert_false(result_check(1, "[1,]", 4, why, sizeof(why)));
+	assert_string_equal(why, "invalid result: not one UTF-8 JSON value (an unexpected character at byte 3)");
+	assert_false(result_check(1, "nul", 3, why, sizeof(why)));
+	assert_false(result_check(1, "\"a\0b\"", 5, why, sizeof(why)));
 	assert_true(result_check(0, "plain error text", 16, why, sizeof(why)));
 	assert_false(result_check(0, "bad \xff", 5, why, sizeof(why)));
 	assert_string_equal(why, "invalid result: the error message is not UTF-8 text");

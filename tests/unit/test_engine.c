@@ -24,10 +24,19 @@
 
 /* ---- the hub's side: this test ------------------------------------------ */
 
+/* A task as the engine handed it out, its argument copied. */
+typedef struct test_task {
+	uint64_t id;
+	const uint8_t *arg;
+	size_t arg_len;
+	uint32_t attempt;
+	int ahead;
+} test_task;
+
 /* A batch as the engine answered it, copied. */
 typedef struct test_batch {
 	engine_batch_status status;
-	engine_task *tasks;
+	test_task *tasks;
 	size_t ntasks;
 } test_batch;
 
@@ -55,13 +64,12 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b->status = eb->status;
 	b->ntasks = eb->ntasks;
 	b->tasks = calloc(eb->ntasks + 1, sizeof(*b->tasks));
-	for (size_t i = 0; i < eb->ntasks; i++) {
-		uint8_t *arg = malloc(eb->tasks[i].arg_len + 1);
-		memcpy(arg, eb->tasks[i].arg, eb->tasks[i].arg_len);
-		b->tasks[i] = eb->tasks[i];
-		b->tasks[i].arg = arg;
-		b->tasks[i].function = NULL; /* the engine's; not kept */
-		b->tasks[i].command = NULL;
+	for (size_t i = 0, at = 0; i < eb->ntasks; i++) {
+		const engine_task *t = &eb->tasks[i];
+		uint8_t *arg = malloc(t->arg_len + 1);
+		memcpy(arg, eb->args + at, t->arg_len);
+		at += t->arg_len;
+		b->tasks[i] = (test_task){t->id, arg, t->arg_len, t->attempt, t->ahead};
 	}
 	answered(s, b);
 }
@@ -226,7 +234,7 @@ static void map_echo_strings(fixture *f, int n, size_t len)
 
 typedef struct pull_args {
 	uint32_t want, in_hand;
-	const engine_task *done; /* answered ok (or failed with fail) */
+	const test_task *done; /* answered ok (or failed with fail) */
 	size_t ndone;
 	int fail;
 	const uint64_t *held; /* resync: what the worker holds */

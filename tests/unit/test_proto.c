@@ -17,26 +17,40 @@
 #include "proto/frame.h"
 #include "proto/wire.h"
 
+/* A pull of two results: 7 ok with [1,2], 9 failed with "boom" (unless
+ * pull says otherwise: its outcomes, how many, its values). */
+static void encode_pull_with(Strand__Pull *pull, uint8_t **out, size_t *len)
+{
+	static uint64_t ids[] = {7, 9};
+	static Strand__Outcome outcomes[] = {STRAND__OUTCOME__OK, STRAND__OUTCOME__FAILED};
+	static uint32_t run_us[] = {120, 5}, attempts[] = {1, 2}, lens[] = {5, 4};
+
+	pull->worker_id = "w-1";
+	pull->pool_id = "p-1";
+	pull->want = 64;
+	pull->in_hand = 2;
+	pull->result_ids = ids;
+	pull->n_result_ids = 2;
+	pull->outcomes = pull->outcomes ? pull->outcomes : outcomes;
+	pull->n_outcomes = pull->n_outcomes ? pull->n_outcomes : 2;
+	pull->run_us = run_us;
+	pull->n_run_us = 2;
+	pull->attempts = attempts;
+	pull->n_attempts = 2;
+	pull->value_lens = lens;
+	pull->n_value_lens = 2;
+	if (!pull->values.data) {
+		pull->values.data = (uint8_t *)"[1,2]boom";
+		pull->values.len = 9;
+	}
+	assert_int_equal(proto_frame_encode(PROTO_PULL, "w-1", "s3cret", &pull->base, out, len), CM_OK);
+}
+
 static void encode_pull(uint8_t **out, size_t *len)
 {
 	Strand__Pull pull = STRAND__PULL__INIT;
-	Strand__Result r1 = STRAND__RESULT__INIT, r2 = STRAND__RESULT__INIT;
-	Strand__Result *rs[] = {&r1, &r2};
 
-	pull.worker_id = "w-1";
-	pull.pool_id = "p-1";
-	pull.want = 64;
-	pull.in_hand = 2;
-	r1.task_id = 7;
-	r1.ok = 1;
-	r1.value.data = (uint8_t *)"[1,2]";
-	r1.value.len = 5;
-	r2.task_id = 9;
-	r2.value.data = (uint8_t *)"boom";
-	r2.value.len = 4;
-	pull.results = rs;
-	pull.n_results = 2;
-	assert_int_equal(proto_frame_encode(PROTO_PULL, "w-1", "s3cret", &pull.base, out, len), CM_OK);
+	encode_pull_with(&pull, out, len);
 }
 
 static void test_roundtrip(void **state)
@@ -51,7 +65,7 @@ static void test_roundtrip(void **state)
 	proto_header h;
 
 	encode_pull(&buf, &len);
-	assert_memory_equal(buf, "ST\x02\x01\x03w-1\x06s3cret", 15);
+	assert_memory_equal(buf, "ST\x03\x01\x03w-1\x06s3cret", 15);
 	/* The header alone tells who speaks, before any decoding. */
 	assert_int_equal(proto_frame_header(buf, len, &h, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(h.type, PROTO_PULL);
@@ -64,11 +78,85 @@ static void test_roundtrip(void **state)
 	p = (Strand__Pull *)msg;
 	assert_string_equal(p->worker_id, "w-1");
 	assert_int_equal(p->want, 64);
-	assert_int_equal(p->n_results, 2);
-	assert_int_equal(p->results[0]->task_id, 7);
-	assert_true(p->results[0]->ok);
-	assert_memory_equal(p->results[0]->value.data, "[1,2]", 5);
-	assert_false(p->results[1]->ok);
+	assert_int_equal(p->n_result_ids, 2);
+	assert_int_equal(p->result_ids[0], 7);
+	assert_int_equal(p->result_ids[1], 9);
+	assert_int_equal(p->outcomes[0], STRAND__OUTCOME__OK);
+	assert_int_equal(p->outcomes[1], STRAND__OUTCOME__FAILED);
+	assert_int_equal(p->run_us[0], 120);
+	assert_int_equal(p->attempts[1], 2);
+	assert_int_equal(p->value_lens[0], 5);
+	assert_int_equal(p->values.len, 9);
+	assert_memory_equal(p->values.data, "[1,2]boom", 9);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	free(buf);
+}
+
+/* Columns that do not agree are a corrupt frame, refused before anyone
+ * reads a text past its blob or a result without an outcome. */
+static void test_columns_that_disagree_are_refused(void **state)
+{
+	static const Strand__Outcome unknown[] = {STRAND__OUTCOME__OK, (Strand__Outcome)7};
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	Strand__Pull short_outcomes = STRAND__PULL__INIT;
+	short_outcomes.n_outcomes = 1;
+	encode_pull_with(&short_outcomes, &buf, &len);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "a pull whose result columns disagree (2 ids, 1 outcomes, 2 run times, 2 attempts, "
+	                            "2 lengths)");
+	free(buf);
+
+	Strand__Pull short_values = STRAND__PULL__INIT;
+	short_values.values.data = (uint8_t *)"[1,2]boo";
+	short_values.values.len = 8;
+	encode_pull_with(&short_values, &buf, &len);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "texts of 9 bytes in all where the pull has 8");
+	free(buf);
+
+	Strand__Pull strange = STRAND__PULL__INIT;
+	strange.outcomes = (Strand__Outcome *)unknown;
+	encode_pull_with(&strange, &buf, &len);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "result 1 has an unknown outcome 7");
+	free(buf);
+
+	Strand__Batch b = STRAND__BATCH__INIT;
+	Strand__TaskRun run = STRAND__TASK_RUN__INIT, *runs[] = {&run};
+	uint64_t ids[] = {1, 2};
+	uint32_t attempts[] = {1, 1}, lens[] = {1, 1};
+	run.function = "echo";
+	run.count = 3;
+	b.runs = runs;
+	b.n_runs = 1;
+	b.task_ids = ids;
+	b.n_task_ids = 2;
+	b.attempts = attempts;
+	b.n_attempts = 2;
+	b.arg_lens = lens;
+	b.n_arg_lens = 2;
+	b.args.data = (uint8_t *)"12";
+	b.args.len = 2;
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &buf, &len), CM_OK);
+	assert_int_equal(proto_frame_decode(PROTO_BATCH, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "a batch whose task columns disagree (2 ids, 2 attempts, 2 lengths, 3 tasks in its "
+	                            "runs)");
+	free(buf);
+	run.count = 2;
+	b.args.len = 3;
+	b.args.data = (uint8_t *)"123";
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &buf, &len), CM_OK);
+	assert_int_equal(proto_frame_decode(PROTO_BATCH, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "texts of 2 bytes in all where the batch has 3");
+	free(buf);
+	b.args.len = 2;
+	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &buf, &len), CM_OK);
+	assert_int_equal(proto_frame_decode(PROTO_BATCH, buf, len, &msg, detail, sizeof(detail)), CM_OK);
 	protobuf_c_message_free_unpacked(msg, NULL);
 	free(buf);
 }
@@ -77,7 +165,7 @@ static void test_roundtrip(void **state)
  * in (the hub reads no further before it knows who speaks). */
 static void test_header_length_from_first_bytes(void **state)
 {
-	static const uint8_t head[] = "ST\x02\x01\x03w-1\x06s3cret";
+	static const uint8_t head[] = "ST\x03\x01\x03w-1\x06s3cret";
 
 	(void)state;
 	for (size_t len = 0; len <= 8; len++)
@@ -215,7 +303,7 @@ static void test_refusals(void **state)
 	free(buf);
 }
 
-/* 16 MiB of empty results, two bytes each, would unpack into 8 million
+/* 16 MiB of empty task runs, two bytes each, would unpack into 8 million
  * structures (about 500 MiB): decoding stops at its budget instead. */
 static void test_expanding_frame_is_refused_within_budget(void **state)
 {
@@ -226,39 +314,49 @@ static void test_expanding_frame_is_refused_within_budget(void **state)
 
 	(void)state;
 	assert_non_null(buf);
-	memcpy(buf, "ST\x02\x01\x00\x00", 6);
+	memcpy(buf, "ST\x03\x02\x00\x00", 6);
 	for (size_t i = 6; i + 1 < n; i += 2) {
-		buf[i] = 0x32; /* field 6 (results), length-delimited */
-		buf[i + 1] = 0x00; /* an empty Result */
+		buf[i] = 0x3a; /* field 7 (runs), length-delimited */
+		buf[i + 1] = 0x00; /* an empty TaskRun */
 	}
-	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
+	assert_int_equal(proto_frame_decode(PROTO_BATCH, buf, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
 	assert_null(msg);
 	assert_non_null(strstr(detail, "decodes to more than"));
 	free(buf);
 }
 
-/* Batches of n tasks each ("echo", argument i), encoded. */
+/* Batches of n tasks each ("echo", argument i), encoded: one run. */
 static void encode_batch(int n, uint8_t **out, size_t *len)
 {
 	Strand__Batch b = STRAND__BATCH__INIT;
-	Strand__Task *ts = calloc((size_t)n, sizeof(*ts));
-	Strand__Task **tp = calloc((size_t)n, sizeof(*tp));
-	char(*args)[16] = calloc((size_t)n, sizeof(*args));
+	Strand__TaskRun run = STRAND__TASK_RUN__INIT, *runs[] = {&run};
+	uint64_t *ids = calloc((size_t)n, sizeof(*ids));
+	uint32_t *attempts = calloc((size_t)n, sizeof(*attempts)), *lens = calloc((size_t)n, sizeof(*lens));
+	char *args = calloc((size_t)n, 16);
+	size_t at = 0;
 
 	for (int i = 0; i < n; i++) {
-		strand__task__init(&ts[i]);
-		ts[i].id = (uint64_t)i + 1;
-		ts[i].function = "echo";
-		snprintf(args[i], sizeof(args[i]), "%d", i);
-		ts[i].arg.data = (uint8_t *)args[i];
-		ts[i].arg.len = strlen(args[i]);
-		tp[i] = &ts[i];
+		ids[i] = (uint64_t)i + 1;
+		attempts[i] = 1;
+		lens[i] = (uint32_t)sprintf(args + at, "%d", i);
+		at += lens[i];
 	}
-	b.tasks = tp;
-	b.n_tasks = (size_t)n;
+	run.function = "echo";
+	run.count = (uint32_t)n;
+	b.runs = runs;
+	b.n_runs = 1;
+	b.task_ids = ids;
+	b.n_task_ids = (size_t)n;
+	b.attempts = attempts;
+	b.n_attempts = (size_t)n;
+	b.arg_lens = lens;
+	b.n_arg_lens = (size_t)n;
+	b.args.data = (uint8_t *)args;
+	b.args.len = at;
 	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, out, len), CM_OK);
-	free(ts);
-	free(tp);
+	free(ids);
+	free(attempts);
+	free(lens);
 	free(args);
 }
 
@@ -280,14 +378,18 @@ static void test_arena_decodes_one_batch_after_another(void **state)
 		encode_batch(sizes[k], &buf, &len);
 		assert_int_equal(proto_frame_decode_in(&a, PROTO_BATCH, buf, len, &msg, detail, sizeof(detail)), CM_OK);
 		Strand__Batch *b = (Strand__Batch *)msg;
-		assert_int_equal(b->n_tasks, sizes[k]);
+		assert_int_equal(b->n_runs, 1);
+		assert_string_equal(b->runs[0]->function, "echo");
+		assert_int_equal(b->runs[0]->count, sizes[k]);
+		assert_int_equal(b->n_task_ids, sizes[k]);
+		size_t at = 0;
 		for (int i = 0; i < sizes[k]; i++) {
 			char want[16];
 			snprintf(want, sizeof(want), "%d", i);
-			assert_int_equal(b->tasks[i]->id, (uint64_t)i + 1);
-			assert_string_equal(b->tasks[i]->function, "echo");
-			assert_int_equal(b->tasks[i]->arg.len, strlen(want));
-			assert_memory_equal(b->tasks[i]->arg.data, want, strlen(want));
+			assert_int_equal(b->task_ids[i], (uint64_t)i + 1);
+			assert_int_equal(b->arg_lens[i], strlen(want));
+			assert_memory_equal(b->args.data + at, want, strlen(want));
+			at += b->arg_lens[i];
 		}
 		if (k >= 3) /* the second decode of 1,000 on: one block holds it */
 			assert_null(a.extra);
@@ -296,12 +398,12 @@ static void test_arena_decodes_one_batch_after_another(void **state)
 	size_t n = 16u << 20;
 	uint8_t *big = malloc(n);
 	ProtobufCMessage *msg = NULL;
-	memcpy(big, "ST\x02\x01\x00\x00", 6);
+	memcpy(big, "ST\x03\x02\x00\x00", 6);
 	for (size_t i = 6; i + 1 < n; i += 2) {
-		big[i] = 0x32;
+		big[i] = 0x3a;
 		big[i + 1] = 0x00;
 	}
-	assert_int_equal(proto_frame_decode_in(&a, PROTO_PULL, big, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
+	assert_int_equal(proto_frame_decode_in(&a, PROTO_BATCH, big, n, &msg, detail, sizeof(detail)), CM_ETOOBIG);
 	assert_non_null(strstr(detail, "decodes to more than"));
 	free(big);
 	proto_arena_fini(&a);
@@ -328,6 +430,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_roundtrip),
 	        cmocka_unit_test(test_header_length_from_first_bytes),
+	        cmocka_unit_test(test_columns_that_disagree_are_refused),
 	        cmocka_unit_test(test_wire_frames_on_a_stream),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_encode_checks_type),

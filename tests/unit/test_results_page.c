@@ -59,18 +59,34 @@ static void expect_items(const results_page *pg)
 
 static void test_gateway_shape(void **state)
 {
-	results_page pg;
+	results_page pg = {0};
 
 	(void)state;
 	assert_int_equal(results_page_read(gateway_page, strlen(gateway_page), &pg), 0);
 	assert_null(pg.values); /* read by its shape */
+	expect_items(&pg);
+	/* The next page goes where the last one was: the same room, the
+	 * values of the new page (jansson's values of a page read whole are
+	 * let go). */
+	page_item *room = pg.items;
+	size_t cap = pg.cap;
+	char whole[] = "{\"complete\":true,\"next_cursor\":\"9\",\"items\":[{\"index\":8,\"ok\":true,\"value\":1}]}";
+	assert_int_equal(results_page_read(whole, strlen(whole), &pg), 0);
+	assert_non_null(pg.values);
+	assert_int_equal(pg.n, 1);
+	assert_int_equal(pg.items[0].index, 8);
+	assert_true(pg.complete);
+	assert_int_equal(results_page_read(gateway_page, strlen(gateway_page), &pg), 0);
+	assert_null(pg.values);
+	assert_ptr_equal(pg.items, room);
+	assert_int_equal(pg.cap, cap);
 	expect_items(&pg);
 	results_page_fini(&pg);
 }
 
 static void test_other_shape_read_whole(void **state)
 {
-	results_page pg;
+	results_page pg = {0};
 	json_t *page;
 	char *spaced;
 
@@ -102,11 +118,12 @@ static void test_not_a_page(void **state)
 	                                  "{\"items\":[]}",
 	                                  "not json",
 	                                  "{\"job\":\"j\",\"order\":\"input\",\"total\":1,\"items\":[{\"index\":0,"};
-	results_page pg;
+	results_page pg = {0};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(results_page_read(bad[i], strlen(bad[i]), &pg), -1);
+	results_page_fini(&pg);
 }
 
 int main(void)
