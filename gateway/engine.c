@@ -170,7 +170,10 @@ void engine__answer(engine *e, op *o, int committed)
 			e->link.drop(e->link.ctx, o->slot);
 		else
 			e->link.batch(e->link.ctx, o->slot, committed ? &o->u.pull.batch : &retry);
-		free(o->u.pull.tasks);
+		free(o->u.pull.runs);
+		free(o->u.pull.ids);
+		free(o->u.pull.attempts);
+		free(o->u.pull.arg_lens);
 		cm_buf_fini(&o->u.pull.args);
 		free(o);
 		return;

@@ -196,19 +196,19 @@ typedef struct engine_pull_msg {
 	uint32_t running_ms; /* ... and for how long: timeouts */
 } engine_pull_msg;
 
-typedef struct engine_task {
-	uint64_t id;
+/* Consecutive tasks of one job in a batch: what they share (valid until
+ * the answer is sent). */
+typedef struct engine_run {
 	const char *function;
-	size_t arg_len; /* its JSON text's part of engine_batch.args */
-	uint32_t attempt; /* 1 on the first run */
-	char *const *command; /* argv of an "exec" task */
+	char *const *command; /* argv of "exec" tasks */
 	size_t ncommand;
 	uint32_t timeout_ms;
-	uint64_t context_key; /* its job's context (0: none), valid until the answer is sent: */
+	uint64_t context_key; /* its job's context (0: none): */
 	const char *context;
 	size_t context_len;
 	int ahead; /* of a small job: to run before what the worker holds */
-} engine_task;
+	size_t count; /* its tasks: the next count of the batch's columns */
+} engine_run;
 
 typedef enum engine_batch_status {
 	ENGINE_BATCH_OK,
@@ -220,9 +220,14 @@ typedef enum engine_batch_status {
 typedef struct engine_batch {
 	engine_batch_status status;
 	const char *error;
-	const engine_task *tasks;
+	const engine_run *runs;
+	size_t nruns;
+	/* The runs' tasks in order, a column a field, as the hub frames them: */
+	const uint64_t *ids;
+	const uint32_t *attempts; /* 1 on the first run */
+	const uint32_t *arg_lens; /* each one's part of args */
 	size_t ntasks;
-	const uint8_t *args; /* the tasks' arguments (JSON texts), one after another */
+	const uint8_t *args; /* the arguments' JSON texts, one after another */
 	uint32_t lease_ms;
 	int list_held; /* it holds fewer than it was handed: list them next time */
 } engine_batch;

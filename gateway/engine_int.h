@@ -196,7 +196,11 @@ typedef struct op {
 		struct {
 			const engine_pull_msg *msg; /* the hub's */
 			engine_batch batch; /* the answer */
-			engine_task *tasks;
+			engine_run *runs;
+			size_t nruns, cap_runs;
+			/* the tasks' columns (engine_batch's) */
+			uint64_t *ids;
+			uint32_t *attempts, *arg_lens;
 			size_t ntasks, cap_tasks;
 			cm_buf args; /* copies of the tasks' arguments, one after another (one allocation a batch) */
 			size_t bytes; /* what its tasks carry, counted against BATCH_BYTES_MAX */

@@ -576,6 +576,35 @@ typedef struct assign_ctx {
 	size_t run_bytes; /* what the run of j's tasks shares: counted on its first task, then 0 */
 } assign_ctx;
 
+/* Room for one more task, and for one more run, in o's batch. */
+static int batch_room(op *o)
+{
+	if (o->u.pull.ntasks == o->u.pull.cap_tasks) {
+		size_t cap = o->u.pull.cap_tasks ? o->u.pull.cap_tasks * 2 : 64;
+		uint64_t *ids = realloc(o->u.pull.ids, cap * sizeof(*ids));
+		if (ids)
+			o->u.pull.ids = ids;
+		uint32_t *attempts = realloc(o->u.pull.attempts, cap * sizeof(*attempts));
+		if (attempts)
+			o->u.pull.attempts = attempts;
+		uint32_t *lens = realloc(o->u.pull.arg_lens, cap * sizeof(*lens));
+		if (lens)
+			o->u.pull.arg_lens = lens;
+		if (!ids || !attempts || !lens)
+			return CM_ENOMEM;
+		o->u.pull.cap_tasks = cap;
+	}
+	if (o->u.pull.nruns == o->u.pull.cap_runs) {
+		size_t cap = o->u.pull.cap_runs ? o->u.pull.cap_runs * 2 : 8;
+		engine_run *runs = realloc(o->u.pull.runs, cap * sizeof(*runs));
+		if (!runs)
+			return CM_ENOMEM;
+		o->u.pull.runs = runs;
+		o->u.pull.cap_runs = cap;
+	}
+	return CM_OK;
+}
+
 /* As the hub frames a run of j's tasks: its framing, the function's name
  * and the command, once a run. */
 static size_t run_bytes(const job *j)
@@ -599,29 +628,25 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 		bytes += c->j->context->len + TASK_FRAME_OVERHEAD;
 	if (o->u.pull.ntasks && o->u.pull.bytes + bytes > BATCH_BYTES_MAX)
 		return STORE_TASK_LEAVE;
-	if (o->u.pull.ntasks == o->u.pull.cap_tasks) {
-		size_t cap = o->u.pull.cap_tasks ? o->u.pull.cap_tasks * 2 : 64;
-		engine_task *p = realloc(o->u.pull.tasks, cap * sizeof(*p));
-		if (!p)
-			return CM_ENOMEM;
-		o->u.pull.tasks = p;
-		o->u.pull.cap_tasks = cap;
-	}
+	if (batch_room(o) != CM_OK)
+		return CM_ENOMEM;
 	/* The argument's copy goes after the others: the batch's arguments
 	 * travel as one blob. */
 	if (len && cm_buf_append(&o->u.pull.args, arg, len) != CM_OK)
 		return CM_ENOMEM;
-	o->u.pull.tasks[o->u.pull.ntasks++] = (engine_task){.id = (uint64_t)id,
-	                                                    .function = c->j->function,
-	                                                    .arg_len = len,
-	                                                    .attempt = (uint32_t)attempts,
-	                                                    .command = c->j->command,
-	                                                    .ncommand = c->j->ncommand,
-	                                                    .timeout_ms = c->j->timeout_ms,
-	                                                    .context_key = c->j->context ? (uint64_t)c->j->num : 0,
-	                                                    .context = c->j->context ? c->j->context->text : NULL,
-	                                                    .context_len = c->j->context ? c->j->context->len : 0,
-	                                                    .ahead = c->j->total <= SMALL_JOB_TASKS};
+	if (c->run_bytes) /* the first of a run */
+		o->u.pull.runs[o->u.pull.nruns++] = (engine_run){.function = c->j->function,
+		                                                 .command = c->j->command,
+		                                                 .ncommand = c->j->ncommand,
+		                                                 .timeout_ms = c->j->timeout_ms,
+		                                                 .context_key = context,
+		                                                 .context = c->j->context ? c->j->context->text : NULL,
+		                                                 .context_len = c->j->context ? c->j->context->len : 0,
+		                                                 .ahead = c->j->total <= SMALL_JOB_TASKS};
+	o->u.pull.runs[o->u.pull.nruns - 1].count++;
+	o->u.pull.ids[o->u.pull.ntasks] = (uint64_t)id;
+	o->u.pull.attempts[o->u.pull.ntasks] = (uint32_t)attempts;
+	o->u.pull.arg_lens[o->u.pull.ntasks++] = (uint32_t)len;
 	o->u.pull.bytes += bytes;
 	c->run_bytes = 0;
 	if (context)
@@ -714,7 +739,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		double cost = j->avg_us > 1.0 ? j->avg_us : j->avg_us < 0 ? BATCH_BUDGET_US : 1.0;
 		int free_one = given == 0 && in_hand == 0;
 		assign_ctx c = {o, j, run_bytes(j)};
-		size_t before = o->u.pull.ntasks, bytes_before = o->u.pull.bytes, args_before = o->u.pull.args.len;
+		size_t before = o->u.pull.ntasks, runs_before = o->u.pull.nruns, bytes_before = o->u.pull.bytes,
+		       args_before = o->u.pull.args.len;
 		uint64_t context_before = o->u.pull.last_context;
 
 		if (probe)
@@ -741,6 +767,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		if (store_tasks_assign(e->st, r->lo, r->lo + take - 1, w->id, add_task, &c, &next) != CM_OK) {
 			/* Nothing of this range was marked: none of it goes. */
 			o->u.pull.ntasks = before;
+			o->u.pull.nruns = runs_before;
 			o->u.pull.args.len = args_before;
 			o->u.pull.bytes = bytes_before;
 			o->u.pull.last_context = context_before;
@@ -764,9 +791,13 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		if (full)
 			break;
 	}
-	o->u.pull.batch.tasks = o->u.pull.tasks;
-	o->u.pull.batch.args = (const uint8_t *)o->u.pull.args.data;
+	o->u.pull.batch.runs = o->u.pull.runs;
+	o->u.pull.batch.nruns = o->u.pull.nruns;
+	o->u.pull.batch.ids = o->u.pull.ids;
+	o->u.pull.batch.attempts = o->u.pull.attempts;
+	o->u.pull.batch.arg_lens = o->u.pull.arg_lens;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
+	o->u.pull.batch.args = (const uint8_t *)o->u.pull.args.data;
 	if (o->u.pull.ntasks)
 		w->idle_since = 0;
 }

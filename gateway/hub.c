@@ -215,13 +215,6 @@ static void refuse_and_close(hub_slot *s, const char *why)
 
 /* ---- the engine's answers (engine_link), on the engine's thread --------- */
 
-/* Whether engine tasks a and b go in one run: tasks of one job. */
-static int same_run(const engine_task *a, const engine_task *b)
-{
-	return a->function == b->function && a->command == b->command && a->ncommand == b->ncommand &&
-	       a->timeout_ms == b->timeout_ms && a->context_key == b->context_key && a->ahead == b->ahead;
-}
-
 static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 {
 	static const Strand__Batch__Status status[] = {
@@ -230,14 +223,13 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	        [ENGINE_BATCH_STOP] = STRAND__BATCH__STATUS__STOP,
 	        [ENGINE_BATCH_RETRY] = STRAND__BATCH__STATUS__RETRY,
 	};
-	size_t n = eb->ntasks, nruns = 0, ncontexts = 0, args_len = 0;
+	size_t n = eb->nruns, ncontexts = 0, args_len = 0;
 	Strand__Batch b = STRAND__BATCH__INIT;
-	/* A run per job's stretch of tasks (its queue ranges), a context where
-	 * such a run starts unless the last one added is the same: so once,
-	 * or a few times when requeued ranges interleave. At most one of
-	 * each a task: */
+	/* A run and at most one context a run: a context goes where a run
+	 * starts unless the last one added is the same, so once a job, or a
+	 * few times when requeued ranges interleave. */
 	void *block = n ? malloc(n * (sizeof(Strand__TaskRun) + sizeof(Strand__TaskRun *) + sizeof(Strand__Context) +
-	                              sizeof(Strand__Context *) + sizeof(uint64_t) + 2 * sizeof(uint32_t)))
+	                              sizeof(Strand__Context *)))
 	                : NULL;
 
 	(void)ctx;
@@ -250,37 +242,29 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	Strand__TaskRun **run_ptrs = (Strand__TaskRun **)(runs + n);
 	Strand__Context *contexts = (Strand__Context *)(run_ptrs + n);
 	Strand__Context **context_ptrs = (Strand__Context **)(contexts + n);
-	uint64_t *ids = (uint64_t *)(context_ptrs + n);
-	uint32_t *attempts = (uint32_t *)(ids + n), *lens = attempts + n;
 	for (size_t i = 0; i < n; i++) {
-		const engine_task *t = &eb->tasks[i];
-		ids[i] = t->id;
-		attempts[i] = t->attempt;
-		lens[i] = (uint32_t)t->arg_len;
-		args_len += t->arg_len;
-		if (i && same_run(&eb->tasks[i - 1], t)) {
-			runs[nruns - 1].count++;
-			continue;
-		}
-		Strand__TaskRun *r = &runs[nruns];
+		const engine_run *er = &eb->runs[i];
+		Strand__TaskRun *r = &runs[i];
 		strand__task_run__init(r);
-		r->function = (char *)t->function;
-		r->command = (char **)t->command;
-		r->n_command = t->ncommand;
-		r->timeout_ms = t->timeout_ms;
-		r->context = t->context_key;
-		r->ahead = t->ahead != 0;
-		r->count = 1;
-		run_ptrs[nruns++] = r;
-		if (t->context_key && (!ncontexts || contexts[ncontexts - 1].key != t->context_key)) {
+		r->function = (char *)er->function;
+		r->command = (char **)er->command;
+		r->n_command = er->ncommand;
+		r->timeout_ms = er->timeout_ms;
+		r->context = er->context_key;
+		r->ahead = er->ahead != 0;
+		r->count = (uint32_t)er->count;
+		run_ptrs[i] = r;
+		if (er->context_key && (!ncontexts || contexts[ncontexts - 1].key != er->context_key)) {
 			Strand__Context *c = &contexts[ncontexts];
 			strand__context__init(c);
-			c->key = t->context_key;
-			c->value.data = (uint8_t *)t->context;
-			c->value.len = t->context_len;
+			c->key = er->context_key;
+			c->value.data = (uint8_t *)er->context;
+			c->value.len = er->context_len;
 			context_ptrs[ncontexts++] = c;
 		}
 	}
+	for (size_t i = 0; i < eb->ntasks; i++)
+		args_len += eb->arg_lens[i];
 	b.status = status[eb->status];
 	b.error = (char *)(eb->error ? eb->error : "");
 	b.lease_ms = eb->lease_ms;
@@ -288,13 +272,14 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b.contexts = context_ptrs;
 	b.n_contexts = ncontexts;
 	b.runs = run_ptrs;
-	b.n_runs = nruns;
-	b.task_ids = ids;
-	b.n_task_ids = n;
-	b.attempts = attempts;
-	b.n_attempts = n;
-	b.arg_lens = lens;
-	b.n_arg_lens = n;
+	b.n_runs = n;
+	/* The engine's columns as they are. */
+	b.task_ids = (uint64_t *)eb->ids;
+	b.n_task_ids = eb->ntasks;
+	b.attempts = (uint32_t *)eb->attempts;
+	b.n_attempts = eb->ntasks;
+	b.arg_lens = (uint32_t *)eb->arg_lens;
+	b.n_arg_lens = eb->ntasks;
 	b.args.data = (uint8_t *)eb->args;
 	b.args.len = args_len;
 	send_message(s, PROTO_BATCH, &b.base);

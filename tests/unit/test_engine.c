@@ -64,12 +64,13 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b->status = eb->status;
 	b->ntasks = eb->ntasks;
 	b->tasks = calloc(eb->ntasks + 1, sizeof(*b->tasks));
-	for (size_t i = 0, at = 0; i < eb->ntasks; i++) {
-		const engine_task *t = &eb->tasks[i];
-		uint8_t *arg = malloc(t->arg_len + 1);
-		memcpy(arg, eb->args + at, t->arg_len);
-		at += t->arg_len;
-		b->tasks[i] = (test_task){t->id, arg, t->arg_len, t->attempt, t->ahead};
+	for (size_t r = 0, i = 0, at = 0; r < eb->nruns; r++) {
+		for (size_t k = 0; k < eb->runs[r].count; k++, i++) {
+			uint8_t *arg = malloc(eb->arg_lens[i] + 1);
+			memcpy(arg, eb->args + at, eb->arg_lens[i]);
+			at += eb->arg_lens[i];
+			b->tasks[i] = (test_task){eb->ids[i], arg, eb->arg_lens[i], eb->attempts[i], eb->runs[r].ahead};
+		}
 	}
 	answered(s, b);
 }
