@@ -361,7 +361,7 @@ static int describe(hub_slot *s, proto_type type)
 	}
 	Strand__Pull *p = (Strand__Pull *)s->msg;
 	size_t n = p->n_result_ids, at = 0;
-	if (n && !(s->results = calloc(n, sizeof(*s->results))))
+	if (n && !(s->results = malloc(n * sizeof(*s->results)))) /* each one set below */
 		return CM_ENOMEM;
 	/* The columns agree (proto_frame_decode_in checked them). */
 	for (size_t i = 0; i < n; i++) {
