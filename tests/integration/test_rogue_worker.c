@@ -314,10 +314,42 @@ static void test_rogue_worker_steals_nothing_and_forges_nothing(void **state)
 	assert_int_not_equal(b->status, STRAND__BATCH__STATUS__REFUSED);
 	protobuf_c_message_free_unpacked(&b->base, NULL);
 
+	/* Result columns that disagree (an id without its outcome, a value
+	 * length past the values): refused whole, nothing recorded. */
+	Strand__Pull odd = STRAND__PULL__INIT;
+	uint64_t ids[] = {(uint64_t)h[0].task};
+	uint32_t zero[] = {0}, long_len[] = {50};
+	uint8_t *frame_odd;
+	size_t odd_len;
+	odd.worker_id = h[0].worker;
+	odd.pool_id = pool;
+	odd.result_ids = ids;
+	odd.n_result_ids = 1;
+	odd.run_us = zero;
+	odd.n_run_us = 1;
+	odd.attempts = zero;
+	odd.n_attempts = 1;
+	odd.value_lens = long_len;
+	odd.n_value_lens = 1;
+	odd.values.data = (uint8_t *)"1";
+	odd.values.len = 1;
+	assert_int_equal(proto_frame_encode(PROTO_PULL, h[0].worker, h[0].secret, &odd.base, &frame_odd, &odd_len),
+	                 CM_OK);
+	assert_refused(exchange(frame_odd, odd_len), "a pull whose result columns disagree (1 ids, 0 outcomes");
+	free(frame_odd);
+	Strand__Outcome ok[] = {STRAND__OUTCOME__OK};
+	odd.outcomes = ok;
+	odd.n_outcomes = 1;
+	assert_int_equal(proto_frame_encode(PROTO_PULL, h[0].worker, h[0].secret, &odd.base, &frame_odd, &odd_len),
+	                 CM_OK);
+	assert_refused(exchange(frame_odd, odd_len), "texts of 50 bytes in all where the pull has 1");
+	free(frame_odd);
+
 	/* 32 MiB frames: unauthenticated, refused once its header is in,
 	 * before its body is read (the connection then ends: what followed
-	 * was never read); and with the stolen secret, 16 million empty
-	 * results, refused within the decode budget. Neither may take the
+	 * was never read); and with the stolen secret, 16 million result
+	 * ids of a byte each (8 bytes each decoded), refused within the
+	 * decode budget. Neither may take the
 	 * gateway's memory anywhere near the gigabytes such frames would
 	 * decode to. */
 	long before = peak_rss_kib(g.pid);
@@ -337,7 +369,7 @@ static void test_rogue_worker_steals_nothing_and_forges_nothing(void **state)
 	memset(frame + at, 'f', 64);
 	at += 64;
 	for (; at + 1 < big; at += 2) {
-		frame[at] = 0x32; /* Pull.results */
+		frame[at] = 0x58; /* Pull.result_ids, one at a time */
 		frame[at + 1] = 0;
 	}
 	int closed = 0;
