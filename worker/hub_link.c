@@ -18,6 +18,7 @@
 #include "common/common.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
+#include "worker/hub_link.h"
 #include "worker/worker.h"
 
 struct hub_link {

@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "proto/frame.h"
 #include "worker/strand_plugin.h"
+#include "worker/hub_link.h"
 #include "worker/worker.h"
 
 static struct api {

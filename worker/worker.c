@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "proto/frame.h"
+#include "worker/hub_link.h"
 #include "worker/manager.h"
 #include "worker/runtime.h"
 #include "worker/worker.h"
