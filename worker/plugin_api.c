@@ -18,8 +18,8 @@
 
 #include "common/common.h"
 #include "proto/frame.h"
-#include "worker/strand_plugin.h"
 #include "worker/hub_link.h"
+#include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
 static struct api {
