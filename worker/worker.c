@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/frame.h"
@@ -47,6 +48,9 @@
  * meanwhile waits this long at most before its turn. */
 #define STRETCH_MS 0.1
 #define STRETCH_MAX 256
+/* A stretch that runs this long is cut (the coarse clock's, a tick or
+ * two: it costs a few nanoseconds to read, the precise one tens). */
+#define STRETCH_LONG_MS 5
 #define HEARTBEAT_MS 1000
 /* How long one exchange may take: the gateway parks an idle pull for up to
  * 1 s, so never less than 2 s; never more than half the time after which the
@@ -352,18 +356,30 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 	free(rts);
 }
 
+static int64_t coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Runs the taken tasks (one, or a stretch) on this thread, their outputs
  * one after another into out (the thread's, used again and again: short
- * results cost no allocation), and finishes them together. */
+ * results cost no allocation), and finishes them together. A stretch
+ * that runs long (its tasks are not as short as those before them) is cut:
+ * once past STRETCH_LONG_MS what ran is finished, and the rest one by one,
+ * so their results do not wait for the stretch's end. */
 static void run_taken(worker *w, cm_buf *out)
 {
-	size_t n = w->ntaken;
+	size_t n = w->ntaken, from = 0; /* taken[from]: the first not finished */
+	int64_t began = n > 1 ? coarse_ms() : 0;
 
 	out->len = 0;
 	for (size_t i = 0; i < n; i++) {
 		const task *t = &w->taken[i];
 		const run *r = t->run;
-		size_t at = out->len;
+		size_t at = out->len, k = i - from;
 		int ok = 0;
 		if (worker_fns_run(w->fns, r->function, t->arg, t->arg_len, r->command, r->ncommand, r->timeout_ms,
 		                   t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out, &ok) != CM_OK) {
@@ -372,10 +388,14 @@ static void run_taken(worker *w, cm_buf *out)
 			if (cm_buf_puts(out, "worker out of memory running the task") != CM_OK)
 				out->len = at;
 		}
-		w->outcomes[i] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
-		w->ends[i] = out->len;
+		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
+		w->ends[k] = out->len;
+		if (i + 1 == n || from > 0 || coarse_ms() - began > STRETCH_LONG_MS) {
+			(void)finish(w, k + 1, w->outcomes, out->data, w->ends);
+			from = i + 1;
+			out->len = 0;
+		}
 	}
-	(void)finish(w, n, w->outcomes, out->data, w->ends);
 }
 
 /* Runs what comes next in the queue, on the calling thread (out: its

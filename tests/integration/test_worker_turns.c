@@ -1,9 +1,11 @@
 /*
  * A real strand-worker against this test in the hub's place: the order it
- * runs what it is handed. Tasks of a small job (Task.ahead) come while it
- * holds a batch of 50 ms sleeps: the first of them runs once the sleep
+ * runs what it is handed. Tasks of a small job (TaskRun.ahead) come while
+ * it holds a batch of 50 ms sleeps: the first of them runs once the sleep
  * running then ends, not after the batch, and from there the two kinds
- * take turns, so neither waits for the other to run out.
+ * take turns, so neither waits for the other to run out. And a stretch of
+ * short tasks whose later ones run long is cut, so their results go as
+ * they end.
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>
@@ -93,41 +95,56 @@ static Strand__Pull *next_pull(fake_hub *h)
 	}
 }
 
-/* Answers the pull with n tasks: echo of "1" when ahead, else 50 ms sleeps. */
-static void answer(fake_hub *h, uint64_t first_id, size_t n, int ahead)
+#define RUN_MAX 256 /* tasks in one answer, at most */
+
+/* Answers the pull with a run of n tasks of function, ids first_id on,
+ * task i's argument args[i] (or args[0] for all when one_arg). */
+static void answer_run(fake_hub *h, uint64_t first_id, size_t n, const char *function, const char *const *args,
+                       int one_arg, int ahead)
 {
 	Strand__TaskRun run = STRAND__TASK_RUN__INIT, *runs[] = {&run};
-	uint64_t ids[HELD + AHEAD];
-	uint32_t attempts[HELD + AHEAD], lens[HELD + AHEAD];
-	char args[2 * (HELD + AHEAD)];
+	uint64_t ids[RUN_MAX];
+	uint32_t attempts[RUN_MAX], lens[RUN_MAX];
+	char texts[RUN_MAX * 8];
 	Strand__Batch b = STRAND__BATCH__INIT;
 	uint8_t *frame = NULL;
 	size_t len = 0, at = 0;
 
+	assert_true(n <= RUN_MAX);
 	for (size_t i = 0; i < n; i++) {
+		const char *arg = args[one_arg ? 0 : i];
 		ids[i] = first_id + i;
 		attempts[i] = 1;
-		lens[i] = ahead ? 1 : 2;
-		memcpy(args + at, ahead ? "1" : "50", lens[i]);
+		lens[i] = (uint32_t)strlen(arg);
+		assert_true(lens[i] <= 8);
+		memcpy(texts + at, arg, lens[i]);
 		at += lens[i];
 	}
-	run.function = ahead ? "echo" : "sleep";
+	run.function = (char *)function;
 	run.ahead = ahead;
 	run.count = (uint32_t)n;
-	b.runs = runs;
-	b.n_runs = 1;
+	b.runs = n ? runs : NULL;
+	b.n_runs = n ? 1 : 0;
 	b.task_ids = ids;
 	b.n_task_ids = n;
 	b.attempts = attempts;
 	b.n_attempts = n;
 	b.arg_lens = lens;
 	b.n_arg_lens = n;
-	b.args.data = (uint8_t *)args;
+	b.args.data = (uint8_t *)texts;
 	b.args.len = at;
 	b.lease_ms = 60000;
 	assert_int_equal(proto_frame_encode(PROTO_BATCH, NULL, NULL, &b.base, &frame, &len), CM_OK);
 	send_frame(h, frame, len);
 	free(frame);
+}
+
+/* Answers the pull with n tasks: echo of "1" when ahead, else 50 ms sleeps. */
+static void answer(fake_hub *h, uint64_t first_id, size_t n, int ahead)
+{
+	static const char *const echo[] = {"1"}, *const sleep_50[] = {"50"};
+
+	answer_run(h, first_id, n, ahead ? "echo" : "sleep", ahead ? echo : sleep_50, 1, ahead);
 }
 
 static int seen(const uint64_t *ids, size_t n, uint64_t id)
@@ -169,15 +186,11 @@ static int free_port(void)
 
 static int kill_worker(void **state);
 
-static void test_small_jobs_take_turns_with_a_held_batch(void **state)
+/* Starts a real strand-worker dialing h, which listens. */
+static void start_worker(fake_hub *h)
 {
 	char url[64], hub[80];
-	fake_hub h = {0};
-	uint64_t order[HELD + AHEAD];
-	size_t got = 0, reported_before_ahead = 0;
-	int sent_ahead = 0;
 
-	(void)state;
 	/* The worker is started before any nng call: a fork while nng's
 	 * threads run can hang under ThreadSanitizer. It dials until the
 	 * port listens. */
@@ -191,10 +204,30 @@ static void test_small_jobs_take_turns_with_a_held_batch(void **state)
 		execve(argv[0], argv, env);
 		_exit(127);
 	}
-	assert_int_equal(nng_stream_listener_alloc(&h.listener, url), 0);
-	assert_int_equal(nng_stream_listener_listen(h.listener), 0);
-	assert_int_equal(nng_aio_alloc(&h.aio, NULL, NULL), 0);
-	nng_aio_set_timeout(h.aio, 20000);
+	assert_int_equal(nng_stream_listener_alloc(&h->listener, url), 0);
+	assert_int_equal(nng_stream_listener_listen(h->listener), 0);
+	assert_int_equal(nng_aio_alloc(&h->aio, NULL, NULL), 0);
+	nng_aio_set_timeout(h->aio, 20000);
+}
+
+static void stop_worker(fake_hub *h)
+{
+	kill_worker(NULL);
+	if (h->conn)
+		nng_stream_free(h->conn);
+	nng_aio_free(h->aio);
+	nng_stream_listener_free(h->listener);
+}
+
+static void test_small_jobs_take_turns_with_a_held_batch(void **state)
+{
+	fake_hub h = {0};
+	uint64_t order[HELD + AHEAD];
+	size_t got = 0, reported_before_ahead = 0;
+	int sent_ahead = 0;
+
+	(void)state;
+	start_worker(&h);
 	Strand__Pull *p = next_pull(&h); /* the first: nothing to report */
 	assert_int_equal(p->n_result_ids, 0);
 	protobuf_c_message_free_unpacked(&p->base, NULL);
@@ -239,11 +272,68 @@ static void test_small_jobs_take_turns_with_a_held_batch(void **state)
 			assert_int_equal(order[i], last + 1);
 			last = order[i];
 		}
-	kill_worker(NULL);
-	if (h.conn)
-		nng_stream_free(h.conn);
-	nng_aio_free(h.aio);
-	nng_stream_listener_free(h.listener);
+	stop_worker(&h);
+}
+
+/* Collects the results of the pulls until ids first..first+n-1 are all in
+ * (answering each with nothing more; a lost answer's run goes again, as
+ * the gateway's hub does); pull_of[id - first]: the pull that brought it. */
+static void collect(fake_hub *h, uint64_t first, size_t n, int *pull_of, const char *function, const char *const *args,
+                    int one_arg)
+{
+	size_t got = 0;
+
+	for (size_t i = 0; i < n; i++)
+		pull_of[i] = -1;
+	for (int pulls = 0; got < n; pulls++) {
+		assert_true(pulls < 5000);
+		Strand__Pull *p = next_pull(h);
+		for (size_t i = 0; i < p->n_result_ids; i++) {
+			uint64_t id = p->result_ids[i];
+			assert_int_equal(p->outcomes[i], STRAND__OUTCOME__OK);
+			if (id >= first && id < first + n && pull_of[id - first] < 0) {
+				pull_of[id - first] = pulls;
+				got++;
+			}
+		}
+		int lost = 1; /* the run was answered, then the answer lost */
+		for (size_t i = 0; i < n && lost; i++)
+			lost = pull_of[i] < 0 && !seen(p->held, p->n_held, first + i);
+		if (p->resync && lost)
+			answer_run(h, first, n, function, args, one_arg, 0);
+		else
+			answer_run(h, 0, 0, "", NULL, 1, 0);
+		protobuf_c_message_free_unpacked(&p->base, NULL);
+	}
+}
+
+/* Short tasks go a stretch at a time, by the worker's average; a run whose
+ * later tasks are long is not held back until the stretch ends: once it
+ * runs long, each task's result goes as it ends. Here 200 echoes make the
+ * average tiny, so the next run (two instant sleeps, then five of 200 ms)
+ * is taken as one stretch; its five long results come in five pulls, not
+ * all in one a second later. */
+static void test_a_stretch_that_runs_long_is_cut(void **state)
+{
+	static const char *const one[] = {"1"};
+	static const char *const sleeps[] = {"0", "0", "200", "200", "200", "200", "200"};
+	fake_hub h = {0};
+	int pull_of[200];
+
+	(void)state;
+	start_worker(&h);
+	Strand__Pull *p = next_pull(&h);
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+	answer_run(&h, 1, 200, "echo", one, 1, 0);
+	collect(&h, 1, 200, pull_of, "echo", one, 1);
+	p = next_pull(&h);
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+	answer_run(&h, 301, 7, "sleep", sleeps, 0, 0);
+	collect(&h, 301, 7, pull_of, "sleep", sleeps, 0);
+	for (size_t i = 3; i < 7; i++)
+		if (pull_of[i] <= pull_of[i - 1])
+			fail_msg("the long sleeps %zu and %zu came in one pull (%d)", i + 300, i + 301, pull_of[i]);
+	stop_worker(&h);
 }
 
 static int kill_worker(void **state)
@@ -261,6 +351,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_teardown(test_small_jobs_take_turns_with_a_held_batch, kill_worker),
+	        cmocka_unit_test_teardown(test_a_stretch_that_runs_long_is_cut, kill_worker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
