@@ -330,8 +330,7 @@ static void check_result(hub_slot *s, engine_result *r)
 		memcpy(copy, why, n);
 	r->value = copy;
 	r->len = n;
-	r->ok = 0;
-	r->lost = 0;
+	r->ok = 0; /* a lost attempt stays lost: only its words are replaced */
 }
 
 /* The engine's view of a decoded pull or queue call: plain structs that
