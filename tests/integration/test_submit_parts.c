@@ -209,11 +209,13 @@ static void test_cancel_while_submitting(void **state)
 	free(job);
 }
 
-static const char *const retain_2s[] = {"--retain", "2s", NULL};
+/* Long enough for the million-task job to be read whole once it ends
+ * (some seconds under the sanitizers), which retention would remove too. */
+static const char *const retain_10s[] = {"--retain", "10s", NULL};
 
 static int retaining_setup(void **state)
 {
-	return pool_fixture_setup_with(state, retain_2s);
+	return pool_fixture_setup_with(state, retain_10s);
 }
 
 typedef struct exact {
@@ -239,9 +241,12 @@ static void test_million_tasks_exact_across_kill(void **state)
 	exact seen = {0};
 	response r;
 
-	/* A small job that ends first: retention removes it during the map. */
+	/* A small job that ends first: retention removes it during the map
+	 * (it is 8 s old when the map starts, the map's own results get 10 s
+	 * to be read once it ends). */
 	char *old = map_start(f, 2, 2);
 	assert_int_equal(job_wait_done(&f->g, old, 2), 2);
+	sleep(8);
 	for (int i = 0; i < n; i++)
 		json_array_append_new(args, json_integer(i));
 	strand_client *c = strand_client_new(f->g.base);
@@ -260,9 +265,9 @@ static void test_million_tasks_exact_across_kill(void **state)
 	assert_int_equal(json_integer_value(json_object_get(r.json, "done")), n);
 	assert_int_equal(json_integer_value(json_object_get(r.json, "failed")), 0);
 	response_free(&r);
-	/* The old job went by retention (2 s after it ended). */
+	/* The old job went by retention (10 s after it ended). */
 	snprintf(path, sizeof(path), "/v1/jobs/%s", old);
-	for (int i = 0; i < 500; i++) {
+	for (int i = 0; i < 1500; i++) {
 		r = http(&f->g, "GET", path, NULL, NULL);
 		int gone = r.status == 404;
 		response_free(&r);
