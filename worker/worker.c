@@ -120,7 +120,7 @@ typedef struct worker {
 
 	pthread_mutex_t mu;
 	pthread_cond_t wake; /* a thread with nothing to do waits for something to do */
-	/* Queued tasks: those of small jobs (Task.ahead) and the rest. Tasks
+	/* Queued tasks: those of small jobs (TaskRun.ahead) and the rest. Tasks
 	 * are taken by turns from the two, so an apply that comes while a
 	 * large map's batch is held waits for one task, not the batch. */
 	task_ring ahead, others;
