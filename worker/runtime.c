@@ -258,11 +258,15 @@ static void consume(worker_runtime *rt, const frame *f)
 }
 
 /* The last lines of what it wrote on stderr, for an error. */
+/* Its stderr's tail as text: bytes that are not UTF-8 (what it wrote, or
+ * a character the tail's start cut) become '?', so its words reach the job
+ * as an error the hub accepts, not as "not UTF-8 text". */
 static const char *last_words(worker_runtime *rt)
 {
 	while (rt->stderr_len && (rt->stderr_tail[rt->stderr_len - 1] == '\n'))
 		rt->stderr_len--;
 	rt->stderr_tail[rt->stderr_len] = '\0';
+	cm_utf8_sanitize(rt->stderr_tail);
 	return rt->stderr_tail;
 }
 

@@ -127,6 +127,38 @@ static void test_runtime_death_is_a_lost_attempt(void **state)
 	free(pool);
 }
 
+/* A runtime whose last words are not UTF-8 (a character cut short) and
+ * that dies on every task: each death is a lost attempt, and the task's
+ * error quotes its words with '?' for what is not text. */
+static void test_last_words_not_utf8(void **state)
+{
+	char script[512], path[300], *spec_text;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/garbled_runtime.py", g.dir);
+	snprintf(script, sizeof(script),
+	         "import os,struct,sys\n"
+	         "H=struct.Struct('<cQII'); w=sys.stdout.buffer\n"
+	         "w.write(H.pack(b'S',0,4,1)+b'echo1'); w.flush()\n"
+	         "sys.stdin.buffer.read(17)\n"
+	         "sys.stderr.buffer.write(b'gone \\xc3'); sys.stderr.flush()\n"
+	         "os._exit(6)\n");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(script, f);
+	fclose(f);
+	json_t *spec = json_pack("{s:i, s:[s,s]}", "processes", 1, "runtime", "python3", path);
+	spec_text = json_dumps(spec, JSON_COMPACT);
+	json_t *items = map_on(spec_text, "rt:echo", json_pack("[i]", 1), NULL);
+	static const char want[] = "lost 3 times: runtime python3: the runtime exited (exited with code 6; it is "
+	                           "started again for the next task); its last words:\ngone ?";
+	if (strcmp(error_of(items, 0), want) != 0)
+		fail_msg("not three lost attempts with the words: %s", error_of(items, 0));
+	json_decref(items);
+	json_decref(spec);
+	free(spec_text);
+}
+
 /* A runtime of the test's own, in the protocol of README "Runtimes": it
  * echoes each task's argument, except that the 20th one it is sent kills
  * it (once per test: a marker file), when the worker sends tasks in runs.
@@ -305,6 +337,7 @@ int main(void)
 	        cmocka_unit_test(test_python_functions),
 	        cmocka_unit_test(test_exception_carries_type_and_traceback),
 	        cmocka_unit_test(test_runtime_death_is_a_lost_attempt),
+	        cmocka_unit_test(test_last_words_not_utf8),
 	        cmocka_unit_test(test_runtime_dying_mid_run_loses_one_task_only),
 	        cmocka_unit_test(test_job_context),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
