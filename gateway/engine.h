@@ -227,7 +227,8 @@ typedef struct engine_batch {
 	const uint32_t *attempts; /* 1 on the first run */
 	const uint32_t *arg_lens; /* each one's part of args */
 	size_t ntasks;
-	const uint8_t *args; /* the arguments' JSON texts, one after another */
+	const uint8_t *args; /* the arguments' JSON texts, one after another ... */
+	size_t args_len; /* ... so many bytes */
 	uint32_t lease_ms;
 	int list_held; /* it holds fewer than it was handed: list them next time */
 } engine_batch;

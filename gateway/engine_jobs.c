@@ -798,6 +798,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	o->u.pull.batch.arg_lens = o->u.pull.arg_lens;
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
 	o->u.pull.batch.args = (const uint8_t *)o->u.pull.args.data;
+	o->u.pull.batch.args_len = o->u.pull.args.len;
 	if (o->u.pull.ntasks)
 		w->idle_since = 0;
 }

@@ -223,7 +223,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	        [ENGINE_BATCH_STOP] = STRAND__BATCH__STATUS__STOP,
 	        [ENGINE_BATCH_RETRY] = STRAND__BATCH__STATUS__RETRY,
 	};
-	size_t n = eb->nruns, ncontexts = 0, args_len = 0;
+	size_t n = eb->nruns, ncontexts = 0;
 	Strand__Batch b = STRAND__BATCH__INIT;
 	/* A run and at most one context a run: a context goes where a run
 	 * starts unless the last one added is the same, so once a job, or a
@@ -263,8 +263,6 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 			context_ptrs[ncontexts++] = c;
 		}
 	}
-	for (size_t i = 0; i < eb->ntasks; i++)
-		args_len += eb->arg_lens[i];
 	b.status = status[eb->status];
 	b.error = (char *)(eb->error ? eb->error : "");
 	b.lease_ms = eb->lease_ms;
@@ -281,7 +279,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b.arg_lens = (uint32_t *)eb->arg_lens;
 	b.n_arg_lens = eb->ntasks;
 	b.args.data = (uint8_t *)eb->args;
-	b.args.len = args_len;
+	b.args.len = eb->args_len;
 	send_message(s, PROTO_BATCH, &b.base);
 	free(block);
 }

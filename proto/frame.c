@@ -122,7 +122,6 @@ static void budget_free(void *data, void *p)
 	free(p);
 }
 
-/* Decodes through allocator; *spent tells a budget that ran out. */
 /* The columns of a Batch's tasks or a Pull's results: each as long as the
  * others, and the texts' lengths adding up to their blob. Returns 0, or -1
  * with the reason. */
@@ -179,6 +178,7 @@ static int columns_check(proto_type type, const ProtobufCMessage *msg, char *det
 	return 0;
 }
 
+/* Decodes through allocator; *spent tells a budget that ran out. */
 static int decode_with(proto_type type, const uint8_t *data, size_t len, ProtobufCAllocator *allocator,
                        const int *spent, ProtobufCMessage **out, char *detail, size_t detail_len)
 {

@@ -127,35 +127,42 @@ static void test_runtime_death_is_a_lost_attempt(void **state)
 	free(pool);
 }
 
-/* A runtime whose last words are not UTF-8 (a character cut short) and
- * that dies on every task: each death is a lost attempt, and the task's
- * error quotes its words with '?' for what is not text. */
-static void test_last_words_not_utf8(void **state)
+/* Writes script as g.dir/name and returns the spec of a one-worker pool
+ * with it as the runtime (new text). */
+static char *runtime_spec(const char *name, const char *script)
 {
-	char script[512], path[300], *spec_text;
+	char path[300];
 
-	(void)state;
-	snprintf(path, sizeof(path), "%s/garbled_runtime.py", g.dir);
-	snprintf(script, sizeof(script),
-	         "import os,struct,sys\n"
-	         "H=struct.Struct('<cQII'); w=sys.stdout.buffer\n"
-	         "w.write(H.pack(b'S',0,4,1)+b'echo1'); w.flush()\n"
-	         "sys.stdin.buffer.read(17)\n"
-	         "sys.stderr.buffer.write(b'gone \\xc3'); sys.stderr.flush()\n"
-	         "os._exit(6)\n");
+	snprintf(path, sizeof(path), "%s/%s", g.dir, name);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(script, f);
 	fclose(f);
 	json_t *spec = json_pack("{s:i, s:[s,s]}", "processes", 1, "runtime", "python3", path);
-	spec_text = json_dumps(spec, JSON_COMPACT);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	json_decref(spec);
+	return text;
+}
+
+/* A runtime whose last words are not UTF-8 (a character cut short) and
+ * that dies on every task: each death is a lost attempt, and the task's
+ * error quotes its words with '?' for what is not text. */
+static void test_last_words_not_utf8(void **state)
+{
+	(void)state;
+	char *spec_text = runtime_spec("garbled_runtime.py", "import os,struct,sys\n"
+	                                                     "H=struct.Struct('<cQII'); w=sys.stdout.buffer\n"
+	                                                     "w.write(H.pack(b'S',0,4,1)+b'echo1'); w.flush()\n"
+	                                                     "sys.stdin.buffer.read(17)\n"
+	                                                     "sys.stderr.buffer.write(b'gone \\xc3'); "
+	                                                     "sys.stderr.flush()\n"
+	                                                     "os._exit(6)\n");
 	json_t *items = map_on(spec_text, "rt:echo", json_pack("[i]", 1), NULL);
 	static const char want[] = "lost 3 times: runtime python3: the runtime exited (exited with code 6; it is "
 	                           "started again for the next task); its last words:\ngone ?";
 	if (strcmp(error_of(items, 0), want) != 0)
 		fail_msg("not three lost attempts with the words: %s", error_of(items, 0));
 	json_decref(items);
-	json_decref(spec);
 	free(spec_text);
 }
 
@@ -166,11 +173,10 @@ static void test_last_words_not_utf8(void **state)
  * are sent to that one too, and every result is exact. */
 static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
 {
-	char script[1024], path[300], *spec_text;
+	char script[1024], path[300];
 	json_t *args = json_array();
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/echo_runtime.py", g.dir);
 	snprintf(script, sizeof(script),
 	         "import os,struct,sys\n"
 	         "H=struct.Struct('<cQII'); r=sys.stdin.buffer; w=sys.stdout.buffer\n"
@@ -185,12 +191,7 @@ static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
 	         "    os._exit(5)\n"
 	         "  w.write(H.pack(b'R',i,0,len(arg))+arg); w.flush()\n",
 	         g.dir, g.dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(script, f);
-	fclose(f);
-	json_t *spec = json_pack("{s:i, s:[s,s]}", "processes", 1, "runtime", "python3", path);
-	spec_text = json_dumps(spec, JSON_COMPACT);
+	char *spec_text = runtime_spec("echo_runtime.py", script);
 	for (int i = 0; i < 500; i++)
 		json_array_append_new(args, json_integer(i * 7));
 	json_t *items = map_on(spec_text, "rt:echo", args, NULL);
@@ -203,7 +204,6 @@ static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
 			fail_msg("task %zu: %s", i, error_of(items, i));
 	}
 	json_decref(items);
-	json_decref(spec);
 	free(spec_text);
 }
 
