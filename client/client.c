@@ -380,8 +380,8 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 
 	for (;;) {
 		int complete, stop = 0;
-		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=%d&wait=30&cursor=%s", job,
-		         unordered ? "completion" : "input", page, cursor);
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&shape=columns&limit=%d&wait=30&cursor=%s",
+		         job, unordered ? "completion" : "input", page, cursor);
 		text.len = 0;
 		if (text.data)
 			text.data[0] = '\0'; /* an error's empty body is not the last page */

@@ -3,13 +3,16 @@
  * one JSON document. jansson makes each item an object with a hash table:
  * some ten allocations an item, which made the client, not the gateway,
  * most of a large map's time (a million results took the gateway 0.25 s to
- * page and libstrand over 1 s to parse). The gateway writes pages in one
- * shape (gateway/api.c, results_body):
+ * page and libstrand over 1 s to parse). The gateway writes pages in two
+ * shapes, each always the same way (gateway/api.c, results_body):
  *   {"job":…,"order":…,"total":N,"items":[{"index":N,"ok":true,"value":V},
  *    {"index":N,"ok":false,"error":"…"},…],"next_cursor":"N","complete":B}
- * so items are read in that shape, and only each value is parsed. A page in
- * any other shape is parsed by jansson whole, as before: never wrong, only
- * slower.
+ *   {"job":…,"order":…,"total":N,"values":[V,"…",…],
+ *    "indexes":[[FIRST,COUNT],…],"failed":[POS,…],"next_cursor":"N",…}
+ * (the second, shape=columns, is the one libstrand asks for: a no-op's
+ * result is five bytes of it, not forty), so a page is read in its shape,
+ * and only each value is parsed. A page written any other way is parsed
+ * by jansson whole: never wrong, only slower.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,16 +117,12 @@ static int items_room(results_page *pg, size_t n)
 	return 1;
 }
 
-/* Reads the page in the gateway's shape into its items (spans into text);
- * 0 if text has another shape. */
-static int read_shape(const char *text, size_t len, results_page *pg)
+/* Reads the items of a page in the items shape, from after "items":[ up
+ * to its ']'; 0 if they are not as the gateway writes them. */
+static int read_items(const char **at, const char *text, const char *end, results_page *pg)
 {
-	const char *p = text, *end = text + len;
+	const char *p = *at;
 
-	if (!take(&p, end, "{\"job\":") || !skip_value(&p, end) || !take(&p, end, ",\"order\":") ||
-	    !skip_value(&p, end) || !take(&p, end, ",\"total\":") || !skip_value(&p, end) ||
-	    !take(&p, end, ",\"items\":["))
-		return 0;
 	while (!take(&p, end, "]")) {
 		page_item it;
 		if (pg->n && !take(&p, end, ","))
@@ -145,6 +144,98 @@ static int read_shape(const char *text, size_t len, results_page *pg)
 			return 0;
 		pg->items[pg->n++] = it;
 	}
+	*at = p;
+	return 1;
+}
+
+/* Reads a list of integers from after its '[' up to its ']', each through
+ * fn(ctx, v); 0 if it is not one, or fn says so. */
+static int read_ints(const char **at, const char *end, int (*fn)(void *ctx, long long v), void *ctx)
+{
+	const char *p = *at;
+	int first = 1;
+
+	while (!take(&p, end, "]")) {
+		long long v;
+		if ((!first && !take(&p, end, ",")) || !take_int(&p, end, &v) || !fn(ctx, v))
+			return 0;
+		first = 0;
+	}
+	*at = p;
+	return 1;
+}
+
+/* The indexes of a page by columns: runs [FIRST,COUNT] given to its items
+ * in turn, which must come out to exactly one each. */
+typedef struct runs_read {
+	results_page *pg;
+	size_t next; /* the item the next index goes to */
+} runs_read;
+
+static int take_run(const char **at, const char *end, runs_read *r)
+{
+	long long first, count;
+
+	if (!take(at, end, "[") || !take_int(at, end, &first) || !take(at, end, ",") || !take_int(at, end, &count) ||
+	    !take(at, end, "]") || count < 1 || (size_t)count > r->pg->n - r->next)
+		return 0;
+	for (long long k = 0; k < count; k++)
+		r->pg->items[r->next++].index = first + k;
+	return 1;
+}
+
+static int mark_failed(void *ctx, long long pos)
+{
+	results_page *pg = ctx;
+
+	if (pos < 0 || (size_t)pos >= pg->n)
+		return 0;
+	pg->items[pos].ok = 0;
+	return 1;
+}
+
+/* Reads the values, indexes and failed positions of a page by columns,
+ * from after "values":[ up to the failed list's ']'. */
+static int read_columns(const char **at, const char *text, const char *end, results_page *pg)
+{
+	const char *p = *at;
+	runs_read runs = {.pg = pg};
+
+	while (!take(&p, end, "]")) {
+		page_item it = {.ok = 1};
+		if (pg->n && !take(&p, end, ","))
+			return 0;
+		it.at = (size_t)(p - text);
+		if (!skip_value(&p, end))
+			return 0;
+		it.len = (size_t)(p - text) - it.at;
+		if (pg->n == pg->cap && !items_room(pg, pg->cap ? pg->cap * 2 : 1024))
+			return 0;
+		pg->items[pg->n++] = it;
+	}
+	if (!take(&p, end, ",\"indexes\":["))
+		return 0;
+	while (!take(&p, end, "]"))
+		if ((runs.next && !take(&p, end, ",")) || !take_run(&p, end, &runs))
+			return 0;
+	if (runs.next != pg->n || !take(&p, end, ",\"failed\":[") || !read_ints(&p, end, mark_failed, pg))
+		return 0;
+	*at = p;
+	return 1;
+}
+
+/* Reads the page in one of the gateway's shapes into its items (spans into
+ * text); 0 if text is written some other way. */
+static int read_shape(const char *text, size_t len, results_page *pg)
+{
+	const char *p = text, *end = text + len;
+
+	if (!take(&p, end, "{\"job\":") || !skip_value(&p, end) || !take(&p, end, ",\"order\":") ||
+	    !skip_value(&p, end) || !take(&p, end, ",\"total\":") || !skip_value(&p, end))
+		return 0;
+	if (take(&p, end, ",\"items\":[") ? !read_items(&p, text, end, pg)
+	                                  : !take(&p, end, ",\"values\":[") || !read_columns(&p, text, end, pg))
+		return 0;
 	if (!take(&p, end, ",\"next_cursor\":\""))
 		return 0;
 	const char *cursor = p;
@@ -162,33 +253,74 @@ static int read_shape(const char *text, size_t len, results_page *pg)
 	return take(&p, end, "}") && p == end;
 }
 
-/* The page parsed by jansson whole, into the same items; each item's value
- * is kept as jansson built it (pg->values). */
-static int read_whole(const char *text, size_t len, results_page *pg)
+/* The columns of a page jansson read (values, indexes, failed) into
+ * pg's items and values; -1 if they do not agree. */
+static int whole_columns(json_t *root, results_page *pg)
 {
-	json_t *root = json_loadb(text, len, 0, NULL), *items = json_object_get(root, "items"), *item;
-	const char *cursor = json_string_value(json_object_get(root, "next_cursor"));
+	json_t *values = json_object_get(root, "values"), *runs = json_object_get(root, "indexes");
+	json_t *failed = json_object_get(root, "failed"), *v;
+	size_t k, at = 0, n = json_array_size(values);
+
+	if (!json_is_array(values) || !json_is_array(runs) || !json_is_array(failed) ||
+	    !(pg->values = calloc(n + 1, sizeof(json_t *))) || !items_room(pg, n + 1))
+		return -1;
+	json_array_foreach (runs, k, v) {
+		json_int_t first = json_integer_value(json_array_get(v, 0)),
+		           count = json_integer_value(json_array_get(v, 1));
+		if (json_array_size(v) != 2 || count < 1 || (size_t)count > n - at)
+			return -1;
+		for (json_int_t i = 0; i < count; i++, at++)
+			pg->items[at] = (page_item){.index = first + i, .ok = 1};
+	}
+	if (at != n)
+		return -1;
+	json_array_foreach (failed, k, v) {
+		json_int_t pos = json_integer_value(v);
+		if (!json_is_integer(v) || pos < 0 || (size_t)pos >= n)
+			return -1;
+		pg->items[pos].ok = 0;
+	}
+	json_array_foreach (values, k, v) {
+		pg->values[k] = json_incref(v);
+		pg->n = k + 1;
+	}
+	return 0;
+}
+
+/* The items of a page jansson read into pg's items and values. */
+static int whole_items(json_t *items, results_page *pg)
+{
+	json_t *item;
 	size_t k;
 
-	if (!json_is_array(items) || !cursor || strlen(cursor) >= sizeof(pg->next_cursor)) {
-		json_decref(root);
+	if (!(pg->values = calloc(json_array_size(items) + 1, sizeof(json_t *))) ||
+	    !items_room(pg, json_array_size(items) + 1))
 		return -1;
-	}
-	pg->values = calloc(json_array_size(items) + 1, sizeof(json_t *));
-	if (!pg->values || !items_room(pg, json_array_size(items) + 1)) {
-		json_decref(root);
-		return -1;
-	}
 	json_array_foreach (items, k, item) {
 		int ok = json_is_true(json_object_get(item, "ok"));
 		pg->items[k] = (page_item){.index = json_integer_value(json_object_get(item, "index")), .ok = ok};
 		pg->values[k] = json_incref(json_object_get(item, ok ? "value" : "error"));
 		pg->n = k + 1;
 	}
-	snprintf(pg->next_cursor, sizeof(pg->next_cursor), "%s", cursor);
-	pg->complete = json_is_true(json_object_get(root, "complete"));
-	json_decref(root);
 	return 0;
+}
+
+/* The page parsed by jansson whole, into the same items; each item's value
+ * is kept as jansson built it (pg->values). */
+static int read_whole(const char *text, size_t len, results_page *pg)
+{
+	json_t *root = json_loadb(text, len, 0, NULL), *items = json_object_get(root, "items");
+	const char *cursor = json_string_value(json_object_get(root, "next_cursor"));
+	int err = !cursor || strlen(cursor) >= sizeof(pg->next_cursor) ? -1
+	          : json_is_array(items)                               ? whole_items(items, pg)
+	                                                               : whole_columns(root, pg);
+
+	if (err == 0) {
+		snprintf(pg->next_cursor, sizeof(pg->next_cursor), "%s", cursor);
+		pg->complete = json_is_true(json_object_get(root, "complete"));
+	}
+	json_decref(root);
+	return err;
 }
 
 /* Forgets what pg read, keeping its room for items. */

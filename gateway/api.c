@@ -51,6 +51,7 @@
 #include "gateway/openapi_doc.h"
 #include "gateway/parking.h"
 #include "gateway/policy.h"
+#include "gateway/result_columns.h"
 #include "gateway/result_item.h"
 #include "gateway/route_table.h"
 #include "store/store.h"
@@ -84,6 +85,13 @@ typedef struct request request;
 typedef int (*request_look)(api *a, struct MHD_Connection *c, const char *url, request *rq, int final,
                             enum MHD_Result *ret);
 
+/* What a results page asks for (GET /v1/jobs/{id}/results). */
+typedef struct page_query {
+	int completion; /* order=completion, else input */
+	int columns; /* shape=columns, else items */
+	int64_t cursor, limit;
+} page_query;
+
 struct request {
 	api *api;
 	struct MHD_Connection *connection;
@@ -100,8 +108,7 @@ struct request {
 	int64_t deadline;
 	char id[64]; /* the job, call, process or ring */
 	job_info info;
-	int completion;
-	int64_t cursor, limit;
+	page_query page;
 	int (*get)(engine *, const char *, json_t **); /* a join's */
 	const char *missing; /* 404's detail */
 	json_t *accepted; /* apply: the 202 answer when no result comes in time */
@@ -284,54 +291,72 @@ static void reader_give(api *a, store *st)
 
 /* ---- results ------------------------------------------------------------ */
 
+/* A page being written: its text, and its columns when by columns. */
+typedef struct page_text {
+	cm_buf *b;
+	result_columns *columns;
+	int64_t n; /* results in it */
+} page_text;
+
 static int append_result(void *ctx, const store_result *r)
 {
-	cm_buf *b = ctx;
+	page_text *t = ctx;
 	size_t worst = r->ok ? r->len : 6 * r->len; /* an error is escaped: \u00XX at worst */
 
 	/* Bounded answers: a page stops before API_PAGE_BYTES (always holding
 	 * at least one result), and next_cursor says where to go on. */
-	if (b->data[b->len - 1] != '[' && b->len + worst + 64 > API_PAGE_BYTES)
+	if (t->columns)
+		worst += result_columns_pending(t->columns) + RESULT_COLUMNS_ROOM;
+	if (t->n && t->b->len + worst + 64 > API_PAGE_BYTES)
 		return STORE_PAGE_FULL;
-	if (b->data[b->len - 1] != '[' && cm_buf_append(b, ",", 1) != CM_OK)
+	t->n++;
+	if (t->columns)
+		return result_columns_add(t->columns, t->b, r->index, r->ok, r->value, r->len);
+	if (t->n > 1 && cm_buf_append(t->b, ",", 1) != CM_OK)
 		return CM_ENOMEM;
-	return result_item_append(b, r->index, r->ok, r->value, r->len, NULL);
+	return result_item_append(t->b, r->index, r->ok, r->value, r->len, NULL);
 }
 
-/* Reads one page of results into b; *count is how many. */
-static int read_page(api *a, const job_info *info, int completion, int64_t cursor, int64_t limit, cm_buf *b,
-                     int64_t *next, char *detail, size_t detail_len)
+/* Reads one page of results into t. */
+static int read_page(api *a, const job_info *info, const page_query *q, page_text *t, int64_t *next, char *detail,
+                     size_t detail_len)
 {
 	store *st = reader_take(a, detail, detail_len);
 	int err;
 
 	if (!st)
 		return CM_EUNAVAIL;
-	err = completion ? store_results_completion(st, info->num, cursor, limit, append_result, b, next)
-	                 : store_results_input(st, info->num, info->base, info->total, cursor, limit, append_result, b,
-	                                       next);
+	err = q->completion ? store_results_completion(st, info->num, q->cursor, q->limit, append_result, t, next)
+	                    : store_results_input(st, info->num, info->base, info->total, q->cursor, q->limit,
+	                                          append_result, t, next);
 	reader_give(a, st);
 	return err;
 }
 
 /* One page of results as the JSON body. *waitable: it holds no result and
  * the job has more to come, so a long poll may wait for one. */
-static int results_body(api *a, const char *job_id, const job_info *info, int completion, int64_t cursor, int64_t limit,
-                        cm_buf *b, int *waitable, char *detail, size_t detail_len)
+static int results_body(api *a, const char *job_id, const job_info *info, const page_query *q, cm_buf *b, int *waitable,
+                        char *detail, size_t detail_len)
 {
-	int64_t next = cursor;
-	size_t items_at;
+	int64_t next = q->cursor;
+	result_columns columns;
+	page_text t = {.b = b, .columns = q->columns ? &columns : NULL};
 	int err;
 
-	err = cm_buf_printf(b, "{\"job\":\"%s\",\"order\":\"%s\",\"total\":%lld,\"items\":[", job_id,
-	                    completion ? "completion" : "input", (long long)info->total);
+	err = cm_buf_printf(b, "{\"job\":\"%s\",\"order\":\"%s\",\"total\":%lld,\"%s\":[", job_id,
+	                    q->completion ? "completion" : "input", (long long)info->total,
+	                    q->columns ? "values" : "items");
 	if (err != CM_OK)
 		return err;
-	items_at = b->len;
-	if ((err = read_page(a, info, completion, cursor, limit, b, &next, detail, detail_len)) != CM_OK)
+	result_columns_init(&columns);
+	err = read_page(a, info, q, &t, &next, detail, detail_len);
+	if (err == CM_OK)
+		err = q->columns ? result_columns_end(&columns, b) : cm_buf_puts(b, "]");
+	result_columns_fini(&columns);
+	if (err != CM_OK)
 		return err;
-	*waitable = b->len == items_at && next < info->total;
-	return cm_buf_printf(b, "],\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
+	*waitable = t.n == 0 && next < info->total;
+	return cm_buf_printf(b, ",\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
 	                     next >= info->total ? "true" : "false");
 }
 
@@ -379,7 +404,7 @@ static json_t *first_result_page(api *a, request *rq, int *waitable, int *err, c
 	json_t *page = NULL;
 
 	cm_buf_init(&b);
-	*err = results_body(a, rq->id, &rq->info, 0, 0, 1, &b, waitable, detail, detail_len);
+	*err = results_body(a, rq->id, &rq->info, &(page_query){.limit = 1}, &b, waitable, detail, detail_len);
 	if (*err == CM_OK && !(page = json_loadb(b.data, b.len, 0, NULL)))
 		*err = CM_ENOMEM;
 	cm_buf_fini(&b);
@@ -394,8 +419,7 @@ static int look_results(api *a, struct MHD_Connection *c, const char *url, reque
 	int err;
 
 	cm_buf_init(&b);
-	err = results_body(a, rq->id, &rq->info, rq->completion, rq->cursor, rq->limit, &b, &waitable, detail,
-	                   sizeof(detail));
+	err = results_body(a, rq->id, &rq->info, &rq->page, &b, &waitable, detail, sizeof(detail));
 	if (err != CM_OK) {
 		cm_buf_fini(&b);
 		*ret = fail(c, err, url, detail);
@@ -415,15 +439,20 @@ static enum MHD_Result get_results(api *a, struct MHD_Connection *c, const char 
 	char detail[256] = "";
 	int64_t wait_s = 0;
 	const char *order = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
+	const char *shape = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "shape");
 	int err;
 
-	rq->limit = 1000;
+	rq->page.limit = 1000;
 	if (order && strcmp(order, "completion") == 0)
-		rq->completion = 1;
+		rq->page.completion = 1;
 	else if (order && strcmp(order, "input") != 0)
 		return problem(c, 400, url, "query parameter 'order' must be 'input' or 'completion'");
-	if (query_int(c, "cursor", 0, INT64_MAX / 2, &rq->cursor, detail, sizeof(detail)) != CM_OK ||
-	    query_int(c, "limit", 1, API_PAGE_MAX, &rq->limit, detail, sizeof(detail)) != CM_OK ||
+	if (shape && strcmp(shape, "columns") == 0)
+		rq->page.columns = 1;
+	else if (shape && strcmp(shape, "items") != 0)
+		return problem(c, 400, url, "query parameter 'shape' must be 'items' or 'columns'");
+	if (query_int(c, "cursor", 0, INT64_MAX / 2, &rq->page.cursor, detail, sizeof(detail)) != CM_OK ||
+	    query_int(c, "limit", 1, API_PAGE_MAX, &rq->page.limit, detail, sizeof(detail)) != CM_OK ||
 	    query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 		return problem(c, 400, url, detail);
 	if ((err = engine_job_info(a->engine, job_id, &rq->info)) != CM_OK)

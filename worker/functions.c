@@ -380,27 +380,55 @@ out:
 	return err;
 }
 
-int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
-                   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
+void worker_fn_resolve(const char *function, worker_fn *f)
 {
 	char detail[256];
 
+	*f = (worker_fn){.kind = WORKER_FN_REFUSED, .name = function};
 	if (cm_function_check(function, detail, sizeof(detail)) != CM_OK)
-		return set_error(out, ok, "%s", detail);
+		return;
 	if (strcmp(function, "exec") == 0)
-		return run_exec(command, ncommand, arg, arg_len, timeout_ms, out, ok);
-	if (strncmp(function, "rt:", 3) == 0) {
+		f->kind = WORKER_FN_EXEC;
+	else if (strncmp(function, "rt:", 3) == 0)
+		f->kind = WORKER_FN_RUNTIME;
+	else if (strcmp(function, "manager") == 0)
+		f->kind = WORKER_FN_MANAGER;
+	else if (strchr(function, ':') && strncmp(function, "builtin:", 8) != 0)
+		f->kind = WORKER_FN_PLUGIN;
+	else
+		*f = (worker_fn){.kind = WORKER_FN_BUILTIN, .name = cm_function_builtin_name(function)};
+}
+
+int worker_fns_call(worker_fns *fns, const worker_fn *f, const char *arg, size_t arg_len, char *const *command,
+                    size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
+{
+	char detail[256];
+
+	switch (f->kind) {
+	case WORKER_FN_REFUSED:
+		cm_function_check(f->name, detail, sizeof(detail));
+		return set_error(out, ok, "%s", detail);
+	case WORKER_FN_EXEC: return run_exec(command, ncommand, arg, arg_len, timeout_ms, out, ok);
+	case WORKER_FN_RUNTIME:
 		if (!fns->runtime)
 			return set_error(out, ok, "%s: this pool has no runtime (give the pool one: \"runtime\")",
-			                 function);
-		return worker_runtime_run(fns->runtime, function + 3, arg, arg_len, timeout_ms, out, ok);
-	}
-	if (strcmp(function, "manager") == 0) {
+			                 f->name);
+		return worker_runtime_run(fns->runtime, f->name + 3, arg, arg_len, timeout_ms, out, ok);
+	case WORKER_FN_MANAGER:
 		if (!fns->manager)
 			return set_error(out, ok, "this worker hosts no manager");
 		return worker_manager_call(fns->manager, arg, arg_len, out, ok);
+	case WORKER_FN_PLUGIN: return run_plugin(fns, f->name, arg, arg_len, out, ok);
+	case WORKER_FN_BUILTIN: break;
 	}
-	if (strchr(function, ':') && strncmp(function, "builtin:", 8) != 0)
-		return run_plugin(fns, function, arg, arg_len, out, ok);
-	return run_builtin(cm_function_builtin_name(function), arg, arg_len, seed, out, ok);
+	return run_builtin(f->name, arg, arg_len, seed, out, ok);
+}
+
+int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
+                   size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok)
+{
+	worker_fn f;
+
+	worker_fn_resolve(function, &f);
+	return worker_fns_call(fns, &f, arg, arg_len, command, ncommand, timeout_ms, seed, out, ok);
 }

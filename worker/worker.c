@@ -75,6 +75,7 @@ typedef struct context {
 typedef struct run {
 	size_t refs; /* its tasks not freed yet */
 	const char *function;
+	worker_fn fn; /* function, resolved */
 	unsigned timeout_ms;
 	context *context; /* NULL: none */
 	size_t ncommand;
@@ -239,7 +240,7 @@ static size_t in_flight(const worker *w)
 
 static int is_runtime_task(const task *t)
 {
-	return strncmp(t->run->function, "rt:", 3) == 0;
+	return t->run->fn.kind == WORKER_FN_RUNTIME;
 }
 
 /* The ring the next task comes from: ahead and the others take turns. */
@@ -381,8 +382,8 @@ static void run_taken(worker *w, cm_buf *out)
 		const run *r = t->run;
 		size_t at = out->len, k = i - from;
 		int ok = 0;
-		if (worker_fns_run(w->fns, r->function, t->arg, t->arg_len, r->command, r->ncommand, r->timeout_ms,
-		                   t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out, &ok) != CM_OK) {
+		if (worker_fns_call(w->fns, &r->fn, t->arg, t->arg_len, r->command, r->ncommand, r->timeout_ms,
+		                    t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out, &ok) != CM_OK) {
 			out->len = at;
 			ok = 0;
 			if (cm_buf_puts(out, "worker out of memory running the task") != CM_OK)
@@ -478,6 +479,7 @@ static int queue_run(worker *w, const Strand__Batch *b, const Strand__TaskRun *m
 		c->refs++;
 	char *at = (char *)&r->command[m->n_command];
 	r->function = memcpy(at, m->function, fn_len + 1);
+	worker_fn_resolve(r->function, &r->fn);
 	at += fn_len + 1;
 	for (size_t j = 0; j < m->n_command; j++) {
 		size_t len = strlen(m->command[j]);

@@ -58,4 +58,26 @@ void worker_fns_free(worker_fns *fns);
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
                    size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
 
+/* A function's name as worker_fns_run reads it, read once for a run of
+ * tasks of one function: for a no-op, the name's checks and comparisons
+ * (some ten a task) were a tenth of the worker's time. */
+typedef enum worker_fn_kind {
+	WORKER_FN_REFUSED, /* not a function name: its tasks fail saying why */
+	WORKER_FN_EXEC,
+	WORKER_FN_RUNTIME,
+	WORKER_FN_MANAGER,
+	WORKER_FN_PLUGIN,
+	WORKER_FN_BUILTIN,
+} worker_fn_kind;
+
+typedef struct worker_fn {
+	worker_fn_kind kind;
+	const char *name; /* the function's (borrowed); a builtin's without "builtin:" */
+} worker_fn;
+
+void worker_fn_resolve(const char *function, worker_fn *f);
+/* worker_fns_run of a function resolved before. */
+int worker_fns_call(worker_fns *fns, const worker_fn *f, const char *arg, size_t arg_len, char *const *command,
+                    size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
+
 #endif

@@ -36,6 +36,20 @@ static json_t *range_args(int n)
 	return a;
 }
 
+/* n arguments, each a string of len copies of fill. */
+static json_t *big_args(int n, size_t len, char fill)
+{
+	char *big = malloc(len + 1);
+	json_t *args = json_array();
+
+	memset(big, fill, len);
+	big[len] = 0;
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_string(big));
+	free(big);
+	return args;
+}
+
 static void test_map_10000_input_order(void **state)
 {
 	fixture *f = *state;
@@ -148,6 +162,139 @@ static void test_failures_paged(void **state)
 	assert_int_equal(r.status, 404);
 	assert_string_equal(json_string_value(json_object_get(r.json, "detail")), "no such job");
 	response_free(&r);
+	free(job);
+}
+
+/* A page by columns as the items it stands for ({"index","ok","value"} or
+ * {"index","ok","error"}), its runs and failed positions checked to agree
+ * with its values. */
+static json_t *columns_as_items(json_t *page)
+{
+	json_t *values = json_object_get(page, "values"), *items = json_array(), *run, *pos;
+	size_t k, at = 0;
+
+	assert_true(json_is_array(values));
+	json_array_foreach (json_object_get(page, "indexes"), k, run) {
+		json_int_t first = json_integer_value(json_array_get(run, 0)),
+		           count = json_integer_value(json_array_get(run, 1));
+		assert_int_equal(json_array_size(run), 2);
+		assert_true(count >= 1);
+		for (json_int_t i = 0; i < count; i++, at++)
+			json_array_append_new(items, json_pack("{s:I, s:b, s:O}", "index", first + i, "ok", 1, "value",
+			                                       json_array_get(values, at)));
+	}
+	assert_int_equal(at, json_array_size(values));
+	json_array_foreach (json_object_get(page, "failed"), k, pos) {
+		json_t *it = json_array_get(items, (size_t)json_integer_value(pos));
+		assert_non_null(it);
+		json_object_set_new(it, "ok", json_false());
+		json_object_set(it, "error", json_object_get(it, "value"));
+		json_object_del(it, "value");
+	}
+	return items;
+}
+
+/* A job's pages by columns hold what its pages by items do, page for page
+ * (the same cursors, limits and next cursors), in both orders; the input
+ * order's page is one run. */
+static void test_results_by_columns(void **state)
+{
+	fixture *f = *state;
+	const int n = 3000;
+	json_t *args = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(args, json_integer(i % 7 == 3 ? -i : i % 5));
+	char *job = submit(f, json_pack("{s:s, s:o, s:i}", "function", "sleep", "args", args, "chunksize", 3));
+	json_decref(collect(f, job, "completion", 3000)); /* all done */
+	for (int completion = 0; completion < 2; completion++) {
+		char cursor[32] = "0";
+		int pages = 0, complete = 0;
+		while (!complete && pages++ < 10) {
+			char path[256];
+			snprintf(path, sizeof(path), "/v1/jobs/%s/results?order=%s&limit=700&cursor=%s", job,
+			         completion ? "completion" : "input", cursor);
+			json_t *items = http_get_ok(&f->g, path);
+			strcat(path, "&shape=columns");
+			json_t *columns = http_get_ok(&f->g, path), *as_items = columns_as_items(columns);
+			assert_true(json_equal(as_items, json_object_get(items, "items")));
+			assert_true(json_equal(json_object_get(columns, "next_cursor"),
+			                       json_object_get(items, "next_cursor")));
+			assert_true(
+			        json_equal(json_object_get(columns, "complete"), json_object_get(items, "complete")));
+			assert_null(json_object_get(columns, "items"));
+			if (!completion) {
+				json_t *runs = json_object_get(columns, "indexes");
+				assert_int_equal(json_array_size(runs), 1);
+				assert_int_equal(json_integer_value(json_array_get(json_array_get(runs, 0), 0)),
+				                 atoi(cursor));
+			}
+			snprintf(cursor, sizeof(cursor), "%s",
+			         json_string_value(json_object_get(items, "next_cursor")));
+			complete = json_is_true(json_object_get(items, "complete"));
+			json_decref(as_items);
+			json_decref(columns);
+			json_decref(items);
+		}
+		assert_int_equal(pages, 5); /* 3000 in pages of 700 */
+		assert_true(complete);
+	}
+	/* The failed ones of the first page by columns, exactly. */
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/results?shape=columns&limit=20", job);
+	json_t *page = http_get_ok(&f->g, path);
+	json_t *failed = json_loads("[3,10,17]", 0, NULL);
+	assert_true(json_equal(json_object_get(page, "failed"), failed));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(page, "values"), 3)),
+	                    "sleep: argument must be milliseconds (0 to 86400000)");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(page, "values"), 4)), 4);
+	json_decref(failed);
+	json_decref(page);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/results?shape=rows", job);
+	response r = http(&f->g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")),
+	                    "query parameter 'shape' must be 'items' or 'columns'");
+	response_free(&r);
+	free(job);
+}
+
+/* A page by columns of large results ends before 16 MiB, as a page by
+ * items does, and the next page goes on from there: each index once. */
+static void test_columns_page_bounded(void **state)
+{
+	fixture *f = *state;
+	const int n = 20;
+	const size_t len = 1000000;
+	int seen[20] = {0}, pages = 0, complete = 0;
+	char cursor[32] = "0";
+	char *job = submit(f, json_pack("{s:s, s:o}", "function", "echo", "args", big_args(n, len, 'b')));
+	json_decref(collect(f, job, "completion", 1)); /* all done */
+	while (!complete && pages++ < n) {
+		char path[160];
+		snprintf(path, sizeof(path), "/v1/jobs/%s/results?shape=columns&order=completion&limit=100&cursor=%s",
+		         job, cursor);
+		response r = http(&f->g, "GET", path, NULL, NULL);
+		assert_int_equal(r.status, 200);
+		assert_true(r.len <= 16u << 20);
+		json_t *items = columns_as_items(r.json), *it;
+		size_t k;
+		assert_true(json_array_size(items) >= 1 && json_array_size(items) < (size_t)n);
+		json_array_foreach (items, k, it) {
+			json_int_t index = json_integer_value(json_object_get(it, "index"));
+			assert_true(index >= 0 && index < n);
+			seen[index]++;
+			assert_int_equal(strlen(json_string_value(json_object_get(it, "value"))), len);
+		}
+		snprintf(cursor, sizeof(cursor), "%s", json_string_value(json_object_get(r.json, "next_cursor")));
+		complete = json_is_true(json_object_get(r.json, "complete"));
+		json_decref(items);
+		response_free(&r);
+	}
+	assert_true(complete);
+	assert_true(pages >= 2);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(seen[i], 1);
 	free(job);
 }
 
@@ -309,18 +456,11 @@ static void test_map_large_arguments(void **state)
 {
 	fixture *f = *state;
 	const int n = 40;
-	const size_t len = 1000000;
-	char *big = malloc(len + 1);
-	json_t *args = json_array();
 
 	free(f->pool);
 	f->pool = pool_create(&f->g, 1);
 	pool_wait_connected(&f->g, f->pool, 1);
-	memset(big, 'a', len);
-	big[len] = 0;
-	for (int i = 0; i < n; i++)
-		json_array_append_new(args, json_string(big));
-	char *job = submit(f, json_pack("{s:s, s:o}", "function", "noop", "args", args));
+	char *job = submit(f, json_pack("{s:s, s:o}", "function", "noop", "args", big_args(n, 1000000, 'a')));
 	json_t *items = collect(f, job, "completion", 10);
 	json_t *it;
 	size_t k;
@@ -332,7 +472,6 @@ static void test_map_large_arguments(void **state)
 	}
 	json_decref(items);
 	free(job);
-	free(big);
 }
 
 static void test_pool_jobs_and_dashboard(void **state)
@@ -379,6 +518,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_map_10000_completion_order, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_failures_paged, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_results_by_columns, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_columns_page_bounded, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_apply_wait_returns_value, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_plugin_pi, pool_fixture_setup, pool_fixture_teardown),

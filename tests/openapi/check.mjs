@@ -97,6 +97,7 @@ for (let i = 0; i < 100 && (await call("GET", `/v1/jobs/${job}`)).json.state !==
 await v("GET", `/v1/jobs/${job}`);
 await v("GET", `/v1/jobs/${job}/results?limit=1`);
 await v("GET", `/v1/jobs/${job}/results?order=completion`);
+await v("GET", `/v1/jobs/${job}/results?order=completion&shape=columns`);
 await v("GET", `/v1/jobs/${job}/failures`);
 await v("GET", "/v1/jobs?limit=2");
 await v("GET", `/v1/jobs?pool=${pool}&state=done`);
