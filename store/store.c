@@ -85,6 +85,11 @@ static const char *const migrations[] = {
         /* 8: what a worker last wrote when it ended (its container's or
          * pod's last lines), shown with it after its end. */
         "ALTER TABLE workers ADD COLUMN last_words TEXT;",
+        /* 9: a chunk's task records are written as runs (task_records.h),
+         * which a gateway of before would take for a corrupt chunk; those
+         * written before are still read, and rewritten as runs when next
+         * changed. */
+        "SELECT 1;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6

@@ -6,10 +6,10 @@
  *   chunks(id, n, args)       id is the chunk's first task id; args packs
  *                             its n arguments (written once, never changed);
  *   chunk_state(id, job, n, queued, pending, done, failed, tasks)
- *                             tasks is n records of REC_BYTES: state, ok,
- *                             attempts, and the holder's ref while PENDING or
- *                             the completion seq once DONE (NULL: every task
- *                             QUEUED, never attempted).
+ *                             tasks is n records (task_records.h, as runs):
+ *                             state, ok, attempts, and the holder's ref while
+ *                             PENDING or the completion seq once DONE (NULL:
+ *                             every task QUEUED, never attempted).
  * Results go to results(job, seq, n, data) by groups: the results of one job
  * recorded in one transaction, with contiguous seqs, packed in one blob. A
  * task's record gives its seq, and its seq its group.
@@ -31,6 +31,7 @@
 
 #include "common/common.h"
 #include "store/store_int.h"
+#include "store/task_records.h"
 
 #define CHUNK_TASKS 1024
 #define CHUNK_ARG_BYTES (1u << 20)
@@ -40,15 +41,8 @@
 /* Chunks kept in memory after a commit beyond those it used. */
 #define CACHE_KEEP 64
 #define HOLDER_BUCKETS 256
-#define REC_BYTES 12
 /* A result entry in a group: task id (8), ok (1), then the value. */
 #define ENTRY_HEAD 9
-
-typedef struct trec {
-	uint8_t state, ok;
-	uint16_t attempts;
-	int64_t x; /* PENDING: holder ref; DONE: seq; QUEUED: 0 */
-} trec;
 
 typedef struct chunk {
 	int64_t id, job;
@@ -135,38 +129,6 @@ static uint64_t get_u64(const uint8_t *p)
 	return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 }
 
-static void rec_decode(trec *r, const uint8_t *p)
-{
-	r->state = p[0];
-	r->ok = p[1];
-	r->attempts = (uint16_t)(p[2] | p[3] << 8);
-	r->x = (int64_t)get_u64(p + 4);
-}
-
-static void rec_encode(uint8_t *p, const trec *r)
-{
-	p[0] = r->state;
-	p[1] = r->ok;
-	p[2] = (uint8_t)r->attempts;
-	p[3] = (uint8_t)(r->attempts >> 8);
-	put_u64(p + 4, (uint64_t)r->x);
-}
-
-/* A chunk_state tasks blob into n records (NULL: all QUEUED, never run);
- * CM_EIO if its size is not n records. */
-static int recs_decode(trec *t, int n, const void *blob, size_t len)
-{
-	if (!blob) {
-		memset(t, 0, (size_t)n * sizeof(*t));
-		return CM_OK;
-	}
-	if (len != (size_t)n * REC_BYTES)
-		return CM_EIO;
-	for (int i = 0; i < n; i++)
-		rec_decode(&t[i], (const uint8_t *)blob + (size_t)i * REC_BYTES);
-	return CM_OK;
-}
-
 /* One entry of a group blob: k-th of n; CM_EIO if the blob is malformed. */
 static int group_entry(const uint8_t *blob, size_t len, uint32_t n, uint32_t k, int64_t *id, int *ok,
                        const void **value, size_t *value_len)
@@ -183,6 +145,16 @@ static int group_entry(const uint8_t *blob, size_t len, uint32_t n, uint32_t k, 
 	*value = e + ENTRY_HEAD;
 	*value_len = b - a - ENTRY_HEAD;
 	return CM_OK;
+}
+
+/* The records of the chunk_state row at s (its n in column col, its tasks
+ * in col + 1) into t, room for CHUNK_TASKS; CM_EIO if they are not. */
+static int row_records(sqlite3_stmt *s, int col, trec *t, int *n)
+{
+	*n = sqlite3_column_int(s, col);
+	if (*n <= 0 || *n > CHUNK_TASKS)
+		return CM_EIO;
+	return task_records_decode(t, *n, sqlite3_column_blob(s, col + 1), (size_t)sqlite3_column_bytes(s, col + 1));
 }
 
 /* ---- holders ------------------------------------------------------------ */
@@ -268,20 +240,18 @@ static int holders_ready(store *st)
 	sqlite3_finalize(s);
 	if (err == CM_OK && rc != SQLITE_DONE)
 		err = store__fail(st, rc);
+	trec *t = err == CM_OK ? malloc(CHUNK_TASKS * sizeof(*t)) : NULL;
+	if (err == CM_OK && !t)
+		err = CM_ENOMEM;
 	if (err == CM_OK && store__prepare(st, "SELECT n, tasks FROM chunk_state WHERE pending > 0", &s) != CM_OK)
 		err = CM_EIO;
 	else if (err == CM_OK) {
 		while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-			int n = sqlite3_column_int(s, 0);
-			const uint8_t *blob = sqlite3_column_blob(s, 1);
-			if (!blob || (size_t)sqlite3_column_bytes(s, 1) != (size_t)n * REC_BYTES) {
-				err = CM_EIO;
+			int n;
+			if ((err = row_records(s, 0, t, &n)) != CM_OK)
 				break;
-			}
 			for (int i = 0; i < n; i++) {
-				trec r;
-				rec_decode(&r, blob + (size_t)i * REC_BYTES);
-				holder *h = r.state == STORE_PENDING ? holder_by_ref(c, r.x) : NULL;
+				holder *h = t[i].state == STORE_PENDING ? holder_by_ref(c, t[i].x) : NULL;
 				if (h)
 					h->pending++;
 			}
@@ -290,6 +260,7 @@ static int holders_ready(store *st)
 		if (err == CM_OK && rc != SQLITE_DONE)
 			err = store__fail(st, rc);
 	}
+	free(t);
 	if (err != CM_OK) {
 		holders_clear(c);
 		return err;
@@ -378,7 +349,7 @@ static int chunk_from_row(sqlite3_stmt *s, chunk **out)
 	             .pending = sqlite3_column_int64(s, 4),
 	             .done = sqlite3_column_int64(s, 5),
 	             .failed = sqlite3_column_int64(s, 6)};
-	if (recs_decode(k->t, n, sqlite3_column_blob(s, 7), (size_t)sqlite3_column_bytes(s, 7)) != CM_OK) {
+	if (task_records_decode(k->t, n, sqlite3_column_blob(s, 7), (size_t)sqlite3_column_bytes(s, 7)) != CM_OK) {
 		free(k);
 		return CM_EIO;
 	}
@@ -668,19 +639,15 @@ static int flush_chunk(store *st, chunk *k)
 {
 	struct task_cache *c = st->tasks;
 	sqlite3_stmt *s = c->s[S_STATE_UPDATE];
-	size_t len = (size_t)k->n * REC_BYTES;
 	int rc;
 
-	c->scratch.len = 0;
-	if (cm_buf_reserve(&c->scratch, len) != CM_OK)
+	if (task_records_encode(k->t, k->n, &c->scratch) != CM_OK)
 		return CM_ENOMEM;
-	for (int i = 0; i < k->n; i++)
-		rec_encode((uint8_t *)c->scratch.data + (size_t)i * REC_BYTES, &k->t[i]);
 	sqlite3_bind_int64(s, 1, k->queued);
 	sqlite3_bind_int64(s, 2, k->pending);
 	sqlite3_bind_int64(s, 3, k->done);
 	sqlite3_bind_int64(s, 4, k->failed);
-	sqlite3_bind_blob(s, 5, c->scratch.data, (int)len, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 5, c->scratch.data, (int)c->scratch.len, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 6, k->id);
 	rc = sqlite3_step(s);
 	sqlite3_reset(s);
@@ -1202,8 +1169,8 @@ int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
 		if (at && c->chunks[at - 1]->id == id) { /* memory is newer */
 			t = c->chunks[at - 1]->t;
 		} else if (n <= 0 || n > CHUNK_TASKS ||
-		           recs_decode(recs, n, sqlite3_column_blob(s, 7), (size_t)sqlite3_column_bytes(s, 7)) !=
-		                   CM_OK) {
+		           task_records_decode(recs, n, sqlite3_column_blob(s, 7),
+		                               (size_t)sqlite3_column_bytes(s, 7)) != CM_OK) {
 			err = store__fail(st, SQLITE_CORRUPT);
 			break;
 		}
@@ -1289,13 +1256,19 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 	group_cursor gc;
 	int64_t pos = cursor, end = cursor + limit < total ? cursor + limit : total;
 	int rc, err = CM_OK;
+	trec *recs;
 
 	*next = cursor;
+	if (!(recs = malloc(CHUNK_TASKS * sizeof(*recs))))
+		return CM_ENOMEM;
 	if (store__prepare(st, "SELECT id, n, tasks FROM chunk_state WHERE id <= ?1 ORDER BY id DESC LIMIT 1", &s) !=
-	    CM_OK)
+	    CM_OK) {
+		free(recs);
 		return CM_EIO;
+	}
 	if (group_cursor_open(st, &gc) != CM_OK) {
 		sqlite3_finalize(s);
+		free(recs);
 		return CM_EIO;
 	}
 	/* imap: up to the first index that has no result yet. */
@@ -1308,18 +1281,14 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 		}
 		int64_t id = sqlite3_column_int64(s, 0);
 		int n = sqlite3_column_int(s, 1);
-		const uint8_t *blob = sqlite3_column_blob(s, 2);
-		if (base + pos >= id + n || !blob) /* no such task, or none done */
+		if (base + pos >= id + n || sqlite3_column_type(s, 2) == SQLITE_NULL) /* no such task, or none done */
 			break;
-		if ((size_t)sqlite3_column_bytes(s, 2) != (size_t)n * REC_BYTES) {
-			err = CM_EIO;
+		if ((err = row_records(s, 1, recs, &n)) != CM_OK)
 			break;
-		}
 		int stop = 0;
 		for (; pos < end && base + pos < id + n && err == CM_OK; pos++) {
-			trec rec;
+			const trec rec = recs[base + pos - id];
 			store_result r;
-			rec_decode(&rec, blob + (size_t)(base + pos - id) * REC_BYTES);
 			if (rec.state != STORE_DONE || (err = result_at(st, &gc, job, base, rec.x, &r)) != CM_OK ||
 			    (err = fn(ctx, &r)) != CM_OK) {
 				stop = 1;
@@ -1332,6 +1301,7 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 	}
 	sqlite3_finalize(s);
 	sqlite3_finalize(gc.find);
+	free(recs);
 	*next = pos;
 	return err == STORE_PAGE_FULL || err == CM_ENOENT ? CM_OK : err;
 }
@@ -1343,16 +1313,22 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 	group_cursor gc;
 	int64_t found = 0, pos;
 	int rc = SQLITE_DONE, err = CM_OK;
+	trec *recs;
 
 	*next = cursor;
+	if (!(recs = malloc(CHUNK_TASKS * sizeof(*recs))))
+		return CM_ENOMEM;
 	/* A chunk holding index cursor starts at most CHUNK_TASKS before it. */
 	if (store__prepare(st,
 	                   "SELECT id, n, tasks FROM chunk_state WHERE job = ?1 AND id > ?2 AND failed > 0"
 	                   " ORDER BY id",
-	                   &s) != CM_OK)
+	                   &s) != CM_OK) {
+		free(recs);
 		return CM_EIO;
+	}
 	if (group_cursor_open(st, &gc) != CM_OK) {
 		sqlite3_finalize(s);
+		free(recs);
 		return CM_EIO;
 	}
 	sqlite3_bind_int64(s, 1, job);
@@ -1360,16 +1336,14 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 	pos = total; /* none left, unless a page ends first */
 	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(s, 0);
-		int n = sqlite3_column_int(s, 1);
-		const uint8_t *blob = sqlite3_column_blob(s, 2);
-		if (!blob || (size_t)sqlite3_column_bytes(s, 2) != (size_t)n * REC_BYTES) {
-			err = blob ? CM_EIO : CM_OK;
+		int n;
+		if (sqlite3_column_type(s, 2) == SQLITE_NULL)
 			continue;
-		}
+		if ((err = row_records(s, 1, recs, &n)) != CM_OK)
+			continue;
 		for (int i = id < base + cursor ? (int)(base + cursor - id) : 0; i < n && err == CM_OK; i++) {
-			trec rec;
+			const trec rec = recs[i];
 			store_result r;
-			rec_decode(&rec, blob + (size_t)i * REC_BYTES);
 			if (rec.state != STORE_DONE || rec.ok)
 				continue;
 			if (found == limit) {
@@ -1387,6 +1361,7 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 		err = store__fail(st, rc);
 	sqlite3_finalize(s);
 	sqlite3_finalize(gc.find);
+	free(recs);
 	if (err == STORE_PAGE_FULL)
 		err = CM_OK;
 	if (err == CM_OK)

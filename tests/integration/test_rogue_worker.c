@@ -28,6 +28,8 @@
 #include "common/tsan_suppressions.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
+#include "store/store.h"
+#include "store/task_records.h"
 #include "tests/support/harness.h"
 
 static gateway g;
@@ -231,8 +233,7 @@ static int held_tasks(const char *pool, held out[2])
 
 	assert_int_equal(sqlite3_open_v2(g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
-	/* A chunk's tasks blob: 12 bytes a task, state first (1: held), the
-	 * holder's ref in the last 8 (little-endian). */
+	/* A chunk's tasks blob: its records (store/task_records.h). */
 	assert_int_equal(sqlite3_prepare_v2(db,
 	                                    "SELECT w.id, w.secret, c.id, c.n, c.tasks, h.ref FROM workers w"
 	                                    " JOIN holders h ON h.name = w.id, chunk_state c"
@@ -241,15 +242,15 @@ static int held_tasks(const char *pool, held out[2])
 	                 SQLITE_OK);
 	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
 	while (n < 2 && sqlite3_step(s) == SQLITE_ROW) {
-		const unsigned char *t = sqlite3_column_blob(s, 4);
+		trec t[1024];
 		int tasks = sqlite3_column_int(s, 3);
 		int64_t ref = sqlite3_column_int64(s, 5);
-		for (int i = 0; t && i < tasks && n < 2; i++) {
-			const unsigned char *r = t + (size_t)i * 12;
-			int64_t x = 0;
-			for (int b = 7; b >= 0; b--)
-				x = x << 8 | r[4 + b];
-			if (r[0] != 1 || x != ref)
+		assert_true(tasks >= 1 && tasks <= 1024);
+		assert_int_equal(
+		        task_records_decode(t, tasks, sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4)),
+		        CM_OK);
+		for (int i = 0; i < tasks && n < 2; i++) {
+			if (t[i].state != STORE_PENDING || t[i].x != ref)
 				continue;
 			snprintf(out[n].worker, sizeof(out[n].worker), "%s", (const char *)sqlite3_column_text(s, 0));
 			snprintf(out[n].secret, sizeof(out[n].secret), "%s", (const char *)sqlite3_column_text(s, 1));

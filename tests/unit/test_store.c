@@ -19,6 +19,7 @@
 
 #include "common/common.h"
 #include "store/store.h"
+#include "store/task_records.h"
 
 /* store_tasks_insert with the arguments packed as it takes them. */
 static int insert_args(store *st, int64_t job, int64_t base, size_t n, char *const *args, const size_t *lens)
@@ -547,6 +548,100 @@ static void test_results_input_order_stops_at_gap(void **state)
 	assert_int_equal(next, 4);
 }
 
+static int on_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+{
+	seen *s = ctx;
+
+	s->ids[s->n] = index;
+	s->attempts[s->n] = (int)attempts;
+	snprintf(s->args[s->n], 16, "%.*s", (int)len, error);
+	s->n++;
+	return CM_OK;
+}
+
+/* A database of schema 8 held its task records fixed, 12 bytes a task:
+ * opened now, they read as they were (results in both orders, failures,
+ * the tasks a worker holds), and the chunk is written as runs once it
+ * changes. */
+static void test_reads_fixed_records_of_before(void **state)
+{
+	fixture *f = *state;
+	seen a = {0}, r = {0}, failed = {0}, back = {0};
+	char detail[256] = "";
+	int64_t next;
+	int rec;
+	sqlite3 *db;
+	sqlite3_stmt *q;
+
+	insert_job(f->st, 5);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assign_all(f->st, 1, 5, "w-a", &a);
+	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "0", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 2, 2, 0, "bad", 3, "w-a", &rec), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	store_close(f->st);
+	f->st = NULL;
+
+	/* The chunk's records rewritten as a gateway of schema 8 wrote them. */
+	trec t[5];
+	uint8_t fixed[5 * RECORDS_FIXED_BYTES] = {0};
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT tasks FROM chunk_state WHERE id = 1", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(((const uint8_t *)sqlite3_column_blob(q, 0))[0], RECORDS_RUNS);
+	assert_int_equal(task_records_decode(t, 5, sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0)),
+	                 CM_OK);
+	sqlite3_finalize(q);
+	for (int i = 0; i < 5; i++) {
+		uint8_t *p = fixed + i * RECORDS_FIXED_BYTES;
+		p[0] = t[i].state;
+		p[1] = t[i].ok;
+		p[2] = (uint8_t)t[i].attempts;
+		for (int b = 0; b < 8; b++)
+			p[4 + b] = (uint8_t)((uint64_t)t[i].x >> (8 * b));
+	}
+	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE chunk_state SET tasks = ? WHERE id = 1", -1, &q, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_blob(q, 1, fixed, sizeof(fixed), SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(f->path, 1, &f->st, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_results_input(f->st, 1, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.args[0], "0");
+	assert_string_equal(r.args[1], "bad");
+	assert_int_equal(next, 2);
+	assert_int_equal(store_results_failed(f->st, 1, 1, 5, 0, 10, on_failure, &failed, &next), CM_OK);
+	assert_int_equal(failed.n, 1);
+	assert_int_equal(failed.ids[0], 1);
+	assert_string_equal(failed.args[0], "bad");
+	int64_t held = -1;
+	assert_int_equal(store_tasks_held_count(f->st, "w-a", &held), CM_OK);
+	assert_int_equal(held, 3);
+	/* w-a still holds ids 3 to 5: its result counts, another's does not. */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "2", 1, "w-b", &rec), CM_OK);
+	assert_int_equal(rec, 0);
+	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "2", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &back), CM_OK);
+	assert_int_equal(back.n, 2);
+	assert_int_equal(back.ids[0], 4);
+	assert_int_equal(back.ids[1], 5);
+	assert_int_equal(store_commit(f->st), CM_OK);
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT tasks FROM chunk_state WHERE id = 1", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(((const uint8_t *)sqlite3_column_blob(q, 0))[0], RECORDS_RUNS); /* written as runs */
+	assert_true(sqlite3_column_bytes(q, 0) < (int)sizeof(fixed));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+}
+
 static void test_requeue_returns_pending_tasks(void **state)
 {
 	fixture *f = *state;
@@ -890,7 +985,7 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 8);
+	assert_int_equal(sqlite3_column_int(q, 0), 9);
 	sqlite3_finalize(q);
 	/* rewritten once for incremental vacuum */
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &q, NULL), SQLITE_OK);
@@ -1183,6 +1278,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_reads_fixed_records_of_before, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
