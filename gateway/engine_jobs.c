@@ -447,14 +447,14 @@ int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max)
 	return removed;
 }
 
-/* Records one result; returns 1 if it was the first for that task. */
-/* holder: the worker the result came from (only the task's holder's
- * counts), NULL for the gateway's own verdict. */
-static int record(engine *e, job *j, int64_t id, const char *holder, int ok, const void *value, size_t len)
+/* Records one result; returns 1 if it was the first for that task. from:
+ * the worker it came from, as store_holder_ref found it (only the task's
+ * holder's counts), or STORE_FROM_GATEWAY for the gateway's own verdict. */
+static int record(engine *e, job *j, int64_t id, int64_t from, int ok, const void *value, size_t len)
 {
 	int recorded = 0;
 
-	if (store_task_complete(e->st, id, j->done + 1, ok, value, len, holder, &recorded) != CM_OK || !recorded)
+	if (store_task_complete_from(e->st, id, j->done + 1, ok, value, len, from, &recorded) != CM_OK || !recorded)
 		return 0;
 	j->done++;
 	j->pool->tasks_done++;
@@ -471,19 +471,19 @@ static int record(engine *e, job *j, int64_t id, const char *holder, int ok, con
 
 /* A task its runtime died on, out of attempts: its error says how often,
  * then how the last runtime ended (the worker's words). */
-static void record_lost(engine *e, job *j, int64_t id, const char *holder, const engine_result *r)
+static void record_lost(engine *e, job *j, int64_t id, int64_t from, const engine_result *r)
 {
 	char head[48];
 	int n = snprintf(head, sizeof(head), "lost %u time%s: ", r->attempt, r->attempt == 1 ? "" : "s");
 	char *msg = malloc((size_t)n + r->len);
 
 	if (!msg) {
-		record(e, j, id, holder, 0, r->value, r->len);
+		record(e, j, id, from, 0, r->value, r->len);
 		return;
 	}
 	memcpy(msg, head, (size_t)n);
 	memcpy(msg + n, r->value, r->len);
-	record(e, j, id, holder, 0, msg, (size_t)n + r->len);
+	record(e, j, id, from, 0, msg, (size_t)n + r->len);
 	free(msg);
 }
 
@@ -515,7 +515,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
 		                 attempts == 1 ? "" : "s", c->exit_code);
-		record(c->e, j, id, NULL, 0, msg, (size_t)n);
+		record(c->e, j, id, STORE_FROM_GATEWAY, 0, msg, (size_t)n);
 		c->failed++;
 		return CM_OK;
 	}
@@ -837,6 +837,9 @@ void engine__handle_pull(engine *e, op *o)
 	}
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
 	job *measured = NULL; /* the job of the run of results being read */
+	int64_t from = STORE_FROM_NOBODY; /* the worker, looked up once for all its results */
+	if (m->nresults)
+		store_holder_ref(e->st, w->id, &from); /* a failed read: none counts, and the commit fails */
 	for (size_t i = 0; i < m->nresults; i++) {
 		const engine_result *r = &m->results[i];
 		job *j = job_of_task(p, (int64_t)r->task_id);
@@ -859,9 +862,9 @@ void engine__handle_pull(engine *e, op *o)
 			continue;
 		}
 		if (r->lost)
-			record_lost(e, j, (int64_t)r->task_id, w->id, r);
+			record_lost(e, j, (int64_t)r->task_id, from, r);
 		else
-			record(e, j, (int64_t)r->task_id, w->id, r->ok, r->value, r->len);
+			record(e, j, (int64_t)r->task_id, from, r->ok, r->value, r->len);
 	}
 	if (measured && !measured->ncommand)
 		engine__function_measured(p, measured->function, measured->avg_us);
@@ -881,7 +884,7 @@ void engine__handle_pull(engine *e, op *o)
 			int n = snprintf(msg, sizeof(msg), "timed out after %.1f s", j->timeout_ms / 1000.0);
 			cm_warn("task %llu of job %s timed out on worker %s; replacing the worker",
 			        (unsigned long long)m->running_task, j->id, w->id);
-			record(e, j, (int64_t)m->running_task, NULL, 0, msg, (size_t)n);
+			record(e, j, (int64_t)m->running_task, STORE_FROM_GATEWAY, 0, msg, (size_t)n);
 			/* The function cannot be interrupted inside the worker: replace
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;

@@ -884,8 +884,8 @@ static int do_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker
 	return err == STORE_TASK_LEAVE ? CM_OK : err;
 }
 
-static int do_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len,
-                            const char *holder_name, int *recorded)
+static int do_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int64_t from,
+                            int *recorded)
 {
 	struct task_cache *c = st->tasks;
 	chunk *k;
@@ -897,11 +897,8 @@ static int do_task_complete(store *st, int64_t id, int64_t seq, int ok, const vo
 	trec *r = &k->t[id - k->id];
 	if (r->state == STORE_DONE)
 		return CM_OK;
-	if (holder_name) {
-		holder *h = holder_find(c, holder_name);
-		if (!h || r->state != STORE_PENDING || r->x != h->ref)
-			return CM_OK;
-	}
+	if (from != STORE_FROM_GATEWAY && (r->state != STORE_PENDING || r->x != from))
+		return CM_OK; /* from a worker that does not hold it (refs are > 0) */
 	if ((err = set_done(c, k, r, seq, ok, value, len)) != CM_OK)
 		return err;
 	*recorded = 1;
@@ -1085,13 +1082,32 @@ int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, st
 	return settle(st, do_tasks_assign(st, lo, hi, worker, fn, ctx, next));
 }
 
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *from,
-                        int *recorded)
+int store_holder_ref(store *st, const char *worker, int64_t *from)
+{
+	int err = holders_ready(st);
+	holder *h = err == CM_OK ? holder_find(st->tasks, worker) : NULL;
+
+	*from = h ? h->ref : STORE_FROM_NOBODY;
+	return err;
+}
+
+int store_task_complete_from(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int64_t from,
+                             int *recorded)
 {
 	int err = settle(st, do_task_complete(st, id, seq, ok, value, len, from, recorded));
 	if (err != CM_OK)
 		*recorded = 0;
 	return err;
+}
+
+int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *worker,
+                        int *recorded)
+{
+	int64_t from = STORE_FROM_GATEWAY;
+	int err = worker ? store_holder_ref(st, worker, &from) : CM_OK;
+
+	*recorded = 0;
+	return err == CM_OK ? store_task_complete_from(st, id, seq, ok, value, len, from, recorded) : err;
 }
 
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx)
