@@ -14,6 +14,7 @@
  * and only each value is parsed. A page written any other way is parsed
  * by jansson whole: never wrong, only slower.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +178,7 @@ static int take_run(const char **at, const char *end, runs_read *r)
 	long long first, count;
 
 	if (!take(at, end, "[") || !take_int(at, end, &first) || !take(at, end, ",") || !take_int(at, end, &count) ||
-	    !take(at, end, "]") || count < 1 || (size_t)count > r->pg->n - r->next)
+	    !take(at, end, "]") || first < 0 || count < 1 || (size_t)count > r->pg->n - r->next)
 		return 0;
 	for (long long k = 0; k < count; k++)
 		r->pg->items[r->next++].index = first + k;
@@ -267,7 +268,8 @@ static int whole_columns(json_t *root, results_page *pg)
 	json_array_foreach (runs, k, v) {
 		json_int_t first = json_integer_value(json_array_get(v, 0)),
 		           count = json_integer_value(json_array_get(v, 1));
-		if (json_array_size(v) != 2 || count < 1 || (size_t)count > n - at)
+		if (json_array_size(v) != 2 || first < 0 || count < 1 || (size_t)count > n - at ||
+		    first > LLONG_MAX - count)
 			return -1;
 		for (json_int_t i = 0; i < count; i++, at++)
 			pg->items[at] = (page_item){.index = first + i, .ok = 1};

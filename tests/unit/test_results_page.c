@@ -132,7 +132,7 @@ static void test_columns_read_whole(void **state)
 
 /* Columns that disagree are no page, read by their shape or whole: more
  * or fewer indexes than values, an empty run, a failed position past the
- * values. */
+ * values, indexes below 0 or past the largest. */
 static void test_columns_disagree(void **state)
 {
 	static const char *const parts[] = {
@@ -141,6 +141,8 @@ static void test_columns_disagree(void **state)
 	        "\"values\":[1,2],\"indexes\":[[0,2],[5,0]],\"failed\":[]",
 	        "\"values\":[1,2],\"indexes\":[[0,2]],\"failed\":[2]",
 	        "\"values\":[1,2],\"indexes\":[[0,2]],\"failed\":[-1]",
+	        "\"values\":[1,2],\"indexes\":[[-5,2]],\"failed\":[]",
+	        "\"values\":[1,2],\"indexes\":[[9223372036854775807,2]],\"failed\":[]",
 	        "\"values\":[1,2],\"indexes\":[[0,2]]",
 	};
 	results_page pg = {0};
