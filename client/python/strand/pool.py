@@ -92,9 +92,15 @@ def _decode(text):
 
 
 def _value(item):
-    if not item.get("ok"):
-        raise _error(item.get("error", "failed"))
-    return _decode(item["value"])
+    """An item as an apply answers: its value, or its error raised."""
+    return _outcome(bool(item.get("ok")), item["value"] if item.get("ok") else item.get("error", "failed"))
+
+
+def _outcome(ok, text):
+    """A result as a page by columns gives it: its value, or its error raised."""
+    if not ok:
+        raise _error(text)
+    return _decode(text)
 
 
 class AsyncResult:
@@ -130,14 +136,14 @@ class AsyncResult:
     def successful(self):
         if not self.ready():
             raise ValueError("the result is not ready")
-        return not isinstance(self._items, Exception) and all(i.get("ok") for i in self._items)
+        return not isinstance(self._items, Exception) and all(ok for ok, _ in self._items)
 
     def get(self, timeout=None):
         if not self._event.wait(timeout):
             raise TimeoutError("the result is not ready after %s s" % timeout)
         if isinstance(self._items, Exception):
             raise self._items
-        values = [v for i in self._items for v in _value(i)]
+        values = [v for ok, text in self._items for v in _outcome(ok, text)]
         return values[0] if self._single else values
 
 
@@ -207,26 +213,30 @@ class Pool:
 
     def _values(self, job, order):
         """Each input's value, in the job's order, chunks unpacked."""
-        for item in self._results(job, order):
-            yield from _value(item)
+        for ok, text in self._results(job, order):
+            yield from _outcome(ok, text)
 
     def _list(self, job):
         """Every value of job, in input order."""
         values = []
-        for item in self._results(job, "input"):
-            values.extend(_value(item))
+        for ok, text in self._results(job, "input"):
+            values.extend(_outcome(ok, text))
         return values
 
     def _results(self, job, order):
-        """Each result item of job, paged with long polls."""
+        """Each result of job as (ok, its value or error text), paged with
+        long polls, by columns: a list of values parses faster than an
+        object a result, and is a few bytes a result, not some forty."""
         cursor = ""
         while True:
             page = self._gw.request(
                 "GET",
-                "/v1/jobs/%s/results?order=%s&cursor=%s&limit=%d&wait=%d" % (job, order, cursor, PAGE, WAIT_S),
+                "/v1/jobs/%s/results?order=%s&shape=columns&cursor=%s&limit=%d&wait=%d"
+                % (job, order, cursor, PAGE, WAIT_S),
             )
-            for item in page["items"]:
-                yield item
+            failed = set(page["failed"])
+            for at, text in enumerate(page["values"]):
+                yield at not in failed, text
             if page.get("complete"):
                 return
             cursor = page["next_cursor"]
