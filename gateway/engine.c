@@ -447,6 +447,7 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	e->fills_tail = &e->fills;
 	cm_buf_init(&e->hub_ca);
 	events_batch_init(&e->event_batch);
+	cm_buf_init(&e->job_text);
 	/* A TLS hub: the workers get the CA to check it by (the certificate
 	 * itself when it is self-signed). */
 	if (strncmp(cfg->hub, "tls+", 4) == 0 && (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert,
@@ -535,6 +536,7 @@ void engine_free(engine *e)
 	engine__state_clear(e);
 	engine__contexts_free(e->retired);
 	events_batch_fini(&e->event_batch);
+	cm_buf_fini(&e->job_text);
 	events_free(e->events);
 	store_close(e->st);
 	cm_buf_fini(&e->hub_ca);

@@ -59,7 +59,12 @@ void engine__event_process(engine *e, const process *pr)
 
 void engine__event_job(engine *e, const job *j)
 {
-	events_batch_add(&e->event_batch, "job", j->pool->id, engine__job_json(j));
+	/* Written as text, not built by jansson and dumped: an apply has two
+	 * (made, done) on the engine thread, between its request and its
+	 * answer (bench/latency's p50 0.313 to 0.302 ms; 0.28 ms without
+	 * them). */
+	if (engine__job_text(j, &e->job_text) == CM_OK)
+		events_batch_add_text(&e->event_batch, "job", j->pool->id, e->job_text.data, e->job_text.len);
 }
 
 void engine__event_job_removed(engine *e, const job *j)

@@ -418,6 +418,7 @@ struct engine {
 	waitlist applies; /* applies waiting for their result (engine_apply.c) */
 	events *events; /* what changed, for GET /v1/events (engine_events.c) */
 	events_batch event_batch; /* this cycle's, published after its commit */
+	cm_buf job_text; /* a job's view, written for its event (used again) */
 	int events_watched; /* somebody reads them: progress is said too */
 	job *progressed; /* jobs whose progress is to be said */
 	histogram commit_time, cycle_time; /* GET /metrics */
@@ -551,6 +552,9 @@ void engine__forgive_stall(engine *e, int64_t now);
 
 /* engine_views.c: JSON */
 json_t *engine__pool_json(const pool *p);
+/* A job as the API shows it: as JSON text into out (replacing what it
+ * held; the events write it so), or as a value. */
+int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
 

@@ -10,27 +10,44 @@ const char *engine__job_state(const job *j)
 	return j->state == JOB_RUNNING && j->received < j->total ? "submitting" : job_state_names[j->state];
 }
 
-json_t *engine__job_json(const job *j)
+int engine__job_text(const job *j, cm_buf *out)
 {
-	char created[32];
-	char self[64], results[80];
-	int submitting = j->state == JOB_RUNNING && j->received < j->total;
+	char created[32], ended[32] = "";
+	int err;
 
 	engine__iso_time(j->created_ms, created);
-	snprintf(self, sizeof(self), "/v1/jobs/%s", j->id);
-	snprintf(results, sizeof(results), "/v1/jobs/%s/results", j->id);
-	json_t *o =
-	        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:s, s:{s:s, s:s}}", "id", j->id, "pool",
-	                  j->pool->id, "state", engine__job_state(j), "function", j->function, "total",
-	                  (json_int_t)j->total, "done", (json_int_t)j->done, "failed", (json_int_t)j->failed,
-	                  "chunksize", j->chunksize, "created_at", created, "links", "self", self, "results", results);
-	if (o && submitting) /* where its next part starts (POST /v1/jobs/{id}/args) */
-		json_object_set_new(o, "received", json_integer(j->received));
-	if (o && j->ended_ms) { /* --retain counts from here */
-		char ended[32];
+	if (j->ended_ms) /* --retain counts from here */
 		engine__iso_time(j->ended_ms, ended);
-		json_object_set_new(o, "ended_at", json_string(ended));
-	}
+	out->len = 0;
+	/* Ids are letters, digits and '-'; a function's name may be any
+	 * printable text (rt: names), so it is escaped. */
+	err = cm_buf_printf(out, "{\"id\":\"%s\",\"pool\":\"%s\",\"state\":\"%s\",\"function\":", j->id, j->pool->id,
+	                    engine__job_state(j));
+	if (err == CM_OK)
+		err = cm_buf_json_string(out, j->function, strlen(j->function));
+	if (err == CM_OK)
+		err = cm_buf_printf(
+		        out,
+		        ",\"total\":%lld,\"done\":%lld,\"failed\":%lld,\"chunksize\":%d,\"created_at\":\"%s\","
+		        "\"links\":{\"self\":\"/v1/jobs/%s\",\"results\":\"/v1/jobs/%s/results\"}",
+		        (long long)j->total, (long long)j->done, (long long)j->failed, j->chunksize, created, j->id,
+		        j->id);
+	if (err == CM_OK && j->state == JOB_RUNNING && j->received < j->total)
+		err = cm_buf_printf(out, ",\"received\":%lld", (long long)j->received); /* where its next part starts */
+	if (err == CM_OK && ended[0])
+		err = cm_buf_printf(out, ",\"ended_at\":\"%s\"", ended);
+	return err == CM_OK ? cm_buf_puts(out, "}") : err;
+}
+
+json_t *engine__job_json(const job *j)
+{
+	cm_buf text;
+	json_t *o = NULL;
+
+	cm_buf_init(&text);
+	if (engine__job_text(j, &text) == CM_OK)
+		o = json_loadb(text.data, text.len, 0, NULL);
+	cm_buf_fini(&text);
 	return o;
 }
 

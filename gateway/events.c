@@ -68,20 +68,25 @@ void events_batch_clear(events_batch *b)
 	b->n = 0;
 }
 
-void events_batch_add(events_batch *b, const char *type, const char *pool, json_t *data)
+void events_batch_add_text(events_batch *b, const char *type, const char *pool, const char *data, size_t len)
 {
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
 	size_t at = b->text.len;
 
-	json_decref(data);
-	if (!text)
-		return;
 	if (cm_buf_append(&b->text, type, strlen(type) + 1) != CM_OK ||
-	    cm_buf_append(&b->text, pool, strlen(pool) + 1) != CM_OK ||
-	    cm_buf_append(&b->text, text, strlen(text) + 1) != CM_OK)
+	    cm_buf_append(&b->text, pool, strlen(pool) + 1) != CM_OK || cm_buf_append(&b->text, data, len) != CM_OK ||
+	    cm_buf_append(&b->text, "", 1) != CM_OK)
 		b->text.len = at; /* out of memory: this one is lost, as a dropped reader would lose it */
 	else
 		b->n++;
+}
+
+void events_batch_add(events_batch *b, const char *type, const char *pool, json_t *data)
+{
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+
+	json_decref(data);
+	if (text)
+		events_batch_add_text(b, type, pool, text, strlen(text));
 	free(text);
 }
 

@@ -37,6 +37,8 @@ void events_batch_fini(events_batch *b);
 /* type: "pool", "job", ...; pool: the pool (or manager) it is of, "" for
  * none; data: its JSON (stolen; NULL is dropped, out of memory). */
 void events_batch_add(events_batch *b, const char *type, const char *pool, json_t *data);
+/* The same with data as JSON text already (len bytes, no NUL among them). */
+void events_batch_add_text(events_batch *b, const char *type, const char *pool, const char *data, size_t len);
 void events_batch_clear(events_batch *b);
 /* Into the log, each with the next id; b is cleared. Returns how many. */
 size_t events_publish(events *ev, events_batch *b);

@@ -285,6 +285,23 @@ static void events_follow_a_pool_its_workers_a_job_and_a_process(void **state)
 	assert_int_equal(number(&ev, "failed"), 3);
 	event_fini(&ev);
 
+	/* A job's event is its view as GET shows it, with a name that JSON
+	 * escapes (an rt: name may hold any printable character). */
+	const char *odd = "rt:m\"od:f\\n";
+	char *strange = job_submit(&g, pool, json_pack("{s:s, s:[i]}", "function", odd, "args", 1));
+	expect(&s, &ev, "job", strange);
+	assert_string_equal(field(&ev, "function"), odd);
+	event_fini(&ev);
+	expect(&s, &ev, "job", strange);
+	assert_string_equal(field(&ev, "state"), "done");
+	char job_path[128];
+	snprintf(job_path, sizeof(job_path), "/v1/jobs/%s", strange);
+	json_t *strange_view = http_get_ok(&g, job_path);
+	assert_true(json_equal(ev.data, strange_view));
+	json_decref(strange_view);
+	event_fini(&ev);
+	free(strange);
+
 	/* A process: running, then exited with its code. */
 	char *proc = http_create(&g, "/v1/processes", "{\"command\": [\"sh\", \"-c\", \"exit 3\"]}");
 	expect(&s, &ev, "process", proc);
