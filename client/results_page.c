@@ -149,49 +149,17 @@ static int read_items(const char **at, const char *text, const char *end, result
 	return 1;
 }
 
-/* Reads a list of integers from after its '[' up to its ']', each through
- * fn(ctx, v); 0 if it is not one, or fn says so. */
-static int read_ints(const char **at, const char *end, int (*fn)(void *ctx, long long v), void *ctx)
-{
-	const char *p = *at;
-	int first = 1;
-
-	while (!take(&p, end, "]")) {
-		long long v;
-		if ((!first && !take(&p, end, ",")) || !take_int(&p, end, &v) || !fn(ctx, v))
-			return 0;
-		first = 0;
-	}
-	*at = p;
-	return 1;
-}
-
-/* The indexes of a page by columns: runs [FIRST,COUNT] given to its items
- * in turn, which must come out to exactly one each. */
-typedef struct runs_read {
-	results_page *pg;
-	size_t next; /* the item the next index goes to */
-} runs_read;
-
-static int take_run(const char **at, const char *end, runs_read *r)
+/* One run [FIRST,COUNT] of a page's indexes, given to its items from
+ * *next on; 0 if it is not one or runs past the items. */
+static int take_run(const char **at, const char *end, results_page *pg, size_t *next)
 {
 	long long first, count;
 
 	if (!take(at, end, "[") || !take_int(at, end, &first) || !take(at, end, ",") || !take_int(at, end, &count) ||
-	    !take(at, end, "]") || first < 0 || count < 1 || (size_t)count > r->pg->n - r->next)
+	    !take(at, end, "]") || first < 0 || count < 1 || (size_t)count > pg->n - *next)
 		return 0;
 	for (long long k = 0; k < count; k++)
-		r->pg->items[r->next++].index = first + k;
-	return 1;
-}
-
-static int mark_failed(void *ctx, long long pos)
-{
-	results_page *pg = ctx;
-
-	if (pos < 0 || (size_t)pos >= pg->n)
-		return 0;
-	pg->items[pos].ok = 0;
+		pg->items[(*next)++].index = first + k;
 	return 1;
 }
 
@@ -200,7 +168,7 @@ static int mark_failed(void *ctx, long long pos)
 static int read_columns(const char **at, const char *text, const char *end, results_page *pg)
 {
 	const char *p = *at;
-	runs_read runs = {.pg = pg};
+	size_t indexed = 0; /* items given an index: all of them, once each */
 
 	while (!take(&p, end, "]")) {
 		page_item it = {.ok = 1};
@@ -217,10 +185,16 @@ static int read_columns(const char **at, const char *text, const char *end, resu
 	if (!take(&p, end, ",\"indexes\":["))
 		return 0;
 	while (!take(&p, end, "]"))
-		if ((runs.next && !take(&p, end, ",")) || !take_run(&p, end, &runs))
+		if ((indexed && !take(&p, end, ",")) || !take_run(&p, end, pg, &indexed))
 			return 0;
-	if (runs.next != pg->n || !take(&p, end, ",\"failed\":[") || !read_ints(&p, end, mark_failed, pg))
+	if (indexed != pg->n || !take(&p, end, ",\"failed\":["))
 		return 0;
+	for (int first = 1; !take(&p, end, "]"); first = 0) {
+		long long pos;
+		if ((!first && !take(&p, end, ",")) || !take_int(&p, end, &pos) || pos < 0 || (size_t)pos >= pg->n)
+			return 0;
+		pg->items[pos].ok = 0;
+	}
 	*at = p;
 	return 1;
 }

@@ -76,6 +76,12 @@ int cm_utf8_valid(const char *s, size_t len);
  * UTF-8 sequence (a cut multibyte character included) with '?', in place. */
 void cm_utf8_sanitize(char *s);
 
+/* Integers in byte buffers, least significant byte first (le_bytes.c). */
+uint32_t cm_le32_get(const uint8_t *p);
+uint64_t cm_le64_get(const uint8_t *p);
+void cm_le32_put(uint8_t *p, uint32_t v);
+void cm_le64_put(uint8_t *p, uint64_t v);
+
 /* Sets the allocator for a process that allocates and frees in bursts
  * (a batch of tasks, a page of results): freed memory is kept for the
  * next burst instead of being given back to the system and faulted in

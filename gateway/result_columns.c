@@ -46,7 +46,7 @@ int result_columns_add(result_columns *rc, cm_buf *b, int64_t index, int ok, con
 size_t result_columns_pending(const result_columns *rc)
 {
 	/* ],"indexes":[ … [FIRST,COUNT] ],"failed":[ … ] */
-	return rc->runs.len + rc->failed.len + RESULT_COLUMNS_ROOM;
+	return rc->runs.len + rc->failed.len + RESULT_COLUMNS_END;
 }
 
 /* Appends text (a list with a trailing comma, or empty) without the comma. */

@@ -14,8 +14,11 @@
 
 #include "common/common.h"
 
-/* Worst case of what one result adds to the indexes and failed parts. */
-#define RESULT_COLUMNS_ROOM 64
+/* At most, besides their lists: what result_columns_end adds (the open run
+ * and the keys), and what one more result adds to the lists (a run of its
+ * own and its position). An index has 19 digits at most, a count 6. */
+#define RESULT_COLUMNS_END 64
+#define RESULT_COLUMNS_ROOM 40
 
 typedef struct result_columns {
 	cm_buf runs; /* the runs closed so far, as "[FIRST,COUNT]," text */
@@ -29,7 +32,7 @@ void result_columns_fini(result_columns *rc);
 /* Appends one result's value to b (whose text ends at the values' '[' or a
  * value), or its error as a string; notes its index and outcome. */
 int result_columns_add(result_columns *rc, cm_buf *b, int64_t index, int ok, const void *value, size_t len);
-/* Bytes result_columns_end would write now. */
+/* Bytes result_columns_end would write now, at most. */
 size_t result_columns_pending(const result_columns *rc);
 /* Closes the values array in b and writes the indexes and failed parts. */
 int result_columns_end(result_columns *rc, cm_buf *b);

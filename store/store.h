@@ -134,18 +134,16 @@ int store_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker, st
 /* How many tasks the store records as held by worker (pending on it). */
 int store_tasks_held_count(store *st, const char *worker, int64_t *n);
 
-/* Records a result unless the task already has one. worker: the one the
- * result came from, which must be the one holding the task (NULL: the
- * gateway's own verdict, such as a timeout). *recorded is 1 when this call
- * recorded it, 0 when the task was already DONE, is held by another worker
- * or by none, or does not exist. */
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *worker,
-                        int *recorded);
-/* The same with the holder looked up once (store_holder_ref), for a pull's
- * results: STORE_FROM_GATEWAY for the gateway's own verdict. */
+/* Where a result comes from, for store_task_complete_from: the worker as
+ * store_holder_ref finds it (once for all the results of a pull), or
+ * STORE_FROM_GATEWAY for the gateway's own verdict, such as a timeout. */
 #define STORE_FROM_GATEWAY 0
 #define STORE_FROM_NOBODY (-1) /* a worker that holds nothing: none of its results count */
 int store_holder_ref(store *st, const char *worker, int64_t *from);
+/* Records a result unless the task already has one; from a worker, only
+ * when that worker holds the task. *recorded is 1 when this call recorded
+ * it, 0 when the task was already DONE, is held by another worker or by
+ * none, or does not exist. */
 int store_task_complete_from(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int64_t from,
                              int *recorded);
 

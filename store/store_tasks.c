@@ -107,28 +107,6 @@ struct task_cache {
 
 /* ---- encoding ----------------------------------------------------------- */
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
 /* One entry of a group blob: k-th of n; CM_EIO if the blob is malformed. */
 static int group_entry(const uint8_t *blob, size_t len, uint32_t n, uint32_t k, int64_t *id, int *ok,
                        const void **value, size_t *value_len)
@@ -136,11 +114,11 @@ static int group_entry(const uint8_t *blob, size_t len, uint32_t n, uint32_t k, 
 	size_t head = ((size_t)n + 1) * 4;
 	if (k >= n || len < head)
 		return CM_EIO;
-	uint32_t a = get_u32(blob + (size_t)k * 4), b = get_u32(blob + (size_t)k * 4 + 4);
+	uint32_t a = cm_le32_get(blob + (size_t)k * 4), b = cm_le32_get(blob + (size_t)k * 4 + 4);
 	if (a > b || head + b > len || b - a < ENTRY_HEAD)
 		return CM_EIO;
 	const uint8_t *e = blob + head + a;
-	*id = (int64_t)get_u64(e);
+	*id = (int64_t)cm_le64_get(e);
 	*ok = e[8];
 	*value = e + ENTRY_HEAD;
 	*value_len = b - a - ENTRY_HEAD;
@@ -539,7 +517,7 @@ static int group_add(struct task_cache *c, int64_t job, int64_t seq, int64_t id,
 
 	if (len > UINT32_MAX - ENTRY_HEAD || group_for(c, job, seq, len + ENTRY_HEAD, &g) != CM_OK)
 		return CM_ENOMEM;
-	put_u64(head, (uint64_t)id);
+	cm_le64_put(head, (uint64_t)id);
 	head[8] = ok ? 1 : 0;
 	if (g->data.len + ENTRY_HEAD + len > UINT32_MAX || cm_buf_reserve(&g->data, ENTRY_HEAD + len) != CM_OK ||
 	    cm_buf_reserve(&g->offsets, 4) != CM_OK)
@@ -547,7 +525,7 @@ static int group_add(struct task_cache *c, int64_t job, int64_t seq, int64_t id,
 	cm_buf_append(&g->data, head, ENTRY_HEAD);
 	if (len)
 		cm_buf_append(&g->data, value, len);
-	put_u32(off, (uint32_t)g->data.len);
+	cm_le32_put(off, (uint32_t)g->data.len);
 	cm_buf_append(&g->offsets, off, 4);
 	g->n++;
 	return CM_OK;
@@ -751,7 +729,7 @@ static int insert_chunk(store *st, int64_t job, int64_t id, size_t n, const char
 	 * they lie in text. */
 	uint8_t *p = (uint8_t *)c->scratch.data;
 	for (size_t i = 0; i <= n; i++)
-		put_u32(p + i * 4, (uint32_t)(offs[i] - offs[0]));
+		cm_le32_put(p + i * 4, (uint32_t)(offs[i] - offs[0]));
 	if (bytes)
 		memcpy(p + head, text + offs[0], bytes);
 	s = c->s[S_CHUNK_INSERT];
@@ -806,8 +784,8 @@ static int read_args(store *st, const chunk *k, int k0, int k1, const uint8_t **
 	}
 	rc = (size_t)sqlite3_blob_bytes(b) < head ? SQLITE_CORRUPT
 	                                          : sqlite3_blob_read(b, c->scratch.data, (int)noffs, k0 * 4);
-	uint32_t lo = rc == SQLITE_OK ? get_u32((uint8_t *)c->scratch.data) : 0;
-	uint32_t hi = rc == SQLITE_OK ? get_u32((uint8_t *)c->scratch.data + noffs - 4) : 0;
+	uint32_t lo = rc == SQLITE_OK ? cm_le32_get((uint8_t *)c->scratch.data) : 0;
+	uint32_t hi = rc == SQLITE_OK ? cm_le32_get((uint8_t *)c->scratch.data + noffs - 4) : 0;
 	if (rc == SQLITE_OK && (lo > hi || head + hi > (size_t)sqlite3_blob_bytes(b)))
 		rc = SQLITE_CORRUPT;
 	if (rc == SQLITE_OK && cm_buf_reserve(&c->scratch, noffs + (hi - lo)) != CM_OK)
@@ -844,11 +822,11 @@ static int do_tasks_assign(store *st, int64_t lo, int64_t hi, const char *worker
 		int k0 = (int)(t - k->id), k1 = (int)((hi < k->id + k->n - 1 ? hi : k->id + k->n - 1) - k->id);
 		if ((err = read_args(st, k, k0, k1, &offs, &bytes)) != CM_OK)
 			break;
-		uint32_t base = get_u32(offs);
+		uint32_t base = cm_le32_get(offs);
 		for (int i = k0; i <= k1 && err == CM_OK; i++) {
 			const trec *r = &k->t[i];
-			uint32_t a = get_u32(offs + (size_t)(i - k0) * 4) - base;
-			uint32_t b = get_u32(offs + (size_t)(i - k0 + 1) * 4) - base;
+			uint32_t a = cm_le32_get(offs + (size_t)(i - k0) * 4) - base;
+			uint32_t b = cm_le32_get(offs + (size_t)(i - k0 + 1) * 4) - base;
 			if (r->state != STORE_QUEUED)
 				continue;
 			err = fn(ctx, k->id + i, bytes + a, b - a, r->attempts + 1);
@@ -1098,16 +1076,6 @@ int store_task_complete_from(store *st, int64_t id, int64_t seq, int ok, const v
 	if (err != CM_OK)
 		*recorded = 0;
 	return err;
-}
-
-int store_task_complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *worker,
-                        int *recorded)
-{
-	int64_t from = STORE_FROM_GATEWAY;
-	int err = worker ? store_holder_ref(st, worker, &from) : CM_OK;
-
-	*recorded = 0;
-	return err == CM_OK ? store_task_complete_from(st, id, seq, ok, value, len, from, recorded) : err;
 }
 
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx)

@@ -36,15 +36,6 @@ static int take_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return 0;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static int decode_fixed(trec *t, int n, const uint8_t *p, size_t len)
 {
 	if (len != (size_t)n * RECORDS_FIXED_BYTES)
@@ -53,7 +44,7 @@ static int decode_fixed(trec *t, int n, const uint8_t *p, size_t len)
 		t[i] = (trec){.state = p[0],
 		              .ok = p[1],
 		              .attempts = (uint16_t)(p[2] | p[3] << 8),
-		              .x = (int64_t)get_u64(p + 4)};
+		              .x = (int64_t)cm_le64_get(p + 4)};
 	return CM_OK;
 }
 

@@ -204,28 +204,12 @@ static int start(worker_runtime *rt, char *why, size_t why_len)
 	return CM_OK;
 }
 
-static uint64_t le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void put_header(unsigned char *h, char type, uint64_t id, uint32_t a_len, uint32_t b_len)
 {
 	h[0] = (unsigned char)type;
-	for (int i = 0; i < 8; i++)
-		h[1 + i] = (unsigned char)(id >> (8 * i));
-	for (int i = 0; i < 4; i++) {
-		h[9 + i] = (unsigned char)(a_len >> (8 * i));
-		h[13 + i] = (unsigned char)(b_len >> (8 * i));
-	}
+	cm_le64_put(h + 1, id);
+	cm_le32_put(h + 9, a_len);
+	cm_le32_put(h + 13, b_len);
 }
 
 /* A whole frame at the front of rbuf: 1 (f filled), 0 (not yet), -1 (not a
@@ -237,9 +221,9 @@ static int parse(worker_runtime *rt, frame *f)
 	if (rt->rbuf.len < FRAME_HEADER)
 		return 0;
 	f->type = (char)p[0];
-	f->id = le64(p + 1);
-	f->a_len = le32(p + 9);
-	f->b_len = le32(p + 13);
+	f->id = cm_le64_get(p + 1);
+	f->a_len = cm_le32_get(p + 9);
+	f->b_len = cm_le32_get(p + 13);
 	if ((uint64_t)f->a_len + f->b_len > FRAME_MAX)
 		return -1;
 	if (rt->rbuf.len < FRAME_HEADER + (size_t)f->a_len + f->b_len)
@@ -257,7 +241,6 @@ static void consume(worker_runtime *rt, const frame *f)
 	rt->rbuf.len -= n;
 }
 
-/* The last lines of what it wrote on stderr, for an error. */
 /* Its stderr's tail as text: bytes that are not UTF-8 (what it wrote, or
  * a character the tail's start cut) become '?', so its words reach the job
  * as an error the hub accepts, not as "not UTF-8 text". */

@@ -74,8 +74,7 @@ typedef struct context {
  * worker.mu only. */
 typedef struct run {
 	size_t refs; /* its tasks not freed yet */
-	const char *function;
-	worker_fn fn; /* function, resolved */
+	worker_fn fn; /* its function, resolved (the name in the strings below) */
 	unsigned timeout_ms;
 	context *context; /* NULL: none */
 	size_t ncommand;
@@ -343,7 +342,7 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 	for (size_t i = 0; i < w->ntaken; i++) {
 		const task *t = &w->taken[i];
 		const context *c = t->run->context;
-		rts[i] = (worker_runtime_task){.function = t->run->function + 3,
+		rts[i] = (worker_runtime_task){.function = t->run->fn.name + 3,
 		                               .arg = t->arg,
 		                               .arg_len = t->arg_len,
 		                               .timeout_ms = t->run->timeout_ms,
@@ -478,8 +477,7 @@ static int queue_run(worker *w, const Strand__Batch *b, const Strand__TaskRun *m
 	if (c)
 		c->refs++;
 	char *at = (char *)&r->command[m->n_command];
-	r->function = memcpy(at, m->function, fn_len + 1);
-	worker_fn_resolve(r->function, &r->fn);
+	worker_fn_resolve(memcpy(at, m->function, fn_len + 1), &r->fn);
 	at += fn_len + 1;
 	for (size_t j = 0; j < m->n_command; j++) {
 		size_t len = strlen(m->command[j]);

@@ -100,6 +100,18 @@ static void insert_job(store *st, int n)
 	free(lens);
 }
 
+/* A result from worker (NULL: the gateway's verdict), as the engine
+ * records a pull's: the worker looked up, then the result recorded. */
+static int complete(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, const char *worker,
+                    int *recorded)
+{
+	int64_t from = STORE_FROM_GATEWAY;
+	int err = worker ? store_holder_ref(st, worker, &from) : CM_OK;
+
+	*recorded = 0;
+	return err == CM_OK ? store_task_complete_from(st, id, seq, ok, value, len, from, recorded) : err;
+}
+
 typedef struct seen {
 	int64_t ids[64];
 	int attempts[64];
@@ -240,11 +252,11 @@ static void test_job_counts_loaded(void **state)
 	assert_int_equal(store_job_insert(f->st, &done), CM_OK);
 	assert_int_equal(insert_args(f->st, 2, 11, 2, args, lens), CM_OK);
 	assign_all(f->st, 1, 12, "w-a", &a);
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "1", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 2, 0, "bad", 3, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "3", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 11, 1, 0, "bad", 3, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 12, 2, 1, "b", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 1, 1, "1", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 2, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 3, 3, 1, "3", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 11, 1, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 12, 2, 1, "b", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_job_set_state(f->st, 2, "done", 5), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(store_job_each(f->st, on_job_counts, &c), CM_OK);
@@ -302,7 +314,7 @@ static void test_job_removed_by_ranges(void **state)
 		int rec = 0;
 		assert_int_equal(store_begin(f->st), CM_OK);
 		assign_all(f->st, k, k, "w-a", &one);
-		assert_int_equal(store_task_complete(f->st, k, k, 1, "1", 1, "w-a", &rec), CM_OK);
+		assert_int_equal(complete(f->st, k, k, 1, "1", 1, "w-a", &rec), CM_OK);
 		assert_int_equal(rec, 1);
 		assert_int_equal(store_commit(f->st), CM_OK);
 	}
@@ -488,11 +500,11 @@ static void test_result_recorded_exactly_once(void **state)
 	insert_job(f->st, 3);
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 3, "w-a", &a);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "\"x\"", 3, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 1, 1, "\"x\"", 3, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 1);
-	assert_int_equal(store_task_complete(f->st, 2, 2, 1, "\"y\"", 3, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 2, 1, "\"y\"", 3, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 0); /* a re-sent result is dropped */
-	assert_int_equal(store_task_complete(f->st, 999, 3, 1, "1", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 999, 3, 1, "1", 1, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 0); /* no such task */
 	assert_int_equal(store_commit(f->st), CM_OK);
 }
@@ -507,11 +519,11 @@ static void test_result_only_from_the_holder(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 2, "w-a", &a);
 	/* Another worker's forgery, for a task held and for one held by none. */
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "\"forged\"", 8, "w-b", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 1, 1, "\"forged\"", 8, "w-b", &rec), CM_OK);
 	assert_int_equal(rec, 0);
-	assert_int_equal(store_task_complete(f->st, 3, 1, 1, "\"forged\"", 8, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 3, 1, 1, "\"forged\"", 8, "w-a", &rec), CM_OK);
 	assert_int_equal(rec, 0);
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "\"real\"", 6, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 1, 1, "\"real\"", 6, "w-a", &rec), CM_OK);
 	assert_int_equal(rec, 1);
 	assert_int_equal(store_commit(f->st), CM_OK);
 }
@@ -527,10 +539,10 @@ static void test_results_input_order_stops_at_gap(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 5, "w-a", &a);
 	/* Results for indexes 0, 1, 3, 4 (ids 1, 2, 4, 5); index 2 missing. */
-	assert_int_equal(store_task_complete(f->st, 4, 1, 1, "30", 2, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 1, 2, 1, "0", 1, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 3, 0, "bad", 3, NULL, &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 5, 4, 1, "40", 2, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 4, 1, 1, "30", 2, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 2, 1, "0", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 3, 0, "bad", 3, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 5, 4, 1, "40", 2, NULL, &rec), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 
 	assert_int_equal(store_results_input(f->st, 1, 1, 5, 0, 100, on_result, &r, &next), CM_OK);
@@ -578,8 +590,8 @@ static void test_reads_fixed_records_of_before(void **state)
 	insert_job(f->st, 5);
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 5, "w-a", &a);
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "0", 1, "w-a", &rec), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 2, 2, 0, "bad", 3, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 1, 1, "0", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 2, 0, "bad", 3, "w-a", &rec), CM_OK);
 	assert_int_equal(store_commit(f->st), CM_OK);
 	store_close(f->st);
 	f->st = NULL;
@@ -625,9 +637,9 @@ static void test_reads_fixed_records_of_before(void **state)
 	assert_int_equal(held, 3);
 	/* w-a still holds ids 3 to 5: its result counts, another's does not. */
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "2", 1, "w-b", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 3, 3, 1, "2", 1, "w-b", &rec), CM_OK);
 	assert_int_equal(rec, 0);
-	assert_int_equal(store_task_complete(f->st, 3, 3, 1, "2", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 3, 3, 1, "2", 1, "w-a", &rec), CM_OK);
 	assert_int_equal(rec, 1);
 	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &back), CM_OK);
 	assert_int_equal(back.n, 2);
@@ -654,7 +666,7 @@ static void test_requeue_returns_pending_tasks(void **state)
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 3, "w-a", &a);
 	assign_all(f->st, 4, 6, "w-b", &a);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "1", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 1, 1, "1", 1, NULL, &rec), CM_OK);
 	assert_int_equal(store_tasks_requeue(f->st, "w-a", on_task, &q), CM_OK);
 	assert_int_equal(q.n, 2); /* ids 1 and 3; 2 has its result */
 	assert_int_equal(q.ids[0], 1);
@@ -694,7 +706,7 @@ static void test_idempotency_and_reload(void **state)
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "key", id), CM_OK);
 	assert_string_equal(id, "j-2");
 	assert_int_equal(store_job_find_idem(f->st, "p-1", "other", id), CM_ENOENT);
-	assert_int_equal(store_task_complete(f->st, 1, 1, 1, "7", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 1, 1, 1, "7", 1, NULL, &rec), CM_OK);
 	/* A reader sees nothing uncommitted. */
 	assert_int_equal(store_open(f->path, 0, &reader, detail, sizeof(detail)), CM_OK);
 	assert_int_equal(store_results_input(reader, 1, 1, 2, 0, 10, on_result, &r, &next), CM_OK);
@@ -718,7 +730,7 @@ static void test_cancel_fills_every_missing_result(void **state)
 	insert_job(f->st, 4);
 	assert_int_equal(store_begin(f->st), CM_OK);
 	assign_all(f->st, 1, 2, "w-a", &a);
-	assert_int_equal(store_task_complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 1, 1, "5", 1, NULL, &rec), CM_OK);
 	/* In two slices, as the engine does it. */
 	assert_int_equal(store_job_cancel(f->st, 1, 2, 2, "cancelled", &n), CM_OK);
 	assert_int_equal(n, 1); /* task 1, pending */
@@ -814,7 +826,7 @@ static void complete_range(store *st, int64_t lo, int64_t hi, int64_t *seq, cons
 		char v[24];
 		int rec = 0;
 		int len = snprintf(v, sizeof(v), "v%lld", (long long)(id - 1));
-		assert_int_equal(store_task_complete(st, id, *seq + 1, 1, v, (size_t)len, holder, &rec), CM_OK);
+		assert_int_equal(complete(st, id, *seq + 1, 1, v, (size_t)len, holder, &rec), CM_OK);
 		assert_int_equal(rec, 1);
 		(*seq)++;
 	}
@@ -851,7 +863,7 @@ static void test_many_chunks_over_transactions(void **state)
 	for (int64_t lo = 1; lo <= n / 2; lo += 10000) {
 		assert_int_equal(store_begin(f->st), CM_OK);
 		complete_range(f->st, lo, lo + 9999 < n / 2 ? lo + 9999 : n / 2, &seq, "w-a");
-		assert_int_equal(store_task_complete(f->st, lo, seq + 1, 1, "again", 5, "w-a", &rec), CM_OK);
+		assert_int_equal(complete(f->st, lo, seq + 1, 1, "again", 5, "w-a", &rec), CM_OK);
 		assert_int_equal(rec, 0);
 		assert_int_equal(store_commit(f->st), CM_OK);
 	}
@@ -1073,9 +1085,9 @@ static void test_migrates_task_rows_into_chunks(void **state)
 	assert_string_equal(taken.args[1], "\"e\"");
 	assert_int_equal(taken.attempts[1], 3);
 	int rec = 0;
-	assert_int_equal(store_task_complete(st, 2, 3, 1, "20", 2, "w-old", &rec), CM_OK);
+	assert_int_equal(complete(st, 2, 3, 1, "20", 2, "w-old", &rec), CM_OK);
 	assert_int_equal(rec, 1);
-	assert_int_equal(store_task_complete(st, 2, 4, 1, "20", 2, NULL, &rec), CM_OK);
+	assert_int_equal(complete(st, 2, 4, 1, "20", 2, NULL, &rec), CM_OK);
 	assert_int_equal(rec, 0);
 	store_close(st);
 }
