@@ -8,42 +8,21 @@
 
 #include "client/args_body.h"
 #include "client/client.h"
+#include "client/http_conn.h"
 #include "client/results_page.h"
 
 struct strand_client {
-	CURL *curl;
+	http_conn *plain; /* an http:// gateway: without libcurl (http_conn.h) */
+	CURL *curl; /* any other (https://): libcurl */
 	char url[512];
 	char auth[300]; /* "Authorization: Bearer TOKEN", or "" */
 	char ca_file[512]; /* $STRAND_CA_FILE: trust this CA for https:// (a self-signed gateway) */
 	char error[512];
 };
 
-typedef struct sink {
-	char *data;
-	size_t len;
-	size_t cap;
-} sink;
-
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
-	sink *s = ctx;
-
-	/* Doubling: a results page of up to 16 MiB arrives in thousands of
-	 * pieces, and copying it whole for each would be quadratic. */
-	if (s->len + size * n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		char *q;
-		while (cap < s->len + size * n + 1)
-			cap *= 2;
-		if (!(q = realloc(s->data, cap)))
-			return 0;
-		s->data = q;
-		s->cap = cap;
-	}
-	memcpy(s->data + s->len, p, size * n);
-	s->len += size * n;
-	s->data[s->len] = '\0';
-	return size * n;
+	return http_body_append(ctx, p, size * n) == 0 ? size * n : 0;
 }
 
 /* The gateway's API token: $STRAND_TOKEN, else the first line of
@@ -83,9 +62,11 @@ strand_client *strand_client_new(const char *url)
 	load_token(c);
 	if (getenv("STRAND_CA_FILE"))
 		snprintf(c->ca_file, sizeof(c->ca_file), "%s", getenv("STRAND_CA_FILE"));
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	c->curl = curl_easy_init();
-	if (!c->curl) {
+	if (!(c->plain = http_conn_new(c->url))) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		c->curl = curl_easy_init();
+	}
+	if (!c->plain && !c->curl) {
 		free(c);
 		return NULL;
 	}
@@ -96,7 +77,9 @@ void strand_client_free(strand_client *c)
 {
 	if (!c)
 		return;
-	curl_easy_cleanup(c->curl);
+	http_conn_free(c->plain);
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
 	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
 }
@@ -106,9 +89,9 @@ const char *strand_client_error(const strand_client *c)
 	return c->error;
 }
 
-/* One request with text[0..len) as its body (none if NULL); the reply's
- * body goes into s as it is (NUL-terminated). */
-static long perform(strand_client *c, const char *method, const char *path, const char *text, size_t len, sink *s)
+/* perform through libcurl. */
+static long perform_curl(strand_client *c, const char *method, const char *path, const char *text, size_t len,
+                         http_body *s)
 {
 	char url[2048];
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -138,25 +121,41 @@ static long perform(strand_client *c, const char *method, const char *path, cons
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
 	rc = curl_easy_perform(c->curl);
-	if (rc != CURLE_OK) {
+	if (rc != CURLE_OK)
 		snprintf(c->error, sizeof(c->error), "%s %.300s: %s", method, url, curl_easy_strerror(rc));
-	} else {
+	else
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-		if (status >= 300) {
-			json_t *j = json_loadb(s->data ? s->data : "", s->len, 0, NULL);
-			const char *detail = json_string_value(json_object_get(j, "detail"));
-			snprintf(c->error, sizeof(c->error), "%s %.200s: HTTP %ld: %.200s", method, path, status,
-			         detail ? detail : (s->data ? s->data : ""));
-			json_decref(j);
-		}
-	}
 	curl_slist_free_all(h);
+	return status;
+}
+
+/* One request with text[0..len) as its body (none if NULL); the reply's
+ * body goes into s as it is (NUL-terminated). */
+static long perform(strand_client *c, const char *method, const char *path, const char *text, size_t len, http_body *s)
+{
+	char why[300];
+	long status;
+
+	if (c->plain) {
+		status = http_conn_request(c->plain, method, path, c->auth, text, len, s, why, sizeof(why));
+		if (!status)
+			snprintf(c->error, sizeof(c->error), "%.16s %.150s%.150s: %.180s", method, c->url, path, why);
+	} else {
+		status = perform_curl(c, method, path, text, len, s);
+	}
+	if (status >= 300) {
+		json_t *j = json_loadb(s->data ? s->data : "", s->len, 0, NULL);
+		const char *detail = json_string_value(json_object_get(j, "detail"));
+		snprintf(c->error, sizeof(c->error), "%s %.200s: HTTP %ld: %.200s", method, path, status,
+		         detail ? detail : (s->data ? s->data : ""));
+		json_decref(j);
+	}
 	return status;
 }
 
 long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
-	sink s = {0};
+	http_body s = {0};
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	long status = perform(c, method, path, text, text ? strlen(text) : 0, &s);
 
@@ -168,7 +167,7 @@ long strand_request(strand_client *c, const char *method, const char *path, json
 
 long strand_request_raw(strand_client *c, const char *method, const char *path, char **text, size_t *len)
 {
-	sink s = {0};
+	http_body s = {0};
 	long status = perform(c, method, path, NULL, 0, &s);
 
 	*text = s.data ? s.data : strdup("");
@@ -285,7 +284,7 @@ static int post_part(strand_client *c, const char *path, json_t *head, json_t *a
 
 	*n = left < PART_ARGS ? left : PART_ARGS;
 	for (;;) {
-		sink s = {0};
+		http_body s = {0};
 		json_t *reply;
 		long status;
 		if (args_body(text, head, args, lo, *n) != 0) {
@@ -374,7 +373,7 @@ int strand_imap(strand_client *c, const char *job, int unordered, int page, stra
 	char cursor[32] = "0";
 	/* Both kept from page to page: a page of a large map is megabytes,
 	 * and fresh memory for each cost more in page faults than reading it. */
-	sink text = {0};
+	http_body text = {0};
 	results_page pg = {0};
 	int rc = -1;
 

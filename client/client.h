@@ -5,8 +5,9 @@
  * SimpleQueue (put, get), Pipe (send, recv) and AsyncManager (call, get).
  * #include <strand/client.h>; pkg-config --cflags --libs strand (shared)
  * or --static (libstrand.a).
- * It speaks HTTP with libcurl and JSON with jansson; one strand_client per
- * thread. Functions return 0 on success and -1 on failure, with the reason
+ * It speaks HTTP/1.1 itself to an http:// gateway (one keep-alive
+ * connection) and through libcurl to an https:// one, and JSON with
+ * jansson; one strand_client per thread. Functions return 0 on success and -1 on failure, with the reason
  * (the server's problem+json detail when there is one) in
  * strand_client_error().
  */

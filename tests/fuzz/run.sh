@@ -22,11 +22,11 @@ if ! clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
 fi
 cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DSTRAND_FUZZ=ON -DBUILD_TESTING=OFF \
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_frame fuzz_spec fuzz_http >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_frame fuzz_spec fuzz_http fuzz_http_reply >/dev/null
 work=$(mktemp -d /tmp/strand-fuzz-XXXXXX)
 trap 'rm -rf "$probe" "$work"' EXIT
 failed=0
-for name in frame spec http; do
+for name in frame spec http http_reply; do
   # fuzz_http's gateway keeps its state (pools, jobs) from input to input
   # and is never stopped: that is not a leak. The ASan integration tests,
   # which stop their gateways, check for leaks.

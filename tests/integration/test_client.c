@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -298,6 +299,67 @@ static void test_pipes(void **state)
 	json_decref(pong);
 }
 
+/* An apply on a fresh client, through gateway h: echo of 7. */
+static void apply_on(gateway *h)
+{
+	strand_client *k = strand_client_new(h->base);
+	char pool[32];
+	json_t *arg = json_integer(7), *r = NULL;
+
+	assert_non_null(k);
+	assert_int_equal(strand_pool_create(k, 1, NULL, pool), 0);
+	assert_int_equal(strand_apply(k, pool, "echo", arg, 30, &r), 0);
+	assert_int_equal(json_integer_value(r), 7);
+	json_decref(r);
+	/* The gateway closes a connection idle past --http-idle (1 s here, 2
+	 * s with TLS's longer start): the next request finds its connection
+	 * closed and goes again on a new one. */
+	sleep(3);
+	assert_int_equal(strand_apply(k, pool, "echo", arg, 30, &r), 0);
+	assert_int_equal(json_integer_value(r), 7);
+	json_decref(r);
+	assert_int_equal(strand_pool_terminate(k, pool), 0);
+	json_decref(arg);
+	strand_client_free(k);
+}
+
+static void test_connection_closed_while_idle(void **state)
+{
+	const char *args[] = {"--http-idle", "1", NULL};
+	gateway h;
+
+	(void)state;
+	gateway_start(&h, args);
+	apply_on(&h);
+	gateway_cleanup(&h);
+}
+
+/* An https:// gateway is reached through libcurl, trusting the CA that
+ * $STRAND_CA_FILE names (a throwaway self-signed certificate here). */
+static void test_https_gateway(void **state)
+{
+	char cert[300], key[300];
+	const char *args[] = {"--tls-cert", cert,          "--tls-key", key, "--hub-server-name",
+	                      "localhost",  "--http-idle", "2",         NULL};
+	gateway h;
+
+	(void)state;
+	tls_cert_make(g.dir, cert, key);
+	gateway_start(&h, args);
+	assert_int_equal(strncmp(h.base, "https://", 8), 0);
+	setenv("STRAND_CA_FILE", cert, 1);
+	apply_on(&h);
+	unsetenv("STRAND_CA_FILE");
+	/* Without the CA, the gateway's certificate is not trusted. */
+	strand_client *k = strand_client_new(h.base);
+	json_t *reply = NULL;
+	assert_int_equal(strand_request(k, "GET", "/v1/pools", NULL, &reply), 0);
+	assert_null(reply);
+	assert_non_null(strstr(strand_client_error(k), "SSL"));
+	strand_client_free(k);
+	gateway_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +371,8 @@ int main(void)
 	        cmocka_unit_test(test_map_values),
 	        cmocka_unit_test(test_async_get_and_cancel),
 	        cmocka_unit_test(test_pipes),
+	        cmocka_unit_test(test_connection_closed_while_idle),
+	        cmocka_unit_test(test_https_gateway),
 	};
 	return cmocka_run_group_tests_name("client", tests, setup, teardown);
 }

@@ -700,22 +700,13 @@ static void test_long_polls_answer_when_the_gateway_stops(void **state)
  * DNS name "localhost", not 127.0.0.1). Plain HTTP on that port gets nowhere. */
 static void test_https(void **state)
 {
-	char cert[300], key[300], cmd[1024], same_origin[96];
+	char cert[300], key[300], same_origin[96];
 	const char *args[] = {"--tls-cert", cert, "--tls-key", key, "--hub-server-name", "localhost", NULL};
 	gateway h;
 	response r;
 
 	(void)state;
-	snprintf(cert, sizeof(cert), "%s/cert.pem", g.dir);
-	snprintf(key, sizeof(key), "%s/key.pem", g.dir);
-	snprintf(cmd, sizeof(cmd),
-	         "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
-	         "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout %s -out %s 2>/dev/null",
-	         key, cert);
-	if (system(cmd) != 0) {
-		print_message("skipped: no openssl to make a certificate\n");
-		skip();
-	}
+	tls_cert_make(g.dir, cert, key);
 	gateway_start(&h, args);
 	assert_int_equal(strncmp(h.base, "https://", 8), 0);
 	/* The worker runs the task only if it reached the TLS hub. */

@@ -117,4 +117,9 @@ int pool_fixture_teardown(void **state);
 /* Whether a process exists (kill(pid, 0)). */
 int process_alive(pid_t pid);
 
+/* A throwaway self-signed certificate for localhost and 127.0.0.1, made
+ * with openssl in dir: dir/cert.pem and dir/key.pem into cert and key.
+ * Skips the calling test (saying why) where openssl is missing. */
+void tls_cert_make(const char *dir, char cert[300], char key[300]);
+
 #endif
