@@ -58,7 +58,8 @@ typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_stat
 struct hub_slot {
 	hub *hub;
 	nng_stream *stream;
-	nng_aio *aio;
+	nng_aio *aio; /* its reads, and sends that waited for room (on_aio) */
+	nng_aio *send_aio; /* sends the socket takes at once: no callback (send_more) */
 	slot_state state;
 	int authenticated; /* a frame of it named a known worker and its secret */
 	int close_after_send; /* what followed a refused header was never read */
@@ -166,11 +167,45 @@ static void slot_release(hub_slot *s)
 
 /* ---- sending ------------------------------------------------------------ */
 
+/* Sends what is left of the answer, on the calling thread (the engine's,
+ * for an answer) while the socket takes it, through send_aio: an aio
+ * without a callback is finished where it completes, and waking nobody.
+ * One with a callback is finished on one of nng's threads, woken for it:
+ * on every answer, that was three futex wakes on the engine thread and a
+ * thread's turn on a small machine, while the worker that got the answer
+ * wanted the CPU. What the socket takes nothing of now (it is full: a
+ * large batch, a worker not reading) waits for room through the
+ * connection's aio, whose callback sends on. */
 static void send_more(hub_slot *s)
 {
-	nng_aio_set_iov(s->aio, s->niov, s->iov);
-	nng_aio_set_timeout(s->aio, FRAME_MS);
-	nng_stream_send(s->stream, s->aio);
+	while (s->niov) {
+		nng_aio_set_iov(s->send_aio, s->niov, s->iov);
+		nng_aio_set_timeout(s->send_aio, FRAME_MS);
+		nng_stream_send(s->stream, s->send_aio);
+		/* A send that went (a part of it, maybe) is finished by now, and
+		 * this cancels nothing. One still queued wrote nothing: nng's
+		 * stream finishes a send at its first write. */
+		nng_aio_cancel(s->send_aio);
+		nng_aio_wait(s->send_aio);
+		int rv = nng_aio_result(s->send_aio);
+		if (rv == NNG_ECANCELED) {
+			nng_aio_set_iov(s->aio, s->niov, s->iov);
+			nng_aio_set_timeout(s->aio, FRAME_MS);
+			nng_stream_send(s->stream, s->aio);
+			return;
+		}
+		if (rv != 0) {
+			slot_close(s);
+			return;
+		}
+		wire_iov_advance(s->iov, &s->niov, nng_aio_count(s->send_aio));
+	}
+	free(s->out);
+	s->out = NULL;
+	if (s->close_after_send)
+		slot_close(s);
+	else
+		next_frame(s);
 }
 
 /* Sends frame (taken) as the answer to the connection's exchange. */
@@ -573,16 +608,7 @@ static void on_aio(void *arg)
 		return;
 	case SLOT_SEND:
 		wire_iov_advance(s->iov, &s->niov, n);
-		if (s->niov) {
-			send_more(s);
-			return;
-		}
-		free(s->out);
-		s->out = NULL;
-		if (s->close_after_send)
-			slot_close(s);
-		else
-			next_frame(s);
+		send_more(s);
 		return;
 	case SLOT_WAIT: return; /* no aio runs while the engine holds the connection */
 	}
@@ -590,6 +616,7 @@ static void on_aio(void *arg)
 
 static void slot_free(hub_slot *s)
 {
+	nng_aio_free(s->send_aio); /* idle: send_more waits for each of its sends */
 	slot_release(s);
 	free(s->out);
 	free(s);
@@ -637,7 +664,8 @@ static void on_accept(void *arg)
 	nng_stream *stream = nng_aio_get_output(h->accept, 0);
 	pthread_mutex_lock(&h->mu);
 	full = h->closing || h->nconns >= h->conns_max;
-	if (!full && (s = calloc(1, sizeof(*s))) && nng_aio_alloc(&s->aio, on_aio, s) == 0) {
+	if (!full && (s = calloc(1, sizeof(*s))) && nng_aio_alloc(&s->aio, on_aio, s) == 0 &&
+	    nng_aio_alloc(&s->send_aio, NULL, NULL) == 0) {
 		s->hub = h;
 		s->stream = stream;
 		s->next = h->conns;
@@ -646,6 +674,8 @@ static void on_accept(void *arg)
 		h->conns = s;
 		h->nconns++;
 	} else {
+		if (s)
+			nng_aio_free(s->aio); /* NULL, or allocated when send_aio was not */
 		free(s);
 		s = NULL;
 	}
