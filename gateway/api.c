@@ -111,7 +111,8 @@ struct request {
 	page_query page;
 	int (*get)(engine *, const char *, json_t **); /* a join's */
 	const char *missing; /* 404's detail */
-	json_t *accepted; /* apply: the 202 answer when no result comes in time */
+	char *accepted; /* apply: the 202 answer when no result comes in time (JSON text) */
+	size_t accepted_len;
 	char location[64];
 	/* An apply that waits: the engine answers it (engine_apply_start); the
 	 * request holds its spec and key until it completes. */
@@ -564,7 +565,7 @@ static enum MHD_Result apply_look(api *a, struct MHD_Connection *c, request *rq)
 		return send_json(c, 200, item, rq->location);
 	}
 	json_decref(page);
-	ret = send_json(c, 202, rq->accepted, rq->location);
+	ret = send_text(c, 202, rq->accepted, rq->accepted_len, "application/json", rq->location);
 	rq->accepted = NULL;
 	return ret;
 }
@@ -585,13 +586,14 @@ static enum MHD_Result apply_answer(struct MHD_Connection *c, const char *url, r
 	rq->calling = 0;
 	if (err != CM_OK)
 		return fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
-	snprintf(rq->id, sizeof(rq->id), "%s", json_string_value(json_object_get(ans.job, "id")) ?: "");
+	snprintf(rq->id, sizeof(rq->id), "%s", ans.id);
 	snprintf(rq->location, sizeof(rq->location), "/v1/jobs/%.40s", rq->id);
 	rq->accepted = ans.job;
+	rq->accepted_len = ans.job_len;
 	if (ans.item)
 		return send_text(c, 200, ans.item, ans.item_len, "application/json", rq->location);
 	if (!ans.info_ok) { /* the job is gone (an Idempotency-Key naming a job removed since) */
-		ret = send_json(c, 202, rq->accepted, rq->location);
+		ret = send_text(c, 202, rq->accepted, rq->accepted_len, "application/json", rq->location);
 		rq->accepted = NULL;
 		return ret;
 	}
@@ -1596,7 +1598,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (rq->applying)
 			spec_map_fini(&rq->spec);
 		cm_buf_fini(&rq->body);
-		json_decref(rq->accepted);
+		free(rq->accepted);
 		free(rq);
 		*con_cls = NULL;
 	}

@@ -86,7 +86,9 @@ typedef struct job_info {
 engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, int64_t wait_ms,
                                 engine_call_done done, void *ctx);
 typedef struct engine_apply_answer {
-	json_t *job; /* the job, as POST .../map answers it (202's body) */
+	char id[20]; /* the job's */
+	char *job; /* the job, as POST .../map answers it (202's body), len job_len */
+	size_t job_len;
 	char *item; /* its result as a results page item with "job" (len item_len), or NULL */
 	size_t item_len;
 	int info_ok; /* no item: the job's place in the store to look once (0: the job is gone) */

@@ -25,6 +25,7 @@ engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, 
 	o->u.map.idem_key = idem_key;
 	o->u.map.wait_until = cm_now_ms() + (wait_ms > 0 ? wait_ms : 1);
 	cm_buf_init(&o->u.map.item);
+	cm_buf_init(&o->u.map.view);
 	return engine__start(e, o);
 }
 
@@ -35,17 +36,18 @@ int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, 
 	snprintf(detail, detail_len, "%s", c->detail);
 	*out = (engine_apply_answer){0};
 	if (err == CM_OK) {
-		out->job = c->out;
+		snprintf(out->id, sizeof(out->id), "%s", c->u.map.job_id);
+		out->job_len = c->u.map.view.len;
+		out->job = cm_buf_steal(&c->u.map.view);
 		out->info = c->u.map.info;
 		out->info_ok = c->u.map.info_ok;
 		if (c->u.map.item.len) {
 			out->item_len = c->u.map.item.len;
 			out->item = cm_buf_steal(&c->u.map.item);
 		}
-	} else {
-		json_decref(c->out);
 	}
 	cm_buf_fini(&c->u.map.item);
+	cm_buf_fini(&c->u.map.view);
 	free(c);
 	return err;
 }
@@ -64,8 +66,7 @@ int engine__apply_settle(engine *e, op *o, int committed)
 		return 0; /* answered as any map */
 	o->u.map.stored = 1;
 	/* An Idempotency-Key may name a job that ended, or was removed since. */
-	const char *id = json_string_value(json_object_get(o->out, "id"));
-	job *j = id ? engine__job_find(e, id) : NULL;
+	job *j = o->u.map.job_id[0] ? engine__job_find(e, o->u.map.job_id) : NULL;
 	if (!j)
 		return 0;
 	o->u.map.info = (job_info){.num = j->num, .base = j->base, .total = j->total};

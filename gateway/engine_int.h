@@ -164,6 +164,11 @@ typedef struct op {
 			job_info info; /* ... where to look (info_ok) */
 			int info_ok;
 			cm_buf item; /* its result, as engine_apply_answer's item */
+			/* an apply's job, written as text (its 202's body), not as
+			 * o->out: most applies are answered with their result and
+			 * never show it (engine__answer_job) */
+			char job_id[20];
+			cm_buf view;
 		} map; /* OP_MAP */
 		struct {
 			const spec_args *args;
