@@ -4,6 +4,7 @@ lambdas and closures as tasks, multiprocessing's Pool interface, exact
 results, and a task's exception raised again with its remote traceback."""
 
 import hashlib
+import os
 import sys
 import time
 import unittest
@@ -124,6 +125,35 @@ class PoolTest(WithPool):
             strand.Pool(0)
         self.assertEqual(caught.exception.status, 400)
         self.assertIn("processes", caught.exception.detail)
+
+
+class ConnectionTest(WithPool):
+    """One keep-alive connection a thread, opened again when the gateway
+    closed it, and a forked process's own."""
+
+    def test_kept_and_opened_again_after_idle(self):
+        local = strand.gateway.default()._local
+        self.assertEqual(self.pool.apply(square, (3,)), 9)
+        sock = local.conn.sock
+        self.assertEqual(self.pool.apply(square, (4,)), 16)
+        self.assertIs(local.conn.sock, sock)
+        time.sleep(3)  # past python_pool.sh's --http-idle 2: the gateway closed it
+        self.assertEqual(self.pool.apply(square, (5,)), 25)
+        self.assertIsNot(local.conn.sock, sock)
+
+    def test_forked_child_has_its_own_connection(self):
+        self.assertEqual(self.pool.apply(square, (2,)), 4)
+        pid = os.fork()
+        if pid == 0:  # both send at once: on one socket, answers would cross
+            try:
+                ok = [self.pool.apply(square, (i,)) for i in range(30)] == [i * i for i in range(30)]
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        mine = [self.pool.apply(square, (-i,)) for i in range(30)]
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(mine, [i * i for i in range(30)])
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
 
 
 class QueueTest(WithPool):

@@ -13,5 +13,6 @@ trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 # and imports what the tests' functions refer to (fiber_examples: gym).
 export STRAND_PYTHON=/usr/bin/python3
 export PYTHONPATH="$src/tests/integration/fiber_examples"
-start_gateway "$bin" "$dir"
+# Connections idle for 2 s are closed: the client opens them again.
+start_gateway "$bin" "$dir" --http-idle 2
 PYTHONPATH="$bin/../lib/python:$PYTHONPATH" /usr/bin/python3 "$src/tests/integration/$test_file"
