@@ -20,9 +20,14 @@ struct strand_client {
 	char error[512];
 };
 
+/* libcurl's body writer: bounded as http_reply bounds a plain gateway's. */
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
-	return http_body_append(ctx, p, size * n) == 0 ? size * n : 0;
+	http_body *b = ctx;
+
+	if (size * n > HTTP_REPLY_BODY_MAX - b->len)
+		return 0; /* libcurl fails the request: a write error */
+	return http_body_append(b, p, size * n) == 0 ? size * n : 0;
 }
 
 /* The gateway's API token: $STRAND_TOKEN, else the first line of
@@ -89,7 +94,7 @@ const char *strand_client_error(const strand_client *c)
 	return c->error;
 }
 
-/* perform through libcurl. */
+/* perform's request through libcurl (an https:// gateway). */
 static long perform_curl(strand_client *c, const char *method, const char *path, const char *text, size_t len,
                          http_body *s)
 {

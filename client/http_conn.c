@@ -196,8 +196,9 @@ static sent send_all(int fd, struct iovec *iov, int n)
 }
 
 /* Reads the answer to what was sent. Returns its status, or 0 with why
- * filled; *again when nothing of it came on a connection that had served
- * before (closed by the gateway meanwhile): the request may go once more. */
+ * filled and *again set when nothing of it came (on a connection that had
+ * served before, the gateway closed it meanwhile: the request may go once
+ * more). */
 static long read_answer(http_conn *c, int head_request, http_body *body, int *again, char *why, size_t why_len)
 {
 	http_reply_verdict v = HTTP_REPLY_MORE;
@@ -291,7 +292,9 @@ long http_conn_request(http_conn *c, const char *method, const char *path, const
 			return 0;
 		}
 		long status = read_answer(c, strcmp(method, "HEAD") == 0, body, &again, why, why_len);
-		if (status == 0 && again && reused && attempt == 0 && s == SENT_ALL)
+		/* Nothing came on a connection that had served before, though its
+		 * end seemed to answer while the body went out: it was closed. */
+		if (status == 0 && again && reused && attempt == 0)
 			continue;
 		if (s == SENT_ANSWERED_FIRST) /* the rest of the body was never sent */
 			drop(c);

@@ -318,6 +318,20 @@ static void apply_on(gateway *h)
 	assert_int_equal(strand_apply(k, pool, "echo", arg, 30, &r), 0);
 	assert_int_equal(json_integer_value(r), 7);
 	json_decref(r);
+	/* So does a body larger than the socket takes at once: 8 MB of
+	 * arguments, found closed while they go out. */
+	json_t *big = json_array(), *values = NULL;
+	char *text = malloc(100001);
+	memset(text, 'x', 100000);
+	text[100000] = '\0';
+	for (int i = 0; i < 80; i++)
+		json_array_append_new(big, json_string(text));
+	free(text);
+	sleep(3);
+	assert_int_equal(strand_map_values(k, pool, "echo", big, 0, &values), 0);
+	assert_true(json_equal(values, big));
+	json_decref(values);
+	json_decref(big);
 	assert_int_equal(strand_pool_terminate(k, pool), 0);
 	json_decref(arg);
 	strand_client_free(k);
