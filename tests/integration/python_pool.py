@@ -134,12 +134,19 @@ class ConnectionTest(WithPool):
     def test_kept_and_opened_again_after_idle(self):
         local = strand.gateway.default()._local
         self.assertEqual(self.pool.apply(square, (3,)), 9)
-        sock = local.conn.sock
+        sock = local.line.sock
         self.assertEqual(self.pool.apply(square, (4,)), 16)
-        self.assertIs(local.conn.sock, sock)
+        self.assertIs(local.line.sock, sock)
         time.sleep(3)  # past python_pool.sh's --http-idle 2: the gateway closed it
         self.assertEqual(self.pool.apply(square, (5,)), 25)
-        self.assertIsNot(local.conn.sock, sock)
+        self.assertIsNot(local.line.sock, sock)
+
+    def test_nothing_that_ends_a_line_goes_into_a_request(self):
+        gw = strand.gateway.default()
+        for path in ("/v1/pools/p-1\r\nX-Injected: 1", "/v1/pools/p 1", "/v1/pools/\x7f"):
+            with self.assertRaises(ValueError):
+                gw.request("GET", path)
+        self.assertIn("pools", gw.request("GET", "/v1/pools"))
 
     def test_forked_child_has_its_own_connection(self):
         self.assertEqual(self.pool.apply(square, (2,)), 4)
@@ -154,6 +161,61 @@ class ConnectionTest(WithPool):
         _, status = os.waitpid(pid, 0)
         self.assertEqual(mine, [i * i for i in range(30)])
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+
+
+class HttpsTest(unittest.TestCase):
+    """An https:// gateway (a throwaway self-signed certificate): reached
+    when its CA is given, refused when not."""
+
+    def test_trusted_only_with_its_ca(self):
+        import random
+        import shutil
+        import ssl
+        import subprocess
+        import tempfile
+
+        if "STRAND_TEST_BIN" not in os.environ or not shutil.which("openssl"):
+            self.skipTest("run by python_pool.sh, with openssl")
+        d = tempfile.mkdtemp(prefix="strand-https-")
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out", cert],
+            check=True, capture_output=True)
+        port = random.randrange(10000, 32000, 2)  # below the ephemeral range, as lib.sh's
+        with open(os.path.join(d, "gateway.log"), "w") as log:
+            gateway = subprocess.Popen(
+                [os.path.join(os.environ["STRAND_TEST_BIN"], "strand-gateway"), "--db", os.path.join(d, "strand.db"),
+                 "--http", "127.0.0.1:%d" % port, "--hub", "tls+tcp://127.0.0.1:%d" % (port + 1),
+                 "--hub-server-name", "localhost", "--tls-cert", cert, "--tls-key", key],
+                stderr=log,
+                env={k: v for k, v in os.environ.items() if k not in ("STRAND_TOKEN", "STRAND_TOKEN_FILE")})
+        try:
+            url = "https://127.0.0.1:%d" % port
+            token = os.path.join(d, "strand.token")
+            for _ in range(100):
+                if os.path.exists(token):
+                    probe = strand.gateway.Gateway(url, ca_file=cert)
+                    try:
+                        probe.request("GET", "/healthz")
+                        break
+                    except OSError:
+                        pass
+                    finally:
+                        probe.close()
+                time.sleep(0.05)
+            with open(token) as f:
+                secret = f.read().strip()
+            gw = strand.gateway.Gateway(url, token=secret, ca_file=cert)
+            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": []})
+            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": []})  # on the same connection
+            gw.close()
+            with self.assertRaises(ssl.SSLCertVerificationError):
+                strand.gateway.Gateway(url, token=secret).request("GET", "/v1/pools")
+        finally:
+            gateway.terminate()
+            gateway.wait()
+            shutil.rmtree(d)
 
 
 class QueueTest(WithPool):

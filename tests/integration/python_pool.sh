@@ -15,4 +15,6 @@ export STRAND_PYTHON=/usr/bin/python3
 export PYTHONPATH="$src/tests/integration/fiber_examples"
 # Connections idle for 2 s are closed: the client opens them again.
 start_gateway "$bin" "$dir" --http-idle 2
+# For the test of an https:// gateway, which starts its own.
+export STRAND_TEST_BIN="$bin"
 PYTHONPATH="$bin/../lib/python:$PYTHONPATH" /usr/bin/python3 "$src/tests/integration/$test_file"

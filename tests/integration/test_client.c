@@ -337,6 +337,24 @@ static void apply_on(gateway *h)
 	strand_client_free(k);
 }
 
+/* A path (a pool id from the caller) that would end the request's line or
+ * start a header of its own is refused before anything is sent. */
+static void test_nothing_that_ends_a_line_goes_into_a_request(void **state)
+{
+	const char *paths[] = {"/v1/pools/p-1\r\nX-Injected: 1", "/v1/pools/p 1", "/v1/pools/\x7f", "v1/pools"};
+	json_t *reply = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		assert_int_equal(strand_request(c, "GET", paths[i], NULL, &reply), 0);
+		assert_null(reply);
+		assert_non_null(
+		        strstr(strand_client_error(c), "a method, path or header that cannot go into a request"));
+	}
+	assert_int_equal(strand_request(c, "GET", "/v1/pools", NULL, &reply), 200);
+	json_decref(reply);
+}
+
 static void test_connection_closed_while_idle(void **state)
 {
 	const char *args[] = {"--http-idle", "1", NULL};
@@ -385,6 +403,7 @@ int main(void)
 	        cmocka_unit_test(test_map_values),
 	        cmocka_unit_test(test_async_get_and_cancel),
 	        cmocka_unit_test(test_pipes),
+	        cmocka_unit_test(test_nothing_that_ends_a_line_goes_into_a_request),
 	        cmocka_unit_test(test_connection_closed_while_idle),
 	        cmocka_unit_test(test_https_gateway),
 	};

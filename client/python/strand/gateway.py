@@ -3,17 +3,20 @@ or $STRAND_URL and $STRAND_TOKEN / $STRAND_TOKEN_FILE / ./strand.token, as
 the strand command reads them), and JSON requests whose refusals (RFC 9457
 problem+json) become StrandError.
 
-Each thread keeps one keep-alive connection (http.client), as libstrand
-does: urllib opened and closed a TCP connection for every request, a
-handshake and an accept on the gateway per apply. A request that finds its
-reused connection closed before any byte of the answer came (the gateway
-closed it idle, past --http-idle, or restarted) goes once more on a new
-one. A process forked from one that had a connection makes its own: the
-socket it inherited is its parent's."""
+Each thread keeps one keep-alive connection, as libstrand does: urllib
+opened and closed a TCP connection for every request, a handshake and an
+accept on the gateway per apply. A request goes in one write (http.client
+writes its head and its body apart: two segments, and the gateway's HTTP
+thread woken for each); its answer is read by http.client's parser. A
+request that finds its reused connection closed before any byte of the
+answer came (the gateway closed it idle, past --http-idle, or restarted)
+goes once more on a new one. A process forked from one that had a
+connection makes its own: the socket it inherited is its parent's."""
 
 import http.client
 import json
 import os
+import socket
 import ssl
 import threading
 import urllib.parse
@@ -40,6 +43,7 @@ class Gateway:
         self._https = where.scheme == "https"
         self._host = where.hostname
         self._port = where.port
+        self._authority = where.netloc.rpartition("@")[2]  # HOST[:PORT] as written: [v6] keeps its brackets
         self._prefix = where.path
         self._local = threading.local()
 
@@ -62,52 +66,69 @@ class Gateway:
         return self._send(method, path, None, timeout).decode("utf-8", "replace")
 
     def _connection(self, timeout):
-        """This thread's connection, and whether it served before."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.timeout = timeout
-            if conn.sock is not None:
-                conn.sock.settimeout(timeout)
-            return conn, conn.sock is not None
-        if self._https:
-            conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self.context)
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-        self._local.conn, self._local.pid = conn, os.getpid()
-        return conn, False
+        """This thread's socket to the gateway, and whether it served before."""
+        line = getattr(self._local, "line", None)
+        if line is not None and line.pid == os.getpid():
+            line.sock.settimeout(timeout)
+            return line.sock, True
+        sock = socket.create_connection((self._host, self._port or (443 if self._https else 80)), timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._https:
+                context = self.context or ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=self._host)
+        except BaseException:
+            sock.close()
+            raise
+        # A forked process's copy of its parent's line is closed here: its
+        # descriptor only, the parent's connection goes on.
+        self._local.line = _Line(sock)
+        return sock, False
 
-    def _drop(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.close()
-        self._local.conn = None
+    def close(self):
+        """Closes this thread's connection (the next request opens one)."""
+        self._local.line = None
 
     def _send(self, method, path, body, timeout):
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"}
+        data = json.dumps(body).encode() if body is not None else b""
+        target = self._prefix + path
+        # Written into the request as they are: nothing in them may end a
+        # line or a field (a pool id from the caller, a token from a file).
+        for text in (method, target, self.token or ""):
+            if not text.isascii() or any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
+                raise ValueError("a request's method, path or token with a space or a control character: %r" % text)
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n" % (
+            method,
+            target,
+            self._authority,
+        )
         if self.token:
-            headers["Authorization"] = "Bearer " + self.token
+            head += "Authorization: Bearer %s\r\n" % self.token
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            head += "Content-Length: %d\r\n" % len(data)
+        request = head.encode("latin-1") + b"\r\n" + data
         for attempt in (0, 1):
-            conn, reused = self._connection(timeout)
+            sock, reused = self._connection(timeout)
+            answer = http.client.HTTPResponse(sock, method=method)
             try:
-                conn.request(method, self._prefix + path, body=data, headers=headers)
-                answer = conn.getresponse()
+                sock.sendall(request)
+                answer.begin()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 # Nothing of the answer came: the gateway had closed it.
-                self._drop()
+                self.close()
                 if reused and attempt == 0:
                     continue
                 raise
             except BaseException:
-                self._drop()
+                self.close()
                 raise
             try:
                 text = answer.read()
             except BaseException:
-                self._drop()
+                self.close()
                 raise
             if answer.will_close:
-                self._drop()
+                self.close()
             if answer.status >= 400:
                 try:
                     detail = json.loads(text).get("detail", answer.reason)
@@ -115,6 +136,18 @@ class Gateway:
                     detail = answer.reason
                 raise StrandError(answer.status, detail)
             return text
+
+
+class _Line:
+    """A thread's socket to the gateway, closed once nothing holds it (the
+    thread ended, the connection was dropped)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.pid = os.getpid()
+
+    def __del__(self):
+        self.sock.close()
 
 
 _default = None
