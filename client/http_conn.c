@@ -292,8 +292,9 @@ long http_conn_request(http_conn *c, const char *method, const char *path, const
 			return 0;
 		}
 		long status = read_answer(c, strcmp(method, "HEAD") == 0, body, &again, why, why_len);
-		/* Nothing came on a connection that had served before, though its
-		 * end seemed to answer while the body went out: it was closed. */
+		/* Nothing came on a connection that had served before (its end
+		 * may even have seemed to answer while the body went out): the
+		 * gateway had closed it. */
 		if (status == 0 && again && reused && attempt == 0)
 			continue;
 		if (s == SENT_ANSWERED_FIRST) /* the rest of the body was never sent */
