@@ -166,7 +166,7 @@ typedef struct op {
 			cm_buf item; /* its result, as engine_apply_answer's item */
 			/* an apply's job, written as text (its 202's body), not as
 			 * o->out: most applies are answered with their result and
-			 * never show it (engine__answer_job) */
+			 * never show it (engine_submit.c's answer_job) */
 			char job_id[20];
 			cm_buf view;
 		} map; /* OP_MAP */
@@ -505,6 +505,8 @@ void engine__applies_quiesce(engine *e); /* the gateway stops: each looks once *
 
 /* engine_events.c: what changed, said after the commit */
 void engine__event_job(engine *e, const job *j); /* made (answered), done or cancelled */
+/* The same with j's view written into e->job_text already. */
+void engine__event_job_written(engine *e, const job *j);
 void engine__event_job_removed(engine *e, const job *j);
 void engine__event_process(engine *e, const process *pr); /* started, failed or ended */
 void engine__job_progressed(engine *e, job *j); /* a result of j was recorded */

@@ -40,19 +40,24 @@ static int fill_start(engine *e, op *o, job *j, const spec_args *args, int64_t f
 	return 1;
 }
 
-/* o's answer: job j's view. An apply keeps it as text: most are answered
- * with their result and never show it, and parsing it was 6 % of the
- * engine thread's time on an apply, between its request and its task's
- * hand-out. */
-static void answer_job(op *o, const job *j)
+/* o's answer: job j's view, written once into e->job_text, where the
+ * event said as a request is answered takes it too. An apply keeps it as
+ * text: most are answered with their result and never show it, and
+ * parsing it was 6 % of the engine thread's time on an apply, between its
+ * request and its task's hand-out. */
+static int answer_job(engine *e, op *o, const job *j)
 {
-	if (o->kind != OP_MAP || !o->u.map.wait_until) {
-		o->out = engine__job_json(j);
-		return;
+	int err = engine__job_text(j, &e->job_text);
+
+	if (err != CM_OK)
+		return err;
+	if (o->kind == OP_MAP && o->u.map.wait_until) {
+		snprintf(o->u.map.job_id, sizeof(o->u.map.job_id), "%s", j->id);
+		o->u.map.view.len = 0;
+		return cm_buf_append(&o->u.map.view, e->job_text.data, e->job_text.len);
 	}
-	snprintf(o->u.map.job_id, sizeof(o->u.map.job_id), "%s", j->id);
-	if (engine__job_text(j, &o->u.map.view) != CM_OK)
-		o->err = CM_ENOMEM;
+	o->out = json_loadb(e->job_text.data, e->job_text.len, 0, NULL);
+	return o->out ? CM_OK : CM_ENOMEM;
 }
 
 /* Answers o after this cycle's commit, with a detail for its error. */
@@ -74,12 +79,11 @@ static void fill_end(engine *e, fill *f, int err, const char *detail)
 	if (e->fills_tail == &f->next_fill)
 		e->fills_tail = at;
 	f->j->filling = NULL;
+	if (err == CM_OK && (err = answer_job(e, f->o, f->j)) == CM_OK)
+		engine__event_job_written(e, f->j); /* as its request is answered: made, or a part in */
+	else
+		snprintf(f->o->detail, sizeof(f->o->detail), "%s", detail ? detail : cm_strerror(err));
 	f->o->err = err;
-	if (err == CM_OK) {
-		answer_job(f->o, f->j);
-		engine__event_job(e, f->j); /* as its request is answered: made, or a part in */
-	} else
-		snprintf(f->o->detail, sizeof(f->o->detail), "%s", detail);
 	engine__ready(e, f->o);
 	free(f);
 }
@@ -144,7 +148,7 @@ static int map_start(engine *e, op *o)
 	}
 	if (o->u.map.idem_key && store_job_find_idem(e->st, p->id, o->u.map.idem_key, existing) == CM_OK &&
 	    (j = engine__job_find(e, existing))) {
-		answer_job(o, j);
+		o->err = answer_job(e, o, j);
 		return 0;
 	}
 	if (p->state != POOL_ACTIVE) {
@@ -224,7 +228,7 @@ static int map_start(engine *e, op *o)
 	if (m->args.n)
 		return fill_start(e, o, j, &m->args, j->base);
 	engine__job_check_done(e, j);
-	answer_job(o, j);
+	o->err = answer_job(e, o, j);
 	return 0;
 }
 

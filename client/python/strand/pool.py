@@ -93,7 +93,8 @@ def _decode(text):
 
 def _value(item):
     """An item as an apply answers: its value, or its error raised."""
-    return _outcome(bool(item.get("ok")), item["value"] if item.get("ok") else item.get("error", "failed"))
+    ok = bool(item.get("ok"))
+    return _outcome(ok, item["value"] if ok else item.get("error", "failed"))
 
 
 def _outcome(ok, text):
