@@ -394,12 +394,11 @@ static void *engine_main(void *arg)
 
 /* ---- public ------------------------------------------------------------- */
 
-/* Puts o in the inbox and wakes the engine; e->mu is held. */
+/* Puts o in the inbox; e->mu is held. The caller wakes the engine. */
 static void inbox_push(engine *e, op *o)
 {
 	o->next = e->inbox;
 	e->inbox = o;
-	pthread_cond_signal(&e->wake);
 }
 
 int engine__post(engine *e, op *o, post_when when)
@@ -411,6 +410,14 @@ int engine__post(engine *e, op *o, post_when when)
 	if (!refused)
 		inbox_push(e, o);
 	pthread_mutex_unlock(&e->mu);
+	/* Woken after the unlock: woken under it, the engine ran into the
+	 * mutex still held here and slept again, to be woken a second time by
+	 * the unlock (two futex wakes and two switches a request, `strace` of
+	 * an HTTP thread). The engine looks at its inbox under the mutex
+	 * before it waits, so no post is missed; engine_free destroys the
+	 * condition only after every poster has stopped (main.c's order). */
+	if (!refused)
+		pthread_cond_signal(&e->wake);
 	return refused ? CM_ESHUTDOWN : CM_OK;
 }
 
@@ -557,6 +564,7 @@ int engine__submit(engine *e, op *o)
 		return o->err = CM_ESHUTDOWN;
 	}
 	inbox_push(e, o);
+	pthread_cond_signal(&e->wake); /* the wait below lets go of the mutex at once */
 	while (!o->done)
 		pthread_cond_wait(&o->cv, &e->mu);
 	pthread_mutex_unlock(&e->mu);
