@@ -14,9 +14,11 @@
  * this machine); a stream read that the caller waits on completes on the
  * poller thread itself.
  *
- * The blocking calls below are the worker's (and tests'): each takes an aio
- * made without a callback, with its timeout already set. Thread-safe for
- * distinct streams; no state.
+ * The blocking calls below are the worker's on a tls+tcp:// hub (to a
+ * tcp:// or ipc:// one it writes the same frames on a socket of its own,
+ * worker/hub_socket.c) and tests': each takes an aio made without a
+ * callback, with its timeout already set. Thread-safe for distinct
+ * streams; no state.
  */
 #ifndef PROTO_WIRE_H
 #define PROTO_WIRE_H

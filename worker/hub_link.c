@@ -19,9 +19,16 @@
 #include "proto/frame.h"
 #include "proto/wire.h"
 #include "worker/hub_link.h"
+#include "worker/hub_socket.h"
 #include "worker/worker.h"
 
 struct hub_link {
+	const char *url; /* the worker's configuration's */
+	/* tcp:// and ipc://: a socket of our own (hub_socket.h) */
+	int plain;
+	hub_socket sock;
+	int look_first; /* watch_idle: a look at the socket before each exchange */
+	/* tls+tcp:// (any other scheme): nng's stream */
 	nng_stream_dialer *dialer;
 	nng_stream *stream; /* NULL until dialed, and after a failure */
 	nng_aio *aio; /* no callback: each step waited for */
@@ -96,6 +103,16 @@ int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out)
 
 	if (!l)
 		return NNG_ENOMEM;
+	l->url = cfg->hub;
+	l->sock.fd = -1;
+	if (hub_socket_takes(cfg->hub)) {
+		/* Its end between exchanges is seen by a look at the socket
+		 * (hub_socket_over): no watch needed. */
+		l->plain = 1;
+		l->look_first = watch_idle;
+		*out = l;
+		return 0;
+	}
 	if ((rv = nng_stream_dialer_alloc(&l->dialer, cfg->hub)) == 0 && strncmp(cfg->hub, "tls+", 4) == 0 &&
 	    (rv = tls_config(cfg, &t)) == 0) {
 		rv = nng_stream_dialer_set_ptr(l->dialer, NNG_OPT_TLS_CONFIG, t);
@@ -117,6 +134,11 @@ int hub_link_connect(hub_link *l, int timeout_ms)
 {
 	int rv;
 
+	if (l->plain) {
+		if (l->sock.fd >= 0 && l->look_first && hub_socket_over(&l->sock))
+			hub_socket_close(&l->sock);
+		return l->sock.fd >= 0 ? 0 : hub_socket_dial(&l->sock, l->url, timeout_ms);
+	}
 	if (l->watching) {
 		nng_aio_cancel(l->watch);
 		nng_aio_wait(l->watch);
@@ -142,6 +164,13 @@ int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout
 
 	if ((rv = hub_link_connect(l, timeout_ms)) != 0)
 		return rv;
+	if (l->plain) {
+		if ((rv = hub_socket_send(&l->sock, frame, len, timeout_ms)) == 0)
+			rv = hub_socket_recv(&l->sock, PROTO_FRAME_MAX, timeout_ms, reply, reply_len);
+		if (rv != 0)
+			hub_socket_close(&l->sock); /* a late answer would be taken for the next one's */
+		return rv;
+	}
 	nng_aio_set_timeout(l->aio, timeout_ms);
 	if ((rv = wire_send(l->stream, l->aio, frame, len)) == 0)
 		rv = wire_recv(l->stream, l->aio, PROTO_FRAME_MAX, reply, reply_len);
@@ -162,6 +191,7 @@ void hub_link_free(hub_link *l)
 {
 	if (!l)
 		return;
+	hub_socket_close(&l->sock);
 	if (l->watch)
 		nng_aio_stop(l->watch);
 	if (l->stream)

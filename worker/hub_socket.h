@@ -1,0 +1,42 @@
+/*
+ * A plain socket to a tcp:// or ipc:// hub (hub_socket.c): frames
+ * (proto/wire.h) sent and read by the calling thread itself, which sleeps
+ * in the socket's own recv. Through nng's stream, the answer a worker waits
+ * for was read by nng's poller thread and handed to the waiting one: a
+ * thread wake-up and a switch more on every exchange. A tls+tcp:// hub
+ * (and any other scheme nng knows) stays on nng (hub_link.c).
+ *
+ * Errors are nng's codes, as hub_link's callers print and compare them.
+ */
+#ifndef WORKER_HUB_SOCKET_H
+#define WORKER_HUB_SOCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hub_socket {
+	int fd; /* -1: not connected */
+	int timeout_ms; /* the socket's send and receive timeouts, as set last */
+} hub_socket;
+
+/* Whether url names a hub this file dials: tcp://, tcp4://, tcp6:// or
+ * ipc://. */
+int hub_socket_takes(const char *url);
+/* Connects s to url within timeout_ms: a blocking socket, close-on-exec
+ * (nothing a task runs inherits the worker's connection). Returns 0 or
+ * nng's error (NNG_EADDRINVAL for a URL it cannot read). */
+int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms);
+/* Sends len bytes of frame after their prefix; the peer must take some of
+ * it every timeout_ms. Returns 0 or nng's error. */
+int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms);
+/* Reads the next frame into *frame (new, the caller frees it); bytes must
+ * come every timeout_ms, and nothing after the frame (the hub answers one
+ * exchange at a time). A length over max is NNG_EMSGSIZE. Returns 0 or
+ * nng's error. */
+int hub_socket_recv(hub_socket *s, size_t max, int timeout_ms, uint8_t **frame, size_t *len);
+/* Between exchanges: whether the connection is over (the peer closed it,
+ * or sent what the hub never sends unasked). */
+int hub_socket_over(const hub_socket *s);
+void hub_socket_close(hub_socket *s);
+
+#endif
