@@ -65,6 +65,11 @@ void cm_id_new(char prefix, char out[20]);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
 
+/* "HOST:PORT" or "[V6]:PORT" (text[0..len)) into host (without brackets,
+ * host_len bytes at most with its NUL) and port (digits, 1 to 65535; there
+ * must be one). Returns CM_OK or CM_EINVAL. */
+int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char port[6]);
+
 /* Reads the PEM file at path (a certificate chain or a key, at most 1 MiB)
  * into out, NUL-terminated. Returns CM_OK, or CM_EIO / CM_EINVAL (not PEM)
  * with the reason in detail. */

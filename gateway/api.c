@@ -1607,32 +1607,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* Parses "HOST:PORT" or "[V6]:PORT" into a numeric socket address. */
 static int parse_addr(const char *text, struct sockaddr_storage *ss, int *v6, char *detail, size_t detail_len)
 {
-	char host[256];
-	const char *port;
+	char host[256], port[6];
 	struct addrinfo hints = {.ai_flags = AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
 
-	if (text[0] == '[') {
-		const char *end = strchr(text, ']');
-		if (!end || end[1] != ':')
-			goto bad;
-		snprintf(host, sizeof(host), "%.*s", (int)(end - text - 1), text + 1);
-		port = end + 2;
-	} else {
-		const char *colon = strrchr(text, ':');
-		if (!colon)
-			goto bad;
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - text), text);
-		port = colon + 1;
-	}
-	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+	if (cm_host_port(text, strlen(text), host, sizeof(host), port) != CM_OK ||
+	    getaddrinfo(host, port, &hints, &res) != 0 || !res)
 		goto bad;
 	memcpy(ss, res->ai_addr, res->ai_addrlen);
 	*v6 = res->ai_family == AF_INET6;
 	freeaddrinfo(res);
 	return CM_OK;
 bad:
-	snprintf(detail, detail_len, "HTTP address '%s' is not HOST:PORT", text);
+	snprintf(detail, detail_len, "HTTP address '%s' is not HOST:PORT ([V6]:PORT for IPv6, a port of 1 to 65535)",
+	         text);
 	return CM_EINVAL;
 }
 

@@ -51,31 +51,18 @@ static void on_watch(void *arg)
 		atomic_store(&l->dead, 1);
 }
 
-/* The host part of "tls+tcp://HOST:PORT" into out. */
-static void url_host(const char *url, char *out, size_t out_len)
-{
-	const char *h = strstr(url, "://");
-	const char *end;
-
-	h = h ? h + 3 : url;
-	if (*h == '[') {
-		h++;
-		end = strchr(h, ']');
-	} else {
-		end = strrchr(h, ':');
-	}
-	snprintf(out, out_len, "%.*s", (int)(end ? (size_t)(end - h) : strlen(h)), h);
-}
-
 static int tls_config(const worker_config *cfg, nng_tls_config **out)
 {
+	const char *at = strstr(cfg->hub, "://");
 	nng_tls_config *t;
-	char host[256];
+	char host[256], port[6];
 	int rv;
 
+	/* The URL's host is the name its certificate must carry, unless told. */
+	if (!at || cm_host_port(at + 3, strlen(at + 3), host, sizeof(host), port) != CM_OK)
+		return NNG_EADDRINVAL;
 	if ((rv = nng_tls_config_alloc(&t, NNG_TLS_MODE_CLIENT)) != 0)
 		return rv;
-	url_host(cfg->hub, host, sizeof(host));
 	if (cfg->hub_ca_pem && cfg->hub_ca_pem[0])
 		rv = nng_tls_config_ca_chain(t, cfg->hub_ca_pem, NULL);
 	else if (cfg->hub_ca_file && cfg->hub_ca_file[0])

@@ -125,41 +125,15 @@ static int dial_ipc(hub_socket *s, const char *path, int timeout_ms)
 	return rv;
 }
 
-/* "HOST:PORT" or "[V6]:PORT" into host and port. */
-static int split_host_port(const char *at, char host[NI_MAXHOST], char port[8])
-{
-	const char *colon, *end;
-
-	if (*at == '[') {
-		at++;
-		if (!(end = strchr(at, ']')) || end[1] != ':')
-			return NNG_EADDRINVAL;
-		colon = end + 1;
-	} else {
-		if (!(colon = strrchr(at, ':')))
-			return NNG_EADDRINVAL;
-		end = colon;
-	}
-	if (end == at || (size_t)(end - at) >= NI_MAXHOST || !colon[1] || strlen(colon + 1) >= 8 ||
-	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return NNG_EADDRINVAL;
-	long n = strtol(colon + 1, NULL, 10);
-	if (n < 1 || n > 65535)
-		return NNG_EADDRINVAL;
-	snprintf(host, NI_MAXHOST, "%.*s", (int)(end - at), at);
-	snprintf(port, 8, "%ld", n);
-	return 0;
-}
-
 static int dial_tcp(hub_socket *s, const char *at, int family, int timeout_ms)
 {
 	struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *found = NULL;
-	char host[NI_MAXHOST], port[8];
+	char host[NI_MAXHOST], port[6];
 	int rv, one = 1;
 
-	if ((rv = split_host_port(at, host, port)) != 0)
-		return rv;
+	if (cm_host_port(at, strlen(at), host, sizeof(host), port) != CM_OK)
+		return NNG_EADDRINVAL;
 	if (getaddrinfo(host, port, &hints, &found) != 0)
 		return NNG_EADDRINVAL;
 	rv = NNG_EADDRINVAL;
@@ -187,15 +161,13 @@ static int dial_tcp(hub_socket *s, const char *at, int family, int timeout_ms)
 int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms)
 {
 	const scheme *sc = scheme_of(url);
-	int rv;
 
 	s->fd = -1;
 	s->timeout_ms = 0; /* none set on a new socket */
 	if (!sc)
 		return NNG_EADDRINVAL;
 	const char *at = url + strlen(sc->prefix);
-	rv = sc->family == AF_UNIX ? dial_ipc(s, at, timeout_ms) : dial_tcp(s, at, sc->family, timeout_ms);
-	return rv;
+	return sc->family == AF_UNIX ? dial_ipc(s, at, timeout_ms) : dial_tcp(s, at, sc->family, timeout_ms);
 }
 
 int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms)
