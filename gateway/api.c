@@ -274,7 +274,8 @@ static store *reader_take(api *a, char *detail, size_t detail_len)
 	if (a->nreaders)
 		st = a->readers[--a->nreaders];
 	pthread_mutex_unlock(&a->mu);
-	if (!st && store_open(a->cfg->db, STORE_READER, &st, detail, detail_len) != CM_OK)
+	if (!st && store_open(a->cfg->db, STORE_READER | (a->cfg->db_shared ? STORE_SHARED : 0), &st, detail,
+	                      detail_len) != CM_OK)
 		return NULL;
 	return st;
 }

@@ -27,7 +27,11 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --hub URL            nng URL the hub listens on (STRAND_HUB, default tcp://127.0.0.1:7070)\n"
 	        "  --hub-advertise URL  the URL workers dial, where it differs: tcp://0.0.0.0:7070 heard in a pod\n"
 	        "                       is tcp://SERVICE.NAMESPACE.svc:7070 to workers (STRAND_HUB_ADVERTISE)\n"
-	        "  --db FILE            SQLite database (STRAND_DB, default ./strand.db)\n"
+	        "  --db FILE            SQLite database (STRAND_DB, default ./strand.db), which the gateway holds\n"
+	        "                       alone while it runs: no other process can open it\n"
+	        "  --db-shared          let other processes (sqlite3) read the database as it changes, at some\n"
+	        "                       10 %% of an apply's latency: file locks on every commit\n"
+	        "                       (STRAND_DB_SHARED=1)\n"
 	        "  --sync LEVEL         normal: what was acknowledged survives a crash of the gateway (may lose\n"
 	        "                       the last commits on an OS crash or power loss); full: survives those\n"
 	        "                       too, at an fsync per commit (STRAND_SYNC, default normal)\n"
@@ -241,6 +245,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"public-host", required_argument, NULL, 'P'},
 	        {"allow-host-paths", required_argument, NULL, 'A'},
 	        {"no-commands", no_argument, NULL, 'C'},
+	        {"db-shared", no_argument, NULL, 1014},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
@@ -316,6 +321,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->slurm.partition, sizeof(cfg->slurm.partition), getenv("STRAND_SLURM_PARTITION"));
 	set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), getenv("STRAND_SLURM_OUTPUT_DIR"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
+	cfg->db_shared = getenv("STRAND_DB_SHARED") && strcmp(getenv("STRAND_DB_SHARED"), "1") == 0;
 	if (getenv("STRAND_BACKEND_TIMEOUT"))
 		cfg->backend_timeout_s = atoi(getenv("STRAND_BACKEND_TIMEOUT"));
 	if (getenv("STRAND_LEASE_MS"))
@@ -357,6 +363,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'P': set(cfg->public_hosts, sizeof(cfg->public_hosts), optarg); break;
 		case 'A': set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), optarg); break;
 		case 'C': cfg->no_commands = 1; break;
+		case 1014: cfg->db_shared = 1; break;
 		case 'R': cfg->allow_root_containers = 1; break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;

@@ -19,6 +19,7 @@ typedef struct gw_config {
 	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
 	int sync_full; /* --sync full: each commit survives an OS crash too (else a crash of the gateway) */
+	int db_shared; /* --db-shared: other processes may read the database (store.h, STORE_SHARED) */
 	int64_t retain_ms; /* ended jobs older than this are removed; 0: kept for ever */
 	char backend[32]; /* default backend for new pools */
 	char image[256]; /* default worker image (docker) */

@@ -487,8 +487,10 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	if (err == CM_OK)
 		err = events_new(&e->events);
 	if (err != CM_OK ||
-	    (err = store_open(cfg->db, STORE_WRITER | (cfg->sync_full ? STORE_SYNC_FULL : 0), &e->st, detail,
-	                      detail_len)) != CM_OK ||
+	    (err = store_open(cfg->db,
+	                      STORE_WRITER | (cfg->sync_full ? STORE_SYNC_FULL : 0) |
+	                              (cfg->db_shared ? STORE_SHARED : 0),
+	                      &e->st, detail, detail_len)) != CM_OK ||
 	    (err = engine__recover(e, detail, detail_len)) != CM_OK) {
 		engine_free(e);
 		return err;

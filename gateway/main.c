@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	}
 	/* The integrity check, while we serve: a damaged database stops the
 	 * gateway (exit 3) rather than be written to. */
-	if (store_check_start(cfg.db, on_damaged_database, NULL, &check) != CM_OK)
+	if (store_check_start(cfg.db, cfg.db_shared ? STORE_SHARED : 0, on_damaged_database, NULL, &check) != CM_OK)
 		cm_warn("the database integrity check could not start");
 	cm_info("strand-gateway listening on %s://%s, hub %s, db %s, backend %s", cfg.tls_cert[0] ? "https" : "http",
 	        cfg.http, cfg.hub, cfg.db, cfg.backend);

@@ -292,6 +292,11 @@ static int on_wal_commit(void *ctx, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
+const char *store__vfs(int mode)
+{
+	return mode & STORE_SHARED ? "unix" : "unix-excl";
+}
+
 int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len)
 {
 	store *st = calloc(1, sizeof(*st));
@@ -304,7 +309,8 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		return CM_ENOMEM;
 	flags |= SQLITE_OPEN_NOMUTEX;
 	/* The writer's commits reach the log in one write (store_wal_writes.c). */
-	rc = sqlite3_open_v2(path, &st->db, flags, writer ? store_wal_writes_vfs() : NULL);
+	const char *gathered = writer ? store_wal_writes_vfs(!(mode & STORE_SHARED)) : NULL;
+	rc = sqlite3_open_v2(path, &st->db, flags, gathered ? gathered : store__vfs(mode));
 	if (rc != SQLITE_OK) {
 		snprintf(detail, detail_len, "cannot open database %s: %s", path,
 		         st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -336,7 +342,10 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		    open_marker_check(st, path, had_wal, detail, detail_len) != CM_OK ||
 		    migrate(st, detail, detail_len) != CM_OK || vacuum_mode(st) != CM_OK ||
 		    open_marker_set(st, 1) != CM_OK) {
-			if (!detail[0])
+			if (!detail[0] && sqlite3_errcode(st->db) == SQLITE_BUSY)
+				snprintf(detail, detail_len,
+				         "database %s is in use by another process (a gateway on it?)", path);
+			else if (!detail[0])
 				snprintf(detail, detail_len, "cannot prepare database %s: %s", path,
 				         sqlite3_errmsg(st->db));
 			store_close(st);
@@ -345,7 +354,7 @@ int store_open(const char *path, int mode, store **out, char *detail, size_t det
 		st->marked_open = 1;
 		/* Checkpoints off the committing thread (store_checkpoint.c). */
 		if (strcmp(path, ":memory:") != 0) {
-			if (store__checkpointer_start(path, &st->checkpointer) != CM_OK) {
+			if (store__checkpointer_start(path, mode, &st->checkpointer) != CM_OK) {
 				snprintf(detail, detail_len, "cannot start the checkpoints of %s", path);
 				store_close(st);
 				return CM_EIO;

@@ -35,8 +35,18 @@ typedef struct store store;
  * read-only. The full integrity check runs apart (store_check_start), so
  * opening takes no longer as the database grows. *out is new, closed with
  * store_close (a writer's marks the database closed cleanly). On failure
- * writes the reason into detail and returns CM_EIO or CM_EUNAVAIL. */
-enum { STORE_READER = 0, STORE_WRITER = 1, STORE_SYNC_FULL = 2 };
+ * writes the reason into detail and returns CM_EIO or CM_EUNAVAIL.
+ *
+ * The process holds the database alone (SQLite's unix-excl VFS): from its
+ * first connection to its last no other process can open it (a second
+ * gateway on it is refused), and the index of the write-ahead log is kept
+ * in this process's memory instead of a shared -shm file, so a transaction
+ * takes no file lock: 12 fcntl() calls an apply, on a machine where a
+ * system call costs a microsecond or more. STORE_SHARED lets other
+ * processes read it as it changes (SQLite's default, an operator's sqlite3),
+ * at that price. Every connection of a process to one database says the
+ * same (the first decides); store_check_start takes the same mode. */
+enum { STORE_READER = 0, STORE_WRITER = 1, STORE_SYNC_FULL = 2, STORE_SHARED = 4 };
 int store_open(const char *path, int mode, store **out, char *detail, size_t detail_len);
 void store_close(store *st);
 /* The bytes the database at path takes on disk, its write-ahead log included. */
@@ -46,15 +56,16 @@ int64_t store_file_bytes(const char *path);
  * remain. A slice of the writer's transaction, like any change. */
 int store_vacuum_step(store *st, int pages, int64_t *left);
 
-/* PRAGMA quick_check of the database at path, on a read-only connection and
- * a thread of their own: on_fail(ctx, why) is called from that thread if
+/* PRAGMA quick_check of the database at path, on a read-only connection
+ * (opened as store_open's mode says) and a thread of their own: on_fail(ctx, why) is called from that thread if
  * the file is damaged. store_check_stop interrupts a check under way and
  * waits for its thread. */
 typedef struct store_check store_check;
-int store_check_start(const char *path, void (*on_fail)(void *ctx, const char *why), void *ctx, store_check **out);
+int store_check_start(const char *path, int mode, void (*on_fail)(void *ctx, const char *why), void *ctx,
+                      store_check **out);
 void store_check_stop(store_check *c);
 /* The same check, here and now: CM_OK, or CM_EIO with the reason in why. */
-int store_check_file(const char *path, char *why, size_t why_len);
+int store_check_file(const char *path, int mode, char *why, size_t why_len);
 const char *store_errmsg(store *st); /* borrowed; valid until the next call */
 
 int store_begin(store *st);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "store/store.h"
+#include "store/store_int.h"
 
 struct store_check {
 	sqlite3 *db;
@@ -42,12 +42,12 @@ static int run_check(sqlite3 *db, char *why, size_t why_len)
 	return rc == SQLITE_ROW && !why[0] ? CM_OK : CM_EIO;
 }
 
-int store_check_file(const char *path, char *why, size_t why_len)
+int store_check_file(const char *path, int mode, char *why, size_t why_len)
 {
 	sqlite3 *db = NULL;
 	int err;
 
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, store__vfs(mode)) != SQLITE_OK) {
 		snprintf(why, why_len, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
 		sqlite3_close(db);
 		return CM_EIO;
@@ -75,7 +75,8 @@ static void *check_main(void *arg)
 	return NULL;
 }
 
-int store_check_start(const char *path, void (*on_fail)(void *ctx, const char *why), void *ctx, store_check **out)
+int store_check_start(const char *path, int mode, void (*on_fail)(void *ctx, const char *why), void *ctx,
+                      store_check **out)
 {
 	store_check *c = calloc(1, sizeof(*c));
 
@@ -84,7 +85,7 @@ int store_check_start(const char *path, void (*on_fail)(void *ctx, const char *w
 	c->on_fail = on_fail;
 	c->ctx = ctx;
 	pthread_mutex_init(&c->mu, NULL);
-	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, store__vfs(mode)) != SQLITE_OK ||
 	    pthread_create(&c->thread, NULL, check_main, c) != 0) {
 		sqlite3_close(c->db);
 		pthread_mutex_destroy(&c->mu);

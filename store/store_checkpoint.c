@@ -76,7 +76,7 @@ static void *checkpointer_main(void *arg)
 	return NULL;
 }
 
-int store__checkpointer_start(const char *path, store_checkpointer **out)
+int store__checkpointer_start(const char *path, int mode, store_checkpointer **out)
 {
 	store_checkpointer *c = calloc(1, sizeof(*c));
 
@@ -86,7 +86,7 @@ int store__checkpointer_start(const char *path, store_checkpointer **out)
 	pthread_cond_init(&c->wake, NULL);
 	/* A connection sees the log once it has read the database: asked for
 	 * its journal mode, it reads the header (WAL, which the writer set). */
-	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, store__vfs(mode)) != SQLITE_OK ||
 	    sqlite3_exec(c->db, "PRAGMA journal_mode", NULL, NULL, NULL) != SQLITE_OK ||
 	    pthread_create(&c->thread, NULL, checkpointer_main, c) != 0) {
 		sqlite3_close(c->db);

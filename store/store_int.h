@@ -12,9 +12,12 @@
 #include "store/store.h"
 
 struct task_cache; /* store_tasks.c: a writer's chunks being changed */
+/* SQLite's VFS for a connection opened in mode (store_open): "unix-excl",
+ * or "unix" with STORE_SHARED. */
+const char *store__vfs(int mode);
 /* store_checkpoint.c: a writer's checkpoints, on their own thread */
 typedef struct store_checkpointer store_checkpointer;
-int store__checkpointer_start(const char *path, store_checkpointer **out);
+int store__checkpointer_start(const char *path, int mode, store_checkpointer **out);
 /* A commit left the log frames long (SQLite's WAL hook). */
 void store__checkpointer_kick(store_checkpointer *c, int frames);
 /* After each of the writer's commits: a log that reached the cap is

@@ -47,7 +47,8 @@ typedef struct wal_file {
 	int commit_frame; /* the last write was a commit frame's header: its page ends the commit */
 } wal_file;
 
-static sqlite3_vfs gathering_vfs;
+/* Over the default VFS and over "unix-excl" (store_wal_writes_vfs). */
+static sqlite3_vfs gathering_vfs[2];
 
 /* Writes what was gathered. */
 static int flush(wal_file *f)
@@ -283,30 +284,37 @@ static int x_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int fl
 	return rc;
 }
 
-static const char *registered;
+static const char *registered[2];
 
-static void register_once(void)
+static void register_over(int exclusive)
 {
-	sqlite3_vfs *under = sqlite3_vfs_find(NULL);
+	sqlite3_vfs *under = sqlite3_vfs_find(exclusive ? "unix-excl" : NULL);
+	sqlite3_vfs *v = &gathering_vfs[exclusive];
 
 	/* Only over SQLite's own unix VFSes, whose files all have methods of
 	 * version 3 (shared memory, memory maps), as gathering_methods says. */
 	if (!under || strncmp(under->zName, "unix", 4) != 0)
 		return;
-	gathering_vfs = *under;
-	gathering_vfs.zName = "strand-gathered-wal";
-	gathering_vfs.szOsFile = (int)sizeof(wal_file) + under->szOsFile;
-	gathering_vfs.pAppData = under;
-	gathering_vfs.pNext = NULL;
-	gathering_vfs.xOpen = x_open;
-	if (sqlite3_vfs_register(&gathering_vfs, 0) == SQLITE_OK)
-		registered = gathering_vfs.zName;
+	*v = *under;
+	v->zName = exclusive ? "strand-gathered-wal-excl" : "strand-gathered-wal";
+	v->szOsFile = (int)sizeof(wal_file) + under->szOsFile;
+	v->pAppData = under;
+	v->pNext = NULL;
+	v->xOpen = x_open;
+	if (sqlite3_vfs_register(v, 0) == SQLITE_OK)
+		registered[exclusive] = v->zName;
 }
 
-const char *store_wal_writes_vfs(void)
+static void register_once(void)
+{
+	register_over(0);
+	register_over(1);
+}
+
+const char *store_wal_writes_vfs(int exclusive)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, register_once);
-	return registered;
+	return registered[exclusive != 0];
 }

@@ -41,7 +41,9 @@ static response job_request(fixture *f, const char *method, const char *job)
 	return http(&f->g, method, path, NULL, NULL);
 }
 
-/* A count read from the gateway's database (read-only, beside it). */
+/* A count read from the gateway's database (read-only, beside it, as an
+ * operator's sqlite3 would: the fixtures' gateways let other processes
+ * read it as it runs, --db-shared). */
 static long long scalar(fixture *f, const char *sql)
 {
 	sqlite3 *db;
@@ -236,7 +238,13 @@ static void test_cancel_resumes_after_crash(void **state)
 }
 
 /* A gateway with --retain 3s and a pool of two. */
-static const char *const retain_3s[] = {"--retain", "3s", NULL};
+static const char *const db_shared[] = {"--db-shared", NULL};
+static const char *const retain_3s[] = {"--retain", "3s", "--db-shared", NULL};
+
+static int shared_setup(void **state)
+{
+	return pool_fixture_setup_with(state, db_shared);
+}
 
 static int retaining_setup(void **state)
 {
@@ -468,9 +476,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_cancel_running_job, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_job_list, pool_fixture_setup, pool_fixture_teardown),
-	        cmocka_unit_test_setup_teardown(test_remove_ended_job, pool_fixture_setup, pool_fixture_teardown),
-	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, pool_fixture_setup,
-	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_remove_ended_job, shared_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, shared_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_resumes_after_crash, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_jobs, retaining_setup,

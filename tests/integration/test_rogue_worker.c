@@ -6,7 +6,8 @@
  * results page, or make the gateway's memory balloon.
  *
  * The stolen secret is read from the gateway's database, as an attacker who
- * got hold of one worker's secret would have it (the tests run as root).
+ * got hold of one worker's secret would have it (the tests run as root):
+ * the gateway lets other processes read it as it runs (--db-shared).
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>
@@ -33,11 +34,12 @@
 #include "tests/support/harness.h"
 
 static gateway g;
+static const char *const db_shared[] = {"--db-shared", NULL};
 
 static int setup(void **state)
 {
 	(void)state;
-	gateway_start(&g, NULL);
+	gateway_start(&g, db_shared);
 	return 0;
 }
 
@@ -460,7 +462,7 @@ static void test_frames_during_shutdown(void **state)
 	sqlite3_stmt *st;
 
 	(void)state;
-	gateway_start(&h, NULL);
+	gateway_start(&h, db_shared);
 	char *pool = pool_create(&h, 1);
 	pool_wait_connected(&h, pool, 1);
 	assert_int_equal(sqlite3_open_v2(h.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);

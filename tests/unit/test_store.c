@@ -19,6 +19,7 @@
 
 #include "common/common.h"
 #include "store/store.h"
+#include "store/store_int.h" /* store__int_query */
 #include "store/task_records.h"
 
 /* store_tasks_insert with the arguments packed as it takes them. */
@@ -451,7 +452,8 @@ static void test_checkpoints_run_beside_the_writer(void **state)
 
 /* The log's length in pages: mxFrame of the wal-index header, the u32 at
  * offset 16 of the -shm file (SQLite's file format, "The WAL-Index File
- * Format"), in the machine's byte order. */
+ * Format"), in the machine's byte order. Only a STORE_SHARED database has
+ * that file. */
 static uint32_t log_frames(const char *db_path)
 {
 	char shm[300];
@@ -477,6 +479,11 @@ static void test_the_log_starts_again_under_steady_commits(void **state)
 {
 	fixture *f = *state;
 	uint32_t longest = 0, frames = 0, restarts = 0;
+	char detail[256] = "";
+
+	/* Shared, for the -shm file this reads the log's length from. */
+	store_close(f->st);
+	assert_int_equal(store_open(f->path, STORE_WRITER | STORE_SHARED, &f->st, detail, sizeof(detail)), CM_OK);
 
 	/* Until it started again twice: some 6,400 commits on an idle machine;
 	 * more while other tests hold the checkpoint thread back. */
@@ -1245,7 +1252,7 @@ static void test_check_finds_damaged_page(void **state)
 	char detail[512] = "";
 
 	insert_job(f->st, 10);
-	assert_int_equal(store_check_file(f->path, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_check_file(f->path, 0, detail, sizeof(detail)), CM_OK);
 	store_close(f->st);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db,
@@ -1265,7 +1272,7 @@ static void test_check_finds_damaged_page(void **state)
 	fclose(fp);
 
 	assert_int_equal(store_open(f->path, STORE_WRITER, &f->st, detail, sizeof(detail)), CM_OK);
-	assert_int_equal(store_check_start(f->path, on_damage, &damage, &c), CM_OK);
+	assert_int_equal(store_check_start(f->path, 0, on_damage, &damage, &c), CM_OK);
 	pthread_mutex_lock(&damage.mu);
 	while (!damage.why[0])
 		pthread_cond_wait(&damage.cv, &damage.mu);
@@ -1273,16 +1280,125 @@ static void test_check_finds_damaged_page(void **state)
 	store_check_stop(c);
 	assert_non_null(strstr(damage.why, "database failed its integrity check"));
 	assert_non_null(strstr(damage.why, "Page"));
-	assert_int_equal(store_check_file(f->path, detail, sizeof(detail)), CM_EIO);
+	assert_int_equal(store_check_file(f->path, 0, detail, sizeof(detail)), CM_EIO);
 	assert_string_equal(detail, damage.why);
 }
 
-int main(void)
+/* The line this program prints when run again as `--what path`: a process
+ * of its own, whose SQLite knows nothing of ours (see main). */
+static void run_in_another_process(const char *what, const char *path, char *line, size_t len)
 {
+	char exe[512], cmd[1200];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *p;
+
+	assert_true(n > 0);
+	exe[n] = 0;
+	snprintf(cmd, sizeof(cmd), "'%s' --%s '%s'", exe, what, path);
+	assert_non_null(p = popen(cmd, "r"));
+	assert_non_null(fgets(line, (int)len, p));
+	assert_int_equal(pclose(p), 0);
+}
+
+/* What another process gets reading the database at path: SQLite's code
+ * and the jobs it counted. */
+static void read_from_another_process(const char *path, int *rc, long long *jobs)
+{
+	char line[128];
+
+	run_in_another_process("count-jobs", path, line, sizeof(line));
+	assert_int_equal(sscanf(line, "%d %lld", rc, jobs), 2);
+}
+
+static int count_jobs(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	long long jobs = -1;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs", -1, &s, NULL)) == SQLITE_OK &&
+	    (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		jobs = sqlite3_column_int64(s, 0);
+		rc = SQLITE_OK;
+	}
+	printf("%d %lld\n", rc, jobs);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return 0;
+}
+
+/* The gateway's process holds its database alone: another process reading
+ * it, or opening it to write (a second gateway), is refused while the
+ * store is open, and finds everything once it is closed. The process's own
+ * readers see each commit. STORE_SHARED lets the other process read. */
+static void test_another_process_is_kept_out(void **state)
+{
+	fixture *f = *state;
+	store *reader = NULL;
+	char detail[256] = "";
+	long long jobs = -1;
+	int64_t n = -1;
+	int rc = -1;
+
+	insert_job(f->st, 3);
+	assert_int_equal(store_open(f->path, STORE_READER, &reader, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store__int_query(reader, "SELECT count(*) FROM jobs", &n), CM_OK);
+	assert_int_equal(n, 1);
+	store_close(reader);
+	read_from_another_process(f->path, &rc, &jobs);
+	assert_int_equal(rc, SQLITE_BUSY);
+	assert_int_equal(jobs, -1);
+
+	store_close(f->st);
+	f->st = NULL;
+	read_from_another_process(f->path, &rc, &jobs);
+	assert_int_equal(rc, SQLITE_OK);
+	assert_int_equal(jobs, 1);
+
+	assert_int_equal(store_open(f->path, STORE_WRITER | STORE_SHARED, &f->st, detail, sizeof(detail)), CM_OK);
+	read_from_another_process(f->path, &rc, &jobs);
+	assert_int_equal(rc, SQLITE_OK);
+	assert_int_equal(jobs, 1);
+}
+
+/* A second writer in another process (a second gateway on the database)
+ * cannot open it, and says why. */
+static void test_a_second_writer_is_refused(void **state)
+{
+	fixture *f = *state;
+	char line[512] = "", want[400];
+
+	run_in_another_process("open-writer", f->path, line, sizeof(line));
+	snprintf(want, sizeof(want), "%d database %s is in use by another process (a gateway on it?)\n", CM_EIO,
+	         f->path);
+	assert_string_equal(line, want);
+}
+
+static int open_writer(const char *path)
+{
+	store *st = NULL;
+	char detail[256] = "";
+	int err = store_open(path, STORE_WRITER, &st, detail, sizeof(detail));
+
+	printf("%d %s\n", err, detail);
+	store_close(st);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--count-jobs") == 0)
+		return count_jobs(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--open-writer") == 0)
+		return open_writer(argv[2]);
+
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_assign_marks_pending_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_refuses_lost_log_after_crash, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_check_finds_damaged_page, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_another_process_is_kept_out, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_a_second_writer_is_refused, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_counts_loaded, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_removed_by_ranges, setup, teardown),

@@ -178,7 +178,7 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/strand-walw-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
-	open_db(f->path, store_wal_writes_vfs(), &f->db);
+	open_db(f->path, store_wal_writes_vfs(0), &f->db);
 	exec_ok(f->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 	               "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB); CREATE INDEX t_v ON t(v);"
 	               "CREATE TABLE big(k INTEGER PRIMARY KEY, v BLOB)");
@@ -327,7 +327,7 @@ static void in_a_writer_that_dies(fixture *f, int (*body)(sqlite3 *db))
 	assert_true(child >= 0);
 	if (child == 0) {
 		sqlite3 *db;
-		if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, store_wal_writes_vfs()) != SQLITE_OK ||
+		if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, store_wal_writes_vfs(0)) != SQLITE_OK ||
 		    sqlite3_exec(db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
 			_exit(2);
 		_exit(body(db));
@@ -445,7 +445,8 @@ static void test_a_dead_writer_keeps_its_commits(void **state)
 int main(void)
 {
 	counting_vfs_install();
-	assert_non_null(store_wal_writes_vfs());
+	assert_non_null(store_wal_writes_vfs(0));
+	assert_non_null(store_wal_writes_vfs(1));
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_a_commit_is_one_write, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_a_large_commit_in_few_writes, setup, teardown),
