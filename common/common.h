@@ -69,6 +69,11 @@ void cm_random_hex(char *out, size_t nbytes);
  * host_len bytes at most with its NUL) and port (digits, 1 to 65535; there
  * must be one). Returns CM_OK or CM_EINVAL. */
 int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char port[6]);
+/* A hub URL on a plain socket, which the worker dials and the gateway
+ * listens on without nng: tcp://, tcp4://, tcp6:// (HOST:PORT follows;
+ * *family is AF_UNSPEC, AF_INET or AF_INET6) or ipc:// (a path; AF_UNIX).
+ * Returns the length of its scheme, or 0 for any other URL (tls+tcp://). */
+size_t cm_socket_url(const char *url, int *family);
 
 /* Reads the PEM file at path (a certificate chain or a key, at most 1 MiB)
  * into out, NUL-terminated. Returns CM_OK, or CM_EIO / CM_EINVAL (not PEM)

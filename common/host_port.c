@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/common.h"
 
@@ -41,4 +42,19 @@ int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char
 	snprintf(host, host_len, "%.*s", (int)name_len, name);
 	snprintf(port, 6, "%ld", n);
 	return CM_OK;
+}
+
+size_t cm_socket_url(const char *url, int *family)
+{
+	static const struct {
+		const char *scheme;
+		int family;
+	} schemes[] = {{"tcp://", AF_UNSPEC}, {"tcp4://", AF_INET}, {"tcp6://", AF_INET6}, {"ipc://", AF_UNIX}};
+
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strncmp(url, schemes[i].scheme, strlen(schemes[i].scheme)) == 0) {
+			*family = schemes[i].family;
+			return strlen(schemes[i].scheme);
+		}
+	return 0;
 }

@@ -1,8 +1,10 @@
 /*
- * The hub: a listener on an nng stream (tcp://, tls+tcp://, ipc://) and
- * the connections workers dial, each carrying one exchange at a time
- * (proto/wire.h). A connection is an explicit state machine driven by its
- * aio's callback (nng's threads) and by the engine thread's answer
+ * The hub: a listener and the connections workers dial, each carrying one
+ * exchange at a time (proto/wire.h): on sockets of its own for tcp:// and
+ * ipc:// (hub_poll.c, whose thread reads every connection), on an nng
+ * stream for tls+tcp://. A connection is an explicit state machine driven
+ * by its reads and sends finishing (on hub_poll's thread, or in an aio's
+ * callback on nng's threads) and by the engine thread's answer
  * (engine_link):
  *
  *   HEAD --sender authenticated--> BODY --> WAIT (engine holds it)
@@ -30,6 +32,7 @@
  * handed to the engine as plain structs pointing into it, and freed once
  * the engine answered; the answer is encoded here.
  */
+#include <errno.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 #include <pthread.h>
@@ -37,10 +40,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/common.h"
 #include "gateway/hub.h"
+#include "gateway/hub_poll.h"
 #include "gateway/result_check.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
@@ -57,6 +63,21 @@ typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_stat
 /* One worker's connection (the engine's hub_slot: what it answers). */
 struct hub_slot {
 	hub *hub;
+	/* On a socket of the hub's own (hub_poll.c): */
+	int fd; /* -1: on nng's stream */
+	/* Held by whoever arms the connection, across the arming, and by
+	 * hub_poll's thread as it takes it: so the thread also sees all the
+	 * arming one wrote (the kernel's epoll orders them, but a mutex is what
+	 * ThreadSanitizer sees). Contended only when the event comes during
+	 * its arming. */
+	pthread_mutex_t mu;
+	int polled; /* fd is in hub_poll's set */
+	/* While hub_poll's thread may take the connection (it is armed): when
+	 * its wait ends (INT64_MAX: never); 0 while another holds it. */
+	int64_t armed_until;
+	uint8_t *want; /* the read armed for */
+	size_t want_len;
+	/* On nng's stream: */
 	nng_stream *stream;
 	nng_aio *aio; /* its reads, and sends that waited for room (on_aio) */
 	nng_aio *send_aio; /* sends the socket takes at once: no callback (send_more) */
@@ -93,7 +114,8 @@ struct hub_slot {
 struct hub {
 	engine *engine;
 	credentials *creds;
-	nng_stream_listener *listener;
+	hub_poll *poll; /* tcp://, ipc:// */
+	nng_stream_listener *listener; /* tls+tcp:// */
 	nng_aio *accept;
 	pthread_mutex_t mu;
 	/* While stopping: frames are refused without reaching the engine, and
@@ -109,18 +131,37 @@ struct hub {
 
 static void slot_close(hub_slot *s);
 
+/* Gives an own socket's connection to hub_poll's thread until its event
+ * (out: writable, else readable) or until (INT64_MAX: no end). */
+static void arm(hub_slot *s, int out, int64_t until)
+{
+	int err;
+
+	pthread_mutex_lock(&s->mu);
+	s->armed_until = until;
+	if ((err = hub_poll_arm(s->hub->poll, s->fd, s, out, &s->polled)) != 0)
+		s->armed_until = 0;
+	pthread_mutex_unlock(&s->mu);
+	if (err)
+		slot_close(s);
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 static void read_more(hub_slot *s, uint8_t *into, size_t len)
 {
 	int64_t left = s->deadline - cm_now_ms();
+	int idle = s->state == SLOT_HEAD && s->head_got == 0 && s->authenticated; /* a worker between frames */
 	nng_iov iov = {.iov_buf = into, .iov_len = len};
 
+	if (s->fd >= 0) {
+		s->want = into;
+		s->want_len = len;
+		arm(s, 0, idle ? INT64_MAX : s->deadline);
+		return;
+	}
 	nng_aio_set_iov(s->aio, 1, &iov);
-	if (s->state == SLOT_HEAD && s->head_got == 0 && s->authenticated)
-		nng_aio_set_timeout(s->aio, NNG_DURATION_INFINITE); /* a worker may stay quiet between frames */
-	else
-		nng_aio_set_timeout(s->aio, left > 0 ? (nng_duration)left : 1);
+	nng_aio_set_timeout(s->aio, idle ? NNG_DURATION_INFINITE : left > 0 ? (nng_duration)left : 1);
 	nng_stream_recv(s->stream, s->aio);
 }
 
@@ -167,8 +208,9 @@ static void slot_release(hub_slot *s)
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* Sends what is left of the answer, on the calling thread (the engine's,
- * for an answer) while the socket takes it, through send_aio: an aio
+/* Sends what is left of the answer on nng's stream, on the calling thread
+ * (the engine's, for an answer) while the socket takes it, through
+ * send_aio; returns whether all went. An aio
  * without a callback is finished where it completes, and waking nobody.
  * One with a callback is finished on one of nng's threads, woken for it:
  * on every answer, that was three futex wakes on the engine thread and a
@@ -176,7 +218,7 @@ static void slot_release(hub_slot *s)
  * wanted the CPU. What the socket takes nothing of now (it is full: a
  * large batch, a worker not reading) waits for room through the
  * connection's aio, whose callback sends on. */
-static void send_more(hub_slot *s)
+static int send_on_stream(hub_slot *s)
 {
 	while (s->niov) {
 		nng_aio_set_iov(s->send_aio, s->niov, s->iov);
@@ -192,14 +234,48 @@ static void send_more(hub_slot *s)
 			nng_aio_set_iov(s->aio, s->niov, s->iov);
 			nng_aio_set_timeout(s->aio, FRAME_MS);
 			nng_stream_send(s->stream, s->aio);
-			return;
+			return 0;
 		}
 		if (rv != 0) {
 			slot_close(s);
-			return;
+			return 0;
 		}
 		wire_iov_advance(s->iov, &s->niov, nng_aio_count(s->send_aio));
 	}
+	return 1;
+}
+
+/* The same on a socket of the hub's own: what it takes now, on the calling
+ * thread; the rest once it has room, on hub_poll's. */
+static int send_on_socket(hub_slot *s)
+{
+	while (s->niov) {
+		struct iovec v[2];
+		for (unsigned i = 0; i < s->niov; i++)
+			v[i] = (struct iovec){.iov_base = s->iov[i].iov_buf, .iov_len = s->iov[i].iov_len};
+		struct msghdr m = {.msg_iov = v, .msg_iovlen = s->niov};
+		ssize_t n = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			arm(s, 1, cm_now_ms() + FRAME_MS);
+			return 0;
+		}
+		if (n < 0) {
+			slot_close(s);
+			return 0;
+		}
+		wire_iov_advance(s->iov, &s->niov, (size_t)n);
+	}
+	return 1;
+}
+
+/* Sends what is left of the answer; once all went, the next frame is read
+ * (or the connection ends, after a refusal that ends it). */
+static void send_more(hub_slot *s)
+{
+	if (!(s->fd >= 0 ? send_on_socket(s) : send_on_stream(s)))
+		return;
 	free(s->out);
 	s->out = NULL;
 	if (s->close_after_send)
@@ -588,13 +664,11 @@ static void on_head_bytes(hub_slot *s, size_t n)
 		on_head(s);
 }
 
-static void on_aio(void *arg)
+/* A read or a send finished: n bytes came or went, unless failed (closed,
+ * timed out). */
+static void on_io(hub_slot *s, int failed, size_t n)
 {
-	hub_slot *s = arg;
-	int rv = nng_aio_result(s->aio);
-	size_t n = rv == 0 ? nng_aio_count(s->aio) : 0;
-
-	if (rv != 0 || (n == 0 && s->state != SLOT_SEND)) { /* closed, timed out, or the peer went */
+	if (failed || (n == 0 && s->state != SLOT_SEND)) { /* or the peer went */
 		slot_close(s);
 		return;
 	}
@@ -610,20 +684,57 @@ static void on_aio(void *arg)
 		wire_iov_advance(s->iov, &s->niov, n);
 		send_more(s);
 		return;
-	case SLOT_WAIT: return; /* no aio runs while the engine holds the connection */
+	case SLOT_WAIT: return; /* nothing is read or sent while the engine holds the connection */
 	}
+}
+
+static void on_aio(void *arg)
+{
+	hub_slot *s = arg;
+	int rv = nng_aio_result(s->aio);
+
+	on_io(s, rv != 0, rv == 0 ? nng_aio_count(s->aio) : 0);
+}
+
+/* The event an own socket's connection was armed for, on hub_poll's
+ * thread, which holds the connection from here. */
+static void on_ready(void *ctx, void *conn)
+{
+	hub_slot *s = conn;
+	ssize_t n;
+
+	(void)ctx;
+	pthread_mutex_lock(&s->mu);
+	s->armed_until = 0;
+	pthread_mutex_unlock(&s->mu);
+	if (s->state == SLOT_SEND) {
+		send_more(s);
+		return;
+	}
+	while ((n = recv(s->fd, s->want, s->want_len, 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0 && errno == EAGAIN)
+		read_more(s, s->want, s->want_len);
+	else if (n < 0)
+		on_io(s, 1, 0);
+	else
+		on_io(s, 0, (size_t)n);
 }
 
 static void slot_free(hub_slot *s)
 {
+	if (s->fd >= 0)
+		close(s->fd); /* out of hub_poll's set with it */
 	nng_aio_free(s->send_aio); /* idle: send_more waits for each of its sends */
 	slot_release(s);
 	free(s->out);
+	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
 
-/* Ends the connection, on its callback's thread or the engine's (a drop):
- * nothing of it runs after. While the hub is being freed, hub_free does it. */
+/* Ends the connection, on the thread that holds it (hub_poll's, a
+ * callback's, or the engine's: a drop): nothing of it runs after. While
+ * the hub is being freed, hub_free does it. */
 static void slot_close(hub_slot *s)
 {
 	hub *h = s->hub;
@@ -641,9 +752,73 @@ static void slot_close(hub_slot *s)
 		s->next->prev = s->prev;
 	h->nconns--;
 	pthread_mutex_unlock(&h->mu);
-	nng_stream_free(s->stream);
-	nng_aio_reap(s->aio); /* freed once this callback returned */
+	if (s->stream)
+		nng_stream_free(s->stream);
+	if (s->aio)
+		nng_aio_reap(s->aio); /* freed once this callback returned */
 	slot_free(s);
+}
+
+/* A new connection's slot, in the hub's list: NULL when the hub is full
+ * (saying so) or stopping, or out of memory. */
+static hub_slot *slot_add(hub *h)
+{
+	hub_slot *s = NULL;
+	int full;
+
+	pthread_mutex_lock(&h->mu);
+	full = h->closing || h->nconns >= h->conns_max;
+	if (!full && (s = calloc(1, sizeof(*s)))) {
+		s->hub = h;
+		s->fd = -1;
+		pthread_mutex_init(&s->mu, NULL);
+		s->next = h->conns;
+		if (h->conns)
+			h->conns->prev = s;
+		h->conns = s;
+		h->nconns++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (full && !h->closing)
+		cm_warn("hub: %d connections open; refusing one more", h->conns_max);
+	return s;
+}
+
+/* A connection to an own socket's listener (hub_poll's thread). */
+static void on_accepted(void *ctx, int fd)
+{
+	hub_slot *s = slot_add(ctx);
+
+	if (!s) {
+		close(fd);
+		return;
+	}
+	s->fd = fd;
+	next_frame(s);
+}
+
+/* About once a second on hub_poll's thread: the connections whose read or
+ * send took too long end (FIRST_FRAME_MS, FRAME_MS), as nng's timeouts end
+ * them on the other side. Only those armed: the thread may take them. */
+static void on_tick(void *ctx)
+{
+	hub *h = ctx;
+	hub_slot *late[64];
+	int n = 0;
+	int64_t now = cm_now_ms();
+
+	pthread_mutex_lock(&h->mu);
+	for (hub_slot *s = h->conns; s && n < 64; s = s->next) {
+		if (s->fd < 0)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		if (s->armed_until && s->armed_until < now)
+			late[n++] = s;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	for (int i = 0; i < n; i++)
+		slot_close(late[i]);
 }
 
 static void on_accept(void *arg)
@@ -651,7 +826,6 @@ static void on_accept(void *arg)
 	hub *h = arg;
 	int rv = nng_aio_result(h->accept);
 	hub_slot *s = NULL;
-	int full;
 
 	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 		return;
@@ -662,29 +836,13 @@ static void on_accept(void *arg)
 		return;
 	}
 	nng_stream *stream = nng_aio_get_output(h->accept, 0);
-	pthread_mutex_lock(&h->mu);
-	full = h->closing || h->nconns >= h->conns_max;
-	if (!full && (s = calloc(1, sizeof(*s))) && nng_aio_alloc(&s->aio, on_aio, s) == 0 &&
+	if ((s = slot_add(h)) && nng_aio_alloc(&s->aio, on_aio, s) == 0 &&
 	    nng_aio_alloc(&s->send_aio, NULL, NULL) == 0) {
-		s->hub = h;
 		s->stream = stream;
-		s->next = h->conns;
-		if (h->conns)
-			h->conns->prev = s;
-		h->conns = s;
-		h->nconns++;
-	} else {
-		if (s)
-			nng_aio_free(s->aio); /* NULL, or allocated when send_aio was not */
-		free(s);
-		s = NULL;
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (s) {
 		next_frame(s);
 	} else {
-		if (full && !h->closing)
-			cm_warn("hub: %d connections open; refusing one more", h->conns_max);
+		if (s)
+			slot_close(s); /* its aio: NULL, or allocated when send_aio was not */
 		nng_stream_free(stream);
 	}
 	nng_stream_listener_accept(h->listener, h->accept);
@@ -743,6 +901,15 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, ch
 	engine_set_link(e, &(engine_link){.ctx = h, .batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
+	if (hub_poll_takes(cfg->hub)) {
+		hub_poll_calls calls = {.ctx = h, .accepted = on_accepted, .ready = on_ready, .tick = on_tick};
+		if ((rv = hub_poll_start(cfg->hub, &calls, &h->poll, detail, detail_len)) != CM_OK) {
+			hub_free(h);
+			return rv;
+		}
+		*out = h;
+		return CM_OK;
+	}
 	if ((rv = nng_aio_alloc(&h->accept, on_accept, h)) != 0) {
 		snprintf(detail, detail_len, "hub: %s", nng_strerror(rv));
 		hub_free(h);
@@ -773,24 +940,28 @@ void hub_free(hub *h)
 	if (!h)
 		return;
 	/* Every connection the engine held was answered when it stopped. From
-	 * here no callback frees a connection or accepts one: each aio is
-	 * stopped (its callback done, and no new operation taken), then all is
-	 * freed here. */
+	 * here no callback frees a connection or accepts one: hub_poll's
+	 * thread ends, each aio is stopped (its callback done, and no new
+	 * operation taken), then all is freed here. */
 	pthread_mutex_lock(&h->mu);
 	h->closing = 1;
 	pthread_mutex_unlock(&h->mu);
+	hub_poll_stop(h->poll);
 	if (h->accept)
 		nng_aio_stop(h->accept);
 	if (h->listener)
 		nng_stream_listener_close(h->listener);
 	for (hub_slot *s = h->conns; s; s = s->next) {
-		nng_stream_close(s->stream);
-		nng_aio_stop(s->aio);
+		if (s->stream)
+			nng_stream_close(s->stream);
+		if (s->aio)
+			nng_aio_stop(s->aio);
 	}
 	while (h->conns) {
 		hub_slot *s = h->conns;
 		h->conns = s->next;
-		nng_stream_free(s->stream);
+		if (s->stream)
+			nng_stream_free(s->stream);
 		nng_aio_free(s->aio);
 		slot_free(s);
 	}

@@ -28,29 +28,11 @@
  * tasks, or an answer to a queue call, whole in one call. */
 #define FIRST_READ 4096
 
-typedef struct scheme {
-	const char *prefix;
-	int family; /* AF_UNIX, or what getaddrinfo may answer */
-} scheme;
-
-static const scheme schemes[] = {
-        {"tcp://", AF_UNSPEC},
-        {"tcp4://", AF_INET},
-        {"tcp6://", AF_INET6},
-        {"ipc://", AF_UNIX},
-};
-
-static const scheme *scheme_of(const char *url)
-{
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
-			return &schemes[i];
-	return NULL;
-}
-
 int hub_socket_takes(const char *url)
 {
-	return scheme_of(url) != NULL;
+	int family;
+
+	return cm_socket_url(url, &family) != 0;
 }
 
 static int nng_error(int err)
@@ -160,14 +142,15 @@ static int dial_tcp(hub_socket *s, const char *at, int family, int timeout_ms)
 
 int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms)
 {
-	const scheme *sc = scheme_of(url);
+	int family;
+	size_t scheme = cm_socket_url(url, &family);
 
 	s->fd = -1;
 	s->timeout_ms = 0; /* none set on a new socket */
-	if (!sc)
+	if (!scheme)
 		return NNG_EADDRINVAL;
-	const char *at = url + strlen(sc->prefix);
-	return sc->family == AF_UNIX ? dial_ipc(s, at, timeout_ms) : dial_tcp(s, at, sc->family, timeout_ms);
+	return family == AF_UNIX ? dial_ipc(s, url + scheme, timeout_ms)
+	                         : dial_tcp(s, url + scheme, family, timeout_ms);
 }
 
 int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms)

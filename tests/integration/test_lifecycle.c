@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,6 +182,59 @@ static void test_closed_pool_finishes_then_stops_workers(void **state)
 	gateway_cleanup(&g);
 }
 
+/* Waits for an echo map of 1..3 on the pool and checks its results. */
+static void assert_echo_map(gateway *g, const char *pool)
+{
+	char *job = job_submit(g, pool, json_pack("{s:s, s:[i,i,i]}", "function", "echo", "args", 1, 2, 3));
+	json_t *items = job_results(g, job, "input", 10);
+
+	assert_int_equal(json_array_size(items), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(items, i), "value")),
+		                 (json_int_t)i + 1);
+	json_decref(items);
+	free(job);
+}
+
+/* A hub on a Unix socket (ipc://, hub_poll.c): workers dial it and a map
+ * comes back whole; a killed gateway leaves its socket file, which the
+ * next one takes over, and its workers come back; a socket someone
+ * listens on is not taken: another gateway's start is refused, saying so. */
+static void test_ipc_hub(void **state)
+{
+	static char dir[] = "/tmp/strand-ipc-XXXXXX", hub_url[200], sock[100];
+	static const char *const args[] = {"--hub", hub_url, NULL};
+	struct stat sb;
+	gateway g;
+	char flags[300], want[400];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/hub.sock", dir);
+	snprintf(hub_url, sizeof(hub_url), "ipc://%s", sock);
+	gateway_start(&g, args);
+	char *pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	assert_echo_map(&g, pool);
+
+	gateway_kill(&g);
+	assert_int_equal(stat(sock, &sb), 0);
+	assert_true(S_ISSOCK(sb.st_mode));
+	gateway_restart(&g);
+	pool_wait_connected(&g, pool, 2);
+	assert_echo_map(&g, pool);
+
+	snprintf(flags, sizeof(flags), "--hub %s", hub_url);
+	char *out = gateway_output(flags);
+	snprintf(want, sizeof(want), "cannot start: cannot listen on hub %s: Address already in use", hub_url);
+	if (!strstr(out, want) || !strstr(out, "exit=1"))
+		fail_msg("'%s' does not say '%s' and exit 1", out, want);
+	free(out);
+	free(pool);
+	gateway_cleanup(&g);
+	assert_int_equal(rmdir(dir), 0); /* the socket went with the gateway's clean stop */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +242,7 @@ int main(void)
 	        cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
 	        cmocka_unit_test(test_restart_after_kill_loses_nothing),
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
+	        cmocka_unit_test(test_ipc_hub),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
 }

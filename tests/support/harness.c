@@ -199,9 +199,9 @@ char *gateway_output(const char *flags)
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd),
-	         "%s/strand-gateway --http 127.0.0.1:0 --hub tcp://127.0.0.1:0 --db %s/strand.db %s 2>&1; echo "
+	         "%s/strand-gateway --http 127.0.0.1:0 --hub ipc://%s/hub.sock --db %s/strand.db %s 2>&1; echo "
 	         "exit=$?; rm -rf '%s'",
-	         STRAND_BIN_DIR, dir, flags, dir);
+	         STRAND_BIN_DIR, dir, dir, flags, dir);
 	assert_non_null(p = popen(cmd, "r"));
 	cm_buf_init(&out);
 	while (fgets(line, sizeof(line), p))
