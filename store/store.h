@@ -57,9 +57,9 @@ int64_t store_file_bytes(const char *path);
 int store_vacuum_step(store *st, int pages, int64_t *left);
 
 /* PRAGMA quick_check of the database at path, on a read-only connection
- * (opened as store_open's mode says) and a thread of their own: on_fail(ctx, why) is called from that thread if
- * the file is damaged. store_check_stop interrupts a check under way and
- * waits for its thread. */
+ * (opened as store_open's mode says) and a thread of their own: on_fail(ctx,
+ * why) is called from that thread if the file is damaged. store_check_stop
+ * interrupts a check under way and waits for its thread. */
 typedef struct store_check store_check;
 int store_check_start(const char *path, int mode, void (*on_fail)(void *ctx, const char *why), void *ctx,
                       store_check **out);

@@ -237,14 +237,15 @@ static void test_cancel_resumes_after_crash(void **state)
 	free(block);
 }
 
-/* A gateway with --retain 3s and a pool of two. */
 static const char *const db_shared[] = {"--db-shared", NULL};
-static const char *const retain_3s[] = {"--retain", "3s", "--db-shared", NULL};
 
 static int shared_setup(void **state)
 {
 	return pool_fixture_setup_with(state, db_shared);
 }
+
+/* A gateway with --retain 3s and a pool of two. */
+static const char *const retain_3s[] = {"--retain", "3s", "--db-shared", NULL};
 
 static int retaining_setup(void **state)
 {
