@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -42,12 +43,15 @@ int hub_poll_takes(const char *url)
 	return cm_socket_url(url, &family) != 0;
 }
 
-/* Whether the socket file at a is one nobody listens on any more (a
- * gateway that was killed leaves it); errno is EADDRINUSE when not. */
+/* Whether what is at a is a socket nobody listens on any more (a gateway
+ * that was killed leaves it); errno is EADDRINUSE when not. Any other
+ * file there stays (a connect to it is refused as well). */
 static int nobody_listens(const struct sockaddr_un *a)
 {
-	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int stale = probe >= 0 && connect(probe, (const struct sockaddr *)a, sizeof(*a)) != 0 && errno == ECONNREFUSED;
+	struct stat sb;
+	int probe = -1, stale = lstat(a->sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode) &&
+	                        (probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
+	                        connect(probe, (const struct sockaddr *)a, sizeof(*a)) != 0 && errno == ECONNREFUSED;
 
 	if (probe >= 0)
 		close(probe);

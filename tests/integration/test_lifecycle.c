@@ -199,7 +199,8 @@ static void assert_echo_map(gateway *g, const char *pool)
 /* A hub on a Unix socket (ipc://, hub_poll.c): workers dial it and a map
  * comes back whole; a killed gateway leaves its socket file, which the
  * next one takes over, and its workers come back; a socket someone
- * listens on is not taken: another gateway's start is refused, saying so. */
+ * listens on is not taken, nor a file that is not a socket: another
+ * gateway's start is refused, saying so. */
 static void test_ipc_hub(void **state)
 {
 	static char dir[] = "/tmp/strand-ipc-XXXXXX", hub_url[200], sock[100];
@@ -230,6 +231,20 @@ static void test_ipc_hub(void **state)
 	if (!strstr(out, want) || !strstr(out, "exit=1"))
 		fail_msg("'%s' does not say '%s' and exit 1", out, want);
 	free(out);
+	/* A file that is not a socket is not taken for a stale one. */
+	char file[160];
+	snprintf(file, sizeof(file), "%s/not-a-socket", dir);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(flags, sizeof(flags), "--hub ipc://%s", file);
+	out = gateway_output(flags);
+	if (!strstr(out, "Address already in use") || !strstr(out, "exit=1"))
+		fail_msg("'%s' does not refuse ipc://%s", out, file);
+	free(out);
+	assert_int_equal(stat(file, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(unlink(file), 0);
 	free(pool);
 	gateway_cleanup(&g);
 	assert_int_equal(rmdir(dir), 0); /* the socket went with the gateway's clean stop */
