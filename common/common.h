@@ -74,6 +74,11 @@ int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char
  * *family is AF_UNSPEC, AF_INET or AF_INET6) or ipc:// (a path; AF_UNIX).
  * Returns the length of its scheme, or 0 for any other URL (tls+tcp://). */
 size_t cm_socket_url(const char *url, int *family);
+/* An ipc:// URL's path as a Unix socket's address (*a, all of it set).
+ * Returns CM_OK, or CM_EINVAL for a path that is empty or longer than the
+ * address holds (107 bytes). */
+struct sockaddr_un;
+int cm_unix_address(const char *path, struct sockaddr_un *a);
 
 /* Reads the PEM file at path (a certificate chain or a key, at most 1 MiB)
  * into out, NUL-terminated. Returns CM_OK, or CM_EIO / CM_EINVAL (not PEM)

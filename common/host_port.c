@@ -1,12 +1,14 @@
 /*
- * HOST:PORT as the gateway's --http and a worker's hub URL write it. One
- * parser for both, so that they agree on what an address is. (libstrand
+ * HOST:PORT as the gateway's --http and a worker's hub URL write it, and
+ * the hub URLs served on plain sockets. One parser for the worker and the
+ * gateway, so that they agree on what an address is. (libstrand
  * has its own, for URLs whose port may be left out: it links nothing of
  * this library.)
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include "common/common.h"
 
@@ -57,4 +59,15 @@ size_t cm_socket_url(const char *url, int *family)
 			return strlen(schemes[i].scheme);
 		}
 	return 0;
+}
+
+int cm_unix_address(const char *path, struct sockaddr_un *a)
+{
+	size_t len = strlen(path);
+
+	*a = (struct sockaddr_un){.sun_family = AF_UNIX};
+	if (len == 0 || len >= sizeof(a->sun_path))
+		return CM_EINVAL;
+	memcpy(a->sun_path, path, len + 1);
+	return CM_OK;
 }

@@ -63,14 +63,13 @@ static int nobody_listens(const struct sockaddr_un *a)
 /* A Unix socket at path, taking the place of one nobody listens on. */
 static int listen_ipc(const char *path, char *detail, size_t detail_len)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sockaddr_un a;
 	int fd;
 
-	if (!path[0] || strlen(path) >= sizeof(a.sun_path)) {
+	if (cm_unix_address(path, &a) != CM_OK) {
 		snprintf(detail, detail_len, "hub ipc:// path must be 1 to %zu bytes", sizeof(a.sun_path) - 1);
 		return -1;
 	}
-	memcpy(a.sun_path, path, strlen(path) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
 		goto fail;
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {

@@ -90,12 +90,11 @@ static int connect_within(int fd, const struct sockaddr *addr, socklen_t len, in
 
 static int dial_ipc(hub_socket *s, const char *path, int timeout_ms)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sockaddr_un a;
 	int rv;
 
-	if (!path[0] || strlen(path) >= sizeof(a.sun_path))
+	if (cm_unix_address(path, &a) != CM_OK)
 		return NNG_EADDRINVAL;
-	memcpy(a.sun_path, path, strlen(path) + 1);
 	if ((s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return nng_error(errno);
 	/* A local connect waits only while the listener's backlog is full,

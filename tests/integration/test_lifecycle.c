@@ -250,6 +250,33 @@ static void test_ipc_hub(void **state)
 	assert_int_equal(rmdir(dir), 0); /* the socket went with the gateway's clean stop */
 }
 
+/* A hub URL the gateway cannot listen on stops its start, saying why. */
+static void test_bad_hub_urls_refused(void **state)
+{
+	static const struct {
+		const char *flags, *words;
+	} cases[] = {
+	        {"--hub tcp://127.0.0.1",
+	         "hub URL must be tcp://HOST:PORT ([V6]:PORT, port 1 to 65535), not tcp://127.0.0.1"},
+	        {"--hub tcp://::1:7070",
+	         "hub URL must be tcp://HOST:PORT ([V6]:PORT, port 1 to 65535), not tcp://::1:7070"},
+	        {"--hub tcp4://127.0.0.1:70000", "not tcp4://127.0.0.1:70000"},
+	        {"--hub ipc://", "hub ipc:// path must be 1 to 107 bytes"},
+	        {"--hub ipc:///tmp/"
+	         "x123456789x123456789x123456789x123456789x123456789x123456789x123456789x123456789x123456789x123456789"
+	         "x123456789",
+	         "hub ipc:// path must be 1 to 107 bytes"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out = gateway_output(cases[i].flags);
+		if (!strstr(out, cases[i].words) || !strstr(out, "exit=1"))
+			fail_msg("%s: '%s' does not say '%s' and exit 1", cases[i].flags, out, cases[i].words);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +285,7 @@ int main(void)
 	        cmocka_unit_test(test_restart_after_kill_loses_nothing),
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	        cmocka_unit_test(test_ipc_hub),
+	        cmocka_unit_test(test_bad_hub_urls_refused),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
 }
