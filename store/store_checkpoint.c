@@ -30,11 +30,10 @@
 #include "common/common.h"
 #include "store/store_int.h"
 
-/* A log of fewer pages (32 MiB) is left to grow; journal_size_limit cuts
- * it back to 64 MiB after a checkpoint. */
+/* A log of fewer pages (32 MiB) is left to grow. */
 #define KICK_FRAMES 8192
 #define KICK_AGAIN_FRAMES 1024
-#define CAP_FRAMES (4 * KICK_FRAMES)
+#define CAP_FRAMES STORE_LOG_CAP_FRAMES
 /* Unkicked, the log is looked at this often: what a writer that went
  * quiet left below the threshold reaches the file too. */
 #define IDLE_MS 5000
