@@ -8,7 +8,8 @@
  *
  * One cycle:
  *
- *   wait for requests or the next tick (TICK_MS)
+ *   wait for requests or the next tick (TICK_MS); when the last requests
+ *   came within SPIN_S of the cycle before, look for SPIN_S before sleeping
  *   BEGIN
  *     handle every request that arrived      -> ready list, or parked
  *     tick: reap workers, expire leases, hand queued tasks to parked pulls,
@@ -280,15 +281,52 @@ static void stop_everything(engine *e)
 	}
 }
 
+/* How long the engine looks for the next request before it sleeps, when
+ * requests of one of the last two cycles came that soon after the cycle
+ * before. An apply's result comes back some 35 us after its task went
+ * out, and a client's next apply some 50 us after the answer: found by
+ * looking, neither has to wake the engine. On this virtual machine a
+ * wake-up of a thread asleep on the other CPU goes through the
+ * hypervisor, and takes longest when the host is busy. bench/latency, 8
+ * rotating runs of 1,000: p50 libstrand 0.219 -> 0.185 ms, raw HTTP
+ * 0.222 -> 0.170 ms, and in the three runs of a noisy minute 0.28-0.33 ->
+ * 0.15-0.27 ms; 92 % of the looks found a request. Requests that come
+ * later (a map's pulls, ms apart) or not at all (an idle gateway's ticks)
+ * are not looked for, as that takes a CPU the workers and the HTTP
+ * threads share: a map of 900,000 no-ops looked 92 times, 8 ms in all. */
+#define SPIN_S 100e-6
+
+/* Waits up to SPIN_S for a post after the seen-th, without the mutex
+ * (posters take it; polled under it, the engine would hold them up). */
+static void spin_for_post(engine *e, unsigned seen)
+{
+	double until = cm_now_s() + SPIN_S;
+
+	do {
+		for (int i = 0; i < 64; i++)
+			cm_cpu_relax();
+		if (atomic_load_explicit(&e->posts, memory_order_relaxed) != seen)
+			return;
+	} while (cm_now_s() < until);
+}
+
 static void *engine_main(void *arg)
 {
 	engine *e = arg;
+	/* whether each of the last two cycles' requests came within SPIN_S of
+	 * the cycle before (an apply's alternate: its result soon after its
+	 * task went out, the client's next request maybe later) */
+	int soon = 0, soon_before = 0;
+	double ended = cm_now_s();
+	unsigned taken = 0; /* e->posts when the inbox was last emptied */
 
 	for (;;) {
 		op *batch, *rev = NULL;
 		int stop, closing;
 		int committed;
 
+		if ((soon || soon_before) && !e->fills)
+			spin_for_post(e, taken);
 		pthread_mutex_lock(&e->mu);
 		if (!e->inbox && !e->stopping && !e->fills) {
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, TICK_MS);
@@ -296,10 +334,13 @@ static void *engine_main(void *arg)
 		}
 		batch = e->inbox;
 		e->inbox = NULL;
+		taken = atomic_load_explicit(&e->posts, memory_order_relaxed);
 		stop = e->stopping;
 		closing = e->closing;
 		pthread_mutex_unlock(&e->mu);
 		double began = cm_now_s();
+		soon_before = soon;
+		soon = batch && began - ended <= SPIN_S;
 		while (batch) { /* the inbox is LIFO; handle in arrival order */
 			op *n = batch->next;
 			batch->next = rev;
@@ -387,6 +428,7 @@ static void *engine_main(void *arg)
 		}
 		if (stop)
 			break;
+		ended = cm_now_s();
 	}
 	stop_everything(e);
 	return NULL;
@@ -399,6 +441,7 @@ static void inbox_push(engine *e, op *o)
 {
 	o->next = e->inbox;
 	e->inbox = o;
+	atomic_fetch_add_explicit(&e->posts, 1, memory_order_relaxed);
 }
 
 int engine__post(engine *e, op *o, post_when when)

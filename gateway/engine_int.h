@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +395,7 @@ struct engine {
 	pthread_mutex_t mu; /* guards the fields up to on_commit_ctx */
 	pthread_cond_t wake;
 	op *inbox;
+	atomic_uint posts; /* pushes to the inbox so far: what a spinning engine watches without the mutex */
 	int stopping;
 	int closing;
 	uint64_t gen;
