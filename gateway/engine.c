@@ -8,8 +8,8 @@
  *
  * One cycle:
  *
- *   wait for requests or the next tick (TICK_MS); when the last requests
- *   came within SPIN_S of the cycle before, look for SPIN_S before sleeping
+ *   wait for requests or the next tick (TICK_MS); first look for them
+ *   for SPIN_S when those of one of the last two cycles came that soon
  *   BEGIN
  *     handle every request that arrived      -> ready list, or parked
  *     tick: reap workers, expire leases, hand queued tasks to parked pulls,
