@@ -112,16 +112,6 @@ int cm_read_tail(const char *path, size_t max, cm_buf *out);
  * (whose condition variable waits on that clock). */
 struct timespec cm_timespec_in(clockid_t id, int64_t ms);
 double cm_now_s(void); /* monotonic, in seconds with ns resolution */
-/* One step of a busy wait: tells the CPU so (the other hyper-thread runs,
- * and the loop's exit is not mispredicted). */
-static inline void cm_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /*
  * Task function names. A task names its function in one of these forms:

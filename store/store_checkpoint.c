@@ -19,9 +19,9 @@
  * threshold, it then checkpointed every few commits for good, two syncs
  * each (bench/latency: 0.5 fdatasync an apply, the log past 16,000 pages).
  * So a kick needs KICK_AGAIN_FRAMES more since the last, and a log that
- * reaches CAP_FRAMES is checkpointed by the writer itself right after its
- * commit, as SQLite would (a few ms, once per CAP_FRAMES pages of steady
- * load): its next write starts the log again.
+ * reaches STORE_LOG_CAP_FRAMES is checkpointed by the writer itself right
+ * after its commit, as SQLite would (a few ms, once per that many pages of
+ * steady load): its next write starts the log again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,7 +33,6 @@
 /* A log of fewer pages (32 MiB) is left to grow. */
 #define KICK_FRAMES 8192
 #define KICK_AGAIN_FRAMES 1024
-#define CAP_FRAMES STORE_LOG_CAP_FRAMES
 /* Unkicked, the log is looked at this often: what a writer that went
  * quiet left below the threshold reaches the file too. */
 #define IDLE_MS 5000
@@ -47,7 +46,7 @@ struct store_checkpointer {
 	int stopping;
 	/* the writer's thread only: */
 	int kicked_at; /* the log's length at the last kick */
-	int due; /* the log reached CAP_FRAMES: the writer checkpoints */
+	int due; /* the log reached STORE_LOG_CAP_FRAMES: the writer checkpoints */
 };
 
 static void *checkpointer_main(void *arg)
@@ -102,7 +101,7 @@ void store__checkpointer_kick(store_checkpointer *c, int frames)
 {
 	if (frames < c->kicked_at)
 		c->kicked_at = 0; /* the log started again */
-	if ((c->due = frames >= CAP_FRAMES)) {
+	if ((c->due = frames >= STORE_LOG_CAP_FRAMES)) {
 		pthread_mutex_lock(&c->mu);
 		c->kicked = 0; /* a run of the thread would only hold the writer's off */
 		pthread_mutex_unlock(&c->mu);

@@ -20,12 +20,16 @@ typedef struct store_checkpointer store_checkpointer;
 /* A log this many pages long is checkpointed by the writer itself, and its
  * next write starts it again from its beginning. */
 #define STORE_LOG_CAP_FRAMES 32768
+/* A page of the log in its file: a 24-byte frame header and the page
+ * (4 KiB, SQLite's default); the file begins with a 32-byte header. */
+#define STORE_LOG_FRAME_BYTES (24 + 4096LL)
 /* The log file is cut back to this size when it starts again
- * (journal_size_limit): above what STORE_LOG_CAP_FRAMES pages of 4 KiB
- * take (each frame has a 24-byte header), so that under steady load the
- * file is reused as it is, and cut only after a peak larger than that. */
+ * (journal_size_limit): above what STORE_LOG_CAP_FRAMES pages take, so
+ * that under steady load the file is reused as it is, and cut only after
+ * a peak larger than that. */
 #define STORE_LOG_LIMIT_BYTES (160LL << 20)
-_Static_assert(STORE_LOG_LIMIT_BYTES > STORE_LOG_CAP_FRAMES * (4096LL + 24), "the log's limit is below its cap");
+_Static_assert(STORE_LOG_LIMIT_BYTES > 32 + STORE_LOG_CAP_FRAMES * STORE_LOG_FRAME_BYTES,
+               "the log's limit is below its cap");
 int store__checkpointer_start(const char *path, int mode, store_checkpointer **out);
 /* A commit left the log frames long (SQLite's WAL hook). */
 void store__checkpointer_kick(store_checkpointer *c, int frames);

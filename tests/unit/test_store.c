@@ -498,16 +498,15 @@ static void test_the_log_starts_again_under_steady_commits(void **state)
 		longest = now > longest ? now : longest;
 	}
 	assert_true(restarts >= 2);
-	assert_true(longest < 2 * 32768);
+	assert_true(longest < 2 * STORE_LOG_CAP_FRAMES);
 	/* Just started again: a log of a few pages, in a file of the longest
-	 * one's length (a 32-byte header, then 24 bytes and a page each), up to
-	 * 160 MiB. The longest is 32,768 pages or more on an idle machine; the
-	 * thread may have caught up sooner on a busy one. */
+	 * one's length, up to the limit. The longest is 32,768 pages or more on
+	 * an idle machine; the thread may have caught up sooner on a busy one. */
 	snprintf(wal, sizeof(wal), "%s-wal", f->path);
 	assert_int_equal(stat(wal, &sb), 0);
 	assert_true(frames < 1000);
-	long long longest_bytes = 32 + (long long)longest * (24 + 4096);
-	assert_true(sb.st_size >= (longest_bytes < (160LL << 20) ? longest_bytes : (160LL << 20)));
+	long long longest_bytes = 32 + longest * STORE_LOG_FRAME_BYTES;
+	assert_true(sb.st_size >= (longest_bytes < STORE_LOG_LIMIT_BYTES ? longest_bytes : STORE_LOG_LIMIT_BYTES));
 }
 
 static void test_result_recorded_exactly_once(void **state)
