@@ -11,12 +11,13 @@
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
 	p->state = s;
+	/* The pool keeps the start of a longer reason (the bound tells gcc so). */
 	if (reason)
-		snprintf(p->reason, sizeof(p->reason), "%s", reason);
+		snprintf(p->reason, sizeof(p->reason), "%.*s", (int)sizeof(p->reason) - 1, reason);
 	store_pool_set_state(e->st, p->id, pool_state_names[s], reason);
 	if (s == POOL_FAILED) {
 		char why[600];
-		snprintf(why, sizeof(why), "cancelled: the pool failed: %s", reason ? reason : "");
+		snprintf(why, sizeof(why), "cancelled: the pool failed: %s", reason ? p->reason : "");
 		engine__pool_cancel_jobs(e, p, why);
 	}
 	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");

@@ -22,7 +22,7 @@ if ! clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
   echo "skipped: clang has no libFuzzer runtime (apt-get install libclang-rt-dev)"
   exit 77
 fi
-cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DSTRAND_FUZZ=ON -DBUILD_TESTING=OFF \
+cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DSTRAND_FUZZ=ON -DSTRAND_WERROR=ON -DBUILD_TESTING=OFF \
   -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_frame fuzz_spec fuzz_http fuzz_http_reply >/dev/null
 work=$(mktemp -d /tmp/strand-fuzz-XXXXXX)

@@ -46,7 +46,7 @@ static response send_part(fixture *f, const char *job, int offset, int lo, int h
 static void expect_job(const response *r, int status, const char *state, long long received)
 {
 	if (r->status != status)
-		fail_msg("status %d, expected %d: %s", r->status, status, r->body);
+		fail_msg("status %ld, expected %d: %s", r->status, status, r->body);
 	if (state)
 		assert_string_equal(json_string_value(json_object_get(r->json, "state")), state);
 	if (received >= 0)
@@ -56,7 +56,7 @@ static void expect_job(const response *r, int status, const char *state, long lo
 static void expect_refused(const response *r, const char *part)
 {
 	if (r->status != 409 || !strstr(r->body, part))
-		fail_msg("status %d '%s', expected 409 with '%s'", r->status, r->body, part);
+		fail_msg("status %ld '%s', expected 409 with '%s'", r->status, r->body, part);
 }
 
 /* The job's results in input order: echo of 0..n-1, each index once. */
