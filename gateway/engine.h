@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "gateway/backend.h"
+#include "gateway/backend/backend.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/events.h"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/backend_executor.h"
+#include "gateway/backend/executor.h"
 #include "gateway/engine.h"
 #include "gateway/events.h"
 #include "store/store.h"

@@ -8,7 +8,7 @@
 #ifndef TESTS_UNIT_FAKE_BACKEND_H
 #define TESTS_UNIT_FAKE_BACKEND_H
 
-#include "gateway/backend.h"
+#include "gateway/backend/backend.h"
 
 #define FAKE_RUNS_MAX 64
 

@@ -4,7 +4,7 @@
  * handle) live on this thread only, so the backend needs no locking.
  */
 #define _GNU_SOURCE
-#include "gateway/backend_executor.h"
+#include "gateway/backend/executor.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
+#include "gateway/backend/backend.h"
 
 #define BX_WATCH_MS 50
 #define BX_OWNER_MAX 24

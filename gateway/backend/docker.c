@@ -1,7 +1,7 @@
 /*
  * The docker backend: one container per worker, through the Docker Engine
  * API on its unix socket (libcurl), never the docker CLI. Runs on its
- * executor's thread only (backend_executor.h): a slow daemon stalls no one
+ * executor's thread only (executor.h): a slow daemon stalls no one
  * else.
  *
  *   run     POST /containers/create  {Image, Cmd|Entrypoint, Env, Labels, HostConfig}
@@ -30,8 +30,8 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "gateway/backend_json.h"
-#include "gateway/backend.h"
+#include "gateway/backend/json.h"
+#include "gateway/backend/backend.h"
 
 #define DOCKER_UNPRIVILEGED_USER "65534:65534"
 

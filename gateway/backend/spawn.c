@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "gateway/spawn.h"
+#include "gateway/backend/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

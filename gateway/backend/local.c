@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
-#include "gateway/spawn.h"
+#include "gateway/backend/backend.h"
+#include "gateway/backend/spawn.h"
 
 #define MAX_GPUS 64
 

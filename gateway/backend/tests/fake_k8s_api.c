@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "common/common.h"
-#include "tests/unit/fake_k8s_api.h"
+#include "gateway/backend/tests/fake_k8s_api.h"
 
 #define MAX_WATCHES 64
 

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
-#include "tests/unit/fake_k8s_api.h"
+#include "gateway/backend/backend.h"
+#include "gateway/backend/tests/fake_k8s_api.h"
 
 static char dir[64], cert[128], key[128];
 

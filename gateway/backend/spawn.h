@@ -7,8 +7,8 @@
  * errno rather than as an exit 127 later. Each program leads a process group
  * of its own, so a stop reaches everything it started.
  */
-#ifndef GATEWAY_SPAWN_H
-#define GATEWAY_SPAWN_H
+#ifndef GATEWAY_BACKEND_SPAWN_H
+#define GATEWAY_BACKEND_SPAWN_H
 
 #include <stddef.h>
 #include <sys/types.h>

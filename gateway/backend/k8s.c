@@ -1,7 +1,7 @@
 /*
  * The kubernetes backend: one Pod per worker (or Process), through the
  * Kubernetes REST API with libcurl (a bearer token, the cluster's CA),
- * never kubectl. Runs on its executor's thread (backend_executor.h), but for
+ * never kubectl. Runs on its executor's thread (executor.h), but for
  * the watch, which has a thread of its own.
  *
  *   run     POST /api/v1/namespaces/NS/secrets   the environment (hub address,
@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
-#include "gateway/backend_json.h"
+#include "gateway/backend/backend.h"
+#include "gateway/backend/json.h"
 
 #define NAME_MAX_LEN 64
 #define UNPRIVILEGED_UID 65534

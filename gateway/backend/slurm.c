@@ -1,7 +1,7 @@
 /*
  * The slurm backend: one Slurm batch job per worker (and per Process),
  * through Slurm's own commands, run as the gateway's user on its
- * executor's thread (backend_executor.h), so a slow slurmctld stalls no one
+ * executor's thread (executor.h), so a slow slurmctld stalls no one
  * else:
  *
  *   run     sbatch --parsable --job-name=strand-<pool>-<n> --comment=<labels>
@@ -42,8 +42,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/backend.h"
-#include "gateway/spawn.h"
+#include "gateway/backend/backend.h"
+#include "gateway/backend/spawn.h"
 
 extern char **environ;
 

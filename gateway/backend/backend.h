@@ -3,7 +3,7 @@
  * Kubernetes pods and Slurm jobs. A backend is a static table of operations
  * (this struct, the first member of its object). The operations may block
  * (a daemon's answer): they are called only from the backend's own executor
- * thread (backend_executor.h), one at a time, never from the engine, so an
+ * thread (executor.h), one at a time, never from the engine, so an
  * implementation needs no locking of its own. What runs is known to its
  * backend by a handle string: a pid, a container id, a Slurm job id.
  */

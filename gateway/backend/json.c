@@ -1,4 +1,4 @@
-#include "gateway/backend_json.h"
+#include "gateway/backend/json.h"
 
 #include <stdio.h>
 #include <string.h>
