@@ -8,7 +8,7 @@
 #define GATEWAY_API_H
 
 #include "gateway/config.h"
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 
 /* Request bodies over this are refused with 413: a map of up to a million
  * arguments (SPEC_MAX_VALUES) of some 64 bytes each. */

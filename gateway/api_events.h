@@ -8,7 +8,7 @@
 
 #include <microhttpd.h>
 
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 #include "gateway/parking.h"
 
 #define EVENT_PING_MS 15000 /* a comment this often keeps proxies open and finds readers that left */

@@ -15,7 +15,7 @@
 #define GATEWAY_HUB_H
 
 #include "gateway/credentials.h"
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 
 typedef struct hub hub;
 

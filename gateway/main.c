@@ -13,7 +13,7 @@
 #include "gateway/api.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 #include "gateway/hub.h"
 #include "store/store.h"
 

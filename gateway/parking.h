@@ -13,7 +13,7 @@
 #include <microhttpd.h>
 #include <stdint.h>
 
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 
 typedef struct parking parking;
 

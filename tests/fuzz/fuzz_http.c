@@ -19,7 +19,7 @@
 #include "gateway/api.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 #include "gateway/hub.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -4,8 +4,8 @@
  * It serves, over HTTPS on 127.0.0.1, a pod list the test sets and watch
  * streams the test writes event by event, and records what was asked.
  */
-#ifndef TESTS_FAKE_K8S_API_H
-#define TESTS_FAKE_K8S_API_H
+#ifndef GATEWAY_BACKEND_TESTS_FAKE_K8S_API_H
+#define GATEWAY_BACKEND_TESTS_FAKE_K8S_API_H
 
 typedef struct fake_k8s_api fake_k8s_api;
 

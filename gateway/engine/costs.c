@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "engine_int.h"
+#include "gateway/engine/internal.h"
 
 double engine__cost_average(double avg, double run_us)
 {

@@ -2,11 +2,11 @@
  * Pools and their workers in the engine: creating, closing and terminating
  * pools, starting workers through their backend's executor and hearing
  * back (started, gone), and the tick that keeps each pool's workers alive
- * and within their leases. Runs on the engine thread, but for the public
- * entry points at the end.
+ * and within their leases. Runs on the engine thread; requests come in
+ * through requests.c.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
@@ -401,48 +401,4 @@ worker *engine__worker_find(engine *e, const char *owner, pool **pool_out)
 				return w;
 			}
 	return NULL;
-}
-
-int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_POOL_CREATE, .u.pool_create.spec = spec};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_pool_get(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
-}
-
-int engine_pool_list(engine *e, int managers, json_t **out)
-{
-	return engine__run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
-}
-
-int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
-{
-	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
-}
-
-int engine_pool_patch(engine *e, const char *id, const pool_patch *patch, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_POOL_PATCH, .id = id, .u.patch = patch};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
-{
-	op *o = engine__call_new(OP_POOL_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
 }

@@ -2,14 +2,14 @@
  * Jobs and their tasks in the engine: the pool's queue of task-id ranges,
  * handing tasks out (assign: fair share, batches sized by measured task
  * time), pulls with their piggy-backed results, retries and requeues, maps.
- * Runs on the engine thread, but for the public entry points at the end.
+ * Runs on the engine thread; requests and pulls come in through requests.c.
  *
  * The queue of a pool is a list of task-id ranges: a map is one range, and
  * requeued tasks become small ranges at the front. Handing out tasks is one
  * UPDATE per range.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 static unsigned hash_id(const char *s)
 {
@@ -922,11 +922,6 @@ void engine__handle_pull(engine *e, op *o)
 	engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 }
 
-int engine_pool_jobs(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
-}
-
 /* How many of p's jobs are numbered below num (they are in number order). */
 static size_t jobs_below(const pool *p, int64_t num)
 {
@@ -993,55 +988,4 @@ out:
 	json_decref(list);
 	free(ps);
 	free(at);
-}
-
-int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out)
-{
-	op o = {.kind = OP_JOB_LIST, .id = pool_id, .u.job_list = {.state = state, .below = cursor, .limit = limit}};
-	int err = engine__submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_job_get(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
-}
-
-int engine_job_delete(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
-}
-
-int engine_job_info(engine *e, const char *id, job_info *out)
-{
-	op o = {.kind = OP_JOB_INFO, .id = id};
-	int err = engine__submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.u.info;
-	return err;
-}
-
-void engine_set_link(engine *e, const engine_link *link)
-{
-	e->link = *link;
-}
-
-int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
-{
-	op *o = calloc(1, sizeof(*o));
-
-	if (!o)
-		return CM_ENOMEM;
-	o->kind = OP_PULL;
-	o->u.pull.msg = m;
-	o->slot = slot;
-	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
-		free(o);
-		return CM_ESHUTDOWN;
-	}
-	return CM_OK;
 }

@@ -1,17 +1,26 @@
 /*
- * The engine's inside, shared by its parts: engine.c (the cycle),
- * engine_jobs.c (jobs, the task queue, pulls), engine_submit.c (jobs and their
- * arguments in), engine_pools.c (pools and
- * workers, leases), engine_recovery.c (load, recover, reload),
- * engine_views.c (JSON), engine_wait.c (waitlists), engine_queues.c (queues and pipes),
- * engine_processes.c (processes and rings), engine_apply.c (applies that wait for
- * their result), engine_scale.c (pool sizes), engine_events.c (what changed,
- * for /v1/events), engine_metrics.c (for /metrics) and engine_upkeep.c
- * (retention, vacuum). Everything here belongs to the
- * engine thread; see engine.c for the cycle and engine.h for the contract.
+ * The engine's inside, shared by its parts in gateway/engine/:
+ *   requests.c   every way in from other threads (HTTP, hub, executors)
+ *   engine.c     the cycle: take requests, handle them, commit, answer
+ *   jobs.c       jobs, the task queue, pulls
+ *   submit.c     jobs and their arguments in
+ *   apply.c      applies that wait for their result
+ *   pools.c      pools and workers, leases
+ *   scale.c      pool sizes (PATCH, autoscale)
+ *   costs.c      run times measured on a pool
+ *   queues.c     queues and pipes
+ *   processes.c  processes and rings
+ *   recovery.c   load, recover, reload
+ *   views.c      JSON
+ *   wait.c       waitlists
+ *   events.c     what changed, for /v1/events
+ *   metrics.c    for /metrics
+ *   upkeep.c     retention, vacuum
+ * Everything here but requests.c belongs to the engine thread; see engine.c
+ * for the cycle and engine.h for the contract.
  */
-#ifndef GATEWAY_ENGINE_INT_H
-#define GATEWAY_ENGINE_INT_H
+#ifndef GATEWAY_ENGINE_INTERNAL_H
+#define GATEWAY_ENGINE_INTERNAL_H
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,7 +36,7 @@
 
 #include "common/common.h"
 #include "gateway/backend/executor.h"
-#include "gateway/engine.h"
+#include "gateway/engine/engine.h"
 #include "gateway/events.h"
 #include "store/store.h"
 
@@ -60,7 +69,7 @@
  * tasks (engine__assign). */
 #define BESIDE_SMALL_MS 100
 #define BESIDE_SMALL_TURN 32
-/* The functions a pool keeps a run time of (engine_costs.c). */
+/* The functions a pool keeps a run time of (costs.c). */
 #define POOL_COSTS 8
 /* Tasks of a job being cancelled or removed handled per cycle: a few
  * milliseconds of the engine's time, so no request waits behind a large
@@ -72,7 +81,7 @@
 /* ... and a removed job's result groups go this many a cycle (a group is
  * up to 4,096 results and 4 MiB). */
 #define CHORE_GROUPS 4
-/* Arguments stored per cycle (engine_submit.c): some ten milliseconds of
+/* Arguments stored per cycle (submit.c): some ten milliseconds of
  * the engine's time. */
 #define FILL_SLICE 32768
 
@@ -119,7 +128,7 @@ typedef enum op_kind {
 	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;
 
-/* A time histogram for GET /metrics (engine_metrics.c): counts per bucket
+/* A time histogram for GET /metrics (metrics.c): counts per bucket
  * (not cumulative), their count and sum, in seconds. */
 #define HIST_BUCKETS 12
 typedef struct histogram {
@@ -158,7 +167,7 @@ typedef struct op {
 			map_spec *spec;
 			const char *idem_key;
 			/* an apply that waits for its result until then (0: none,
-			 * answered once its job is stored), engine_apply.c */
+			 * answered once its job is stored), apply.c */
 			int64_t wait_until;
 			struct job *job; /* while it waits: the job it waits on */
 			int stored; /* its job was committed: answered with its result, or to look */
@@ -167,7 +176,7 @@ typedef struct op {
 			cm_buf item; /* its result, as engine_apply_answer's item */
 			/* an apply's job, written as text (its 202's body), not as
 			 * o->out: most applies are answered with their result and
-			 * never show it (engine_submit.c's answer_job) */
+			 * never show it (submit.c's answer_job) */
 			char job_id[20];
 			cm_buf view;
 		} map; /* OP_MAP */
@@ -218,7 +227,7 @@ typedef struct op {
 	} u;
 } op;
 
-/* Requests waiting for something (engine_wait.c): first come, first served. */
+/* Requests waiting for something (wait.c): first come, first served. */
 typedef struct waitlist {
 	op *head, *tail;
 } waitlist;
@@ -310,7 +319,7 @@ typedef struct job {
 	struct pool *pool;
 	struct job *hash_next; /* in e->jobs */
 	int waiters; /* applies in e->applies waiting for its result */
-	/* Its progress is to be said (engine_events.c): listed in
+	/* Its progress is to be said (events.c): listed in
 	 * e->progressed, no sooner than progress_at. */
 	struct job *progress_next, **progress_pprev;
 	int64_t progress_at;
@@ -328,12 +337,12 @@ typedef struct worker {
 	int adopted; /* found alive at start: it must reconnect within two leases */
 	int queued; /* its backend's queue holds it (a batch job waiting for room): no time to connect runs */
 	/* The pool shrinks: it takes no new task, and is told to stop once it
-	 * holds none (engine_scale.c). */
+	 * holds none (scale.c). */
 	int retiring;
 	int64_t idle_since; /* since when its pulls found nothing to do; 0 while it has work */
 	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
-	int shown; /* what its last event said (engine_events.c) */
+	int shown; /* what its last event said (events.c) */
 	char last_words[512]; /* once ended: what its container or pod last wrote ("" for none) */
 	struct worker *next;
 } worker;
@@ -351,7 +360,7 @@ typedef struct pool {
 	pool_spec spec;
 	bx *backend;
 	char last_words[256]; /* what the last worker that died said */
-	/* Run times measured on this pool (engine_costs.c): over all its
+	/* Run times measured on this pool (costs.c): over all its
 	 * results, and by function for the POOL_COSTS used last. */
 	double est_us;
 	int est_known;
@@ -380,7 +389,7 @@ typedef struct pool {
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
 	int settling; /* terminating, every worker ended: waits for BX_SETTLED */
 	waitlist delete_waiters;
-	int shown; /* what its last event said (engine_events.c) */
+	int shown; /* what its last event said (events.c) */
 	struct pool *next;
 } pool;
 
@@ -415,15 +424,15 @@ struct engine {
 	int64_t last_cycle; /* when the last cycle began: a long gap is a stall */
 	int64_t changes; /* the store's change count when the generation last moved */
 	int64_t next_job, next_task;
-	int64_t next_sweep, next_vacuum; /* when upkeep looks again (engine_upkeep.c) */
+	int64_t next_sweep, next_vacuum; /* when upkeep looks again (upkeep.c) */
 	bx *backends[ENGINE_BACKENDS_MAX]; /* one executor per backend */
 	size_t nbackends;
 	bx *local; /* the local backend's, which runs functions of processes */
 	engine_link link; /* answers to the hub */
 	waitlist log_reads; /* OP_PROC_LOGS waiting for their backend */
 	waitlist starts; /* OP_PROC_START and OP_RING_START waiting for their backend */
-	waitlist applies; /* applies waiting for their result (engine_apply.c) */
-	events *events; /* what changed, for GET /v1/events (engine_events.c) */
+	waitlist applies; /* applies waiting for their result (apply.c) */
+	events *events; /* what changed, for GET /v1/events (events.c) */
 	events_batch event_batch; /* this cycle's, published after its commit */
 	cm_buf job_text; /* a job's view, written for its event (used again) */
 	int events_watched; /* somebody reads them: progress is said too */
@@ -439,8 +448,9 @@ void engine__answer(engine *e, op *o, int committed); /* answer o now */
 void engine__iso_time(int64_t ms, char out[32]);
 bx *engine__backend_for(engine *e, const char *name);
 pool *engine__pool_find(engine *e, const char *id);
-/* From any thread: o joins the inbox, unless the gateway is closing (HTTP
- * requests) or stopping (workers' frames). CM_ESHUTDOWN: not taken. */
+/* requests.c: from any thread, o joins the inbox, unless the gateway is
+ * closing (HTTP requests) or stopping (workers' frames). CM_ESHUTDOWN: not
+ * taken. */
 typedef enum post_when { POST_ALWAYS, POST_UNLESS_STOPPING, POST_UNLESS_CLOSING } post_when;
 int engine__post(engine *e, op *o, post_when when);
 int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait */
@@ -448,8 +458,9 @@ int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait
 op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx);
 engine_call *engine__start(engine *e, op *o); /* hand over; returns o */
 int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len);
+void engine__post_backend_event(void *ctx, bx_event *ev); /* an executor's: see bx_post_fn */
 
-/* engine_jobs.c: jobs, the task queue, pulls */
+/* jobs.c: jobs, the task queue, pulls */
 job *engine__job_find(engine *e, const char *id);
 int engine__job_reserve(pool *p); /* room for one more job in p: before anything of it is stored */
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
@@ -476,7 +487,7 @@ void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_
 void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
-/* engine_costs.c: run times measured on a pool. A moving average's next
+/* costs.c: run times measured on a pool. A moving average's next
  * value: recent tasks count most, without one odd task swinging it. */
 #define COST_WEIGHT 0.2
 double engine__cost_average(double avg, double run_us);
@@ -486,7 +497,7 @@ void engine__pool_measured(pool *p, double run_us);
 void engine__handle_pull(engine *e, op *o);
 void engine__job_check_done(engine *e, job *j); /* a running job with every result: done */
 
-/* engine_submit.c: jobs and their arguments in, a slice a cycle */
+/* submit.c: jobs and their arguments in, a slice a cycle */
 typedef struct fill fill;
 void engine__handle_map(engine *e, op *o);
 void engine__handle_job_args(engine *e, op *o); /* the next part of a job's arguments */
@@ -494,7 +505,7 @@ void engine__fill_step(engine *e); /* up to FILL_SLICE arguments into the store 
 void engine__fill_abort(engine *e, job *j, const char *why); /* j's fill, if any, answered 409 with why */
 void engine__fills_drop(engine *e); /* every fill, answered as not recorded (a reload) */
 
-/* engine_apply.c: applies that wait for their result */
+/* apply.c: applies that wait for their result */
 /* From engine__answer: 1 when o, an apply whose job was just committed,
  * now waits for its result; else o is answered (committed: whether its
  * answer may carry a result recorded in this cycle). */
@@ -505,7 +516,7 @@ void engine__applies_end(engine *e, job *j); /* j ended: its waiting applies loo
 void engine__applies_tick(engine *e, int64_t now); /* past their wait: they look once */
 void engine__applies_quiesce(engine *e); /* the gateway stops: each looks once */
 
-/* engine_events.c: what changed, said after the commit */
+/* events.c: what changed, said after the commit */
 void engine__event_job(engine *e, const job *j); /* made (answered), done or cancelled */
 /* The same with j's view written into e->job_text already. */
 void engine__event_job_written(engine *e, const job *j);
@@ -518,14 +529,14 @@ void engine__events_tick(engine *e, int64_t now);
 /* Published (returns how many), or dropped with the cycle. */
 size_t engine__events_end_cycle(engine *e, int committed);
 
-/* engine_metrics.c: GET /metrics */
+/* metrics.c: GET /metrics */
 void engine__observe(histogram *h, double seconds);
 void engine__handle_metrics(engine *e, op *o);
 
-/* engine_upkeep.c: ended jobs past --retain removed, freed pages given back */
+/* upkeep.c: ended jobs past --retain removed, freed pages given back */
 void engine__upkeep(engine *e, int64_t now);
 
-/* engine_pools.c: pools and workers */
+/* pools.c: pools and workers */
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason);
 void engine__worker_stop(pool *p, worker *w, int hard); /* once per strength */
 /* The environment strand-worker reaches the hub with, as id of pool_id (a
@@ -547,19 +558,19 @@ void engine__handle_pool_delete(engine *e, op *o);
 void engine__pool_settled(engine *e, const char *pool_id);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */
 
-/* engine_scale.c: pool sizes (PATCH, autoscale) */
+/* scale.c: pool sizes (PATCH, autoscale) */
 void engine__handle_pool_patch(engine *e, op *o);
 /* Autoscale's choice, then workers started or retired toward p's size. */
 void engine__pool_converge(engine *e, pool *p, int64_t now);
-int engine__worker_spawn(engine *e, pool *p); /* engine_pools.c: one more worker, starting */
+int engine__worker_spawn(engine *e, pool *p); /* pools.c: one more worker, starting */
 
-/* engine_recovery.c: load, recover, reload */
+/* recovery.c: load, recover, reload */
 int engine__recover(engine *e, char *detail, size_t detail_len);
 int engine__reload(engine *e); /* after a failed commit: memory from the store again */
 void engine__state_clear(engine *e); /* frees pools, jobs, workers; what waits is answered as not recorded */
 void engine__forgive_stall(engine *e, int64_t now);
 
-/* engine_views.c: JSON */
+/* views.c: JSON */
 json_t *engine__pool_json(const pool *p);
 /* A job as the API shows it: as JSON text into out (replacing what it
  * held; the events write it so), or as a value. */
@@ -567,7 +578,7 @@ int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
 
-/* engine_queues.c */
+/* queues.c */
 void engine__handle_queue(engine *e, op *o);
 void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
@@ -575,7 +586,7 @@ void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t cre
 void engine__queues_clear(engine *e);
 void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUTDOWN */
 
-/* engine_processes.c */
+/* processes.c */
 void engine__handle_process(engine *e, op *o);
 void engine__handle_ring(engine *e, op *o);
 void engine__tick_processes(engine *e, int64_t now);

@@ -5,7 +5,7 @@
  * forgiving a stall of the gateway itself.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 #include "gateway/policy.h"
 
 /* After a commit failed (disk full, database read-only), memory is ahead of
@@ -159,7 +159,7 @@ static int load_queued(void *ctx, int64_t id, const void *arg, size_t len, int a
 	return engine__queue_push(c->p, c->j, id, id, 0);
 }
 
-/* A worker that ended, shown with its pool (engine_pools.c keeps the most
+/* A worker that ended, shown with its pool (pools.c keeps the most
  * recent EXITED_KEPT of them). */
 static void load_ended_worker(void *ctx, const char *id, const char *pool_id, const char *handle, int exit_code,
                               const char *last_words)

@@ -1,13 +1,12 @@
 /*
  * SimpleQueues and Pipes in the engine; see engine.h. Runs on the engine
- * thread, but for the public entry points at the end (HTTP and hub threads),
- * which hand requests over through the inbox. Items live in the store;
+ * thread; requests (HTTP and hub threads) come in through requests.c. Items live in the store;
  * memory holds counts and the readers waiting, served first come, first
  * served. Calls from code inside workers arrive from the hub and are
  * answered with QueueReply frames.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 /* ---- queues and pipes --------------------------------------------------- */
 
@@ -312,84 +311,6 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
 {
 	queue_add(ctx, id, kind, created_ms, size);
-}
-
-int engine_queue_create(engine *e, const char *kind, json_t **out)
-{
-	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
-	int err = engine__submit(e, &o);
-
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_queue_list(engine *e, int pipes, json_t **out)
-{
-	return engine__run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
-}
-
-int engine_queue_info(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
-}
-
-int engine_queue_delete(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
-}
-
-int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
-                     json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_QUEUE_PUT,
-	        .id = pipe_end < 0 ? id : NULL,
-	        .u.queue.pipe = pipe_end < 0 ? NULL : id,
-	        .u.queue.pipe_end = pipe_end,
-	        .u.queue.items = items,
-	        .u.queue.lens = lens,
-	        .u.queue.nitems = n};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
-                                    engine_call_done done, void *ctx)
-{
-	op *o = engine__call_new(OP_QUEUE_GET, id, done, ctx);
-
-	if (!o)
-		return NULL;
-	if (pipe_end >= 0) {
-		o->u.queue.pipe = o->id;
-		o->id = NULL;
-	}
-	o->u.queue.pipe_end = pipe_end;
-	o->u.queue.max = max;
-	o->u.queue.deadline = cm_now_ms() + wait_ms;
-	return engine__start(e, o);
-}
-
-int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
-{
-	op *o = calloc(1, sizeof(*o));
-
-	if (!o)
-		return CM_ENOMEM;
-	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
-	o->u.queue.call = call;
-	o->slot = slot;
-	o->u.queue.max = call->max ? call->max : 1;
-	o->u.queue.deadline = cm_now_ms() + call->wait_ms;
-	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
-		free(o);
-		return CM_ESHUTDOWN;
-	}
-	return CM_OK;
 }
 
 void engine__queues_clear(engine *e)

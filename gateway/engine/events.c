@@ -11,7 +11,7 @@
  * published only once the cycle committed.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 #define PROGRESS_MS 250
 
@@ -147,9 +147,4 @@ size_t engine__events_end_cycle(engine *e, int committed)
 		events_batch_clear(&e->event_batch); /* the reload shows everything again */
 	e->events_watched = events_subscribed(e->events);
 	return said;
-}
-
-events *engine_events(engine *e)
-{
-	return e->events;
 }

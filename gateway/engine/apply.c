@@ -11,46 +11,8 @@
  * answered with none: the HTTP side looks in the store once and answers
  * the result, or 202 with the job.
  */
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 #include "gateway/result_item.h"
-
-engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, int64_t wait_ms,
-                                engine_call_done done, void *ctx)
-{
-	op *o = engine__call_new(OP_MAP, pool_id, done, ctx);
-
-	if (!o)
-		return NULL;
-	o->u.map.spec = spec;
-	o->u.map.idem_key = idem_key;
-	o->u.map.wait_until = cm_now_ms() + (wait_ms > 0 ? wait_ms : 1);
-	cm_buf_init(&o->u.map.item);
-	cm_buf_init(&o->u.map.view);
-	return engine__start(e, o);
-}
-
-int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, size_t detail_len)
-{
-	int err = c->err;
-
-	snprintf(detail, detail_len, "%s", c->detail);
-	*out = (engine_apply_answer){0};
-	if (err == CM_OK) {
-		snprintf(out->id, sizeof(out->id), "%s", c->u.map.job_id);
-		out->job_len = c->u.map.view.len;
-		out->job = cm_buf_steal(&c->u.map.view);
-		out->info = c->u.map.info;
-		out->info_ok = c->u.map.info_ok;
-		if (c->u.map.item.len) {
-			out->item_len = c->u.map.item.len;
-			out->item = cm_buf_steal(&c->u.map.item);
-		}
-	}
-	cm_buf_fini(&c->u.map.item);
-	cm_buf_fini(&c->u.map.view);
-	free(c);
-	return err;
-}
 
 int engine__apply_settle(engine *e, op *o, int committed)
 {

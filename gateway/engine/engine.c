@@ -1,10 +1,10 @@
 /*
- * The engine thread; see engine.h. Everything below runs on that thread,
- * except the public entry points at the end (HTTP, hub and executor
- * threads), which only touch the inbox under e->mu. This file holds the
- * cycle: taking requests and backend events, handling them in one
- * transaction, answering after the commit, stopping. The rest is by concern
- * (engine_int.h lists the files and what they share).
+ * The engine thread; see engine.h. Everything here runs on that thread but
+ * engine_new, engine_start, engine_quiesce and engine_free at the end (the
+ * gateway's main thread). This file holds the cycle: taking requests and
+ * backend events, handling them in one transaction, answering after the
+ * commit, stopping. Requests come in through requests.c; the rest is by
+ * concern (internal.h lists the files and what they share).
  *
  * One cycle:
  *
@@ -24,7 +24,7 @@
  * results are never held back.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -445,50 +445,7 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-/* ---- public ------------------------------------------------------------- */
-
-/* Puts o in the inbox; e->mu is held. The caller wakes the engine. */
-static void inbox_push(engine *e, op *o)
-{
-	o->next = e->inbox;
-	e->inbox = o;
-	atomic_fetch_add_explicit(&e->posts, 1, memory_order_relaxed);
-}
-
-int engine__post(engine *e, op *o, post_when when)
-{
-	int refused;
-
-	pthread_mutex_lock(&e->mu);
-	refused = (when == POST_UNLESS_CLOSING && e->closing) || (when == POST_UNLESS_STOPPING && e->stopping);
-	if (!refused)
-		inbox_push(e, o);
-	pthread_mutex_unlock(&e->mu);
-	/* Woken after the unlock: woken under it, the engine ran into the
-	 * mutex still held here and slept again, to be woken a second time by
-	 * the unlock (two futex wakes and two switches a request, `strace` of
-	 * an HTTP thread). The engine looks at its inbox under the mutex
-	 * before it waits, so no post is missed; engine_free destroys the
-	 * condition only after every poster has stopped (main.c's order). */
-	if (!refused)
-		pthread_cond_signal(&e->wake);
-	return refused ? CM_ESHUTDOWN : CM_OK;
-}
-
-/* From an executor's thread: the event joins the inbox like a request
- * (also while stopping: stop_everything waits for the ends). */
-static void post_event(void *ctx, bx_event *ev)
-{
-	op *o = calloc(1, sizeof(*o));
-
-	if (!o) {
-		bx_event_free(ev);
-		return;
-	}
-	o->kind = OP_BACKEND_EVENT;
-	o->u.event = ev;
-	engine__post(ctx, o, POST_ALWAYS);
-}
+/* ---- start and stop ----------------------------------------------------- */
 
 int engine_new(const gw_config *cfg, credentials *creds, backend *const *backends, size_t n, engine **out, char *detail,
                size_t detail_len)
@@ -530,7 +487,7 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	pthread_cond_init(&e->wake, NULL);
 	err = CM_OK;
 	for (size_t i = 0; i < n; i++) /* each takes its backend, also on failure */
-		if (!(e->backends[e->nbackends] = bx_new(backends[i], post_event, e)))
+		if (!(e->backends[e->nbackends] = bx_new(backends[i], engine__post_backend_event, e)))
 			err = CM_ENOMEM;
 		else
 			e->nbackends++;
@@ -606,104 +563,4 @@ void engine_free(engine *e)
 	pthread_cond_destroy(&e->wake);
 	pthread_mutex_destroy(&e->mu);
 	free(e);
-}
-
-/* Hands op to the engine and waits for its answer. */
-int engine__submit(engine *e, op *o)
-{
-	pthread_cond_init(&o->cv, NULL);
-	pthread_mutex_lock(&e->mu);
-	if (e->closing) {
-		pthread_mutex_unlock(&e->mu);
-		pthread_cond_destroy(&o->cv);
-		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
-		return o->err = CM_ESHUTDOWN;
-	}
-	inbox_push(e, o);
-	pthread_cond_signal(&e->wake); /* the wait below lets go of the mutex at once */
-	while (!o->done)
-		pthread_cond_wait(&o->cv, &e->mu);
-	pthread_mutex_unlock(&e->mu);
-	pthread_cond_destroy(&o->cv);
-	return o->err;
-}
-
-op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx)
-{
-	op *o = calloc(1, sizeof(*o));
-
-	if (!o)
-		return NULL;
-	o->kind = kind;
-	snprintf(o->owned_id, sizeof(o->owned_id), "%s", id);
-	o->id = o->owned_id;
-	o->done_fn = done;
-	o->done_ctx = ctx;
-	return o;
-}
-
-engine_call *engine__start(engine *e, op *o)
-{
-	if (engine__post(e, o, POST_UNLESS_CLOSING) != CM_OK) {
-		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
-		o->err = CM_ESHUTDOWN;
-		o->done = 1;
-		o->done_fn(o->done_ctx);
-	}
-	return o;
-}
-
-int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len)
-{
-	int err = c->err;
-
-	snprintf(detail, detail_len, "%s", c->detail);
-	if (err == CM_OK)
-		*out = c->out;
-	else
-		json_decref(c->out);
-	free(c);
-	return err;
-}
-
-int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = kind, .id = id};
-	int err = engine__submit(e, &o);
-
-	if (detail)
-		snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	else
-		json_decref(o.out);
-	return err;
-}
-
-uint64_t engine_generation(engine *e)
-{
-	uint64_t g;
-
-	pthread_mutex_lock(&e->mu);
-	g = e->gen;
-	pthread_mutex_unlock(&e->mu);
-	return g;
-}
-
-int engine_closing(engine *e)
-{
-	int closing;
-
-	pthread_mutex_lock(&e->mu);
-	closing = e->closing;
-	pthread_mutex_unlock(&e->mu);
-	return closing;
-}
-
-void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx)
-{
-	pthread_mutex_lock(&e->mu);
-	e->on_commit = on_commit;
-	e->on_commit_ctx = ctx;
-	pthread_mutex_unlock(&e->mu);
 }

@@ -3,7 +3,7 @@
  * engine thread.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 const char *engine__job_state(const job *j)
 {

@@ -11,7 +11,7 @@
  * part at a time; a crash keeps what was committed, and the client goes on
  * from 'received'.
  */
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 /* A request whose arguments go into the store a slice a cycle. */
 struct fill {
@@ -276,28 +276,4 @@ void engine__handle_job_args(engine *e, op *o)
 {
 	if (!part_start(e, o))
 		answer_now(e, o);
-}
-
-int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
-               size_t detail_len)
-{
-	op o = {.kind = OP_MAP, .id = pool_id, .u.map.spec = spec, .u.map.idem_key = idem_key};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_args *args, json_t **out, char *detail,
-                    size_t detail_len)
-{
-	op o = {.kind = OP_JOB_ARGS, .id = job_id, .u.part.args = args, .u.part.offset = offset};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
 }

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "tests/unit/fake_backend.h"
+#include "gateway/engine/tests/fake_backend.h"
 
 #include <pthread.h>
 #include <stdio.h>

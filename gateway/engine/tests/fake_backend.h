@@ -1,12 +1,12 @@
 /*
- * fake_backend: a backend (gateway/backend.h) that starts nothing. It is the
+ * fake_backend: a backend (gateway/backend/backend.h) that starts nothing. It is the
  * seam where unit tests replace the real local and docker backends: each
  * run is recorded with the worker id its environment names, "exits" when a
  * test says so or when stopped, and the test can see the stops it got.
  * Called from the engine's executor thread; the test reads it from its own.
  */
-#ifndef TESTS_UNIT_FAKE_BACKEND_H
-#define TESTS_UNIT_FAKE_BACKEND_H
+#ifndef GATEWAY_ENGINE_TESTS_FAKE_BACKEND_H
+#define GATEWAY_ENGINE_TESTS_FAKE_BACKEND_H
 
 #include "gateway/backend/backend.h"
 

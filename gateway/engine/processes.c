@@ -1,14 +1,13 @@
 /*
  * Processes and Rings in the engine; see engine.h. Runs on the engine
- * thread, but for the public entry points at the end, which hand requests
- * over through the inbox. A Process is a program or one function run once on
+ * thread; requests come in through requests.c. A Process is a program or one function run once on
  * a backend; a Ring is size of them with RANK, WORLD_SIZE, MASTER_ADDR and
  * MASTER_PORT.
  */
 #define _GNU_SOURCE
 #include <unistd.h>
 
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 /* ---- processes ---------------------------------------------------------- */
 
@@ -636,67 +635,6 @@ void engine__load_ring(void *ctx, const char *id, int size, int master_port, con
 		snprintf(r->members[i], sizeof(r->members[i]), "%.*s", (int)(comma ? comma - p : (long)strlen(p)), p);
 		p = comma ? comma + 1 : NULL;
 	}
-}
-
-int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_PROC_START, .u.proc.spec = spec};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_process_get(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_PROC_GET, id, out, NULL, 0);
-}
-
-int engine_process_list(engine *e, json_t **out)
-{
-	return engine__run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
-}
-
-engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
-{
-	op *o = engine__call_new(OP_PROC_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
-}
-
-int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
-{
-	op o = {.kind = OP_RING_START, .u.proc.spec = spec, .u.proc.ring_size = size};
-	int err = engine__submit(e, &o);
-
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
-}
-
-int engine_ring_list(engine *e, json_t **out)
-{
-	return engine__run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
-}
-
-int engine_ring_get(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_RING_GET, id, out, NULL, 0);
-}
-
-engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
-{
-	op *o = engine__call_new(OP_RING_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
-}
-
-int engine_process_logs(engine *e, const char *id, json_t **out)
-{
-	return engine__run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
 }
 
 /* Ended before cutoff (wall clock), and nobody waits on it. */

@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "common/common.h"
-#include "gateway/engine.h"
-#include "tests/unit/fake_backend.h"
+#include "gateway/engine/engine.h"
+#include "gateway/engine/tests/fake_backend.h"
 
 /* ---- the hub's side: this test ------------------------------------------ */
 

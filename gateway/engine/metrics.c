@@ -9,7 +9,7 @@
  * Prometheus.
  */
 #define _GNU_SOURCE
-#include "gateway/engine_int.h"
+#include "gateway/engine/internal.h"
 
 #include <stddef.h>
 
@@ -123,15 +123,4 @@ void engine__handle_metrics(engine *e, op *o)
 	if (!o->out)
 		o->err = CM_ENOMEM;
 	cm_buf_fini(&b);
-}
-
-int engine_metrics(engine *e, cm_buf *out)
-{
-	json_t *text = NULL;
-	int err = engine__run_simple(e, OP_METRICS, NULL, &text, NULL, 0);
-
-	if (err == CM_OK)
-		err = cm_buf_append(out, json_string_value(text), json_string_length(text));
-	json_decref(text);
-	return err;
 }

@@ -1,0 +1,489 @@
+/*
+ * Every way into the engine from another thread: the HTTP threads' requests,
+ * the hub's worker frames, the backends' executors' events, and what long
+ * polls read. Each packs its arguments into an op and hands it to the
+ * engine thread's inbox under e->mu; nothing here touches the engine's
+ * state, which only the engine thread reads and writes (engine.c and the
+ * files by concern, listed in internal.h).
+ *
+ * Three ways to hand over an op:
+ *   engine__submit      the caller waits for the answer (one cycle)
+ *   engine__start       returns at once; the op's done callback runs later
+ *   engine__post        no answer to wait for (a worker's frame, an event)
+ */
+#define _GNU_SOURCE
+#include "gateway/engine/internal.h"
+
+/* ---- handing over ------------------------------------------------------- */
+
+/* Puts o in the inbox; e->mu is held. The caller wakes the engine. */
+static void inbox_push(engine *e, op *o)
+{
+	o->next = e->inbox;
+	e->inbox = o;
+	atomic_fetch_add_explicit(&e->posts, 1, memory_order_relaxed);
+}
+
+int engine__post(engine *e, op *o, post_when when)
+{
+	int refused;
+
+	pthread_mutex_lock(&e->mu);
+	refused = (when == POST_UNLESS_CLOSING && e->closing) || (when == POST_UNLESS_STOPPING && e->stopping);
+	if (!refused)
+		inbox_push(e, o);
+	pthread_mutex_unlock(&e->mu);
+	/* Woken after the unlock: woken under it, the engine ran into the
+	 * mutex still held here and slept again, to be woken a second time by
+	 * the unlock (two futex wakes and two switches a request, `strace` of
+	 * an HTTP thread). The engine looks at its inbox under the mutex
+	 * before it waits, so no post is missed; engine_free destroys the
+	 * condition only after every poster has stopped (main.c's order). */
+	if (!refused)
+		pthread_cond_signal(&e->wake);
+	return refused ? CM_ESHUTDOWN : CM_OK;
+}
+
+/* Hands op to the engine and waits for its answer. */
+int engine__submit(engine *e, op *o)
+{
+	pthread_cond_init(&o->cv, NULL);
+	pthread_mutex_lock(&e->mu);
+	if (e->closing) {
+		pthread_mutex_unlock(&e->mu);
+		pthread_cond_destroy(&o->cv);
+		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
+		return o->err = CM_ESHUTDOWN;
+	}
+	inbox_push(e, o);
+	pthread_cond_signal(&e->wake); /* the wait below lets go of the mutex at once */
+	while (!o->done)
+		pthread_cond_wait(&o->cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	pthread_cond_destroy(&o->cv);
+	return o->err;
+}
+
+op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->kind = kind;
+	snprintf(o->owned_id, sizeof(o->owned_id), "%s", id);
+	o->id = o->owned_id;
+	o->done_fn = done;
+	o->done_ctx = ctx;
+	return o;
+}
+
+engine_call *engine__start(engine *e, op *o)
+{
+	if (engine__post(e, o, POST_UNLESS_CLOSING) != CM_OK) {
+		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
+		o->err = CM_ESHUTDOWN;
+		o->done = 1;
+		o->done_fn(o->done_ctx);
+	}
+	return o;
+}
+
+int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = kind, .id = id};
+	int err = engine__submit(e, &o);
+
+	if (detail)
+		snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	else
+		json_decref(o.out);
+	return err;
+}
+
+int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len)
+{
+	int err = c->err;
+
+	snprintf(detail, detail_len, "%s", c->detail);
+	if (err == CM_OK)
+		*out = c->out;
+	else
+		json_decref(c->out);
+	free(c);
+	return err;
+}
+
+/* From an executor's thread: the event joins the inbox like a request
+ * (also while stopping: stop_everything waits for the ends). */
+void engine__post_backend_event(void *ctx, bx_event *ev)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		bx_event_free(ev);
+		return;
+	}
+	o->kind = OP_BACKEND_EVENT;
+	o->u.event = ev;
+	engine__post(ctx, o, POST_ALWAYS);
+}
+
+uint64_t engine_generation(engine *e)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&e->mu);
+	g = e->gen;
+	pthread_mutex_unlock(&e->mu);
+	return g;
+}
+
+int engine_closing(engine *e)
+{
+	int closing;
+
+	pthread_mutex_lock(&e->mu);
+	closing = e->closing;
+	pthread_mutex_unlock(&e->mu);
+	return closing;
+}
+
+void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&e->mu);
+	e->on_commit = on_commit;
+	e->on_commit_ctx = ctx;
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- pools and managers ------------------------------------------------- */
+
+int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_POOL_CREATE, .u.pool_create.spec = spec};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_pool_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
+}
+
+int engine_pool_list(engine *e, int managers, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
+}
+
+int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+}
+
+int engine_pool_patch(engine *e, const char *id, const pool_patch *patch, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_POOL_PATCH, .id = id, .u.patch = patch};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_POOL_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
+}
+
+/* ---- jobs: maps, applies, their parts and views ------------------------- */
+
+int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, json_t **out, char *detail,
+               size_t detail_len)
+{
+	op o = {.kind = OP_MAP, .id = pool_id, .u.map.spec = spec, .u.map.idem_key = idem_key};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_args *args, json_t **out, char *detail,
+                    size_t detail_len)
+{
+	op o = {.kind = OP_JOB_ARGS, .id = job_id, .u.part.args = args, .u.part.offset = offset};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, int64_t wait_ms,
+                                engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_MAP, pool_id, done, ctx);
+
+	if (!o)
+		return NULL;
+	o->u.map.spec = spec;
+	o->u.map.idem_key = idem_key;
+	o->u.map.wait_until = cm_now_ms() + (wait_ms > 0 ? wait_ms : 1);
+	cm_buf_init(&o->u.map.item);
+	cm_buf_init(&o->u.map.view);
+	return engine__start(e, o);
+}
+
+int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, size_t detail_len)
+{
+	int err = c->err;
+
+	snprintf(detail, detail_len, "%s", c->detail);
+	*out = (engine_apply_answer){0};
+	if (err == CM_OK) {
+		snprintf(out->id, sizeof(out->id), "%s", c->u.map.job_id);
+		out->job_len = c->u.map.view.len;
+		out->job = cm_buf_steal(&c->u.map.view);
+		out->info = c->u.map.info;
+		out->info_ok = c->u.map.info_ok;
+		if (c->u.map.item.len) {
+			out->item_len = c->u.map.item.len;
+			out->item = cm_buf_steal(&c->u.map.item);
+		}
+	}
+	cm_buf_fini(&c->u.map.item);
+	cm_buf_fini(&c->u.map.view);
+	free(c);
+	return err;
+}
+
+int engine_pool_jobs(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
+}
+
+int engine_job_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+}
+
+int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out)
+{
+	op o = {.kind = OP_JOB_LIST, .id = pool_id, .u.job_list = {.state = state, .below = cursor, .limit = limit}};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_job_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
+}
+
+int engine_job_info(engine *e, const char *id, job_info *out)
+{
+	op o = {.kind = OP_JOB_INFO, .id = id};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.u.info;
+	return err;
+}
+
+/* ---- queues and pipes --------------------------------------------------- */
+
+int engine_queue_create(engine *e, const char *kind, json_t **out)
+{
+	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
+	int err = engine__submit(e, &o);
+
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_queue_info(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
+}
+
+int engine_queue_list(engine *e, int pipes, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
+}
+
+int engine_queue_delete(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
+}
+
+int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
+                     json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_QUEUE_PUT,
+	        .id = pipe_end < 0 ? id : NULL,
+	        .u.queue.pipe = pipe_end < 0 ? NULL : id,
+	        .u.queue.pipe_end = pipe_end,
+	        .u.queue.items = items,
+	        .u.queue.lens = lens,
+	        .u.queue.nitems = n};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
+                                    engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_QUEUE_GET, id, done, ctx);
+
+	if (!o)
+		return NULL;
+	if (pipe_end >= 0) {
+		o->u.queue.pipe = o->id;
+		o->id = NULL;
+	}
+	o->u.queue.pipe_end = pipe_end;
+	o->u.queue.max = max;
+	o->u.queue.deadline = cm_now_ms() + wait_ms;
+	return engine__start(e, o);
+}
+
+/* ---- processes and rings ------------------------------------------------ */
+
+int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_PROC_START, .u.proc.spec = spec};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_process_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_GET, id, out, NULL, 0);
+}
+
+int engine_process_list(engine *e, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
+}
+
+engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_PROC_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
+}
+
+int engine_process_logs(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
+}
+
+int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_RING_START, .u.proc.spec = spec, .u.proc.ring_size = size};
+	int err = engine__submit(e, &o);
+
+	snprintf(detail, detail_len, "%s", o.detail);
+	if (err == CM_OK)
+		*out = o.out;
+	return err;
+}
+
+int engine_ring_get(engine *e, const char *id, json_t **out)
+{
+	return engine__run_simple(e, OP_RING_GET, id, out, NULL, 0);
+}
+
+int engine_ring_list(engine *e, json_t **out)
+{
+	return engine__run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
+}
+
+engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = engine__call_new(OP_RING_DELETE, id, done, ctx);
+
+	return o ? engine__start(e, o) : NULL;
+}
+
+/* ---- what the gateway shows --------------------------------------------- */
+
+int engine_metrics(engine *e, cm_buf *out)
+{
+	json_t *text = NULL;
+	int err = engine__run_simple(e, OP_METRICS, NULL, &text, NULL, 0);
+
+	if (err == CM_OK)
+		err = cm_buf_append(out, json_string_value(text), json_string_length(text));
+	json_decref(text);
+	return err;
+}
+
+events *engine_events(engine *e)
+{
+	return e->events;
+}
+
+/* ---- workers, through the hub ------------------------------------------- */
+
+void engine_set_link(engine *e, const engine_link *link)
+{
+	e->link = *link;
+}
+
+int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return CM_ENOMEM;
+	o->kind = OP_PULL;
+	o->u.pull.msg = m;
+	o->slot = slot;
+	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
+		free(o);
+		return CM_ESHUTDOWN;
+	}
+	return CM_OK;
+}
+
+int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
+{
+	op *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return CM_ENOMEM;
+	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
+	o->u.queue.call = call;
+	o->slot = slot;
+	o->u.queue.max = call->max ? call->max : 1;
+	o->u.queue.deadline = cm_now_ms() + call->wait_ms;
+	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
+		free(o);
+		return CM_ESHUTDOWN;
+	}
+	return CM_OK;
+}
