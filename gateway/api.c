@@ -1693,7 +1693,7 @@ static int load_token(api *a, const struct sockaddr_storage *ss, char *detail, s
 
 /* --http-max, or what the open-file limit (raised to its hard maximum at
  * start) leaves after a reserve for the store and the workers, and the
- * quarter the hub's connections may take (hub.c). */
+ * quarter the hub's connections may take (hub/hub.c). */
 static unsigned connection_limit(const gw_config *cfg)
 {
 	struct rlimit rl;

@@ -14,7 +14,7 @@
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
-#include "gateway/hub.h"
+#include "gateway/hub/hub.h"
 #include "store/store.h"
 
 /* As many open files as the hard limit allows: each HTTP connection, worker

@@ -20,7 +20,7 @@
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
-#include "gateway/hub.h"
+#include "gateway/hub/hub.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

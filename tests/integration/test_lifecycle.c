@@ -196,7 +196,7 @@ static void assert_echo_map(gateway *g, const char *pool)
 	free(job);
 }
 
-/* A hub on a Unix socket (ipc://, hub_poll.c): workers dial it and a map
+/* A hub on a Unix socket (ipc://, gateway/hub/poll.c): workers dial it and a map
  * comes back whole; a killed gateway leaves its socket file, which the
  * next one takes over, and its workers come back; a socket someone
  * listens on is not taken, nor a file that is not a socket: another

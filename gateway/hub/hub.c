@@ -1,7 +1,7 @@
 /*
  * The hub: a listener and the connections workers dial, each carrying one
  * exchange at a time (proto/wire.h): on sockets of its own for tcp:// and
- * ipc:// (hub_poll.c, whose thread reads every connection), on an nng
+ * ipc:// (poll.c, whose thread reads every connection), on an nng
  * stream for tls+tcp://. A connection is an explicit state machine driven
  * by its reads and sends finishing (on hub_poll's thread, or in an aio's
  * callback on nng's threads) and by the engine thread's answer
@@ -45,8 +45,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/hub.h"
-#include "gateway/hub_poll.h"
+#include "gateway/hub/hub.h"
+#include "gateway/hub/poll.h"
 #include "gateway/result_check.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
@@ -63,7 +63,7 @@ typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_stat
 /* One worker's connection (the engine's hub_slot: what it answers). */
 struct hub_slot {
 	hub *hub;
-	/* On a socket of the hub's own (hub_poll.c): */
+	/* On a socket of the hub's own (poll.c): */
 	int fd; /* -1: on nng's stream */
 	/* Held by whoever arms the connection, across the arming, and by
 	 * hub_poll's thread as it takes it: so the thread also sees all the

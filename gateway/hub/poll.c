@@ -1,8 +1,8 @@
 /*
- * The hub's listener and its thread (hub_poll.h).
+ * The hub's listener and its thread (poll.h).
  */
 #define _GNU_SOURCE /* accept4, getaddrinfo, NI_MAXHOST under -std=c11 */
-#include "gateway/hub_poll.h"
+#include "gateway/hub/poll.h"
 
 #include <errno.h>
 #include <netdb.h>
