@@ -4,7 +4,7 @@
  * some ten allocations an item, which made the client, not the gateway,
  * most of a large map's time (a million results took the gateway 0.25 s to
  * page and libstrand over 1 s to parse). The gateway writes pages in two
- * shapes, each always the same way (gateway/api.c, results_body):
+ * shapes, each always the same way (gateway/http/results.c, results_body):
  *   {"job":…,"order":…,"total":N,"items":[{"index":N,"ok":true,"value":V},
  *    {"index":N,"ok":false,"error":"…"},…],"next_cursor":"N","complete":B}
  *   {"job":…,"order":…,"total":N,"values":[V,"…",…],

@@ -3,7 +3,7 @@
  * keep a web page the operator visits from using it on their behalf (DNS
  * rebinding through the Host header, cross-site requests through Origin).
  * Pure functions over header values, so that they are unit tested alone;
- * api.c applies them to each request.
+ * gateway/http/screen.c applies them to each request.
  */
 #ifndef GATEWAY_AUTH_H
 #define GATEWAY_AUTH_H

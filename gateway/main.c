@@ -10,7 +10,7 @@
 
 #include "common/common.h"
 #include "common/tsan_suppressions.h"
-#include "gateway/api.h"
+#include "gateway/http/api.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"

@@ -56,7 +56,7 @@ int engine_pool_get(engine *e, const char *id, json_t **out);
  * a pool, and each list holds only its own kind. */
 int engine_pool_list(engine *e, int managers, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
-/* Resizes the pool, or sets or ends its autoscale (engine_scale.c): answers
+/* Resizes the pool, or sets or ends its autoscale (scale.c): answers
  * at once with its new size; workers start or retire in the cycles after.
  * CM_ECLOSED: a manager, a pool that ends, or a size set on a pool that
  * autoscales; CM_EINVAL: a size out of its bounds. */

@@ -52,7 +52,7 @@
 #include "proto/wire.h"
 
 /* Connections at most: a quarter of the open-file limit, which the HTTP
- * side leaves to the hub (api.c), and never more than this. */
+ * side leaves to the hub (http/api.c), and never more than this. */
 #define CONNS_MAX 4096
 #define FIRST_FRAME_MS 10000
 #define FRAME_MS 60000

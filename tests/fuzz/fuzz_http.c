@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/api.h"
+#include "gateway/http/api.h"
 #include "gateway/config.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"

@@ -4,8 +4,8 @@
  * (GET /metrics), so a label never carries an id; and the table is what
  * the API's description is checked against.
  */
-#ifndef GATEWAY_ROUTE_TABLE_H
-#define GATEWAY_ROUTE_TABLE_H
+#ifndef GATEWAY_HTTP_ROUTE_TABLE_H
+#define GATEWAY_HTTP_ROUTE_TABLE_H
 
 #include <stddef.h>
 

@@ -7,8 +7,8 @@
  * gateway stopping. Resuming makes libmicrohttpd call the request's handler
  * again, which looks once more and answers or parks again.
  */
-#ifndef GATEWAY_PARKING_H
-#define GATEWAY_PARKING_H
+#ifndef GATEWAY_HTTP_PARKING_H
+#define GATEWAY_HTTP_PARKING_H
 
 #include <microhttpd.h>
 #include <stdint.h>

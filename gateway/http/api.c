@@ -25,7 +25,7 @@
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
  *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
  *   GET    /metrics                      Prometheus text format
- *   GET    /v1/openapi.json              this API's description (gateway/openapi.json)
+ *   GET    /v1/openapi.json              this API's description (openapi.json)
  *   GET    /  and /web/FILE              the dashboard
  */
 #define _GNU_SOURCE
@@ -44,16 +44,16 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/api.h"
-#include "gateway/api_events.h"
+#include "gateway/http/api.h"
+#include "gateway/http/event_stream.h"
 #include "gateway/auth.h"
-#include "gateway/http_metrics.h"
-#include "gateway/openapi_doc.h"
-#include "gateway/parking.h"
+#include "gateway/http/metrics.h"
+#include "gateway/http/openapi_doc.h"
+#include "gateway/http/parking.h"
 #include "gateway/policy.h"
 #include "gateway/result_columns.h"
 #include "gateway/result_item.h"
-#include "gateway/route_table.h"
+#include "gateway/http/route_table.h"
 #include "store/store.h"
 
 #define READERS 16
@@ -821,7 +821,7 @@ static enum MHD_Result get_openapi(struct MHD_Connection *c)
 	return ret;
 }
 
-/* GET /v1/events[?pool=ID]: Server-Sent Events (api_events.h). */
+/* GET /v1/events[?pool=ID]: Server-Sent Events (event_stream.h). */
 static enum MHD_Result get_events(api *a, struct MHD_Connection *c, const char *url, request *rq)
 {
 	const char *pool = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool");

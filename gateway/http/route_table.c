@@ -2,7 +2,7 @@
  * The routes, and a match of a URL against their templates: segment by
  * segment, a "{...}" segment matching any one non-empty segment.
  */
-#include "gateway/route_table.h"
+#include "gateway/http/route_table.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * next generation or the next keep-alive is due.
  */
 #define _GNU_SOURCE
-#include "gateway/api_events.h"
+#include "gateway/http/event_stream.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,13 +3,13 @@
  * a client can make the gateway keep: routes and statuses are the
  * gateway's own, and a method that is not one of ours counts as "other".
  */
-#include "gateway/http_metrics.h"
+#include "gateway/http/metrics.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/route_table.h"
+#include "gateway/http/route_table.h"
 
 #define COUNTERS_MAX 1024 /* more would be a route, method and status never seen together */
 

@@ -1,9 +1,9 @@
 /*
- * openapi_doc: gateway/openapi.json (OpenAPI 3.1, every route, body and
+ * openapi_doc: gateway/http/openapi.json (OpenAPI 3.1, every route, body and
  * problem), built into the gateway and served at GET /v1/openapi.json.
  */
-#ifndef GATEWAY_OPENAPI_DOC_H
-#define GATEWAY_OPENAPI_DOC_H
+#ifndef GATEWAY_HTTP_OPENAPI_DOC_H
+#define GATEWAY_HTTP_OPENAPI_DOC_H
 
 #include <stddef.h>
 

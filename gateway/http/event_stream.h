@@ -1,15 +1,15 @@
 /*
- * api_events: GET /v1/events, the event log (events.h) as Server-Sent
+ * event_stream: GET /v1/events, the event log (events.h) as Server-Sent
  * Events. A stream holds no thread: between events its connection is
  * parked (parking.h) until a commit or its next keep-alive comment.
  */
-#ifndef GATEWAY_API_EVENTS_H
-#define GATEWAY_API_EVENTS_H
+#ifndef GATEWAY_HTTP_EVENT_STREAM_H
+#define GATEWAY_HTTP_EVENT_STREAM_H
 
 #include <microhttpd.h>
 
 #include "gateway/engine/engine.h"
-#include "gateway/parking.h"
+#include "gateway/http/parking.h"
 
 #define EVENT_PING_MS 15000 /* a comment this often keeps proxies open and finds readers that left */
 #define EVENT_RETRY_MS 2000 /* told to the reader: how soon to reconnect */

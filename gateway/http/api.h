@@ -4,8 +4,8 @@
  * pages are read straight from the store through read-only connections: what
  * they see is committed, so nothing is served that a crash could take back.
  */
-#ifndef GATEWAY_API_H
-#define GATEWAY_API_H
+#ifndef GATEWAY_HTTP_API_H
+#define GATEWAY_HTTP_API_H
 
 #include "gateway/config.h"
 #include "gateway/engine/engine.h"

@@ -1,5 +1,5 @@
 /*
- * The route table against gateway/openapi.json: every route and method the
+ * The route table against gateway/http/openapi.json: every route and method the
  * gateway routes is documented and nothing else is (the integration test
  * tests/integration/openapi.sh then checks the server answers as the
  * table says). And the matching of URLs to templates, and a 405's words.
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "gateway/route_table.h"
+#include "gateway/http/route_table.h"
 
 static void every_route_is_documented_and_nothing_else(void **state)
 {

@@ -7,7 +7,7 @@
  * look, never a wrong answer.
  */
 #define _GNU_SOURCE
-#include "gateway/parking.h"
+#include "gateway/http/parking.h"
 
 #include <pthread.h>
 #include <stdlib.h>
