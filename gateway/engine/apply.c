@@ -11,7 +11,7 @@
  * answered with none: the HTTP side looks in the store once and answers
  * the result, or 202 with the job.
  */
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 #include "gateway/result_item.h"
 
 int engine__apply_settle(engine *e, op *o, int committed)

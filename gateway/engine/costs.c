@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 double engine__cost_average(double avg, double run_us)
 {

@@ -4,7 +4,7 @@
  * gateway's main thread). This file holds the cycle: taking requests and
  * backend events, handling them in one transaction, answering after the
  * commit, stopping. Requests come in through requests.c; the rest is by
- * concern (internal.h lists the files and what they share).
+ * concern (engine_int.h lists the files and what they share).
  *
  * One cycle:
  *
@@ -24,7 +24,7 @@
  * results are never held back.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 

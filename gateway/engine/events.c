@@ -11,7 +11,7 @@
  * published only once the cycle committed.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 #define PROGRESS_MS 250
 

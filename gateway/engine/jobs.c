@@ -9,7 +9,7 @@
  * UPDATE per range.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 static unsigned hash_id(const char *s)
 {

@@ -9,7 +9,7 @@
  * Prometheus.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 #include <stddef.h>
 

@@ -6,7 +6,7 @@
  * through requests.c.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {

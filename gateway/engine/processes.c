@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include <unistd.h>
 
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* ---- processes ---------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
  * answered with QueueReply frames.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* ---- queues and pipes --------------------------------------------------- */
 

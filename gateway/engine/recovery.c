@@ -5,7 +5,7 @@
  * forgiving a stall of the gateway itself.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 #include "gateway/policy.h"
 
 /* After a commit failed (disk full, database read-only), memory is ahead of

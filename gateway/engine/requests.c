@@ -4,7 +4,7 @@
  * polls read. Each packs its arguments into an op and hands it to the
  * engine thread's inbox under e->mu; nothing here touches the engine's
  * state, which only the engine thread reads and writes (engine.c and the
- * files by concern, listed in internal.h).
+ * files by concern, listed in engine_int.h).
  *
  * Three ways to hand over an op:
  *   engine__submit      the caller waits for the answer (one cycle)
@@ -12,7 +12,7 @@
  *   engine__post        no answer to wait for (a worker's frame, an event)
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* ---- handing over ------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
  * and max. It grows at once and shrinks only by workers idle for idle_s;
  * each change is logged with its reason, stored, and shown on the pool.
  */
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 #define SCALE_EVERY_MS 250 /* autoscale looks this often */
 #define UNKNOWN_TASK_US 500000.0 /* a task never measured is taken to take this (Dask's default) */

@@ -11,7 +11,7 @@
  * part at a time; a crash keeps what was committed, and the client goes on
  * from 'received'.
  */
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* A request whose arguments go into the store a slice a cycle. */
 struct fill {

@@ -7,7 +7,7 @@
  * system by incremental vacuum, so the file is as large as what it keeps,
  * not as its peak.
  */
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 /* How often ended jobs are looked over when the last look removed all it
  * found; and how many jobs one cycle removes at most (each costs a few

@@ -3,7 +3,7 @@
  * engine thread.
  */
 #define _GNU_SOURCE
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 const char *engine__job_state(const job *j)
 {

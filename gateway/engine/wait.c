@@ -6,7 +6,7 @@
  * owns the list answers it. Ops link through their own next pointer: an op
  * is in at most one list, and never on the ready list at the same time.
  */
-#include "gateway/engine/internal.h"
+#include "gateway/engine/engine_int.h"
 
 void waitlist_add(waitlist *w, op *o)
 {

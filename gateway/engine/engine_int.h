@@ -19,8 +19,8 @@
  * Everything here but requests.c belongs to the engine thread; see engine.c
  * for the cycle and engine.h for the contract.
  */
-#ifndef GATEWAY_ENGINE_INTERNAL_H
-#define GATEWAY_ENGINE_INTERNAL_H
+#ifndef GATEWAY_ENGINE_ENGINE_INT_H
+#define GATEWAY_ENGINE_ENGINE_INT_H
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
