@@ -1,0 +1,179 @@
+/*
+ * The HTTP side's inside, shared by its files in gateway/http/:
+ *   api.c          the daemon: start, stop, and the dispatch of each request
+ *   screen.c       who may ask: URL, headers, host, origin, token
+ *   reply.c        answers: JSON, text, RFC 9457 problems; query parameters
+ *   long_poll.c    requests that wait: long polls and engine calls that
+ *                  answer later, parked meanwhile (parking.h)
+ *   results.c      result and failure pages, read from the store
+ *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
+ *   session.c      one resource each: its routes under /v1
+ *   service.c      health, metrics, the OpenAPI document, the event stream
+ *                  (event_stream.c) and the dashboard's files
+ * Handlers run on libmicrohttpd's threads, so none may wait long: a short
+ * request waits for one engine cycle; a long poll parks its connection and
+ * looks again when resumed. Nothing here holds engine state.
+ */
+#ifndef GATEWAY_HTTP_HTTP_INT_H
+#define GATEWAY_HTTP_HTTP_INT_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "common/common.h"
+#include "gateway/auth.h"
+#include "gateway/http/api.h"
+#include "gateway/http/metrics.h"
+#include "gateway/http/parking.h"
+#include "store/store.h"
+
+#define READERS 16 /* idle read-only store connections kept for result pages */
+
+struct api {
+	const gw_config *cfg;
+	engine *engine;
+	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
+	cm_buf tls_cert, tls_key; /* PEM, kept for as long as the daemon runs */
+	struct MHD_Daemon *daemon;
+	parking *parking;
+	pthread_mutex_t mu;
+	store *readers[READERS]; /* idle read-only connections */
+	int nreaders;
+	size_t parked; /* requests that parked once and are not completed yet */
+	pthread_cond_t unparked;
+	http_metrics *metrics; /* requests counted as they complete */
+};
+
+typedef struct request request;
+
+/* One look of a long poll: answers (returns 1 with *ret set) or returns 0
+ * to wait on. When final (its deadline passed, the gateway stops) it must
+ * answer. */
+typedef int (*request_look)(api *a, struct MHD_Connection *c, const char *url, request *rq, int final,
+                            enum MHD_Result *ret);
+
+/* What a results page asks for (GET /v1/jobs/{id}/results). */
+typedef struct page_query {
+	int completion; /* order=completion, else input */
+	int columns; /* shape=columns, else items */
+	int64_t cursor, limit;
+} page_query;
+
+struct request {
+	api *api;
+	struct MHD_Connection *connection;
+	cm_buf body;
+	size_t cap; /* the body's cap for this route */
+	int too_big;
+	int refused; /* answered at its first call: the body is not read */
+	size_t route; /* its route_table index, counted when it completes */
+	char method[8];
+	int parked; /* counted in api.parked until it completes */
+
+	/* A long poll, between its looks: what it waits on and until when. */
+	request_look look;
+	int64_t deadline;
+	char id[64]; /* the job, call, process or ring */
+	job_info info;
+	page_query page;
+	int (*get)(engine *, const char *, json_t **); /* a join's */
+	const char *missing; /* 404's detail */
+	char *accepted; /* apply: the 202 answer when no result comes in time (JSON text) */
+	size_t accepted_len;
+	char location[64];
+	/* An apply that waits: the engine answers it (engine_apply_start); the
+	 * request holds its spec and key until it completes. */
+	int applying;
+	map_spec spec;
+	char idem_key[129];
+
+	/* An engine call it started, answered once the connection resumes. */
+	int calling;
+	engine_call *call; /* NULL while calling: there was no memory to start it */
+};
+
+/* ---- reply.c: answers and query parameters ------------------------------ */
+
+/* Queues text (stolen) as the answer; header_name/value: one extra header
+ * (Location, WWW-Authenticate, Set-Cookie), or NULL. */
+enum MHD_Result http_send_text_with(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
+                                    const char *header_name, const char *header_value);
+enum MHD_Result http_send_text(struct MHD_Connection *c, int status, char *text, size_t len, const char *type,
+                               const char *location);
+/* Sends and releases j (stolen). */
+enum MHD_Result http_send_json(struct MHD_Connection *c, int status, json_t *j, const char *location);
+/* An RFC 9457 problem+json answer (detail NULL or "": the status' reason). */
+enum MHD_Result http_problem_with(struct MHD_Connection *c, int status, const char *url, const char *detail,
+                                  const char *header_name, const char *header_value);
+enum MHD_Result http_problem(struct MHD_Connection *c, int status, const char *url, const char *detail);
+/* The problem a CM_* error is (404 for CM_ENOENT, 409 for CM_ECLOSED, ...). */
+enum MHD_Result http_fail(struct MHD_Connection *c, int err, const char *url, const char *detail);
+/* Query parameter name as an integer in [lo, hi] into *out, left as it is
+ * when absent; CM_EINVAL with detail otherwise. */
+int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64_t hi, int64_t *out, char *detail,
+                   size_t detail_len);
+void http_first_segment(const char *rest, const char *sub, char *id, size_t id_len);
+enum MHD_Result http_listing(api *a, struct MHD_Connection *c, const char *url, int (*list)(engine *, int, json_t **),
+                             int which);
+
+/* ---- long_poll.c: requests that wait ------------------------------------ */
+
+void http_count_parked(api *a, request *rq);
+enum MHD_Result http_long_poll(api *a, struct MHD_Connection *c, const char *url, request *rq);
+enum MHD_Result http_long_poll_start(api *a, struct MHD_Connection *c, const char *url, request *rq, request_look look,
+                                     int64_t wait_s);
+/* An engine call's done callback: resumes the request's connection. */
+void http_call_done(void *ctx);
+void http_call_hold(api *a, struct MHD_Connection *c, request *rq, const char *missing);
+enum MHD_Result http_call_answer(struct MHD_Connection *c, const char *url, request *rq);
+enum MHD_Result http_call_started(api *a, struct MHD_Connection *c, request *rq, engine_call *call);
+enum MHD_Result http_get_or_delete(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                   const char *id, request *rq, int (*get)(engine *, const char *, json_t **),
+                                   engine_call *(*del)(engine *, const char *, engine_call_done, void *),
+                                   const char *noun, const char *missing, int joinable);
+
+/* ---- results.c ---------------------------------------------------------- */
+
+json_t *http_first_result_page(api *a, request *rq, int *waitable, int *err, char *detail, size_t detail_len);
+enum MHD_Result http_get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id, request *rq);
+enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id);
+
+/* ---- the resources: each routes what follows its prefix (rest) ---------- */
+
+enum MHD_Result http_route_pools(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *rest, request *rq);
+enum MHD_Result http_pools_collection(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                      const request *rq, int managers);
+enum MHD_Result http_apply_answer(struct MHD_Connection *c, const char *url, request *rq);
+enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
+                                request *rq);
+enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method);
+enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *rest, request *rq);
+/* end: -1 for a queue's items, else the pipe end (pipes.c). */
+enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                               const request *rq);
+enum MHD_Result http_queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                               request *rq);
+enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *rest, request *rq);
+enum MHD_Result http_route_managers(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                    const char *rest, request *rq);
+enum MHD_Result http_route_rings(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *rest, request *rq);
+enum MHD_Result http_route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                     const char *rest, request *rq);
+enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                   const request *rq);
+
+/* ---- screen.c and service.c --------------------------------------------- */
+
+/* 0 to go on, or the HTTP status a request is refused with (detail: why),
+ * from its request line and headers alone, before its body is read. */
+int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *method, char *detail, size_t detail_len);
+enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *url);
+enum MHD_Result http_get_openapi(struct MHD_Connection *c);
+enum MHD_Result http_get_events(api *a, struct MHD_Connection *c, const char *url, request *rq);
+enum MHD_Result http_serve_file(api *a, struct MHD_Connection *c, const char *url, const char *name);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * /v1/queues: SimpleQueues. Items are put and taken as JSON texts; a get
+ * waits in line in the engine (engine_queue_get_start). Pipes (pipes.c)
+ * put and get through the same two handlers.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "gateway/http/http_int.h"
+
+/* POST items to queue qid. */
+enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                               const request *rq)
+{
+	char detail[256] = "";
+	items_spec items;
+	json_t *out = NULL;
+	int err;
+
+	err = spec_items_parse(rq->body.data ? rq->body.data : "", rq->body.len, &items, detail, sizeof(detail));
+	if (err != CM_OK)
+		return http_fail(c, err, url, detail);
+	err = engine_queue_put(a->engine, qid, end, items.items, items.lens, items.n, &out, detail, sizeof(detail));
+	spec_items_fini(&items);
+	if (err != CM_OK)
+		return http_fail(c, err, url, detail[0] ? detail : err == CM_ENOENT ? "no such queue" : NULL);
+	return http_send_json(c, 201, out, NULL);
+}
+
+/* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
+ * keeps the reader in line and answers when items come or the wait ends. */
+enum MHD_Result http_queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end, request *rq)
+{
+	char detail[256] = "";
+	int64_t max = 1, wait_s = 0;
+
+	if (http_query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return http_problem(c, 400, url, detail);
+	http_call_hold(a, c, rq, "no such queue");
+	return http_call_started(a, c, rq,
+	                         engine_queue_get_start(a->engine, qid, end, max, wait_s * 1000, http_call_done, rq));
+}
+
+enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *rest, request *rq)
+{
+	const char *sub = strchr(rest, '/');
+	char id[64], location[96];
+	json_t *out = NULL;
+	int err;
+
+	if (!rest[0]) {
+		if (strcmp(method, "GET") == 0)
+			return http_listing(a, c, url, engine_queue_list, 0);
+		if (strcmp(method, "POST") != 0)
+			return http_problem(c, 405, url, "use GET or POST on /v1/queues");
+		if ((err = engine_queue_create(a->engine, "queue", &out)) != CM_OK)
+			return http_fail(c, err, url, NULL);
+		snprintf(location, sizeof(location), "/v1/queues/%s", json_string_value(json_object_get(out, "id")));
+		return http_send_json(c, 201, out, location);
+	}
+	http_first_segment(rest, sub, id, sizeof(id));
+	if (id[0] != 'q')
+		return http_problem(c, 404, url, "no such queue");
+	if (!sub || !sub[1]) {
+		if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0)
+			return http_problem(c, 405, url, "use GET or DELETE on a queue");
+		err = (strcmp(method, "GET") == 0 ? engine_queue_info : engine_queue_delete)(a->engine, id, &out);
+		if (err != CM_OK)
+			return http_fail(c, err, url, err == CM_ENOENT ? "no such queue" : NULL);
+		return http_send_json(c, 200, out, NULL);
+	}
+	if (strcmp(sub, "/items") != 0)
+		return http_problem(c, 404, url, "no such queue resource (items)");
+	if (strcmp(method, "POST") == 0)
+		return http_queue_put(a, c, url, id, -1, rq);
+	if (strcmp(method, "GET") == 0)
+		return http_queue_get(a, c, url, id, -1, rq);
+	return http_problem(c, 405, url, "POST items to put, GET items to take");
+}

@@ -1,0 +1,221 @@
+/*
+ * Result and failure pages of a job (GET /v1/jobs/{id}/results and
+ * /failures), read straight from the store through read-only connections:
+ * what they see is committed, so nothing is served that a crash could take
+ * back. A page is bounded (API_PAGE_MAX results, API_PAGE_BYTES) and says
+ * where the next one starts.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "gateway/http/http_int.h"
+#include "gateway/result_columns.h"
+#include "gateway/result_item.h"
+
+static store *reader_take(api *a, char *detail, size_t detail_len)
+{
+	store *st = NULL;
+
+	pthread_mutex_lock(&a->mu);
+	if (a->nreaders)
+		st = a->readers[--a->nreaders];
+	pthread_mutex_unlock(&a->mu);
+	if (!st && store_open(a->cfg->db, STORE_READER | (a->cfg->db_shared ? STORE_SHARED : 0), &st, detail,
+	                      detail_len) != CM_OK)
+		return NULL;
+	return st;
+}
+
+static void reader_give(api *a, store *st)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->nreaders < READERS) {
+		a->readers[a->nreaders++] = st;
+		st = NULL;
+	}
+	pthread_mutex_unlock(&a->mu);
+	store_close(st);
+}
+
+/* A page being written: its text, and its columns when by columns. */
+typedef struct page_text {
+	cm_buf *b;
+	result_columns *columns;
+	int64_t n; /* results in it */
+} page_text;
+
+static int append_result(void *ctx, const store_result *r)
+{
+	page_text *t = ctx;
+	size_t worst = r->ok ? r->len : 6 * r->len; /* an error is escaped: \u00XX at worst */
+
+	/* Bounded answers: a page stops before API_PAGE_BYTES (always holding
+	 * at least one result), and next_cursor says where to go on. */
+	if (t->columns)
+		worst += result_columns_pending(t->columns) + RESULT_COLUMNS_ROOM;
+	if (t->n && t->b->len + worst + 64 > API_PAGE_BYTES)
+		return STORE_PAGE_FULL;
+	t->n++;
+	if (t->columns)
+		return result_columns_add(t->columns, t->b, r->index, r->ok, r->value, r->len);
+	if (t->n > 1 && cm_buf_append(t->b, ",", 1) != CM_OK)
+		return CM_ENOMEM;
+	return result_item_append(t->b, r->index, r->ok, r->value, r->len, NULL);
+}
+
+/* Reads one page of results into t. */
+static int read_page(api *a, const job_info *info, const page_query *q, page_text *t, int64_t *next, char *detail,
+                     size_t detail_len)
+{
+	store *st = reader_take(a, detail, detail_len);
+	int err;
+
+	if (!st)
+		return CM_EUNAVAIL;
+	err = q->completion ? store_results_completion(st, info->num, q->cursor, q->limit, append_result, t, next)
+	                    : store_results_input(st, info->num, info->base, info->total, q->cursor, q->limit,
+	                                          append_result, t, next);
+	reader_give(a, st);
+	return err;
+}
+
+/* One page of results as the JSON body. *waitable: it holds no result and
+ * the job has more to come, so a long poll may wait for one. */
+static int results_body(api *a, const char *job_id, const job_info *info, const page_query *q, cm_buf *b, int *waitable,
+                        char *detail, size_t detail_len)
+{
+	int64_t next = q->cursor;
+	result_columns columns;
+	page_text t = {.b = b, .columns = q->columns ? &columns : NULL};
+	int err;
+
+	err = cm_buf_printf(b, "{\"job\":\"%s\",\"order\":\"%s\",\"total\":%lld,\"%s\":[", job_id,
+	                    q->completion ? "completion" : "input", (long long)info->total,
+	                    q->columns ? "values" : "items");
+	if (err != CM_OK)
+		return err;
+	result_columns_init(&columns);
+	err = read_page(a, info, q, &t, &next, detail, detail_len);
+	if (err == CM_OK)
+		err = q->columns ? result_columns_end(&columns, b) : cm_buf_puts(b, "]");
+	result_columns_fini(&columns);
+	if (err != CM_OK)
+		return err;
+	*waitable = t.n == 0 && next < info->total;
+	return cm_buf_printf(b, ",\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
+	                     next >= info->total ? "true" : "false");
+}
+
+/* The first page of a job with at most one result, parsed; NULL on error. */
+json_t *http_first_result_page(api *a, request *rq, int *waitable, int *err, char *detail, size_t detail_len)
+{
+	cm_buf b;
+	json_t *page = NULL;
+
+	cm_buf_init(&b);
+	*err = results_body(a, rq->id, &rq->info, &(page_query){.limit = 1}, &b, waitable, detail, detail_len);
+	if (*err == CM_OK && !(page = json_loadb(b.data, b.len, 0, NULL)))
+		*err = CM_ENOMEM;
+	cm_buf_fini(&b);
+	return page;
+}
+
+static int look_results(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
+{
+	char detail[256] = "";
+	int waitable = 0;
+	cm_buf b;
+	int err;
+
+	cm_buf_init(&b);
+	err = results_body(a, rq->id, &rq->info, &rq->page, &b, &waitable, detail, sizeof(detail));
+	if (err != CM_OK) {
+		cm_buf_fini(&b);
+		*ret = http_fail(c, err, url, detail);
+		return 1;
+	}
+	if (waitable && !final) {
+		cm_buf_fini(&b);
+		return 0;
+	}
+	size_t len = b.len;
+	*ret = http_send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+	return 1;
+}
+
+enum MHD_Result http_get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id, request *rq)
+{
+	char detail[256] = "";
+	int64_t wait_s = 0;
+	const char *order = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
+	const char *shape = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "shape");
+	int err;
+
+	rq->page.limit = 1000;
+	if (order && strcmp(order, "completion") == 0)
+		rq->page.completion = 1;
+	else if (order && strcmp(order, "input") != 0)
+		return http_problem(c, 400, url, "query parameter 'order' must be 'input' or 'completion'");
+	if (shape && strcmp(shape, "columns") == 0)
+		rq->page.columns = 1;
+	else if (shape && strcmp(shape, "items") != 0)
+		return http_problem(c, 400, url, "query parameter 'shape' must be 'items' or 'columns'");
+	if (http_query_int(c, "cursor", 0, INT64_MAX / 2, &rq->page.cursor, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "limit", 1, API_PAGE_MAX, &rq->page.limit, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return http_problem(c, 400, url, detail);
+	if ((err = engine_job_info(a->engine, job_id, &rq->info)) != CM_OK)
+		return http_fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+	snprintf(rq->id, sizeof(rq->id), "%s", job_id);
+	return http_long_poll_start(a, c, url, rq, look_results, wait_s);
+}
+
+static int append_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+{
+	cm_buf *b = ctx;
+	int first = b->data[b->len - 1] == '[';
+
+	if (!first && b->len + 6 * len + 96 > API_PAGE_BYTES) /* an error is escaped: \u00XX at worst */
+		return STORE_PAGE_FULL;
+	int err = cm_buf_printf(b, "%s{\"index\":%lld,\"attempts\":%u,\"error\":", first ? "" : ",", (long long)index,
+	                        attempts);
+	if (err == CM_OK)
+		err = cm_buf_json_string(b, error ? error : "", len);
+	return err == CM_OK ? cm_buf_puts(b, "}") : err;
+}
+
+/* GET /v1/jobs/{id}/failures?cursor=&limit=: a page of the job's failed
+ * tasks, in index order, each with its error and attempts. */
+enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
+{
+	char detail[256] = "";
+	int64_t cursor = 0, limit = 100, next = 0;
+	job_info info;
+	cm_buf b;
+	int err;
+
+	if (http_query_int(c, "cursor", 0, INT64_MAX, &cursor, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "limit", 1, 1000, &limit, detail, sizeof(detail)) != CM_OK)
+		return http_problem(c, 400, url, detail);
+	if ((err = engine_job_info(a->engine, job_id, &info)) != CM_OK)
+		return http_fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
+	cm_buf_init(&b);
+	err = cm_buf_printf(&b, "{\"job\":\"%s\",\"items\":[", job_id);
+	store *st = err == CM_OK ? reader_take(a, detail, sizeof(detail)) : NULL;
+	if (st) {
+		err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure, &b,
+		                           &next);
+		reader_give(a, st);
+	} else if (err == CM_OK) {
+		err = CM_EUNAVAIL;
+	}
+	if (err == CM_OK)
+		err = cm_buf_printf(&b, "],\"next_cursor\":\"%lld\",\"end\":%s}", (long long)next,
+		                    next >= info.total ? "true" : "false");
+	if (err != CM_OK) {
+		cm_buf_fini(&b);
+		return http_fail(c, err, url, detail[0] ? detail : NULL);
+	}
+	size_t len = b.len;
+	return http_send_text(c, 200, cm_buf_steal(&b), len, "application/json", NULL);
+}
