@@ -207,7 +207,7 @@ static void test_runtime_dying_mid_run_loses_one_task_only(void **state)
 	free(spec_text);
 }
 
-/* A job's context reaches the runtime with its tasks (fixtures/
+/* A job's context reaches the runtime with its tasks (worker/tests/
  * context_runtime.py answers [context, argument, times it was sent]); a job
  * without one runs with none. The job with a context waits behind a 2 s
  * task without (the only worker is busy, so its probe waits) when the

@@ -911,7 +911,7 @@ static void test_many_chunks_over_transactions(void **state)
 	assert_int_equal(c.failed[1], 0);
 }
 
-/* A database made by the first release's schema (tests/unit/fixtures) opens,
+/* A database made by the first release's schema (store/tests/schema_v1.sql) opens,
  * is migrated step by step, keeps its rows, and is not migrated twice. */
 /* Appends "id=secret;" of each process to ctx (a 128-byte string). */
 static void on_process(void *ctx, const store_process *p)
@@ -932,7 +932,7 @@ static void on_job_context(void *ctx, const store_job *j)
 	         j->context ? (const char *)j->context : "(null)");
 }
 
-/* A database of the first release's schema (tests/unit/fixtures) at
+/* A database of the first release's schema (store/tests/schema_v1.sql) at
  * DIR/name, open for the test to fill: *path gets its path. */
 static sqlite3 *v1_database(const fixture *f, const char *name, char path[128])
 {

@@ -1,5 +1,5 @@
 /* The worker's side of the runtime protocol (worker/runtime.c) against a
- * runtime of the test's own (fixtures/context_runtime.py): tasks sent in
+ * runtime of the test's own (context_runtime.py beside it): tasks sent in
  * runs, answered in order; job contexts sent once and again only after the
  * runtime dropped them (it keeps the last 32); a runtime that dies on a
  * task losing that task only, the tasks after it going to a new runtime
