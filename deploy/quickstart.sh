@@ -38,5 +38,6 @@ if [ "${QUICKSTART_EXIT:-0}" = 1 ]; then
   exit 0
 fi
 echo "strand-gateway is running on $STRAND_URL (pid $gateway, database $STRAND_DB, API token in"
-echo "$STRAND_TOKEN_FILE); Ctrl-C stops it."
+echo "$STRAND_TOKEN_FILE); Ctrl-C stops it. To use it from another shell, here:"
+echo "  export PATH=$PWD/build/bin:\$PATH PYTHONPATH=$PWD/build/lib/python STRAND_URL=$STRAND_URL"
 wait $gateway

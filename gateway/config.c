@@ -73,7 +73,7 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
 	        "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
 	        "                       the /dev/nvidiaN devices found)\n"
-	        "\nSecurity (see README, Security):\n"
+	        "\nSecurity (see docs/operations.md, Security):\n"
 	        "  --token-file FILE    the API token every /v1 request must carry as 'Authorization: Bearer'\n"
 	        "                       (STRAND_TOKEN_FILE, default: strand.token next to --db, now %s);\n"
 	        "                       created 0600 with a random token when absent. STRAND_TOKEN sets the\n"

@@ -2,7 +2,7 @@
  * A runtime: a long-lived program the worker starts once and feeds tasks
  * named rt:NAME over its stdin and stdout, instead of a process per task
  * (strand's Python runtime is `python3 -m strand.runtime`; the protocol is
- * language-neutral, README "Runtimes").
+ * language-neutral, docs/tasks.md, "Runtimes").
  *
  * Frames both ways: type (1 byte), id (u64), a_len (u32), b_len (u32), all
  * little-endian, then a_len bytes a and b_len bytes b.

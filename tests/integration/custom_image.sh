@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's recipe for a worker image with your own plugin, followed as
+# docs/tasks.md's recipe for a worker image with your own plugin, followed as
 # written: a plugin built against strand_plugin.h, an image FROM
 # strand-worker with the .so in /usr/lib/strand, a docker pool of that
 # image running it; the stock image does not have it. Skips (77) where no

@@ -166,7 +166,7 @@ static void test_last_words_not_utf8(void **state)
 	free(spec_text);
 }
 
-/* A runtime of the test's own, in the protocol of README "Runtimes": it
+/* A runtime of the test's own, in the protocol of docs/tasks.md, "Runtimes": it
  * echoes each task's argument, except that the 20th one it is sent kills
  * it (once per test: a marker file), when the worker sends tasks in runs.
  * The one it died on runs again in a new runtime, the ones sent after it

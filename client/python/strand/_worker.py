@@ -1,5 +1,5 @@
 """Inside a worker's Python runtime: the line to the worker, through which a
-task's queue and pipe calls reach the gateway (frames 'Q' and 'A', README
+task's queue and pipe calls reach the gateway (frames 'Q' and 'A', docs/tasks.md,
 "Runtimes"), set by strand.runtime while it runs tasks (None elsewhere);
 and what the runtime keeps between tasks: functions unpickled once, the
 initializers that ran."""

@@ -64,7 +64,7 @@ def _b64(value):
 def _context(runner, init, func):
     """A job's context: what runs each of its tasks (runner with the pool's
     initializer and the function), sent to each runtime once instead of
-    with every task (README "Runtimes")."""
+    with every task (docs/tasks.md, "Runtimes")."""
     return _b64(functools.partial(runner, init, cloudpickle.dumps(func)))
 
 

@@ -1,7 +1,7 @@
 """strand's Python runtime: `python3 -m strand.runtime`.
 
 A strand worker starts it once and feeds it tasks named rt:NAME over stdin
-and stdout, in the frames of worker/runtime.h (README, "Runtimes"):
+and stdout, in the frames of worker/runtime.h (docs/tasks.md, "Runtimes"):
 type (1 byte), id (u64), a_len (u32), b_len (u32), little-endian, then a
 and b. NAME is one of:
 
