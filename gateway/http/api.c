@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "gateway/http/http_int.h"
 #include "gateway/http/route_table.h"
@@ -107,11 +106,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_problem_with(c, 405, url, detail, MHD_HTTP_HEADER_ALLOW, allow);
 	}
 	if (strcmp(url, "/healthz") == 0)
-		return http_send_json(c, 200,
-		                      json_pack("{s:s, s:i, s:s, s:I}", "status", "ok", "pid", (int)getpid(), "sync",
-		                                a->cfg->sync_full ? "full" : "normal", "db_bytes",
-		                                (json_int_t)store_file_bytes(a->cfg->db)),
-		                      NULL);
+		return http_get_health(a, c);
 	if (strcmp(url, "/v1/session") == 0)
 		return http_route_session(a, c, url, method, rq);
 	if (strcmp(url, "/metrics") == 0)

@@ -171,6 +171,7 @@ enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char 
 /* 0 to go on, or the HTTP status a request is refused with (detail: why),
  * from its request line and headers alone, before its body is read. */
 int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *method, char *detail, size_t detail_len);
+enum MHD_Result http_get_health(api *a, struct MHD_Connection *c);
 enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *url);
 enum MHD_Result http_get_openapi(struct MHD_Connection *c);
 enum MHD_Result http_get_events(api *a, struct MHD_Connection *c, const char *url, request *rq);

@@ -1,7 +1,7 @@
 /*
  * What the gateway says of itself and serves besides the resources:
- * GET /metrics, the OpenAPI document, the event stream (/v1/events) and
- * the dashboard's files.
+ * GET /healthz, /metrics, the OpenAPI document, the event stream
+ * (/v1/events) and the dashboard's files.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -12,6 +12,17 @@
 #include "gateway/http/http_int.h"
 #include "gateway/http/event_stream.h"
 #include "gateway/http/openapi_doc.h"
+
+/* GET /healthz, without a token: for a load balancer or a liveness probe,
+ * and for the database's size on disk, its log included. */
+enum MHD_Result http_get_health(api *a, struct MHD_Connection *c)
+{
+	return http_send_json(c, 200,
+	                      json_pack("{s:s, s:i, s:s, s:I}", "status", "ok", "pid", (int)getpid(), "sync",
+	                                a->cfg->sync_full ? "full" : "normal", "db_bytes",
+	                                (json_int_t)store_file_bytes(a->cfg->db)),
+	                      NULL);
+}
 
 /* GET /metrics: Prometheus' text format; the engine's part, then the
  * HTTP counters and the database's size. (Its method, as every table
