@@ -2,7 +2,8 @@
 every result durably recorded before it is fetched) and through Python's
 multiprocessing.Pool, the same work in the same run. One line per workload:
 NAME TASKS STRAND_SECONDS MP_SECONDS, each the best of ROUNDS alternating
-rounds. Both pools are started (and warm) before the clock runs.
+rounds. Both pools are started (and warm) before the clock runs, but for
+new_pool_first_result: a new pool made, its first map's results back.
 
     python_bench.py WORKERS     (STRAND_URL and the token as strand.init reads them)
 """
@@ -41,6 +42,18 @@ def workloads(workers):
     ]
 
 
+def first_result(make, workers):
+    """A new pool of workers, and its first map's results (a task a
+    worker): what a program waits for before its work begins."""
+    t0 = time.perf_counter()
+    pool = make(workers)
+    try:
+        n = len(pool.map(noop, range(workers), chunksize=1))
+        return n, time.perf_counter() - t0
+    finally:
+        pool.terminate()
+
+
 def main():
     workers = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     sp = strand.Pool(workers)
@@ -58,6 +71,13 @@ def main():
                 s, t = min(s, s1), min(t, t1)
             print("%s %d %.4f %.4f" % (name, n, s, t), flush=True)
     sp.terminate()
+    s = t = float("inf")
+    for _ in range(ROUNDS):
+        n, s1 = first_result(strand.Pool, workers)
+        m, t1 = first_result(multiprocessing.Pool, workers)
+        assert n == m == workers, (n, m)
+        s, t = min(s, s1), min(t, t1)
+    print("new_pool_first_result %d %.4f %.4f" % (n, s, t), flush=True)
 
 
 if __name__ == "__main__":
