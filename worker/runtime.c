@@ -35,6 +35,7 @@ struct worker_runtime {
 	uint64_t defined[WORKER_RUNTIME_CONTEXTS_KEPT]; /* the contexts it holds: the last texts sent */
 	size_t ndefined; /* texts sent since it started (the newest at (ndefined - 1) % KEPT) */
 	uint64_t current; /* the context its next task runs with */
+	int ready; /* its ready frame came */
 };
 
 typedef struct frame {
@@ -129,6 +130,7 @@ static int stop(worker_runtime *rt, int hard)
 	rt->wbuf.len = rt->wsent = 0;
 	rt->ndefined = 0;
 	rt->current = 0;
+	rt->ready = 0;
 	return status;
 }
 
@@ -442,20 +444,46 @@ int worker_runtime_running(const worker_runtime *rt)
 	return rt->child.pid > 0;
 }
 
-/* Starts it and waits for its ready frame; on failure out says why. */
-static int start_ready(worker_runtime *rt, cm_buf *out)
+/* Waits for the ready frame of the runtime that runs; on failure it is
+ * stopped and out says why. */
+static int await_ready(worker_runtime *rt, cm_buf *out)
 {
 	char why[256];
 	frame f;
 
-	if (start(rt, why, sizeof(why)) != CM_OK)
-		return cm_buf_puts(out, why) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	if (exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)) != EX_FRAME)
 		return fail_task(rt, "did not start", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	if (f.type != 'S')
 		return fail_task(rt, "did not start with a ready frame", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	consume(rt, &f);
+	rt->ready = 1;
 	return CM_OK;
+}
+
+int worker_runtime_start(worker_runtime *rt, char *why, size_t why_len)
+{
+	return rt->child.pid > 0 ? CM_OK : start(rt, why, why_len);
+}
+
+/* Makes it ready for a task: the one started ahead (worker_runtime_start)
+ * once its ready frame comes, else a new one. One started ahead that did
+ * not come up is started once more, as if it never was: its trouble is the
+ * first task's only if a new start has it too. On failure out says why. */
+static int start_ready(worker_runtime *rt, cm_buf *out)
+{
+	char why[256];
+
+	if (rt->child.pid > 0) {
+		cm_buf ahead;
+		cm_buf_init(&ahead);
+		int err = await_ready(rt, &ahead);
+		cm_buf_fini(&ahead);
+		if (err != CM_EUNAVAIL)
+			return err;
+	}
+	if (start(rt, why, sizeof(why)) != CM_OK)
+		return cm_buf_puts(out, why) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+	return await_ready(rt, out);
 }
 
 /* The answer frame f to a task, as its outcome and out's text. */
@@ -494,7 +522,7 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 		int err;
 
 		cm_buf_init(&out);
-		if (rt->child.pid <= 0 && (err = start_ready(rt, &out)) != CM_OK) {
+		if (!rt->ready && (err = start_ready(rt, &out)) != CM_OK) {
 			/* Each task tries a start of its own: it may be a moment's trouble. */
 			if (err == CM_ENOMEM) {
 				cm_buf_fini(&out);

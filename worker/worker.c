@@ -795,6 +795,13 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		worker_fns_free(w.fns);
 		return 1;
 	}
+	if (cfg->runtime) {
+		/* It loads while the worker dials and pulls: the first map's
+		 * tasks do not wait for an interpreter to start. */
+		char why[128];
+		if (worker_runtime_start(worker_fns_runtime(w.fns), why, sizeof(why)) != CM_OK)
+			cm_warn("%s (the first task tries again)", why);
+	}
 	if (cfg->manager) {
 		worker_manager *m = NULL;
 		char *why = NULL;

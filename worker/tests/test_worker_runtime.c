@@ -6,12 +6,14 @@
  * with their contexts sent again. */
 #define _GNU_SOURCE
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -111,10 +113,91 @@ static void test_contexts_and_a_death(void **state)
 	worker_runtime_free(rt);
 }
 
+/* The pid a runtime started ahead wrote to path, once it did (0: none in
+ * 5 s). */
+static long pid_written(const char *path)
+{
+	for (int i = 0; i < 500; i++) {
+		FILE *fp = fopen(path, "r");
+		long pid = 0;
+		if (fp) {
+			int got = fscanf(fp, "%ld", &pid);
+			fclose(fp);
+			if (got == 1 && pid > 0)
+				return pid;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* One task asking the runtime its pid (context_runtime.py's "pid"). */
+static long task_pid(worker_runtime *rt, worker_runtime_outcome *how)
+{
+	static char texts[1][16];
+	worker_runtime_task t = task_of(0, "\"pid\"", texts);
+	outcomes o = {0};
+	long pid = 0;
+
+	assert_int_equal(worker_runtime_run_many(rt, &t, 1, keep, &o), CM_OK);
+	assert_int_equal(o.n, 1);
+	*how = o.how[0];
+	if (sscanf(o.text[0], "[null, %ld, 0]", &pid) != 1)
+		fail_msg("not a pid's answer: %s", o.text[0]);
+	outcomes_fini(&o);
+	return pid;
+}
+
+/* A runtime started ahead of its first task (the worker's warm start)
+ * loads before any task comes, and the first task runs in it; one that
+ * died before its first task is started anew for it, the task not lost. */
+static void test_started_ahead(void **state)
+{
+	char dir[] = "/tmp/strand-test-rt-XXXXXX", path[64], argv_json[512], why[128];
+	worker_runtime_outcome how;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	/* sh writes its pid, then becomes the runtime: the same process. */
+	snprintf(argv_json, sizeof(argv_json),
+	         "[\"sh\", \"-c\", \"echo $$ > %s.new && mv %s.new %s && exec python3 %s/context_runtime.py\"]", path,
+	         path, path, STRAND_FIXTURES);
+	worker_runtime *rt = worker_runtime_new(argv_json);
+	assert_non_null(rt);
+
+	assert_int_equal(worker_runtime_start(rt, why, sizeof(why)), CM_OK);
+	assert_true(worker_runtime_running(rt));
+	long ahead = pid_written(path);
+	assert_true(ahead > 0); /* it started with no task sent */
+	assert_int_equal(worker_runtime_start(rt, why, sizeof(why)), CM_OK); /* once: still the same */
+	assert_int_equal(task_pid(rt, &how), ahead);
+	assert_int_equal(how, RT_OK);
+	worker_runtime_free(rt);
+
+	/* Started ahead, then killed before any task: the task gets a new one. */
+	unlink(path);
+	rt = worker_runtime_new(argv_json);
+	assert_non_null(rt);
+	assert_int_equal(worker_runtime_start(rt, why, sizeof(why)), CM_OK);
+	ahead = pid_written(path);
+	assert_true(ahead > 0);
+	assert_int_equal(kill((pid_t)ahead, SIGKILL), 0);
+	unlink(path);
+	long pid = task_pid(rt, &how);
+	assert_int_equal(how, RT_OK);
+	assert_true(pid > 0 && pid != ahead);
+	assert_int_equal(pid, pid_written(path));
+	worker_runtime_free(rt);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_contexts_and_a_death),
+	        cmocka_unit_test(test_started_ahead),
 	};
 	return cmocka_run_group_tests_name("worker_runtime", tests, NULL, NULL);
 }
