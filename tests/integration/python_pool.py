@@ -54,6 +54,33 @@ class PoolTest(WithPool):
         finally:
             pool_module.PART = part
 
+    def test_a_job_says_what_it_runs(self):
+        gw = strand.gateway.default()
+
+        def function_of(job):
+            return gw.request("GET", "/v1/jobs/%s" % job)["function"]
+
+        r = self.pool.map_async(square, range(3))
+        self.assertEqual(r.get(timeout=60), [0, 1, 4])
+        self.assertEqual(function_of(r._job), "rt:pickle:__main__.square")
+        r = self.pool.map_async(lambda x: -x, [1])
+        self.assertEqual(r.get(timeout=60), [-1])
+        self.assertEqual(function_of(r._job),
+                         "rt:pickle:__main__.PoolTest.test_a_job_says_what_it_runs.<locals>.<lambda>")
+        self.assertEqual(self.pool.apply(divmod, (7, 2)), (3, 1))
+        newest = gw.request("GET", "/v1/pools/%s/jobs" % self.pool.id)["jobs"][0]
+        self.assertEqual(newest["function"], "rt:pickle:builtins.divmod")
+
+        # A name the gateway would refuse whole is made one it takes: cut
+        # to its 200 characters, '?' for what is not printable ASCII.
+        def long_named(x):
+            return x + 1
+
+        long_named.__qualname__ = "\u00e9t\u00e9 " + "n" * 300
+        r = self.pool.map_async(long_named, [1])
+        self.assertEqual(r.get(timeout=60), [2])
+        self.assertEqual(function_of(r._job), ("rt:pickle:__main__.?t??" + "n" * 300)[:203])
+
     def test_lambda_and_closure(self):
         k = 7
         self.assertEqual(self.pool.map(lambda x: x + k, [1, 2, 3]), [8, 9, 10])
@@ -325,6 +352,8 @@ class ProcessTest(unittest.TestCase):
         self.assertEqual(q.get(timeout=60), "ran in Worker")
         w.join()
         self.assertEqual(w.exitcode, 0)
+        view = strand.gateway.default().request("GET", "/v1/processes/%s" % w.id)
+        self.assertEqual(view["spec"]["function"], "rt:pickle:__main__.Worker.run")
         self.assertRaises(AssertionError, w.start)
 
 

@@ -14,3 +14,20 @@ def dumps(obj):
         import cloudpickle
 
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+# The gateway takes a runtime's function name as rt: and at most 200
+# printable ASCII characters (common/function.c): rt:pickle: leaves this.
+NAME_MAX = 200 - len("pickle:")
+
+
+def function_name(func):
+    """A pickled function's task name as the gateway shows it: rt:pickle:
+    and the function's module and qualified name (rt:pickle:__main__.square),
+    so that a job says what it runs; the runtime reads every rt:pickle:*
+    task alike. Characters the gateway does not take become '?'."""
+    module = getattr(func, "__module__", None) or "?"
+    qualname = getattr(func, "__qualname__", None) or type(func).__qualname__
+    name = "".join(c if " " < c < "\x7f" else "?" for c in "%s.%s" % (module, qualname))
+    return "rt:pickle:" + name[:NAME_MAX]
+

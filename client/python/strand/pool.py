@@ -1,6 +1,6 @@
 """strand.Pool: multiprocessing.Pool's interface over a strand gateway. Each
 worker runs strand's Python runtime; functions and arguments travel as
-cloudpickle bytes (rt:pickle), results come back the same way, and a task's
+cloudpickle bytes (rt:pickle:MODULE.QUALNAME), results come back the same way, and a task's
 exception is raised again in the caller with the remote traceback."""
 
 import base64
@@ -196,7 +196,7 @@ class Pool:
         if self._state != "running":
             raise ValueError("Pool not running")
         body = {
-            "function": "rt:pickle",
+            "function": _pickling.function_name(func),
             "context": _context(runner, self._init, func),
             "args": args[:PART],
             "total": len(args),
@@ -260,7 +260,7 @@ class Pool:
         if self._state != "running":
             raise ValueError("Pool not running")
         body = {
-            "function": "rt:pickle",
+            "function": _pickling.function_name(func),
             "context": _context(_apply, self._init, func),
             "arg": _task(tuple(args), dict(kwds or {})),
         }

@@ -1,15 +1,17 @@
 """strand.Process: multiprocessing.Process over a strand gateway. start()
 runs the process's run() (by default target(*args, **kwargs)) once in
 strand's Python runtime, as a gateway Process (POST /v1/processes,
-function rt:pickle); its resources come from strand.meta on the target.
-Queues and pipes passed to it work there: the process reaches the gateway
-through its strand-worker."""
+function rt:pickle:MODULE.QUALNAME of its target, or of run); its
+resources come from strand.meta on the target. Queues and pipes passed to
+it work there: the process reaches the gateway through its
+strand-worker."""
 
 import base64
 import itertools
 import signal
 import time
 
+from . import _pickling
 from . import gateway as _gateway
 from .meta import resources_of
 
@@ -53,14 +55,15 @@ class Process:
             raise AssertionError("cannot start a process twice")
         self._gw = self._gw or _gateway.default()
         payload = base64.b64encode(cloudpickle.dumps((_run_process, (self,), {}))).decode("ascii")
-        spec = {"function": "rt:pickle", "arg": payload, "runtime": "python"}
+        what = self._target if self._target else type(self).run
+        spec = {"function": _pickling.function_name(what), "arg": payload, "runtime": "python"}
         backend = getattr(self._gw, "backend", None)
         image = getattr(self._gw, "image", None)
         if backend:
             spec["backend"] = backend
         if image:
             spec["image"] = image
-        resources = resources_of(self._target) if self._target else resources_of(type(self).run)
+        resources = resources_of(what)
         if resources:
             spec["resources"] = resources
         self._view = self._gw.request("POST", "/v1/processes", spec)

@@ -7,7 +7,10 @@ and b. NAME is one of:
 
   module:qualname   the function is imported; the task's argument (JSON) is
                     its one argument, its return value the result (JSON)
-  pickle            the argument is a JSON string holding base64 of
+  pickle[:LABEL]    (LABEL: the function's module.qualname, for people to
+                    read; the pickled bytes say what runs, so the module
+                    named pickle is not reached as pickle:qualname)
+                    the argument is a JSON string holding base64 of
                     cloudpickle((function, args, kwargs)), where function may
                     be the function's own cloudpickle bytes (unpickled once
                     per runtime); with a job context, the context is that
@@ -43,7 +46,7 @@ HEARTBEAT_S = 1.0
 def _resolve(name):
     module, _, qualname = name.partition(":")
     if not module or not qualname:
-        raise ValueError("rt:%s is not rt:module:qualname or rt:pickle" % name)
+        raise ValueError("rt:%s is not rt:module:qualname or rt:pickle[:LABEL]" % name)
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -83,8 +86,14 @@ class _Contexts:
         return function
 
 
+def _is_pickled(name):
+    # pickle:LABEL is pickle with the function's name for people to read
+    # (the client's _pickling.function_name); the bytes say what runs.
+    return name == "pickle" or name.startswith("pickle:")
+
+
 def _run(name, arg, contexts):
-    if name == "pickle":
+    if _is_pickled(name):
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
         # helpers, imported then).
         call = pickle.loads(base64.b64decode(json.loads(arg)))
@@ -233,15 +242,16 @@ def main():
             continue
         if kind != b"T":
             continue
+        name = name.decode("ascii", "replace")  # the gateway takes printable ASCII only
         line.running = True
         try:
-            result = _run(name.decode(), arg, contexts)
+            result = _run(name, arg, contexts)
             line.running = False
             line.send(b"R", ident, b"", result)
         except BaseException as e:  # a task's SystemExit is its error too
             line.running = False
             detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
-            if name == b"pickle":
+            if _is_pickled(name):
                 detail += _pickled(e)
             line.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
 
