@@ -95,7 +95,11 @@ static long call(docker *d, const char *method, const char *path, json_t *body, 
 static json_t *run_body(const backend_run_spec *r)
 {
 	const pool_spec *s = r->spec;
-	json_t *host = json_pack("{s:s}", "NetworkMode", "host");
+	/* No capabilities, and none to gain through a setuid program: what a
+	 * task could do to the host from a container is what a plain user
+	 * process could, root container or not. */
+	json_t *host = json_pack("{s:s, s:[s], s:[s]}", "NetworkMode", "host", "SecurityOpt", "no-new-privileges",
+	                         "CapDrop", "ALL");
 	json_t *labels = backend_json_pairs(r->labels, r->nlabels);
 	json_t *body;
 

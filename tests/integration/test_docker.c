@@ -104,11 +104,13 @@ static void test_map_limits_and_cleanup(void **state)
 	assert_int_equal(containers_of(pool), 2);
 	/* The limits as the daemon applied them. */
 	const char *limits = sh("docker inspect --format '{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
-	                        "{{.HostConfig.NetworkMode}} {{index .Config.Labels \"strand.pool\"}}' "
+	                        "{{.HostConfig.NetworkMode}} {{.HostConfig.SecurityOpt}} {{.HostConfig.CapDrop}} "
+	                        "{{.Config.User}} {{index .Config.Labels \"strand.pool\"}}' "
 	                        "$(docker ps -q --filter label=strand.pool=%s | head -1)",
 	                        pool);
-	char want[128];
-	snprintf(want, sizeof(want), "500000000 209715200 host %s", pool);
+	char want[192];
+	/* No capabilities, none to gain (setuid), not root. */
+	snprintf(want, sizeof(want), "500000000 209715200 host [no-new-privileges] [ALL] 65534:65534 %s", pool);
 	assert_string_equal(limits, want);
 
 	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", range(2000, 0)));
