@@ -531,6 +531,11 @@ static json_t *pod_body(k8s *k, const char *name, const backend_run_spec *r)
 	                      "imagePullPolicy", k->cfg.pull_policy, "envFrom", "secretRef", "name", name, "resources",
 	                      "requests", limits, "limits", limits, "volumeMounts", mounts);
 	json_decref(limits);
+	/* No capabilities, and none to gain through a setuid program, root
+	 * pod or not, as the docker backend's containers. */
+	json_object_set_new(
+	        container, "securityContext",
+	        json_pack("{s:b, s:{s:[s]}}", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL"));
 	if (r->argc)
 		json_object_set_new(container, r->entrypoint ? "command" : "args",
 		                    backend_json_strings(r->argv, r->argc));

@@ -206,6 +206,15 @@ static void test_pool_of_pods_maps_exactly(void **state)
 		assert_true(json_is_true(json_object_get(spec, "hostNetwork")));
 		assert_string_equal(json_string_value(json_object_get(limits, "cpu")), "100m");
 		assert_string_equal(json_string_value(json_object_get(limits, "memory")), "128Mi");
+		/* No capabilities, none to gain (setuid), not root. */
+		json_t *sc = json_object_get(c, "securityContext");
+		assert_true(json_is_false(json_object_get(sc, "allowPrivilegeEscalation")));
+		json_t *drop = json_object_get(json_object_get(sc, "capabilities"), "drop");
+		assert_int_equal(json_array_size(drop), 1);
+		assert_string_equal(json_string_value(json_array_get(drop, 0)), "ALL");
+		assert_int_equal(
+		        json_integer_value(json_object_get(json_object_get(spec, "securityContext"), "runAsUser")),
+		        65534);
 		assert_null(json_object_get(c, "env")); /* the secret comes from a Secret */
 		assert_non_null(json_object_get(json_array_get(json_object_get(c, "envFrom"), 0), "secretRef"));
 		char *text = json_dumps(pod, 0);
