@@ -307,9 +307,14 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->plugin_path, sizeof(cfg->plugin_path), getenv("STRAND_PLUGIN_PATH"));
 	set(cfg->web_root, sizeof(cfg->web_root), getenv("STRAND_WEB_ROOT"));
 	set(cfg->token_file, sizeof(cfg->token_file), getenv("STRAND_TOKEN_FILE"));
-	set(cfg->token, sizeof(cfg->token), getenv("STRAND_TOKEN"));
+	char *token = getenv("STRAND_TOKEN");
+	set(cfg->token, sizeof(cfg->token), token);
 	/* Workers and processes inherit the gateway's environment: the token
-	 * must not be in it. Still single-threaded here, so unsetenv is safe. */
+	 * must not be in it. unsetenv only forgets the string: its bytes, in
+	 * the block /proc/PID/environ shows, are wiped first. Still
+	 * single-threaded here, so both are safe. */
+	if (token)
+		explicit_bzero(token, strlen(token));
 	unsetenv("STRAND_TOKEN");
 	set(cfg->public_hosts, sizeof(cfg->public_hosts), getenv("STRAND_PUBLIC_HOST"));
 	set(cfg->tls_cert, sizeof(cfg->tls_cert), getenv("STRAND_TLS_CERT"));

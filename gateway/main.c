@@ -2,6 +2,7 @@
  * engine, the hub and the REST API. */
 #define _GNU_SOURCE /* explicit_bzero */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -53,6 +54,11 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int sig = 0;
 
+	/* Not dumpable: another process of the same user (a task of the local
+	 * backend) can neither ptrace the gateway nor read its /proc/PID/mem
+	 * and environ, where the token, the workers' secrets and the database
+	 * pages are; its /proc files are root's. A core dump is off too. */
+	prctl(PR_SET_DUMPABLE, 0);
 	cm_malloc_for_bursts();
 	if (gw_config_load(&cfg, argc, argv, detail, sizeof(detail)) != CM_OK) {
 		fprintf(stderr, "strand-gateway: %s\n", detail);
