@@ -50,9 +50,10 @@ worker_runtime *worker_runtime_new(const char *argv_json);
 /* Closes its stdin (a runtime exits then), kills what is left. */
 void worker_runtime_free(worker_runtime *rt);
 /* Starts it now, ahead of its first task, so that the program loads (a
- * Python runtime imports for some 100 ms) while the worker dials the hub;
- * its ready frame is read when the first task comes. CM_OK also when it
- * runs already; else why says why, and the first task tries again. */
+ * Python runtime imports for tens of milliseconds) while the worker dials
+ * the hub; its ready frame is read when the first task comes. CM_OK also
+ * when it runs already; else why says why, and the first task tries
+ * again. */
 int worker_runtime_start(worker_runtime *rt, char *why, size_t why_len);
 /* A task for worker_runtime_run_many. */
 typedef struct worker_runtime_task {
