@@ -448,16 +448,7 @@ void engine__answer(engine *e, op *o, int committed); /* answer o now */
 void engine__iso_time(int64_t ms, char out[32]);
 bx *engine__backend_for(engine *e, const char *name);
 pool *engine__pool_find(engine *e, const char *id);
-/* requests.c: from any thread, o joins the inbox, unless the gateway is
- * closing (HTTP requests) or stopping (workers' frames). CM_ESHUTDOWN: not
- * taken. */
-typedef enum post_when { POST_ALWAYS, POST_UNLESS_STOPPING, POST_UNLESS_CLOSING } post_when;
-int engine__post(engine *e, op *o, post_when when);
-int engine__submit(engine *e, op *o); /* from a caller's thread: hand over, wait */
-/* A started call of kind on id (copied), answering through done. */
-op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx);
-engine_call *engine__start(engine *e, op *o); /* hand over; returns o */
-int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len);
+/* requests.c */
 void engine__post_backend_event(void *ctx, bx_event *ev); /* an executor's: see bx_post_fn */
 
 /* jobs.c: jobs, the task queue, pulls */

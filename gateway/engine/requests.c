@@ -7,9 +7,9 @@
  * files by concern, listed in engine_int.h).
  *
  * Three ways to hand over an op:
- *   engine__submit      the caller waits for the answer (one cycle)
- *   engine__start       returns at once; the op's done callback runs later
- *   engine__post        no answer to wait for (a worker's frame, an event)
+ *   submit          the caller waits for the answer (one cycle)
+ *   start           returns at once; the op's done callback runs later
+ *   post            no answer to wait for (a worker's frame, an event)
  */
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"
@@ -24,7 +24,11 @@ static void inbox_push(engine *e, op *o)
 	atomic_fetch_add_explicit(&e->posts, 1, memory_order_relaxed);
 }
 
-int engine__post(engine *e, op *o, post_when when)
+/* From any thread, o joins the inbox, unless the gateway is closing (HTTP
+ * requests) or stopping (workers' frames). CM_ESHUTDOWN: not taken. */
+typedef enum post_when { POST_ALWAYS, POST_UNLESS_STOPPING, POST_UNLESS_CLOSING } post_when;
+
+static int post(engine *e, op *o, post_when when)
 {
 	int refused;
 
@@ -45,7 +49,7 @@ int engine__post(engine *e, op *o, post_when when)
 }
 
 /* Hands op to the engine and waits for its answer. */
-int engine__submit(engine *e, op *o)
+static int submit(engine *e, op *o)
 {
 	pthread_cond_init(&o->cv, NULL);
 	pthread_mutex_lock(&e->mu);
@@ -64,7 +68,7 @@ int engine__submit(engine *e, op *o)
 	return o->err;
 }
 
-op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *ctx)
+static op *call_new(op_kind kind, const char *id, engine_call_done done, void *ctx)
 {
 	op *o = calloc(1, sizeof(*o));
 
@@ -78,9 +82,9 @@ op *engine__call_new(op_kind kind, const char *id, engine_call_done done, void *
 	return o;
 }
 
-engine_call *engine__start(engine *e, op *o)
+static engine_call *start(engine *e, op *o)
 {
-	if (engine__post(e, o, POST_UNLESS_CLOSING) != CM_OK) {
+	if (post(e, o, POST_UNLESS_CLOSING) != CM_OK) {
 		snprintf(o->detail, sizeof(o->detail), "the gateway is shutting down");
 		o->err = CM_ESHUTDOWN;
 		o->done = 1;
@@ -89,18 +93,35 @@ engine_call *engine__start(engine *e, op *o)
 	return o;
 }
 
-int engine__run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
+/* Hands o over and waits: its answer into *out (on CM_OK), the reason of
+ * a refusal into detail (NULL: not wanted). */
+static int submit_answer(engine *e, op *o, json_t **out, char *detail, size_t detail_len)
 {
-	op o = {.kind = kind, .id = id};
-	int err = engine__submit(e, &o);
+	int err = submit(e, o);
 
 	if (detail)
-		snprintf(detail, detail_len, "%s", o.detail);
+		snprintf(detail, detail_len, "%s", o->detail);
 	if (err == CM_OK)
-		*out = o.out;
+		*out = o->out;
 	else
-		json_decref(o.out);
+		json_decref(o->out);
 	return err;
+}
+
+/* A request that names at most an id. */
+static int run_simple(engine *e, op_kind kind, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = kind, .id = id};
+
+	return submit_answer(e, &o, out, detail, detail_len);
+}
+
+/* A call of kind on id that answers later, through done. */
+static engine_call *start_simple(engine *e, op_kind kind, const char *id, engine_call_done done, void *ctx)
+{
+	op *o = call_new(kind, id, done, ctx);
+
+	return o ? start(e, o) : NULL;
 }
 
 int engine_call_finish(engine_call *c, json_t **out, char *detail, size_t detail_len)
@@ -128,7 +149,7 @@ void engine__post_backend_event(void *ctx, bx_event *ev)
 	}
 	o->kind = OP_BACKEND_EVENT;
 	o->u.event = ev;
-	engine__post(ctx, o, POST_ALWAYS);
+	post(ctx, o, POST_ALWAYS);
 }
 
 uint64_t engine_generation(engine *e)
@@ -164,45 +185,35 @@ void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx)
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_POOL_CREATE, .u.pool_create.spec = spec};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_pool_get(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_POOL_GET, id, out, NULL, 0);
+	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);
 }
 
 int engine_pool_list(engine *e, int managers, json_t **out)
 {
-	return engine__run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
+	return run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
 }
 
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
 {
-	return engine__run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
+	return run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);
 }
 
 int engine_pool_patch(engine *e, const char *id, const pool_patch *patch, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_POOL_PATCH, .id = id, .u.patch = patch};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 engine_call *engine_pool_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	op *o = engine__call_new(OP_POOL_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
+	return start_simple(e, OP_POOL_DELETE, id, done, ctx);
 }
 
 /* ---- jobs: maps, applies, their parts and views ------------------------- */
@@ -211,30 +222,22 @@ int engine_map(engine *e, const char *pool_id, map_spec *spec, const char *idem_
                size_t detail_len)
 {
 	op o = {.kind = OP_MAP, .id = pool_id, .u.map.spec = spec, .u.map.idem_key = idem_key};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_args *args, json_t **out, char *detail,
                     size_t detail_len)
 {
 	op o = {.kind = OP_JOB_ARGS, .id = job_id, .u.part.args = args, .u.part.offset = offset};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, const char *idem_key, int64_t wait_ms,
                                 engine_call_done done, void *ctx)
 {
-	op *o = engine__call_new(OP_MAP, pool_id, done, ctx);
+	op *o = call_new(OP_MAP, pool_id, done, ctx);
 
 	if (!o)
 		return NULL;
@@ -243,7 +246,7 @@ engine_call *engine_apply_start(engine *e, const char *pool_id, map_spec *spec, 
 	o->u.map.wait_until = cm_now_ms() + (wait_ms > 0 ? wait_ms : 1);
 	cm_buf_init(&o->u.map.item);
 	cm_buf_init(&o->u.map.view);
-	return engine__start(e, o);
+	return start(e, o);
 }
 
 int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, size_t detail_len)
@@ -271,33 +274,30 @@ int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, 
 
 int engine_pool_jobs(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
+	return run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
 }
 
 int engine_job_get(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_JOB_GET, id, out, NULL, 0);
+	return run_simple(e, OP_JOB_GET, id, out, NULL, 0);
 }
 
 int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out)
 {
 	op o = {.kind = OP_JOB_LIST, .id = pool_id, .u.job_list = {.state = state, .below = cursor, .limit = limit}};
-	int err = engine__submit(e, &o);
 
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, NULL, 0);
 }
 
 int engine_job_delete(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
+	return run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
 }
 
 int engine_job_info(engine *e, const char *id, job_info *out)
 {
 	op o = {.kind = OP_JOB_INFO, .id = id};
-	int err = engine__submit(e, &o);
+	int err = submit(e, &o);
 
 	if (err == CM_OK)
 		*out = o.u.info;
@@ -309,26 +309,23 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 int engine_queue_create(engine *e, const char *kind, json_t **out)
 {
 	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
-	int err = engine__submit(e, &o);
 
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, NULL, 0);
 }
 
 int engine_queue_info(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
+	return run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
 }
 
 int engine_queue_list(engine *e, int pipes, json_t **out)
 {
-	return engine__run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
+	return run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
 }
 
 int engine_queue_delete(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
+	return run_simple(e, OP_QUEUE_DELETE, id, out, NULL, 0);
 }
 
 int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
@@ -341,18 +338,14 @@ int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items
 	        .u.queue.items = items,
 	        .u.queue.lens = lens,
 	        .u.queue.nitems = n};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
                                     engine_call_done done, void *ctx)
 {
-	op *o = engine__call_new(OP_QUEUE_GET, id, done, ctx);
+	op *o = call_new(OP_QUEUE_GET, id, done, ctx);
 
 	if (!o)
 		return NULL;
@@ -363,7 +356,7 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 	o->u.queue.pipe_end = pipe_end;
 	o->u.queue.max = max;
 	o->u.queue.deadline = cm_now_ms() + wait_ms;
-	return engine__start(e, o);
+	return start(e, o);
 }
 
 /* ---- processes and rings ------------------------------------------------ */
@@ -371,62 +364,50 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_PROC_START, .u.proc.spec = spec};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_process_get(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_PROC_GET, id, out, NULL, 0);
+	return run_simple(e, OP_PROC_GET, id, out, NULL, 0);
 }
 
 int engine_process_list(engine *e, json_t **out)
 {
-	return engine__run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
+	return run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
 }
 
 engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	op *o = engine__call_new(OP_PROC_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
+	return start_simple(e, OP_PROC_DELETE, id, done, ctx);
 }
 
 int engine_process_logs(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
+	return run_simple(e, OP_PROC_LOGS, id, out, NULL, 0);
 }
 
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_RING_START, .u.proc.spec = spec, .u.proc.ring_size = size};
-	int err = engine__submit(e, &o);
 
-	snprintf(detail, detail_len, "%s", o.detail);
-	if (err == CM_OK)
-		*out = o.out;
-	return err;
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_ring_get(engine *e, const char *id, json_t **out)
 {
-	return engine__run_simple(e, OP_RING_GET, id, out, NULL, 0);
+	return run_simple(e, OP_RING_GET, id, out, NULL, 0);
 }
 
 int engine_ring_list(engine *e, json_t **out)
 {
-	return engine__run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
+	return run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
 }
 
 engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
-	op *o = engine__call_new(OP_RING_DELETE, id, done, ctx);
-
-	return o ? engine__start(e, o) : NULL;
+	return start_simple(e, OP_RING_DELETE, id, done, ctx);
 }
 
 /* ---- what the gateway shows --------------------------------------------- */
@@ -434,7 +415,7 @@ engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_don
 int engine_metrics(engine *e, cm_buf *out)
 {
 	json_t *text = NULL;
-	int err = engine__run_simple(e, OP_METRICS, NULL, &text, NULL, 0);
+	int err = run_simple(e, OP_METRICS, NULL, &text, NULL, 0);
 
 	if (err == CM_OK)
 		err = cm_buf_append(out, json_string_value(text), json_string_length(text));
@@ -449,6 +430,18 @@ events *engine_events(engine *e)
 
 /* ---- workers, through the hub ------------------------------------------- */
 
+/* A worker's frame (o, new) for the engine, answered through the link
+ * into slot; not taken once the gateway stops (the hub answers it). */
+static int post_for_slot(engine *e, op *o, hub_slot *slot)
+{
+	o->slot = slot;
+	if (post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
+		free(o);
+		return CM_ESHUTDOWN;
+	}
+	return CM_OK;
+}
+
 void engine_set_link(engine *e, const engine_link *link)
 {
 	e->link = *link;
@@ -462,12 +455,7 @@ int engine_pull(engine *e, hub_slot *slot, const engine_pull_msg *m)
 		return CM_ENOMEM;
 	o->kind = OP_PULL;
 	o->u.pull.msg = m;
-	o->slot = slot;
-	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
-		free(o);
-		return CM_ESHUTDOWN;
-	}
-	return CM_OK;
+	return post_for_slot(e, o, slot);
 }
 
 int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
@@ -478,12 +466,7 @@ int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
 		return CM_ENOMEM;
 	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
 	o->u.queue.call = call;
-	o->slot = slot;
 	o->u.queue.max = call->max ? call->max : 1;
 	o->u.queue.deadline = cm_now_ms() + call->wait_ms;
-	if (engine__post(e, o, POST_UNLESS_STOPPING) != CM_OK) {
-		free(o);
-		return CM_ESHUTDOWN;
-	}
-	return CM_OK;
+	return post_for_slot(e, o, slot);
 }
