@@ -25,18 +25,9 @@ chown 65534:65534 "$dir"
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 
 token=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
-port=$(free_ports)
-export STRAND_URL="http://127.0.0.1:$port"
-# setpriv itself, not as_user: it becomes the gateway, so $! is its pid.
-STRAND_TOKEN=$token setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/strand-gateway" --db "$dir/strand.db" \
-  --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" 2>>"$dir/gateway.log" &
-GATEWAY_PID=$!
-up=no
-for _ in $(seq 200); do
-  [ "$(curl -sf "$STRAND_URL/healthz" | jq -r .pid 2>/dev/null)" = "$GATEWAY_PID" ] && up=yes && break
-  sleep 0.05
-done
-check "the gateway answers as the process started" "yes" "$up"
+# env, then setpriv, each exec the next: GATEWAY_PID is the gateway's.
+GATEWAY_LAUNCH=(env "STRAND_TOKEN=$token" setpriv --reuid=65534 --regid=65534 --clear-groups)
+start_gateway "$bin" "$dir"
 bearer() { curl -s -H @<(printf 'Authorization: Bearer %s\n' "$token") -H 'Content-Type: application/json' "$@"; }
 
 check "the gateway runs as 65534" "65534" "$(awk '/^Uid:/ {print $2}' "/proc/$GATEWAY_PID/status")"

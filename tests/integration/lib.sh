@@ -20,13 +20,17 @@ GATEWAY_PID=""
 
 # start_gateway BIN_DIR DIR [ARGS...]: starts strand-gateway (with ARGS)
 # with its database and log in DIR; sets GATEWAY_PID and STRAND_URL. Tries
-# other ports if it cannot listen.
+# other ports if it cannot listen. GATEWAY_LAUNCH (an array) is the command
+# the gateway is started through, which must exec it (so that its pid is
+# the gateway's): by default env without the caller's token.
 start_gateway() {
   local bin="$1" dir="$2" port
   shift 2
+  local launch=(env -u STRAND_TOKEN -u STRAND_TOKEN_FILE)
+  [ -z "${GATEWAY_LAUNCH+set}" ] || launch=("${GATEWAY_LAUNCH[@]}")
   for _ in $(seq 10); do
     port=$(free_ports)
-    env -u STRAND_TOKEN -u STRAND_TOKEN_FILE \
+    "${launch[@]}" \
       "$bin/strand-gateway" --db "$dir/strand.db" --http "127.0.0.1:$port" --hub "tcp://127.0.0.1:$((port + 1))" \
       "$@" 2>>"$dir/gateway.log" &
     GATEWAY_PID=$!
