@@ -185,11 +185,11 @@ int auth_origin_same(const char *origin, const char *host)
 	return strcasecmp(rest, host) == 0;
 }
 
-int auth_content_type_json(const char *content_type)
+int auth_content_type_is(const char *content_type, const char *type)
 {
-	size_t n = strlen("application/json");
+	size_t n = strlen(type);
 
-	if (!content_type || strncasecmp(content_type, "application/json", n) != 0)
+	if (!content_type || strncasecmp(content_type, type, n) != 0)
 		return 0;
 	return content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ';
 }

@@ -40,7 +40,9 @@ int auth_host_allowed(const char *host, const char *public_hosts);
  * request's own Host header: a same-origin request. */
 int auth_origin_same(const char *origin, const char *host);
 
-/* Whether a Content-Type is JSON: application/json, parameters allowed. */
-int auth_content_type_json(const char *content_type);
+/* Whether a Content-Type is type (application/json, application/zip),
+ * parameters allowed. Neither is one a browser sends across origins
+ * without asking first. */
+int auth_content_type_is(const char *content_type, const char *type);
 
 #endif

@@ -1,5 +1,6 @@
 /* Flags and environment for strand-gateway. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -36,6 +37,10 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --sync LEVEL         normal: what was acknowledged survives a crash of the gateway (may lose\n"
 	        "                       the last commits on an OS crash or power loss); full: survives those\n"
 	        "                       too, at an fsync per commit (STRAND_SYNC, default normal)\n"
+	        "  --code-dir DIR       where uploaded code packages are kept (STRAND_CODE_DIR, default: strand-code\n"
+	        "                       next to --db)\n"
+	        "  --max-code-bytes N   one code package at most, in bytes (STRAND_MAX_CODE_BYTES, default\n"
+	        "                       104857600: 100 MiB)\n"
 	        "  --retain AGE         ended jobs (with their tasks and results), processes and rings (with their\n"
 	        "                       output) are removed this long after they end: a number with s, m, h or d\n"
 	        "                       (STRAND_RETAIN, default 7d; 0 keeps all)\n"
@@ -247,6 +252,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"allow-host-paths", required_argument, NULL, 'A'},
 	        {"no-commands", no_argument, NULL, 'C'},
 	        {"db-shared", no_argument, NULL, 1014},
+	        {"code-dir", required_argument, NULL, 1015},
+	        {"max-code-bytes", required_argument, NULL, 1016},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
@@ -261,6 +268,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	char self[1024] = "";
 	char sync[16] = "normal";
 	char retain[32] = "7d";
+	char max_code[32] = "104857600";
 	char *dir;
 	ssize_t n;
 	int c, err;
@@ -298,6 +306,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
 	set(cfg->hub_advertise, sizeof(cfg->hub_advertise), getenv("STRAND_HUB_ADVERTISE"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
+	set(cfg->code_dir, sizeof(cfg->code_dir), getenv("STRAND_CODE_DIR"));
+	set(max_code, sizeof(max_code), getenv("STRAND_MAX_CODE_BYTES"));
 	set(sync, sizeof(sync), getenv("STRAND_SYNC"));
 	set(retain, sizeof(retain), getenv("STRAND_RETAIN"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
@@ -370,6 +380,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'A': set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), optarg); break;
 		case 'C': cfg->no_commands = 1; break;
 		case 1014: cfg->db_shared = 1; break;
+		case 1015: set(cfg->code_dir, sizeof(cfg->code_dir), optarg); break;
+		case 1016: set(max_code, sizeof(max_code), optarg); break;
 		case 'R': cfg->allow_root_containers = 1; break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
@@ -399,6 +411,15 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	/* Next to the database, so one operator's gateway and files stay together. */
 	if (!cfg->token_file[0])
 		next_to_db(cfg, "strand.token", cfg->token_file, sizeof(cfg->token_file));
+	if (!cfg->code_dir[0])
+		next_to_db(cfg, "strand-code", cfg->code_dir, sizeof(cfg->code_dir));
+	char *end;
+	errno = 0;
+	cfg->max_code_bytes = strtoll(max_code, &end, 10);
+	if (errno || end == max_code || *end || cfg->max_code_bytes < 1 || cfg->max_code_bytes > ((int64_t)1 << 40)) {
+		snprintf(detail, detail_len, "--max-code-bytes must be a number of bytes, 1 to 2^40");
+		return CM_EINVAL;
+	}
 	if (!cfg->slurm.output_dir[0])
 		next_to_db(cfg, "slurm-output", cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir));
 	/* Passed to sbatch as one argument: a comma or space would split it. */

@@ -18,6 +18,8 @@ typedef struct gw_config {
 	char hub[256]; /* nng URL the hub listens on */
 	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
+	char code_dir[1100]; /* code packages (code_store.h) */
+	int64_t max_code_bytes; /* one code package at most */
 	int sync_full; /* --sync full: each commit survives an OS crash too (else a crash of the gateway) */
 	int db_shared; /* --db-shared: other processes may read the database (store.h, STORE_SHARED) */
 	int64_t retain_ms; /* ended jobs older than this are removed; 0: kept for ever */

@@ -12,6 +12,7 @@
 typedef struct entry {
 	char id[20];
 	char pool[20];
+	char code[65]; /* the code package its pool runs, "" for none */
 	char secret[CREDENTIALS_SECRET_LEN + 1];
 	struct entry *next;
 } entry;
@@ -74,12 +75,13 @@ static entry **find(credentials *c, const char *id, size_t len)
 	return link;
 }
 
-int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *secret)
+int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *code, const char *secret)
 {
 	entry *e;
 	entry **link;
 
-	if (strlen(worker_id) >= sizeof(e->id) || strlen(secret) != CREDENTIALS_SECRET_LEN)
+	if (strlen(worker_id) >= sizeof(e->id) || strlen(secret) != CREDENTIALS_SECRET_LEN ||
+	    (code && strlen(code) >= sizeof(e->code)))
 		return CM_EINVAL;
 	pthread_mutex_lock(&c->mu);
 	link = find(c, worker_id, strlen(worker_id));
@@ -89,6 +91,7 @@ int credentials_add(credentials *c, const char *worker_id, const char *pool_id, 
 	}
 	if (e) {
 		snprintf(e->pool, sizeof(e->pool), "%s", pool_id);
+		snprintf(e->code, sizeof(e->code), "%s", code ? code : "");
 		memcpy(e->secret, secret, CREDENTIALS_SECRET_LEN + 1);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -110,7 +113,7 @@ void credentials_remove(credentials *c, const char *worker_id)
 }
 
 int credentials_check(credentials *c, const char *id, size_t id_len, const char *secret, size_t secret_len,
-                      char pool_out[20])
+                      char pool_out[20], char code_out[65])
 {
 	unsigned char diff = 0;
 	entry *e;
@@ -125,6 +128,8 @@ int credentials_check(credentials *c, const char *id, size_t id_len, const char 
 		ok = diff == 0;
 		if (ok && pool_out)
 			memcpy(pool_out, e->pool, sizeof(e->pool));
+		if (ok && code_out)
+			memcpy(code_out, e->code, sizeof(e->code));
 	}
 	pthread_mutex_unlock(&c->mu);
 	return ok;

@@ -17,15 +17,18 @@ typedef struct credentials credentials;
 
 int credentials_new(credentials **out);
 void credentials_free(credentials *c);
-/* Registers (or replaces) a worker's secret; pool_id is the pool it serves. */
-int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *secret);
+/* Registers (or replaces) a worker's secret; pool_id is the pool it serves,
+ * code the SHA-256 of the code package that pool runs (NULL or "": none),
+ * the one package the hub lets it fetch. */
+int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *code, const char *secret);
 void credentials_remove(credentials *c, const char *worker_id);
 /* Forgets every worker: the engine reloads its state from the store. */
 void credentials_clear(credentials *c);
 /* Whether id (id_len bytes, not NUL-terminated) is a known worker holding
  * this secret; compares the secret in time independent of where it differs.
- * pool_out (20 bytes) receives the worker's pool when known. */
+ * pool_out (20 bytes) and code_out (65) receive the worker's pool and code
+ * package when known; either may be NULL. */
 int credentials_check(credentials *c, const char *id, size_t id_len, const char *secret, size_t secret_len,
-                      char pool_out[20]);
+                      char pool_out[20], char code_out[65]);
 
 #endif

@@ -11,8 +11,9 @@
 
 #include "common/common.h"
 #include "common/tsan_suppressions.h"
-#include "gateway/http/api.h"
+#include "gateway/code_store.h"
 #include "gateway/config.h"
+#include "gateway/http/api.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
 #include "gateway/hub/hub.h"
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
 	gw_config cfg;
 	char detail[512] = "";
 	credentials *creds = NULL;
+	code_store *code = NULL;
 	engine *e = NULL;
 	hub *h = NULL;
 	api *a = NULL;
@@ -108,19 +110,22 @@ int main(int argc, char **argv)
 		        cfg.slurm.partition[0] ? cfg.slurm.partition : "(the default)", cfg.slurm.output_dir);
 	}
 	if (credentials_new(&creds) != CM_OK ||
+	    code_store_open(cfg.code_dir, cfg.max_code_bytes, &code, detail, sizeof(detail)) != CM_OK ||
 	    engine_new(&cfg, creds, backends, nbackends, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
+		code_store_free(code);
 		credentials_free(creds);
 		return 1;
 	}
-	if (hub_start(&cfg, e, creds, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
-	    api_start(&cfg, e, &a, detail, sizeof(detail)) != CM_OK) {
+	if (hub_start(&cfg, e, creds, code, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
+	    api_start(&cfg, e, code, &a, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		engine_quiesce(e);
 		api_stop(a);
 		hub_refuse_frames(h);
 		engine_free(e);
 		hub_free(h);
+		code_store_free(code);
 		credentials_free(creds);
 		return 1;
 	}
@@ -143,6 +148,7 @@ int main(int argc, char **argv)
 	hub_refuse_frames(h);
 	engine_free(e); /* stops every worker it started */
 	hub_free(h);
+	code_store_free(code);
 	credentials_free(creds);
 	cm_info("stopped");
 	return damaged ? 3 : 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/sha256.h"
 #include "gateway/json_scan.h"
 #include "gateway/spec.h"
 
@@ -215,12 +216,12 @@ static int get_autoscale(json_t *v, pool_spec *spec, char *detail, size_t detail
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
                       pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"processes", "backend",   "resources", "max_attempts", "retry_errors",
-	                                   "timeout_s", "image",     "volumes",   "root",         "host_network",
-	                                   "runtime",   "autoscale", NULL};
+	static const char *const keys[] = {
+	        "processes", "backend", "resources",    "max_attempts", "retry_errors", "timeout_s", "image",
+	        "volumes",   "root",    "host_network", "runtime",      "autoscale",    "code",      NULL};
 	static const char *const stored_keys[] = {
-	        "processes", "backend", "resources", "max_attempts", "retry_errors", "timeout_s", "image",
-	        "volumes",   "root",    "manager",   "host_network", "runtime",      "autoscale", NULL};
+	        "processes", "backend", "resources",    "max_attempts", "retry_errors", "timeout_s", "image", "volumes",
+	        "root",      "manager", "host_network", "runtime",      "autoscale",    "code",      NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3, .host_network = -1};
 	json_t *root = NULL;
@@ -288,6 +289,18 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 	}
 	if ((err = get_runtime(root, spec.runtime, detail, detail_len)) != CM_OK)
 		goto out;
+	v = json_object_get(root, "code");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || !cm_sha256_name_valid(json_string_value(v))) {
+			snprintf(detail, detail_len,
+			         "field 'code' must be the SHA-256 of an uploaded code package (PUT "
+			         "/v1/code/{sha256}): 64 "
+			         "lowercase hex digits");
+			err = CM_EINVAL;
+			goto out;
+		}
+		snprintf(spec.code, sizeof(spec.code), "%s", json_string_value(v));
+	}
 	v = json_object_get(root, "manager");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v) || json_string_length(v) >= sizeof(spec.manager)) {
@@ -435,6 +448,8 @@ char *spec_pool_json(const pool_spec *spec)
 		json_object_set_new(o, "host_network", json_boolean(spec->host_network));
 	if (spec->runtime[0])
 		json_object_set_new(o, "runtime", json_loads(spec->runtime, JSON_DECODE_ANY, NULL));
+	if (spec->code[0])
+		json_object_set_new(o, "code", json_string(spec->code));
 	json_object_set_new(o, "volumes", vols);
 	if (spec->scale_max)
 		json_object_set_new(o, "autoscale",
@@ -944,10 +959,11 @@ static int reserved_env(const char *name)
 int spec_process_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        process_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"function", "arg", "command", "backend",      "image",   "resources",
-	                                   "volumes",  "env", "root",    "host_network", "runtime", NULL};
-	static const char *const run_keys[] = {"backend", "image",        "resources", "volumes",
-	                                       "root",    "host_network", "runtime",   NULL};
+	static const char *const keys[] = {"function",  "arg",     "command", "backend", "image",
+	                                   "resources", "volumes", "env",     "root",    "host_network",
+	                                   "runtime",   "code",    NULL};
+	static const char *const run_keys[] = {"backend",      "image",   "resources", "volumes", "root",
+	                                       "host_network", "runtime", "code",      NULL};
 	process_spec spec = {0};
 	json_t *root = NULL, *run = NULL;
 	json_t *fn, *cmd, *env, *v;
@@ -1059,7 +1075,7 @@ int spec_manager_parse(const char *body, size_t len, const char *default_backend
                        pool_spec *out, char *detail, size_t detail_len)
 {
 	static const char *const keys[] = {"type", "backend",      "image",   "resources", "volumes",
-	                                   "root", "host_network", "runtime", NULL};
+	                                   "root", "host_network", "runtime", "code",      NULL};
 	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
 	json_t *root = NULL, *type;
 	char *text = NULL;

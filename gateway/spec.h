@@ -48,6 +48,9 @@ typedef struct pool_spec {
 	int root; /* containers run as root (only with --allow-root-containers) */
 	int host_network; /* kubernetes: pods on the node's network; -1: the gateway's default */
 	char runtime[SPEC_RUNTIME_MAX + 1]; /* rt: tasks' program: "python" or a JSON argv, as JSON; "": none */
+	/* the code package its workers fetch and run in (code_store.h): its
+	 * SHA-256; "": none */
+	char code[65];
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent

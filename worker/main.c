@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/tsan_suppressions.h"
+#include "worker/code.h"
 #include "worker/worker.h"
 
 /* The one global: set by signal handlers, which may run on any thread
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
 	           "  (a tls+tcp:// hub: the CA to trust in STRAND_HUB_CA_PEM, or a file in STRAND_HUB_CA; the name\n"
 	           "  its certificate carries in STRAND_HUB_SERVER_NAME, default the hub URL's host)\n"
+	           "  (STRAND_CODE: the SHA-256 of the pool's code package, fetched from the hub into a cache\n"
+	           "  (STRAND_CACHE_DIR, default ~/.cache/strand) and the working directory of its tasks)\n"
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
 	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
 	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
@@ -118,7 +121,9 @@ int main(int argc, char **argv)
 	        .hub_ca_pem = env_or("STRAND_HUB_CA_PEM", NULL),
 	        .hub_ca_file = env_or("STRAND_HUB_CA", NULL),
 	        .hub_server_name = env_or("STRAND_HUB_SERVER_NAME", NULL),
+	        .code = env_or("STRAND_CODE", NULL),
 	};
+	char why[512];
 	struct sigaction sa;
 	const char *run = NULL;
 	cm_buf arg;
@@ -146,6 +151,16 @@ int main(int argc, char **argv)
 	}
 	if (run) {
 		signal(SIGPIPE, SIG_IGN);
+		if (cfg.code && (!cfg.pool_id || !cfg.worker_id || !cfg.secret[0])) {
+			fprintf(stderr,
+			        "strand-worker: STRAND_CODE is fetched with a worker's identity (STRAND_POOL_ID, "
+			        "STRAND_WORKER_ID, STRAND_SECRET)\n");
+			return 64;
+		}
+		if (cfg.code && worker_code_enter(&cfg, why, sizeof(why)) != CM_OK) {
+			fprintf(stderr, "strand-worker: code package %.12s: %s\n", cfg.code, why);
+			return 1;
+		}
 		if (cfg.pool_id && cfg.worker_id && cfg.secret[0])
 			worker_api_init(&cfg);
 		int code = run_once(&cfg, run, arg.len ? arg.data : "null");
@@ -158,6 +173,10 @@ int main(int argc, char **argv)
 	}
 	if (cfg.gateway_timeout_s <= 0)
 		cfg.gateway_timeout_s = 60;
+	if (cfg.code && worker_code_enter(&cfg, why, sizeof(why)) != CM_OK) {
+		fprintf(stderr, "strand-worker: code package %.12s: %s\n", cfg.code, why);
+		return 1;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);

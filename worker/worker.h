@@ -31,6 +31,7 @@ typedef struct worker_config {
 	const char *hub_ca_pem; /* tls+tcp:// hub: the CA to trust (PEM text), or NULL */
 	const char *hub_ca_file; /* ... or a file holding it */
 	const char *hub_server_name; /* ... and the name its certificate carries; NULL: the URL's host */
+	const char *code; /* the SHA-256 of the pool's code package (code.h), or NULL */
 } worker_config;
 
 /* The plugin API's connection (plugin_api.c): set before tasks run. */

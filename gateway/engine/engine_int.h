@@ -531,12 +531,13 @@ void engine__upkeep(engine *e, int64_t now);
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason);
 void engine__worker_stop(pool *p, worker *w, int hard); /* once per strength */
 /* The environment strand-worker reaches the hub with, as id of pool_id (a
- * worker; or a process running a function, its own id as both): at most
- * ENGINE_HUB_ENV entries of env_text, and *ca (a certificate chain; free
- * it), pointed to from envp. Returns how many of envp it filled. */
-#define ENGINE_HUB_ENV 5
-size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, char env_text[][600],
-                       char **envp, char **ca);
+ * worker; or a process running a function, its own id as both), and the
+ * code package it fetches from there (code: its SHA-256, "" for none): at
+ * most ENGINE_HUB_ENV entries of env_text, and *ca (a certificate chain;
+ * free it), pointed to from envp. Returns how many of envp it filled. */
+#define ENGINE_HUB_ENV 6
+size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, const char *code,
+                       char env_text[][600], char **envp, char **ca);
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
 void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
 void engine__worker_queued(worker *w, int queued); /* it waits in its backend's queue, or runs now */

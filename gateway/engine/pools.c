@@ -23,8 +23,8 @@ void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason
 	cm_info("pool %s %s%s%s", p->id, pool_state_names[s], reason ? ": " : "", reason ? reason : "");
 }
 
-size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, char env_text[][600],
-                       char **envp, char **ca)
+size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, const char *code,
+                       char env_text[][600], char **envp, char **ca)
 {
 	size_t n = 0;
 
@@ -34,6 +34,8 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 	snprintf(env_text[n++], 600, "STRAND_SECRET=%s", secret);
 	if (e->cfg->hub_server_name[0])
 		snprintf(env_text[n++], 600, "STRAND_HUB_SERVER_NAME=%.255s", e->cfg->hub_server_name);
+	if (code[0])
+		snprintf(env_text[n++], 600, "STRAND_CODE=%s", code);
 	for (size_t i = 0; i < n; i++)
 		envp[i] = env_text[i];
 	/* A certificate chain does not fit the fixed entries. */
@@ -47,13 +49,13 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
  * environment (the program by its path where the backend runs programs, in
  * a container the image's entrypoint), named strand-<pool>-<n>, the pool's
  * nth worker, and labelled with its pool and id. The strings live in
- * env_text (room for 8), labels, name and *ca (free it). */
+ * env_text (room for 9), labels, name and *ca (free it). */
 static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
                                         char labels[][160], char **labelp, char name[64], char **ca)
 {
 	int native = bx_native(p->backend);
 	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
-	size_t n = engine__hub_env(e, p->id, w->id, w->secret, env_text, envp, ca);
+	size_t n = engine__hub_env(e, p->id, w->id, w->secret, p->spec.code, env_text, envp, ca);
 	size_t t = ENGINE_HUB_ENV; /* env_text entries past the hub's */
 
 	if (native && e->cfg->plugin_path[0]) {
@@ -96,8 +98,8 @@ void engine__worker_stop(pool *p, worker *w, int hard)
 int engine__worker_spawn(engine *e, pool *p)
 {
 	worker *w = calloc(1, sizeof(*w));
-	char env[8][600], labels[2][160], name[64];
-	char *envp[9], *argv[1], *labelp[2], *ca = NULL;
+	char env[9][600], labels[2][160], name[64];
+	char *envp[10], *argv[1], *labelp[2], *ca = NULL;
 	int err;
 
 	if (!w)
@@ -106,7 +108,7 @@ int engine__worker_spawn(engine *e, pool *p)
 	cm_random_hex(w->secret, CREDENTIALS_SECRET_LEN / 2);
 	w->pool = p;
 	/* Known to the hub before it can dial in. */
-	if ((err = credentials_add(e->creds, w->id, p->id, w->secret)) != CM_OK) {
+	if ((err = credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret)) != CM_OK) {
 		free(w);
 		return err;
 	}

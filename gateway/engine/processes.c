@@ -190,14 +190,14 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		/* A function: strand-worker runs it once. */
 		int native = bx_native(b);
 		cm_random_hex(pr->secret, CREDENTIALS_SECRET_LEN / 2);
-		if (credentials_add(e->creds, pr->id, pr->id, pr->secret) != CM_OK) {
+		if (credentials_add(e->creds, pr->id, pr->id, s->run.code, pr->secret) != CM_OK) {
 			pr->secret[0] = '\0';
 			snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 			process_failed(e, pr);
 			process_save(e, pr);
 			return pr;
 		}
-		run.nenv += engine__hub_env(e, pr->id, pr->id, pr->secret, hub_text, env + run.nenv, &ca);
+		run.nenv += engine__hub_env(e, pr->id, pr->id, pr->secret, s->run.code, hub_text, env + run.nenv, &ca);
 		if (s->run.runtime[0]) {
 			snprintf(runtime, sizeof(runtime), "STRAND_RUNTIME=%s", s->run.runtime);
 			env[run.nenv++] = runtime;
@@ -597,6 +597,18 @@ void engine__handle_process(engine *e, op *o)
 	engine__ready(e, o);
 }
 
+/* The code package a stored process request names ("" for none). */
+static const char *code_of(const char *spec_json)
+{
+	static char code[65];
+	json_t *o = spec_json ? json_loads(spec_json, 0, NULL) : NULL;
+	const char *v = json_string_value(json_object_get(o, "code"));
+
+	snprintf(code, sizeof(code), "%s", v && strlen(v) < sizeof(code) ? v : "");
+	json_decref(o);
+	return code;
+}
+
 /* A process stored as running is adopted if its backend still has it. */
 void engine__load_process(void *ctx, const store_process *sp)
 {
@@ -619,7 +631,7 @@ void engine__load_process(void *ctx, const store_process *sp)
 		pr->adopted = 1;
 		if (sp->secret && strlen(sp->secret) == CREDENTIALS_SECRET_LEN) {
 			snprintf(pr->secret, sizeof(pr->secret), "%s", sp->secret);
-			credentials_add(e->creds, pr->id, pr->id, pr->secret);
+			credentials_add(e->creds, pr->id, pr->id, code_of(pr->spec_json), pr->secret);
 		}
 		bx_adopt(b, pr->id, pr->handle);
 	}

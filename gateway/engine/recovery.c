@@ -215,7 +215,7 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 	 * refuses it and it is replaced after two leases, like a silent one. */
 	if (secret && strlen(secret) == CREDENTIALS_SECRET_LEN) {
 		snprintf(w->secret, sizeof(w->secret), "%s", secret);
-		credentials_add(e->creds, w->id, p->id, w->secret);
+		credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret);
 	}
 	w->state = W_STARTING;
 	w->adopted = 1;

@@ -116,5 +116,7 @@ json_t *engine__pool_json(const pool *p)
 		json_object_set_new(o, "type", json_string(p->spec.manager));
 	if (o && p->spec.runtime[0])
 		json_object_set_new(o, "runtime", json_loads(p->spec.runtime, JSON_DECODE_ANY, NULL));
+	if (p->spec.code[0])
+		json_object_set_new(o, "code", json_string(p->spec.code));
 	return o;
 }

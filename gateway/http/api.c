@@ -22,6 +22,7 @@
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
+ *   GET    /v1/code                      PUT|GET /v1/code/{sha256} (a code package: a zip)
  *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
  *   GET    /metrics                      Prometheus text format
  *   GET    /v1/openapi.json              this API's description (openapi.json)
@@ -77,9 +78,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				                         "Bearer realm=\"strand\"");
 			return http_problem(c, status, url, detail);
 		}
+		if (http_code_upload_route(url, method))
+			return http_code_upload_begin(a, c, url, rq);
 		return MHD_YES;
 	}
 	if (rq->refused) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size && rq->code_upload) {
+		http_code_upload_bytes(rq, upload_data, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -121,6 +129,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_list_jobs(a, c, url, method);
 	if (strcmp(url, "/v1/events") == 0)
 		return http_get_events(a, c, url, rq);
+	if (strncmp(url, "/v1/code", 8) == 0 && (url[8] == '\0' || url[8] == '/'))
+		return http_route_code(a, c, url, method, url[8] ? url + 9 : "", rq);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return http_route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
@@ -159,6 +169,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	if (rq) {
 		if (rq->applying)
 			spec_map_fini(&rq->spec);
+		http_code_upload_forget(rq);
 		cm_buf_fini(&rq->body);
 		free(rq->accepted);
 		free(rq);
@@ -269,7 +280,7 @@ static unsigned connection_limit(const gw_config *cfg)
 	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
 }
 
-int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t detail_len)
+int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char *detail, size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
 	struct sockaddr_storage ss;
@@ -280,6 +291,7 @@ int api_start(const gw_config *cfg, engine *e, api **out, char *detail, size_t d
 		return CM_ENOMEM;
 	a->cfg = cfg;
 	a->engine = e;
+	a->code = code;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->unparked, NULL);
 	cm_buf_init(&a->tls_cert);

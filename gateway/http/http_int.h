@@ -7,7 +7,7 @@
  *                  answer later, parked meanwhile (parking.h)
  *   results.c      result and failure pages, read from the store
  *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
- *   session.c      one resource each: its routes under /v1
+ *   session.c, code.c  one resource each: its routes under /v1
  *   service.c      health, metrics, the OpenAPI document, the event stream
  *                  (event_stream.c) and the dashboard's files
  * Handlers run on libmicrohttpd's threads, so none may wait long: a short
@@ -32,6 +32,7 @@
 struct api {
 	const gw_config *cfg;
 	engine *engine;
+	code_store *code; /* uploaded code packages */
 	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
 	cm_buf tls_cert, tls_key; /* PEM, kept for as long as the daemon runs */
 	struct MHD_Daemon *daemon;
@@ -90,6 +91,12 @@ struct request {
 	/* An engine call it started, answered once the connection resumes. */
 	int calling;
 	engine_call *call; /* NULL while calling: there was no memory to start it */
+
+	/* PUT /v1/code/{sha256}: its body streams into the store. */
+	int code_upload;
+	code_upload *upload; /* NULL once finished or refused */
+	int upload_err; /* the first refusal of its bytes (CM_ETOOBIG, CM_EIO) */
+	char upload_detail[200];
 };
 
 /* ---- reply.c: answers and query parameters ------------------------------ */
@@ -165,6 +172,22 @@ enum MHD_Result http_route_processes(api *a, struct MHD_Connection *c, const cha
                                      const char *rest, request *rq);
 enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const request *rq);
+
+/* ---- code.c: code packages ---------------------------------------------- */
+
+/* Whether the request is a package's upload, whose body code.c takes. */
+int http_code_upload_route(const char *url, const char *method);
+/* At its first call, after screening: refused at once (413 by its
+ * Content-Length, 200 when stored already) or begun. */
+enum MHD_Result http_code_upload_begin(api *a, struct MHD_Connection *c, const char *url, request *rq);
+void http_code_upload_bytes(request *rq, const char *data, size_t len);
+/* The request ended before its body did: nothing of it is kept. */
+void http_code_upload_forget(request *rq);
+enum MHD_Result http_route_code(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
+                                request *rq);
+/* CM_OK when spec names no code package or one stored; CM_EUNSUPPORTED
+ * (422) with the reason otherwise. */
+int http_code_check(api *a, const pool_spec *spec, char *detail, size_t detail_len);
 
 /* ---- screen.c and service.c --------------------------------------------- */
 

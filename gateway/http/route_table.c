@@ -15,6 +15,8 @@ const api_route route_table[] = {
         {"/v1/openapi.json", "GET"},
         {"/v1/session", "GET POST DELETE"},
         {"/v1/events", "GET"},
+        {"/v1/code", "GET"},
+        {"/v1/code/{sha256}", "GET PUT"},
         {"/v1/pools", "GET POST"},
         {"/v1/pools/{id}", "GET PATCH DELETE"},
         {"/v1/pools/{id}/map", "POST"},

@@ -85,9 +85,13 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 		snprintf(detail, detail_len, "cross-origin request refused (Origin '%.100s')", origin);
 		return 403;
 	}
+	/* A code package is a zip; every other body is JSON. */
+	int zip = strcmp(method, "PUT") == 0 && strncmp(url, "/v1/code/", 9) == 0;
 	if (!is_safe_method(method) && (h.content_length || h.transfer_encoding) &&
-	    !(h.first && strcmp(h.first, "0") == 0) && !auth_content_type_json(type)) {
-		snprintf(detail, detail_len, "request bodies must be 'Content-Type: application/json'");
+	    !(h.first && strcmp(h.first, "0") == 0) &&
+	    !auth_content_type_is(type, zip ? "application/zip" : "application/json")) {
+		snprintf(detail, detail_len, "request bodies must be 'Content-Type: %s'",
+		         zip ? "application/zip" : "application/json");
 		return 415;
 	}
 	if (!a->token[0] || strcmp(url, "/v1/session") == 0)

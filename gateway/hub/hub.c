@@ -57,6 +57,7 @@
 #define FIRST_FRAME_MS 10000
 #define FRAME_MS 60000
 #define HELD_BYTES_MAX ((size_t)1 << 30)
+#define CODE_PIECE ((size_t)1 << 20) /* of a code package, a frame */
 
 typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_state;
 
@@ -86,6 +87,7 @@ struct hub_slot {
 	int close_after_send; /* what followed a refused header was never read */
 	int64_t deadline; /* of the frame being read */
 	char pool[20]; /* of the worker the frame's header named */
+	char code[65]; /* ... and the code package its pool runs ("": none) */
 	/* HEAD: the length and the header (or all of a small frame) */
 	uint8_t head[WIRE_PREFIX + PROTO_HEADER_MAX];
 	size_t head_got;
@@ -114,6 +116,7 @@ struct hub_slot {
 struct hub {
 	engine *engine;
 	credentials *creds;
+	code_store *code;
 	hub_poll *poll; /* tcp://, ipc:// */
 	nng_stream_listener *listener; /* tls+tcp:// */
 	nng_aio *accept;
@@ -534,6 +537,34 @@ static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* A piece of the code package a worker's pool runs (and no other), read
+ * on this thread without the engine: a MiB at most, mostly from the page
+ * cache, once per worker and package (a worker caches what it fetched). */
+static void serve_code(hub_slot *s, const Strand__CodeFetch *f)
+{
+	Strand__CodePart part = STRAND__CODE_PART__INIT;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	int64_t size = 0;
+	int err;
+
+	if (!s->code[0] || strcmp(f->sha256, s->code) != 0)
+		part.error = "the worker's pool runs no such code package";
+	else if (!(buf = malloc(CODE_PIECE)))
+		part.error = "the gateway is out of memory";
+	else if ((err = code_store_read(s->hub->code, f->sha256, f->offset, buf, CODE_PIECE, &got, &size)) != CM_OK)
+		part.error = err == CM_ENOENT ? "the gateway no longer holds the code package (its --code-dir lost it)"
+		                              : "the gateway cannot read the code package";
+	else {
+		part.ok = 1;
+		part.size = (uint64_t)size;
+		part.data = (ProtobufCBinaryData){.data = buf, .len = got};
+	}
+	slot_release(s);
+	send_message(s, PROTO_CODE_PART, &part.base);
+	free(buf);
+}
+
 /* Whether the decoded message names the worker the header authenticated,
  * and that worker's pool. */
 static int names_sender(const proto_header *h, const char *pool, const char *worker_id, const char *pool_id)
@@ -562,6 +593,9 @@ static void on_frame(hub_slot *s)
 	if (h.type == PROTO_QUEUE_CALL)
 		named = names_sender(&h, s->pool, ((Strand__QueueCall *)m)->worker_id,
 		                     ((Strand__QueueCall *)m)->pool_id);
+	else if (h.type == PROTO_CODE_FETCH)
+		named = names_sender(&h, s->pool, ((Strand__CodeFetch *)m)->worker_id,
+		                     ((Strand__CodeFetch *)m)->pool_id);
 	else
 		named = names_sender(&h, s->pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
 	free(s->frame); /* h pointed into it; the message lives in the arena */
@@ -571,7 +605,10 @@ static void on_frame(hub_slot *s)
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
-	to_engine(s, h.type, m);
+	if (h.type == PROTO_CODE_FETCH)
+		serve_code(s, (Strand__CodeFetch *)m);
+	else
+		to_engine(s, h.type, m);
 }
 
 /* The header is in: the sender is checked before the frame's body is read
@@ -589,11 +626,11 @@ static void on_head(hub_slot *s)
 		refuse_and_close(s, detail);
 		return;
 	}
-	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL) {
-		refuse_and_close(s, "the hub takes Pull and QueueCall frames only");
+	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_CODE_FETCH) {
+		refuse_and_close(s, "the hub takes Pull, QueueCall and CodeFetch frames only");
 		return;
 	}
-	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool)) {
+	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool, s->code)) {
 		refuse_and_close(s, "unknown worker or wrong secret");
 		return;
 	}
@@ -885,7 +922,8 @@ static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_l
 	return err;
 }
 
-int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len)
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, code_store *code, hub **out, char *detail,
+              size_t detail_len)
 {
 	hub *h = calloc(1, sizeof(*h));
 	struct rlimit rl;
@@ -895,6 +933,7 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, ch
 		return CM_ENOMEM;
 	h->engine = e;
 	h->creds = creds;
+	h->code = code;
 	h->conns_max = CONNS_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < CONNS_MAX)
 		h->conns_max = (int)(rl.rlim_cur / 4);

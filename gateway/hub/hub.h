@@ -14,15 +14,17 @@
 #ifndef GATEWAY_HUB_H
 #define GATEWAY_HUB_H
 
+#include "gateway/code_store.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
 
 typedef struct hub hub;
 
-/* Listens on cfg->hub (tls+tcp:// with cfg's certificate and key); cfg and
- * creds are borrowed and outlive the hub. *out is new (hub_refuse_frames,
- * then hub_free). */
-int hub_start(const gw_config *cfg, engine *e, credentials *creds, hub **out, char *detail, size_t detail_len);
+/* Listens on cfg->hub (tls+tcp:// with cfg's certificate and key); cfg,
+ * creds and code (the packages workers fetch) are borrowed and outlive the
+ * hub. *out is new (hub_refuse_frames, then hub_free). */
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, code_store *code, hub **out, char *detail,
+              size_t detail_len);
 /* From now on every frame is refused without reaching the engine; returns
  * once no callback is inside the engine. The engine may still answer the
  * slots it holds (and must, before hub_free). */

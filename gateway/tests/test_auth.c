@@ -94,11 +94,13 @@ static void test_host_and_origin(void **state)
 	assert_false(auth_origin_same("null", "127.0.0.1:8080"));
 	assert_false(auth_origin_same("http://attacker.example", "127.0.0.1:8080"));
 
-	assert_true(auth_content_type_json("application/json"));
-	assert_true(auth_content_type_json("application/json; charset=utf-8"));
-	assert_false(auth_content_type_json("text/plain"));
-	assert_false(auth_content_type_json("application/jsonp"));
-	assert_false(auth_content_type_json(NULL));
+	assert_true(auth_content_type_is("application/json", "application/json"));
+	assert_true(auth_content_type_is("application/json; charset=utf-8", "application/json"));
+	assert_false(auth_content_type_is("text/plain", "application/json"));
+	assert_false(auth_content_type_is("application/jsonp", "application/json"));
+	assert_false(auth_content_type_is(NULL, "application/json"));
+	assert_true(auth_content_type_is("application/zip", "application/zip"));
+	assert_false(auth_content_type_is("application/zipper", "application/zip"));
 }
 
 static void test_host_path_prefixes(void **state)

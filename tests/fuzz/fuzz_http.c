@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/http/api.h"
+#include "gateway/code_store.h"
 #include "gateway/config.h"
+#include "gateway/http/api.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
 #include "gateway/hub/hub.h"
@@ -33,6 +34,7 @@ static void start_gateway(void)
 	char *argv[] = {"fuzz_http", NULL};
 	char detail[512] = "";
 	credentials *creds;
+	code_store *code;
 	engine *e;
 	hub *h;
 	api *a;
@@ -43,6 +45,7 @@ static void start_gateway(void)
 		abort();
 	snprintf(cfg.db, sizeof(cfg.db), "%s/fuzz.db", dir);
 	snprintf(cfg.token_file, sizeof(cfg.token_file), "%s/strand.token", dir);
+	snprintf(cfg.code_dir, sizeof(cfg.code_dir), "%s/strand-code", dir);
 	snprintf(cfg.worker_bin, sizeof(cfg.worker_bin), "%s/no-such-worker", dir);
 	snprintf(cfg.docker_socket, sizeof(cfg.docker_socket), "%s/no-such-docker.sock", dir);
 	cfg.no_auth = 1;
@@ -50,6 +53,7 @@ static void start_gateway(void)
 	backend *backends[] = {backend_local_new(cfg.gpus),
 	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	if (credentials_new(&creds) != CM_OK ||
+	    code_store_open(cfg.code_dir, cfg.max_code_bytes, &code, detail, sizeof(detail)) != CM_OK ||
 	    engine_new(&cfg, creds, backends, 2, &e, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK)
 		abort();
 	for (int attempt = 0; attempt < 20; attempt++) {
@@ -58,8 +62,8 @@ static void start_gateway(void)
 		snprintf(cfg.http, sizeof(cfg.http), "127.0.0.1:%d", port);
 		snprintf(cfg.hub, sizeof(cfg.hub), "tcp://127.0.0.1:%d", port + 11000);
 		h = NULL;
-		if (hub_start(&cfg, e, creds, &h, detail, sizeof(detail)) == CM_OK &&
-		    api_start(&cfg, e, &a, detail, sizeof(detail)) == CM_OK)
+		if (hub_start(&cfg, e, creds, code, &h, detail, sizeof(detail)) == CM_OK &&
+		    api_start(&cfg, e, code, &a, detail, sizeof(detail)) == CM_OK)
 			return; /* runs until the fuzzer exits */
 		if (h) {
 			hub_refuse_frames(h);

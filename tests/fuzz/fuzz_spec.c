@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 8:
 		auth_host_allowed(text, "gw.example,strand.internal");
 		auth_origin_same(text, "127.0.0.1:8080");
-		auth_content_type_json(text);
+		auth_content_type_is(text, "application/json");
 		auth_bearer(text);
 		auth_token_equal("0123456789abcdef0123", text);
 		break;

@@ -17,4 +17,8 @@ export PYTHONPATH="$src/tests/integration/fiber_examples"
 start_gateway "$bin" "$dir" --http-idle 2
 # For the test of an https:// gateway, which starts its own.
 export STRAND_TEST_BIN="$bin"
+# The program's folder is what its workers get (strand.init's working_dir):
+# a folder of its own, not the build tree's.
+mkdir "$dir/cwd"
+cd "$dir/cwd"
 PYTHONPATH="$bin/../lib/python:$PYTHONPATH" /usr/bin/python3 "$src/tests/integration/$test_file"

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "common/common.h"
+#include "common/sha256.h"
 #include "common/tsan_suppressions.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
@@ -544,12 +545,128 @@ static void test_hub_bounds_what_strangers_hold(void **state)
 	gateway_cleanup(&h);
 }
 
+/* One worker of pool and its secret, from the database. */
+static void a_worker_of(const char *pool, char worker[20], char secret[80])
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+
+	assert_int_equal(sqlite3_open_v2(g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "SELECT id, secret FROM workers WHERE pool_id = ? LIMIT 1", -1, &s, NULL),
+	        SQLITE_OK);
+	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	snprintf(worker, 20, "%s", (const char *)sqlite3_column_text(s, 0));
+	snprintf(secret, 80, "%s", (const char *)sqlite3_column_text(s, 1));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
+/* A CodeFetch as worker_id of pool_id: the hub's answer, a CodePart (new),
+ * or NULL with its refusal's words in why. */
+static Strand__CodePart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
+                                  char why[256])
+{
+	Strand__CodeFetch f = STRAND__CODE_FETCH__INIT;
+	nng_stream_dialer *d = dialer_to(g.hub_port);
+	nng_stream *conn = NULL;
+	nng_aio *aio;
+	uint8_t *frame, *reply = NULL;
+	size_t len, reply_len = 0;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	proto_header h;
+
+	f.worker_id = (char *)worker_id;
+	f.pool_id = (char *)pool_id;
+	f.sha256 = (char *)sha256;
+	assert_int_equal(proto_frame_encode(PROTO_CODE_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
+	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
+	assert_int_equal(wire_send(conn, aio, frame, len), 0);
+	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
+	assert_int_equal(proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)), CM_OK);
+	why[0] = '\0';
+	if (h.type == PROTO_BATCH) {
+		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
+		                 CM_OK);
+		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		msg = NULL;
+	} else {
+		assert_int_equal(proto_frame_decode(PROTO_CODE_PART, reply, reply_len, &msg, detail, sizeof(detail)),
+		                 CM_OK);
+		if (!((Strand__CodePart *)msg)->ok) {
+			snprintf(why, 256, "%s", ((Strand__CodePart *)msg)->error);
+			protobuf_c_message_free_unpacked(msg, NULL);
+			msg = NULL;
+		}
+	}
+	free(frame);
+	free(reply);
+	nng_stream_free(conn);
+	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
+	return (Strand__CodePart *)msg;
+}
+
+/* A worker's secret reaches its own pool's code package and no other: not
+ * another pool's, not one its pool never named, not with a forged secret. */
+static void test_code_packages_only_for_their_pool(void **state)
+{
+	/* An empty zip: its end record alone. */
+	static const uint8_t empty_zip[22] = {'P', 'K', 5, 6};
+	const char *zip[] = {"Content-Type: application/zip", g.auth, NULL};
+	char abc[CM_SHA256_HEX + 1];
+	cm_sha256 hash;
+	char path[128], spec[160], worker[20], secret[80], other[20], other_secret[80], why[256];
+	Strand__CodePart *part;
+
+	(void)state;
+	cm_sha256_init(&hash);
+	cm_sha256_update(&hash, empty_zip, sizeof(empty_zip));
+	cm_sha256_hex(&hash, abc);
+	snprintf(path, sizeof(path), "/v1/code/%s", abc);
+	response r = http_bytes(&g, "PUT", path, empty_zip, sizeof(empty_zip), zip);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	/* A pool whose workers run in it, and one without. */
+	snprintf(spec, sizeof(spec), "{\"processes\": 1, \"code\": \"%s\"}", abc);
+	char *with = pool_create_spec(&g, spec);
+	char *without = pool_create(&g, 1);
+	pool_wait_connected(&g, with, 1);
+	pool_wait_connected(&g, without, 1);
+	a_worker_of(with, worker, secret);
+	a_worker_of(without, other, other_secret);
+
+	/* Its own pool's package. */
+	assert_non_null(part = fetch_as(worker, with, secret, abc, why));
+	assert_int_equal(part->size, sizeof(empty_zip));
+	assert_int_equal(part->data.len, sizeof(empty_zip));
+	assert_memory_equal(part->data.data, empty_zip, sizeof(empty_zip));
+	protobuf_c_message_free_unpacked(&part->base, NULL);
+
+	/* Another pool's worker asks for it: refused, though the package exists. */
+	assert_null(fetch_as(other, without, other_secret, abc, why));
+	assert_string_equal(why, "the worker's pool runs no such code package");
+	/* Its own secret, but the body names the other pool. */
+	assert_null(fetch_as(other, with, other_secret, abc, why));
+	assert_string_equal(why, "the frame's body names another worker or pool than its sender");
+	/* A forged secret. */
+	assert_null(fetch_as(worker, with, other_secret, abc, why));
+	assert_string_equal(why, "unknown worker or wrong secret");
+	free(with);
+	free(without);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_rogue_worker_steals_nothing_and_forges_nothing),
 	        cmocka_unit_test(test_frames_during_shutdown),
 	        cmocka_unit_test(test_hub_bounds_what_strangers_hold),
+	        cmocka_unit_test(test_code_packages_only_for_their_pool),
 	};
 	return cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
 }

@@ -302,6 +302,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 
 response http_as(const gateway *g, const char *method, const char *path, const char *body, const char *const *headers)
 {
+	return http_bytes(g, method, path, body, body ? strlen(body) : 0, headers);
+}
+
+response http_bytes(const gateway *g, const char *method, const char *path, const void *body, size_t len,
+                    const char *const *headers)
+{
 	response r = {0};
 	cm_buf s;
 	char url[8192];
@@ -329,7 +335,7 @@ response http_as(const gateway *g, const char *method, const char *path, const c
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	if (body) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
 	if (curl_easy_perform(c) == CURLE_OK) {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);

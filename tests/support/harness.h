@@ -57,6 +57,9 @@ response http(const gateway *g, const char *method, const char *path, const char
 /* One request with exactly these headers (NULL-terminated, may be NULL): no
  * token and no Content-Type unless given. */
 response http_as(const gateway *g, const char *method, const char *path, const char *body, const char *const *headers);
+/* The same with a body of len bytes, NULs and all (a zip). */
+response http_bytes(const gateway *g, const char *method, const char *path, const void *body, size_t len,
+                    const char *const *headers);
 response http_json(const gateway *g, const char *method, const char *path, json_t *body /* stolen */);
 void response_free(response *r);
 /* Sends request (raw bytes, as they are) on a new loopback connection and

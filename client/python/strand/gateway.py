@@ -61,6 +61,11 @@ class Gateway:
         text = self._send(method, path, body, timeout)
         return json.loads(text) if text else None
 
+    def request_bytes(self, method, path, data, content_type, timeout=None):
+        """Sends data (bytes) as the body; the answer's JSON, or StrandError."""
+        text = self._send(method, path, None, timeout, raw=(data, content_type))
+        return json.loads(text) if text else None
+
     def request_text(self, method, path, timeout=None):
         """The answer as text (a process's logs), or StrandError."""
         return self._send(method, path, None, timeout).decode("utf-8", "replace")
@@ -89,22 +94,23 @@ class Gateway:
         """Closes this thread's connection (the next request opens one)."""
         self._local.line = None
 
-    def _send(self, method, path, body, timeout):
-        data = json.dumps(body).encode() if body is not None else b""
+    def _send(self, method, path, body, timeout, raw=None):
+        data, content_type = raw or (json.dumps(body).encode() if body is not None else b"", "application/json")
         target = self._prefix + path
         # Written into the request as they are: nothing in them may end a
         # line or a field (a pool id from the caller, a token from a file).
         for text in (method, target, self.token or ""):
             if not text.isascii() or any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
                 raise ValueError("a request's method, path or token with a space or a control character: %r" % text)
-        head = "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n" % (
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n" % (
             method,
             target,
             self._authority,
+            content_type,
         )
         if self.token:
             head += "Authorization: Bearer %s\r\n" % self.token
-        if body is not None or method in ("POST", "PUT", "PATCH"):
+        if body is not None or raw or method in ("POST", "PUT", "PATCH"):
             head += "Content-Length: %d\r\n" % len(data)
         request = head.encode("latin-1") + b"\r\n" + data
         for attempt in (0, 1):
@@ -153,12 +159,22 @@ class _Line:
 _default = None
 
 
-def init(url=None, token=None, ca_file=None, backend=None, image=None):
-    """Where the gateway is, and defaults for new pools, like fiber.init."""
+def init(url=None, token=None, ca_file=None, backend=None, image=None, working_dir=".", py_modules=None, excludes=None):
+    """Where the gateway is, and defaults for new pools, like fiber.init.
+
+    What the workers run in (strand._code): working_dir (default: the
+    current directory; None: no folder) is their working directory and on
+    their sys.path, with py_modules (modules or paths) and the modules the
+    program imported from outside it and the interpreter's library; names
+    matching excludes (fnmatch patterns; a pattern with a slash matches the
+    path from working_dir) stay behind."""
     global _default
     _default = Gateway(url, token, ca_file)
     _default.backend = backend
     _default.image = image
+    _default.working_dir = working_dir
+    _default.py_modules = list(py_modules or ())
+    _default.excludes = list(excludes or ())
     return _default
 
 

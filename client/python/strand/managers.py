@@ -28,7 +28,7 @@ import itertools
 import queue as _queue
 import time
 
-from . import _worker
+from . import _code, _worker
 from . import gateway as _gateway
 
 WAIT_S = 30
@@ -172,6 +172,9 @@ class BaseManager:
             spec["backend"] = backend
         if image:
             spec["image"] = image
+        code = _code.ensure(self._gw)
+        if code:
+            spec["code"] = code
         self.id = self._gw.request("POST", "/v1/managers", spec)["id"]
         if initializer:
             self._run(initializer, initargs, {})

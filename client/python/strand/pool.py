@@ -10,7 +10,7 @@ import threading
 
 import cloudpickle
 
-from . import _pickling, _worker
+from . import _code, _pickling, _worker
 from . import gateway as _gateway
 
 EXCEPTION_MARK = "strand-pickled-exception: "
@@ -184,6 +184,9 @@ class Pool:
         if resources:
             spec["resources"] = resources
         self._init = (cloudpickle.dumps(initializer), tuple(initargs)) if initializer else None
+        code = _code.ensure(self._gw)
+        if code:
+            spec["code"] = code
         view = self._gw.request("POST", "/v1/pools", spec)
         self.id = view["id"]
         self._processes = view.get("processes") or 1

@@ -11,7 +11,7 @@ import itertools
 import signal
 import time
 
-from . import _pickling
+from . import _code, _pickling
 from . import gateway as _gateway
 from .meta import resources_of
 
@@ -66,6 +66,9 @@ class Process:
         resources = resources_of(what)
         if resources:
             spec["resources"] = resources
+        code = _code.ensure(self._gw)
+        if code:
+            spec["code"] = code
         self._view = self._gw.request("POST", "/v1/processes", spec)
         self.id = self._view["id"]
         if self._view.get("state") == "failed":
