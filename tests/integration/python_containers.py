@@ -1,14 +1,16 @@
 """The Python client's scenarios with every worker, process and manager in
 a container of strand-worker-python, on the backend STRAND_TEST_BACKEND
 names (python_docker.sh and python_k8s.sh build the image and start the
-gateway): a map of a closure, an exception raised again, a Process with a
-SimpleQueue and a Pipe, a Manager's dict, an AsyncManager's handles.
-Exact results."""
+gateway): a program with its own package and data files, a map of a
+closure, an exception raised again, a Process with a SimpleQueue and a
+Pipe, a Manager's dict, an AsyncManager's handles. Exact results."""
 
 import os
 import sys
+import tempfile
 import unittest
 
+import code_project
 import strand
 
 strand.init(backend=os.environ["STRAND_TEST_BACKEND"], image=os.environ["STRAND_TEST_IMAGE"])
@@ -47,6 +49,14 @@ CounterManager.register("Counter", Counter)
 
 
 class PythonInContainers(unittest.TestCase):
+    def test_program_with_its_code_and_data(self):
+        # Fetched from the hub by each container: no file system shared.
+        with tempfile.TemporaryDirectory() as root:
+            project = code_project.make(root)
+            out = code_project.run(project, project)
+            out.pop("code")
+            self.assertEqual(out, code_project.EXPECTED)
+
     def test_pool(self):
         k = 3
         with strand.Pool(2) as pool:

@@ -11,5 +11,8 @@ require_docker
 dir=$(mktemp -d /tmp/strand-test-python-docker-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir"
+# The program's folder is what its workers get: a folder of its own.
+mkdir "$dir/cwd"
+cd "$dir/cwd"
 STRAND_TEST_BACKEND=docker STRAND_TEST_IMAGE=strand-worker-python:test \
   PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_containers.py"

@@ -14,5 +14,8 @@ dir=$(mktemp -d /tmp/strand-test-python-k8s-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \
   --k8s-start-grace 3
+# The program's folder is what its workers get: a folder of its own.
+mkdir "$dir/cwd"
+cd "$dir/cwd"
 STRAND_TEST_BACKEND=kubernetes STRAND_TEST_IMAGE=strand-worker-python:test \
   PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_containers.py"

@@ -11,6 +11,7 @@ import time
 import unittest
 import zipfile
 
+import code_project
 import strand
 
 
@@ -430,94 +431,18 @@ class ManagerTest(unittest.TestCase):
         self.assertRaises(RuntimeError, m.dict)
 
 
-# A user's program as it sits on disk: its own package, a module beside
-# it, a data file read by relative path, and files that must stay behind
-# (a gateway's token in the folder, a build folder .gitignore names).
-PROGRAM = """
-import json, os, sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared"))
-import strand
-from mypkg import helpers
-import common
-
-with strand.Pool(2) as pool:
-    out = {
-        "triples": pool.map(helpers.triple, range(6)),
-        "data": pool.apply(helpers.read, ("data/words.txt",)),
-        "shared": pool.apply(common.greet, ("worker",)),
-        "token_there": pool.apply(os.path.exists, ("strand.token",)),
-        "build_there": pool.apply(os.path.exists, ("build/big.bin",)),
-        "code": strand.gateway.default().request("GET", "/v1/pools/" + pool.id)["code"],
-    }
-proc = strand.Process(target=helpers.write_back, args=("out.txt",))
-proc.start()
-proc.join()
-out["process_exit"] = proc.exitcode
-print(json.dumps(out))
-"""
-
-
 class CodeTest(unittest.TestCase):
     """The program's own code and data reach its workers: its folder (as
     their working directory) and the modules it imports from elsewhere."""
-
-    def make_project(self, root):
-        project = os.path.join(root, "project")
-        os.makedirs(os.path.join(project, "mypkg"))
-        os.makedirs(os.path.join(project, "data"))
-        os.makedirs(os.path.join(project, "build"))
-        os.makedirs(os.path.join(root, "shared"))
-        files = {
-            "project/main.py": PROGRAM,
-            "project/mypkg/__init__.py": "",
-            "project/mypkg/helpers.py": "def triple(x):\n    return 3 * x\n"
-            "def read(path):\n    with open(path) as f:\n        return f.read().split()\n"
-            "def write_back(path):\n    with open(path, 'w') as f:\n        f.write('written')\n",
-            "project/data/words.txt": "alpha beta\ngamma\n",
-            "project/strand.token": "not-for-tasks",
-            "project/.gitignore": "/build/\n",
-            "project/build/big.bin": "x" * 1000,
-            "shared/common.py": "def greet(who):\n    return 'hello ' + who\n",
-        }
-        for name, text in files.items():
-            with open(os.path.join(root, name), "w") as f:
-                f.write(text)
-        return project
-
-    def run_program(self, project, cwd):
-        import json
-        import subprocess
-
-        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
-        done = subprocess.run(
-            [sys.executable, os.path.join(project, "main.py")],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        self.assertEqual(done.returncode, 0, done.stderr)
-        return json.loads(done.stdout)
 
     def test_program_with_package_module_and_data(self):
         import tempfile
 
         with tempfile.TemporaryDirectory() as root:
-            project = self.make_project(root)
-            out = self.run_program(project, project)
-            code = out.pop("code")
-            self.assertEqual(
-                out,
-                {
-                    "triples": [0, 3, 6, 9, 12, 15],
-                    "data": ["alpha", "beta", "gamma"],
-                    "shared": "hello worker",
-                    "token_there": False,
-                    "build_there": False,
-                    "process_exit": 0,
-                },
-            )
+            project = code_project.make(root)
+            out = code_project.run(project, project)
+            out.pop("code")
+            self.assertEqual(out, code_project.EXPECTED)
             # A task writes into its worker's copy, never the caller's
             # folder (no backend shares a file system with the caller).
             self.assertFalse(os.path.exists(os.path.join(project, "out.txt")))
@@ -526,9 +451,9 @@ class CodeTest(unittest.TestCase):
         import tempfile
 
         with tempfile.TemporaryDirectory() as root:
-            project = self.make_project(root)
-            first = self.run_program(project, project)["code"]
-            self.assertEqual(self.run_program(project, project)["code"], first)
+            project = code_project.make(root)
+            first = code_project.run(project, project)["code"]
+            self.assertEqual(code_project.run(project, project)["code"], first)
             gw = strand.gateway.default()
             size = gw.request("GET", "/v1/code/" + first)["size"]
             from strand import _code
@@ -546,14 +471,14 @@ class CodeTest(unittest.TestCase):
         import tempfile
 
         with tempfile.TemporaryDirectory() as root:
-            project = self.make_project(root)
+            project = code_project.make(root)
             elsewhere = os.path.join(root, "elsewhere")
             os.makedirs(os.path.join(elsewhere, "data"))
             with open(os.path.join(elsewhere, "data", "words.txt"), "w") as f:
                 f.write("from elsewhere")
             # As multiprocessing: the caller's folder is the workers', and
             # the script's own package still imports.
-            out = self.run_program(project, elsewhere)
+            out = code_project.run(project, elsewhere)
             self.assertEqual(out["triples"], [0, 3, 6, 9, 12, 15])
             self.assertEqual(out["data"], ["from", "elsewhere"])
 
@@ -564,13 +489,13 @@ class CodeTest(unittest.TestCase):
 
         with tempfile.TemporaryDirectory() as root:
             with open(os.path.join(root, "big.bin"), "wb") as f:
-                f.write(b"x" * 2000)
+                f.write(b"x" * 100000)
             with self.assertRaises(_code.CodeTooLarge) as caught:
-                _code.build(root, max_bytes=1000)
-            self.assertIn("over 1000 bytes", str(caught.exception))
+                _code.build(root, max_bytes=50000)
+            self.assertIn("over 50000 bytes", str(caught.exception))
             self.assertIn("strand.init(working_dir=None)", str(caught.exception))
             # Left out, it is no longer counted.
-            data = _code.build(root, excludes=["*.bin"], max_bytes=1000)
+            data = _code.build(root, excludes=["*.bin"], max_bytes=50000)
             self.assertTrue(data is None or "big.bin" not in zipfile.ZipFile(io.BytesIO(data)).namelist())
 
 

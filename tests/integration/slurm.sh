@@ -5,8 +5,9 @@
 # scancel mid-map is replaced and no result is lost; a gateway killed with
 # -9 and restarted adopts its jobs; DELETE leaves no job behind; a job
 # waiting for room is not replaced; a request Slurm cannot satisfy, at once
-# or ever, fails the pool with Slurm's words; a Process and a Ring run as
-# jobs, with their environment and output. Skips (77) without the cluster.
+# or ever, fails the pool with Slurm's words; a pool's code package reaches
+# its jobs; a Process and a Ring run as jobs, with their environment and
+# output. Skips (77) without the cluster.
 #   slurm.sh BIN_DIR      (KEEP=1: its folder, with the gateway's log, is kept)
 set -uo pipefail
 bin="$1"
@@ -17,6 +18,7 @@ if [ -z "${STRAND_TEST_SLURM:-}" ] || [ -z "${SLURM_CONF:-}" ]; then
   exit 77
 fi
 dir=$(mktemp -d /tmp/strand-test-slurm-XXXXXX)
+export STRAND_CACHE_DIR="$dir/cache" # the jobs' cache of code packages (--export=ALL)
 trap 'show_log_on_failure; stop_gateway; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir" --slurm --slurm-output-dir "$dir/out" || exit 1
 
@@ -127,6 +129,20 @@ gpu=$(api /v1/pools -X POST -d '{"processes":1,"backend":"slurm","resources":{"g
 check "a GPU on a cluster without: failed with Slurm's reason" "slurm backend cannot start a worker: sbatch: error: Invalid generic resource (gres) specification" \
   "$(until_eq failed 30 pool_field "$gpu" state >/dev/null; pool_field "$gpu" reason)"
 check "no job was left for either" "" "$(jobs_of "$big"; jobs_of "$gpu")"
+
+# A code package: the batch jobs fetch it from the hub (no file system is
+# assumed shared) and run their tasks in it.
+mkdir -p "$dir/project/data"
+echo '{"read": "by a relative path"}' >"$dir/project/data/value.json"
+(cd "$dir/project" && python3 -c 'import zipfile; zipfile.ZipFile("../project.zip", "w").write("data/value.json")')
+sha=$(sha256sum "$dir/project.zip" | cut -c1-64)
+curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") -H 'Content-Type: application/zip' \
+  -X PUT --data-binary @"$dir/project.zip" "$STRAND_URL/v1/code/$sha" >/dev/null
+coded=$(api /v1/pools -X POST -d "{\"processes\":1,\"backend\":\"slurm\",\"code\":\"$sha\"}" | jq -r .id)
+check "a pool with a code package connects" 1 "$(until_eq 1 60 connected "$coded")"
+check "its task reads the package's file" '{"read":"by a relative path"}' \
+  "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d '{"command":["cat","data/value.json"],"arg":null}' | jq -c .value)"
+api "/v1/pools/$coded" -X DELETE >/dev/null
 
 # A Process: its environment (never on a command line) and its output.
 proc=$(api /v1/processes -X POST -d '{"backend":"slurm","command":["sh","-c","echo \"it'"'"'s $GREETING\"; exit 3"],"env":{"GREETING":"hello from slurm"}}' | jq -r .id)
