@@ -1003,6 +1003,13 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 			err = CM_EINVAL;
 			goto out;
 		}
+		if (spec.run.code[0]) {
+			snprintf(detail, detail_len,
+			         "field 'code' goes with a 'function' (a program is run as it is, in the image or on "
+			         "the host)");
+			err = CM_EINVAL;
+			goto out;
+		}
 	} else {
 		if (!json_is_string(fn) || strcmp(json_string_value(fn), "exec") == 0) {
 			snprintf(detail, detail_len,

@@ -57,6 +57,22 @@ static void test_pool_defaults_and_fields(void **state)
 	assert_string_equal(back.volumes[0], "emptyDir:/scratch");
 	assert_string_equal(back.volumes[1], "data:/data:ro");
 	free(json);
+	/* Its code package, kept in the stored form. */
+	assert_int_equal(
+	        pool("{\"code\":\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\"}", &s, detail),
+	        CM_OK);
+	json = spec_pool_json(&s);
+	assert_int_equal(pool(json, &back, detail), CM_OK);
+	assert_string_equal(back.code, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	free(json);
+	/* A program is run as it is: no package goes with a command. */
+	process_spec ps;
+	const char *cmd = "{\"command\":[\"true\"],\"code\":"
+	                  "\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\"}";
+	assert_int_equal(spec_process_parse(cmd, strlen(cmd), "local", "img:1", &ps, detail, sizeof(detail)),
+	                 CM_EINVAL);
+	assert_string_equal(
+	        detail, "field 'code' goes with a 'function' (a program is run as it is, in the image or on the host)");
 }
 
 static void test_pool_refusals(void **state)
@@ -82,6 +98,10 @@ static void test_pool_refusals(void **state)
 	        {"{\"host_network\":true}", CM_EINVAL, "'host_network' is for backend kubernetes"},
 	        {"{\"backend\":\"kubernetes\",\"host_network\":1}", CM_EINVAL, "'host_network' must be true or false"},
 	        {"{\"volumes\":[\"emptyDir\"]}", CM_EINVAL, "\"emptyDir:/path\""},
+	        {"{\"code\":\"BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\"}", CM_EINVAL,
+	         "field 'code' must be the SHA-256 of an uploaded code package"},
+	        {"{\"code\":\"../../etc\"}", CM_EINVAL, "64 lowercase hex digits"},
+	        {"{\"code\":7}", CM_EINVAL, "field 'code'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
