@@ -216,12 +216,12 @@ static int get_autoscale(json_t *v, pool_spec *spec, char *detail, size_t detail
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
                       pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {
-	        "processes", "backend", "resources",    "max_attempts", "retry_errors", "timeout_s", "image",
-	        "volumes",   "root",    "host_network", "runtime",      "autoscale",    "code",      NULL};
+	static const char *const keys[] = {"processes", "backend",   "resources", "max_attempts", "retry_errors",
+	                                   "timeout_s", "image",     "volumes",   "root",         "host_network",
+	                                   "runtime",   "autoscale", "code",      "lease",        NULL};
 	static const char *const stored_keys[] = {
 	        "processes", "backend", "resources",    "max_attempts", "retry_errors", "timeout_s", "image", "volumes",
-	        "root",      "manager", "host_network", "runtime",      "autoscale",    "code",      NULL};
+	        "root",      "manager", "host_network", "runtime",      "autoscale",    "code",      "lease", NULL};
 	static const char *const rkeys[] = {"cpu", "memory_mb", "gpu", NULL};
 	pool_spec spec = {.max_attempts = 3, .host_network = -1};
 	json_t *root = NULL;
@@ -300,6 +300,15 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 			goto out;
 		}
 		snprintf(spec.code, sizeof(spec.code), "%s", json_string_value(v));
+	}
+	v = json_object_get(root, "lease");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= sizeof(spec.lease)) {
+			snprintf(detail, detail_len, "field 'lease' must be a lease's id (POST /v1/leases)");
+			err = CM_EINVAL;
+			goto out;
+		}
+		snprintf(spec.lease, sizeof(spec.lease), "%s", json_string_value(v));
 	}
 	v = json_object_get(root, "manager");
 	if (v && !json_is_null(v)) {
@@ -385,6 +394,25 @@ int spec_pool_parse(const char *body, size_t len, const char *default_backend, c
 	return pool_parse(body, len, default_backend, default_image, 0, out, detail, detail_len);
 }
 
+int spec_lease_parse(const char *body, size_t len, int64_t *lease_ms, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"lease_s", NULL};
+	json_t *root = NULL;
+	int64_t n = SPEC_LEASE_DEFAULT_S;
+	int err;
+
+	if (len == 0) {
+		body = "{}";
+		len = 2;
+	}
+	if ((err = load(body, len, &root, detail, detail_len)) == CM_OK &&
+	    (err = check_keys(root, keys, "", detail, detail_len)) == CM_OK &&
+	    (err = get_int(root, "lease_s", "", 1, SPEC_LEASE_MAX_S, &n, detail, detail_len)) == CM_OK)
+		*lease_ms = n * 1000;
+	json_decref(root);
+	return err;
+}
+
 int spec_pool_patch_parse(const char *body, size_t len, pool_patch *out, char *detail, size_t detail_len)
 {
 	static const char *const keys[] = {"processes", "autoscale", NULL};
@@ -450,6 +478,8 @@ char *spec_pool_json(const pool_spec *spec)
 		json_object_set_new(o, "runtime", json_loads(spec->runtime, JSON_DECODE_ANY, NULL));
 	if (spec->code[0])
 		json_object_set_new(o, "code", json_string(spec->code));
+	if (spec->lease[0])
+		json_object_set_new(o, "lease", json_string(spec->lease));
 	json_object_set_new(o, "volumes", vols);
 	if (spec->scale_max)
 		json_object_set_new(o, "autoscale",
@@ -961,9 +991,9 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 {
 	static const char *const keys[] = {"function",  "arg",     "command", "backend", "image",
 	                                   "resources", "volumes", "env",     "root",    "host_network",
-	                                   "runtime",   "code",    NULL};
+	                                   "runtime",   "code",    "lease",   NULL};
 	static const char *const run_keys[] = {"backend",      "image",   "resources", "volumes", "root",
-	                                       "host_network", "runtime", "code",      NULL};
+	                                       "host_network", "runtime", "code",      "lease",   NULL};
 	process_spec spec = {0};
 	json_t *root = NULL, *run = NULL;
 	json_t *fn, *cmd, *env, *v;
@@ -1081,8 +1111,8 @@ out:
 int spec_manager_parse(const char *body, size_t len, const char *default_backend, const char *default_image,
                        pool_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"type", "backend",      "image",   "resources", "volumes",
-	                                   "root", "host_network", "runtime", "code",      NULL};
+	static const char *const keys[] = {"type",         "backend", "image", "resources", "volumes", "root",
+	                                   "host_network", "runtime", "code",  "lease",     NULL};
 	static const char *const builtin[] = {"dict", "list", "queue", "counter", "sleeper", NULL};
 	json_t *root = NULL, *type;
 	char *text = NULL;

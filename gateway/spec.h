@@ -51,6 +51,8 @@ typedef struct pool_spec {
 	/* the code package its workers fetch and run in (code_store.h): its
 	 * SHA-256; "": none */
 	char code[65];
+	/* the client lease it ends with (POST /v1/leases), "" for none */
+	char lease[20];
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent
@@ -67,6 +69,11 @@ typedef struct pool_patch {
 	int scale_min, scale_max, scale_target_s, scale_idle_s;
 } pool_patch;
 int spec_pool_patch_parse(const char *body, size_t len, pool_patch *out, char *detail, size_t detail_len);
+/* POST /v1/leases and POST /v1/leases/{id}/renew: {"lease_s": S} (1 to
+ * SPEC_LEASE_MAX_S; absent, or an empty body: SPEC_LEASE_DEFAULT_S). */
+#define SPEC_LEASE_DEFAULT_S 10
+#define SPEC_LEASE_MAX_S 86400
+int spec_lease_parse(const char *body, size_t len, int64_t *lease_ms, char *detail, size_t detail_len);
 /* Parses a spec the gateway stored (spec_pool_json), which may also carry
  * the manager type its worker hosts. */
 int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len);

@@ -90,6 +90,9 @@ static const char *const migrations[] = {
          * written before are still read, and rewritten as runs when next
          * changed. */
         "SELECT 1;",
+        /* 10: leases: a client's hold on the pools, managers and processes
+         * it made, which end when it ends or stops renewing it. */
+        "CREATE TABLE leases(id TEXT PRIMARY KEY, lease_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -771,6 +774,41 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_lease_insert(store *st, const char *id, int64_t lease_ms, int64_t created_ms)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "INSERT INTO leases(id, lease_ms, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, id);
+	sqlite3_bind_int64(s, 2, lease_ms);
+	sqlite3_bind_int64(s, 3, created_ms);
+	return store__step_done(st, s);
+}
+
+int store_lease_delete(store *st, const char *id)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "DELETE FROM leases WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, id);
+	return store__step_done(st, s);
+}
+
+int store_lease_each(store *st, store_lease_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (store__prepare(st, "SELECT id, lease_ms, created_ms FROM leases ORDER BY created_ms", &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }

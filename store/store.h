@@ -236,6 +236,15 @@ int store_queue_put(store *st, const char *queue, size_t n, char *const *items, 
 typedef int (*store_item_fn)(void *ctx, const void *value, size_t len);
 int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped);
 
+/* ---- leases ------------------------------------------------------------- */
+/* A client's lease: what it made with it ends when it is deleted or not
+ * renewed for lease_ms. Renewals are not stored: a gateway that starts
+ * gives each lease its whole time again. */
+int store_lease_insert(store *st, const char *id, int64_t lease_ms, int64_t created_ms);
+int store_lease_delete(store *st, const char *id);
+typedef void (*store_lease_fn)(void *ctx, const char *id, int64_t lease_ms, int64_t created_ms);
+int store_lease_each(store *st, store_lease_fn fn, void *ctx);
+
 /* ---- processes ---------------------------------------------------------- */
 typedef struct store_process {
 	const char *id;

@@ -126,6 +126,11 @@ static void handle(engine *e, op *o)
 	case OP_JOB_DELETE: engine__handle_job_delete(e, o); break;
 	case OP_JOB_LIST: engine__handle_job_list(e, o); break;
 	case OP_METRICS: engine__handle_metrics(e, o); break;
+	case OP_LEASE_CREATE:
+	case OP_LEASE_RENEW:
+	case OP_LEASE_GET:
+	case OP_LEASE_LIST:
+	case OP_LEASE_DELETE: engine__handle_client_lease(e, o); break;
 	case OP_JOB_GET:
 	case OP_JOB_INFO:
 		j = engine__job_find(e, o->id);
@@ -389,6 +394,7 @@ static void *engine_main(void *arg)
 			engine__applies_tick(e, now);
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
+			engine__tick_client_leases(e, now);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 			engine__events_tick(e, now);

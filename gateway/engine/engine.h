@@ -117,6 +117,16 @@ int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t c
  * the background); *out its last view, state "deleted". */
 int engine_job_delete(engine *e, const char *id, json_t **out);
 
+/* Clients' leases: what a pool, manager or process made with "lease"
+ * holds ends when the lease is deleted or not renewed for lease_ms (a
+ * restarted gateway gives each its whole time again). renew's lease_ms 0
+ * keeps the lease's own. CM_ENOENT: no such lease (ended). */
+int engine_lease_create(engine *e, int64_t lease_ms, json_t **out);
+int engine_lease_renew(engine *e, const char *id, int64_t lease_ms, json_t **out, char *detail, size_t detail_len);
+int engine_lease_get(engine *e, const char *id, json_t **out);
+int engine_lease_list(engine *e, json_t **out);
+int engine_lease_delete(engine *e, const char *id, json_t **out);
+
 /* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
  * one or two directions, queues "<pipe>.0" and "<pipe>.1"). Items are JSON
  * texts (borrowed). A queue get pops up to max items, waiting up to wait_ms

@@ -10,6 +10,7 @@
  *   costs.c      run times measured on a pool
  *   queues.c     queues and pipes
  *   processes.c  processes and rings
+ *   client_leases.c  clients' leases on what they made
  *   recovery.c   load, recover, reload
  *   views.c      JSON
  *   wait.c       waitlists
@@ -124,6 +125,11 @@ typedef enum op_kind {
 	OP_RING_GET,
 	OP_RING_LIST,
 	OP_RING_DELETE,
+	OP_LEASE_CREATE,
+	OP_LEASE_RENEW,
+	OP_LEASE_GET,
+	OP_LEASE_LIST,
+	OP_LEASE_DELETE,
 	OP_METRICS,
 	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;
@@ -208,6 +214,7 @@ typedef struct op {
 			const process_spec *spec;
 			int ring_size;
 		} proc; /* OP_PROC_START, OP_RING_START */
+		int64_t lease_ms; /* OP_LEASE_CREATE, OP_LEASE_RENEW (0: as it was) */
 		struct {
 			const engine_pull_msg *msg; /* the hub's */
 			engine_batch batch; /* the answer */
@@ -249,6 +256,17 @@ typedef struct queue {
 	struct queue *next;
 } queue;
 
+/* A client's lease (client_leases.c; not a worker's lease on its tasks):
+ * the pools, managers and processes made with it are terminated when it is
+ * deleted or not renewed for lease_ms. */
+typedef struct client_lease {
+	char id[20];
+	int64_t lease_ms;
+	int64_t expires; /* monotonic ms */
+	int64_t created_ms; /* wall clock */
+	struct client_lease *next;
+} client_lease;
+
 /* A Process: one program or one function run once, on any backend. */
 typedef enum proc_state { PR_RUNNING, PR_EXITED, PR_FAILED } proc_state;
 static const char *const proc_state_names[] = {"running", "exited", "failed"};
@@ -268,6 +286,7 @@ typedef struct process {
 	char reason[512];
 	char *spec_json;
 	char log_path[1100]; /* its output, kept after it ends */
+	char lease[20]; /* the lease it ends with, "" for none */
 	int64_t created_ms, ended_ms, kill_at;
 	waitlist waiters; /* DELETEs waiting for it to end */
 	struct process *next;
@@ -416,6 +435,7 @@ struct engine {
 	queue *queues;
 	process *processes;
 	ring *rings;
+	client_lease *client_leases;
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
@@ -546,6 +566,8 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);
 void engine__handle_pool_delete(engine *e, op *o);
+/* Terminates p as DELETE does, answering no one (a client's lease ended). */
+void engine__pool_terminate(engine *e, pool *p);
 /* Its backend removed what its ended workers left (BX_SETTLED). */
 void engine__pool_settled(engine *e, const char *pool_id);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */
@@ -600,5 +622,16 @@ int engine__processes_stop(engine *e, int hard);
 /* Owners of what runs on x (running processes), appended to owners[*n]. */
 void engine__processes_owners(engine *e, bx *x, char (*owners)[BX_OWNER_MAX], size_t *n);
 size_t engine__processes_count(engine *e);
+/* Terminates pr as DELETE does, answering no one (a client's lease ended). */
+void engine__process_terminate(process *pr);
+
+/* client_leases.c */
+void engine__handle_client_lease(engine *e, op *o);
+/* Whether id is a client lease that runs (pools and processes may name it). */
+int engine__client_lease_known(engine *e, const char *id);
+/* Ends the leases whose time ran out, with what they hold. */
+void engine__tick_client_leases(engine *e, int64_t now);
+void engine__load_client_lease(void *ctx, const char *id, int64_t lease_ms, int64_t created_ms);
+void engine__client_leases_clear(engine *e);
 
 #endif

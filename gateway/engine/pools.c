@@ -202,10 +202,16 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 
 void engine__handle_pool_create(engine *e, op *o)
 {
-	pool *p = calloc(1, sizeof(*p));
+	pool *p;
 	char *spec_json = NULL;
 
-	if (!p) {
+	if (o->u.pool_create.spec->lease[0] && !engine__client_lease_known(e, o->u.pool_create.spec->lease)) {
+		o->err = CM_EUNSUPPORTED;
+		snprintf(o->detail, sizeof(o->detail), "no lease %s: it ended, or never was (POST /v1/leases)",
+		         o->u.pool_create.spec->lease);
+		return;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
 		o->err = CM_ENOMEM;
 		return;
 	}
@@ -249,6 +255,24 @@ void engine__handle_pool_close(engine *e, op *o)
 	o->out = engine__pool_json(p);
 }
 
+void engine__pool_terminate(engine *e, pool *p)
+{
+	if (p->state == POOL_TERMINATING || p->state == POOL_TERMINATED)
+		return;
+	engine__pool_set_state(e, p, POOL_TERMINATING, NULL);
+	for (worker *w = p->workers; w; w = w->next) {
+		if (w->state == W_EXITED)
+			continue;
+		w->state = W_STOPPING;
+		engine__worker_stop(p, w, 0);
+		op *parked = waitlist_take(&w->parked);
+		if (parked)
+			engine__pull_finish(e, parked, ENGINE_BATCH_STOP, NULL);
+	}
+	p->kill_at = cm_now_ms() + TERM_GRACE_MS;
+	engine__pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
+}
+
 void engine__handle_pool_delete(engine *e, op *o)
 {
 	pool *p = engine__pool_find(e, o->id);
@@ -258,20 +282,7 @@ void engine__handle_pool_delete(engine *e, op *o)
 		engine__ready(e, o);
 		return;
 	}
-	if (p->state != POOL_TERMINATING && p->state != POOL_TERMINATED) {
-		engine__pool_set_state(e, p, POOL_TERMINATING, NULL);
-		for (worker *w = p->workers; w; w = w->next) {
-			if (w->state == W_EXITED)
-				continue;
-			w->state = W_STOPPING;
-			engine__worker_stop(p, w, 0);
-			op *parked = waitlist_take(&w->parked);
-			if (parked)
-				engine__pull_finish(e, parked, ENGINE_BATCH_STOP, NULL);
-		}
-		p->kill_at = cm_now_ms() + TERM_GRACE_MS;
-		engine__pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
-	}
+	engine__pool_terminate(e, p);
 	if (p->state == POOL_TERMINATED) {
 		o->out = engine__pool_json(p);
 		engine__ready(e, o);

@@ -61,6 +61,17 @@ static void process_save(engine *e, const process *pr)
 	store_process_save(e->st, &sp);
 }
 
+/* A string field of a process's request (its code package, its client's
+ * lease) into out; "" when it has none. */
+static void spec_string(const char *spec_json, const char *key, char *out, size_t out_len)
+{
+	json_t *o = json_loads(spec_json, 0, NULL);
+	const char *v = json_string_value(json_object_get(o, key));
+
+	snprintf(out, out_len, "%s", v && strlen(v) < out_len ? v : "");
+	json_decref(o);
+}
+
 static process *process_add(engine *e, const char *id, bx *b, const char *spec_json, int64_t created_ms)
 {
 	process *pr = calloc(1, sizeof(*pr));
@@ -73,6 +84,7 @@ static process *process_add(engine *e, const char *id, bx *b, const char *spec_j
 	pr->backend = b;
 	pr->created_ms = created_ms;
 	snprintf(pr->log_path, sizeof(pr->log_path), "%s.logs/%s.log", e->cfg->db, id);
+	spec_string(spec_json, "lease", pr->lease, sizeof(pr->lease));
 	pr->next = e->processes;
 	e->processes = pr;
 	return pr;
@@ -117,6 +129,15 @@ static void process_stop(process *pr, int hard)
 		return;
 	pr->stop_sent = 1 + hard;
 	bx_stop(pr->backend, pr->id, hard);
+}
+
+void engine__process_terminate(process *pr)
+{
+	if (pr->state != PR_RUNNING || pr->terminated)
+		return;
+	pr->terminated = 1;
+	pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+	process_stop(pr, 0);
 }
 
 /* One exec string holds at most 128 KiB (MAX_ARG_STRLEN), an argument up
@@ -164,6 +185,12 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	process *pr;
 
 	cm_id_new('r', id);
+	if (s->run.lease[0] && !engine__client_lease_known(e, s->run.lease)) {
+		o->err = CM_EUNSUPPORTED;
+		snprintf(o->detail, sizeof(o->detail), "no lease %s: it ended, or never was (POST /v1/leases)",
+		         s->run.lease);
+		return NULL;
+	}
 	if (!b) {
 		o->err = CM_EUNSUPPORTED;
 		snprintf(o->detail, sizeof(o->detail), "backend '%s' is not configured in this gateway",
@@ -582,11 +609,7 @@ void engine__handle_process(engine *e, op *o)
 	case OP_PROC_DELETE:
 		if (pr->state == PR_RUNNING) {
 			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
-			if (!pr->terminated) {
-				pr->terminated = 1;
-				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				process_stop(pr, 0);
-			}
+			engine__process_terminate(pr);
 			waitlist_add(&pr->waiters, o);
 			return;
 		}
@@ -595,18 +618,6 @@ void engine__handle_process(engine *e, op *o)
 	default: break;
 	}
 	engine__ready(e, o);
-}
-
-/* The code package a stored process request names ("" for none). */
-static const char *code_of(const char *spec_json)
-{
-	static char code[65];
-	json_t *o = spec_json ? json_loads(spec_json, 0, NULL) : NULL;
-	const char *v = json_string_value(json_object_get(o, "code"));
-
-	snprintf(code, sizeof(code), "%s", v && strlen(v) < sizeof(code) ? v : "");
-	json_decref(o);
-	return code;
 }
 
 /* A process stored as running is adopted if its backend still has it. */
@@ -630,8 +641,10 @@ void engine__load_process(void *ctx, const store_process *sp)
 	if (pr->state == PR_RUNNING) {
 		pr->adopted = 1;
 		if (sp->secret && strlen(sp->secret) == CREDENTIALS_SECRET_LEN) {
+			char code[65];
 			snprintf(pr->secret, sizeof(pr->secret), "%s", sp->secret);
-			credentials_add(e->creds, pr->id, pr->id, code_of(pr->spec_json), pr->secret);
+			spec_string(pr->spec_json, "code", code, sizeof(code));
+			credentials_add(e->creds, pr->id, pr->id, code, pr->secret);
 		}
 		bx_adopt(b, pr->id, pr->handle);
 	}

@@ -55,7 +55,10 @@ void engine__forgive_stall(engine *e, int64_t now)
 	e->last_cycle = now;
 	if (gap <= e->cfg->lease_ms / 2)
 		return;
-	cm_warn("the gateway stood still for %lld ms; worker leases restart now", (long long)gap);
+	cm_warn("the gateway stood still for %lld ms; worker and client leases restart now", (long long)gap);
+	for (client_lease *l = e->client_leases; l; l = l->next)
+		if (l->expires < now + l->lease_ms)
+			l->expires = now + l->lease_ms;
 	for (pool *p = e->pools; p; p = p->next) {
 		for (worker *w = p->workers; w; w = w->next) {
 			if (w->last_seen < now)
@@ -235,6 +238,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	    store_queue_each(e->st, engine__load_queue, e) != CM_OK ||
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
 	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
+	    store_lease_each(e->st, engine__load_client_lease, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK ||
 	    store_worker_each_ended(e->st, EXITED_KEPT, load_ended_worker, load_worker_tally, e) != CM_OK ||
 	    store_begin(e->st) != CM_OK || store_worker_each_live(e->st, load_worker, e) != CM_OK) {
@@ -301,4 +305,5 @@ void engine__state_clear(engine *e)
 	memset(e->jobs, 0, sizeof(e->jobs));
 	engine__processes_clear(e);
 	engine__queues_clear(e);
+	engine__client_leases_clear(e);
 }

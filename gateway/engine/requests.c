@@ -304,6 +304,37 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 	return err;
 }
 
+/* ---- clients' leases ---------------------------------------------------- */
+
+int engine_lease_create(engine *e, int64_t lease_ms, json_t **out)
+{
+	op o = {.kind = OP_LEASE_CREATE, .u.lease_ms = lease_ms};
+
+	return submit_answer(e, &o, out, NULL, 0);
+}
+
+int engine_lease_renew(engine *e, const char *id, int64_t lease_ms, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_LEASE_RENEW, .id = id, .u.lease_ms = lease_ms};
+
+	return submit_answer(e, &o, out, detail, detail_len);
+}
+
+int engine_lease_get(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_LEASE_GET, id, out, NULL, 0);
+}
+
+int engine_lease_list(engine *e, json_t **out)
+{
+	return run_simple(e, OP_LEASE_LIST, NULL, out, NULL, 0);
+}
+
+int engine_lease_delete(engine *e, const char *id, json_t **out)
+{
+	return run_simple(e, OP_LEASE_DELETE, id, out, NULL, 0);
+}
+
 /* ---- queues and pipes --------------------------------------------------- */
 
 int engine_queue_create(engine *e, const char *kind, json_t **out)

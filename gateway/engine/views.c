@@ -116,7 +116,9 @@ json_t *engine__pool_json(const pool *p)
 		json_object_set_new(o, "type", json_string(p->spec.manager));
 	if (o && p->spec.runtime[0])
 		json_object_set_new(o, "runtime", json_loads(p->spec.runtime, JSON_DECODE_ANY, NULL));
-	if (p->spec.code[0])
+	if (o && p->spec.code[0])
 		json_object_set_new(o, "code", json_string(p->spec.code));
+	if (o && p->spec.lease[0])
+		json_object_set_new(o, "lease", json_string(p->spec.lease));
 	return o;
 }

@@ -23,6 +23,7 @@
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
  *   GET    /v1/code                      PUT|GET /v1/code/{sha256} (a code package: a zip)
+ *   POST|GET /v1/leases {lease_s}        GET|DELETE /v1/leases/{id}   POST /v1/leases/{id}/renew
  *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
  *   GET    /metrics                      Prometheus text format
  *   GET    /v1/openapi.json              this API's description (openapi.json)
@@ -129,6 +130,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_list_jobs(a, c, url, method);
 	if (strcmp(url, "/v1/events") == 0)
 		return http_get_events(a, c, url, rq);
+	if (strncmp(url, "/v1/leases", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
+		return http_route_leases(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/code", 8) == 0 && (url[8] == '\0' || url[8] == '/'))
 		return http_route_code(a, c, url, method, url[8] ? url + 9 : "", rq);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))

@@ -7,7 +7,7 @@
  *                  answer later, parked meanwhile (parking.h)
  *   results.c      result and failure pages, read from the store
  *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
- *   session.c, code.c  one resource each: its routes under /v1
+ *   session.c, code.c, leases.c  one resource each: its routes under /v1
  *   service.c      health, metrics, the OpenAPI document, the event stream
  *                  (event_stream.c) and the dashboard's files
  * Handlers run on libmicrohttpd's threads, so none may wait long: a short
@@ -172,6 +172,9 @@ enum MHD_Result http_route_processes(api *a, struct MHD_Connection *c, const cha
                                      const char *rest, request *rq);
 enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const request *rq);
+
+enum MHD_Result http_route_leases(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *rest, const request *rq);
 
 /* ---- code.c: code packages ---------------------------------------------- */
 

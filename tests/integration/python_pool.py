@@ -499,5 +499,74 @@ class CodeTest(unittest.TestCase):
             self.assertTrue(data is None or "big.bin" not in zipfile.ZipFile(io.BytesIO(data)).namelist())
 
 
+# A program that makes a pool, a Process and a detached pool, says their
+# ids and then ends as MODE says: exits, raises, waits to be interrupted
+# (Ctrl-C) or killed.
+LEASE_PROGRAM = """
+import json, sys, time
+import strand
+pool = strand.Pool(1)
+kept = strand.Pool(1, detached=True)
+proc = strand.Process(target=time.sleep, args=(300,))
+proc.start()
+print(json.dumps({"pool": pool.id, "kept": kept.id, "process": proc.id}), flush=True)
+if sys.argv[1] == "raise":
+    raise RuntimeError("the program fails")
+if sys.argv[1] == "wait":
+    time.sleep(300)
+"""
+
+
+class LeaseTest(unittest.TestCase):
+    """What a program makes ends with it, however it ends, unless made
+    detached."""
+
+    def ends_as(self, mode, signal_number=None):
+        import json
+        import signal
+        import subprocess
+
+        gw = strand.gateway.default()
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        child = subprocess.Popen(
+            [sys.executable, "-c", LEASE_PROGRAM, mode], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        made = json.loads(child.stdout.readline())
+        if signal_number is not None:
+            child.send_signal(signal_number)
+        child.communicate(timeout=60)
+        # Its lease is deleted at its end, or (killed) runs out in 10 s.
+        deadline = time.time() + 40
+        while time.time() < deadline:
+            states = (
+                gw.request("GET", "/v1/pools/" + made["pool"])["state"],
+                gw.request("GET", "/v1/processes/" + made["process"])["state"],
+            )
+            if states == ("terminated", "exited"):
+                break
+            time.sleep(0.2)
+        self.assertEqual(states, ("terminated", "exited"))
+        self.assertEqual(gw.request("GET", "/v1/pools/" + made["kept"])["state"], "active")
+        gw.request("DELETE", "/v1/pools/" + made["kept"])
+        return child.returncode
+
+    def test_normal_exit(self):
+        self.assertEqual(self.ends_as("exit"), 0)
+
+    def test_exception(self):
+        self.assertEqual(self.ends_as("raise"), 1)
+
+    def test_ctrl_c(self):
+        import signal
+
+        # Python runs its exit handlers, then ends by the signal itself.
+        self.assertEqual(self.ends_as("wait", signal.SIGINT), -signal.SIGINT)
+
+    def test_kill_9(self):
+        import signal
+
+        self.assertEqual(self.ends_as("wait", signal.SIGKILL), -signal.SIGKILL)
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2))

@@ -13,9 +13,11 @@ answer came (the gateway closed it idle, past --http-idle, or restarted)
 goes once more on a new one. A process forked from one that had a
 connection makes its own: the socket it inherited is its parent's."""
 
+import atexit
 import http.client
 import json
 import os
+import sys
 import socket
 import ssl
 import threading
@@ -94,6 +96,14 @@ class Gateway:
         """Closes this thread's connection (the next request opens one)."""
         self._local.line = None
 
+    def lease(self):
+        """The id of this program's lease, made at its first use."""
+        with _lease_lock:
+            held = getattr(self, "_lease", None)
+            if held is None or held.pid != os.getpid() or held.ended.is_set():
+                held = self._lease = _Lease(self)
+            return held.id
+
     def _send(self, method, path, body, timeout, raw=None):
         data, content_type = raw or (json.dumps(body).encode() if body is not None else b"", "application/json")
         target = self._prefix + path
@@ -144,6 +154,45 @@ class Gateway:
             return text
 
 
+LEASE_S = 10  # a program killed (kill -9) ends what it made this long after
+
+
+class _Lease:
+    """This program's lease (POST /v1/leases) on the pools, processes and
+    managers it makes: renewed by a daemon thread four times a lease, and
+    deleted at exit (a normal end, an exception, Ctrl-C), which terminates
+    them; a program killed outright stops renewing, and they end one lease
+    later. Resources made with detached=True hold none."""
+
+    def __init__(self, gw):
+        self.id = gw.request("POST", "/v1/leases", {"lease_s": LEASE_S})["id"]
+        self.pid = os.getpid()
+        self.ended = threading.Event()
+        threading.Thread(target=self._renew, args=(gw,), name="strand-lease", daemon=True).start()
+        atexit.register(self.end, gw)
+
+    def _renew(self, gw):
+        while not self.ended.wait(LEASE_S / 4):
+            try:
+                gw.request("POST", "/v1/leases/%s/renew" % self.id, timeout=LEASE_S)
+            except StrandError as e:
+                if e.status == 404:  # it ran out (the program stood still): what it held is gone
+                    print("strand: lease %s ended: the gateway terminated what this program made" % self.id,
+                          file=sys.stderr)
+                    self.ended.set()
+            except OSError:
+                pass  # the gateway restarts: it gives the lease its whole time again
+
+    def end(self, gw):
+        if os.getpid() != self.pid or self.ended.is_set():
+            return  # a forked child's copy: the parent's lease is the parent's
+        self.ended.set()
+        try:
+            gw.request("DELETE", "/v1/leases/" + self.id, timeout=5)
+        except (StrandError, OSError):
+            pass
+
+
 class _Line:
     """A thread's socket to the gateway, closed once nothing holds it (the
     thread ended, the connection was dropped)."""
@@ -157,6 +206,7 @@ class _Line:
 
 
 _default = None
+_lease_lock = threading.Lock()
 
 
 def init(url=None, token=None, ca_file=None, backend=None, image=None, working_dir=".", py_modules=None, excludes=None):

@@ -149,9 +149,10 @@ class BaseManager:
             create.__name__ = typeid
             setattr(cls, typeid, create)
 
-    def __init__(self, address=None, authkey=None, backend=None, image=None, gateway=None):
+    def __init__(self, address=None, authkey=None, backend=None, image=None, gateway=None, detached=False):
         self._gw = gateway
         self._backend, self._image = backend, image
+        self._detached = detached
         self.id = None
 
     def __getstate__(self):
@@ -175,6 +176,8 @@ class BaseManager:
         code = _code.ensure(self._gw)
         if code:
             spec["code"] = code
+        if not self._detached:
+            spec["lease"] = self._gw.lease()
         self.id = self._gw.request("POST", "/v1/managers", spec)["id"]
         if initializer:
             self._run(initializer, initargs, {})
@@ -383,9 +386,9 @@ class AsyncManager(SyncManager):
     _asynchronous = True
 
 
-def Manager(backend=None, image=None, gateway=None):
+def Manager(backend=None, image=None, gateway=None, detached=False):
     """A started SyncManager, as multiprocessing.Manager()."""
-    manager = SyncManager(backend=backend, image=image, gateway=gateway)
+    manager = SyncManager(backend=backend, image=image, gateway=gateway, detached=detached)
     manager.start()
     return manager
 

@@ -152,7 +152,8 @@ class Pool:
     """multiprocessing.Pool: processes workers (default: one per CPU of the
     gateway's machine), each running initializer(*initargs) once before its
     first task. backend and image as for strand.init; cpu, memory (MiB) and
-    gpu size each worker; max_attempts as the gateway's pool field."""
+    gpu size each worker; max_attempts as the gateway's pool field. It ends
+    with the program (its lease, strand.gateway._Lease) unless detached."""
 
     def __init__(
         self,
@@ -167,6 +168,7 @@ class Pool:
         memory=None,
         gpu=None,
         gateway=None,
+        detached=False,
     ):
         self._gw = gateway or _gateway.default()
         spec = {"runtime": "python"}
@@ -187,6 +189,8 @@ class Pool:
         code = _code.ensure(self._gw)
         if code:
             spec["code"] = code
+        if not detached:
+            spec["lease"] = self._gw.lease()
         view = self._gw.request("POST", "/v1/pools", spec)
         self.id = view["id"]
         self._processes = view.get("processes") or 1

@@ -25,13 +25,16 @@ def _run_process(process):
 
 
 class Process:
-    def __init__(self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None, gateway=None):
+    def __init__(
+        self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None, gateway=None, detached=False
+    ):
         if group is not None:
             raise ValueError("group must be None (as in multiprocessing)")
         self._target, self._args, self._kwargs = target, tuple(args), dict(kwargs or {})
         self.name = name or "Process-%d" % next(_counter)
         self.daemon = bool(daemon)
         self._gw = gateway
+        self._detached = detached  # it outlives the program (no lease)
         self.id = None
         self._view = None
 
@@ -69,6 +72,8 @@ class Process:
         code = _code.ensure(self._gw)
         if code:
             spec["code"] = code
+        if not self._detached:
+            spec["lease"] = self._gw.lease()
         self._view = self._gw.request("POST", "/v1/processes", spec)
         self.id = self._view["id"]
         if self._view.get("state") == "failed":

@@ -1,0 +1,156 @@
+/*
+ * Clients' leases: a program holds one while it runs (the Python client
+ * renews its own every few seconds), and the pools, managers and processes
+ * it made with it are terminated when it ends: deleted (the program
+ * exited) or not renewed for its lease_ms (the program was killed, its
+ * machine lost). Not a worker's lease on the tasks it holds (pools.c).
+ *
+ * A lease is stored (a 201 is kept across a restart); its renewals are
+ * not: a gateway that starts gives each lease its whole time again, so a
+ * client has that long to renew. Runs on the engine thread.
+ */
+#include "gateway/engine/engine_int.h"
+
+static client_lease *find(engine *e, const char *id)
+{
+	for (client_lease *l = e->client_leases; l; l = l->next)
+		if (strcmp(l->id, id) == 0)
+			return l;
+	return NULL;
+}
+
+int engine__client_lease_known(engine *e, const char *id)
+{
+	return find(e, id) != NULL;
+}
+
+static client_lease *add(engine *e, const char *id, int64_t lease_ms, int64_t created_ms)
+{
+	client_lease *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	snprintf(l->id, sizeof(l->id), "%s", id);
+	l->lease_ms = lease_ms;
+	l->expires = cm_now_ms() + lease_ms;
+	l->created_ms = created_ms;
+	l->next = e->client_leases;
+	e->client_leases = l;
+	return l;
+}
+
+void engine__load_client_lease(void *ctx, const char *id, int64_t lease_ms, int64_t created_ms)
+{
+	add(ctx, id, lease_ms, created_ms);
+}
+
+/* The lease and what it holds now: pools and managers still running, and
+ * running processes. */
+static json_t *lease_json(engine *e, const client_lease *l, int ended)
+{
+	json_t *pools = json_array(), *managers = json_array(), *processes = json_array();
+	int64_t left = l->expires - cm_now_ms();
+	char created[32];
+
+	for (pool *p = e->pools; p; p = p->next)
+		if (strcmp(p->spec.lease, l->id) == 0 && p->state != POOL_TERMINATED && p->state != POOL_FAILED)
+			json_array_append_new(p->spec.manager[0] ? managers : pools, json_string(p->id));
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (strcmp(pr->lease, l->id) == 0 && pr->state == PR_RUNNING)
+			json_array_append_new(processes, json_string(pr->id));
+	engine__iso_time(l->created_ms, created);
+	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:o}", "id", l->id, "state", ended ? "ended" : "active",
+	                 "lease_s", (json_int_t)(l->lease_ms / 1000), "expires_in_ms",
+	                 (json_int_t)(left > 0 ? left : 0), "created_at", created, "pools", pools, "managers", managers,
+	                 "processes", processes);
+}
+
+/* Ends l: what it holds is terminated (as DELETE does, answering no one),
+ * and it is forgotten. Its view, as it was, into *out when out is set. */
+static int end(engine *e, client_lease *l, const char *why, json_t **out)
+{
+	int err;
+
+	if ((err = store_lease_delete(e->st, l->id)) != CM_OK)
+		return err;
+	if (out)
+		*out = lease_json(e, l, 1);
+	for (pool *p = e->pools; p; p = p->next)
+		if (strcmp(p->spec.lease, l->id) == 0 && p->state != POOL_TERMINATED && p->state != POOL_FAILED) {
+			cm_info("%s %s: terminated, its client's lease %s %s", p->spec.manager[0] ? "manager" : "pool",
+			        p->id, l->id, why);
+			engine__pool_terminate(e, p);
+		}
+	for (process *pr = e->processes; pr; pr = pr->next)
+		if (strcmp(pr->lease, l->id) == 0 && pr->state == PR_RUNNING) {
+			cm_info("process %s: terminated, its client's lease %s %s", pr->id, l->id, why);
+			engine__process_terminate(pr);
+		}
+	for (client_lease **at = &e->client_leases; *at; at = &(*at)->next)
+		if (*at == l) {
+			*at = l->next;
+			break;
+		}
+	free(l);
+	return CM_OK;
+}
+
+void engine__tick_client_leases(engine *e, int64_t now)
+{
+	for (client_lease *l = e->client_leases, *next; l; l = next) {
+		next = l->next;
+		if (now >= l->expires)
+			end(e, l, "expired (not renewed in time)", NULL);
+	}
+}
+
+void engine__handle_client_lease(engine *e, op *o)
+{
+	client_lease *l = NULL;
+	char id[20];
+
+	if (o->kind == OP_LEASE_LIST) {
+		json_t *a = json_array();
+		for (l = e->client_leases; l; l = l->next)
+			json_array_append_new(a, lease_json(e, l, 0));
+		o->out = json_pack("{s:o}", "leases", a);
+		return;
+	}
+	if (o->kind == OP_LEASE_CREATE) {
+		int64_t now = cm_wall_ms();
+		cm_id_new('l', id);
+		if ((o->err = store_lease_insert(e->st, id, o->u.lease_ms, now)) != CM_OK)
+			return;
+		if (!(l = add(e, id, o->u.lease_ms, now))) {
+			o->err = CM_ENOMEM;
+			return;
+		}
+		o->out = lease_json(e, l, 0);
+		return;
+	}
+	if (!(l = find(e, o->id))) {
+		o->err = CM_ENOENT;
+		snprintf(o->detail, sizeof(o->detail), "no such lease: it ended (deleted, or not renewed in time)");
+		return;
+	}
+	switch (o->kind) {
+	case OP_LEASE_RENEW:
+		if (o->u.lease_ms)
+			l->lease_ms = o->u.lease_ms;
+		l->expires = cm_now_ms() + l->lease_ms;
+		o->out = lease_json(e, l, 0);
+		break;
+	case OP_LEASE_GET: o->out = lease_json(e, l, 0); break;
+	case OP_LEASE_DELETE: o->err = end(e, l, "was deleted", &o->out); break;
+	default: break;
+	}
+}
+
+void engine__client_leases_clear(engine *e)
+{
+	while (e->client_leases) {
+		client_lease *l = e->client_leases;
+		e->client_leases = l->next;
+		free(l);
+	}
+}
