@@ -92,7 +92,7 @@ static const char *const migrations[] = {
         "SELECT 1;",
         /* 10: leases: a client's hold on the pools, managers and processes
          * it made, which end when it ends or stops renewing it. */
-        "CREATE TABLE leases(id TEXT PRIMARY KEY, lease_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
+        "CREATE TABLE IF NOT EXISTS leases(id TEXT PRIMARY KEY, lease_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
