@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -178,6 +179,21 @@ static int run_builtin(const char *name, const char *arg, size_t arg_len, uint64
 	return err;
 }
 
+void *worker_plugin_symbol(void *handle, const char *name)
+{
+	struct link_map *plugin = NULL;
+	void *sym = dlsym(handle, name);
+	Dl_info where;
+
+	/* dlsym looks in the plugin's dependencies too: "pi.so:system" found
+	 * libc's system. Only what the plugin defines itself is a function
+	 * of it. */
+	if (!sym || dlinfo(handle, RTLD_DI_LINKMAP, &plugin) != 0 || !dladdr(sym, &where) || !where.dli_fname ||
+	    strcmp(where.dli_fname, plugin->l_name) != 0)
+		return NULL;
+	return sym;
+}
+
 static strand_plugin_fn *plugin_lookup(worker_fns *fns, const char *name, cm_buf *out, int *ok, int *err)
 {
 	const char *colon = strchr(name, ':');
@@ -221,9 +237,9 @@ static strand_plugin_fn *plugin_lookup(worker_fns *fns, const char *name, cm_buf
 		*err = set_error(out, ok, "plugin %s not found on plugin path %s", lib, fns->plugin_path);
 		return NULL;
 	}
-	*(void **)&fn = dlsym(handle, colon + 1);
+	*(void **)&fn = worker_plugin_symbol(handle, colon + 1);
 	if (!fn) {
-		*err = set_error(out, ok, "plugin %s has no symbol %s", lib, colon + 1);
+		*err = set_error(out, ok, "plugin %s defines no function %s", lib, colon + 1);
 		return NULL;
 	}
 	if (fns->ncache < PLUGIN_CACHE) {

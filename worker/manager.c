@@ -18,6 +18,7 @@
 
 #include "worker/manager.h"
 #include "worker/runtime.h"
+#include "worker/worker.h"
 #include "worker/strand_plugin.h"
 
 struct worker_manager {
@@ -82,11 +83,11 @@ int worker_manager_new(const char *type, const char *plugin_path, worker_runtime
 		}
 		free(dirs);
 		snprintf(sym, sizeof(sym), "%s_new", colon + 1);
-		*(void **)&make = h ? dlsym(h, sym) : NULL;
+		*(void **)&make = h ? worker_plugin_symbol(h, sym) : NULL;
 		snprintf(sym, sizeof(sym), "%s_call", colon + 1);
-		*(void **)&m->call = h ? dlsym(h, sym) : NULL;
+		*(void **)&m->call = h ? worker_plugin_symbol(h, sym) : NULL;
 		snprintf(sym, sizeof(sym), "%s_free", colon + 1);
-		*(void **)&m->destroy = h ? dlsym(h, sym) : NULL;
+		*(void **)&m->destroy = h ? worker_plugin_symbol(h, sym) : NULL;
 		if (!make || !m->call || !m->destroy || !(m->self = make())) {
 			free(m);
 			return fail(err, "manager type %s: %s", type,

@@ -77,6 +77,9 @@ typedef struct worker_fn {
 } worker_fn;
 
 void worker_fn_resolve(const char *function, worker_fn *f);
+/* The address of name in a dlopen'd plugin when the plugin itself defines
+ * it; NULL for a symbol of one of its dependencies (libc's system). */
+void *worker_plugin_symbol(void *handle, const char *name);
 /* worker_fns_run of a function resolved before. */
 int worker_fns_call(worker_fns *fns, const worker_fn *f, const char *arg, size_t arg_len, char *const *command,
                     size_t ncommand, unsigned timeout_ms, uint64_t seed, cm_buf *out, int *ok);
