@@ -88,7 +88,10 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       IP addresses and localhost (STRAND_PUBLIC_HOST)\n"
 	        "  --allow-host-paths P host-path volumes allowed under these prefixes (colon-separated;\n"
 	        "                       STRAND_ALLOW_HOST_PATHS; default none: named volumes only)\n"
-	        "  --no-commands        refuse command tasks and command processes (STRAND_NO_COMMANDS=1)\n"
+	        "  --no-commands        refuse command tasks and command processes, and runtimes (which run any\n"
+	        "                       code they are given) (STRAND_NO_COMMANDS=1)\n"
+	        "  --allow-runtime N    with --no-commands, the runtimes still allowed: python, or a runtime\n"
+	        "                       command's program, comma-separated (STRAND_ALLOW_RUNTIME; default none)\n"
 	        "  --allow-root-containers  a pool or process may ask for \"root\": true containers\n"
 	        "  --http-idle S        close a connection idle for S seconds: a slow header, a silent\n"
 	        "                       keep-alive (default 10; a long poll is not idle)\n"
@@ -254,6 +257,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"db-shared", no_argument, NULL, 1014},
 	        {"code-dir", required_argument, NULL, 1015},
 	        {"max-code-bytes", required_argument, NULL, 1016},
+	        {"allow-runtime", required_argument, NULL, 1017},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
@@ -332,6 +336,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_ca, sizeof(cfg->hub_ca), getenv("STRAND_HUB_CA"));
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
+	set(cfg->allow_runtime, sizeof(cfg->allow_runtime), getenv("STRAND_ALLOW_RUNTIME"));
 	set(cfg->kubeconfig, sizeof(cfg->kubeconfig), getenv("STRAND_KUBECONFIG"));
 	cfg->slurm.enabled = getenv("STRAND_SLURM") && strcmp(getenv("STRAND_SLURM"), "1") == 0;
 	set(cfg->slurm.partition, sizeof(cfg->slurm.partition), getenv("STRAND_SLURM_PARTITION"));
@@ -382,6 +387,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1014: cfg->db_shared = 1; break;
 		case 1015: set(cfg->code_dir, sizeof(cfg->code_dir), optarg); break;
 		case 1016: set(max_code, sizeof(max_code), optarg); break;
+		case 1017: set(cfg->allow_runtime, sizeof(cfg->allow_runtime), optarg); break;
 		case 'R': cfg->allow_root_containers = 1; break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;

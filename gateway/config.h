@@ -42,6 +42,7 @@ typedef struct gw_config {
 	char public_hosts[1024]; /* extra names the Host header may carry, comma-separated */
 	char allow_host_paths[2048]; /* host-path volume prefixes allowed, colon-separated; "": none */
 	int no_commands; /* refuse command tasks and command processes */
+	char allow_runtime[256]; /* with no_commands, the runtimes still allowed (comma-separated names) */
 	int allow_root_containers; /* containers may run as root when a pool asks */
 	int http_idle_s; /* a connection idle this long (a slow header, a silent keep-alive) is closed */
 	int http_per_client; /* connections one client address may hold open */

@@ -1,4 +1,5 @@
 /* Operator policy; see policy.h. */
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +66,30 @@ int policy_path_allowed(const char *path, const char *prefixes)
 	return 0;
 }
 
+/* A runtime's name: "python", or its command's program. */
+static void runtime_name(const char *runtime_json, char *out, size_t out_len)
+{
+	json_t *v = json_loads(runtime_json, JSON_DECODE_ANY, NULL);
+	const char *name = json_is_string(v) ? json_string_value(v) : json_string_value(json_array_get(v, 0));
+
+	snprintf(out, out_len, "%s", name ? name : "");
+	json_decref(v);
+}
+
+/* Whether name is one of list's comma-separated names. */
+static int name_listed(const char *name, const char *list)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; n && *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && strncmp(p, name, n) == 0)
+			return 1;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, size_t detail_len)
 {
 	for (int i = 0; i < run->nvolumes; i++) {
@@ -96,11 +121,19 @@ int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, s
 		         "(--k8s-host-network allows the node's)");
 		return CM_EPERM;
 	}
-	/* A runtime of the pool's own choosing is a command like any other. */
-	if (run->runtime[0] && strcmp(run->runtime, SPEC_PYTHON_RUNTIME) != 0 && cfg->no_commands) {
-		snprintf(detail, detail_len,
-		         "field 'runtime': this gateway runs no commands (--no-commands); \"python\" is allowed");
-		return CM_EPERM;
+	/* A runtime runs whatever code it is given (Python's os.system too):
+	 * a command like any other, unless the operator names it. */
+	if (run->runtime[0] && cfg->no_commands) {
+		char name[128];
+		runtime_name(run->runtime, name, sizeof(name));
+		if (!name_listed(name, cfg->allow_runtime)) {
+			snprintf(
+			        detail, detail_len,
+			        "field 'runtime': runtime '%.100s' runs any code it is given, and this gateway runs no "
+			        "commands (--no-commands) unless the operator allows it (--allow-runtime %.100s)",
+			        name, name);
+			return CM_EPERM;
+		}
 	}
 	if (run->root && !cfg->allow_root_containers) {
 		snprintf(detail, detail_len,

@@ -287,6 +287,7 @@ static void test_silent_runtime(void **state)
 static void test_refusals(void **state)
 {
 	static const char *const no_commands[] = {"--no-commands", NULL};
+	static const char *const python_only[] = {"--no-commands", "--allow-runtime", "python", NULL};
 	gateway h;
 	response r;
 
@@ -319,14 +320,28 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "field 'context' is over the"));
 	response_free(&r);
 	free(body);
+	/* Under --no-commands a runtime, which runs any code (os.system too),
+	 * is a command: refused unless the operator names it. */
 	gateway_start(&h, no_commands);
 	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":[\"sh\",\"-c\",\"id\"]}", NULL);
 	assert_int_equal(r.status, 403);
-	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "--no-commands"));
+	assert_string_equal(
+	        json_string_value(json_object_get(r.json, "detail")),
+	        "field 'runtime': runtime 'sh' runs any code it is given, and this gateway runs no commands "
+	        "(--no-commands) unless the operator allows it (--allow-runtime sh)");
 	response_free(&r);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":\"python\"}", NULL);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "detail")), "--allow-runtime python"));
+	response_free(&r);
+	gateway_cleanup(&h);
+	gateway_start(&h, python_only);
 	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":\"python\"}", NULL);
 	assert_int_equal(r.status, 201);
 	assert_string_equal(json_string_value(json_object_get(r.json, "runtime")), "python");
+	response_free(&r);
+	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"runtime\":[\"python3\",\"-c\",\"x\"]}", NULL);
+	assert_int_equal(r.status, 403);
 	response_free(&r);
 	gateway_cleanup(&h);
 }
