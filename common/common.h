@@ -38,6 +38,14 @@ void cm_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define cm_info(...) cm_log(CM_LOG_INFO, __VA_ARGS__)
 #define cm_warn(...) cm_log(CM_LOG_WARN, __VA_ARGS__)
 #define cm_error(...) cm_log(CM_LOG_ERROR, __VA_ARGS__)
+/* A line that a flood could repeat thousands of times a second (a refused
+ * connection): logged at most once a second for each limiter, with how
+ * many like it were left out since. Thread-safe; zeroed: ready. */
+typedef struct cm_log_limit {
+	_Atomic int64_t next_ms;
+	_Atomic uint64_t left_out;
+} cm_log_limit;
+void cm_log_limited(cm_log_limit *limit, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A growable byte buffer, always NUL-terminated when len > 0. Caller storage:
  * cm_buf_init / cm_buf_fini. Appends return CM_ENOMEM on allocation failure

@@ -128,6 +128,9 @@ struct hub {
 	int in_engine; /* callbacks handing a frame to the engine now */
 	int closing; /* hub_free owns every connection from here on */
 	hub_slot *conns; /* open connections */
+	/* What a flood of strangers would log a line each for: a line a
+	 * second at most, with a count. */
+	cm_log_limit refused_log, full_log, accept_log;
 	int nconns, conns_max;
 	size_t held; /* bytes of frames read or decoded, not yet answered */
 };
@@ -323,6 +326,7 @@ static void refuse(hub_slot *s, const char *why)
  * not read, so nothing after it could be. */
 static void refuse_and_close(hub_slot *s, const char *why)
 {
+	cm_log_limited(&s->hub->refused_log, CM_LOG_WARN, "hub: refused a connection: %s", why);
 	s->close_after_send = 1;
 	refuse(s, why);
 }
@@ -585,7 +589,8 @@ static void on_frame(hub_slot *s)
 
 	proto_frame_header(s->frame, s->frame_len, &h, detail, sizeof(detail)); /* read in on_head */
 	if (proto_frame_decode_in(&s->arena, h.type, s->frame, s->frame_len, &m, detail, sizeof(detail)) != CM_OK) {
-		cm_warn("hub: refused a frame of worker %.*s: %s", (int)h.worker_id_len, h.worker_id, detail);
+		cm_log_limited(&s->hub->refused_log, CM_LOG_WARN, "hub: refused a frame of worker %.*s: %s",
+		               (int)h.worker_id_len, h.worker_id, detail);
 		slot_release(s);
 		refuse(s, detail);
 		return;
@@ -817,7 +822,7 @@ static hub_slot *slot_add(hub *h)
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (full && !h->closing)
-		cm_warn("hub: %d connections open; refusing one more", h->conns_max);
+		cm_log_limited(&h->full_log, CM_LOG_WARN, "hub: %d connections open; refusing one more", h->conns_max);
 	return s;
 }
 
@@ -867,7 +872,7 @@ static void on_accept(void *arg)
 	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
 		return;
 	if (rv != 0) { /* out of descriptors, say: do not spin on it */
-		cm_warn("hub: accepting a connection: %s", nng_strerror(rv));
+		cm_log_limited(&h->accept_log, CM_LOG_WARN, "hub: accepting a connection: %s", nng_strerror(rv));
 		usleep(10 * 1000);
 		nng_stream_listener_accept(h->listener, h->accept);
 		return;

@@ -34,6 +34,7 @@ struct hub_poll {
 	atomic_int stopping;
 	pthread_t thread;
 	int started;
+	cm_log_limit accept_log; /* a line a second at most, EMFILE under a flood */
 };
 
 int hub_poll_takes(const char *url)
@@ -134,7 +135,8 @@ static void accept_all(hub_poll *p)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN) { /* out of descriptors, say: do not spin on it */
-				cm_warn("hub: accepting a connection: %s", strerror(errno));
+				cm_log_limited(&p->accept_log, CM_LOG_WARN, "hub: accepting a connection: %s",
+				               strerror(errno));
 				usleep(10 * 1000);
 			}
 			return;

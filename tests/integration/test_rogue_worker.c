@@ -545,6 +545,50 @@ static void test_hub_bounds_what_strangers_hold(void **state)
 	gateway_cleanup(&h);
 }
 
+/* A flood of strangers' refused frames is logged a line a second, each
+ * saying how many it stands for: every refusal counted, none lost. */
+static void test_refusals_logged_once_a_second(void **state)
+{
+	enum { FLOOD = 200 };
+	gateway h;
+	char line[1024];
+	long lines = 0, counted = 0;
+	int64_t started;
+
+	(void)state;
+	gateway_start(&h, NULL);
+	gateway saved = g; /* pull_as speaks to g's hub */
+	g = h;
+	started = cm_now_ms();
+	for (int i = 0; i < FLOOD; i++)
+		assert_refused(pull_as("w-0000000000000000", "p-0000000000000000",
+		                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", NULL, 0, 1),
+		               "unknown worker or wrong secret");
+	long seconds = (long)((cm_now_ms() - started) / 1000);
+	usleep(1100 * 1000);
+	/* The one after a quiet second is logged, with the count of the rest. */
+	assert_refused(pull_as("w-0000000000000000", "p-0000000000000000",
+	                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", NULL, 0, 1),
+	               "unknown worker or wrong secret");
+	g = saved;
+	usleep(200 * 1000);
+	FILE *f = fopen(h.log, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *more;
+		if (!strstr(line, "hub: refused a connection: unknown worker or wrong secret"))
+			continue;
+		lines++;
+		counted++;
+		if ((more = strstr(line, "(and ")))
+			counted += strtol(more + 5, NULL, 10);
+	}
+	fclose(f);
+	assert_true(lines >= 2 && lines <= seconds + 3);
+	assert_int_equal(counted, FLOOD + 1);
+	gateway_cleanup(&h);
+}
+
 /* One worker of pool and its secret, from the database. */
 static void a_worker_of(const char *pool, char worker[20], char secret[80])
 {
@@ -667,6 +711,7 @@ int main(void)
 	        cmocka_unit_test(test_frames_during_shutdown),
 	        cmocka_unit_test(test_hub_bounds_what_strangers_hold),
 	        cmocka_unit_test(test_code_packages_only_for_their_pool),
+	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	};
 	return cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
 }
