@@ -198,10 +198,53 @@ int cmd_ps(strand_client *c, int argc, char **argv)
 	return 0;
 }
 
+/* A pool's output, each line "(WORKER) TEXT" on stdout or stderr as the
+ * task wrote it; following, page after page (a long poll each) until the
+ * pool ended and nothing more came. */
+static int pool_output(strand_client *c, const char *id, int follow)
+{
+	char path[160];
+	json_int_t next = 0;
+
+	for (;;) {
+		json_t *page = NULL, *pool = NULL, *line;
+		size_t i;
+		snprintf(path, sizeof(path), "/v1/pools/%s/logs?after=%lld&wait=%d", id, (long long)next,
+		         follow ? 5 : 0);
+		if (strand_request(c, "GET", path, NULL, &page) != 200) {
+			json_decref(page);
+			return cli_refused(c);
+		}
+		json_array_foreach (json_object_get(page, "lines"), i, line) {
+			int err = strcmp(json_string_value(json_object_get(line, "stream")) ?: "", "stderr") == 0;
+			fprintf(err ? stderr : stdout, "(%s) %s\n", json_string_value(json_object_get(line, "worker")),
+			        json_string_value(json_object_get(line, "text")));
+		}
+		size_t got = json_array_size(json_object_get(page, "lines"));
+		next = json_integer_value(json_object_get(page, "next"));
+		json_decref(page);
+		fflush(stdout);
+		if (got)
+			continue;
+		if (!follow)
+			return 0;
+		snprintf(path, sizeof(path), "/v1/pools/%s", id);
+		if (strand_request(c, "GET", path, NULL, &pool) != 200) {
+			json_decref(pool);
+			return cli_refused(c);
+		}
+		const char *state = json_string_value(json_object_get(pool, "state")) ?: "";
+		int ended = strcmp(state, "terminated") == 0 || strcmp(state, "failed") == 0;
+		json_decref(pool);
+		if (ended)
+			follow = 0; /* one more look, for what came at its end */
+	}
+}
+
 int cmd_logs(strand_client *c, int argc, char **argv)
 {
-	static const char help[] = "usage: strand logs [-f] ID\nPrints what process ID wrote; -f follows it "
-	                           "until it ends.\n";
+	static const char help[] = "usage: strand logs [-f] ID\nPrints what process ID wrote, or what the tasks of "
+	                           "pool ID printed (each line after its worker); -f follows it until it ends.\n";
 	int follow = 0;
 	const char *id = NULL;
 
@@ -217,6 +260,8 @@ int cmd_logs(strand_client *c, int argc, char **argv)
 	}
 	if (!id)
 		return cli_usage(help, EXIT_USAGE);
+	if (strncmp(id, "p-", 2) == 0)
+		return pool_output(c, id, follow);
 	return follow_output(c, id, follow, NULL);
 }
 

@@ -164,6 +164,22 @@ static int columns_check(proto_type type, const ProtobufCMessage *msg, char *det
 				         (int)p->outcomes[i]);
 				return -1;
 			}
+		/* Its output's columns too: a line's length and stream each. */
+		uint64_t out_bytes = 0;
+		for (size_t i = 0; i < p->n_output_lens; i++)
+			out_bytes += p->output_lens[i];
+		if (p->n_output_streams != p->n_output_lens || out_bytes != p->output.len) {
+			snprintf(detail, detail_len,
+			         "a pull whose output columns disagree (%zu lengths, %zu streams, %llu bytes of %zu)",
+			         p->n_output_lens, p->n_output_streams, (unsigned long long)out_bytes, p->output.len);
+			return -1;
+		}
+		for (size_t i = 0; i < p->n_output_streams; i++)
+			if (p->output_streams[i] != 1 && p->output_streams[i] != 2) {
+				snprintf(detail, detail_len, "output line %zu has an unknown stream %u", i,
+				         (unsigned)p->output_streams[i]);
+				return -1;
+			}
 		lens = p->value_lens;
 		n = p->n_value_lens;
 		blob = p->values.len;

@@ -92,7 +92,12 @@ static const char *const migrations[] = {
         "SELECT 1;",
         /* 10: leases: a client's hold on the pools, managers and processes
          * it made, which end when it ends or stops renewing it. */
-        "CREATE TABLE IF NOT EXISTS leases(id TEXT PRIMARY KEY, lease_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);",
+        "CREATE TABLE IF NOT EXISTS leases(id TEXT PRIMARY KEY, lease_ms INTEGER NOT NULL, created_ms INTEGER NOT "
+        "NULL);",
+        /* 11: what pools' tasks printed, a line a row, the newest kept. */
+        "CREATE TABLE IF NOT EXISTS output(seq INTEGER PRIMARY KEY, pool TEXT NOT NULL, worker TEXT NOT NULL,"
+        "  at_ms INTEGER NOT NULL, stream INTEGER NOT NULL, text BLOB NOT NULL);"
+        "CREATE INDEX IF NOT EXISTS output_by_pool ON output(pool, seq);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -776,6 +781,83 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
+                     const uint32_t *lens, const uint32_t *streams)
+{
+	sqlite3_stmt *s;
+	int rc = SQLITE_DONE;
+
+	if (!n)
+		return CM_OK;
+	if (store__prepare(st, "INSERT INTO output(pool, worker, at_ms, stream, text) VALUES(?, ?, ?, ?, ?)", &s) !=
+	    CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, pool);
+	store__bind_text(s, 2, worker);
+	sqlite3_bind_int64(s, 3, at_ms);
+	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+		sqlite3_bind_int(s, 4, (int)streams[i]);
+		sqlite3_bind_blob(s, 5, text, (int)lens[i], SQLITE_STATIC);
+		text += lens[i];
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_output_trim(store *st, const char *pool, int64_t keep)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st,
+	                   "DELETE FROM output WHERE pool = ?1 AND seq < (SELECT seq FROM output WHERE pool = ?1"
+	                   " ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+	                   &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, pool);
+	sqlite3_bind_int64(s, 2, keep - 1);
+	return store__step_done(st, s);
+}
+
+int store_output_counts(store *st, store_output_count_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (store__prepare(st, "SELECT pool, count(*) FROM output GROUP BY pool", &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), sqlite3_column_int64(s, 1));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, store_output_fn fn,
+                      void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (store__prepare(st,
+	                   "SELECT seq, worker, at_ms, stream, text FROM output WHERE pool = ?1 AND seq > ?2"
+	                   " AND (?3 IS NULL OR worker = ?3) ORDER BY seq LIMIT ?4",
+	                   &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, pool);
+	sqlite3_bind_int64(s, 2, after);
+	if (worker)
+		store__bind_text(s, 3, worker);
+	sqlite3_bind_int64(s, 4, limit);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(ctx, sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2),
+		       sqlite3_column_int(s, 3), sqlite3_column_blob(s, 4),
+		       (size_t)sqlite3_column_bytes(s, 4)) != CM_OK)
+			break;
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CM_OK : store__fail(st, rc);
 }
 
 int store_lease_insert(store *st, const char *id, int64_t lease_ms, int64_t created_ms)

@@ -236,6 +236,24 @@ int store_queue_put(store *st, const char *queue, size_t n, char *const *items, 
 typedef int (*store_item_fn)(void *ctx, const void *value, size_t len);
 int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped);
 
+/* ---- pools' output ------------------------------------------------------ */
+/* What a worker's tasks printed (worker/output.h), a line a row numbered in
+ * the order stored: n lines of text, each lens[i] bytes on streams[i] (1
+ * stdout, 2 stderr). */
+int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
+                     const uint32_t *lens, const uint32_t *streams);
+/* Keeps only the pool's keep newest lines. */
+int store_output_trim(store *st, const char *pool, int64_t keep);
+typedef void (*store_output_count_fn)(void *ctx, const char *pool, int64_t lines);
+int store_output_counts(store *st, store_output_count_fn fn, void *ctx);
+/* The pool's lines numbered above after (of worker, unless NULL), at most
+ * limit, oldest first; fn's text is borrowed for the call, and anything but
+ * CM_OK from it ends the read. */
+typedef int (*store_output_fn)(void *ctx, int64_t seq, const char *worker, int64_t at_ms, int stream, const void *text,
+                               size_t len);
+int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, store_output_fn fn,
+                      void *ctx);
+
 /* ---- leases ------------------------------------------------------------- */
 /* A client's lease: what it made with it ends when it is deleted or not
  * renewed for lease_ms. Renewals are not stored: a gateway that starts

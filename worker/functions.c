@@ -24,6 +24,7 @@
 
 #include "worker/child.h"
 #include "worker/manager.h"
+#include "worker/output.h"
 #include "worker/runtime.h"
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
@@ -353,6 +354,8 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 				*fd = -1;
 				continue;
 			}
+			if (i == 1) /* what the command says: output, and its tail for its error */
+				worker_output_write(WORKER_OUTPUT_STDERR, chunk, (size_t)n);
 			if (i == 1 && se.len > STDERR_TAIL) {
 				/* keep only the tail of stderr */
 				memmove(se.data, se.data + se.len - STDERR_TAIL / 2, STDERR_TAIL / 2);

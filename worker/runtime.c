@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "worker/child.h"
+#include "worker/output.h"
 #include "worker/runtime.h"
 #include "worker/strand_plugin.h"
 
@@ -90,7 +91,7 @@ static void keep_stderr(worker_runtime *rt, const char *p, size_t n)
 	rt->stderr_len += n;
 }
 
-/* Its stderr goes on to the worker's (the pool's logs) and its tail is kept. */
+/* Its stderr is the tasks' output (output.h), and its tail is kept. */
 static void drain_stderr(worker_runtime *rt)
 {
 	char chunk[4096];
@@ -98,9 +99,7 @@ static void drain_stderr(worker_runtime *rt)
 
 	while (rt->child.err >= 0 && (n = read(rt->child.err, chunk, sizeof(chunk))) > 0) {
 		keep_stderr(rt, chunk, (size_t)n);
-		if (write(STDERR_FILENO, chunk, (size_t)n) < 0) {
-			/* the worker's own stderr is gone: nothing to tell */
-		}
+		worker_output_write(WORKER_OUTPUT_STDERR, chunk, (size_t)n);
 	}
 }
 
@@ -354,6 +353,13 @@ static exchanged exchange(worker_runtime *rt, int64_t deadline_ms, int silence_m
 			return EX_BROKEN;
 		}
 		if (r > 0) {
+			if (f->type == 'O') { /* what a task printed, through the frames: in order with its result */
+				worker_output_write(f->id == WORKER_OUTPUT_STDERR ? WORKER_OUTPUT_STDERR
+				                                                  : WORKER_OUTPUT_STDOUT,
+				                    f->b, f->b_len);
+				consume(rt, f);
+				continue;
+			}
 			if (f->type != 'H' && f->type != 'Q')
 				return EX_FRAME;
 			if (f->type == 'Q' && relay(rt, f) != CM_OK) {

@@ -14,6 +14,10 @@
  *                      'E' error id         a: the error's type, b: its message
  *                                           and the remote traceback
  *                      'H' heartbeat        at least every 2 s while a task runs
+ *                      'O' output stream    b: what a task printed (stream 1:
+ *                                           stdout, 2: stderr), before its
+ *                                           result (output.h); the runtime's
+ *                                           own stderr is output too
  *                      'Q' queue call id    a: put, get, send or recv; b: its JSON
  *                                           ({queue|pipe, end, item, wait_ms})
  *   worker -> runtime  'A' its answer id    a: ok, empty or error; b: the item

@@ -33,6 +33,7 @@
 #include "proto/frame.h"
 #include "worker/hub_link.h"
 #include "worker/manager.h"
+#include "worker/output.h"
 #include "worker/runtime.h"
 #include "worker/worker.h"
 
@@ -58,6 +59,7 @@
 #define RECV_TIMEOUT_MAX_MS 10000
 #define RECV_TIMEOUT_MIN_MS 2000
 #define MAX_PULL_RESULTS_BYTES (8u << 20)
+#define MAX_PULL_OUTPUT_BYTES (1u << 20)
 
 /* A job's context (runtime.h), shared by the tasks of it the worker holds;
  * touched under worker.mu only. */
@@ -542,7 +544,8 @@ static size_t target_in_hand(const worker *w)
  * task) filled by the caller, plus the nsend results in sent (a snapshot of
  * the outbox's head: the executor may grow the outbox meanwhile).
  * Returns CM_OK with *batch set, or an error. */
-static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t nsend, Strand__Batch **batch)
+static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t nsend, const worker_output_lines *lines,
+                    Strand__Batch **batch)
 {
 	uint8_t *columns = NULL, *values = NULL;
 	uint8_t *frame = NULL;
@@ -589,6 +592,13 @@ static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t ns
 	pull->n_value_lens = nsend;
 	pull->values.data = values;
 	pull->values.len = bytes;
+	pull->output_lens = lines->lens;
+	pull->n_output_lens = lines->n;
+	pull->output_streams = lines->streams;
+	pull->n_output_streams = lines->n;
+	pull->output.data = (uint8_t *)lines->text.data;
+	pull->output.len = lines->text.len;
+	pull->output_first = lines->first;
 	pull->worker_id = (char *)w->cfg->worker_id;
 	pull->pool_id = (char *)w->cfg->pool_id;
 	err = proto_frame_encode(PROTO_PULL, w->cfg->worker_id, w->cfg->secret, &pull->base, &frame, &frame_len);
@@ -624,7 +634,8 @@ static int has_something_to_say(const worker *w)
 {
 	size_t in_hand = queued(w) + in_flight(w);
 
-	return w->nout > 0 || in_hand == 0 || (!w->starved && in_hand < target_in_hand(w)) || cm_now_ms() >= w->beat;
+	return w->nout > 0 || in_hand == 0 || (!w->starved && in_hand < target_in_hand(w)) || cm_now_ms() >= w->beat ||
+	       worker_output_due(cm_now_ms());
 }
 
 /* Waits ms before the next exchange, w->mu released, still talking: the
@@ -649,6 +660,7 @@ static void talk(worker *w)
 	result *sent = NULL;
 	uint64_t *held = NULL;
 	Strand__Pull pull = STRAND__PULL__INIT;
+	worker_output_lines lines = {0};
 	int err;
 
 	while (nsend < w->nout && bytes < MAX_PULL_RESULTS_BYTES)
@@ -682,9 +694,16 @@ static void talk(worker *w)
 	w->talking = 1;
 	pthread_mutex_unlock(&w->mu);
 
-	err = exchange(w, &pull, sent, nsend, &batch);
+	/* Taken after the results: a line a task printed before it ended is
+	 * sent with its result or before. */
+	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES);
+	if (err == CM_OK)
+		err = exchange(w, &pull, sent, nsend, &lines, &batch);
 	free(sent);
 	free(held);
+	if (err == CM_OK && batch->status != STRAND__BATCH__STATUS__RETRY)
+		worker_output_sent(lines.n);
+	worker_output_lines_fini(&lines);
 
 	pthread_mutex_lock(&w->mu);
 	w->beat = cm_now_ms() + HEARTBEAT_MS;
@@ -826,6 +845,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		goto out_sock;
 	}
 	worker_api_init(cfg);
+	worker_output_capture();
 	if (pthread_create(&other, NULL, take_turns, &w) != 0) {
 		w.code = 1;
 		goto out_sock;

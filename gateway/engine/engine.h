@@ -206,6 +206,13 @@ typedef struct engine_pull_msg {
 	size_t nheld;
 	uint64_t running_task; /* 0: none ... */
 	uint32_t running_ms; /* ... and for how long: timeouts */
+	/* What its tasks printed: noutput lines, each output_lens[i] bytes of
+	 * output (one after another) on stream output_streams[i] (1 stdout,
+	 * 2 stderr). */
+	const uint8_t *output;
+	const uint32_t *output_lens, *output_streams;
+	size_t noutput;
+	uint64_t output_first; /* the worker's number for the first line */
 } engine_pull_msg;
 
 /* Consecutive tasks of one job in a batch: what they share (valid until

@@ -11,6 +11,7 @@
  *   queues.c     queues and pipes
  *   processes.c  processes and rings
  *   client_leases.c  clients' leases on what they made
+ *   output.c     what pools' tasks printed
  *   recovery.c   load, recover, reload
  *   views.c      JSON
  *   wait.c       waitlists
@@ -363,6 +364,7 @@ typedef struct worker {
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
 	int shown; /* what its last event said (events.c) */
 	char last_words[512]; /* once ended: what its container or pod last wrote ("" for none) */
+	uint64_t output_next; /* the number of the next line of output it sends (output.c) */
 	struct worker *next;
 } worker;
 
@@ -401,6 +403,7 @@ typedef struct pool {
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
 	int64_t tasks_submitted, tasks_retried; /* since this start (GET /metrics) */
 	int fail_streak; /* workers that exited without ever connecting */
+	int64_t output_lines; /* its lines of output stored (output.c) */
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
 	int64_t open_small; /* of open_jobs, the small ones (SMALL_JOB_TASKS) */
@@ -624,6 +627,11 @@ void engine__processes_owners(engine *e, bx *x, char (*owners)[BX_OWNER_MAX], si
 size_t engine__processes_count(engine *e);
 /* Terminates pr as DELETE does, answering no one (a client's lease ended). */
 void engine__process_terminate(process *pr);
+
+/* output.c: lines of output kept per pool */
+#define OUTPUT_KEPT 10000
+void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m);
+void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines);
 
 /* client_leases.c */
 void engine__handle_client_lease(engine *e, op *o);

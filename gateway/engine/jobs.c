@@ -869,6 +869,8 @@ void engine__handle_pull(engine *e, op *o)
 	if (measured && !measured->ncommand)
 		engine__function_measured(p, measured->function, measured->avg_us);
 	requeue_splice(p, &retry);
+	if (m->noutput)
+		engine__pool_output(e, p, w, m);
 	if (m->resync) {
 		/* Tasks recorded as ours that the worker does not hold were in an
 		 * answer lost on the way (a gateway restart, a dropped connection). */

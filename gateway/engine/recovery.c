@@ -239,6 +239,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
 	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
 	    store_lease_each(e->st, engine__load_client_lease, e) != CM_OK ||
+	    store_output_counts(e->st, engine__load_output_count, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK ||
 	    store_worker_each_ended(e->st, EXITED_KEPT, load_ended_worker, load_worker_tally, e) != CM_OK ||
 	    store_begin(e->st) != CM_OK || store_worker_each_live(e->st, load_worker, e) != CM_OK) {

@@ -8,6 +8,7 @@
  *   PATCH  /v1/pools/{id} {processes | autoscale}
  *   POST   /v1/pools/{id}/map            POST /v1/pools/{id}/apply[?wait=S]
  *   POST   /v1/pools/{id}/close          GET  /v1/pools/{id}/jobs
+ *   GET    /v1/pools/{id}/logs?after=&limit=&worker=&wait=   what its tasks printed
  *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
  *   POST   /v1/jobs/{id}/args            (the next part of a submitting job's arguments)
  *   POST|GET /v1/queues                  GET|DELETE /v1/queues/{id}

@@ -6,6 +6,7 @@
  *   long_poll.c    requests that wait: long polls and engine calls that
  *                  answer later, parked meanwhile (parking.h)
  *   results.c      result and failure pages, read from the store
+ *   logs.c         a pool's output, read from the store
  *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
  *   session.c, code.c, leases.c  one resource each: its routes under /v1
  *   service.c      health, metrics, the OpenAPI document, the event stream
@@ -77,6 +78,7 @@ struct request {
 	char id[64]; /* the job, call, process or ring */
 	job_info info;
 	page_query page;
+	char worker[24]; /* a pool's logs: of this worker only ("": all) */
 	int (*get)(engine *, const char *, json_t **); /* a join's */
 	const char *missing; /* 404's detail */
 	char *accepted; /* apply: the 202 answer when no result comes in time (JSON text) */
@@ -141,6 +143,11 @@ enum MHD_Result http_get_or_delete(api *a, struct MHD_Connection *c, const char 
 
 /* ---- results.c ---------------------------------------------------------- */
 
+/* A read-only store connection, borrowed for one request (NULL with the
+ * reason when none opens), and given back. */
+store *http_reader_take(api *a, char *detail, size_t detail_len);
+void http_reader_give(api *a, store *st);
+
 json_t *http_first_result_page(api *a, request *rq, int *waitable, int *err, char *detail, size_t detail_len);
 enum MHD_Result http_get_results(api *a, struct MHD_Connection *c, const char *url, const char *job_id, request *rq);
 enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id);
@@ -175,6 +182,10 @@ enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char 
 
 enum MHD_Result http_route_leases(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, const request *rq);
+
+/* ---- logs.c: what a pool's tasks printed --------------------------------- */
+
+enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq);
 
 /* ---- code.c: code packages ---------------------------------------------- */
 

@@ -167,6 +167,11 @@ enum MHD_Result http_route_pools(api *a, struct MHD_Connection *c, const char *u
 	if (!sub || !sub[1])
 		return http_get_or_delete(a, c, url, method, id, rq, engine_pool_get, engine_pool_delete_start, "pool",
 		                          "no such pool", 0);
+	if (strcmp(sub, "/logs") == 0) {
+		if (strcmp(method, "GET") != 0)
+			return http_problem(c, 405, url, "use GET on a pool's logs");
+		return http_get_pool_logs(a, c, url, id, rq);
+	}
 	if (strcmp(sub, "/jobs") == 0) {
 		if (strcmp(method, "GET") != 0)
 			return http_problem(c, 405, url, "use GET on a pool's jobs");

@@ -12,7 +12,7 @@
 #include "gateway/result_columns.h"
 #include "gateway/result_item.h"
 
-static store *reader_take(api *a, char *detail, size_t detail_len)
+store *http_reader_take(api *a, char *detail, size_t detail_len)
 {
 	store *st = NULL;
 
@@ -26,7 +26,7 @@ static store *reader_take(api *a, char *detail, size_t detail_len)
 	return st;
 }
 
-static void reader_give(api *a, store *st)
+void http_reader_give(api *a, store *st)
 {
 	pthread_mutex_lock(&a->mu);
 	if (a->nreaders < READERS) {
@@ -67,7 +67,7 @@ static int append_result(void *ctx, const store_result *r)
 static int read_page(api *a, const job_info *info, const page_query *q, page_text *t, int64_t *next, char *detail,
                      size_t detail_len)
 {
-	store *st = reader_take(a, detail, detail_len);
+	store *st = http_reader_take(a, detail, detail_len);
 	int err;
 
 	if (!st)
@@ -75,7 +75,7 @@ static int read_page(api *a, const job_info *info, const page_query *q, page_tex
 	err = q->completion ? store_results_completion(st, info->num, q->cursor, q->limit, append_result, t, next)
 	                    : store_results_input(st, info->num, info->base, info->total, q->cursor, q->limit,
 	                                          append_result, t, next);
-	reader_give(a, st);
+	http_reader_give(a, st);
 	return err;
 }
 
@@ -201,11 +201,11 @@ enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *
 		return http_fail(c, err, url, err == CM_ENOENT ? "no such job" : NULL);
 	cm_buf_init(&b);
 	err = cm_buf_printf(&b, "{\"job\":\"%s\",\"items\":[", job_id);
-	store *st = err == CM_OK ? reader_take(a, detail, sizeof(detail)) : NULL;
+	store *st = err == CM_OK ? http_reader_take(a, detail, sizeof(detail)) : NULL;
 	if (st) {
 		err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure, &b,
 		                           &next);
-		reader_give(a, st);
+		http_reader_give(a, st);
 	} else if (err == CM_OK) {
 		err = CM_EUNAVAIL;
 	}

@@ -26,6 +26,7 @@ const api_route route_table[] = {
         {"/v1/pools/{id}/apply", "POST"},
         {"/v1/pools/{id}/close", "POST"},
         {"/v1/pools/{id}/jobs", "GET"},
+        {"/v1/pools/{id}/logs", "GET"},
         {"/v1/jobs", "GET"},
         {"/v1/jobs/{id}", "GET DELETE"},
         {"/v1/jobs/{id}/args", "POST"},

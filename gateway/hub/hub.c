@@ -501,7 +501,12 @@ static int describe(hub_slot *s, proto_type type)
 	                            .held = p->held,
 	                            .nheld = p->n_held,
 	                            .running_task = p->running_task,
-	                            .running_ms = p->running_ms};
+	                            .running_ms = p->running_ms,
+	                            .output = p->output.data,
+	                            .output_lens = p->output_lens,
+	                            .output_streams = p->output_streams,
+	                            .noutput = p->n_output_lens,
+	                            .output_first = p->output_first};
 	return CM_OK;
 }
 

@@ -90,6 +90,15 @@ out=$("$strand" queue get "$q" --wait 1); check "queue get: empty after wait" ""
 
 id=$("$strand" run -e WHO=cli -- sh -c 'echo hi $WHO'); check "run prints an id" "r-" "${id:0:2}"
 out=$("$strand" logs -f "$id"); check "logs -f" "hi cli" "$out"
+# A pool's output: what its tasks wrote, after their worker, on the stream
+# they wrote it to.
+pool=$("$strand" pool create --processes 1)
+scurl -s "$STRAND_URL/v1/pools/$pool/apply?wait=30" \
+  -d '{"command":["sh","-c","echo to stderr >&2; echo 1"],"arg":null}' >/dev/null
+out=$("$strand" logs "$pool" 2>&1 >/dev/null | grep 'to stderr' | sed 's/^(w-[0-9a-f]\{16\}) //')
+check "logs POOL: a task's stderr, after its worker" "to stderr" "$out"
+out=$(timeout 20 "$strand" logs -f "$pool" 2>/dev/null & sleep 1; scurl -s "$STRAND_URL/v1/pools/$pool" -X DELETE >/dev/null; wait)
+check "logs -f POOL ends once the pool ended" 0 $?
 grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code

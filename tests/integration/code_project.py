@@ -6,10 +6,12 @@ token in the folder, a build folder its .gitignore names).
 
 run() runs it as a program of its own, in the folder given, on the
 backend and image of $STRAND_TEST_BACKEND and $STRAND_TEST_IMAGE (when
-set), and returns what it printed: the values its tasks returned."""
+set), and returns what it printed: the values its tasks returned, and
+what they printed, which comes back to it."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -20,6 +22,7 @@ EXPECTED = {
     "token_there": False,
     "build_there": False,
     "process_exit": 0,
+    "printed": ["tripling %d" % x for x in range(6)],
 }
 
 PROGRAM = """
@@ -49,7 +52,7 @@ print(json.dumps(out))
 FILES = {
     "project/main.py": PROGRAM,
     "project/mypkg/__init__.py": "",
-    "project/mypkg/helpers.py": "def triple(x):\n    return 3 * x\n"
+    "project/mypkg/helpers.py": "def triple(x):\n    print('tripling', x)\n    return 3 * x\n"
     "def read(path):\n    with open(path) as f:\n        return f.read().split()\n"
     "def write_back(path):\n    with open(path, 'w') as f:\n        f.write('written')\n",
     "project/data/words.txt": "alpha beta\ngamma\n",
@@ -71,7 +74,9 @@ def make(root):
 
 
 def run(project, cwd):
-    """Runs the program in cwd; what it printed, as JSON."""
+    """Runs the program in cwd: what it printed last, as JSON, with
+    "printed": what its tasks printed (each line after its worker's id),
+    sorted."""
     import strand
 
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
@@ -85,4 +90,7 @@ def run(project, cwd):
     )
     if done.returncode != 0:
         raise AssertionError("the program failed (%d): %s" % (done.returncode, done.stderr))
-    return json.loads(done.stdout)
+    lines = done.stdout.splitlines()
+    out = json.loads(lines[-1])
+    out["printed"] = sorted(re.sub(r"^\(w-[0-9a-f]{16}\) ", "", l) for l in lines[:-1])
+    return out

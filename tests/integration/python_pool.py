@@ -568,5 +568,91 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(self.ends_as("wait", signal.SIGKILL), -signal.SIGKILL)
 
 
+# A program whose tasks print: each line must reach its stdout or stderr
+# once, after its worker's id, before the program goes on.
+OUTPUT_PROGRAM = """
+import sys
+import strand
+
+def shout(x):
+    print("line", x)
+    print("warn", x, file=sys.stderr)
+    return x
+
+def fail(x):
+    print("before failing", x)
+    raise ValueError("boom")
+
+def unfinished(x):
+    sys.stdout.write("no newline %d" % x)
+    return x
+
+with strand.Pool(2) as pool:
+    print("result", pool.map(shout, range(6)))
+    try:
+        pool.apply(fail, (7,))
+    except ValueError:
+        print("caught")
+    pool.apply(unfinished, (8,))
+"""
+
+
+class OutputTest(unittest.TestCase):
+    """What tasks print reaches the program that submitted them."""
+
+    def test_prints_reach_the_program_once(self):
+        import re
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        done = subprocess.run(
+            [sys.executable, "-c", OUTPUT_PROGRAM], env=env, capture_output=True, text=True, timeout=120
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        worker = r"\(w-[0-9a-f]{16}\) "
+        out = done.stdout.splitlines()
+        err = done.stderr.splitlines()
+        for x in range(6):
+            self.assertEqual(len([l for l in out if re.fullmatch(worker + "line %d" % x, l)]), 1, out)
+            self.assertEqual(len([l for l in err if re.fullmatch(worker + "warn %d" % x, l)]), 1, err)
+        # A map's lines come before the program goes on.
+        last_line = max(i for i, l in enumerate(out) if " line " in l)
+        self.assertLess(last_line, out.index("result [0, 1, 2, 3, 4, 5]"))
+        self.assertEqual(len([l for l in out if re.fullmatch(worker + "before failing 7", l)]), 1)
+        self.assertLess(next(i for i, l in enumerate(out) if "before failing" in l), out.index("caught"))
+        self.assertEqual(len([l for l in out if re.fullmatch(worker + "no newline 8", l)]), 1, out)
+        self.assertEqual(len(out), 6 + 1 + 1 + 1 + 1)
+
+    def test_logs_by_worker_and_followed(self):
+        import threading
+
+        gw = strand.gateway.default()
+        with strand.Pool(2) as pool:
+            pool.map(print, range(20), chunksize=1)
+            page = gw.request("GET", "/v1/pools/%s/logs" % pool.id)
+            lines = page["lines"]
+            self.assertEqual(sorted(l["text"] for l in lines), sorted(str(x) for x in range(20)))
+            self.assertEqual({l["stream"] for l in lines}, {"stdout"})
+            self.assertEqual(page["next"], lines[-1]["seq"])
+            one = lines[0]["worker"]
+            mine = gw.request("GET", "/v1/pools/%s/logs?worker=%s" % (pool.id, one))["lines"]
+            self.assertEqual(mine, [l for l in lines if l["worker"] == one])
+            # A follower waits for the next line.
+            got = []
+            follower = threading.Thread(
+                target=lambda: got.append(
+                    gw.request("GET", "/v1/pools/%s/logs?after=%d&wait=30" % (pool.id, page["next"]), timeout=60)
+                )
+            )
+            follower.start()
+            time.sleep(0.5)
+            pool.apply(print, ("later",))
+            follower.join(60)
+            self.assertEqual([l["text"] for l in got[0]["lines"]], ["later"])
+        with self.assertRaises(strand.StrandError) as e:
+            gw.request("GET", "/v1/pools/p-0000000000000000/logs")
+        self.assertEqual(e.exception.status, 404)
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2))

@@ -142,6 +142,10 @@ coded=$(api /v1/pools -X POST -d "{\"processes\":1,\"backend\":\"slurm\",\"code\
 check "a pool with a code package connects" 1 "$(until_eq 1 60 connected "$coded")"
 check "its task reads the package's file" '{"read":"by a relative path"}' \
   "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d '{"command":["cat","data/value.json"],"arg":null}' | jq -c .value)"
+api "/v1/pools/$coded/apply?wait=60" -X POST -d '{"command":["sh","-c","echo from a slurm job >&2; echo 1"],"arg":null}' \
+  >/dev/null
+check "what its task wrote comes back" "stderr from a slurm job" \
+  "$(api "/v1/pools/$coded/logs" | jq -r '.lines[] | "\(.stream) \(.text)"')"
 api "/v1/pools/$coded" -X DELETE >/dev/null
 
 # A Process: its environment (never on a command line) and its output.

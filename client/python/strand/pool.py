@@ -11,6 +11,7 @@ import threading
 import cloudpickle
 
 from . import _code, _pickling, _worker
+from . import output as _output
 from . import gateway as _gateway
 
 EXCEPTION_MARK = "strand-pickled-exception: "
@@ -193,6 +194,7 @@ class Pool:
             spec["lease"] = self._gw.lease()
         view = self._gw.request("POST", "/v1/pools", spec)
         self.id = view["id"]
+        self._output = _output.Output(self._gw, self.id)
         self._processes = view.get("processes") or 1
         self._state = "running"
 
@@ -274,7 +276,11 @@ class Pool:
         answer = self._gw.request("POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30)
         if "index" not in answer:  # the wait ran out: the job, still running
             return AsyncResult(self, answer["id"], True).get()
-        return _value(answer)[0]
+        try:
+            return _value(answer)[0]
+        except BaseException:
+            self._output.drain()  # what it printed before it failed, before the traceback
+            raise
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None):
         job = self._submit(func, _apply, [_task(tuple(args), dict(kwds or {}))])
@@ -282,7 +288,10 @@ class Pool:
 
     def map(self, func, iterable, chunksize=None):
         job = self._map_job(func, _map_chunk, iterable, chunksize)
-        return self._list(job) if job else []
+        try:
+            return self._list(job) if job else []
+        finally:
+            self._output.drain()  # what its tasks printed, before the program goes on
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
         job = self._map_job(func, _map_chunk, iterable, chunksize)
@@ -290,7 +299,10 @@ class Pool:
 
     def starmap(self, func, iterable, chunksize=None):
         job = self._map_job(func, _starmap_chunk, iterable, chunksize)
-        return self._list(job) if job else []
+        try:
+            return self._list(job) if job else []
+        finally:
+            self._output.drain()
 
     def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
         job = self._map_job(func, _starmap_chunk, iterable, chunksize)
@@ -311,8 +323,10 @@ class Pool:
 
     def terminate(self):
         if self._state != "terminated":
+            self._output.drain()
             self._gw.request("DELETE", "/v1/pools/%s" % self.id)
             self._state = "terminated"
+            self._output.end()
 
     def join(self):
         if self._state == "running":
@@ -322,6 +336,7 @@ class Pool:
             if self._gw.request("GET", "/v1/pools/%s" % self.id)["state"] not in ("active", "closing"):
                 break
             threading.Event().wait(0.05)
+        self._output.end()
 
     def __enter__(self):
         return self

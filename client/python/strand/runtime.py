@@ -21,12 +21,15 @@ and b. NAME is one of:
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
 EXCEPTION_MARK, so that strand.Pool raises it again). What the function
-prints goes to stderr (the pool's logs), so it cannot break a frame.
+prints on sys.stdout and sys.stderr goes to the worker as 'O' frames, a
+line at a time and before its result (the pool's output: GET
+/v1/pools/{id}/logs), so it cannot break a frame.
 """
 
 import base64
 import collections
 import importlib
+import io
 import json
 import os
 import pickle
@@ -223,10 +226,60 @@ class _Line:
                 beat_at = now + HEARTBEAT_S
 
 
+def _flush_output():
+    """What the task printed and did not end with a newline goes before its
+    result (a task may have replaced sys.stdout: that is its own)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+class _Output(io.TextIOBase):
+    """sys.stdout (stream 1) or sys.stderr (2) of the tasks: what they print
+    goes to the worker in 'O' frames, a line at a time, on the same line as
+    their results, so a line printed before a task returned comes before
+    its result."""
+
+    PIECE = 1 << 16  # a frame's part of a long print
+
+    def __init__(self, line, stream):
+        super().__init__()
+        self.line, self.stream, self.pending = line, stream, []
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        self.pending.append(text)
+        if "\n" in text:
+            self.flush()
+        return len(text)
+
+    def flush(self):
+        if self.pending:
+            data = "".join(self.pending).encode("utf-8", "replace")
+            self.pending = []
+            for at in range(0, len(data), self.PIECE):
+                self.line.send(b"O", self.stream, b"", data[at : at + self.PIECE])
+
+
 def main():
     line = _Line(sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno())
-    # Whatever a function prints must not land between frames.
-    sys.stdout = sys.stderr
+    # Whatever a function prints must not land between frames: it goes in
+    # frames of its own.
+    sys.stdout = _Output(line, 1)
+    sys.stderr = _Output(line, 2)
     line.send(b"S", 0, b"python", sys.version.split()[0].encode(), now=True)
     threading.Thread(target=line.keep_flowing, daemon=True).start()
     # Queues and pipes passed to a task reach the gateway through the worker.
@@ -247,12 +300,14 @@ def main():
         try:
             result = _run(name, arg, contexts)
             line.running = False
+            _flush_output()
             line.send(b"R", ident, b"", result)
         except BaseException as e:  # a task's SystemExit is its error too
             line.running = False
             detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
             if _is_pickled(name):
                 detail += _pickled(e)
+            _flush_output()
             line.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
 
 

@@ -1,0 +1,64 @@
+"""What a pool's tasks print, shown in the program that submitted them,
+as multiprocessing's children share their parent's terminal: each line on
+this program's sys.stdout or sys.stderr (as the task wrote it), after its
+worker's id, as Ray does: "(w-7c958b22fec111e1) hello 3".
+
+A daemon thread follows the pool (GET /v1/pools/{id}/logs?wait=, a long
+poll) so lines come as they are printed; drain() catches up at once, and
+the pool calls it when a map returns and when it ends, and at the
+program's exit, so that every line a task printed before its result is
+shown before the program goes on or ends. Lines are shown once each, by
+their number, whichever reader got them first."""
+
+import atexit
+import sys
+import threading
+
+from .gateway import StrandError
+
+FOLLOW_WAIT_S = 5
+
+
+class Output:
+    def __init__(self, gw, pool_id):
+        self.gw, self.pool_id = gw, pool_id
+        self.shown = 0  # the number of the last line shown
+        self.lock = threading.Lock()
+        self.ended = threading.Event()
+        threading.Thread(target=self._follow, name="strand-output-" + pool_id, daemon=True).start()
+        atexit.register(self.drain)
+
+    def _page(self, wait):
+        return self.gw.request(
+            "GET", "/v1/pools/%s/logs?after=%d&wait=%d" % (self.pool_id, self.shown, wait), timeout=wait + 30
+        )
+
+    def _show(self, page):
+        with self.lock:
+            for line in page["lines"]:
+                if line["seq"] <= self.shown:
+                    continue  # the other reader showed it
+                stream = sys.stderr if line["stream"] == "stderr" else sys.stdout
+                stream.write("(%s) %s\n" % (line["worker"], line["text"]))
+                self.shown = line["seq"]
+            sys.stdout.flush()
+        return len(page["lines"])
+
+    def _follow(self):
+        while not self.ended.is_set():
+            try:
+                self._show(self._page(FOLLOW_WAIT_S))
+            except (StrandError, OSError, ValueError):
+                self.ended.wait(1)  # the gateway restarts, or the pool is gone
+
+    def drain(self):
+        """Shows every line stored now."""
+        try:
+            while self._show(self._page(0)):
+                pass
+        except (StrandError, OSError, ValueError):
+            pass
+
+    def end(self):
+        self.drain()
+        self.ended.set()

@@ -1,0 +1,39 @@
+/*
+ * What pools' tasks printed: the lines a worker's pull brings
+ * (worker/output.h) are stored in the cycle's transaction, so a line
+ * printed before a task returned is readable (GET /v1/pools/{id}/logs) no
+ * later than its result. Each pool keeps its OUTPUT_KEPT newest lines.
+ * Runs on the engine thread.
+ */
+#include "gateway/engine/engine_int.h"
+
+/* Past this many lines over the kept ones, the oldest go (in one delete,
+ * not one a pull). */
+#define OUTPUT_SLACK 1000
+
+void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m)
+{
+	size_t skip = 0, n = m->noutput;
+	const uint8_t *text = m->output;
+
+	/* Lines sent again after an answer that was lost: stored once. */
+	if (w->output_next > m->output_first)
+		skip = w->output_next - m->output_first > n ? n : (size_t)(w->output_next - m->output_first);
+	for (size_t i = 0; i < skip; i++)
+		text += m->output_lens[i];
+	w->output_next = m->output_first + n;
+	if (skip == n || store_output_add(e->st, p->id, w->id, cm_wall_ms(), n - skip, text, m->output_lens + skip,
+	                                  m->output_streams + skip) != CM_OK)
+		return;
+	if ((p->output_lines += (int64_t)(n - skip)) > OUTPUT_KEPT + OUTPUT_SLACK &&
+	    store_output_trim(e->st, p->id, OUTPUT_KEPT) == CM_OK)
+		p->output_lines = OUTPUT_KEPT;
+}
+
+void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines)
+{
+	pool *p = engine__pool_find(ctx, pool_id);
+
+	if (p)
+		p->output_lines = lines;
+}

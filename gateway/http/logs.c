@@ -1,0 +1,95 @@
+/*
+ * GET /v1/pools/{id}/logs?after=SEQ&limit=N&worker=W&wait=S: what a pool's
+ * tasks printed, read from the store a line at a time, oldest first:
+ *
+ *   {"lines": [{"seq", "worker", "stream": "stdout" | "stderr", "at",
+ *               "text"}], "next": SEQ}
+ *
+ * "next" is the after= of the next request; with wait=S one that finds no
+ * line waits (parked, no thread held) until a commit brings some, or S
+ * seconds: strand logs --follow and the Python client follow a pool so.
+ * Text that is not UTF-8 is shown with '?' for its bad bytes.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gateway/http/http_int.h"
+
+#define LOGS_PAGE 1000 /* lines a page by default */
+#define LOGS_PAGE_MAX 10000
+
+typedef struct page {
+	json_t *lines;
+	int64_t last;
+} page;
+
+static int add_line(void *ctx, int64_t seq, const char *worker, int64_t at_ms, int stream, const void *text, size_t len)
+{
+	page *pg = ctx;
+	char at[32], *copy = malloc(len + 1);
+	time_t secs = (time_t)(at_ms / 1000);
+	struct tm tm;
+
+	if (!copy)
+		return CM_ENOMEM;
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	cm_utf8_sanitize(copy); /* a NUL in it ends it: bytes past it are dropped */
+	gmtime_r(&secs, &tm);
+	snprintf(at + strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", &tm), 12, ".%03dZ", (int)(at_ms % 1000));
+	json_array_append_new(pg->lines,
+	                      json_pack("{s:I, s:s, s:s, s:s, s:s}", "seq", (json_int_t)seq, "worker", worker, "stream",
+	                                stream == 2 ? "stderr" : "stdout", "at", at, "text", copy));
+	free(copy);
+	pg->last = seq;
+	return CM_OK;
+}
+
+static int look_logs(api *a, struct MHD_Connection *c, const char *url, request *rq, int final, enum MHD_Result *ret)
+{
+	page pg = {.lines = json_array(), .last = rq->page.cursor};
+	char detail[256] = "";
+	store *st = http_reader_take(a, detail, sizeof(detail));
+	int err = st ? store_output_read(st, rq->id, rq->page.cursor, rq->worker[0] ? rq->worker : NULL, rq->page.limit,
+	                                 add_line, &pg)
+	             : CM_EUNAVAIL;
+
+	if (st)
+		http_reader_give(a, st);
+	if (err != CM_OK) {
+		json_decref(pg.lines);
+		*ret = http_fail(c, err, url, detail[0] ? detail : NULL);
+		return 1;
+	}
+	if (!json_array_size(pg.lines) && !final) {
+		json_decref(pg.lines);
+		return 0;
+	}
+	*ret = http_send_json(c, 200, json_pack("{s:o, s:I}", "lines", pg.lines, "next", (json_int_t)pg.last), NULL);
+	return 1;
+}
+
+enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq)
+{
+	const char *worker = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "worker");
+	char detail[256] = "";
+	int64_t wait_s = 0;
+	json_t *pool = NULL;
+	int err;
+
+	rq->page.limit = LOGS_PAGE;
+	if (http_query_int(c, "after", 0, INT64_MAX / 2, &rq->page.cursor, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "limit", 1, LOGS_PAGE_MAX, &rq->page.limit, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+		return http_problem(c, 400, url, detail);
+	if (worker && (strlen(worker) >= sizeof(rq->worker) || !worker[0]))
+		return http_problem(c, 400, url, "query parameter 'worker' must be a worker's id");
+	if ((err = engine_pool_get(a->engine, pool_id, &pool)) != CM_OK)
+		return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
+	json_decref(pool);
+	snprintf(rq->id, sizeof(rq->id), "%s", pool_id);
+	snprintf(rq->worker, sizeof(rq->worker), "%s", worker ? worker : "");
+	return http_long_poll_start(a, c, url, rq, look_logs, wait_s);
+}
