@@ -835,16 +835,19 @@ int store_output_counts(store *st, store_output_count_fn fn, void *ctx)
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
-int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, store_output_fn fn,
-                      void *ctx)
+int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, int newest,
+                      store_output_fn fn, void *ctx)
 {
 	sqlite3_stmt *s;
 	int rc;
 
-	if (store__prepare(st,
-	                   "SELECT seq, worker, at_ms, stream, text FROM output WHERE pool = ?1 AND seq > ?2"
-	                   " AND (?3 IS NULL OR worker = ?3) ORDER BY seq LIMIT ?4",
-	                   &s) != CM_OK)
+	if (store__prepare(
+	            st,
+	            newest ? "SELECT * FROM (SELECT seq, worker, at_ms, stream, text FROM output WHERE pool = ?1"
+	                     " AND seq > ?2 AND (?3 IS NULL OR worker = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq"
+	                   : "SELECT seq, worker, at_ms, stream, text FROM output WHERE pool = ?1 AND seq > ?2"
+	                     " AND (?3 IS NULL OR worker = ?3) ORDER BY seq LIMIT ?4",
+	            &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, pool);
 	sqlite3_bind_int64(s, 2, after);

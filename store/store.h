@@ -247,12 +247,12 @@ int store_output_trim(store *st, const char *pool, int64_t keep);
 typedef void (*store_output_count_fn)(void *ctx, const char *pool, int64_t lines);
 int store_output_counts(store *st, store_output_count_fn fn, void *ctx);
 /* The pool's lines numbered above after (of worker, unless NULL), at most
- * limit, oldest first; fn's text is borrowed for the call, and anything but
- * CM_OK from it ends the read. */
+ * limit (the first ones, or the newest), oldest first; fn's text is
+ * borrowed for the call, and anything but CM_OK from it ends the read. */
 typedef int (*store_output_fn)(void *ctx, int64_t seq, const char *worker, int64_t at_ms, int stream, const void *text,
                                size_t len);
-int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, store_output_fn fn,
-                      void *ctx);
+int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, int newest,
+                      store_output_fn fn, void *ctx);
 
 /* ---- leases ------------------------------------------------------------- */
 /* A client's lease: what it made with it ends when it is deleted or not

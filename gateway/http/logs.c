@@ -1,6 +1,7 @@
 /*
  * GET /v1/pools/{id}/logs?after=SEQ&limit=N&worker=W&wait=S: what a pool's
- * tasks printed, read from the store a line at a time, oldest first:
+ * tasks printed, read from the store a line at a time, oldest first
+ * (tail=N instead of limit: the newest N, as the dashboard shows them):
  *
  *   {"lines": [{"seq", "worker", "stream": "stdout" | "stderr", "at",
  *               "text"}], "next": SEQ}
@@ -53,7 +54,7 @@ static int look_logs(api *a, struct MHD_Connection *c, const char *url, request 
 	char detail[256] = "";
 	store *st = http_reader_take(a, detail, sizeof(detail));
 	int err = st ? store_output_read(st, rq->id, rq->page.cursor, rq->worker[0] ? rq->worker : NULL, rq->page.limit,
-	                                 add_line, &pg)
+	                                 rq->page.completion, add_line, &pg)
 	             : CM_EUNAVAIL;
 
 	if (st)
@@ -75,15 +76,22 @@ enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char 
 {
 	const char *worker = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "worker");
 	char detail[256] = "";
-	int64_t wait_s = 0;
+	int64_t wait_s = 0, tail = 0;
 	json_t *pool = NULL;
 	int err;
 
 	rq->page.limit = LOGS_PAGE;
 	if (http_query_int(c, "after", 0, INT64_MAX / 2, &rq->page.cursor, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "limit", 1, LOGS_PAGE_MAX, &rq->page.limit, detail, sizeof(detail)) != CM_OK ||
+	    http_query_int(c, "tail", 1, LOGS_PAGE_MAX, &tail, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
+	if (tail && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"))
+		return http_problem(c, 400, url, "give 'limit' (the first lines) or 'tail' (the newest), not both");
+	if (tail) { /* the newest: the page's "completion" order stands for it */
+		rq->page.limit = tail;
+		rq->page.completion = 1;
+	}
 	if (worker && (strlen(worker) >= sizeof(rq->worker) || !worker[0]))
 		return http_problem(c, 400, url, "query parameter 'worker' must be a worker's id");
 	if ((err = engine_pool_get(a->engine, pool_id, &pool)) != CM_OK)

@@ -54,6 +54,8 @@ const long = (await api("POST", `/v1/pools/${busy}/map`, { function: "sleep", ar
 const proc = (await api("POST", "/v1/processes", { command: ["sh", "-c", "echo hello from strand; exec sleep 60"] })).id;
 const queue = (await api("POST", "/v1/queues")).id;
 await api("POST", `/v1/queues/${queue}/items`, { items: [1, 2, 3] });
+// What a pool's task printed (a command's stderr).
+await api("POST", `/v1/pools/${pool}/apply?wait=30`, { command: ["sh", "-c", "echo printed by a task >&2; echo 1"], arg: null });
 
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM, headless: true,
@@ -159,6 +161,16 @@ try {
     .map((t) => [...t.children].map((c) => c.textContent)), queue);
   check(queueRow.length === 1 && queueRow[0][1] === "3", "the queue with its 3 items");
 
+  // The pool's output, each line after its worker; the worker's page, its own.
+  await page.goto(`${base}/#/pools/${pool}`);
+  await waitText("#output .stderr", "printed by a task");
+  const printed = await text("#output .stderr");
+  check(/^\(w-[0-9a-f]{16}\) printed by a task$/.test(printed.trim()), "the pool shows what its task printed: " + printed);
+  await press('a[href^="#/pools/' + pool + '/workers/"]');
+  await waitText("#main h2", "Worker");
+  await waitText("#output", "printed by a task");
+  check(true, "the worker's page shows its output");
+
   // Resize a pool to 2 workers.
   await page.goto(`${base}/#/pools/${pool}`);
   await press('[data-action="resize"]');
@@ -174,6 +186,7 @@ try {
   // 420 px: nothing wider than the screen, on every page.
   await page.setViewport({ width: 420, height: 800 });
   for (const [name, hash] of [["landing", "#/"], ["job", `#/jobs/${failing}`], ["pool", `#/pools/${pool}`],
+    ["worker", `#/pools/${pool}/workers/${(await api("GET", `/v1/pools/${pool}`)).workers[0].id}`],
     ["processes", "#/processes"], ["queues", "#/queues"], ["managers", "#/managers"], ["rings", "#/rings"]]) {
     await page.goto(`${base}/${hash}`);
     await page.waitForSelector("#main h2");

@@ -637,6 +637,10 @@ class OutputTest(unittest.TestCase):
             one = lines[0]["worker"]
             mine = gw.request("GET", "/v1/pools/%s/logs?worker=%s" % (pool.id, one))["lines"]
             self.assertEqual(mine, [l for l in lines if l["worker"] == one])
+            self.assertEqual(gw.request("GET", "/v1/pools/%s/logs?tail=5" % pool.id)["lines"], lines[-5:])
+            with self.assertRaises(strand.StrandError) as e:
+                gw.request("GET", "/v1/pools/%s/logs?tail=5&limit=5" % pool.id)
+            self.assertEqual(e.exception.detail, "give 'limit' (the first lines) or 'tail' (the newest), not both")
             # A follower waits for the next line.
             got = []
             follower = threading.Thread(

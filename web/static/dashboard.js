@@ -13,9 +13,12 @@ let pending = null;
 let logTimer = null;
 let renders = 0; // renders started; only the latest one may draw
 
-// "#/pools/p-1" -> views.pool("p-1"); "#/queues" -> views.queues().
+// "#/pools/p-1" -> views.pool("p-1"); "#/pools/p-1/workers/w-2" ->
+// views.worker("p-1/w-2"); "#/queues" -> views.queues().
 function route() {
-  const [, page, id] = (location.hash || "#/").split("/");
+  const [, page, id, sub, subId] = (location.hash || "#/").split("/");
+  if (page === "pools" && id && sub === "workers" && subId)
+    return [views.worker, decodeURIComponent(id) + "/" + decodeURIComponent(subId), "jobs"];
   const single = { pools: "pool", jobs: "job", processes: "process", managers: "manager" };
   if (id && Object.hasOwn(single, page)) return [views[single[page]], decodeURIComponent(id), page];
   if (!page || page === "pools" || !Object.hasOwn(views, page)) return [views.home, null, "jobs"];

@@ -1,7 +1,7 @@
 // The dashboard's pages. Each view reads what it shows from the REST API
 // and returns its content; `live` says which events make it read again,
 // and job rows are updated in place from progress events.
-import { change, get } from "./api.js";
+import { Refused, change, get } from "./api.js";
 import { ask, bar, code, duration, h, link, rate, state, table, when } from "./ui.js";
 
 // Jobs on screen, by id: a progress event updates their rows in place.
@@ -99,6 +99,27 @@ const poolColumns = [{ title: "pool" }, { title: "state" }, { title: "backend", 
   { title: "queued" }, { title: "pending", cls: "wide" }, { title: "done" }, { title: "failed" },
   { title: "lost", cls: "wide" }, { title: "created", cls: "wide" }];
 
+// The newest lines a pool's tasks printed (of one worker: worker), each
+// after its worker, stderr's marked. Output has no events: the panel reads
+// them again every few seconds while it is on screen.
+const OUTPUT_SHOWN = 200;
+async function outputPanel(pool, worker) {
+  const pre = h("pre", { class: "logs", id: "output" });
+  const fill = async () => {
+    const { lines } = await get(`/v1/pools/${pool}/logs?tail=${OUTPUT_SHOWN}` + (worker ? "&worker=" + worker : ""));
+    pre.replaceChildren(...(lines.length ? lines.map((l) =>
+      h("span", { class: "line " + l.stream }, worker ? "" : `(${l.worker}) `, l.text, "\n")) : ["(nothing printed)"]));
+  };
+  const again = () => setTimeout(async () => {
+    if (!pre.isConnected) return;
+    try { await fill(); } catch { /* the next look, or the next page, tells */ }
+    again();
+  }, 3000);
+  await fill();
+  again();
+  return pre;
+}
+
 export const views = {
   // Recent jobs of every pool, and the pools.
   async home() {
@@ -109,13 +130,15 @@ export const views = {
   },
 
   async pool(id, rerender) {
-    const [p, { jobs }] = await Promise.all([get("/v1/pools/" + id), get("/v1/pools/" + id + "/jobs")]);
+    const [p, { jobs }, output] = await Promise.all([get("/v1/pools/" + id), get("/v1/pools/" + id + "/jobs"),
+      outputPanel(id)]);
     const ended = p.state === "terminated" || p.state === "failed" || p.state === "terminating";
     const r = p.resources;
     const actions = h("div", { class: "actions" }, !ended && !p.autoscale ? resizeAction(p, rerender) : null,
       !ended ? action("delete", "Terminate pool " + id + "? Its workers stop; unfinished tasks fail.",
         () => change("DELETE", "/v1/pools/" + id), rerender) : null);
-    const workers = p.workers.map((w) => [code(w.id), state(w.queued ? "queued" : w.state), runsAs(w), w.pending,
+    const workers = p.workers.map((w) => [link(`#/pools/${id}/workers/${w.id}`, code(w.id)),
+      state(w.queued ? "queued" : w.state), runsAs(w), w.pending,
       w.state === "exited" ? w.exit_code : "", w.last_words ? h("pre", { class: "error" }, w.last_words) : ""]);
     return { live: ["pool", "worker", "job"], pool: id, node: h("div", {},
       h("h2", {}, "Pool ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
@@ -130,7 +153,22 @@ export const views = {
       h("h3", {}, "Workers"),
       table([{ title: "worker" }, { title: "state" }, { title: "pid, container or job" }, { title: "pending" },
         { title: "exit code" }, { title: "last words" }], workers, "no workers"),
+      h("h3", {}, "Output"), output,
       h("h3", {}, "Jobs"), jobTable(jobs, "no jobs")) };
+  },
+
+  // One worker of a pool ("POOL/WORKER"): what it is and what it printed.
+  async worker(ids) {
+    const [pool, id] = ids.split("/");
+    const [p, output] = await Promise.all([get("/v1/pools/" + pool), outputPanel(pool, id)]);
+    const w = p.workers.find((x) => x.id === id);
+    if (!w) throw new Refused("no such worker of pool " + pool + " (or it ended long ago)");
+    return { live: ["pool", "worker"], pool, node: h("div", {},
+      h("h2", {}, "Worker ", code(id), " ", state(w.queued ? "queued" : w.state)),
+      facts([["pool", link("#/pools/" + pool, code(pool))], ["pid, container or job", runsAs(w) || w.handle],
+        ["pending", w.pending], ["exit code", w.state === "exited" ? w.exit_code : ""]]),
+      w.last_words ? h("pre", { class: "error" }, w.last_words) : null,
+      h("h3", {}, "Output"), output) };
   },
 
   async job(id, rerender) {
