@@ -88,6 +88,13 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       IP addresses and localhost (STRAND_PUBLIC_HOST)\n"
 	        "  --allow-host-paths P host-path volumes allowed under these prefixes (colon-separated;\n"
 	        "                       STRAND_ALLOW_HOST_PATHS; default none: named volumes only)\n"
+	        "  --sandbox MODE       the local backend's workers and processes run in a bubblewrap sandbox\n"
+	        "                       (their own pids, the system read-only, a private /tmp, the gateway's files\n"
+	        "                       out of sight): on, off, or auto (where it works) (STRAND_SANDBOX,\n"
+	        "                       default auto)\n"
+	        "  --sandbox-uids F-L   a gateway run as root runs each pool's and process's sandbox as a uid of\n"
+	        "                       its own from this range (STRAND_SANDBOX_UIDS, default 2100000000-2100999999;\n"
+	        "                       empty: as root)\n"
 	        "  --no-commands        refuse command tasks and command processes, and runtimes (which run any\n"
 	        "                       code they are given) (STRAND_NO_COMMANDS=1)\n"
 	        "  --allow-runtime N    with --no-commands, the runtimes still allowed: python, or a runtime\n"
@@ -258,6 +265,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"code-dir", required_argument, NULL, 1015},
 	        {"max-code-bytes", required_argument, NULL, 1016},
 	        {"allow-runtime", required_argument, NULL, 1017},
+	        {"sandbox", required_argument, NULL, 1018},
+	        {"sandbox-uids", required_argument, NULL, 1019},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
@@ -305,6 +314,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
+	snprintf(cfg->sandbox, sizeof(cfg->sandbox), "auto");
+	snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "2100000000-2100999999");
 
 	set(cfg->http, sizeof(cfg->http), getenv("STRAND_HTTP"));
 	set(cfg->hub, sizeof(cfg->hub), getenv("STRAND_HUB"));
@@ -337,6 +348,9 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
 	set(cfg->allow_runtime, sizeof(cfg->allow_runtime), getenv("STRAND_ALLOW_RUNTIME"));
+	set(cfg->sandbox, sizeof(cfg->sandbox), getenv("STRAND_SANDBOX"));
+	if (getenv("STRAND_SANDBOX_UIDS"))
+		snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "%s", getenv("STRAND_SANDBOX_UIDS"));
 	set(cfg->kubeconfig, sizeof(cfg->kubeconfig), getenv("STRAND_KUBECONFIG"));
 	cfg->slurm.enabled = getenv("STRAND_SLURM") && strcmp(getenv("STRAND_SLURM"), "1") == 0;
 	set(cfg->slurm.partition, sizeof(cfg->slurm.partition), getenv("STRAND_SLURM_PARTITION"));
@@ -388,6 +402,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1015: set(cfg->code_dir, sizeof(cfg->code_dir), optarg); break;
 		case 1016: set(max_code, sizeof(max_code), optarg); break;
 		case 1017: set(cfg->allow_runtime, sizeof(cfg->allow_runtime), optarg); break;
+		case 1018: set(cfg->sandbox, sizeof(cfg->sandbox), optarg); break;
+		case 1019: snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "%s", optarg); break;
 		case 'R': cfg->allow_root_containers = 1; break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
@@ -417,6 +433,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	/* Next to the database, so one operator's gateway and files stay together. */
 	if (!cfg->token_file[0])
 		next_to_db(cfg, "strand.token", cfg->token_file, sizeof(cfg->token_file));
+	if (strcmp(cfg->sandbox, "auto") != 0 && strcmp(cfg->sandbox, "on") != 0 && strcmp(cfg->sandbox, "off") != 0) {
+		snprintf(detail, detail_len, "--sandbox must be on, off or auto");
+		return CM_EINVAL;
+	}
 	if (!cfg->code_dir[0])
 		next_to_db(cfg, "strand-code", cfg->code_dir, sizeof(cfg->code_dir));
 	char *end;

@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "common/tsan_suppressions.h"
+#include "gateway/backend/sandbox.h"
 #include "gateway/code_store.h"
 #include "gateway/config.h"
 #include "gateway/http/api.h"
@@ -81,7 +82,42 @@ int main(int argc, char **argv)
 	umask(077);
 	raise_open_file_limit();
 
-	backend *backends[4] = {backend_local_new(cfg.gpus),
+	/* What no program of the local backend may see: the gateway's secrets
+	 * and every pool's data. */
+	char db_wal[1100], db_shm[1100], db_logs[1100];
+	snprintf(db_wal, sizeof(db_wal), "%s-wal", cfg.db);
+	snprintf(db_shm, sizeof(db_shm), "%s-shm", cfg.db);
+	snprintf(db_logs, sizeof(db_logs), "%s.logs", cfg.db);
+	const char *hidden[] = {cfg.db,         db_wal,
+	                        db_shm,         db_logs,
+	                        cfg.token_file, cfg.code_dir,
+	                        cfg.tls_key,    cfg.slurm.output_dir,
+	                        cfg.kubeconfig, cfg.k8s.token_file};
+	/* What a pool's own uid must reach to run at all; what its sandbox must
+	 * show though under /tmp: strand's own tree, its plugins, an ipc://
+	 * hub's folder. */
+	const char *needs[] = {cfg.worker_bin};
+	char prefix[1100], plugins[2048], hub_dir[300] = "";
+	snprintf(prefix, sizeof(prefix), "%s", cfg.worker_bin);
+	for (int up = 0; up < 2 && strrchr(prefix, '/'); up++)
+		*strrchr(prefix, '/') = '\0';
+	snprintf(plugins, sizeof(plugins), "%s", cfg.plugin_path);
+	if (strncmp(cfg.hub_advertise, "ipc://", 6) == 0 && strrchr(cfg.hub_advertise, '/') > cfg.hub_advertise + 6)
+		snprintf(hub_dir, sizeof(hub_dir), "%.*s",
+		         (int)(strrchr(cfg.hub_advertise, '/') - cfg.hub_advertise - 6), cfg.hub_advertise + 6);
+	const char *visible[12] = {prefix, hub_dir};
+	size_t nvisible = 2;
+	for (char *save = NULL, *d = strtok_r(plugins, ":", &save); d && nvisible < 12; d = strtok_r(NULL, ":", &save))
+		visible[nvisible++] = d;
+	sandbox *sb = NULL;
+	if (sandbox_new(cfg.sandbox, hidden, sizeof(hidden) / sizeof(hidden[0]), visible, nvisible, cfg.sandbox_uids,
+	                needs, 1, &sb, detail, sizeof(detail)) != CM_OK) {
+		cm_error("cannot start: %s", detail);
+		return 1;
+	}
+	if (sb)
+		cm_info("local backend: workers and processes run in bubblewrap sandboxes");
+	backend *backends[4] = {backend_local_new(cfg.gpus, sb),
 	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	size_t nbackends = 2;
 	if (cfg.k8s.server[0]) {

@@ -48,8 +48,11 @@ static int make_dirs(const char *path)
 	return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* The cache's folder for packages. One in /tmp must be this user's own: a
- * folder another user made there could hand this worker other code. */
+/* The cache's folder for packages: the first of STRAND_CACHE_DIR,
+ * ~/.cache/strand and /tmp/strand-cache-UID this worker can write (in the
+ * local backend's sandbox only /tmp can be). One in /tmp must be this
+ * user's own: a folder another user made there could hand this worker
+ * other code. */
 static int cache_dir(char *out, size_t len)
 {
 	const char *set = getenv("STRAND_CACHE_DIR"), *home = getenv("HOME");
@@ -57,7 +60,8 @@ static int cache_dir(char *out, size_t len)
 
 	if (set && set[0]) {
 		snprintf(out, len, "%s/code", set);
-		return make_dirs(out);
+		if (make_dirs(out) == 0 && access(out, W_OK) == 0)
+			return 0;
 	}
 	if (home && home[0] && strcmp(home, "/") != 0) {
 		snprintf(out, len, "%s/.cache/strand/code", home);

@@ -62,7 +62,7 @@ static void usage(FILE *f)
 	           "  --pool ID              pool id (STRAND_POOL_ID)\n"
 	           "  --id ID                this worker's id (STRAND_WORKER_ID)\n"
 	           "  (STRAND_SECRET: this worker's own secret, from the environment only: it is removed from\n"
-	           "  it at start, out of the reach of tasks)\n"
+	           "  it at start, out of the reach of tasks; or STRAND_SECRET_FD, a pipe to read it from)\n"
 	           "  --plugin-path DIRS     folders searched for LIB.so plugins (STRAND_PLUGIN_PATH)\n"
 	           "  (a tls+tcp:// hub: the CA to trust in STRAND_HUB_CA_PEM, or a file in STRAND_HUB_CA; the name\n"
 	           "  its certificate carries in STRAND_HUB_SERVER_NAME, default the hub URL's host)\n"
@@ -76,17 +76,29 @@ static void usage(FILE *f)
 	           "  --help                 this text\n");
 }
 
-/* The worker's own secret, which every frame to the hub carries. It is taken
- * out of the environment at once, so that no task (a command the worker
- * forks, a plugin calling getenv) finds it, and the process is made
- * undumpable, so that other processes of the same user cannot read it from
- * /proc/PID/environ or /proc/PID/mem either (root still can). */
+/* The worker's own secret, which every frame to the hub carries: read from
+ * the pipe STRAND_SECRET_FD names (the local backend's way: no environment
+ * ever holds it), or taken out of the environment at once (STRAND_SECRET),
+ * so that no task (a command the worker forks, a plugin calling getenv)
+ * finds it. The process is made undumpable, so that other processes of the
+ * same user cannot read it from /proc/PID/environ or /proc/PID/mem either
+ * (root still can). */
 static const char *take_secret(void)
 {
 	static char secret[128];
-	char *v = getenv("STRAND_SECRET");
+	char *v = getenv("STRAND_SECRET"), *fd_text = getenv("STRAND_SECRET_FD");
 
-	if (v) {
+	if (fd_text) {
+		int fd = atoi(fd_text);
+		size_t got = 0;
+		ssize_t n;
+		while (fd > 2 && got < sizeof(secret) - 1 && (n = read(fd, secret + got, sizeof(secret) - 1 - got)) > 0)
+			got += (size_t)n;
+		secret[got] = '\0';
+		if (fd > 2)
+			close(fd);
+		unsetenv("STRAND_SECRET_FD");
+	} else if (v) {
 		snprintf(secret, sizeof(secret), "%s", v);
 		/* The bytes /proc/PID/environ shows, not a copy. */
 		explicit_bzero(v, strlen(v));

@@ -35,6 +35,9 @@ typedef struct backend_run_spec {
 	 * random suffix. NULL: docker names it, kubernetes by the labels. */
 	const char *name;
 	const char *log_path; /* local: stdout and stderr go here; NULL: the gateway's */
+	/* What it belongs to: its pool's id (a worker) or its own (a Process).
+	 * The local backend's sandbox gives each one a uid of its own. */
+	const char *group;
 } backend_run_spec;
 
 typedef struct backend backend;
@@ -74,8 +77,10 @@ struct backend {
 };
 
 /* gpus: devices to hand out through CUDA_VISIBLE_DEVICES (the config's,
- * resolved). */
-backend *backend_local_new(int gpus);
+ * resolved); sb: the sandbox every program runs in (sandbox.h; NULL:
+ * none), the backend's from now on. */
+struct sandbox;
+backend *backend_local_new(int gpus, struct sandbox *sb);
 /* socket: the Docker Engine API's unix socket; a call taking longer than
  * timeout_s fails. */
 backend *backend_docker_new(const char *socket, int timeout_s);

@@ -8,6 +8,10 @@
  * not its child, and is alive as long as its pid is. A Process writes its
  * output to a log file the engine names.
  *
+ * Each program runs in a sandbox (sandbox.h) unless the operator or the
+ * host said no: its handle is then its bwrap's pid, whose process group
+ * holds everything inside.
+ *
  * Resources: memory_mb becomes RLIMIT_AS; gpu gets that many distinct
  * devices of this host (configured, or the /dev/nvidiaN found) through
  * CUDA_VISIBLE_DEVICES, given back when the process is released; a request
@@ -28,14 +32,22 @@
 
 #include "common/common.h"
 #include "gateway/backend/backend.h"
+#include "gateway/backend/sandbox.h"
 #include "gateway/backend/spawn.h"
 
 #define MAX_GPUS 64
 
 typedef struct local {
 	backend base; /* first: the engine holds a backend * */
+	sandbox *sandbox; /* NULL: programs run as the gateway's children, unsandboxed */
 	int gpus;
 	pid_t holder[MAX_GPUS]; /* the pid using each device, 0: free */
+	/* The uids of the sandboxed programs that run as one of their own. */
+	struct {
+		pid_t pid;
+		uid_t uid;
+	} * uids;
+	size_t nuids, capuids;
 } local;
 
 /* Picks n free devices for a process yet to start; writes their ids
@@ -62,6 +74,30 @@ static int gpu_pick(local *l, int n, int *picked, char *list, size_t list_len, c
 	return CM_OK;
 }
 
+/* Whether execve would run path: 0, or its errno (EACCES for what is not
+ * a file, ENOEXEC for a file that is neither a program nor a script). */
+static int runnable(const char *path)
+{
+	char head[4] = "";
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) != 0)
+		return errno;
+	if (!S_ISREG(st.st_mode))
+		return EACCES;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0; /* executable, not readable: execve may still run it */
+	ssize_t n = read(fd, head, sizeof(head));
+	close(fd);
+	return n >= 2 && (memcmp(head, "#!", 2) == 0 || (n == 4 && memcmp(head,
+	                                                                  "\x7f"
+	                                                                  "ELF",
+	                                                                  4) == 0))
+	               ? 0
+	               : ENOEXEC;
+}
+
 static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKEND_HANDLE_MAX], char *detail,
                      size_t detail_len)
 {
@@ -78,7 +114,15 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		snprintf(detail, detail_len, "out of memory");
 		return CM_ENOMEM;
 	}
-	memcpy(env, spec->env, spec->nenv * sizeof(char *));
+	/* A worker's secret goes through a pipe, out of every environment
+	 * /proc shows (its sandbox's and its own). */
+	o.nenv = 0;
+	for (size_t i = 0; i < spec->nenv; i++) {
+		if (strncmp(spec->env[i], "STRAND_SECRET=", 14) == 0)
+			o.secret = spec->env[i] + 14;
+		else
+			env[o.nenv++] = spec->env[i];
+	}
 	if (gpu > 0 && gpu_pick(l, gpu, picked, devices, sizeof(devices), detail, detail_len) != CM_OK) {
 		free(env);
 		return CM_EUNAVAIL;
@@ -95,7 +139,44 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		free(env);
 		return CM_EIO;
 	}
-	err = spawn_process(&o, &pid, detail, detail_len);
+	char **wrapped = NULL, *held = NULL, program[4096];
+	/* A program that could not run fails now, as execve would fail it,
+	 * not inside its sandbox. */
+	if (l->sandbox && (err = spawn_resolve(spec->argv[0], program, sizeof(program))) == 0)
+		err = runnable(program);
+	if (l->sandbox && err != 0) {
+		snprintf(detail, detail_len, "cannot run %s: %s", spec->argv[0], strerror(err));
+		if (o.output_fd >= 0)
+			close(o.output_fd);
+		free(env);
+		return CM_EUNAVAIL;
+	}
+	if (l->sandbox && l->nuids == l->capuids) {
+		size_t cap = l->capuids ? 2 * l->capuids : 16;
+		void *more = realloc(l->uids, cap * sizeof(*l->uids));
+		if (more) {
+			l->uids = more;
+			l->capuids = cap;
+		}
+	}
+	if (l->sandbox && (l->nuids == l->capuids || !(wrapped = sandbox_wrap(l->sandbox, spec->argv, spec->argc,
+	                                                                      spec->spec, gpu, &o.argc, &held)))) {
+		snprintf(detail, detail_len, "out of memory");
+		err = CM_ENOMEM;
+	} else {
+		if (wrapped)
+			o.argv = wrapped;
+		o.uid = sandbox_uid_take(l->sandbox, spec->group);
+		err = spawn_process(&o, &pid, detail, detail_len);
+		if (err != CM_OK)
+			sandbox_uid_give(l->sandbox, o.uid);
+		else if (o.uid) {
+			l->uids[l->nuids].pid = pid;
+			l->uids[l->nuids++].uid = o.uid;
+		}
+	}
+	free(wrapped);
+	free(held);
 	if (o.output_fd >= 0)
 		close(o.output_fd);
 	free(env);
@@ -158,10 +239,18 @@ static void local_release(backend *b, const char *handle)
 	for (int i = 0; i < l->gpus; i++)
 		if (l->holder[i] == pid)
 			l->holder[i] = 0;
+	for (size_t i = 0; i < l->nuids; i++)
+		if (l->uids[i].pid == pid) {
+			sandbox_uid_give(l->sandbox, l->uids[i].uid);
+			l->uids[i] = l->uids[--l->nuids];
+			break;
+		}
 }
 
 static void local_free(backend *b)
 {
+	sandbox_free(((local *)b)->sandbox);
+	free(((local *)b)->uids);
 	free(b);
 }
 
@@ -176,13 +265,16 @@ static const backend_ops local_ops = {
         .free = local_free,
 };
 
-backend *backend_local_new(int gpus)
+backend *backend_local_new(int gpus, sandbox *sb)
 {
 	local *l = calloc(1, sizeof(*l));
 	backend *b = &l->base;
 
-	if (!l)
+	if (!l) {
+		sandbox_free(sb);
 		return NULL;
+	}
+	l->sandbox = sb;
 	l->gpus = gpus < 0 ? 0 : gpus > MAX_GPUS ? MAX_GPUS : gpus;
 	b->ops = &local_ops;
 	return b;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,7 @@
 
 extern char **environ;
 
-/* Finds name in PATH as execvp would, in the parent (execvp may allocate). */
-static int resolve(const char *name, char *out, size_t out_len)
+int spawn_resolve(const char *name, char *out, size_t out_len)
 {
 	const char *path = getenv("PATH");
 
@@ -69,7 +69,8 @@ static char **environment(char *const *env, size_t nenv, int env_only)
 }
 
 /* In the child, between fork and execve: async-signal-safe calls only. */
-static void child(const spawn_options *o, const char *path, char **argv, char **envp, int null_fd, int err_fd)
+static void child(const spawn_options *o, const char *path, char **argv, char **envp, int null_fd, int err_fd,
+                  int secret_fd)
 {
 	sigset_t none;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -88,9 +89,19 @@ static void child(const spawn_options *o, const char *path, char **argv, char **
 	/* Nothing of the gateway's (its database, sockets, pipes) leaks in; the
 	 * error pipe stays open until execve closes it. */
 	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+	if (secret_fd >= 0)
+		fcntl(secret_fd, F_SETFD, 0); /* the one fd it inherits */
 	if (o->memory_bytes) {
 		struct rlimit rl = {.rlim_cur = o->memory_bytes, .rlim_max = o->memory_bytes};
 		setrlimit(RLIMIT_AS, &rl);
+	}
+	/* A uid of its own: groups first, the uid last (it takes the right to
+	 * change the others). A step that fails fails the start. */
+	if (o->uid && (setgroups(0, NULL) != 0 || setgid((gid_t)o->uid) != 0 || setuid(o->uid) != 0)) {
+		e = errno;
+		while (write(err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+			;
+		_exit(127);
 	}
 	execve(path, argv, envp);
 	e = errno;
@@ -101,9 +112,9 @@ static void child(const spawn_options *o, const char *path, char **argv, char **
 
 int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t detail_len)
 {
-	char path[4096];
+	char path[4096], secret_env[32];
 	char **argv = NULL, **envp = NULL;
-	int pipe_fd[2] = {-1, -1}, null_fd = -1, err, child_errno = 0;
+	int pipe_fd[2] = {-1, -1}, secret_fd[2] = {-1, -1}, null_fd = -1, err, child_errno = 0;
 	ssize_t n;
 	pid_t pid;
 
@@ -111,15 +122,39 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 		snprintf(detail, detail_len, "nothing to run");
 		return CM_EINVAL;
 	}
-	if ((err = resolve(o->argv[0], path, sizeof(path))) != 0) {
+	if ((err = spawn_resolve(o->argv[0], path, sizeof(path))) != 0) {
 		snprintf(detail, detail_len, "cannot run %s: %s", o->argv[0], strerror(err));
 		return CM_EUNAVAIL;
 	}
-	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || !(envp = environment(o->env, o->nenv, o->env_only))) {
+	/* The secret waits in a pipe it reads at start: 64 bytes fit its buffer. */
+	if (o->secret) {
+		size_t len = strlen(o->secret);
+		if (pipe2(secret_fd, O_CLOEXEC) != 0 || write(secret_fd[1], o->secret, len) != (ssize_t)len) {
+			snprintf(detail, detail_len, "cannot start %s: %s", o->argv[0], strerror(errno));
+			for (int i = 0; i < 2; i++)
+				if (secret_fd[i] >= 0)
+					close(secret_fd[i]);
+			return CM_EUNAVAIL;
+		}
+		close(secret_fd[1]);
+		secret_fd[1] = -1;
+		snprintf(secret_env, sizeof(secret_env), "STRAND_SECRET_FD=%d", secret_fd[0]);
+	}
+	char **env = o->secret ? calloc(o->nenv + 1, sizeof(char *)) : NULL;
+	if (env) {
+		memcpy(env, o->env, o->nenv * sizeof(char *));
+		env[o->nenv] = secret_env;
+	}
+	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || (o->secret && !env) ||
+	    !(envp = environment(env ? env : o->env, o->nenv + (env != NULL), o->env_only))) {
 		free(argv);
+		free(env);
+		if (secret_fd[0] >= 0)
+			close(secret_fd[0]);
 		snprintf(detail, detail_len, "out of memory");
 		return CM_ENOMEM;
 	}
+	free(env); /* environment() copied its pointers */
 	memcpy(argv, o->argv, o->argc * sizeof(char *));
 	if (pipe2(pipe_fd, O_CLOEXEC) != 0 ||
 	    (o->output_fd >= 0 && (null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)) {
@@ -129,7 +164,7 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 	}
 	pid = fork();
 	if (pid == 0)
-		child(o, path, argv, envp, null_fd, pipe_fd[1]);
+		child(o, path, argv, envp, null_fd, pipe_fd[1], secret_fd[0]);
 	if (pid < 0) {
 		snprintf(detail, detail_len, "fork: %s", strerror(errno));
 		err = CM_EUNAVAIL;
@@ -152,6 +187,8 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (pipe_fd[i] >= 0)
 			close(pipe_fd[i]);
+	if (secret_fd[0] >= 0)
+		close(secret_fd[0]);
 	if (null_fd >= 0)
 		close(null_fd);
 	free(argv);

@@ -22,7 +22,16 @@ typedef struct spawn_options {
 	int output_fd; /* stdout and stderr go here (stdin is /dev/null); -1: the gateway's */
 	int error_fd; /* with output_fd: stderr goes here instead; 0: with stdout */
 	unsigned long long memory_bytes; /* RLIMIT_AS; 0: none */
+	uid_t uid; /* 0: the gateway's; else it runs as this uid and gid, with no other group */
+	/* A secret for it to read from a pipe, never from its environment
+	 * (which /proc shows): its fd's number is in STRAND_SECRET_FD. NULL:
+	 * none. */
+	const char *secret;
 } spawn_options;
+
+/* Finds name in PATH as execvp would (a name with a slash as it is) into
+ * out. Returns 0, or an errno (ENOENT, EACCES). */
+int spawn_resolve(const char *name, char *out, size_t out_len);
 
 /* Starts the program. Returns CM_OK with *pid, or an error with the reason
  * ("cannot run NAME: No such file or directory") in detail. */

@@ -54,7 +54,7 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_
                                         char labels[][160], char **labelp, char name[64], char **ca)
 {
 	int native = bx_native(p->backend);
-	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec};
+	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec, .group = p->id};
 	size_t n = engine__hub_env(e, p->id, w->id, w->secret, p->spec.code, env_text, envp, ca);
 	size_t t = ENGINE_HUB_ENV; /* env_text entries past the hub's */
 

@@ -181,7 +181,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	char id[20], label[64], hub_text[ENGINE_HUB_ENV][600], plugins[2200], runtime[SPEC_RUNTIME_MAX + 32];
 	char *argv[4 + 2 * ARG_PARTS_MAX], *env[8 + SPEC_MAX_ENV + ENGINE_HUB_ENV + 3], *labels[1], *ca = NULL;
 	char *parts = NULL;
-	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run};
+	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run, .group = id};
 	process *pr;
 
 	cm_id_new('r', id);

@@ -80,7 +80,10 @@ static int listen_ipc(const char *path, char *detail, size_t detail_len)
 		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
 			goto fail;
 	}
-	if (listen(fd, SOMAXCONN) != 0)
+	/* Workers that run as uids of their own (the local backend's sandbox)
+	 * must be able to connect, as anyone on this host can to a tcp:// hub
+	 * on loopback: every frame still needs a worker's secret. */
+	if (listen(fd, SOMAXCONN) != 0 || chmod(path, 0666) != 0)
 		goto fail;
 	return fd;
 fail:

@@ -50,7 +50,7 @@ static void start_gateway(void)
 	snprintf(cfg.docker_socket, sizeof(cfg.docker_socket), "%s/no-such-docker.sock", dir);
 	cfg.no_auth = 1;
 	cfg.no_commands = 1;
-	backend *backends[] = {backend_local_new(cfg.gpus),
+	backend *backends[] = {backend_local_new(cfg.gpus, NULL),
 	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	if (credentials_new(&creds) != CM_OK ||
 	    code_store_open(cfg.code_dir, cfg.max_code_bytes, &code, detail, sizeof(detail)) != CM_OK ||

@@ -11,8 +11,6 @@ src="$(cd "$(dirname "$0")/../.." && pwd)"
 . "$src/tests/integration/lib.sh"
 dir=$(mktemp -d /tmp/strand-test-code-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
-# The workers' cache, where the test can look into it.
-export STRAND_CACHE_DIR="$dir/cache"
 export STRAND_PYTHON=/usr/bin/python3
 start_gateway "$bin" "$dir" --max-code-bytes 4096 || exit 1
 
@@ -78,9 +76,14 @@ check "its module, reading its data file" "[7,14,21,28,35,42]" \
   "$(scurl -s "$STRAND_URL/v1/jobs/$job/results?wait=60&limit=6" | jq -c '[.items[].value]')"
 check "a command in its folder" '{"from":"the package"}' \
   "$(scurl -s -d '{"command":["cat","data/value.json"],"arg":null}' "$STRAND_URL/v1/pools/$pool/apply?wait=60" | jq -c .value)"
-check "unpacked once in the workers' cache" "pkg/calc.py" \
-  "$(cd "$dir/cache/code/$sha" && ls pkg/calc.py)"
-check "fetched by one worker: the other found it" 1 "$(grep -c "code package ${sha:0:12}: $size bytes fetched" "$dir/gateway.log")"
+check "run in its folder, the package's SHA-256 its name" "\"$sha\"" \
+  "$(scurl -s -d '{"command":["sh","-c","basename \"$(pwd)\" | jq -R ."],"arg":null}' \
+    "$STRAND_URL/v1/pools/$pool/apply?wait=60" | jq -c .value)"
+# Fetched once per cache: each worker's own in a sandbox (a /tmp of its
+# own), else once for this host's user.
+fetches=1
+grep -q "run in bubblewrap sandboxes" "$dir/gateway.log" && fetches=2
+check "fetched once per cache" "$fetches" "$(grep -c "code package ${sha:0:12}: $size bytes fetched" "$dir/gateway.log")"
 
 manager=$(scurl -s -d "{\"type\":\"runtime\",\"runtime\":\"python\",\"code\":\"$sha\"}" "$STRAND_URL/v1/managers" | jq -r .id)
 check "a manager in the package" "m-" "${manager:0:2}"

@@ -78,7 +78,7 @@ static void test_chaos(void **state)
 		if (json_array_size(live)) {
 			json_t *victim = json_array_get(live, (size_t)rand() % json_array_size(live));
 			pid_t pid = (pid_t)json_integer_value(json_object_get(victim, "pid"));
-			if (pid > 0 && kill(pid, SIGKILL) == 0)
+			if (pid > 0 && kill(-pid, SIGKILL) == 0) /* its group: the worker and its sandbox */
 				worker_kills++;
 		}
 		json_decref(live);

@@ -63,7 +63,7 @@ static void test_worker_sigkill_mid_map(void **state)
 	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
 	job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", repeat(json_integer(2), 1000)));
 	assert_true(job_wait_done(&g, job, 50) < 1000); /* both at work, far from done */
-	kill(pids[0], SIGKILL);
+	kill(-pids[0], SIGKILL); /* its group: the worker and its sandbox, if any */
 	json_t *items = job_results(&g, job, "completion", 5000);
 	assert_exact(items, 1000, 2);
 	json_decref(items);
@@ -91,7 +91,7 @@ static void test_hung_worker_loses_its_lease(void **state)
 	assert_true(job_wait_done(&g, job, 10) < 300);
 	/* Stopped, not dead: only the silence tells; two leases later it is
 	 * killed and its tasks run elsewhere. */
-	kill(pids[1], SIGSTOP);
+	kill(-pids[1], SIGSTOP); /* its group: the worker and its sandbox, if any */
 	json_t *items = job_results(&g, job, "input", 5000);
 	assert_exact(items, 300, 5);
 	json_decref(items);
@@ -163,8 +163,13 @@ static void test_attempts_and_error_retries(void **state)
 	json_decref(items);
 	free(job);
 	/* A command that fails on its first run and succeeds after: an error is
-	 * not retried unless asked for... */
-	snprintf(cmd, sizeof(cmd), "f=%s/flaky-$(cat); if [ -e $f ]; then echo 7; else touch $f; exit 1; fi", g.dir);
+	 * not retried unless asked for... Its marker is in the /tmp of the one
+	 * worker of a pool of its own (a sandbox's own; the host's unsandboxed). */
+	free(pool);
+	pool = pool_create_spec(&g, "{\"processes\":1}");
+	snprintf(cmd, sizeof(cmd),
+	         "f=/tmp/strand-flaky-%s-$(cat); if [ -e $f ]; then echo 7; else touch $f; exit 1; fi",
+	         strrchr(g.dir, '/') + 1);
 	job = job_submit(&g, pool, json_pack("{s:[s,s,s], s:[i]}", "command", "sh", "-c", cmd, "args", 1));
 	items = job_results(&g, job, "input", 10);
 	assert_non_null(strstr(error_of(items, 0), "status 1"));
@@ -178,6 +183,11 @@ static void test_attempts_and_error_retries(void **state)
 	assert_true(json_is_true(json_object_get(json_array_get(items, 0), "ok")));
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "value")), 7);
 	json_decref(items);
+	for (int k = 1; k <= 2; k++) { /* the markers, where the host's /tmp held them */
+		char marker[300];
+		snprintf(marker, sizeof(marker), "/tmp/strand-flaky-%s-%d", strrchr(g.dir, '/') + 1, k);
+		unlink(marker);
+	}
 	free(job);
 	free(pool);
 	gateway_cleanup(&g);

@@ -274,7 +274,7 @@ static void test_dead_manager_fails(void **state)
 	pool_wait_connected(&g, c, 1);
 	json_decref(call_get(c, "add", json_pack("[i]", 5)));
 	assert_int_equal(pool_worker_pids(&g, c, &pid, 1), 1);
-	kill(pid, SIGKILL);
+	kill(-pid, SIGKILL); /* its group: the worker and its sandbox, if any */
 	for (int i = 0; i < 100; i++) {
 		json_t *p = pool_get(&g, c);
 		int failed = strcmp(json_string_value(json_object_get(p, "state")), "failed") == 0;

@@ -332,7 +332,8 @@ static void test_failures_are_results(void **state)
 	} cases[] = {
 	        {json_pack("{s:s, s:[s,s,s]}", "function", "fail", "args", "boom", "boom", "boom"), "boom"},
 	        {json_pack("{s:s, s:[i,i]}", "function", "missing.so:fn", "args", 1, 2), "not found"},
-	        {json_pack("{s:s, s:[i]}", "function", "pi.so:no_such_symbol", "args", 1), "no symbol"},
+	        {json_pack("{s:s, s:[i]}", "function", "pi.so:no_such_symbol", "args", 1),
+	         "defines no function no_such_symbol"},
 	        {json_pack("{s:s, s:[s]}", "function", "pi.so:pi_hits", "args", "many"), "sample count"},
 	        {json_pack("{s:[s,s,s], s:[i,i]}", "command", "sh", "-c", "echo oops >&2; exit 3", "args", 1, 2),
 	         "status 3: oops"},

@@ -5,6 +5,7 @@
  * pipes (also across a gateway SIGKILL), bad requests (a function process
  * in a container is in test_docker).
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -340,35 +341,46 @@ static void test_missing_program_fails_at_once(void **state)
 	}
 }
 
-/* The pid a program wrote into file (waits up to 5 s for it). */
-static pid_t pid_from(const char *file)
+/* The pid (as this test sees it) of the one `sleep SECONDS` running:
+ * found by its command line, as a sandboxed program's own pids are of its
+ * pid namespace (waits up to 5 s for it). */
+static pid_t sleeping(int seconds)
 {
+	char want[32];
+	int want_len = snprintf(want, sizeof(want), "sleep%c%d", '\0', seconds) + 1;
+
 	for (int i = 0; i < 250; i++) {
-		FILE *f = fopen(file, "r");
-		int pid = 0;
-		if (f) {
-			int n = fscanf(f, "%d", &pid);
-			fclose(f);
-			if (n == 1 && pid > 1)
-				return (pid_t)pid;
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char path[300], cmd[64];
+			snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+			FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+			size_t n = f ? fread(cmd, 1, sizeof(cmd), f) : 0;
+			if (f)
+				fclose(f);
+			if ((int)n == want_len && memcmp(cmd, want, n) == 0) {
+				closedir(d);
+				return (pid_t)atoi(e->d_name);
+			}
 		}
+		if (d)
+			closedir(d);
 		usleep(20000);
 	}
-	fail_msg("no pid in %s", file);
+	fail_msg("no process 'sleep %d'", seconds);
 	return 0;
 }
 
-/* Starts `sh -c "sleep S & echo $! > FILE; TAIL"`: returns its id, and
- * the background sleep's pid in *child. */
-static char *start_with_child(const char *name, int seconds, const char *tail, pid_t *child)
+/* Starts `sh -c "sleep S & TAIL"`: returns its id, and the background
+ * sleep's pid in *child (S tells it from every other). */
+static char *start_with_child(int seconds, const char *tail, pid_t *child)
 {
-	char file[400], spec[800];
+	char spec[800];
 
-	snprintf(file, sizeof(file), "%s/%s.pid", g.dir, name);
-	snprintf(spec, sizeof(spec), "{\"command\":[\"sh\",\"-c\",\"sleep %d & echo $! > %s; %s\"]}", seconds, file,
-	         tail);
+	snprintf(spec, sizeof(spec), "{\"command\":[\"sh\",\"-c\",\"sleep %d & %s\"]}", seconds, tail);
 	char *id = start(spec);
-	*child = pid_from(file); /* $! is set once the child was forked */
+	*child = sleeping(seconds);
 	return id;
 }
 
@@ -380,7 +392,7 @@ static void test_no_child_outlives_its_process(void **state)
 	pid_t child;
 
 	(void)state;
-	char *id = start_with_child("terminated", 77, "wait", &child);
+	char *id = start_with_child(77, "wait", &child);
 	assert_true(process_alive(child)); /* its shell waits for it */
 	snprintf(path, sizeof(path), "/v1/processes/%s", id);
 	response r = http(&g, "DELETE", path, NULL, NULL);
@@ -390,7 +402,7 @@ static void test_no_child_outlives_its_process(void **state)
 	assert_false(process_alive(child));
 	free(id);
 
-	id = start_with_child("left-behind", 78, "exit 0", &child);
+	id = start_with_child(78, "exit 0", &child);
 	json_t *p = join(id);
 	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
 	json_decref(p);
@@ -406,7 +418,7 @@ static void test_gateway_stop_ends_process_groups(void **state)
 	pid_t child;
 
 	(void)state;
-	char *id = start_with_child("at-stop", 79, "wait", &child);
+	char *id = start_with_child(79, "wait", &child);
 	assert_true(process_alive(child));
 	int status = gateway_stop(&g);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

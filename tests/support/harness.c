@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -146,8 +147,12 @@ void gateway_start(gateway *g, const char *const *extra_args)
 		curl_ready = 1;
 	}
 	memset(g, 0, sizeof(*g));
-	snprintf(g->dir, sizeof(g->dir), "/tmp/strand-test-XXXXXX");
+	/* Not under /tmp: a sandboxed worker has a /tmp of its own, and the
+	 * runtimes and files the tests give it are here. */
+	mkdir(STRAND_TEST_TMP, 0755);
+	snprintf(g->dir, sizeof(g->dir), STRAND_TEST_TMP "/strand-test-XXXXXX");
 	assert_non_null(mkdtemp(g->dir));
+	chmod(g->dir, 0755); /* and a pool's own uid may read them */
 	snprintf(g->db, sizeof(g->db), "%s/strand.db", g->dir);
 	snprintf(g->log, sizeof(g->log), "%s/gateway.log", g->dir);
 	snprintf(g->token_file, sizeof(g->token_file), "%s/strand.token", g->dir);

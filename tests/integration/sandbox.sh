@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A malicious task on the local backend, which runs each worker in a
+# bubblewrap sandbox: it looks for the API token, the database (where the
+# workers' secrets are), the gateway's process and memory, other workers'
+# environments, and another pool's files, and finds none of them; as root
+# the gateway runs each pool as a uid of its own. Then the same from a
+# gateway run as a plain user (65534). Skips (77) where bwrap cannot make
+# namespaces (a container without the right to).
+set -uo pipefail
+bin="$1"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$src/tests/integration/lib.sh"
+top=$(mktemp -d /tmp/strand-test-sandbox-XXXXXX)
+chmod 755 "$top"
+dir=$top
+trap 'show_log_on_failure; stop_gateway; rm -rf "$top"' EXIT
+start_gateway "$bin" "$dir" --sandbox auto || exit 1
+if grep -q "local workers run unsandboxed" "$dir/gateway.log"; then
+  echo "skipped: $(grep -o 'unsandboxed: .*' "$dir/gateway.log")"
+  exit 77
+fi
+
+# in POOL SCRIPT: runs SCRIPT (sh) as a task of POOL; prints what it wrote
+# on stdout (a JSON string of it comes back as the result).
+in_pool() {
+  local body
+  body=$(jq -nc --arg s "$2" '{command: ["sh", "-c", ("printf %s \"$(" + $s + ")\" | jq -Rs .")], arg: null}')
+  scurl -s "$STRAND_URL/v1/pools/$1/apply?wait=60" -d "$body" | jq -r .value
+}
+# What every sandboxed task must not reach, as one line of verdicts.
+probe() {
+  in_pool "$1" "
+    { cat '$dir/strand.token' >/dev/null 2>&1 && echo token:read || echo token:hidden; }
+    { head -c 16 '$dir/strand.db' 2>/dev/null | grep -q SQLite && echo db:read || echo db:hidden; }
+    { kill -0 $2 2>/dev/null && echo gateway:reachable || echo gateway:unreachable; }
+    { cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -Eq '^STRAND_SECRET=[0-9a-f]{64}' && echo secrets:seen || echo secrets:none; }
+    { ls /proc | grep -c '^[0-9]' | awk '{print (\$1 < 10 ? \"pids:own\" : \"pids:host\")}'; }
+    { touch /etc/strand-was-here 2>/dev/null && echo system:writable || echo system:read-only; }
+  " | tr '\n' ' '
+}
+verdict="token:hidden db:hidden gateway:unreachable secrets:none pids:own system:read-only "
+
+a=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
+b=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
+check "a task reaches nothing of the gateway's" "$verdict" "$(probe "$a" "$GATEWAY_PID")"
+
+uid_a=$(in_pool "$a" "id -u")
+uid_b=$(in_pool "$b" "id -u")
+if grep -q "runs as a uid of its own" "$dir/gateway.log"; then
+  [ "$uid_a" -ge 2100000000 ] && [ "$uid_a" -le 2100999999 ]; check "pool a runs as a uid of the range" 0 $?
+  check "pool b as another" "yes" "$([ "$uid_b" != "$uid_a" ] && echo yes || echo no)"
+  check "a's tasks, always as a's" "$uid_a" "$(in_pool "$a" "id -u")"
+else
+  echo "note: no uid of its own per pool here: $(grep -o 'uid [0-9]* cannot.*' "$dir/gateway.log" | head -1)"
+fi
+in_pool "$a" "echo secret > /tmp/a-was-here; echo done" >/dev/null
+check "one pool's /tmp is not another's" "absent" "$(in_pool "$b" "test -e /tmp/a-was-here && echo present || echo absent")"
+stop_gateway
+
+# A gateway run as a plain user: its tasks are as far from it.
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" != 0 ] || ! as_user test -x "$bin/strand-gateway"; then
+  echo "skipped part: a gateway as user 65534 (needs root, and a checkout that user can reach)"
+  checks_passed
+  exit $?
+fi
+dir="$top/plain"
+mkdir "$dir"
+chown 65534:65534 "$dir"
+GATEWAY_LAUNCH=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+start_gateway "$bin" "$dir" --sandbox on || exit 1
+unset GATEWAY_LAUNCH
+c=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
+check "as 65534: a task reaches nothing of the gateway's" "$verdict" "$(probe "$c" "$GATEWAY_PID")"
+check "as 65534: the task is 65534 too" "65534" "$(in_pool "$c" "id -u")"
+checks_passed
