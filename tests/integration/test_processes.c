@@ -360,8 +360,9 @@ static pid_t sleeping(int seconds)
 			if (f)
 				fclose(f);
 			if ((int)n == want_len && memcmp(cmd, want, n) == 0) {
+				pid_t pid = (pid_t)atoi(e->d_name); /* e is d's: read before it goes */
 				closedir(d);
-				return (pid_t)atoi(e->d_name);
+				return pid;
 			}
 		}
 		if (d)
