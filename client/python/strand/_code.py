@@ -172,7 +172,9 @@ def build(working_dir, py_modules=None, excludes=None, max_bytes=None):
     MODULES_DIR the modules imported from elsewhere and py_modules (module
     objects or paths of a module file or a package folder). None when there
     is nothing to ship."""
-    folder = os.path.realpath(working_dir) if working_dir else None
+    folder = os.path.realpath(os.path.expanduser(working_dir)) if working_dir else None
+    if folder and not os.path.isdir(folder):
+        raise ValueError("strand: the working_dir %s is not a folder" % working_dir)
     patterns = list(DEFAULT_EXCLUDES) + list(excludes or ())
     package = _Zip(max_bytes, "the working directory %s" % folder if folder else "the modules to ship")
     if folder:
@@ -180,7 +182,7 @@ def build(working_dir, py_modules=None, excludes=None, max_bytes=None):
     modules = _imported_from_outside(folder)
     for module in py_modules or ():
         path = getattr(module, "__file__", None) or module
-        path = os.path.realpath(path)
+        path = os.path.realpath(os.path.expanduser(path))
         if os.path.basename(path) == "__init__.py":
             path = os.path.dirname(path)
         modules[os.path.basename(path)] = path
