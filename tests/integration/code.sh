@@ -72,8 +72,12 @@ check "a pool naming no package" \
 pool=$(scurl -s -d "{\"processes\":2,\"runtime\":\"python\",\"code\":\"$sha\"}" "$STRAND_URL/v1/pools" | jq -r .id)
 check "the pool says its package" "$sha" "$(scurl -s "$STRAND_URL/v1/pools/$pool" | jq -r .code)"
 job=$(scurl -s -d '{"function":"rt:pkg.calc:scaled","args":[1,2,3,4,5,6]}' "$STRAND_URL/v1/pools/$pool/map" | jq -r .id)
+for _ in $(seq 600); do # a page may come before all six are done
+  [ "$(scurl -s "$STRAND_URL/v1/jobs/$job" | jq -r .state)" = done ] && break
+  sleep 0.1
+done
 check "its module, reading its data file" "[7,14,21,28,35,42]" \
-  "$(scurl -s "$STRAND_URL/v1/jobs/$job/results?wait=60&limit=6" | jq -c '[.items[].value]')"
+  "$(scurl -s "$STRAND_URL/v1/jobs/$job/results?limit=6" | jq -c '[.items[].value]')"
 check "a command in its folder" '{"from":"the package"}' \
   "$(scurl -s -d '{"command":["cat","data/value.json"],"arg":null}' "$STRAND_URL/v1/pools/$pool/apply?wait=60" | jq -c .value)"
 check "run in its folder, the package's SHA-256 its name" "\"$sha\"" \
