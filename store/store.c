@@ -799,8 +799,10 @@ int store_output_add(store *st, const char *pool, const char *worker, int64_t at
 	sqlite3_bind_int64(s, 3, at_ms);
 	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
 		sqlite3_bind_int(s, 4, (int)streams[i]);
-		sqlite3_bind_blob(s, 5, text, (int)lens[i], SQLITE_STATIC);
-		text += lens[i];
+		/* An empty line is an empty blob, not NULL (its text may be NULL). */
+		sqlite3_bind_blob(s, 5, text ? (const void *)text : "", (int)lens[i], SQLITE_STATIC);
+		if (lens[i])
+			text += lens[i];
 		rc = sqlite3_step(s);
 		sqlite3_reset(s);
 	}

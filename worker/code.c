@@ -248,7 +248,9 @@ static int unpack(const char *zip, int64_t zip_size, const char *dir, char *why,
 		size_t len;
 		la_int64_t at;
 
-		if (!name_inside(name) || (!folder && archive_entry_filetype(e) != AE_IFREG)) {
+		/* A hard link would be a link to any file of this host. */
+		if (!name_inside(name) || (!folder && archive_entry_filetype(e) != AE_IFREG) ||
+		    archive_entry_hardlink(e)) {
 			snprintf(why, why_len,
 			         "the package holds '%.200s': only files and folders inside it are unpacked",
 			         name ? name : "");

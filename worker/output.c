@@ -1,6 +1,7 @@
 /* What tasks print, kept line by line for the gateway; see output.h. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,11 @@ static struct {
 	worker_output_lines held; /* complete lines, oldest first */
 	char partial[2][WORKER_OUTPUT_LINE_MAX]; /* each stream's unfinished line */
 	size_t partial_len[2];
-	int64_t since; /* when the oldest waiting byte came (0: none waits) */
+	/* When the oldest waiting byte came (0: none waits) and the bytes
+	 * waiting: written under mu, read without it by worker_output_due,
+	 * which the worker asks before every exchange. */
+	_Atomic int64_t since;
+	_Atomic size_t waiting;
 	uint64_t dropped; /* lines dropped since the last kept */
 	uint64_t sent; /* lines the gateway recorded */
 } out = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -71,6 +76,7 @@ static void keep(int stream, const char *text, size_t len)
 	}
 	if (push(&out.held, stream, text, len) != CM_OK)
 		out.dropped++;
+	atomic_store(&out.waiting, out.held.text.len);
 }
 
 void worker_output_write(int stream, const char *data, size_t len)
@@ -102,15 +108,12 @@ void worker_output_write(int stream, const char *data, size_t len)
 
 int worker_output_due(int64_t now_ms)
 {
-	int due;
+	int64_t since = atomic_load(&out.since);
 
-	pthread_mutex_lock(&out.mu);
-	due = out.since && (now_ms - out.since >= DUE_MS || out.held.text.len >= DUE_BYTES);
-	pthread_mutex_unlock(&out.mu);
-	return due;
+	return since && (now_ms - since >= DUE_MS || atomic_load(&out.waiting) >= DUE_BYTES);
 }
 
-int worker_output_peek(worker_output_lines *l, size_t max_bytes)
+int worker_output_peek(worker_output_lines *l, size_t max_bytes, size_t max_lines)
 {
 	size_t bytes = 0, at = 0;
 	int err = CM_OK;
@@ -125,7 +128,7 @@ int worker_output_peek(worker_output_lines *l, size_t max_bytes)
 			keep(s ? WORKER_OUTPUT_STDERR : WORKER_OUTPUT_STDOUT, out.partial[s], out.partial_len[s]);
 			out.partial_len[s] = 0;
 		}
-	for (size_t i = 0; i < out.held.n && err == CM_OK; i++) {
+	for (size_t i = 0; i < out.held.n && i < max_lines && err == CM_OK; i++) {
 		if (i && bytes + out.held.lens[i] > max_bytes)
 			break;
 		err = push(l, (int)out.held.streams[i], out.held.text.data + at, out.held.lens[i]);
@@ -152,6 +155,7 @@ void worker_output_sent(size_t n)
 		memmove(out.held.streams, out.held.streams + n, (out.held.n - n) * sizeof(*out.held.streams));
 		out.held.n -= n;
 		out.sent += n;
+		atomic_store(&out.waiting, out.held.text.len);
 	}
 	if (!out.held.n && !out.partial_len[0] && !out.partial_len[1])
 		out.since = 0;

@@ -29,7 +29,8 @@
 void worker_output_capture(void);
 /* Bytes a task wrote on stream (WORKER_OUTPUT_STDOUT or _STDERR). */
 void worker_output_write(int stream, const char *data, size_t len);
-/* Whether lines wait long enough (or are many enough) to be sent now. */
+/* Whether lines wait long enough (or are many enough) to be sent now: no
+ * lock taken. */
 int worker_output_due(int64_t now_ms);
 
 /* The lines waiting, oldest first, as columns (texts one after another). */
@@ -39,9 +40,9 @@ typedef struct worker_output_lines {
 	size_t n, cap;
 	uint64_t first; /* the number of its first line: the worker counts every line it sent from 0 */
 } worker_output_lines;
-/* Copies the first lines waiting, up to max_bytes of text, into out
- * (emptied first); an unfinished line waiting goes as a line. */
-int worker_output_peek(worker_output_lines *out, size_t max_bytes);
+/* Copies the first lines waiting, up to max_lines and max_bytes of text,
+ * into out (emptied first); an unfinished line waiting goes as a line. */
+int worker_output_peek(worker_output_lines *out, size_t max_bytes, size_t max_lines);
 /* The gateway recorded the first n lines: they go. */
 void worker_output_sent(size_t n);
 void worker_output_lines_fini(worker_output_lines *l);

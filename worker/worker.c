@@ -60,6 +60,7 @@
 #define RECV_TIMEOUT_MIN_MS 2000
 #define MAX_PULL_RESULTS_BYTES (8u << 20)
 #define MAX_PULL_OUTPUT_BYTES (1u << 20)
+#define MAX_PULL_OUTPUT_LINES 1024 /* what the gateway stores of one pull (engine/output.c) */
 
 /* A job's context (runtime.h), shared by the tasks of it the worker holds;
  * touched under worker.mu only. */
@@ -696,7 +697,7 @@ static void talk(worker *w)
 
 	/* Taken after the results: a line a task printed before it ended is
 	 * sent with its result or before. */
-	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES);
+	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES, MAX_PULL_OUTPUT_LINES);
 	if (err == CM_OK)
 		err = exchange(w, &pull, sent, nsend, &lines, &batch);
 	free(sent);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +13,11 @@
 
 #include "common/common.h"
 #include "gateway/backend/sandbox.h"
+#include "gateway/backend/spawn.h"
 
 #define HIDDEN_MAX 16
 #define GPU_DEVICES_MAX 80
 #define UIDS_HELD_MAX 4096 /* groups running at once with a uid of their own */
-
-extern char **environ;
 
 typedef struct uid_held {
 	char group[24];
@@ -64,29 +62,23 @@ static const char *const base_args[] = {
  * the right to make namespaces cannot). */
 static int works(const char *bwrap, char *why, size_t why_len)
 {
-	char *argv[BASE_ARGS + 4];
+	char *argv[BASE_ARGS + 3];
 	size_t n = 0;
 	pid_t pid;
-	int status = 0, null_fd = open("/dev/null", O_RDWR | O_CLOEXEC), rc;
-	posix_spawn_file_actions_t fa;
+	int status = 0, null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	char detail[256];
 
 	argv[n++] = (char *)bwrap;
 	for (size_t i = 0; i < BASE_ARGS; i++)
 		argv[n++] = (char *)base_args[i];
 	argv[n++] = "--";
 	argv[n++] = "true";
-	argv[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	if (null_fd >= 0) {
-		posix_spawn_file_actions_adddup2(&fa, null_fd, 1);
-		posix_spawn_file_actions_adddup2(&fa, null_fd, 2);
-	}
-	rc = posix_spawn(&pid, bwrap, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	spawn_options o = {.argv = argv, .argc = n, .output_fd = null_fd};
+	int err = spawn_process(&o, &pid, detail, sizeof(detail));
 	if (null_fd >= 0)
 		close(null_fd);
-	if (rc != 0) {
-		snprintf(why, why_len, "cannot run %.200s: %s", bwrap, strerror(rc));
+	if (err != CM_OK) {
+		snprintf(why, why_len, "%s", detail);
 		return 0;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

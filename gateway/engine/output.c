@@ -10,6 +10,9 @@
 /* Past this many lines over the kept ones, the oldest go (in one delete,
  * not one a pull). */
 #define OUTPUT_SLACK 1000
+/* Lines one pull may store, as many as a worker sends (worker/worker.c):
+ * a frame of a million empty lines is not a million inserts in one cycle. */
+#define OUTPUT_PER_PULL 1024
 
 void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m)
 {
@@ -22,10 +25,22 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 	for (size_t i = 0; i < skip; i++)
 		text += m->output_lens[i];
 	w->output_next = m->output_first + n;
-	if (skip == n || store_output_add(e->st, p->id, w->id, cm_wall_ms(), n - skip, text, m->output_lens + skip,
-	                                  m->output_streams + skip) != CM_OK)
+	size_t keep = n - skip > OUTPUT_PER_PULL ? OUTPUT_PER_PULL : n - skip;
+	if (!keep || store_output_add(e->st, p->id, w->id, cm_wall_ms(), keep, text, m->output_lens + skip,
+	                              m->output_streams + skip) != CM_OK)
 		return;
-	if ((p->output_lines += (int64_t)(n - skip)) > OUTPUT_KEPT + OUTPUT_SLACK &&
+	if (keep < n - skip) {
+		char note[128];
+		uint32_t len = (uint32_t)snprintf(note, sizeof(note),
+		                                  "[strand: %zu lines over the %d one pull may bring "
+		                                  "were dropped]",
+		                                  n - skip - keep, OUTPUT_PER_PULL),
+		         stream = 2;
+		if (store_output_add(e->st, p->id, w->id, cm_wall_ms(), 1, (const uint8_t *)note, &len, &stream) ==
+		    CM_OK)
+			keep++;
+	}
+	if ((p->output_lines += (int64_t)keep) > OUTPUT_KEPT + OUTPUT_SLACK &&
 	    store_output_trim(e->st, p->id, OUTPUT_KEPT) == CM_OK)
 		p->output_lines = OUTPUT_KEPT;
 }

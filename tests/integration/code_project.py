@@ -94,3 +94,14 @@ def run(project, cwd):
     out = json.loads(lines[-1])
     out["printed"] = sorted(re.sub(r"^\(w-[0-9a-f]{16}\) ", "", l) for l in lines[:-1])
     return out
+
+
+def check(test, root):
+    """Makes the program under root and runs it in its folder: test (a
+    unittest.TestCase) checks what it printed is EXPECTED. Returns its
+    folder."""
+    project = make(root)
+    out = run(project, project)
+    out.pop("code")
+    test.assertEqual(out, EXPECTED)
+    return project

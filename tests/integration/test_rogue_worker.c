@@ -13,6 +13,7 @@
 #include <nng/nng.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -704,6 +705,57 @@ static void test_code_packages_only_for_their_pool(void **state)
 	free(without);
 }
 
+/* A worker's pull with more lines of output than one pull may store: the
+ * first 1,024 are stored and one line says how many more went, so a frame
+ * of many empty lines is no big loop in the engine; sent again, none of
+ * them is stored twice. */
+static void test_output_lines_bounded_and_stored_once(void **state)
+{
+	enum { LINES = 5000 };
+	char worker[20], secret[80], path[128];
+	uint32_t *lens = calloc(LINES, sizeof(*lens)), *streams = calloc(LINES, sizeof(*streams));
+	uint8_t *frame;
+	size_t len;
+
+	(void)state;
+	char *pool = pool_create(&g, 1);
+	pid_t pid;
+	pool_wait_connected(&g, pool, 1);
+	a_worker_of(pool, worker, secret);
+	/* The real worker stands still meanwhile: its pulls would take the
+	 * place of these (a worker has one pull at a time). */
+	assert_int_equal(pool_worker_pids(&g, pool, &pid, 1), 1);
+	kill(-pid, SIGSTOP);
+	for (int i = 0; i < LINES; i++)
+		streams[i] = 1; /* empty lines of stdout */
+	Strand__Pull pull = STRAND__PULL__INIT;
+	pull.worker_id = worker;
+	pull.pool_id = pool;
+	pull.output_lens = lens;
+	pull.n_output_lens = LINES;
+	pull.output_streams = streams;
+	pull.n_output_streams = LINES;
+	pull.output_first = 1000000; /* past what the real worker sends */
+	assert_int_equal(proto_frame_encode(PROTO_PULL, worker, secret, &pull.base, &frame, &len), CM_OK);
+	for (int sent = 0; sent < 2; sent++) { /* the same pull again: its answer lost */
+		Strand__Batch *b = exchange(frame, len);
+		assert_non_null(b);
+		assert_int_not_equal(b->status, STRAND__BATCH__STATUS__REFUSED);
+		protobuf_c_message_free_unpacked(&b->base, NULL);
+	}
+	kill(-pid, SIGCONT);
+	snprintf(path, sizeof(path), "/v1/pools/%s/logs?limit=10000", pool);
+	json_t *page = http_get_ok(&g, path), *lines = json_object_get(page, "lines");
+	assert_int_equal(json_array_size(lines), 1025);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(lines, 1024), "text")),
+	                    "[strand: 3976 lines over the 1024 one pull may bring were dropped]");
+	json_decref(page);
+	free(frame);
+	free(lens);
+	free(streams);
+	free(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +764,7 @@ int main(void)
 	        cmocka_unit_test(test_hub_bounds_what_strangers_hold),
 	        cmocka_unit_test(test_code_packages_only_for_their_pool),
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
+	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};
 	return cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
 }

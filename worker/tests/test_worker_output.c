@@ -36,13 +36,13 @@ static void test_lines_streams_and_numbers(void **state)
 
 	(void)state;
 	worker_output_capture();
-	assert_false(worker_output_due(cm_now_ms()));
+	assert_false(worker_output_due(cm_now_ms() + 1000)); /* nothing waits */
 	worker_output_write(WORKER_OUTPUT_STDOUT, "hello ", 6);
 	worker_output_write(WORKER_OUTPUT_STDERR, "oops\n", 5);
 	worker_output_write(WORKER_OUTPUT_STDOUT, "world\nand a bar", 15);
-	assert_false(worker_output_due(cm_now_ms())); /* not yet waited long enough */
+	assert_false(worker_output_due(0)); /* at no time before it came */
 	assert_true(worker_output_due(cm_now_ms() + 1000));
-	assert_int_equal(worker_output_peek(&l, 1 << 20), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 1 << 20), CM_OK);
 	assert_int_equal(l.first, 0);
 	assert_int_equal(l.n, 3);
 	assert_string_equal(line(&l, 0), "oops");
@@ -51,7 +51,7 @@ static void test_lines_streams_and_numbers(void **state)
 	assert_int_equal(l.streams[1], WORKER_OUTPUT_STDOUT);
 	assert_string_equal(line(&l, 2), "and a bar"); /* unfinished: sent as it is */
 	/* Not acknowledged: the same lines again. */
-	assert_int_equal(worker_output_peek(&l, 1 << 20), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 1 << 20), CM_OK);
 	assert_int_equal(l.n, 3);
 	assert_int_equal(l.first, 0);
 	worker_output_sent(3);
@@ -61,15 +61,25 @@ static void test_lines_streams_and_numbers(void **state)
 	memset(long_line, 'x', sizeof(long_line));
 	long_line[sizeof(long_line) - 1] = '\n';
 	worker_output_write(WORKER_OUTPUT_STDOUT, long_line, sizeof(long_line));
-	assert_int_equal(worker_output_peek(&l, 100), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 100, 1 << 20), CM_OK);
 	assert_int_equal(l.first, 3);
 	assert_int_equal(l.n, 1); /* the first goes even past the budget */
 	assert_int_equal(l.lens[0], WORKER_OUTPUT_LINE_MAX);
 	worker_output_sent(1);
-	assert_int_equal(worker_output_peek(&l, 1 << 20), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 1 << 20), CM_OK);
 	assert_int_equal(l.first, 4);
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.lens[0], sizeof(long_line) - 1 - WORKER_OUTPUT_LINE_MAX);
+	worker_output_sent(1);
+	/* A line budget holds too. */
+	worker_output_write(WORKER_OUTPUT_STDOUT, "a\nb\nc\n", 6);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 2), CM_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(line(&l, 1), "b");
+	worker_output_sent(2);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 2), CM_OK);
+	assert_int_equal(l.first, 7);
+	assert_string_equal(line(&l, 0), "c");
 	worker_output_sent(1);
 	worker_output_lines_fini(&l);
 }
@@ -87,7 +97,7 @@ static void test_flood_dropped_with_a_count(void **state)
 	for (int i = 0; i < 2000; i++) /* 2 MB of lines: twice the room */
 		worker_output_write(WORKER_OUTPUT_STDOUT, text, sizeof(text));
 	worker_output_write(WORKER_OUTPUT_STDOUT, "after\n", 6);
-	assert_int_equal(worker_output_peek(&l, 1 << 30), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 1 << 30, 1 << 20), CM_OK);
 	for (size_t i = 0; i < l.n; i++)
 		kept += l.lens[i] == 1000;
 	assert_true(kept > 900 && kept < 1100);
@@ -102,7 +112,7 @@ static void test_flood_dropped_with_a_count(void **state)
 	assert_string_equal(line(&l, l.n - 1), "after");
 	worker_output_sent(l.n);
 	worker_output_write(WORKER_OUTPUT_STDOUT, "next\n", 5);
-	assert_int_equal(worker_output_peek(&l, 1 << 30), CM_OK);
+	assert_int_equal(worker_output_peek(&l, 1 << 30, 1 << 20), CM_OK);
 	assert_int_equal(l.n, 1);
 	assert_string_equal(line(&l, 0), "next");
 	worker_output_sent(1);
