@@ -35,7 +35,8 @@ static int add_line(void *ctx, int64_t seq, const char *worker, int64_t at_ms, i
 
 	if (!copy)
 		return CM_ENOMEM;
-	memcpy(copy, text, len);
+	if (len) /* an empty line's text may be NULL */
+		memcpy(copy, text, len);
 	copy[len] = '\0';
 	cm_utf8_sanitize(copy); /* a NUL in it ends it: bytes past it are dropped */
 	gmtime_r(&secs, &tm);
