@@ -17,7 +17,7 @@ typedef enum cmd_kind { CMD_RUN, CMD_ADOPT, CMD_STOP, CMD_RELEASE, CMD_LOGS, CMD
 typedef struct run_copy {
 	backend_run_spec spec;
 	pool_spec pool;
-	char **strings; /* argv, env, labels, log_path: every string, freed at once */
+	char **strings; /* argv, env, labels, log_path, name, group: every string, freed at once */
 	size_t nstrings;
 } run_copy;
 
@@ -136,7 +136,7 @@ static run_copy *run_copy_new(const backend_run_spec *s)
 
 	if (!rc)
 		return NULL;
-	rc->strings = calloc(s->argc + s->nenv + s->nlabels + 2, sizeof(char *)); /* + log_path, name */
+	rc->strings = calloc(s->argc + s->nenv + s->nlabels + 3, sizeof(char *)); /* + log_path, name, group */
 	if (!rc->strings) {
 		free(rc);
 		return NULL;
@@ -150,7 +150,7 @@ static run_copy *run_copy_new(const backend_run_spec *s)
 	rc->spec.env = keep_all(rc, s->env, s->nenv, &ok);
 	rc->spec.labels = keep_all(rc, s->labels, s->nlabels, &ok);
 	if ((s->log_path && !(rc->spec.log_path = keep(rc, s->log_path))) ||
-	    (s->name && !(rc->spec.name = keep(rc, s->name))))
+	    (s->name && !(rc->spec.name = keep(rc, s->name))) || (s->group && !(rc->spec.group = keep(rc, s->group))))
 		ok = 0;
 	if (!ok) {
 		run_copy_free(rc);
