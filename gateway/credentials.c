@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "common/sha256.h"
 #include "gateway/credentials.h"
 
 #define BUCKETS 1024
@@ -13,7 +14,7 @@ typedef struct entry {
 	char id[20];
 	char pool[20];
 	char code[65]; /* the code package its pool runs, "" for none */
-	char secret[CREDENTIALS_SECRET_LEN + 1];
+	char hash[CREDENTIALS_HASH_LEN + 1]; /* the secret's SHA-256 */
 	struct entry *next;
 } entry;
 
@@ -49,7 +50,6 @@ void credentials_clear(credentials *c)
 		while (c->buckets[i]) {
 			entry *e = c->buckets[i];
 			c->buckets[i] = e->next;
-			explicit_bzero(e->secret, sizeof(e->secret));
 			free(e);
 		}
 	}
@@ -75,12 +75,28 @@ static entry **find(credentials *c, const char *id, size_t len)
 	return link;
 }
 
-int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *code, const char *secret)
+static void hash_of(const char *secret, size_t len, char out[CREDENTIALS_HASH_LEN + 1])
+{
+	cm_sha256 h;
+
+	cm_sha256_init(&h);
+	cm_sha256_update(&h, secret, len);
+	cm_sha256_hex(&h, out);
+}
+
+void credentials_new_secret(char secret[CREDENTIALS_SECRET_LEN + 1], char hash[CREDENTIALS_HASH_LEN + 1])
+{
+	cm_random_hex(secret, CREDENTIALS_SECRET_LEN / 2);
+	hash_of(secret, CREDENTIALS_SECRET_LEN, hash);
+}
+
+int credentials_add(credentials *c, const char *worker_id, const char *pool_id, const char *code,
+                    const char *secret_hash)
 {
 	entry *e;
 	entry **link;
 
-	if (strlen(worker_id) >= sizeof(e->id) || strlen(secret) != CREDENTIALS_SECRET_LEN ||
+	if (strlen(worker_id) >= sizeof(e->id) || !cm_sha256_name_valid(secret_hash) ||
 	    (code && strlen(code) >= sizeof(e->code)))
 		return CM_EINVAL;
 	pthread_mutex_lock(&c->mu);
@@ -92,7 +108,7 @@ int credentials_add(credentials *c, const char *worker_id, const char *pool_id, 
 	if (e) {
 		snprintf(e->pool, sizeof(e->pool), "%s", pool_id);
 		snprintf(e->code, sizeof(e->code), "%s", code ? code : "");
-		memcpy(e->secret, secret, CREDENTIALS_SECRET_LEN + 1);
+		memcpy(e->hash, secret_hash, CREDENTIALS_HASH_LEN + 1);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return e ? CM_OK : CM_ENOMEM;
@@ -106,7 +122,6 @@ void credentials_remove(credentials *c, const char *worker_id)
 	link = find(c, worker_id, strlen(worker_id));
 	if ((e = *link)) {
 		*link = e->next;
-		explicit_bzero(e->secret, sizeof(e->secret));
 		free(e);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -115,16 +130,18 @@ void credentials_remove(credentials *c, const char *worker_id)
 int credentials_check(credentials *c, const char *id, size_t id_len, const char *secret, size_t secret_len,
                       char pool_out[20], char code_out[65])
 {
+	char hash[CREDENTIALS_HASH_LEN + 1];
 	unsigned char diff = 0;
 	entry *e;
 	int ok = 0;
 
 	if (id_len == 0 || id_len >= sizeof(e->id) || secret_len != CREDENTIALS_SECRET_LEN)
 		return 0;
+	hash_of(secret, secret_len, hash); /* outside the lock */
 	pthread_mutex_lock(&c->mu);
 	if ((e = *find(c, id, id_len))) {
-		for (size_t i = 0; i < CREDENTIALS_SECRET_LEN; i++)
-			diff |= (unsigned char)(e->secret[i] ^ secret[i]);
+		for (size_t i = 0; i < CREDENTIALS_HASH_LEN; i++)
+			diff |= (unsigned char)(e->hash[i] ^ hash[i]);
 		ok = diff == 0;
 		if (ok && pool_out)
 			memcpy(pool_out, e->pool, sizeof(e->pool));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/common.h"
+#include "common/sha256.h"
 #include "store/store_int.h"
 #include "store/store_wal_writes.h"
 
@@ -98,6 +99,13 @@ static const char *const migrations[] = {
         "CREATE TABLE IF NOT EXISTS output(seq INTEGER PRIMARY KEY, pool TEXT NOT NULL, worker TEXT NOT NULL,"
         "  at_ms INTEGER NOT NULL, stream INTEGER NOT NULL, text BLOB NOT NULL);"
         "CREATE INDEX IF NOT EXISTS output_by_pool ON output(pool, seq);",
+        /* 12: hub secrets are kept only as their SHA-256, so that a copy of
+         * the database opens nothing; secure_delete (on for the migration)
+         * zeroes the pages that held them. */
+        "UPDATE workers SET secret = strand_sha256(secret) WHERE secret IS NOT NULL;"
+        "ALTER TABLE workers RENAME COLUMN secret TO secret_sha256;"
+        "UPDATE processes SET secret = strand_sha256(secret) WHERE secret IS NOT NULL;"
+        "ALTER TABLE processes RENAME COLUMN secret TO secret_sha256;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -190,6 +198,24 @@ int store__int_query(store *st, const char *sql, int64_t *out)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
+/* strand_sha256(text): the hex SHA-256 of a text, for the step that stops
+ * keeping secrets themselves. */
+static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	char hex[CM_SHA256_HEX + 1];
+	cm_sha256 h;
+
+	(void)argc;
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	cm_sha256_init(&h);
+	cm_sha256_update(&h, sqlite3_value_text(argv[0]), (size_t)sqlite3_value_bytes(argv[0]));
+	cm_sha256_hex(&h, hex);
+	sqlite3_result_text(ctx, hex, CM_SHA256_HEX, SQLITE_TRANSIENT);
+}
+
 /* Brings the schema to SCHEMA_VERSION, one step at a time, in one
  * transaction: a crash midway leaves the database as it was. */
 static int migrate(store *st, char *detail, size_t detail_len)
@@ -210,7 +236,9 @@ static int migrate(store *st, char *detail, size_t detail_len)
 	if (version == SCHEMA_VERSION)
 		return CM_OK;
 	snprintf(set, sizeof(set), "PRAGMA user_version = %d", SCHEMA_VERSION);
-	if (store__exec(st, "BEGIN IMMEDIATE") != CM_OK)
+	if (sqlite3_create_function(st->db, "strand_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_sha256,
+	                            NULL, NULL) != SQLITE_OK ||
+	    store__exec(st, "PRAGMA secure_delete = ON") != CM_OK || store__exec(st, "BEGIN IMMEDIATE") != CM_OK)
 		return CM_EIO;
 	for (int64_t v = version; v < SCHEMA_VERSION; v++) {
 		if (store__exec(st, migrations[v]) != CM_OK ||
@@ -226,6 +254,7 @@ static int migrate(store *st, char *detail, size_t detail_len)
 		store_rollback(st);
 		return CM_EIO;
 	}
+	store__exec(st, "PRAGMA secure_delete = OFF");
 	if (version > 0)
 		cm_info("database schema migrated from version %lld to %d", (long long)version, SCHEMA_VERSION);
 	return CM_OK;
@@ -723,20 +752,20 @@ int store_next_ids(store *st, int64_t *job_num, int64_t *task_id)
 
 /* ---- workers ------------------------------------------------------------ */
 
-int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret,
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret_hash,
                         int64_t started_ms)
 {
 	sqlite3_stmt *s;
 
 	if (store__prepare(st,
-	                   "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, secret, started_ms)"
+	                   "INSERT OR REPLACE INTO workers(id, pool_id, handle, state, secret_sha256, started_ms)"
 	                   " VALUES(?, ?, ?, 'starting', ?, ?)",
 	                   &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, id);
 	store__bind_text(s, 2, pool_id);
 	store__bind_text(s, 3, handle);
-	store__bind_text(s, 4, secret);
+	store__bind_text(s, 4, secret_hash);
 	sqlite3_bind_int64(s, 5, started_ms);
 	return store__step_done(st, s);
 }
@@ -951,7 +980,7 @@ int store_process_save(store *st, const store_process *p)
 	if (store__prepare(
 	            st,
 	            "INSERT OR REPLACE INTO processes(id, spec, backend, handle, state, exit_code, reason, created_ms,"
-	            " ended_ms, secret) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	            " ended_ms, secret_sha256) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	            &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, p->id);
@@ -963,7 +992,7 @@ int store_process_save(store *st, const store_process *p)
 	store__bind_text(s, 7, p->reason);
 	sqlite3_bind_int64(s, 8, p->created_ms);
 	sqlite3_bind_int64(s, 9, p->ended_ms);
-	store__bind_text(s, 10, p->secret);
+	store__bind_text(s, 10, p->secret_hash);
 	return store__step_done(st, s);
 }
 
@@ -972,11 +1001,12 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (store__prepare(st,
-	                   "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms, secret"
-	                   " FROM processes"
-	                   " ORDER BY created_ms",
-	                   &s) != CM_OK)
+	if (store__prepare(
+	            st,
+	            "SELECT id, spec, backend, handle, state, exit_code, reason, created_ms, ended_ms, secret_sha256"
+	            " FROM processes"
+	            " ORDER BY created_ms",
+	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_process p = {
@@ -989,7 +1019,7 @@ int store_process_each(store *st, store_process_fn fn, void *ctx)
 		        .reason = col_text(s, 6),
 		        .created_ms = sqlite3_column_int64(s, 7),
 		        .ended_ms = sqlite3_column_int64(s, 8),
-		        .secret = col_text(s, 9),
+		        .secret_hash = col_text(s, 9),
 		};
 		fn(ctx, &p);
 	}
@@ -1053,7 +1083,7 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
 	int rc;
 
 	if (store__prepare(st,
-	                   "SELECT id, pool_id, handle, state, secret, started_ms FROM workers"
+	                   "SELECT id, pool_id, handle, state, secret_sha256, started_ms FROM workers"
 	                   " WHERE state IN ('starting', 'connected')",
 	                   &s) != CM_OK)
 		return CM_EIO;

@@ -273,7 +273,7 @@ typedef struct store_process {
 	int exit_code;
 	const char *reason; /* may be NULL */
 	int64_t created_ms, ended_ms;
-	const char *secret; /* its hub secret (a function's queue calls); may be NULL */
+	const char *secret_hash; /* its hub secret's SHA-256 (a function's queue calls); may be NULL */
 } store_process;
 int store_process_save(store *st, const store_process *p);
 typedef void (*store_process_fn)(void *ctx, const store_process *p);
@@ -288,8 +288,9 @@ int store_ring_each(store *st, store_ring_fn fn, void *ctx);
 int store_ring_delete(store *st, const char *id);
 
 /* ---- workers ------------------------------------------------------------ */
-/* secret: the worker's own, which it presents in every frame to the hub. */
-int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret,
+/* secret_hash: the SHA-256 of the worker's own secret, which it presents in
+ * every frame to the hub; the secret itself is never stored. */
+int store_worker_insert(store *st, const char *id, const char *pool_id, const char *handle, const char *secret_hash,
                         int64_t started_ms);
 int store_worker_set_state(store *st, const char *id, const char *state, int exit_code);
 int store_worker_set_handle(store *st, const char *id, const char *handle); /* once its backend started it */
@@ -297,7 +298,7 @@ int store_worker_set_handle(store *st, const char *id, const char *handle); /* o
 int store_worker_set_last_words(store *st, const char *id, const char *last_words);
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                                const char *secret, int64_t started_ms);
+                                const char *secret_hash, int64_t started_ms);
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
 /* Calls fn for the per_pool most recently started workers of each pool
  * that ended ("exited", or "lost": an end nobody asked for), oldest first,

@@ -281,9 +281,9 @@ typedef struct process {
 	int terminated; /* ended by DELETE */
 	int stop_sent; /* the strongest stop sent: 0 none, 1 soft, 2 hard */
 	int adopted; /* found running at start: its exit code may be lost */
-	/* A function's own hub secret (its queue and pipe calls); "" for a
-	 * program, which gets none. */
-	char secret[CREDENTIALS_SECRET_LEN + 1];
+	/* The SHA-256 of a function's own hub secret (its queue and pipe
+	 * calls); "" for a program, which gets none. */
+	char secret_hash[CREDENTIALS_HASH_LEN + 1];
 	char reason[512];
 	char *spec_json;
 	char log_path[1100]; /* its output, kept after it ends */
@@ -360,7 +360,7 @@ typedef struct worker {
 	 * holds none (scale.c). */
 	int retiring;
 	int64_t idle_since; /* since when its pulls found nothing to do; 0 while it has work */
-	char secret[CREDENTIALS_SECRET_LEN + 1]; /* its own, presented in every frame */
+	char secret_hash[CREDENTIALS_HASH_LEN + 1]; /* of its own secret, presented in every frame */
 	waitlist parked; /* its pull, while there is nothing to hand out (one at most) */
 	int shown; /* what its last event said (events.c) */
 	char last_words[512]; /* once ended: what its container or pod last wrote ("" for none) */

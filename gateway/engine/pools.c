@@ -50,12 +50,13 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
  * a container the image's entrypoint), named strand-<pool>-<n>, the pool's
  * nth worker, and labelled with its pool and id. The strings live in
  * env_text (room for 9), labels, name and *ca (free it). */
-static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, char env_text[][600], char **envp, char **argv,
-                                        char labels[][160], char **labelp, char name[64], char **ca)
+static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, const char *secret, char env_text[][600],
+                                        char **envp, char **argv, char labels[][160], char **labelp, char name[64],
+                                        char **ca)
 {
 	int native = bx_native(p->backend);
 	backend_run_spec run = {.argv = argv, .env = envp, .spec = &p->spec, .group = p->id};
-	size_t n = engine__hub_env(e, p->id, w->id, w->secret, p->spec.code, env_text, envp, ca);
+	size_t n = engine__hub_env(e, p->id, w->id, secret, p->spec.code, env_text, envp, ca);
 	size_t t = ENGINE_HUB_ENV; /* env_text entries past the hub's */
 
 	if (native && e->cfg->plugin_path[0]) {
@@ -100,20 +101,24 @@ int engine__worker_spawn(engine *e, pool *p)
 	worker *w = calloc(1, sizeof(*w));
 	char env[9][600], labels[2][160], name[64];
 	char *envp[10], *argv[1], *labelp[2], *ca = NULL;
+	char secret[CREDENTIALS_SECRET_LEN + 1];
 	int err;
 
 	if (!w)
 		return CM_ENOMEM;
 	cm_id_new('w', w->id);
-	cm_random_hex(w->secret, CREDENTIALS_SECRET_LEN / 2);
+	/* The secret goes to the worker alone; the gateway keeps its hash. */
+	credentials_new_secret(secret, w->secret_hash);
 	w->pool = p;
 	/* Known to the hub before it can dial in. */
-	if ((err = credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret)) != CM_OK) {
+	if ((err = credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret_hash)) != CM_OK) {
+		explicit_bzero(secret, sizeof(secret));
 		free(w);
 		return err;
 	}
-	backend_run_spec run = worker_run_spec(e, p, w, env, envp, argv, labels, labelp, name, &ca);
+	backend_run_spec run = worker_run_spec(e, p, w, secret, env, envp, argv, labels, labelp, name, &ca);
 	err = bx_run(p->backend, w->id, &run, NULL);
+	explicit_bzero(secret, sizeof(secret));
 	if (ca) {
 		explicit_bzero(ca, strlen(ca));
 		free(ca);
@@ -128,7 +133,7 @@ int engine__worker_spawn(engine *e, pool *p)
 	w->next = p->workers;
 	p->workers = w;
 	p->workers_started++;
-	store_worker_insert(e->st, w->id, p->id, "", w->secret, cm_wall_ms());
+	store_worker_insert(e->st, w->id, p->id, "", w->secret_hash, cm_wall_ms());
 	return CM_OK;
 }
 

@@ -23,7 +23,7 @@ int engine__process_may_call(engine *e, const char *id, const char *pool_id)
 {
 	process *pr = process_find(e, id);
 
-	return pr && pr->state == PR_RUNNING && pr->secret[0] && strcmp(id, pool_id) == 0;
+	return pr && pr->state == PR_RUNNING && pr->secret_hash[0] && strcmp(id, pool_id) == 0;
 }
 
 static json_t *process_json(const process *pr)
@@ -57,7 +57,7 @@ static void process_save(engine *e, const process *pr)
 	                    .reason = pr->reason[0] ? pr->reason : NULL,
 	                    .created_ms = pr->created_ms,
 	                    .ended_ms = pr->ended_ms,
-	                    .secret = pr->secret[0] ? pr->secret : NULL};
+	                    .secret_hash = pr->secret_hash[0] ? pr->secret_hash : NULL};
 	store_process_save(e->st, &sp);
 }
 
@@ -101,13 +101,13 @@ static void answer_waiters(engine *e, process *pr)
 	}
 }
 
-/* It will not run (again): its secret opens nothing any more, and is not
- * kept. */
+/* It will not run (again): its secret opens nothing any more, and its
+ * hash is not kept. */
 static void process_forget_secret(engine *e, process *pr)
 {
-	if (pr->secret[0])
+	if (pr->secret_hash[0])
 		credentials_remove(e->creds, pr->id);
-	explicit_bzero(pr->secret, sizeof(pr->secret));
+	pr->secret_hash[0] = '\0';
 }
 
 /* It could not start: pr->reason says why. */
@@ -180,7 +180,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	bx *b = engine__backend_for(e, s->run.backend);
 	char id[20], label[64], hub_text[ENGINE_HUB_ENV][600], plugins[2200], runtime[SPEC_RUNTIME_MAX + 32];
 	char *argv[4 + 2 * ARG_PARTS_MAX], *env[8 + SPEC_MAX_ENV + ENGINE_HUB_ENV + 3], *labels[1], *ca = NULL;
-	char *parts = NULL;
+	char *parts = NULL, secret[CREDENTIALS_SECRET_LEN + 1] = "";
 	backend_run_spec run = {.argv = argv, .env = env, .labels = labels, .nlabels = 1, .spec = &s->run, .group = id};
 	process *pr;
 
@@ -216,15 +216,16 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	} else {
 		/* A function: strand-worker runs it once. */
 		int native = bx_native(b);
-		cm_random_hex(pr->secret, CREDENTIALS_SECRET_LEN / 2);
-		if (credentials_add(e->creds, pr->id, pr->id, s->run.code, pr->secret) != CM_OK) {
-			pr->secret[0] = '\0';
+		credentials_new_secret(secret, pr->secret_hash);
+		if (credentials_add(e->creds, pr->id, pr->id, s->run.code, pr->secret_hash) != CM_OK) {
+			explicit_bzero(secret, sizeof(secret));
+			pr->secret_hash[0] = '\0';
 			snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 			process_failed(e, pr);
 			process_save(e, pr);
 			return pr;
 		}
-		run.nenv += engine__hub_env(e, pr->id, pr->id, pr->secret, s->run.code, hub_text, env + run.nenv, &ca);
+		run.nenv += engine__hub_env(e, pr->id, pr->id, secret, s->run.code, hub_text, env + run.nenv, &ca);
 		if (s->run.runtime[0]) {
 			snprintf(runtime, sizeof(runtime), "STRAND_RUNTIME=%s", s->run.runtime);
 			env[run.nenv++] = runtime;
@@ -236,8 +237,7 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		if (!(parts = arg_parts(s->arg, argv, &run.argc))) {
 			snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 			process_failed(e, pr);
-			process_save(e, pr);
-			return pr;
+			goto done;
 		}
 		if (native) {
 			snprintf(plugins, sizeof(plugins), "STRAND_PLUGIN_PATH=%s", e->cfg->plugin_path);
@@ -251,12 +251,14 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 		snprintf(pr->reason, sizeof(pr->reason), "out of memory");
 		process_failed(e, pr);
 	}
+done:
 	free(parts);
 	if (ca) {
 		explicit_bzero(ca, strlen(ca));
 		free(ca);
 	}
 	explicit_bzero(hub_text, sizeof(hub_text));
+	explicit_bzero(secret, sizeof(secret));
 	process_save(e, pr);
 	return pr;
 }
@@ -640,11 +642,11 @@ void engine__load_process(void *ctx, const store_process *sp)
 	 * says so at once (and its exit code is lost). */
 	if (pr->state == PR_RUNNING) {
 		pr->adopted = 1;
-		if (sp->secret && strlen(sp->secret) == CREDENTIALS_SECRET_LEN) {
+		if (sp->secret_hash && strlen(sp->secret_hash) == CREDENTIALS_HASH_LEN) {
 			char code[65];
-			snprintf(pr->secret, sizeof(pr->secret), "%s", sp->secret);
+			snprintf(pr->secret_hash, sizeof(pr->secret_hash), "%s", sp->secret_hash);
 			spec_string(pr->spec_json, "code", code, sizeof(code));
-			credentials_add(e->creds, pr->id, pr->id, code, pr->secret);
+			credentials_add(e->creds, pr->id, pr->id, code, pr->secret_hash);
 		}
 		bx_adopt(b, pr->id, pr->handle);
 	}

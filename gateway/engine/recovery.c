@@ -197,7 +197,7 @@ static void load_worker_tally(void *ctx, const char *pool_id, int64_t started, i
  * alive is adopted: it keeps its id and tasks, and must reconnect within two
  * leases (it does so on its own, its results kept) or it is replaced. */
 static void load_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                        const char *secret, int64_t started_ms)
+                        const char *secret_hash, int64_t started_ms)
 {
 	engine *e = ctx;
 	pool *p = engine__pool_find(e, pool_id);
@@ -216,9 +216,9 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 	snprintf(w->handle, sizeof(w->handle), "%s", handle);
 	/* A worker of a release before per-worker secrets has none: the hub
 	 * refuses it and it is replaced after two leases, like a silent one. */
-	if (secret && strlen(secret) == CREDENTIALS_SECRET_LEN) {
-		snprintf(w->secret, sizeof(w->secret), "%s", secret);
-		credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret);
+	if (secret_hash && strlen(secret_hash) == CREDENTIALS_HASH_LEN) {
+		snprintf(w->secret_hash, sizeof(w->secret_hash), "%s", secret_hash);
+		credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret_hash);
 	}
 	w->state = W_STARTING;
 	w->adopted = 1;

@@ -637,7 +637,13 @@ static void test_reads_fixed_records_of_before(void **state)
 	sqlite3_bind_blob(q, 1, fixed, sizeof(fixed), SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
 	sqlite3_finalize(q);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL), SQLITE_OK);
+	/* ... whose secrets' columns had their names of then. */
+	assert_int_equal(sqlite3_exec(db,
+	                              "ALTER TABLE workers RENAME COLUMN secret_sha256 TO secret;"
+	                              "ALTER TABLE processes RENAME COLUMN secret_sha256 TO secret;"
+	                              "PRAGMA user_version = 8",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(f->path, 1, &f->st, detail, sizeof(detail)), CM_OK);
@@ -919,7 +925,7 @@ static void on_process(void *ctx, const store_process *p)
 	char *out = ctx;
 	size_t n = strlen(out);
 
-	snprintf(out + n, 128 - n, "%s=%s;", p->id, p->secret ? p->secret : "(null)");
+	snprintf(out + n, 128 - n, "%s=%s;", p->id, p->secret_hash ? p->secret_hash : "(null)");
 }
 
 /* Appends "ID=CONTEXT;" (or "(null)") for each job to ctx. */
@@ -989,7 +995,7 @@ static void test_migrates_a_version_1_database(void **state)
 		                    .backend = "local",
 		                    .state = "running",
 		                    .created_ms = 2,
-		                    .secret = "procsecret"};
+		                    .secret_hash = "procsecret"};
 		/* A job of version 1 has no context; one saved now keeps its. */
 		char jobs[128] = "";
 		assert_int_equal(store_job_each(st, on_job_context, jobs), CM_OK);
@@ -1017,7 +1023,7 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 11);
+	assert_int_equal(sqlite3_column_int(q, 0), 12);
 	sqlite3_finalize(q);
 	/* rewritten once for incremental vacuum */
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &q, NULL), SQLITE_OK);
@@ -1035,6 +1041,68 @@ static void test_migrates_a_version_1_database(void **state)
 	assert_string_equal((const char *)sqlite3_column_text(q, 0), "chunk_state,chunks,results");
 	sqlite3_finalize(q);
 	sqlite3_close(db);
+}
+
+/* Whether the file at path holds needle anywhere. */
+static int file_holds(const char *path, const char *needle)
+{
+	FILE *fp = fopen(path, "rb");
+	size_t n = strlen(needle), len = 0;
+	char *data = NULL;
+	int found = 0;
+
+	if (!fp)
+		return 0;
+	found = getdelim(&data, &len, EOF, fp) >= 0 && memmem(data, len, needle, n) != NULL;
+	fclose(fp);
+	free(data);
+	return found;
+}
+
+static void on_process_hash(void *ctx, const store_process *p)
+{
+	snprintf(ctx, 80, "%s", p->secret_hash ? p->secret_hash : "(null)");
+}
+
+/* A database of before hashed secrets (version 3 to 11 kept each worker's
+ * and process's secret as it is) keeps only their SHA-256 once migrated,
+ * and the secrets themselves are gone from its file and log. */
+static void test_migration_keeps_only_secret_hashes(void **state)
+{
+	fixture *f = *state;
+	const char *worker_secret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	const char *process_secret = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+	char path[128], wal[140], detail[256] = "", proc_hash[80] = "";
+	store *st = NULL;
+	loaded_worker w = {0};
+	sqlite3 *db = v1_database(f, "v3.db", path);
+	char insert[512];
+
+	/* Version 3's changes to version 1, and rows holding plain secrets. */
+	snprintf(insert, sizeof(insert),
+	         "ALTER TABLE workers ADD COLUMN secret TEXT; ALTER TABLE pools DROP COLUMN secret;"
+	         "ALTER TABLE processes ADD COLUMN secret TEXT; PRAGMA user_version = 3;"
+	         "INSERT INTO pools VALUES('p-old', '{}', 'active', NULL, 1);"
+	         "INSERT INTO workers VALUES('w-old', 'p-old', '123', 'connected', NULL, 1, '%s');"
+	         "INSERT INTO processes VALUES('r-old', '{}', 'local', '99', 'running', NULL, NULL, 1, NULL, '%s');",
+	         worker_secret, process_secret);
+	assert_int_equal(sqlite3_exec(db, insert, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(file_holds(path, worker_secret), 1); /* the check below can fail */
+
+	assert_int_equal(store_open(path, 1, &st, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(store_worker_each_live(st, on_worker, &w), CM_OK);
+	assert_int_equal(w.n, 1);
+	assert_string_equal(w.secret, "a8ae6e6ee929abea3afcfc5258c8ccd6f85273e0d4626d26c7279f3250f77c8e");
+	assert_int_equal(store_process_each(st, on_process_hash, proc_hash), CM_OK);
+	assert_string_equal(proc_hash, "7b9d07f2404b102b3c62fede026097c5ab81668f18414abd8ea560cecb008006");
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	assert_int_equal(file_holds(wal, worker_secret), 0);
+	assert_int_equal(file_holds(wal, process_secret), 0);
+	store_close(st);
+	assert_int_equal(file_holds(path, worker_secret), 0);
+	assert_int_equal(file_holds(path, process_secret), 0);
+	assert_int_equal(file_holds(wal, worker_secret), 0);
 }
 
 /* A database of before chunks (a row per task) keeps every task through
@@ -1427,6 +1495,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_many_chunks_over_transactions, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_migrates_a_version_1_database, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_migration_keeps_only_secret_hashes, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_migrates_task_rows_into_chunks, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);

@@ -5,11 +5,15 @@
  * frames. None of it may steal a task, record a forged result, break a
  * results page, or make the gateway's memory balloon.
  *
- * The stolen secret is read from the gateway's database, as an attacker who
- * got hold of one worker's secret would have it (the tests run as root):
- * the gateway lets other processes read it as it runs (--db-shared).
+ * The stolen secret is one a worker was given: the gateway keeps none (its
+ * database holds their hashes), so these tests start workers through
+ * tap-worker, a wrapper that writes down the secret it hands on to the real
+ * strand-worker, as an attacker who got hold of one worker's secret would
+ * have it. The database is read for which worker holds which task (the
+ * gateway lets other processes read it as it runs: --db-shared).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <nng/nng.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,11 +41,71 @@
 #include "tests/support/harness.h"
 
 static gateway g;
-static const char *const db_shared[] = {"--db-shared", NULL};
+static char tap_dir[256]; /* tap-worker and the secrets it wrote down */
+static char tap_bin[300];
+/* Unsandboxed: tap-worker writes where the test reads. */
+static const char *const db_shared[] = {"--db-shared", "--sandbox", "off", "--worker-bin", tap_bin, NULL};
+
+/* tap-worker: the secret strand-worker would read from its pipe, kept in
+ * tap_dir/ID.secret and handed on in the environment. */
+static void tap_worker_make(void)
+{
+	char script[1024];
+	FILE *f;
+
+	if (tap_dir[0])
+		return;
+	mkdir(STRAND_TEST_TMP, 0755);
+	snprintf(tap_dir, sizeof(tap_dir), STRAND_TEST_TMP "/strand-tap-XXXXXX");
+	assert_non_null(mkdtemp(tap_dir));
+	snprintf(tap_bin, sizeof(tap_bin), "%s/tap-worker", tap_dir);
+	snprintf(script, sizeof(script),
+	         "#!/bin/sh\nread -r s < /proc/self/fd/\"$STRAND_SECRET_FD\"\nprintf %%s \"$s\" > "
+	         "%s/\"$STRAND_WORKER_ID\".secret\n"
+	         "unset STRAND_SECRET_FD\nSTRAND_SECRET=\"$s\" exec %s/strand-worker \"$@\"\n",
+	         tap_dir, STRAND_BIN_DIR);
+	assert_non_null(f = fopen(tap_bin, "w"));
+	fputs(script, f);
+	fclose(f);
+	chmod(tap_bin, 0755);
+}
+
+static void tap_worker_remove(void)
+{
+	DIR *d = opendir(tap_dir);
+	struct dirent *ent;
+	char path[600];
+
+	while (d && (ent = readdir(d))) {
+		if (ent->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tap_dir, ent->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(tap_dir);
+}
+
+/* The secret worker was given, as tap-worker wrote it down. */
+static void tapped_secret(const char *worker, char secret[80])
+{
+	char path[400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.secret", tap_dir, worker);
+	for (int i = 0; i < 500 && access(path, R_OK) != 0; i++)
+		usleep(10000);
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(fgets(secret, 80, f));
+	fclose(f);
+	assert_int_equal(strlen(secret), 64);
+}
 
 static int setup(void **state)
 {
 	(void)state;
+	tap_worker_make();
 	gateway_start(&g, db_shared);
 	return 0;
 }
@@ -225,7 +290,7 @@ static void assert_refused(Strand__Batch *b, const char *why)
 /* The live workers of the pool and, for each, the task it holds. */
 typedef struct held {
 	char worker[20];
-	char secret[80];
+	char secret[80]; /* as tap-worker wrote it down */
 	int64_t task;
 } held;
 
@@ -239,7 +304,7 @@ static int held_tasks(const char *pool, held out[2])
 	sqlite3_busy_timeout(db, 5000);
 	/* A chunk's tasks blob: its records (store/task_records.h). */
 	assert_int_equal(sqlite3_prepare_v2(db,
-	                                    "SELECT w.id, w.secret, c.id, c.n, c.tasks, h.ref FROM workers w"
+	                                    "SELECT w.id, c.id, c.n, c.tasks, h.ref FROM workers w"
 	                                    " JOIN holders h ON h.name = w.id, chunk_state c"
 	                                    " WHERE w.pool_id = ? AND c.pending > 0 ORDER BY w.id, c.id",
 	                                    -1, &s, NULL),
@@ -247,18 +312,18 @@ static int held_tasks(const char *pool, held out[2])
 	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
 	while (n < 2 && sqlite3_step(s) == SQLITE_ROW) {
 		trec t[1024];
-		int tasks = sqlite3_column_int(s, 3);
-		int64_t ref = sqlite3_column_int64(s, 5);
+		int tasks = sqlite3_column_int(s, 2);
+		int64_t ref = sqlite3_column_int64(s, 4);
 		assert_true(tasks >= 1 && tasks <= 1024);
 		assert_int_equal(
-		        task_records_decode(t, tasks, sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4)),
+		        task_records_decode(t, tasks, sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3)),
 		        CM_OK);
 		for (int i = 0; i < tasks && n < 2; i++) {
 			if (t[i].state != STORE_PENDING || t[i].x != ref)
 				continue;
 			snprintf(out[n].worker, sizeof(out[n].worker), "%s", (const char *)sqlite3_column_text(s, 0));
-			snprintf(out[n].secret, sizeof(out[n].secret), "%s", (const char *)sqlite3_column_text(s, 1));
-			out[n].task = sqlite3_column_int64(s, 2) + i;
+			tapped_secret(out[n].worker, out[n].secret);
+			out[n].task = sqlite3_column_int64(s, 1) + i;
 			n++;
 			break; /* the worker's first; the next row is the next worker's or chunk's */
 		}
@@ -469,15 +534,14 @@ static void test_frames_during_shutdown(void **state)
 	pool_wait_connected(&h, pool, 1);
 	assert_int_equal(sqlite3_open_v2(h.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(sqlite3_prepare_v2(db,
-	                                    "SELECT id, secret FROM workers WHERE pool_id = ? AND state != 'exited'",
-	                                    -1, &st, NULL),
-	                 SQLITE_OK);
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "SELECT id FROM workers WHERE pool_id = ? AND state != 'exited'", -1, &st, NULL),
+	        SQLITE_OK);
 	sqlite3_bind_text(st, 1, pool, -1, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	snprintf(s.worker, sizeof(s.worker), "%s", (const char *)sqlite3_column_text(st, 0));
-	snprintf(s.secret, sizeof(s.secret), "%s", (const char *)sqlite3_column_text(st, 1));
 	sqlite3_finalize(st);
+	tapped_secret(s.worker, s.secret);
 	sqlite3_close(db);
 	snprintf(s.pool, sizeof(s.pool), "%s", pool);
 	s.port = h.hub_port;
@@ -590,7 +654,7 @@ static void test_refusals_logged_once_a_second(void **state)
 	gateway_cleanup(&h);
 }
 
-/* One worker of pool and its secret, from the database. */
+/* One worker of pool, from the database, and its secret. */
 static void a_worker_of(const char *pool, char worker[20], char secret[80])
 {
 	sqlite3 *db;
@@ -598,15 +662,14 @@ static void a_worker_of(const char *pool, char worker[20], char secret[80])
 
 	assert_int_equal(sqlite3_open_v2(g.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(
-	        sqlite3_prepare_v2(db, "SELECT id, secret FROM workers WHERE pool_id = ? LIMIT 1", -1, &s, NULL),
-	        SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT id FROM workers WHERE pool_id = ? LIMIT 1", -1, &s, NULL),
+	                 SQLITE_OK);
 	sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
 	snprintf(worker, 20, "%s", (const char *)sqlite3_column_text(s, 0));
-	snprintf(secret, 80, "%s", (const char *)sqlite3_column_text(s, 1));
 	sqlite3_finalize(s);
 	sqlite3_close(db);
+	tapped_secret(worker, secret);
 }
 
 /* A CodeFetch as worker_id of pool_id: the hub's answer, a CodePart (new),
@@ -766,5 +829,7 @@ int main(void)
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};
-	return cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
+	int failed = cmocka_run_group_tests_name("rogue_worker", tests, setup, teardown);
+	tap_worker_remove();
+	return failed;
 }
