@@ -54,7 +54,7 @@ static int take_items(strand_client *c, const char *path, int n, char **opts, co
 		}
 	}
 	snprintf(url, sizeof(url), "%s?max=%ld&wait=%ld", path, max, wait);
-	if (strand_request(c, "GET", url, NULL, &reply) != 200)
+	if (strand_request(c, "POST", url, NULL, &reply) != 200)
 		return cli_refused(c);
 	cli_print_lines(json_object_get(reply, "items"));
 	json_decref(reply);
@@ -95,7 +95,7 @@ int cmd_queue(strand_client *c, int argc, char **argv)
 		return put_items(c, path, argc - 3, argv + 3);
 	}
 	if (strcmp(sub, "get") == 0 && argc >= 3 && cli_id_like(argv[2])) {
-		snprintf(path, sizeof(path), "/v1/queues/%s/items", argv[2]);
+		snprintf(path, sizeof(path), "/v1/queues/%s/take", argv[2]);
 		return take_items(c, path, argc - 3, argv + 3, queue_help);
 	}
 	return cli_usage(queue_help, EXIT_USAGE);

@@ -679,13 +679,13 @@ static int put_item(strand_client *c, const char *path, json_t *item)
 	return rc;
 }
 
-/* One item from path (a queue's items or a pipe end's recv), waiting up to
+/* One item from path (a queue's take or a pipe end's recv), waiting up to
  * wait_s; what names the queue or pipe in the error. */
 static int get_item(strand_client *c, const char *path, const char *what, int wait_s, json_t **item)
 {
 	json_t *reply, *items;
 
-	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
+	if (expect(c, "POST", path, NULL, 200, NULL, &reply) != 0)
 		return -1;
 	items = json_object_get(reply, "items");
 	if (json_array_size(items) == 0) {
@@ -710,7 +710,7 @@ int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **i
 {
 	char path[160], what[64];
 
-	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=1&wait=%d", queue, wait_s);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=1&wait=%d", queue, wait_s);
 	snprintf(what, sizeof(what), "queue %s", queue);
 	return get_item(c, path, what, wait_s, item);
 }

@@ -12,7 +12,6 @@
 
 #define AUTH_TOKEN_MIN 16 /* a token given by the operator: at least this long */
 #define AUTH_TOKEN_MAX 256
-#define AUTH_COOKIE "strand_token"
 
 /* The API token: `env_token` when set (STRAND_TOKEN), else the content of
  * the file at path, created 0600 with 32 random bytes (64 hex digits) when

@@ -100,8 +100,13 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --allow-runtime N    with --no-commands, the runtimes still allowed: python, or a runtime\n"
 	        "                       command's program, comma-separated (STRAND_ALLOW_RUNTIME; default none)\n"
 	        "  --allow-root-containers  a pool or process may ask for \"root\": true containers\n"
+	        "  --session-idle AGE   a dashboard sign-in unused this long ends (STRAND_SESSION_IDLE,\n"
+	        "                       default 12h; s, m, h or d)\n"
 	        "  --http-idle S        close a connection idle for S seconds: a slow header, a silent\n"
 	        "                       keep-alive (default 10; a long poll is not idle)\n"
+	        "  --http-header-s S    a request's headers must all arrive within S seconds of the connection\n"
+	        "                       or of the previous answer, however they trickle (default 10)\n"
+	        "  --http-min-rate B    and its body at B bytes a second at least, on average (default 65536)\n"
 	        "  --http-per-client N  connections one client address may hold (default 256)\n"
 	        "  --http-max N         connections in all (default: below the open-file limit, at most 8192)\n"
 	        "  --tls-cert FILE      serve HTTPS with this certificate chain (PEM; STRAND_TLS_CERT)\n"
@@ -268,8 +273,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"sandbox", required_argument, NULL, 1018},
 	        {"sandbox-uids", required_argument, NULL, 1019},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
+	        {"session-idle", required_argument, NULL, 1020},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
+	        {"http-header-s", required_argument, NULL, 1021},
+	        {"http-min-rate", required_argument, NULL, 1022},
 	        {"http-max", required_argument, NULL, 'm'},
 	        {"tls-cert", required_argument, NULL, 'T'},
 	        {"tls-key", required_argument, NULL, 'K'},
@@ -281,6 +289,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	char self[1024] = "";
 	char sync[16] = "normal";
 	char retain[32] = "7d";
+	char session_idle[32] = "12h";
 	char max_code[32] = "104857600";
 	char *dir;
 	ssize_t n;
@@ -314,6 +323,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
+	cfg->http_header_s = 10;
+	cfg->http_min_rate = 65536;
 	snprintf(cfg->sandbox, sizeof(cfg->sandbox), "auto");
 	snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "2100000000-2100999999");
 
@@ -325,6 +336,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(max_code, sizeof(max_code), getenv("STRAND_MAX_CODE_BYTES"));
 	set(sync, sizeof(sync), getenv("STRAND_SYNC"));
 	set(retain, sizeof(retain), getenv("STRAND_RETAIN"));
+	set(session_idle, sizeof(session_idle), getenv("STRAND_SESSION_IDLE"));
 	set(cfg->backend, sizeof(cfg->backend), getenv("STRAND_BACKEND"));
 	set(cfg->image, sizeof(cfg->image), getenv("STRAND_IMAGE"));
 	set(cfg->docker_socket, sizeof(cfg->docker_socket), getenv("STRAND_DOCKER_SOCKET"));
@@ -405,8 +417,11 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1018: set(cfg->sandbox, sizeof(cfg->sandbox), optarg); break;
 		case 1019: snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "%s", optarg); break;
 		case 'R': cfg->allow_root_containers = 1; break;
+		case 1020: set(session_idle, sizeof(session_idle), optarg); break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
+		case 1021: cfg->http_header_s = atoi(optarg); break;
+		case 1022: cfg->http_min_rate = atoi(optarg); break;
 		case 'm': cfg->http_max = atoi(optarg); break;
 		case 'T': set(cfg->tls_cert, sizeof(cfg->tls_cert), optarg); break;
 		case 'K': set(cfg->tls_key, sizeof(cfg->tls_key), optarg); break;
@@ -425,6 +440,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		return CM_EINVAL;
 	}
 	cfg->sync_full = strcmp(sync, "full") == 0;
+	if ((cfg->session_idle_ms = parse_age(session_idle)) <= 0) {
+		snprintf(detail, detail_len, "--session-idle must be a whole number with s, m, h or d (12h), not 0");
+		return CM_EINVAL;
+	}
 	if ((cfg->retain_ms = parse_age(retain)) < 0) {
 		snprintf(detail, detail_len,
 		         "--retain must be 0 or a whole number with s, m, h or d (7d), at most 10 years");
@@ -471,8 +490,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		snprintf(detail, detail_len, "a %s hub needs --tls-cert and --tls-key", cfg->hub);
 		return CM_EINVAL;
 	}
-	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0) {
-		snprintf(detail, detail_len, "--http-idle and --http-per-client must be at least 1");
+	if (cfg->http_idle_s < 1 || cfg->http_per_client < 1 || cfg->http_max < 0 || cfg->http_header_s < 1 ||
+	    cfg->http_min_rate < 1) {
+		snprintf(detail, detail_len,
+		         "--http-idle, --http-per-client, --http-header-s and --http-min-rate must be at least 1");
 		return CM_EINVAL;
 	}
 	if (cfg->kubeconfig[0] && (err = with_kubeconfig(cfg, &given, detail, detail_len)) != CM_OK)

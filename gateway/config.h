@@ -46,8 +46,11 @@ typedef struct gw_config {
 	int no_commands; /* refuse command tasks and command processes */
 	char allow_runtime[256]; /* with no_commands, the runtimes still allowed (comma-separated names) */
 	int allow_root_containers; /* containers may run as root when a pool asks */
+	int64_t session_idle_ms; /* a dashboard sign-in unused this long ends */
 	int http_idle_s; /* a connection idle this long (a slow header, a silent keep-alive) is closed */
 	int http_per_client; /* connections one client address may hold open */
+	int http_header_s; /* a request's headers arrive within this, however they trickle */
+	int http_min_rate; /* and its body at this many bytes a second at least */
 	int http_max; /* connections in all; 0: from the file-descriptor limit */
 	char tls_cert[1024]; /* HTTPS: the certificate chain (PEM), "" for plain HTTP */
 	char tls_key[1024]; /* ... and its private key (PEM); also the hub's, for a tls+tcp:// hub */

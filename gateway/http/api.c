@@ -12,14 +12,14 @@
  *   GET|DELETE /v1/jobs/{id}             (DELETE: cancel a running job, remove an ended one)
  *   POST   /v1/jobs/{id}/args            (the next part of a submitting job's arguments)
  *   POST|GET /v1/queues                  GET|DELETE /v1/queues/{id}
- *   POST   /v1/queues/{id}/items         GET  /v1/queues/{id}/items?max=&wait=
+ *   POST   /v1/queues/{id}/items         POST /v1/queues/{id}/take?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
  *   POST   /v1/managers/{id}/calls       GET /v1/managers/{id}/calls/{cid}?wait=S
  *   POST|GET /v1/rings {size, ...}       GET|DELETE /v1/rings/{id}[?wait=S]
  *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
  *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}
  *   POST|GET /v1/pipes {duplex}          GET|DELETE /v1/pipes/{id}
- *   POST   /v1/pipes/{id}/ends/{0|1}/send  GET /v1/pipes/{id}/ends/{0|1}/recv?wait=
+ *   POST   /v1/pipes/{id}/ends/{0|1}/send  POST /v1/pipes/{id}/ends/{0|1}/recv?wait=
  *   GET    /v1/jobs/{id}/results?cursor=&limit=&wait=&order=input|completion
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
@@ -50,6 +50,17 @@
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* The body's length as its headers say: Content-Length, -1 for a chunked
+ * body, 0 for none. */
+static int64_t body_length(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return -1;
+	return len ? strtoll(len, NULL, 10) : 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -71,6 +82,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* The sign-in is the one route without a token: its body is a token. */
 		rq->cap = strcmp(url, "/v1/session") == 0 ? API_SESSION_BODY_MAX : API_BODY_MAX;
 		*con_cls = rq;
+		deadlines_headers_in(a->deadlines, c, body_length(c), (int64_t)rq->cap);
 		/* Refused before its body is read: an unauthenticated client
 		 * cannot make the gateway buffer anything. */
 		if ((status = http_screen(a, c, url, method, detail, sizeof(detail))) != 0) {
@@ -101,6 +113,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	deadlines_body_in(a->deadlines, c);
 	if (rq->calling) /* resumed: the engine answered the call it started */
 		return rq->applying ? http_apply_answer(c, url, rq) : http_call_answer(c, url, rq);
 	if (rq->look) /* resumed: a long poll looks again */
@@ -159,6 +172,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	request *rq = *con_cls;
 
 	(void)toe;
+	deadlines_answered(a->deadlines, c);
 	if (rq) {
 		const union MHD_ConnectionInfo *status = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
 		if (status) /* none: the client went before it was answered */
@@ -295,6 +309,9 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 		return CM_ENOMEM;
 	a->cfg = cfg;
 	a->engine = e;
+	/* Cookies are not kept apart by port: each gateway of a host has its own. */
+	const char *port = strrchr(cfg->http, ':');
+	snprintf(a->cookie, sizeof(a->cookie), "strand_session_%.5s", port ? port + 1 : "");
 	a->code = code;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->unparked, NULL);
@@ -302,9 +319,11 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	cm_buf_init(&a->tls_key);
 	if ((err = parse_addr(cfg->http, &ss, &v6, detail, detail_len)) != CM_OK ||
 	    (err = load_token(a, &ss, detail, detail_len)) != CM_OK ||
+	    (err = sessions_new(cfg->session_idle_ms, &a->sessions)) != CM_OK ||
 	    (cfg->tls_cert[0] && ((err = cm_read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
 	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK)) ||
-	    (err = http_metrics_new(&a->metrics)) != CM_OK || (err = parking_new(e, &a->parking)) != CM_OK) {
+	    (err = http_metrics_new(&a->metrics)) != CM_OK || (err = parking_new(e, &a->parking)) != CM_OK ||
+	    (err = deadlines_start((int64_t)cfg->http_header_s * 1000, cfg->http_min_rate, &a->deadlines)) != CM_OK) {
 		api_stop(a);
 		return err;
 	}
@@ -318,13 +337,15 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	 * timeout covers reading a request and a silent keep-alive; a
 	 * suspended connection is not idle. One client address cannot take
 	 * every connection, and all of them stay below the open-file limit the
-	 * gateway also needs for its store, hub and workers. */
+	 * gateway also needs for its store, hub and workers. A request's
+	 * headers and body have deadlines of their own (deadlines.h). */
 	a->daemon = MHD_start_daemon(
 	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) |
 	                (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
 	        0, NULL, NULL, on_request, a, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS, MHD_OPTION_SOCK_ADDR,
 	        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
-	        unescape, a, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT,
+	        unescape, a, MHD_OPTION_NOTIFY_CONNECTION, deadlines_on_connection, a->deadlines,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT,
 	        connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client,
 	        MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
 	if (!a->daemon) {
@@ -355,8 +376,10 @@ void api_stop(api *a)
 	pthread_mutex_unlock(&a->mu);
 	if (a->daemon)
 		MHD_stop_daemon(a->daemon);
+	deadlines_stop(a->deadlines);
 	parking_free(a->parking);
 	http_metrics_free(a->metrics);
+	sessions_free(a->sessions);
 	while (a->nreaders)
 		store_close(a->readers[--a->nreaders]);
 	if (a->tls_key.data)

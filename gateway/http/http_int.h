@@ -23,7 +23,9 @@
 
 #include "common/common.h"
 #include "gateway/auth.h"
+#include "gateway/sessions.h"
 #include "gateway/http/api.h"
+#include "gateway/http/deadlines.h"
 #include "gateway/http/metrics.h"
 #include "gateway/http/parking.h"
 #include "store/store.h"
@@ -35,6 +37,8 @@ struct api {
 	engine *engine;
 	code_store *code; /* uploaded code packages */
 	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
+	sessions *sessions; /* the dashboard's sign-ins */
+	char cookie[32]; /* their cookie's name: strand_session_PORT */
 	cm_buf tls_cert, tls_key; /* PEM, kept for as long as the daemon runs */
 	struct MHD_Daemon *daemon;
 	parking *parking;
@@ -44,6 +48,7 @@ struct api {
 	size_t parked; /* requests that parked once and are not completed yet */
 	pthread_cond_t unparked;
 	http_metrics *metrics; /* requests counted as they complete */
+	deadlines *deadlines; /* for each request's headers and body */
 };
 
 typedef struct request request;
@@ -167,7 +172,7 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 /* end: -1 for a queue's items, else the pipe end (pipes.c). */
 enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
                                const request *rq);
-enum MHD_Result http_queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
                                request *rq);
 enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *rest, request *rq);
@@ -177,6 +182,8 @@ enum MHD_Result http_route_rings(api *a, struct MHD_Connection *c, const char *u
                                  const char *rest, request *rq);
 enum MHD_Result http_route_processes(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                      const char *rest, request *rq);
+/* The session id this request's dashboard cookie holds, or NULL. */
+const char *http_session_cookie(const api *a, struct MHD_Connection *c);
 enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const request *rq);
 

@@ -49,9 +49,9 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
 		sub = strchr(sub + 6, '/');
 		if (sub && strcmp(sub, "/send") == 0 && strcmp(method, "POST") == 0)
 			return http_queue_put(a, c, url, id, end, rq);
-		if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "GET") == 0)
-			return http_queue_get(a, c, url, id, end, rq);
-		return http_problem(c, 404, url, "use POST .../send or GET .../recv on a pipe end");
+		if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "POST") == 0)
+			return http_queue_take(a, c, url, id, end, rq);
+		return http_problem(c, 404, url, "use POST .../send or POST .../recv on a pipe end");
 	}
 	if (sub && sub[1])
 		return http_problem(c, 404, url, "no such pipe resource (ends)");

@@ -1,5 +1,5 @@
 /*
- * /v1/queues: SimpleQueues. Items are put and taken as JSON texts; a get
+ * /v1/queues: SimpleQueues. Items are put and taken as JSON texts; a take
  * waits in line in the engine (engine_queue_get_start). Pipes (pipes.c)
  * put and get through the same two handlers.
  */
@@ -27,9 +27,12 @@ enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url
 	return http_send_json(c, 201, out, NULL);
 }
 
-/* GET (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
- * keeps the reader in line and answers when items come or the wait ends. */
-enum MHD_Result http_queue_get(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end, request *rq)
+/* Take (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
+ * keeps the reader in line and answers when items come or the wait ends.
+ * A POST: taking changes the queue, so a browser's cookie alone, or a
+ * link followed, cannot take. */
+enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                                request *rq)
 {
 	char detail[256] = "";
 	int64_t max = 1, wait_s = 0;
@@ -71,11 +74,9 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 			return http_fail(c, err, url, err == CM_ENOENT ? "no such queue" : NULL);
 		return http_send_json(c, 200, out, NULL);
 	}
-	if (strcmp(sub, "/items") != 0)
-		return http_problem(c, 404, url, "no such queue resource (items)");
-	if (strcmp(method, "POST") == 0)
+	if (strcmp(sub, "/items") == 0 && strcmp(method, "POST") == 0)
 		return http_queue_put(a, c, url, id, -1, rq);
-	if (strcmp(method, "GET") == 0)
-		return http_queue_get(a, c, url, id, -1, rq);
-	return http_problem(c, 405, url, "POST items to put, GET items to take");
+	if (strcmp(sub, "/take") == 0 && strcmp(method, "POST") == 0)
+		return http_queue_take(a, c, url, id, -1, rq);
+	return http_problem(c, 404, url, "no such queue resource: POST .../items to put, POST .../take to take");
 }

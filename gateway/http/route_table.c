@@ -34,11 +34,12 @@ const api_route route_table[] = {
         {"/v1/jobs/{id}/failures", "GET"},
         {"/v1/queues", "GET POST"},
         {"/v1/queues/{id}", "GET DELETE"},
-        {"/v1/queues/{id}/items", "GET POST"},
+        {"/v1/queues/{id}/items", "POST", "(take items with POST /v1/queues/{id}/take?max=&wait=)"},
+        {"/v1/queues/{id}/take", "POST"},
         {"/v1/pipes", "GET POST"},
         {"/v1/pipes/{id}", "GET DELETE"},
         {"/v1/pipes/{id}/ends/{end}/send", "POST"},
-        {"/v1/pipes/{id}/ends/{end}/recv", "GET"},
+        {"/v1/pipes/{id}/ends/{end}/recv", "POST"},
         {"/v1/managers", "GET POST"},
         {"/v1/managers/{id}", "GET DELETE"},
         {"/v1/managers/{id}/calls", "POST"},
@@ -106,7 +107,8 @@ void route_usage(size_t route, char *detail, size_t detail_len, char *allow, siz
 		at += len + 1;
 	}
 	if (d >= 0 && (size_t)d < detail_len)
-		snprintf(detail + d, detail_len - (size_t)d, " on %s", route_table[route].path);
+		snprintf(detail + d, detail_len - (size_t)d, " on %s%s%s", route_table[route].path,
+		         route_table[route].note ? " " : "", route_table[route].note ? route_table[route].note : "");
 }
 
 size_t route_find(const char *url)

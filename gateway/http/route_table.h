@@ -12,6 +12,7 @@
 typedef struct api_route {
 	const char *path; /* "/v1/pools/{id}/map" */
 	const char *methods; /* "GET POST": those it answers with anything but 405 */
+	const char *note; /* said with a 405 after the usage, or NULL */
 } api_route;
 
 extern const api_route route_table[];

@@ -3,7 +3,7 @@
  * before any of the body is read, so that an unauthenticated client cannot
  * make the gateway buffer anything (URL length and encoding, conflicting
  * lengths, DNS rebinding, cross-origin requests, the content type, the
- * token or the session cookie).
+ * token or the dashboard's session).
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -48,7 +48,7 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
 	const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	const char *cookie = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, AUTH_COOKIE);
+	const char *cookie = http_session_cookie(a, c);
 	header_count h = {0};
 
 	if (strlen(url) > API_URL_MAX) {
@@ -98,7 +98,7 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 		return 0; /* --no-auth; or the dashboard's sign-in, which checks the token itself */
 	if (auth_token_equal(a->token, auth_bearer(auth)))
 		return 0;
-	if (!auth && auth_token_equal(a->token, cookie)) {
+	if (!auth && sessions_check(a->sessions, cookie, cm_now_ms())) {
 		/* A browser sends the cookie on its own: a change must also come
 		 * with this gateway's own Origin (checked above). */
 		if (is_safe_method(method) || origin)

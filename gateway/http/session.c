@@ -6,26 +6,36 @@
 
 #include "gateway/http/http_int.h"
 
-/* POST /v1/session {"token"}: the dashboard signs in once and the browser
- * keeps the token in an HttpOnly, SameSite=Strict cookie, out of the reach
- * of scripts and of other sites. DELETE signs out. GET says whether the
- * request is signed in (cookie or bearer), with no 401 to log: the
- * dashboard asks before it shows anything. */
+/* The session id this request's cookie holds, or NULL. */
+const char *http_session_cookie(const api *a, struct MHD_Connection *c)
+{
+	return MHD_lookup_connection_value(c, MHD_COOKIE_KIND, a->cookie);
+}
+
+/* POST /v1/session {"token"}: the dashboard signs in once with the token,
+ * and the browser keeps a session id (never the token) in an HttpOnly,
+ * SameSite=Strict cookie, out of the reach of scripts and of other sites,
+ * named after this gateway's port so that another gateway of the same host
+ * neither takes nor overwrites it. DELETE ends the session (the id opens
+ * nothing from then on) and clears the cookie. GET says whether the request
+ * is signed in (cookie or bearer), with no 401 to log: the dashboard asks
+ * before it shows anything. */
 enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                    const request *rq)
 {
-	char cookie[AUTH_TOKEN_MAX + 128];
+	char cookie[SESSION_ID_LEN + 128], id[SESSION_ID_LEN + 1];
 	json_t *body, *token;
 	int ok;
 
 	if (strcmp(method, "GET") == 0) {
 		const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		const char *held = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, AUTH_COOKIE);
-		int in = !a->token[0] || auth_token_equal(a->token, auth ? auth_bearer(auth) : held);
+		int in = !a->token[0] || (auth ? auth_token_equal(a->token, auth_bearer(auth))
+		                               : sessions_check(a->sessions, http_session_cookie(a, c), cm_now_ms()));
 		return http_send_json(c, 200, json_pack("{s:b}", "signed_in", in), NULL);
 	}
 	if (strcmp(method, "DELETE") == 0) {
-		snprintf(cookie, sizeof(cookie), "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", AUTH_COOKIE);
+		sessions_close(a->sessions, http_session_cookie(a, c));
+		snprintf(cookie, sizeof(cookie), "%s=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", a->cookie);
 		return http_send_text_with(c, 200, strdup("{}"), 2, "application/json", MHD_HTTP_HEADER_SET_COOKIE,
 		                           cookie);
 	}
@@ -42,8 +52,10 @@ enum MHD_Result http_route_session(api *a, struct MHD_Connection *c, const char 
 	json_decref(body);
 	if (!ok)
 		return http_problem(c, 401, url, "the token is not this gateway's");
-	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", AUTH_COOKIE, a->token,
+	sessions_open(a->sessions, cm_now_ms(), id);
+	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", a->cookie, id,
 	         a->cfg->tls_cert[0] ? "; Secure" : "");
+	explicit_bzero(id, sizeof(id));
 	return http_send_text_with(c, 200, strdup("{\"signed_in\":true}"), 18, "application/json",
 	                           MHD_HTTP_HEADER_SET_COOKIE, cookie);
 }

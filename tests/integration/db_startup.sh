@@ -68,7 +68,7 @@ mv "$dir/wal-aside" "$db-wal"
 start_gateway "$bin" "$dir" --db-shared || exit 1
 check "--db-shared: another process reads it" 1 "$(items_read_beside)"
 check "the log back: the item is there" '["kept"]' \
-  "$(scurl -sf "$STRAND_URL/v1/queues/$queue/items?max=5" | jq -c .items)"
+  "$(scurl -sf -X POST "$STRAND_URL/v1/queues/$queue/take?max=5" | jq -c .items)"
 check "... and another process sees it taken" 0 "$(items_read_beside)"
 stop_gateway
 

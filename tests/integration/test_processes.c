@@ -218,15 +218,18 @@ static void test_survives_gateway_kill(void **state)
 	free(id);
 }
 
-/* The items a GET on path (waiting up to 30 s) takes, as compact JSON. */
+/* The items a POST on path (a queue's take, a pipe end's recv; waiting up
+ * to 30 s) takes, as compact JSON. */
 static char *take(const char *path)
 {
 	char url[200];
 
 	snprintf(url, sizeof(url), "%s?max=10&wait=30", path);
-	json_t *page = http_get_ok(&g, url);
-	char *text = json_dumps(json_object_get(page, "items"), JSON_COMPACT);
-	json_decref(page);
+	response r = http(&g, "POST", url, NULL, NULL);
+	if (r.status != 200)
+		fail_msg("POST %s: %ld %s", url, r.status, r.body);
+	char *text = json_dumps(json_object_get(r.json, "items"), JSON_COMPACT);
+	response_free(&r);
 	return text;
 }
 
@@ -244,7 +247,7 @@ static void test_function_process_reaches_queues_and_pipes(void **state)
 	json_t *p = join(id);
 	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
 	json_decref(p);
-	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take", q);
 	char *items = take(path);
 	assert_string_equal(items, "[[1,\"two\"]]");
 	free(items);
@@ -289,7 +292,7 @@ static void test_function_process_queue_call_across_gateway_kill(void **state)
 	char *id = start(body);
 	gateway_kill(&g);
 	gateway_restart(&g);
-	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take", q);
 	char *items = take(path);
 	assert_string_equal(items, "[\"late\"]");
 	free(items);

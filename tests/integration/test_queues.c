@@ -56,11 +56,11 @@ static void put(const char *path, json_t *body)
 	response_free(&r);
 }
 
-/* Pops from path (a queue's items or a pipe end's recv); returns the items
+/* Pops from path (a queue's take or a pipe end's recv); returns the items
  * array (new reference). */
 static json_t *take(const char *path)
 {
-	response r = http(&g, "GET", path, NULL, NULL);
+	response r = http(&g, "POST", path, NULL, NULL);
 	json_t *items;
 
 	if (r.status != 200)
@@ -73,11 +73,12 @@ static json_t *take(const char *path)
 static void test_fifo_from_one_writer(void **state)
 {
 	char *q = queue_new();
-	char path[160];
+	char path[160], take_path[160];
 	int next = 0;
 
 	(void)state;
 	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	snprintf(take_path, sizeof(take_path), "/v1/queues/%s/take", q);
 	/* Singles and batches, interleaved. */
 	for (int i = 0; i < 1000;) {
 		if (i % 3 == 0) {
@@ -92,7 +93,7 @@ static void test_fifo_from_one_writer(void **state)
 	}
 	while (next < 1000) {
 		char get[200];
-		snprintf(get, sizeof(get), "%s?max=%d", path, 1 + next % 97);
+		snprintf(get, sizeof(get), "%s?max=%d", take_path, 1 + next % 97);
 		json_t *items = take(get);
 		json_t *v;
 		size_t k;
@@ -101,7 +102,7 @@ static void test_fifo_from_one_writer(void **state)
 			assert_int_equal(json_integer_value(v), next++);
 		json_decref(items);
 	}
-	json_t *rest = take(path);
+	json_t *rest = take(take_path);
 	assert_int_equal(json_array_size(rest), 0);
 	json_decref(rest);
 	free(q);
@@ -123,7 +124,7 @@ static void *read_loop(void *arg)
 	time_t deadline = time(NULL) + 60;
 
 	while (time(NULL) < deadline) {
-		response res = http(&g, "GET", r->path, NULL, NULL);
+		response res = http(&g, "POST", r->path, NULL, NULL);
 		json_t *items = json_object_get(res.json, "items");
 		json_t *v;
 		size_t k;
@@ -158,7 +159,7 @@ static void test_four_readers_share_fairly(void **state)
 	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
 	for (int i = 0; i < READERS; i++) {
 		memset(&readers[i], 0, sizeof(readers[i]));
-		snprintf(readers[i].path, sizeof(readers[i].path), "%s?wait=10", path);
+		snprintf(readers[i].path, sizeof(readers[i].path), "/v1/queues/%s/take?wait=10", q);
 		pthread_create(&threads[i], NULL, read_loop, &readers[i]);
 	}
 	queue_wait_readers(&g, q, READERS); /* all four waiting before the first item */
@@ -199,14 +200,14 @@ static void test_long_poll(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
-	snprintf(wait_path, sizeof(wait_path), "%s?wait=1", path);
+	snprintf(wait_path, sizeof(wait_path), "/v1/queues/%s/take?wait=1", q);
 	/* Nothing comes: an empty answer once the wait is over. */
 	json_t *items = take(wait_path);
 	assert_int_equal(json_array_size(items), 0);
 	json_decref(items);
 	/* An item already there comes at once, whatever the wait. */
 	put(path, json_pack("{s:s}", "item", "here"));
-	snprintf(wait_path, sizeof(wait_path), "%s?wait=30", path);
+	snprintf(wait_path, sizeof(wait_path), "/v1/queues/%s/take?wait=30", q);
 	items = take(wait_path);
 	assert_string_equal(json_string_value(json_array_get(items, 0)), "here");
 	json_decref(items);
@@ -259,7 +260,7 @@ static void test_pipes(void **state)
 	assert_int_equal(r.status, 409);
 	response_free(&r);
 	snprintf(path, sizeof(path), "%s/0/recv", base);
-	r = http(&g, "GET", path, NULL, NULL);
+	r = http(&g, "POST", path, NULL, NULL);
 	assert_int_equal(r.status, 409);
 	response_free(&r);
 }
@@ -272,12 +273,13 @@ static void test_items_survive_a_gateway_kill(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
 	put(path, json_pack("{s:[i,i,i]}", "items", 7, 8, 9));
+	snprintf(path, sizeof(path), "/v1/queues/%s/take", q);
 	json_t *first = take(path);
 	assert_int_equal(json_integer_value(json_array_get(first, 0)), 7);
 	json_decref(first);
 	gateway_kill(&g);
 	gateway_restart(&g);
-	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=10", q);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10", q);
 	json_t *items = take(path);
 	assert_int_equal(json_array_size(items), 2); /* 7 was taken and acknowledged */
 	assert_int_equal(json_integer_value(json_array_get(items, 0)), 8);
@@ -298,9 +300,12 @@ static void test_bad_requests(void **state)
 	        {"POST", "/items", "{\"item\":1,\"items\":[2]}", 400},
 	        {"POST", "/items", "{\"items\":3}", 400},
 	        {"POST", "/items", "{\"itme\":3}", 400},
-	        {"GET", "/items?max=0", NULL, 400},
-	        {"GET", "/items?wait=-1", NULL, 400},
+	        {"POST", "/take?max=0", NULL, 400},
+	        {"POST", "/take?wait=-1", NULL, 400},
 	        {"PUT", "/items", "{}", 405},
+	        /* Taking changes the queue: never a GET (a link, a cookie alone). */
+	        {"GET", "/items", NULL, 405},
+	        {"GET", "/take", NULL, 405},
 	};
 
 	(void)state;
@@ -312,7 +317,7 @@ static void test_bad_requests(void **state)
 		assert_string_equal(r.content_type, "application/problem+json");
 		response_free(&r);
 	}
-	response r = http(&g, "GET", "/v1/queues/q-0000000000000000/items", NULL, NULL);
+	response r = http(&g, "POST", "/v1/queues/q-0000000000000000/take", NULL, NULL);
 	assert_int_equal(r.status, 404);
 	response_free(&r);
 	r = http(&g, "POST", "/v1/pipes/x-0000000000000000/ends/0/send", "{\"item\":1}", NULL);

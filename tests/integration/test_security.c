@@ -143,9 +143,12 @@ static void test_cross_site_requests_are_refused(void **state)
 	response_free(&r);
 }
 
+/* The dashboard's cookie holds a session id, never the token: HttpOnly,
+ * SameSite=Strict, named after this gateway's port; a change made with it
+ * needs this gateway's Origin, and signing out revokes it. */
 static void test_dashboard_cookie_is_httponly_strict_and_needs_origin(void **state)
 {
-	char token[320], body[400], cookie[400], origin[96];
+	char token[320], body[400], cookie[800], origin[96], name[40], id[80] = "";
 	const char *json[] = {"Content-Type: application/json", NULL};
 	response r;
 
@@ -172,9 +175,26 @@ static void test_dashboard_cookie_is_httponly_strict_and_needs_origin(void **sta
 	assert_non_null(strstr(r.set_cookie, "HttpOnly"));
 	assert_non_null(strstr(r.set_cookie, "SameSite=Strict"));
 	assert_non_null(strstr(r.set_cookie, "Path=/"));
+	snprintf(name, sizeof(name), "strand_session_%d=", g.http_port);
+	assert_int_equal(strncmp(r.set_cookie, name, strlen(name)), 0);
+	assert_int_equal(sscanf(r.set_cookie + strlen(name), "%79[0-9a-f]", id), 1);
+	assert_int_equal(strlen(id), 64);
+	assert_null(strstr(r.set_cookie, token));
 	response_free(&r);
 
-	snprintf(cookie, sizeof(cookie), "Cookie: strand_token=%s", token);
+	/* The token itself in a cookie opens nothing, nor does the session id
+	 * under another port's name. */
+	snprintf(cookie, sizeof(cookie), "Cookie: strand_token=%s; strand_session_%d=%s", token, g.http_port, token);
+	const char *held[] = {cookie, NULL};
+	r = http_as(&g, "GET", "/v1/pools", NULL, held);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
+	snprintf(cookie, sizeof(cookie), "Cookie: strand_session_%d=%s", g.http_port + 1, id);
+	r = http_as(&g, "GET", "/v1/pools", NULL, held);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
+
+	snprintf(cookie, sizeof(cookie), "Cookie: %s%s", name, id);
 	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%d", g.http_port);
 	const char *read[] = {cookie, NULL};
 	const char *change_no_origin[] = {"Content-Type: application/json", cookie, NULL};
@@ -191,11 +211,34 @@ static void test_dashboard_cookie_is_httponly_strict_and_needs_origin(void **sta
 	response_free(&r);
 	r = http_as(&g, "POST", "/v1/queues", NULL, change_own_origin);
 	assert_int_equal(r.status, 201);
+	char *queue = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
-	/* Signing out clears the cookie. */
-	r = http_as(&g, "DELETE", "/v1/session", NULL, NULL);
+	/* Taking items changes the queue: a POST, with the Origin. */
+	char take[128];
+	snprintf(take, sizeof(take), "/v1/queues/%s/take", queue);
+	r = http_as(&g, "GET", take, NULL, read);
+	assert_problem(&r, 405, "use POST");
+	response_free(&r);
+	r = http_as(&g, "POST", take, NULL, change_no_origin);
+	assert_problem(&r, 403, "Origin");
+	response_free(&r);
+	r = http_as(&g, "POST", take, NULL, change_own_origin);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	free(queue);
+	r = http_as(&g, "GET", "/v1/session", NULL, read);
+	assert_true(json_is_true(json_object_get(r.json, "signed_in")));
+	response_free(&r);
+	/* Signing out clears the cookie and revokes the session. */
+	r = http_as(&g, "DELETE", "/v1/session", NULL, change_own_origin);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.set_cookie, "Max-Age=0"));
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/pools", NULL, read);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/session", NULL, read);
+	assert_true(json_is_false(json_object_get(r.json, "signed_in")));
 	response_free(&r);
 }
 
@@ -467,6 +510,52 @@ static void test_idle_connection_flood(void **state)
 	gateway_cleanup(&h);
 }
 
+/* 256 clients of one address trickle a byte a second, half into their
+ * headers and half into a body: libmicrohttpd's idle timeout, restarted by
+ * every byte, never ends them, but the deadlines for a whole request's
+ * headers (3 s here) and its body (3 s + 2,000 bytes at 1,000 a second) do,
+ * and a client of another address is served meanwhile. Bounded: loopback
+ * only, 256 sockets, 30 rounds at most. */
+static void test_trickling_clients_are_cut_off(void **state)
+{
+	static const char *const args[] = {"--http-header-s", "3", "--http-min-rate", "1000", NULL};
+	enum { TRICKLE = 256 };
+	int fds[TRICKLE], served = 0, closed = 0, round;
+	char head[600];
+	gateway h;
+
+	(void)state;
+	gateway_start(&h, args);
+	int n = snprintf(head, sizeof(head),
+	                 "POST /v1/queues HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nContent-Type: application/json\r\n"
+	                 "Content-Length: 2000\r\n\r\n",
+	                 h.auth);
+	for (int i = 0; i < TRICKLE; i++) {
+		fds[i] = idle_connection(&h, "127.0.0.2");
+		if (i % 2)
+			assert_int_equal(write(fds[i], head, (size_t)n), n);
+		else
+			assert_int_equal(write(fds[i], "GET /healthz HTTP/1.1\r\nX-Slow: ", 32), 32);
+	}
+	for (round = 0; round < 30 && closed < TRICKLE; round++) {
+		for (int i = 0; i < TRICKLE; i++)
+			if (!closed_by_server(fds[i]))
+				send(fds[i], i % 2 ? " " : "x", 1, MSG_NOSIGNAL);
+		response r = http_as(&h, "GET", "/healthz", NULL, NULL);
+		served += r.status == 200;
+		response_free(&r);
+		sleep(1);
+		closed = count_closed(fds, TRICKLE);
+	}
+	print_message("%d trickling connections cut off within %d s; another client served %d times of %d\n", closed,
+	              round, served, round);
+	assert_int_equal(closed, TRICKLE);
+	assert_int_equal(served, round);
+	for (int i = 0; i < TRICKLE; i++)
+		close(fds[i]);
+	gateway_cleanup(&h);
+}
+
 /* The gateway's thread count, from /proc. */
 static int thread_count(pid_t pid)
 {
@@ -485,13 +574,14 @@ static int thread_count(pid_t pid)
 
 /* Sends a GET with the token from client address from and returns the
  * socket; the answer is read later (read_answer). */
-static int start_get(const gateway *gw, const char *from, const char *path)
+static int start_request(const gateway *gw, const char *from, const char *method, const char *path)
 {
 	char req[1024];
 	int fd = idle_connection(gw, from);
 	struct timeval tv = {.tv_sec = 60};
-	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nConnection: close\r\n\r\n",
-	                 path, gw->auth);
+	int n = snprintf(req, sizeof(req),
+	                 "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+	                 method, path, gw->auth);
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	assert_int_equal(write(fd, req, (size_t)n), n);
@@ -555,16 +645,16 @@ static void test_long_polls_hold_no_thread(void **state)
 	int before = thread_count(h.pid);
 
 	for (int i = 0; i < READERS_N; i++) {
-		snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=60", queue);
-		readers[i] = start_get(&h, "127.0.0.3", path);
+		snprintf(path, sizeof(path), "/v1/queues/%s/take?wait=60", queue);
+		readers[i] = start_request(&h, "127.0.0.3", "POST", path);
 	}
 	for (int i = 0; i < JOINS; i++) {
 		snprintf(path, sizeof(path), "/v1/processes/%s?wait=60", proc);
-		joins[i] = start_get(&h, "127.0.0.3", path);
+		joins[i] = start_request(&h, "127.0.0.3", "GET", path);
 	}
 	for (int i = 0; i < WAITS; i++) {
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?wait=60", job);
-		waits[i] = start_get(&h, "127.0.0.3", path);
+		waits[i] = start_request(&h, "127.0.0.3", "GET", path);
 	}
 	/* Every reader is in line before anything is put. */
 	queue_wait_readers(&h, queue, READERS_N);
@@ -664,10 +754,10 @@ static void test_long_polls_answer_when_the_gateway_stops(void **state)
 	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	for (int i = 0; i < N; i++) {
-		snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=60", queue);
-		readers[i] = start_get(&h, "127.0.0.5", path);
+		snprintf(path, sizeof(path), "/v1/queues/%s/take?wait=60", queue);
+		readers[i] = start_request(&h, "127.0.0.5", "POST", path);
 		snprintf(path, sizeof(path), "/v1/jobs/%s/results?wait=60", job);
-		waits[i] = start_get(&h, "127.0.0.5", path);
+		waits[i] = start_request(&h, "127.0.0.5", "GET", path);
 	}
 	queue_wait_readers(&h, queue, N);
 	int status = gateway_stop(&h);
@@ -753,6 +843,7 @@ int main(void)
 	        cmocka_unit_test(test_no_auth_only_on_loopback),
 	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
 	        cmocka_unit_test(test_idle_connection_flood),
+	        cmocka_unit_test(test_trickling_clients_are_cut_off),
 	        cmocka_unit_test(test_long_polls_hold_no_thread),
 	        cmocka_unit_test(test_long_polls_answer_when_the_gateway_stops),
 	        cmocka_unit_test(test_https),

@@ -68,8 +68,8 @@ static void test_queue_both_ways(void **state)
 	json_t *t = task("put", json_pack("{s:s, s:{s:i}}", "queue", q, "item", "from", 1));
 	assert_true(json_is_true(json_object_get(t, "ok")));
 	json_decref(t);
-	snprintf(path, sizeof(path), "/v1/queues/%s/items?wait=5", q);
-	response r = http(&g, "GET", path, NULL, NULL);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?wait=5", q);
+	response r = http(&g, "POST", path, NULL, NULL);
 	assert_int_equal(
 	        json_integer_value(json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "from")), 1);
 	response_free(&r);
@@ -114,8 +114,8 @@ static void test_queue_calls_after_a_gateway_restart(void **state)
 	if (!json_is_true(json_object_get(t, "ok")))
 		fail_msg("the put after the restart: %s", json_string_value(json_object_get(t, "error")));
 	json_decref(t);
-	snprintf(path, sizeof(path), "/v1/queues/%s/items?max=10", q);
-	response r = http(&h, "GET", path, NULL, NULL);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10", q);
+	response r = http(&h, "POST", path, NULL, NULL);
 	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
 	response_free(&r);
 	free(q);
@@ -133,7 +133,7 @@ static void test_pipe_between_worker_and_http(void **state)
 	assert_true(json_is_true(json_object_get(t, "ok")));
 	json_decref(t);
 	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/1/recv?wait=5", p);
-	response r = http(&g, "GET", path, NULL, NULL);
+	response r = http(&g, "POST", path, NULL, NULL);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(r.json, "items"), 0)), "hello");
 	response_free(&r);
 

@@ -117,13 +117,13 @@ await v("DELETE", `/v1/jobs/${sub}`); // removes
 const q = (await v("POST", "/v1/queues")).json.id;
 await v("POST", `/v1/queues/${q}/items`, { items: [1, "two"] });
 await v("POST", `/v1/queues/${q}/items`, { item: { three: 3 } });
-await v("GET", `/v1/queues/${q}/items?max=2`);
+await v("POST", `/v1/queues/${q}/take?max=2`);
 await v("GET", `/v1/queues/${q}`);
 await v("GET", "/v1/queues");
 await v("DELETE", `/v1/queues/${q}`);
 const pipe = (await v("POST", "/v1/pipes", { duplex: false })).json.id;
 await v("POST", `/v1/pipes/${pipe}/ends/1/send`, { item: 3 });
-await v("GET", `/v1/pipes/${pipe}/ends/0/recv?wait=1`);
+await v("POST", `/v1/pipes/${pipe}/ends/0/recv?wait=1`);
 await v("POST", `/v1/pipes/${pipe}/ends/0/send`, { item: 3 }); // 409: a simplex pipe's receiving end
 await v("GET", "/v1/pipes");
 await v("GET", `/v1/pipes/${pipe}`);

@@ -41,7 +41,7 @@ def _take(gw, path, relay_op, timeout, **relay_args):
             if status == "ok":
                 return _dec(json.loads(item))
         else:
-            page = gw.request("GET", "%s?max=1&wait=%d" % (path, int(left)))
+            page = gw.request("POST", "%s?max=1&wait=%d" % (path, int(left)))
             if page["items"]:
                 return _dec(page["items"][0])
         if deadline is not None and time.monotonic() >= deadline:
@@ -68,7 +68,7 @@ class SimpleQueue:
             self._gw.request("POST", "/v1/queues/%s/items" % self.id, {"item": _enc(obj)})
 
     def get(self, timeout=None):
-        return _take(self._gw, "/v1/queues/%s/items" % self.id, "get", timeout, queue=self.id)
+        return _take(self._gw, "/v1/queues/%s/take" % self.id, "get", timeout, queue=self.id)
 
     def empty(self):
         return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0

@@ -1,0 +1,34 @@
+/*
+ * Deadlines for a whole request, not reset per byte: libmicrohttpd's
+ * timeout restarts with every byte received, so a client sending one byte
+ * every few seconds held a connection for ever (256 of them took every
+ * connection one address may hold). Here a request's headers (the TLS
+ * handshake included) must all arrive within header_ms of the connection's
+ * start or of the previous answer, and its body within header_ms plus its
+ * length at min_rate bytes a second; past that the connection is shut
+ * down. A request being answered (a long poll, an event stream) has no
+ * deadline of ours. A thread of its own checks four times a second.
+ */
+#ifndef GATEWAY_HTTP_DEADLINES_H
+#define GATEWAY_HTTP_DEADLINES_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+typedef struct deadlines deadlines;
+
+int deadlines_start(int64_t header_ms, int64_t min_rate, deadlines **out);
+void deadlines_stop(deadlines *d);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback, with d as its closure. */
+void deadlines_on_connection(void *d, struct MHD_Connection *c, void **socket_context,
+                             enum MHD_ConnectionNotificationCode code);
+/* The request's headers are in: its body (body_len bytes; -1 for chunked,
+ * which gets the rate's share of cap_bytes) has its deadline, or none is
+ * left when it has no body. */
+void deadlines_headers_in(deadlines *d, struct MHD_Connection *c, int64_t body_len, int64_t cap_bytes);
+/* The body is in: the request is being answered. */
+void deadlines_body_in(deadlines *d, struct MHD_Connection *c);
+/* Answered: the next request's headers have header_ms from now. */
+void deadlines_answered(deadlines *d, struct MHD_Connection *c);
+
+#endif
