@@ -87,7 +87,12 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --public-host NAMES  host names (comma-separated) clients may use in the Host header besides\n"
 	        "                       IP addresses and localhost (STRAND_PUBLIC_HOST)\n"
 	        "  --allow-host-paths P host-path volumes allowed under these prefixes (colon-separated;\n"
-	        "                       STRAND_ALLOW_HOST_PATHS; default none: named volumes only)\n"
+	        "                       STRAND_ALLOW_HOST_PATHS; default none)\n"
+	        "  --allow-images P     container images a pool or process may name (comma-separated globs,\n"
+	        "                       strand-worker:*; STRAND_ALLOW_IMAGES; default: --image alone)\n"
+	        "  --allow-volumes P    named volumes (Docker) and claims (Kubernetes) a pool or process may\n"
+	        "                       mount (comma-separated globs; STRAND_ALLOW_VOLUMES; default none; never\n"
+	        "                       the one that holds this gateway's own data)\n"
 	        "  --sandbox MODE       the local backend's workers and processes run in a bubblewrap sandbox\n"
 	        "                       (their own pids, the system read-only, a private /tmp, the gateway's files\n"
 	        "                       out of sight): on, off, or auto (where it works) (STRAND_SANDBOX,\n"
@@ -265,6 +270,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"no-auth", no_argument, NULL, 'N'},
 	        {"public-host", required_argument, NULL, 'P'},
 	        {"allow-host-paths", required_argument, NULL, 'A'},
+	        {"allow-images", required_argument, NULL, 1023},
+	        {"allow-volumes", required_argument, NULL, 1024},
 	        {"no-commands", no_argument, NULL, 'C'},
 	        {"db-shared", no_argument, NULL, 1014},
 	        {"code-dir", required_argument, NULL, 1015},
@@ -359,6 +366,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_ca, sizeof(cfg->hub_ca), getenv("STRAND_HUB_CA"));
 	set(cfg->hub_server_name, sizeof(cfg->hub_server_name), getenv("STRAND_HUB_SERVER_NAME"));
 	set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), getenv("STRAND_ALLOW_HOST_PATHS"));
+	set(cfg->allow_images, sizeof(cfg->allow_images), getenv("STRAND_ALLOW_IMAGES"));
+	set(cfg->allow_volumes, sizeof(cfg->allow_volumes), getenv("STRAND_ALLOW_VOLUMES"));
 	set(cfg->allow_runtime, sizeof(cfg->allow_runtime), getenv("STRAND_ALLOW_RUNTIME"));
 	set(cfg->sandbox, sizeof(cfg->sandbox), getenv("STRAND_SANDBOX"));
 	if (getenv("STRAND_SANDBOX_UIDS"))
@@ -409,6 +418,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'N': cfg->no_auth = 1; break;
 		case 'P': set(cfg->public_hosts, sizeof(cfg->public_hosts), optarg); break;
 		case 'A': set(cfg->allow_host_paths, sizeof(cfg->allow_host_paths), optarg); break;
+		case 1023: set(cfg->allow_images, sizeof(cfg->allow_images), optarg); break;
+		case 1024: set(cfg->allow_volumes, sizeof(cfg->allow_volumes), optarg); break;
 		case 'C': cfg->no_commands = 1; break;
 		case 1014: cfg->db_shared = 1; break;
 		case 1015: set(cfg->code_dir, sizeof(cfg->code_dir), optarg); break;

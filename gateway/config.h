@@ -41,6 +41,8 @@ typedef struct gw_config {
 	int no_auth; /* --no-auth: no token asked (loopback only) */
 	char public_hosts[1024]; /* extra names the Host header may carry, comma-separated */
 	char allow_host_paths[2048]; /* host-path volume prefixes allowed, colon-separated; "": none */
+	char allow_images[2048]; /* container images allowed, comma-separated globs; "": --image alone */
+	char allow_volumes[2048]; /* named volumes allowed, comma-separated globs; "": none */
 	char sandbox[8]; /* the local backend's: "auto", "on" or "off" (backend/sandbox.h) */
 	char sandbox_uids[64]; /* as root: the uids pools and processes run as, "FIRST-LAST" ("": root's) */
 	int no_commands; /* refuse command tasks and command processes */

@@ -1,4 +1,5 @@
 /* Operator policy; see policy.h. */
+#include <fnmatch.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,14 +91,60 @@ static int name_listed(const char *name, const char *list)
 	return 0;
 }
 
+/* Whether name matches one of list's comma-separated globs. */
+static int glob_listed(const char *name, const char *list)
+{
+	char pattern[512];
+
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len && len < sizeof(pattern)) {
+			memcpy(pattern, p, len);
+			pattern[len] = '\0';
+			if (fnmatch(pattern, name, 0) == 0)
+				return 1;
+		}
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+int policy_image_allowed(const gw_config *cfg, const char *image)
+{
+	return cfg->allow_images[0] ? glob_listed(image, cfg->allow_images) : strcmp(image, cfg->image) == 0;
+}
+
 int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, size_t detail_len)
 {
+	int containers = strcmp(run->backend, "docker") == 0 || strcmp(run->backend, "kubernetes") == 0;
+
+	/* An image is a program of the client's choosing, run with the
+	 * backend's reach (Docker's socket, the cluster's pull secrets). */
+	if (containers && !policy_image_allowed(cfg, run->image)) {
+		snprintf(detail, detail_len,
+		         "field 'image': image '%.200s' is not one the operator allowed (--allow-images; by default "
+		         "only the gateway's --image, %.200s)",
+		         run->image, cfg->image);
+		return CM_EPERM;
+	}
 	for (int i = 0; i < run->nvolumes; i++) {
 		char source[256];
 		const char *colon = strchr(run->volumes[i], ':');
 		snprintf(source, sizeof(source), "%.*s", (int)(colon - run->volumes[i]), run->volumes[i]);
-		if (source[0] != '/')
-			continue; /* a named volume: the engine's own storage */
+		if (strcmp(source, "emptyDir") == 0)
+			continue; /* scratch space of its own */
+		if (source[0] != '/') {
+			/* A named volume or claim: another pool's data, or the
+			 * gateway's own database and token. */
+			if (!glob_listed(source, cfg->allow_volumes)) {
+				snprintf(detail, detail_len,
+				         "field 'volumes[%d]': named volume '%.200s' is not one the operator allowed "
+				         "(--allow-volumes)",
+				         i, source);
+				return CM_EPERM;
+			}
+			continue;
+		}
 		if (!policy_path_allowed(source, cfg->allow_host_paths)) {
 			snprintf(detail, detail_len,
 			         "field 'volumes[%d]': host path '%.200s' is not under a prefix the operator allowed "

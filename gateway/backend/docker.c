@@ -45,6 +45,7 @@ typedef struct docker {
 	CURL *curl;
 	json_t *list; /* the last container list, or NULL */
 	int64_t list_at;
+	json_t *own_volumes; /* the gateway's own container's volumes' names, learned at the first run */
 } docker;
 
 /* One call. body is borrowed (may be NULL); *reply is the body as it came.
@@ -144,16 +145,89 @@ static json_t *run_body(const backend_run_spec *r)
 	return body;
 }
 
+/* The id of the container this gateway runs in, from the bind mounts
+ * Docker makes for it (/var/lib/docker/containers/ID/hostname, ...); 0
+ * outside a container. */
+static int own_container_id(char id[65])
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	int found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, "/containers/");
+		if (at && strspn(at + 12, "0123456789abcdef") == 64 && at[76] == '/') {
+			memcpy(id, at + 12, 64);
+			id[64] = '\0';
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* The gateway's own volumes (compose's strand-data: its database and
+ * token), asked of the daemon once: no pool may mount them, whatever
+ * --allow-volumes allows. */
+static void own_volumes_learn(docker *d)
+{
+	char id[65], path[128], detail[256];
+	json_t *c, *m;
+	cm_buf reply;
+	size_t i;
+
+	d->own_volumes = json_array();
+	if (!own_container_id(id))
+		return;
+	snprintf(path, sizeof(path), "/containers/%s/json", id);
+	if (call(d, "GET", path, NULL, &reply, detail, sizeof(detail)) == 200 &&
+	    (c = json_loadb(reply.data, reply.len, 0, NULL))) {
+		json_array_foreach (json_object_get(c, "Mounts"), i, m)
+			if (json_is_string(json_object_get(m, "Name")))
+				json_array_append(d->own_volumes, json_object_get(m, "Name"));
+		json_decref(c);
+	}
+	cm_buf_fini(&reply);
+}
+
+/* Whether the run mounts one of the gateway's own volumes: detail says. */
+static int mounts_own_volume(docker *d, const pool_spec *s, char *detail, size_t detail_len)
+{
+	json_t *v;
+	size_t i;
+
+	if (!d->own_volumes)
+		own_volumes_learn(d);
+	for (int k = 0; k < s->nvolumes; k++) {
+		size_t len = strcspn(s->volumes[k], ":");
+		json_array_foreach (d->own_volumes, i, v) {
+			if (strlen(json_string_value(v)) == len &&
+			    strncmp(s->volumes[k], json_string_value(v), len) == 0) {
+				snprintf(detail, detail_len,
+				         "volume %s holds this gateway's own data: no pool may mount it",
+				         json_string_value(v));
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int docker_run(backend *b, const backend_run_spec *r, char handle[BACKEND_HANDLE_MAX], char *detail,
                       size_t detail_len)
 {
 	docker *d = (docker *)b;
-	json_t *body = run_body(r);
+	json_t *body;
 	char path[256];
 	cm_buf reply;
 	long status;
 	json_t *created;
 	const char *id;
+
+	if (mounts_own_volume(d, r->spec, detail, detail_len))
+		return CM_EPERM;
+	body = run_body(r);
 
 	/* Named (a worker: strand-<pool>-<n>), the name is its handle; one
 	 * taken already (a container a crash left) gets a random suffix. */
@@ -359,6 +433,7 @@ static void docker_free(backend *b)
 	docker *d = (docker *)b;
 
 	json_decref(d->list);
+	json_decref(d->own_volumes);
 	curl_easy_cleanup(d->curl);
 	free(d);
 }

@@ -118,6 +118,41 @@ static void test_host_path_prefixes(void **state)
 	assert_true(policy_path_allowed("/anything", "/"));
 }
 
+/* Images and named volumes a container pool may use: the operator's globs,
+ * by default --image alone and no named volume; emptyDir always. */
+static void test_images_and_named_volumes(void **state)
+{
+	static gw_config cfg;
+	static pool_spec run;
+	char detail[512];
+
+	(void)state;
+	snprintf(cfg.image, sizeof(cfg.image), "strand-worker:1");
+	snprintf(run.backend, sizeof(run.backend), "docker");
+	snprintf(run.image, sizeof(run.image), "strand-worker:1");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_OK);
+	snprintf(run.image, sizeof(run.image), "strand-worker:2");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_EPERM);
+	assert_non_null(strstr(detail, "image 'strand-worker:2' is not one the operator allowed (--allow-images"));
+	snprintf(run.backend, sizeof(run.backend), "local"); /* no image runs there */
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_OK);
+	snprintf(run.backend, sizeof(run.backend), "kubernetes");
+	snprintf(cfg.allow_images, sizeof(cfg.allow_images), "other:*,strand-worker:*");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_OK);
+	assert_false(policy_image_allowed(&cfg, "strand-worker-evil")); /* the glob's ':' */
+	assert_true(policy_image_allowed(&cfg, "other:x"));
+
+	run.nvolumes = 2;
+	snprintf(run.volumes[0], sizeof(run.volumes[0]), "emptyDir:/scratch");
+	snprintf(run.volumes[1], sizeof(run.volumes[1]), "data-7:/data:ro");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_EPERM);
+	assert_non_null(strstr(detail, "field 'volumes[1]': named volume 'data-7' is not one the operator allowed"));
+	snprintf(cfg.allow_volumes, sizeof(cfg.allow_volumes), "scratch,data-*");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_OK);
+	snprintf(run.volumes[1], sizeof(run.volumes[1]), "strand-data:/data");
+	assert_int_equal(policy_check_run(&cfg, &run, detail, sizeof(detail)), CM_EPERM);
+}
+
 static void test_utf8(void **state)
 {
 	char s[] = "ok \xc3\xa9 \xff bad \xe2\x82";
@@ -164,6 +199,7 @@ int main(void)
 	        cmocka_unit_test(test_token_compare_and_bearer),
 	        cmocka_unit_test(test_host_and_origin),
 	        cmocka_unit_test(test_host_path_prefixes),
+	        cmocka_unit_test(test_images_and_named_volumes),
 	        cmocka_unit_test(test_utf8),
 	        cmocka_unit_test(test_results_are_json_and_errors_utf8),
 	};

@@ -14,7 +14,9 @@ fi
 project="strandtest$$"
 # The gateway runs as 65534 in the socket's group.
 STRAND_DOCKER_GID=$(stat -c %g /var/run/docker.sock)
-export STRAND_DOCKER_GID
+# Every named volume allowed: the gateway's own must still be refused.
+STRAND_ALLOW_VOLUMES='*'
+export STRAND_DOCKER_GID STRAND_ALLOW_VOLUMES
 compose() { docker-compose -p "$project" -f "$src/docker-compose.yml" "$@"; }
 trap 'code=$?; [ $code -eq 0 ] || { echo "--- exit $code; the gateway container said:"; compose logs --tail 25 gateway; }; compose down -v --timeout 30 >/dev/null 2>&1 || true' EXIT
 # Tests run in parallel: if the ports are taken by the time the gateway
@@ -61,3 +63,22 @@ left=$(ours)
 [ -z "$left" ] || { echo "worker containers left 30 s after the pool's DELETE: $left"; exit 1; }
 # The database lives on the named volume.
 docker volume inspect "${project}_strand-data" >/dev/null
+# A pool may not run an image the operator did not allow, nor mount the
+# volume that holds the gateway's database and token, whatever
+# --allow-volumes says: its workers never start, and the pool says why.
+auth() { printf 'Authorization: Bearer %s\n' "$STRAND_TOKEN"; }
+code=$(curl -s -o /dev/null -w '%{http_code}' -H @<(auth) -H 'Content-Type: application/json' \
+  -d '{"processes": 1, "backend": "docker", "image": "busybox:latest"}' "$STRAND_URL/v1/pools")
+[ "$code" = 403 ] || { echo "an image not allowed: $code, not 403"; exit 1; }
+stolen=$(curl -sf -H @<(auth) -H 'Content-Type: application/json' \
+  -d "{\"processes\": 1, \"backend\": \"docker\", \"volumes\": [\"${project}_strand-data:/stolen\"]}" \
+  "$STRAND_URL/v1/pools" | jq -r .id)
+for _ in $(seq 300); do
+  state=$(curl -sf -H @<(auth) "$STRAND_URL/v1/pools/$stolen" | jq -r .state)
+  [ "$state" = failed ] && break
+  sleep 0.1
+done
+reason=$(curl -sf -H @<(auth) "$STRAND_URL/v1/pools/$stolen" | jq -r .reason)
+[[ "$reason" == *"volume ${project}_strand-data holds this gateway's own data"* ]] ||
+  { echo "a pool mounting the gateway's own volume: state $state, reason '$reason'"; exit 1; }
+echo "the gateway's own volume refused: $reason"

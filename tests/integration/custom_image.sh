@@ -41,7 +41,7 @@ COPY greet.so /usr/lib/strand/
 D
 docker build -q -t strand-worker-greet:test "$dir/image" >/dev/null
 
-start_gateway "$bin" "$dir"
+start_gateway "$bin" "$dir" --allow-images 'strand-worker*:test'
 # run_greet IMAGE: the result item of greet.so:greet("world") on a docker pool of IMAGE.
 run_greet() {
   local pool job

@@ -24,7 +24,7 @@
 
 static int have_cluster;
 static char token_file[256];
-static const char *args[16]; /* the cluster given by flags */
+static const char *args[20]; /* the cluster given by flags */
 static const char *kubeconfig_args[16]; /* the same cluster through tests/run.sh's kubeconfig */
 
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
@@ -136,6 +136,10 @@ static int group_setup(void **state)
 	                   "3",
 	                   "--image",
 	                   "strand-worker:test",
+	                   "--allow-images",
+	                   "strand-*", /* some fail on purpose */
+	                   "--allow-volumes",
+	                   "strand-test-*",
 	                   "--k8s-pull-policy",
 	                   "Never", /* no registry may be asked */
 	                   NULL};

@@ -316,11 +316,16 @@ static void test_operator_policy(void **state)
 	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"root\":true}", NULL);
 	assert_problem(&r, 403, "--allow-root-containers");
 	response_free(&r);
-	assert_int_equal(count_of("/v1/pools", "pools"), pools);
-	/* A named volume is the engine's own storage: allowed. */
+	/* A named volume may hold another pool's data or the gateway's own:
+	 * only those the operator names (--allow-volumes). */
 	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"cache:/cache\"]}", NULL);
-	assert_int_equal(r.status, 201);
+	assert_problem(&r, 403, "named volume 'cache' is not one the operator allowed (--allow-volumes)");
 	response_free(&r);
+	/* An image other than the gateway's own (--allow-images). */
+	r = http(&g, "POST", "/v1/pools", "{\"processes\":1,\"backend\":\"docker\",\"image\":\"evil:1\"}", NULL);
+	assert_problem(&r, 403, "image 'evil:1' is not one the operator allowed (--allow-images");
+	response_free(&r);
+	assert_int_equal(count_of("/v1/pools", "pools"), pools);
 }
 
 static void test_operator_policy_flags(void **state)
