@@ -27,6 +27,7 @@ typedef enum cm_err {
 	CM_ETIMEDOUT, /* a wait ran out */
 	CM_ESHUTDOWN, /* the process is stopping */
 	CM_EPERM, /* the operator's policy forbids it */
+	CM_EQUOTA, /* over one of the operator's quotas (--max-*) */
 } cm_err;
 
 /* Returns a static, human-readable name for an error code. */

@@ -16,6 +16,7 @@ const char *cm_strerror(int err)
 	case CM_ETIMEDOUT: return "timed out";
 	case CM_ESHUTDOWN: return "shutting down";
 	case CM_EPERM: return "forbidden by the gateway's policy";
+	case CM_EQUOTA: return "over a quota";
 	}
 	return "unknown error";
 }

@@ -1,6 +1,7 @@
 /* Flags and environment for strand-gateway. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "common/common.h"
 #include "gateway/config.h"
+#include "gateway/spec.h"
 
 /* Returns whether it set dst (v is not empty). */
 static int set(char *dst, size_t n, const char *v)
@@ -17,6 +19,48 @@ static int set(char *dst, size_t n, const char *v)
 		return 0;
 	snprintf(dst, n, "%s", v);
 	return 1;
+}
+
+/* The quotas: flag (its getopt code is 1030 + its index), environment
+ * variable and default. */
+static const struct quota_flag {
+	const char *flag, *env;
+	size_t field; /* offset in gw_config of its int64_t */
+	int64_t fallback;
+} quota_flags[] = {
+        {"--max-pools", "STRAND_MAX_POOLS", offsetof(gw_config, max_pools), 256},
+        {"--max-managers", "STRAND_MAX_MANAGERS", offsetof(gw_config, max_managers), 256},
+        {"--max-workers", "STRAND_MAX_WORKERS", offsetof(gw_config, max_workers), 512},
+        {"--max-processes", "STRAND_MAX_PROCESSES", offsetof(gw_config, max_processes), 512},
+        {"--max-queues", "STRAND_MAX_QUEUES", offsetof(gw_config, max_queues), 10000},
+        {"--max-pipes", "STRAND_MAX_PIPES", offsetof(gw_config, max_pipes), 10000},
+        {"--max-leases", "STRAND_MAX_LEASES", offsetof(gw_config, max_leases), 10000},
+        {"--max-queue-bytes", "STRAND_MAX_QUEUE_BYTES", offsetof(gw_config, max_queue_bytes), (int64_t)4 << 30},
+        {"--max-value-bytes", "STRAND_MAX_VALUE_BYTES", offsetof(gw_config, max_value_bytes), SPEC_VALUE_DEFAULT},
+        {"--max-inflight-bytes", "STRAND_MAX_INFLIGHT_BYTES", offsetof(gw_config, max_inflight_bytes),
+         (int64_t)512 << 20},
+};
+#define QUOTA_FLAGS ((int)(sizeof(quota_flags) / sizeof(quota_flags[0])))
+
+/* Each quota from its flag's text (quota_text[i], "" for none), else its
+ * environment variable, else its default: a whole number, 1 or more. */
+static int quotas_load(gw_config *cfg, char quota_text[][32], char *detail, size_t detail_len)
+{
+	for (int i = 0; i < QUOTA_FLAGS; i++) {
+		const char *text = quota_text[i][0] ? quota_text[i] : getenv(quota_flags[i].env);
+		int64_t *v = (int64_t *)((char *)cfg + quota_flags[i].field);
+		char *end;
+		*v = quota_flags[i].fallback;
+		if (!text || !text[0])
+			continue;
+		errno = 0;
+		*v = strtoll(text, &end, 10);
+		if (errno || end == text || *end || *v < 1) {
+			snprintf(detail, detail_len, "%s must be a whole number, 1 or more", quota_flags[i].flag);
+			return CM_EINVAL;
+		}
+	}
+	return CM_OK;
 }
 
 void gw_config_usage(FILE *f, const gw_config *cfg)
@@ -78,6 +122,23 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
 	        "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
 	        "                       the /dev/nvidiaN devices found)\n"
+	        "\nQuotas: what the gateway holds at once; past one a request gets 429 naming it\n"
+	        "  --max-pools N        pools not ended (STRAND_MAX_POOLS, default 256)\n"
+	        "  --max-managers N     managers not ended (STRAND_MAX_MANAGERS, default 256)\n"
+	        "  --max-workers N      workers those pools and managers may have, autoscale's maximum counted\n"
+	        "                       (STRAND_MAX_WORKERS, default 512)\n"
+	        "  --max-processes N    processes running, ring members included (STRAND_MAX_PROCESSES,\n"
+	        "                       default 512)\n"
+	        "  --max-queues N       queues (STRAND_MAX_QUEUES, default 10000)\n"
+	        "  --max-pipes N        pipes (STRAND_MAX_PIPES, default 10000)\n"
+	        "  --max-queue-bytes B  bytes of items held in all queues and pipes (STRAND_MAX_QUEUE_BYTES,\n"
+	        "                       default 4294967296)\n"
+	        "  --max-leases N       client leases (STRAND_MAX_LEASES, default 10000)\n"
+	        "  --max-value-bytes B  one value: a task's argument or result, a queue or pipe item, a manager\n"
+	        "                       call; 413 past it, a result past it fails its task\n"
+	        "                       (STRAND_MAX_VALUE_BYTES, default and most 8388608)\n"
+	        "  --max-inflight-bytes B  request bodies held at once; 503 with Retry-After past it\n"
+	        "                       (STRAND_MAX_INFLIGHT_BYTES, default 536870912)\n"
 	        "\nSecurity (see docs/operations.md, Security):\n"
 	        "  --token-file FILE    the API token every /v1 request must carry as 'Authorization: Bearer'\n"
 	        "                       (STRAND_TOKEN_FILE, default: strand.token next to --db, now %s);\n"
@@ -281,6 +342,16 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"sandbox-uids", required_argument, NULL, 1019},
 	        {"allow-root-containers", no_argument, NULL, 'R'},
 	        {"session-idle", required_argument, NULL, 1020},
+	        {"max-pools", required_argument, NULL, 1030},
+	        {"max-managers", required_argument, NULL, 1031},
+	        {"max-workers", required_argument, NULL, 1032},
+	        {"max-processes", required_argument, NULL, 1033},
+	        {"max-queues", required_argument, NULL, 1034},
+	        {"max-pipes", required_argument, NULL, 1035},
+	        {"max-leases", required_argument, NULL, 1036},
+	        {"max-queue-bytes", required_argument, NULL, 1037},
+	        {"max-value-bytes", required_argument, NULL, 1038},
+	        {"max-inflight-bytes", required_argument, NULL, 1039},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
 	        {"http-header-s", required_argument, NULL, 1021},
@@ -297,6 +368,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	char sync[16] = "normal";
 	char retain[32] = "7d";
 	char session_idle[32] = "12h";
+	char quota_text[QUOTA_FLAGS][32] = {{0}};
 	char max_code[32] = "104857600";
 	char *dir;
 	ssize_t n;
@@ -429,6 +501,16 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1019: snprintf(cfg->sandbox_uids, sizeof(cfg->sandbox_uids), "%s", optarg); break;
 		case 'R': cfg->allow_root_containers = 1; break;
 		case 1020: set(session_idle, sizeof(session_idle), optarg); break;
+		case 1030:
+		case 1031:
+		case 1032:
+		case 1033:
+		case 1034:
+		case 1035:
+		case 1036:
+		case 1037:
+		case 1038:
+		case 1039: snprintf(quota_text[c - 1030], sizeof(quota_text[0]), "%.31s", optarg); break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
 		case 1021: cfg->http_header_s = atoi(optarg); break;
@@ -474,6 +556,12 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->max_code_bytes = strtoll(max_code, &end, 10);
 	if (errno || end == max_code || *end || cfg->max_code_bytes < 1 || cfg->max_code_bytes > ((int64_t)1 << 40)) {
 		snprintf(detail, detail_len, "--max-code-bytes must be a number of bytes, 1 to 2^40");
+		return CM_EINVAL;
+	}
+	if ((err = quotas_load(cfg, quota_text, detail, detail_len)) != CM_OK)
+		return err;
+	if (cfg->max_value_bytes > SPEC_VALUE_MAX) {
+		snprintf(detail, detail_len, "--max-value-bytes is at most %u until values stream", SPEC_VALUE_MAX);
 		return CM_EINVAL;
 	}
 	if (!cfg->slurm.output_dir[0])

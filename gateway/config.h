@@ -41,6 +41,11 @@ typedef struct gw_config {
 	int no_auth; /* --no-auth: no token asked (loopback only) */
 	char public_hosts[1024]; /* extra names the Host header may carry, comma-separated */
 	char allow_host_paths[2048]; /* host-path volume prefixes allowed, colon-separated; "": none */
+	/* Quotas: what the gateway holds at once (engine/quotas.c). */
+	int64_t max_pools, max_managers, max_workers, max_processes, max_queues, max_pipes, max_leases;
+	int64_t max_queue_bytes; /* items held in all queues and pipes together */
+	int64_t max_value_bytes; /* one value: an argument, a result, an item, a call (spec.h) */
+	int64_t max_inflight_bytes; /* request bodies held at once */
 	char allow_images[2048]; /* container images allowed, comma-separated globs; "": --image alone */
 	char allow_volumes[2048]; /* named volumes allowed, comma-separated globs; "": none */
 	char sandbox[8]; /* the local backend's: "auto", "on" or "off" (backend/sandbox.h) */

@@ -18,6 +18,7 @@
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
 #include "gateway/hub/hub.h"
+#include "gateway/spec.h"
 #include "store/store.h"
 
 /* As many open files as the hard limit allows: each HTTP connection, worker
@@ -71,6 +72,7 @@ int main(int argc, char **argv)
 		gw_config_usage(stdout, &cfg);
 		return 0;
 	}
+	spec_set_value_max((size_t)cfg.max_value_bytes); /* before any request is parsed */
 	/* Signals are taken synchronously by this thread (sigwait); every other
 	 * thread inherits the blocked mask. */
 	sigemptyset(&set);

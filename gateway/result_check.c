@@ -4,6 +4,7 @@
 #include "common/common.h"
 #include "gateway/json_scan.h"
 #include "gateway/result_check.h"
+#include "gateway/spec.h"
 
 int result_check(int ok, const void *value, size_t len, char *why, size_t why_len)
 {
@@ -20,6 +21,12 @@ int result_check(int ok, const void *value, size_t len, char *why, size_t why_le
 	}
 	if (len == 0)
 		return 1; /* no value: recorded as null */
+	/* Whatever made it (a C function, a command, a runtime): one value. */
+	if (len > spec_value_max()) {
+		snprintf(why, why_len, "result of %zu bytes is over the %zu byte cap (--max-value-bytes)", len,
+		         spec_value_max());
+		return 0;
+	}
 	/* The scanner, not jansson: building a value to throw it away was
 	 * most of what the hub's threads did with a no-op map's results. It
 	 * checks UTF-8 and refuses \u0000 as jansson does; duplicate keys,

@@ -1,7 +1,8 @@
 /*
  * What a worker reports is checked before it is recorded: a result must be
  * one JSON value in UTF-8 (no NUL, no \u0000, which most JSON readers
- * refuse), and an error message UTF-8 text, because result pages are put
+ * refuse) within the value cap (spec_value_max), and an error message UTF-8
+ * text, because result pages are put
  * together from the stored bytes as they are. Anything else becomes a failed
  * task whose error says why, so a page is always readable. Pure; thread-safe:
  * the hub runs it on nng's threads, off the engine.

@@ -12,6 +12,19 @@
 #include "gateway/spec.h"
 
 /* Reads a non-empty argv array (at most 256 strings) into new copies. */
+/* Set once at start (spec_set_value_max), read by every parser after. */
+static size_t value_max = SPEC_VALUE_DEFAULT;
+
+void spec_set_value_max(size_t bytes)
+{
+	value_max = bytes;
+}
+
+size_t spec_value_max(void)
+{
+	return value_max;
+}
+
 static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t detail_len)
 {
 	char **argv;
@@ -554,8 +567,9 @@ static int take_arg(spec_args *args, size_t *cap, const char *s, size_t at, size
 	n = flags & JSON_SCAN_SPACE ? json_scan_compact(s + at, end - at, args->text + off) : end - at;
 	if (!(flags & JSON_SCAN_SPACE))
 		memcpy(args->text + off, s + at, n);
-	if (n > SPEC_ARG_MAX) {
-		snprintf(detail, detail_len, "argument %zu is over the %u byte cap", args->n, SPEC_ARG_MAX);
+	if (n > value_max) {
+		snprintf(detail, detail_len, "argument %zu is over the %zu byte cap (--max-value-bytes)", args->n,
+		         value_max);
 		return CM_ETOOBIG;
 	}
 	args->offs[++args->n] = off + n;
@@ -733,8 +747,8 @@ static int get_context(json_t *root, map_spec *spec, char *detail, size_t detail
 	if (!(spec->context = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
 		return CM_ENOMEM;
 	spec->context_len = strlen(spec->context);
-	if (spec->context_len > SPEC_ARG_MAX) {
-		snprintf(detail, detail_len, "field 'context' is over the %u byte cap", SPEC_ARG_MAX);
+	if (spec->context_len > value_max) {
+		snprintf(detail, detail_len, "field 'context' is over the %zu byte cap (--max-value-bytes)", value_max);
 		return CM_ETOOBIG;
 	}
 	return CM_OK;
@@ -901,9 +915,10 @@ int spec_items_parse(const char *body, size_t len, items_spec *out, char *detail
 		char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!text) {
 			err = CM_ENOMEM;
-		} else if (strlen(text) > SPEC_ARG_MAX) {
+		} else if (strlen(text) > value_max) {
 			free(text);
-			snprintf(detail, detail_len, "item %zu is over the %u byte cap", i, SPEC_ARG_MAX);
+			snprintf(detail, detail_len, "item %zu is over the %zu byte cap (--max-value-bytes)", i,
+			         value_max);
 			err = CM_ETOOBIG;
 		} else {
 			spec.lens[spec.n] = strlen(text);
@@ -1055,8 +1070,12 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 			err = CM_ENOMEM;
 			goto out;
 		}
-		if (strlen(spec.arg) > SPEC_ARG_MAX) {
-			snprintf(detail, detail_len, "field 'arg' is over the %u byte cap", SPEC_ARG_MAX);
+		if (strlen(spec.arg) > (value_max < SPEC_PROCESS_ARG_MAX ? value_max : SPEC_PROCESS_ARG_MAX)) {
+			snprintf(detail, detail_len,
+			         "field 'arg' is over the %zu byte cap of a process's argument (--max-value-bytes, and "
+			         "%u at most: it travels in the process's argv)",
+			         value_max < SPEC_PROCESS_ARG_MAX ? value_max : SPEC_PROCESS_ARG_MAX,
+			         SPEC_PROCESS_ARG_MAX);
 			err = CM_ETOOBIG;
 			goto out;
 		}
@@ -1187,6 +1206,14 @@ int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size
 	*arg = call ? json_dumps(call, JSON_COMPACT) : NULL;
 	json_decref(call);
 	err = *arg ? CM_OK : CM_ENOMEM;
+	/* The call is the task its manager runs: one value. */
+	if (*arg && strlen(*arg) > value_max) {
+		snprintf(detail, detail_len, "the call's arguments are over the %zu byte cap (--max-value-bytes)",
+		         value_max);
+		free(*arg);
+		*arg = NULL;
+		err = CM_ETOOBIG;
+	}
 out:
 	json_decref(root);
 	return err;

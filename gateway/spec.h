@@ -17,12 +17,26 @@
 #define SPEC_MAX_VALUES 1000000
 #define SPEC_MAX_ARGS 1000000 /* arguments one body brings; more come in parts */
 #define SPEC_MAX_TASKS 1000000000 /* tasks of one job, its parts together */
-#define SPEC_ARG_MAX (1u << 20) /* one argument, as JSON text */
+/* One value (a task's argument, a job's context, a queue or pipe item, a
+ * manager call), as JSON text: at most what spec_set_value_max set, the
+ * operator's --max-value-bytes, itself at most SPEC_VALUE_MAX, until values
+ * stream: a batch's first task, its argument and context together, must fit
+ * one frame to a worker (PROTO_FRAME_MAX, 32 MiB) with room to spare. */
+#define SPEC_VALUE_MAX (8u << 20)
+#define SPEC_VALUE_DEFAULT SPEC_VALUE_MAX
+/* A process's argument travels in its argv (Linux: 128 KiB a string, in
+ * parts), so it has this cap below the value cap. */
+#define SPEC_PROCESS_ARG_MAX (1u << 20)
 #define SPEC_MAX_VOLUMES 16
 #define SPEC_RUNTIME_MAX 500 /* a runtime's argv, as JSON */
 /* "runtime": "python", kept as this JSON text: the worker runs strand's
  * Python runtime with its own Python ($STRAND_PYTHON, default python3). */
 #define SPEC_PYTHON_RUNTIME "\"python\""
+
+/* Sets the value cap (--max-value-bytes), once, before any request is
+ * parsed. */
+void spec_set_value_max(size_t bytes);
+size_t spec_value_max(void);
 
 typedef struct pool_spec {
 	int processes; /* its workers; with autoscale, the size the gateway chose last */

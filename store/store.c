@@ -802,12 +802,13 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 
 	if (store__prepare(
 	            st,
-	            "SELECT q.id, q.kind, q.created_ms, (SELECT count(*) FROM queue_items i WHERE i.queue = q.id)"
-	            " FROM queues q",
+	            "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(CAST(i.value AS BLOB))), 0)"
+	            " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
 	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
+		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
+		   sqlite3_column_int64(s, 4));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }

@@ -227,7 +227,9 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms);
 /* Removes a queue and its items. */
 int store_queue_delete(store *st, const char *id);
-typedef void (*store_queue_fn)(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size);
+/* size: its items; bytes: theirs together. */
+typedef void (*store_queue_fn)(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size,
+                               int64_t bytes);
 int store_queue_each(store *st, store_queue_fn fn, void *ctx);
 /* Appends n items (JSON texts, borrowed) in order. */
 int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens);

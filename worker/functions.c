@@ -29,7 +29,10 @@
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
-#define RESULT_MAX (1u << 20) /* cap on one task's result */
+/* One task's result: the most any gateway takes (its SPEC_VALUE_MAX), so
+ * that a result frame fits; the gateway checks its operator's own cap
+ * (--max-value-bytes) on every result, whatever made it. */
+#define RESULT_MAX (8u << 20)
 #define STDERR_TAIL 2048 /* what an exec error keeps of stderr */
 #define PLUGIN_CACHE 32
 

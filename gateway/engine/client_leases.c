@@ -119,7 +119,8 @@ void engine__handle_client_lease(engine *e, op *o)
 	if (o->kind == OP_LEASE_CREATE) {
 		int64_t now = cm_wall_ms();
 		cm_id_new('l', id);
-		if ((o->err = store_lease_insert(e->st, id, o->u.lease_ms, now)) != CM_OK)
+		if ((o->err = engine__quota_lease(e, o->detail, sizeof(o->detail))) != CM_OK ||
+		    (o->err = store_lease_insert(e->st, id, o->u.lease_ms, now)) != CM_OK)
 			return;
 		if (!(l = add(e, id, o->u.lease_ms, now))) {
 			o->err = CM_ENOMEM;

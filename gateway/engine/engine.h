@@ -121,7 +121,7 @@ int engine_job_delete(engine *e, const char *id, json_t **out);
  * holds ends when the lease is deleted or not renewed for lease_ms (a
  * restarted gateway gives each its whole time again). renew's lease_ms 0
  * keeps the lease's own. CM_ENOENT: no such lease (ended). */
-int engine_lease_create(engine *e, int64_t lease_ms, json_t **out);
+int engine_lease_create(engine *e, int64_t lease_ms, json_t **out, char *detail, size_t detail_len);
 int engine_lease_renew(engine *e, const char *id, int64_t lease_ms, json_t **out, char *detail, size_t detail_len);
 int engine_lease_get(engine *e, const char *id, json_t **out);
 int engine_lease_list(engine *e, json_t **out);
@@ -132,7 +132,7 @@ int engine_lease_delete(engine *e, const char *id, json_t **out);
  * texts (borrowed). A queue get pops up to max items, waiting up to wait_ms
  * for the first; each item goes to exactly one reader, and waiting readers
  * are served in arrival order. */
-int engine_queue_create(engine *e, const char *kind, json_t **out);
+int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len);
 int engine_queue_info(engine *e, const char *id, json_t **out);
 /* Every queue ({"queues": [...]}) or, with pipes, every pipe with its
  * directions ({"pipes": [...]}), newest first. */

@@ -55,7 +55,7 @@
 #define BATCH_BUDGET_US 20000.0
 /* ... and about this many bytes (arguments, contexts, commands), so that
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
- * argument and its job's context are 1 MiB at most each. */
+ * argument and its job's context are SPEC_VALUE_MAX (8 MiB) at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
 /* A probe (the first task of a job whose cost is not known) goes first in
  * a batch, to a worker holding less than a batch's work; a pull from a
@@ -252,6 +252,7 @@ typedef struct queue {
 	char id[48];
 	char kind[16];
 	int64_t size;
+	int64_t bytes; /* its items' */
 	int64_t created_ms;
 	waitlist getters;
 	struct queue *next;
@@ -436,6 +437,7 @@ struct engine {
 	/* engine thread only */
 	pool *pools;
 	queue *queues;
+	int64_t queue_bytes; /* of the items all queues hold (quotas.c) */
 	process *processes;
 	ring *rings;
 	client_lease *client_leases;
@@ -559,6 +561,15 @@ void engine__worker_stop(pool *p, worker *w, int hard); /* once per strength */
  * most ENGINE_HUB_ENV entries of env_text, and *ca (a certificate chain;
  * free it), pointed to from envp. Returns how many of envp it filled. */
 #define ENGINE_HUB_ENV 6
+/* quotas.c: CM_OK, or CM_EQUOTA with detail naming the quota. A pool or
+ * manager to make (resizing NULL) or resizing to next; processes to start;
+ * a queue or a pipe to make; bytes of items to put; a lease to make. */
+int engine__quota_pool(engine *e, const pool *resizing, const pool_spec *next, char *detail, size_t detail_len);
+int engine__quota_processes(engine *e, int adding, char *detail, size_t detail_len);
+int engine__quota_queue(engine *e, int pipe, char *detail, size_t detail_len);
+int engine__quota_queue_bytes(engine *e, int64_t adding, char *detail, size_t detail_len);
+int engine__quota_lease(engine *e, char *detail, size_t detail_len);
+
 size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const char *secret, const char *code,
                        char env_text[][600], char **envp, char **ca);
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
@@ -599,7 +610,7 @@ const char *engine__job_state(const job *j); /* submitting, running, done or can
 void engine__handle_queue(engine *e, op *o);
 void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
-void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size);
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes);
 void engine__queues_clear(engine *e);
 void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUTDOWN */
 

@@ -216,6 +216,8 @@ void engine__handle_pool_create(engine *e, op *o)
 		         o->u.pool_create.spec->lease);
 		return;
 	}
+	if ((o->err = engine__quota_pool(e, NULL, o->u.pool_create.spec, o->detail, sizeof(o->detail))) != CM_OK)
+		return;
 	if (!(p = calloc(1, sizeof(*p)))) {
 		o->err = CM_ENOMEM;
 		return;

@@ -141,10 +141,10 @@ void engine__process_terminate(process *pr)
 }
 
 /* One exec string holds at most 128 KiB (MAX_ARG_STRLEN), an argument up
- * to SPEC_ARG_MAX: it goes as `--arg PART` several times, the parts cut
+ * to SPEC_PROCESS_ARG_MAX: it goes as `--arg PART` several times, the parts cut
  * where a UTF-8 character begins (docker and kubernetes take strings). */
 #define ARG_PART_MAX 65536
-#define ARG_PARTS_MAX (SPEC_ARG_MAX / (ARG_PART_MAX - 3) + 1)
+#define ARG_PARTS_MAX (SPEC_PROCESS_ARG_MAX / (ARG_PART_MAX - 3) + 1)
 
 /* Appends `--arg PART` for each part of arg to argv; returns the parts'
  * storage (free it once argv is used), or NULL when out of memory. */
@@ -319,7 +319,10 @@ static void start_wait(engine *e, op *o, const char *id)
 
 static void handle_proc_start(engine *e, op *o)
 {
-	process *pr = process_start(e, o->u.proc.spec, NULL, 0, o);
+	process *pr = NULL;
+
+	if ((o->err = engine__quota_processes(e, 1, o->detail, sizeof(o->detail))) == CM_OK)
+		pr = process_start(e, o->u.proc.spec, NULL, 0, o);
 
 	if (pr)
 		start_wait(e, o, pr->id);
@@ -507,6 +510,8 @@ void engine__handle_ring(engine *e, op *o)
 	}
 	switch (o->kind) {
 	case OP_RING_START: {
+		if ((o->err = engine__quota_processes(e, o->u.proc.ring_size, o->detail, sizeof(o->detail))) != CM_OK)
+			break;
 		int port = free_port_block(o->u.proc.ring_size + 1);
 		char members[SPEC_MAX_RING * 20 + 1] = "";
 		if (!port) {

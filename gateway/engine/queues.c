@@ -43,24 +43,33 @@ static json_t *queue_json(const queue *q)
 	                 "waiting_readers", waiting, "created_at", created);
 }
 
+typedef struct collected {
+	json_t *items;
+	int64_t bytes;
+} collected;
+
 static int collect_item(void *ctx, const void *value, size_t len)
 {
+	collected *c = ctx;
 	json_t *v = json_loadb(value, len, JSON_DECODE_ANY, NULL);
 
-	return v && json_array_append_new(ctx, v) == 0 ? CM_OK : CM_ENOMEM;
+	c->bytes += (int64_t)len;
+	return v && json_array_append_new(c->items, v) == 0 ? CM_OK : CM_ENOMEM;
 }
 
 /* Pops up to o->u.queue.max items for the reader o and readies its answer. */
 static void queue_serve(engine *e, queue *q, op *o)
 {
-	json_t *items = json_array();
+	collected c = {.items = json_array()};
 	int64_t n = 0;
 
-	if ((o->err = store_queue_pop(e->st, q->id, o->u.queue.max, collect_item, items, &n)) == CM_OK) {
+	if ((o->err = store_queue_pop(e->st, q->id, o->u.queue.max, collect_item, &c, &n)) == CM_OK) {
 		q->size -= n;
-		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", items);
+		q->bytes -= c.bytes;
+		e->queue_bytes -= c.bytes;
+		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", c.items);
 	} else {
-		json_decref(items);
+		json_decref(c.items);
 	}
 	engine__ready(e, o);
 }
@@ -223,6 +232,8 @@ void engine__handle_queue(engine *e, op *o)
 		int64_t now = cm_wall_ms();
 		int pipe = strcmp(o->u.queue.kind, "queue") != 0;
 		int ends = strcmp(o->u.queue.kind, "duplex") == 0 ? 2 : 1;
+		if ((o->err = engine__quota_queue(e, pipe, o->detail, sizeof(o->detail))) != CM_OK)
+			break;
 		cm_id_new(pipe ? 'x' : 'q', id);
 		if (!pipe) {
 			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
@@ -245,6 +256,7 @@ void engine__handle_queue(engine *e, op *o)
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;
+		e->queue_bytes -= q->bytes;
 		waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
 		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
 			if (*pp == q) {
@@ -255,15 +267,22 @@ void engine__handle_queue(engine *e, op *o)
 		free(q);
 		break;
 	}
-	case OP_QUEUE_PUT:
-		if ((o->err = store_queue_put(e->st, q->id, o->u.queue.nitems, o->u.queue.items, o->u.queue.lens)) !=
-		    CM_OK)
+	case OP_QUEUE_PUT: {
+		int64_t bytes = 0;
+		for (size_t i = 0; i < o->u.queue.nitems; i++)
+			bytes += (int64_t)o->u.queue.lens[i];
+		if ((o->err = engine__quota_queue_bytes(e, bytes, o->detail, sizeof(o->detail))) != CM_OK ||
+		    (o->err = store_queue_put(e->st, q->id, o->u.queue.nitems, o->u.queue.items, o->u.queue.lens)) !=
+		            CM_OK)
 			break;
 		q->size += (int64_t)o->u.queue.nitems;
+		q->bytes += bytes;
+		e->queue_bytes += bytes;
 		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->u.queue.nitems, "size",
 		                   (json_int_t)q->size);
 		engine__queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
 		break;
+	}
 	case OP_QUEUE_GET:
 		if (q->size > 0 && !q->getters.head) {
 			queue_serve(e, q, o);
@@ -308,9 +327,15 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 	free(o);
 }
 
-void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size)
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes)
 {
-	queue_add(ctx, id, kind, created_ms, size);
+	engine *e = ctx;
+	queue *q = queue_add(e, id, kind, created_ms, size);
+
+	if (q) {
+		q->bytes = bytes;
+		e->queue_bytes += bytes;
+	}
 }
 
 void engine__queues_clear(engine *e)
@@ -321,6 +346,7 @@ void engine__queues_clear(engine *e)
 		waitlist_drop_all(e, &q->getters);
 		free(q);
 	}
+	e->queue_bytes = 0;
 }
 
 void engine__queues_quiesce(engine *e)

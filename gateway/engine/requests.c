@@ -306,11 +306,11 @@ int engine_job_info(engine *e, const char *id, job_info *out)
 
 /* ---- clients' leases ---------------------------------------------------- */
 
-int engine_lease_create(engine *e, int64_t lease_ms, json_t **out)
+int engine_lease_create(engine *e, int64_t lease_ms, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_LEASE_CREATE, .u.lease_ms = lease_ms};
 
-	return submit_answer(e, &o, out, NULL, 0);
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_lease_renew(engine *e, const char *id, int64_t lease_ms, json_t **out, char *detail, size_t detail_len)
@@ -337,11 +337,11 @@ int engine_lease_delete(engine *e, const char *id, json_t **out)
 
 /* ---- queues and pipes --------------------------------------------------- */
 
-int engine_queue_create(engine *e, const char *kind, json_t **out)
+int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
 
-	return submit_answer(e, &o, out, NULL, 0);
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 int engine_queue_info(engine *e, const char *id, json_t **out)

@@ -93,6 +93,11 @@ void engine__handle_pool_patch(engine *e, op *o)
 	}
 	if ((o->err = patched(p, o->u.patch, &next, o->detail, sizeof(o->detail))) != CM_OK)
 		return;
+	/* Growing counts against --max-workers; shrinking never does. */
+	if ((next.scale_max > 0 ? next.scale_max : next.processes) >
+	            (p->spec.scale_max > 0 ? p->spec.scale_max : p->spec.processes) &&
+	    (o->err = engine__quota_pool(e, p, &next, o->detail, sizeof(o->detail))) != CM_OK)
+		return;
 	int was = p->spec.processes;
 	pool_spec before = p->spec;
 	p->spec = next;

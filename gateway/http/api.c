@@ -50,6 +50,42 @@
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* Holds room for total bytes of rq's body among those held at once
+ * (--max-inflight-bytes); 0 when there is none left. */
+static int reserve(api *a, request *rq, size_t total)
+{
+	int ok;
+
+	if (total <= rq->reserved)
+		return 1;
+	pthread_mutex_lock(&a->mu);
+	ok = a->inflight + (total - rq->reserved) <= (size_t)a->cfg->max_inflight_bytes;
+	if (ok) {
+		a->inflight += total - rq->reserved;
+		rq->reserved = total;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return ok;
+}
+
+static void unreserve(api *a, request *rq)
+{
+	pthread_mutex_lock(&a->mu);
+	a->inflight -= rq->reserved;
+	rq->reserved = 0;
+	pthread_mutex_unlock(&a->mu);
+}
+
+static enum MHD_Result too_busy(struct MHD_Connection *c, const char *url, const api *a)
+{
+	char detail[160];
+
+	snprintf(detail, sizeof(detail),
+	         "the gateway holds %lld bytes of request bodies at most at once (--max-inflight-bytes): try again",
+	         (long long)a->cfg->max_inflight_bytes);
+	return http_problem_with(c, 503, url, detail, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
 /* The body's length as its headers say: Content-Length, -1 for a chunked
  * body, 0 for none. */
 static int64_t body_length(struct MHD_Connection *c)
@@ -94,6 +130,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		}
 		if (http_code_upload_route(url, method))
 			return http_code_upload_begin(a, c, url, rq);
+		/* Room for a body of known length is held before any of it is
+		 * read; one over its cap is refused later, by its cap. */
+		int64_t len = body_length(c);
+		if (len > 0 && !reserve(a, rq, (size_t)len < rq->cap ? (size_t)len : rq->cap)) {
+			rq->refused = 1;
+			return too_busy(c, url, a);
+		}
 		return MHD_YES;
 	}
 	if (rq->refused) {
@@ -108,7 +151,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (*upload_size) {
 		if (!rq->too_big && rq->body.len + *upload_size > rq->cap)
 			rq->too_big = 1;
-		if (!rq->too_big && cm_buf_append(&rq->body, upload_data, *upload_size) != CM_OK)
+		if (!rq->too_big && !rq->too_busy && !reserve(a, rq, rq->body.len + *upload_size))
+			rq->too_busy = 1; /* a chunked body, past its room */
+		if (!rq->too_big && !rq->too_busy && cm_buf_append(&rq->body, upload_data, *upload_size) != CM_OK)
 			rq->too_big = 1;
 		*upload_size = 0;
 		return MHD_YES;
@@ -118,6 +163,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return rq->applying ? http_apply_answer(c, url, rq) : http_call_answer(c, url, rq);
 	if (rq->look) /* resumed: a long poll looks again */
 		return http_long_poll(a, c, url, rq);
+	if (rq->too_busy)
+		return too_busy(c, url, a);
 	if (rq->too_big) {
 		char detail[96];
 		snprintf(detail, sizeof(detail), "request body is over the %zu byte cap", rq->cap);
@@ -188,6 +235,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (rq->applying)
 			spec_map_fini(&rq->spec);
 		http_code_upload_forget(rq);
+		unreserve(a, rq);
 		cm_buf_fini(&rq->body);
 		free(rq->accepted);
 		free(rq);
@@ -345,9 +393,10 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	        0, NULL, NULL, on_request, a, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS, MHD_OPTION_SOCK_ADDR,
 	        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
 	        unescape, a, MHD_OPTION_NOTIFY_CONNECTION, deadlines_on_connection, a->deadlines,
-	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT,
-	        connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client,
-	        MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_HEAD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+	        (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg),
+	        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY,
+	        cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
 	if (!a->daemon) {
 		snprintf(detail, detail_len,
 		         "cannot listen on %s://%s (in use, or the certificate and key do not match?)",

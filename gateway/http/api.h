@@ -17,6 +17,11 @@
 #define API_SESSION_BODY_MAX 4096u /* POST /v1/session, the one route without a token */
 #define API_WAIT_MAX_S 300
 #define API_URL_MAX 2048 /* longer URLs: 414 */
+/* A connection's buffer: a request line and headers up to about this get
+ * the gateway's own answers (414 and 400 as problem+json); a head past it
+ * gets libmicrohttpd's, and its connection closed. Pages are mapped as
+ * they are used. */
+#define API_HEAD_MEMORY (128u << 10)
 #define API_CONNECTIONS_MAX 8192u /* HTTP connections at most, whatever the open-file limit */
 #define API_FD_RESERVE 512 /* open files kept for the store and spawning workers (and the hub's quarter) */
 #define API_PAGE_MAX 100000 /* results a page holds at most ... */

@@ -49,6 +49,7 @@ struct api {
 	pthread_cond_t unparked;
 	http_metrics *metrics; /* requests counted as they complete */
 	deadlines *deadlines; /* for each request's headers and body */
+	size_t inflight; /* bytes of request bodies held at once (under mu), --max-inflight-bytes */
 };
 
 typedef struct request request;
@@ -72,6 +73,8 @@ struct request {
 	cm_buf body;
 	size_t cap; /* the body's cap for this route */
 	int too_big;
+	int too_busy; /* its body would go past --max-inflight-bytes */
+	size_t reserved; /* of the bodies held at once (api.inflight), given back when completed */
 	int refused; /* answered at its first call: the body is not read */
 	size_t route; /* its route_table index, counted when it completes */
 	char method[8];
@@ -173,7 +176,7 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
                                const request *rq);
 enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
-                               request *rq);
+                                request *rq);
 enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *rest, request *rq);
 enum MHD_Result http_route_managers(api *a, struct MHD_Connection *c, const char *url, const char *method,

@@ -36,8 +36,8 @@ enum MHD_Result http_route_leases(api *a, struct MHD_Connection *c, const char *
 			return http_problem(c, 405, url, "use GET or POST on /v1/leases");
 		if ((err = spec_lease_parse(body, rq->body.len, &lease_ms, detail, sizeof(detail))) != CM_OK)
 			return http_fail(c, err, url, detail);
-		if ((err = engine_lease_create(a->engine, lease_ms, &out)) != CM_OK)
-			return http_fail(c, err, url, NULL);
+		if ((err = engine_lease_create(a->engine, lease_ms, &out, detail, sizeof(detail))) != CM_OK)
+			return http_fail(c, err, url, detail[0] ? detail : NULL);
 		snprintf(location, sizeof(location), "/v1/leases/%s", json_string_value(json_object_get(out, "id")));
 		return http_send_json(c, 201, out, location);
 	}

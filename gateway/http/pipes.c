@@ -28,7 +28,8 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
 		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, detail,
 		                      sizeof(detail));
 		if (err == CM_OK)
-			err = engine_queue_create(a->engine, duplex ? "duplex" : "simplex", &out);
+			err = engine_queue_create(a->engine, duplex ? "duplex" : "simplex", &out, detail,
+			                          sizeof(detail));
 		if (err != CM_OK)
 			return http_fail(c, err, url, detail);
 		const char *pid = json_string_value(json_object_get(out, "id"));

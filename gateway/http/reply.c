@@ -22,6 +22,7 @@ static int status_of(int err)
 	case CM_ESHUTDOWN: return MHD_HTTP_SERVICE_UNAVAILABLE;
 	case CM_ETIMEDOUT: return MHD_HTTP_GATEWAY_TIMEOUT;
 	case CM_EPERM: return MHD_HTTP_FORBIDDEN;
+	case CM_EQUOTA: return MHD_HTTP_TOO_MANY_REQUESTS;
 	default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 }
@@ -40,6 +41,8 @@ static const char *slug_of(int status)
 	case 415: return "unsupported-media-type";
 	case 421: return "misdirected-request";
 	case 422: return "unprocessable";
+	case 429: return "too-many";
+	case 501: return "not-implemented";
 	case 503: return "unavailable";
 	default: return "internal";
 	}

@@ -15,6 +15,7 @@ typedef struct header_count {
 	int content_length; /* how many Content-Length headers */
 	int differ; /* two of them disagree */
 	int transfer_encoding;
+	const char *encoding; /* the last Transfer-Encoding's value */
 	const char *first;
 } header_count;
 
@@ -29,7 +30,8 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 		if (!h->first)
 			h->first = value;
 	} else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-		h->transfer_encoding = 1;
+		h->transfer_encoding++;
+		h->encoding = value;
 	}
 	return MHD_YES;
 }
@@ -63,6 +65,17 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 	if (h.differ || (h.content_length && h.transfer_encoding)) {
 		snprintf(detail, detail_len, "conflicting Content-Length or Transfer-Encoding headers");
 		return 400;
+	}
+	/* libmicrohttpd decodes chunked alone; anything else it would read
+	 * to the connection's end as the body. */
+	if (h.transfer_encoding > 1 ||
+	    (h.transfer_encoding && (!h.encoding || strcasecmp(h.encoding, "chunked") != 0))) {
+		snprintf(detail, detail_len,
+		         "Transfer-Encoding '%.60s' is not supported: send the body with Content-Length, or chunked "
+		         "alone",
+		         h.encoding ? h.encoding : "");
+		cm_utf8_sanitize(detail);
+		return 501;
 	}
 	/* DNS rebinding: a page on a name that resolves here carries that name. */
 	if (!auth_host_allowed(host, a->cfg->public_hosts)) {

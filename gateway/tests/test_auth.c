@@ -19,6 +19,7 @@
 #include "gateway/auth.h"
 #include "gateway/policy.h"
 #include "gateway/result_check.h"
+#include "gateway/spec.h"
 
 static void test_token_file_is_made_0600_and_read_back(void **state)
 {
@@ -190,6 +191,12 @@ static void test_results_are_json_and_errors_utf8(void **state)
 	assert_true(result_check(0, "plain error text", 16, why, sizeof(why)));
 	assert_false(result_check(0, "bad \xff", 5, why, sizeof(why)));
 	assert_string_equal(why, "invalid result: the error message is not UTF-8 text");
+	/* Over the value cap, whatever made it. */
+	spec_set_value_max(10);
+	assert_true(result_check(1, "[1,2,3,45]", 10, why, sizeof(why)));
+	assert_false(result_check(1, "[1,2,3,456]", 11, why, sizeof(why)));
+	assert_string_equal(why, "result of 11 bytes is over the 10 byte cap (--max-value-bytes)");
+	spec_set_value_max(SPEC_VALUE_DEFAULT);
 }
 
 int main(void)

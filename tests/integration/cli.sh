@@ -45,7 +45,7 @@ for bad in "--processes abc" "--processes 0" "--processes -3" "--processes 2x" "
   "--gpu -1" "--max-attempts 0" "--timeout -1" "--autoscale 2:1" "--autoscale 3" "extra"; do
   "$strand" pool create $bad >/dev/null 2>&1; check "pool create $bad: usage" 2 $?
 done
-p2=$("$strand" pool create --processes 1 --cpu 0.5 --memory 256 --max-attempts 2 --timeout 30 --retry-errors -v scratch:/scratch)
+p2=$("$strand" pool create --processes 1 --cpu 0.5 --memory 256 --max-attempts 2 --timeout 30 --retry-errors -v emptyDir:/scratch)
 "$strand" pool status "$p2" | jq -e '.processes == 1 and .max_attempts == 2 and .resources.cpu == 0.5 and .resources.memory_mb == 256' \
   >/dev/null; check "pool create takes every field" 0 $?
 "$strand" pool delete "$p2" >/dev/null

@@ -10,7 +10,7 @@ require_docker
 "$src/deploy/build-images.sh" "$bin/.." test
 dir=$(mktemp -d /tmp/strand-test-python-docker-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
-start_gateway "$bin" "$dir"
+start_gateway "$bin" "$dir" --image strand-worker-python:test
 # The program's folder is what its workers get: a folder of its own.
 mkdir "$dir/cwd"
 cd "$dir/cwd"

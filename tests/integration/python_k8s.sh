@@ -13,7 +13,7 @@ require_cluster
 dir=$(mktemp -d /tmp/strand-test-python-k8s-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \
-  --k8s-start-grace 3
+  --k8s-start-grace 3 --image strand-worker-python:test
 # The program's folder is what its workers get: a folder of its own.
 mkdir "$dir/cwd"
 cd "$dir/cwd"

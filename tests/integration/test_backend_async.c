@@ -83,7 +83,8 @@ static int cmp_double(const void *a, const void *b)
 static void test_hung_docker_daemon_stalls_only_its_pool(void **state)
 {
 	static char sock_arg[200];
-	static const char *args[] = {"--docker-socket", sock_arg, "--backend-timeout", "3", NULL};
+	static const char *args[] = {"--docker-socket",    sock_arg, "--backend-timeout", "3", "--image",
+	                             "strand-worker:test", NULL};
 	enum { GETS = 50 };
 	fake_hung_docker_daemon d;
 	double lat[GETS];

@@ -297,6 +297,24 @@ static void test_malformed_requests_all_get_problem_json(void **state)
 	char out[4096];
 	int status = http_raw(&g, req, out, sizeof(out));
 	assert_int_equal(status, 400);
+	/* A transfer coding libmicrohttpd does not decode: 501, not silence. */
+	snprintf(req, sizeof(req),
+	         "POST /v1/queues HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nContent-Type: application/json\r\n"
+	         "Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n",
+	         g.auth);
+	status = http_raw(&g, req, out, sizeof(out));
+	assert_int_equal(status, 501);
+	assert_non_null(strstr(out, "application/problem+json"));
+	assert_non_null(strstr(out, "Transfer-Encoding 'gzip, chunked' is not supported"));
+	/* A 100 KB URL: 414 as problem+json too. */
+	char *huge = malloc(100 * 1024 + 1);
+	memset(huge, 'a', 100 * 1024);
+	memcpy(huge, "/v1/pools/", 10);
+	huge[100 * 1024] = '\0';
+	r = http(&g, "GET", huge, NULL, NULL);
+	assert_problem(&r, 414, "the URL is over 2048 bytes");
+	response_free(&r);
+	free(huge);
 	free(job);
 	free(pool);
 }
@@ -326,6 +344,239 @@ static void test_operator_policy(void **state)
 	assert_problem(&r, 403, "image 'evil:1' is not one the operator allowed (--allow-images");
 	response_free(&r);
 	assert_int_equal(count_of("/v1/pools", "pools"), pools);
+}
+
+/* A POST whose answer must be status; the new thing's id when made (free
+ * it), else NULL. A refusal must be problem+json whose detail holds why. */
+static char *post_expect(gateway *h, const char *path, const char *body, long status, const char *why)
+{
+	response r = http(h, "POST", path, body, NULL);
+	char *id = NULL;
+
+	if (r.status != status)
+		fail_msg("POST %s %s: %ld %s, not %ld", path, body ? body : "", r.status, r.body, status);
+	if (status >= 400)
+		assert_problem(&r, status, why);
+	else if (json_is_string(json_object_get(r.json, "id")))
+		id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+/* Every quota refuses the one past it with 429 naming its flag, gives room
+ * back when things go, and counts queue bytes again after a restart. */
+static void test_quotas(void **state)
+{
+	static const char *const args[] = {"--max-pools",
+	                                   "2",
+	                                   "--max-workers",
+	                                   "3",
+	                                   "--max-managers",
+	                                   "1",
+	                                   "--max-processes",
+	                                   "1",
+	                                   "--max-queues",
+	                                   "2",
+	                                   "--max-pipes",
+	                                   "1",
+	                                   "--max-queue-bytes",
+	                                   "100",
+	                                   "--max-leases",
+	                                   "1",
+	                                   NULL};
+	char path[128], item[128];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	char *a = post_expect(&h, "/v1/pools", "{\"processes\":2}", 201, NULL);
+	free(post_expect(&h, "/v1/pools", "{\"processes\":2}", 429, "at most 3 workers"));
+	free(post_expect(&h, "/v1/pools", "{\"autoscale\":{\"min\":0,\"max\":2}}", 429, "--max-workers"));
+	char *b = post_expect(&h, "/v1/pools", "{\"processes\":1}", 201, NULL);
+	free(post_expect(&h, "/v1/pools", "{\"processes\":1}", 429, "at most 2 pools at once (--max-pools)"));
+	/* Growing counts, shrinking never does. */
+	snprintf(path, sizeof(path), "/v1/pools/%s", a);
+	r = http(&h, "PATCH", path, "{\"processes\":3}", NULL);
+	assert_problem(&r, 429, "--max-workers");
+	response_free(&r);
+	r = http(&h, "PATCH", path, "{\"processes\":1}", NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	char *m = post_expect(&h, "/v1/managers", "{\"type\":\"dict\"}", 201, NULL);
+	free(post_expect(&h, "/v1/managers", "{\"type\":\"dict\"}", 429, "(--max-managers)"));
+
+	char *pr = post_expect(&h, "/v1/processes", "{\"command\":[\"sleep\",\"30\"]}", 201, NULL);
+	free(post_expect(&h, "/v1/processes", "{\"command\":[\"true\"]}", 429, "(--max-processes)"));
+	free(post_expect(&h, "/v1/rings", "{\"size\":2,\"command\":[\"true\"]}", 429, "(--max-processes)"));
+	snprintf(path, sizeof(path), "/v1/processes/%s?wait=30", pr);
+	r = http(&h, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	free(post_expect(&h, "/v1/processes", "{\"command\":[\"true\"]}", 201, NULL)); /* room again */
+
+	char *q = post_expect(&h, "/v1/queues", NULL, 201, NULL);
+	char *q2 = post_expect(&h, "/v1/queues", NULL, 201, NULL);
+	free(post_expect(&h, "/v1/queues", NULL, 429, "at most 2 queues at once (--max-queues)"));
+	free(post_expect(&h, "/v1/pipes", "{\"duplex\":true}", 201, NULL));
+	free(post_expect(&h, "/v1/pipes", "{\"duplex\":false}", 429, "at most 1 pipes at once (--max-pipes)"));
+	snprintf(path, sizeof(path), "/v1/queues/%s", q2);
+	r = http(&h, "DELETE", path, NULL, NULL);
+	response_free(&r);
+	free(post_expect(&h, "/v1/queues", NULL, 201, NULL)); /* room again */
+
+	/* Items of 42 bytes (a string of 40 and its quotes): two fit in 100. */
+	snprintf(item, sizeof(item), "{\"item\":\"%040d\"}", 7);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	post_expect(&h, path, item, 201, NULL);
+	post_expect(&h, path, item, 201, NULL);
+	free(post_expect(&h, path, item, 429, "at most 100 bytes of items in its queues and pipes"));
+	snprintf(path, sizeof(path), "/v1/queues/%s/take", q);
+	post_expect(&h, path, NULL, 200, NULL);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	post_expect(&h, path, item, 201, NULL); /* a taken item gives its bytes back */
+	/* ... counted again from the store after a restart. */
+	assert_int_equal(gateway_stop(&h), 0);
+	gateway_restart(&h);
+	free(post_expect(&h, path, item, 429, "(--max-queue-bytes)"));
+
+	free(post_expect(&h, "/v1/leases", NULL, 201, NULL));
+	free(post_expect(&h, "/v1/leases", NULL, 429, "at most 1 client leases at once (--max-leases)"));
+	free(a);
+	free(b);
+	free(m);
+	free(pr);
+	free(q);
+	free(q2);
+	gateway_cleanup(&h);
+}
+
+/* A JSON string of n 'v's, quoted: n + 2 bytes. */
+static char *big_string(size_t n)
+{
+	char *s = malloc(n + 3);
+
+	assert_non_null(s);
+	s[0] = '"';
+	memset(s + 1, 'v', n);
+	s[n + 1] = '"';
+	s[n + 2] = '\0';
+	return s;
+}
+
+/* One cap (--max-value-bytes, 2,000,000 here) for every value: a value
+ * under it goes through whole (past the old 1 MiB cap), and past it an
+ * argument, a queue item, a manager call and a process's argument get 413
+ * naming it, and a result fails its task saying so, whatever made it. */
+static void test_one_cap_for_every_value(void **state)
+{
+	static const char *const args[] = {"--max-value-bytes", "2000000", NULL};
+	char path[128], body[256];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	char *pool = pool_create(&h, 1);
+	char *under = big_string(1500000), *over = big_string(2000000);
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=30", pool);
+	json_t *apply = json_pack("{s:s, s:o}", "function", "echo", "arg", json_loads(under, JSON_DECODE_ANY, NULL));
+	r = http_json(&h, "POST", path, apply);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_string_length(json_object_get(r.json, "value")), 1500000);
+	response_free(&r);
+	apply = json_pack("{s:s, s:o}", "function", "echo", "arg", json_loads(over, JSON_DECODE_ANY, NULL));
+	r = http_json(&h, "POST", path, apply);
+	assert_problem(&r, 413, "argument 0 is over the 2000000 byte cap (--max-value-bytes)");
+	response_free(&r);
+
+	char *q = post_expect(&h, "/v1/queues", NULL, 201, NULL);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	r = http_json(&h, "POST", path, json_pack("{s:o}", "item", json_loads(over, JSON_DECODE_ANY, NULL)));
+	assert_problem(&r, 413, "item 0 is over the 2000000 byte cap (--max-value-bytes)");
+	response_free(&r);
+
+	char *m = post_expect(&h, "/v1/managers", "{\"type\":\"dict\"}", 201, NULL);
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls", m);
+	r = http_json(
+	        &h, "POST", path,
+	        json_pack("{s:s, s:[s,o]}", "method", "set", "args", "k", json_loads(over, JSON_DECODE_ANY, NULL)));
+	assert_problem(&r, 413, "the call's arguments are over the 2000000 byte cap (--max-value-bytes)");
+	response_free(&r);
+
+	r = http_json(&h, "POST", "/v1/processes",
+	              json_pack("{s:s, s:o}", "function", "echo", "arg", json_loads(under, JSON_DECODE_ANY, NULL)));
+	assert_problem(&r, 413, "field 'arg' is over the 1048576 byte cap of a process's argument");
+	response_free(&r);
+
+	/* A command's result of 2,000,002 bytes: its task fails, saying why. */
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=30", pool);
+	snprintf(body, sizeof(body),
+	         "{\"command\":[\"sh\",\"-c\",\"printf '\\\"'; head -c 2000000 /dev/zero | tr '\\\\0' v; "
+	         "printf '\\\"'\"],\"arg\":1}");
+	r = http(&h, "POST", path, body, NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(json_is_false(json_object_get(r.json, "ok")));
+	assert_string_equal(json_string_value(json_object_get(r.json, "error")),
+	                    "result of 2000002 bytes is over the 2000000 byte cap (--max-value-bytes)");
+	response_free(&r);
+	free(under);
+	free(over);
+	free(pool);
+	free(q);
+	free(m);
+	gateway_cleanup(&h);
+}
+
+static int idle_connection(const gateway *gw, const char *from);
+static int read_answer(int fd, json_t **body);
+
+/* Request bodies held at once are bounded (--max-inflight-bytes, 100,000
+ * here): while one client sends a body of 90,000 bytes, another's of
+ * 20,000 gets 503 with Retry-After, and goes through once the first is
+ * done. Bounded: loopback, one raw connection, 100 tries at most. */
+static void test_bodies_held_at_once_are_bounded(void **state)
+{
+	static const char *const args[] = {"--max-inflight-bytes", "100000", NULL};
+	char head[512], path[128];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	char *q = post_expect(&h, "/v1/queues", NULL, 201, NULL);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	char *first = big_string(90000 - 11), *second = big_string(20000);
+	int fd = idle_connection(&h, "127.0.0.1");
+	int n = snprintf(head, sizeof(head),
+	                 "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nContent-Type: application/json\r\n"
+	                 "Content-Length: 90000\r\nConnection: close\r\n\r\n{\"item\":",
+	                 path, h.auth);
+	assert_int_equal(write(fd, head, (size_t)n), n);
+	int tries = 0;
+	json_t *item = json_pack("{s:o}", "item", json_loads(second, JSON_DECODE_ANY, NULL));
+	for (r.status = 0; tries < 100 && r.status != 503; tries++) {
+		if (tries)
+			usleep(20000);
+		r = http_json(&h, "POST", path, json_incref(item));
+		if (r.status != 503)
+			response_free(&r);
+	}
+	assert_problem(&r, 503, "(--max-inflight-bytes)");
+	response_free(&r);
+	size_t rest = strlen(first) + 1;
+	first[rest - 1] = '}';
+	assert_int_equal(write(fd, first, rest), (ssize_t)rest);
+	json_t *answer = NULL;
+	assert_int_equal(read_answer(fd, &answer), 201);
+	json_decref(answer);
+	r = http_json(&h, "POST", path, item);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	free(first);
+	free(second);
+	free(q);
+	gateway_cleanup(&h);
 }
 
 static void test_operator_policy_flags(void **state)
@@ -847,6 +1098,9 @@ int main(void)
 	        cmocka_unit_test(test_operator_policy_flags),
 	        cmocka_unit_test(test_no_auth_only_on_loopback),
 	        cmocka_unit_test(test_result_pages_stop_at_16_mib),
+	        cmocka_unit_test(test_quotas),
+	        cmocka_unit_test(test_one_cap_for_every_value),
+	        cmocka_unit_test(test_bodies_held_at_once_are_bounded),
 	        cmocka_unit_test(test_idle_connection_flood),
 	        cmocka_unit_test(test_trickling_clients_are_cut_off),
 	        cmocka_unit_test(test_long_polls_hold_no_thread),
