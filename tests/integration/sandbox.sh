@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A malicious task on the local backend, which runs each worker in a
-# bubblewrap sandbox: it looks for the API token, the database (where the
-# workers' secrets are), the gateway's process and memory, other workers'
-# environments, and another pool's files, and finds none of them; as root
+# bubblewrap sandbox: it looks for the API token, the database, the
+# gateway's process and memory, its own and other workers' environments
+# and memory (where a secret could be read), and another pool's files, and
+# finds none of them; as root
 # the gateway runs each pool as a uid of its own. Then the same from a
 # gateway run as a plain user (65534). Skips (77) where bwrap cannot make
 # namespaces (a container without the right to).
@@ -34,11 +35,12 @@ probe() {
     { head -c 16 '$dir/strand.db' 2>/dev/null | grep -q SQLite && echo db:read || echo db:hidden; }
     { kill -0 $2 2>/dev/null && echo gateway:reachable || echo gateway:unreachable; }
     { cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -Eq '^STRAND_SECRET=[0-9a-f]{64}' && echo secrets:seen || echo secrets:none; }
+    { n=0; seen=0; for p in /proc/[0-9]*; do [ \"\$(cat \$p/comm 2>/dev/null)\" = strand-worker ] || continue; seen=\$((seen + 1)); a=\$(head -1 \$p/maps 2>/dev/null | cut -d- -f1); [ -n \"\$a\" ] && [ \"\$(dd if=\$p/mem bs=1 count=1 skip=\$((0x\$a)) 2>/dev/null | wc -c)\" = 1 ] && n=\$((n + 1)); done; echo \"worker-memory:\$n/\$seen\"; }
     { ls /proc | grep -c '^[0-9]' | awk '{print (\$1 < 10 ? \"pids:own\" : \"pids:host\")}'; }
     { touch /etc/strand-was-here 2>/dev/null && echo system:writable || echo system:read-only; }
   " | tr '\n' ' '
 }
-verdict="token:hidden db:hidden gateway:unreachable secrets:none pids:own system:read-only "
+verdict="token:hidden db:hidden gateway:unreachable secrets:none worker-memory:0/1 pids:own system:read-only "
 
 a=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
 b=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
