@@ -371,7 +371,17 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	    (cfg->tls_cert[0] && ((err = cm_read_pem(cfg->tls_cert, &a->tls_cert, detail, detail_len)) != CM_OK ||
 	                          (err = cm_read_pem(cfg->tls_key, &a->tls_key, detail, detail_len)) != CM_OK)) ||
 	    (err = http_metrics_new(&a->metrics)) != CM_OK || (err = parking_new(e, &a->parking)) != CM_OK ||
-	    (err = deadlines_start((int64_t)cfg->http_header_s * 1000, cfg->http_min_rate, &a->deadlines)) != CM_OK) {
+	    (err = deadlines_start((int64_t)cfg->http_header_s * 1000, cfg->http_min_rate, &a->deadlines)) != CM_OK ||
+	    (err = front_door_open((struct sockaddr *)&ss,
+	                           v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in),
+	                           cfg->tls_cert[0] != '\0', (int64_t)cfg->http_idle_s * 1000, cfg->http_per_client,
+	                           (int)connection_limit(cfg), &a->front, detail, detail_len)) != CM_OK) {
+		if (err == CM_EUNAVAIL) {
+			char why[160];
+			snprintf(why, sizeof(why), "%s", detail);
+			snprintf(detail, detail_len, "cannot listen on %s://%s: %s",
+			         cfg->tls_cert[0] ? "https" : "http", cfg->http, why);
+		}
 		api_stop(a);
 		return err;
 	}
@@ -388,18 +398,17 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	 * gateway also needs for its store, hub and workers. A request's
 	 * headers and body have deadlines of their own (deadlines.h). */
 	a->daemon = MHD_start_daemon(
-	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) |
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+	                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0) |
 	                (cfg->tls_cert[0] ? MHD_USE_TLS : 0),
-	        0, NULL, NULL, on_request, a, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS, MHD_OPTION_SOCK_ADDR,
-	        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK,
-	        unescape, a, MHD_OPTION_NOTIFY_CONNECTION, deadlines_on_connection, a->deadlines,
-	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_HEAD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-	        (unsigned)cfg->http_idle_s, MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg),
-	        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY,
-	        cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
-	if (!a->daemon) {
-		snprintf(detail, detail_len,
-		         "cannot listen on %s://%s (in use, or the certificate and key do not match?)",
+	        0, NULL, NULL, on_request, a, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+	        MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_UNESCAPE_CALLBACK, unescape, a,
+	        MHD_OPTION_NOTIFY_CONNECTION, deadlines_on_connection, a->deadlines, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	        (size_t)API_HEAD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
+	        MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	        (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
+	if (!a->daemon || front_door_start(a->front, a->daemon) != CM_OK) {
+		snprintf(detail, detail_len, "cannot serve %s://%s (do the certificate and key match?)",
 		         cfg->tls_cert[0] ? "https" : "http", cfg->http);
 		api_stop(a);
 		return CM_EUNAVAIL;
@@ -423,6 +432,7 @@ void api_stop(api *a)
 	while (a->parked && pthread_cond_timedwait(&a->unparked, &a->mu, &until) == 0)
 		;
 	pthread_mutex_unlock(&a->mu);
+	front_door_close(a->front); /* no new connection from here */
 	if (a->daemon)
 		MHD_stop_daemon(a->daemon);
 	deadlines_stop(a->deadlines);

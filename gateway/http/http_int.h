@@ -26,6 +26,7 @@
 #include "gateway/sessions.h"
 #include "gateway/http/api.h"
 #include "gateway/http/deadlines.h"
+#include "gateway/http/front_door.h"
 #include "gateway/http/metrics.h"
 #include "gateway/http/parking.h"
 #include "store/store.h"
@@ -49,6 +50,7 @@ struct api {
 	pthread_cond_t unparked;
 	http_metrics *metrics; /* requests counted as they complete */
 	deadlines *deadlines; /* for each request's headers and body */
+	front_door *front; /* accepts connections, hands them to the daemon */
 	size_t inflight; /* bytes of request bodies held at once (under mu), --max-inflight-bytes */
 };
 

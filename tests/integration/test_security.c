@@ -306,6 +306,15 @@ static void test_malformed_requests_all_get_problem_json(void **state)
 	assert_int_equal(status, 501);
 	assert_non_null(strstr(out, "application/problem+json"));
 	assert_non_null(strstr(out, "Transfer-Encoding 'gzip, chunked' is not supported"));
+	/* Bytes that are not HTTP (here a TLS ClientHello's first bytes) and
+	 * binary garbage: 400 as problem+json, not libmicrohttpd's HTML. */
+	const char *not_http[] = {"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "\x01\xff\xfe garbage\r\n\r\n"};
+	for (int i = 0; i < 2; i++) {
+		status = http_raw(&g, not_http[i], out, sizeof(out));
+		assert_int_equal(status, 400);
+		assert_non_null(strstr(out, "application/problem+json"));
+		assert_non_null(strstr(out, "the request is not HTTP"));
+	}
 	/* A 100 KB URL: 414 as problem+json too. */
 	char *huge = malloc(100 * 1024 + 1);
 	memset(huge, 'a', 100 * 1024);
