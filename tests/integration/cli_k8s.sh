@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \
-  --k8s-start-grace 3 --image strand-worker:test || exit 1
+  --k8s-start-grace 3 --image strand-worker:test --allow-volumes "strand-cli-claim-*" || exit 1
 strand="$bin/strand"
 
 # A claim on a host folder the pod's user (65534) may write.

@@ -575,7 +575,7 @@ static void test_host_network_choice(void **state)
 	free(pool);
 	gateway_cleanup(&g);
 
-	const char *no_host_network[16];
+	const char *no_host_network[20];
 	size_t n = 0;
 	for (size_t i = 0; args[i]; i++)
 		if (strcmp(args[i], "--k8s-host-network") != 0)

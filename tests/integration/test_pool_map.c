@@ -448,7 +448,7 @@ static void test_crashed_worker_is_replaced(void **state)
 	}
 }
 
-/* Arguments near their 1 MiB cap on tasks that take no time (noop does not
+/* Arguments of 1 MB each on tasks that take no time (noop does not
  * read its argument): one worker's batch after the probe would hold all 39
  * others, 39 MB, past the 32 MiB frame a worker accepts, so it never
  * arrived and the job hung. The engine caps a batch's bytes; every task

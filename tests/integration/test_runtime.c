@@ -319,7 +319,7 @@ static void test_refusals(void **state)
 	assert_string_equal(json_string_value(json_object_get(r.json, "detail")),
 	                    "field 'context' is given to a runtime: it needs an rt: function");
 	response_free(&r);
-	size_t big = (1u << 20) + 64;
+	size_t big = (8u << 20) + 64; /* past --max-value-bytes' default */
 	char *body = malloc(big + 128);
 	assert_non_null(body);
 	int n = snprintf(body, 128, "{\"function\":\"rt:x\",\"args\":[1],\"context\":\"");

@@ -98,7 +98,7 @@ static void test_exec(void **state)
 	char *failing[] = {"sh", "-c", "echo broken >&2; exit 4"};
 	char *text[] = {"echo", "hello"};
 	char *slow[] = {"sleep", "5"};
-	char *big[] = {"sh", "-c", "cat > /dev/null; head -c 3000000 /dev/zero"};
+	char *big[] = {"sh", "-c", "cat > /dev/null; head -c 9000000 /dev/zero"}; /* past RESULT_MAX, 8 MiB */
 	cm_buf out;
 
 	(void)state;
