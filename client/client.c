@@ -9,6 +9,7 @@
 #include "client/args_body.h"
 #include "client/client.h"
 #include "client/http_conn.h"
+#include "client/lease.h"
 #include "client/results_page.h"
 
 struct strand_client {
@@ -18,6 +19,8 @@ struct strand_client {
 	char auth[300]; /* "Authorization: Bearer TOKEN", or "" */
 	char ca_file[512]; /* $STRAND_CA_FILE: trust this CA for https:// (a self-signed gateway) */
 	char error[512];
+	client_lease *lease; /* strand_client_hold's, or NULL */
+	char lease_id[32];
 };
 
 /* libcurl's body writer: bounded as http_reply bounds a plain gateway's. */
@@ -82,11 +85,34 @@ void strand_client_free(strand_client *c)
 {
 	if (!c)
 		return;
+	client_lease_end(c->lease); /* what it held ends now */
 	http_conn_free(c->plain);
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	explicit_bzero(c->auth, sizeof(c->auth));
 	free(c);
+}
+
+int strand_client_hold(strand_client *c, int lease_s)
+{
+	if (c->lease) {
+		snprintf(c->error, sizeof(c->error), "this client holds a lease already (%s)", c->lease_id);
+		return -1;
+	}
+	if (client_lease_start(c, c->url, lease_s > 0 ? lease_s : 10, &c->lease, c->lease_id) != 0) {
+		if (!c->error[0])
+			snprintf(c->error, sizeof(c->error), "cannot make a lease");
+		return -1;
+	}
+	return 0;
+}
+
+/* A request that makes a pool, manager or process: held by the client's
+ * lease, if it holds one and the spec names none. */
+static void held(const strand_client *c, json_t *body)
+{
+	if (c->lease && !json_object_get(body, "lease"))
+		json_object_set_new(body, "lease", json_string(c->lease_id));
 }
 
 const char *strand_client_error(const strand_client *c)
@@ -206,6 +232,7 @@ int strand_pool_create(strand_client *c, int processes, json_t *spec, char id[32
 	int rc;
 
 	json_object_set_new(body, "processes", json_integer(processes));
+	held(c, body);
 	rc = expect(c, "POST", "/v1/pools", body, 201, id, NULL);
 	json_decref(body);
 	return rc;
@@ -521,6 +548,7 @@ int strand_manager_create(strand_client *c, const char *type, json_t *spec, char
 	int rc;
 
 	json_object_set_new(body, "type", json_string(type));
+	held(c, body);
 	rc = expect(c, "POST", "/v1/managers", body, 201, id, NULL);
 	json_decref(body);
 	return rc;
@@ -632,6 +660,7 @@ int strand_process_start(strand_client *c, char *const *argv, const char *functi
 		json_object_set_new(body, "function", json_string(function));
 		json_object_set(body, "arg", arg ? arg : json_null());
 	}
+	held(c, body);
 	rc = expect(c, "POST", "/v1/processes", body, 201, id, NULL);
 	json_decref(body);
 	return rc;

@@ -2,7 +2,8 @@
  * libstrand against a real gateway, each multiprocessing shape once: Pool
  * (map + imap, map into an array, apply, apply_async and its get, close +
  * join), job cancel, Process (start, join, terminate), SimpleQueue (put,
- * get), Pipe (send, recv) and AsyncManager (call, get).
+ * get), Pipe (send, recv) and AsyncManager (call, get), and a client's hold
+ * on what it makes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -392,6 +395,79 @@ static void test_https_gateway(void **state)
 	gateway_cleanup(&h);
 }
 
+/* Whether path's "state" (a pool's, a manager's, a process's) becomes
+ * one of states (space-separated) within 20 s. */
+static int becomes(const char *path, const char *states)
+{
+	for (int i = 0; i < 200; i++) {
+		json_t *o = http_get_ok(&g, path);
+		const char *s = json_string_value(json_object_get(o, "state"));
+		int found = s && strstr(states, s);
+		json_decref(o);
+		if (found)
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/* strand_client_hold: what a client makes ends with it, at
+ * strand_client_free or, killed, a lease later; what another client makes,
+ * or a spec naming no lease of this one, stays. */
+static void test_a_held_client_ends_what_it_made(void **state)
+{
+	char pool[32], manager[32], proc[32], kept[32], path[96];
+	char *const sleeper[] = {"sleep", "60", NULL};
+	int fds[2];
+
+	(void)state;
+	setenv("STRAND_TOKEN_FILE", g.token_file, 1); /* another test's gateway set its own */
+	strand_client *h = strand_client_new(g.base);
+	if (strand_client_hold(h, 2) != 0)
+		fail_msg("hold: %s", strand_client_error(h));
+	assert_int_equal(strand_client_hold(h, 2), -1);
+	assert_int_equal(strand_pool_create(h, 1, NULL, pool), 0);
+	assert_int_equal(strand_manager_create(h, "dict", NULL, manager), 0);
+	assert_int_equal(strand_process_start(h, sleeper, NULL, NULL, NULL, proc), 0);
+	assert_int_equal(strand_pool_create(c, 1, NULL, kept), 0);
+	sleep(3); /* longer than the lease: renewed meanwhile */
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	json_t *o = http_get_ok(&g, path);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "active");
+	json_decref(o);
+	strand_client_free(h);
+	assert_true(becomes(path, "terminating terminated"));
+	snprintf(path, sizeof(path), "/v1/managers/%s", manager);
+	assert_true(becomes(path, "terminating terminated"));
+	snprintf(path, sizeof(path), "/v1/processes/%s", proc);
+	assert_true(becomes(path, "exited failed"));
+	snprintf(path, sizeof(path), "/v1/pools/%s", kept);
+	o = http_get_ok(&g, path);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "active");
+	json_decref(o);
+
+	/* Killed outright: the lease runs out. */
+	assert_int_equal(pipe(fds), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		strand_client *k = strand_client_new(g.base);
+		char p[32];
+		if (strand_client_hold(k, 1) != 0 || strand_pool_create(k, 1, NULL, p) != 0)
+			_exit(1);
+		if (write(fds[1], p, 32) != 32)
+			_exit(1);
+		kill(getpid(), SIGKILL);
+	}
+	char killed[32] = "";
+	assert_int_equal(read(fds[0], killed, 32), 32);
+	waitpid(child, NULL, 0);
+	close(fds[0]);
+	close(fds[1]);
+	snprintf(path, sizeof(path), "/v1/pools/%s", killed);
+	assert_true(becomes(path, "terminating terminated"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +482,7 @@ int main(void)
 	        cmocka_unit_test(test_nothing_that_ends_a_line_goes_into_a_request),
 	        cmocka_unit_test(test_connection_closed_while_idle),
 	        cmocka_unit_test(test_https_gateway),
+	        cmocka_unit_test(test_a_held_client_ends_what_it_made),
 	};
 	return cmocka_run_group_tests_name("client", tests, setup, teardown);
 }
