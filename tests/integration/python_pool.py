@@ -19,6 +19,10 @@ def square(x):
     return x * x
 
 
+def _sha256_hex(data):
+    return hashlib.sha256(data).hexdigest()
+
+
 class Boom(Exception):
     pass
 
@@ -56,6 +60,29 @@ class PoolTest(WithPool):
             self.assertEqual(self.pool.map(square, range(50), chunksize=2), [x * x for x in range(50)])
         finally:
             pool_module.PART = part
+
+    def test_map_of_large_values_chunked_by_bytes(self):
+        # 20 MB in 2,000 values: multiprocessing's default chunk of 250
+        # would be a 2.5 MB task argument; chunks go by bytes too, and a
+        # job's parts as well (made small here), so each fits.
+        from strand import pool as pool_module
+
+        values = [os.urandom(10240) for _ in range(2000)]
+        digests = self.pool.map(_sha256_hex, values)
+        self.assertEqual(digests, [hashlib.sha256(v).hexdigest() for v in values])
+        part_bytes = pool_module.PART_BYTES
+        pool_module.PART_BYTES = 3 << 20
+        try:
+            megabytes = [os.urandom(1 << 20) for _ in range(12)]
+            self.assertEqual(self.pool.map(len, megabytes, chunksize=12), [1 << 20] * 12)
+        finally:
+            pool_module.PART_BYTES = part_bytes
+
+    def test_value_over_the_cap_is_refused_naming_it(self):
+        with self.assertRaises(strand.StrandError) as caught:
+            self.pool.apply(len, (os.urandom(9 << 20),))
+        self.assertEqual(caught.exception.status, 413)
+        self.assertIn("(--max-value-bytes)", caught.exception.detail)
 
     def test_a_job_says_what_it_runs(self):
         gw = strand.gateway.default()

@@ -17,9 +17,15 @@ from . import gateway as _gateway
 EXCEPTION_MARK = "strand-pickled-exception: "
 PAGE = 10000
 WAIT_S = 30
-# Arguments one request brings: a larger job goes in parts (the map with
-# its "total", then POST /v1/jobs/{id}/args at each part's offset).
+# Arguments one request brings, and about their bytes (the gateway takes
+# 64 MiB a body): a larger job goes in parts (the map with its "total",
+# then POST /v1/jobs/{id}/args at each part's offset).
 PART = 100000
+PART_BYTES = 32 << 20
+# A map's chunk, pickled, holds about this many bytes at most: a chunk of
+# large items is split (down to one item a task), so that a task's argument
+# stays well under the gateway's cap on one value (--max-value-bytes).
+CHUNK_BYTES = 1 << 20
 
 
 class RemoteTraceback(Exception):
@@ -72,6 +78,36 @@ def _context(runner, init, func):
 def _task(*args):
     """A task's argument: what its job's context is called with."""
     return _b64((args, {}))
+
+
+def _chunk_tasks(items, chunksize):
+    """The task arguments of a map of items: chunksize items a task, and a
+    chunk whose pickled bytes pass CHUNK_BYTES cut into as many pieces as
+    it holds CHUNK_BYTES (again while a piece still does), in order."""
+    tasks = []
+    for start in range(0, len(items), chunksize):
+        chunk = items[start : start + chunksize]
+        arg = _task(chunk)
+        if len(arg) <= CHUNK_BYTES or len(chunk) == 1:
+            tasks.append(arg)
+            continue
+        pieces = min(len(chunk), -(-len(arg) // CHUNK_BYTES))
+        step = -(-len(chunk) // pieces)
+        for at in range(0, len(chunk), step):
+            tasks.extend(_chunk_tasks(chunk[at : at + step], step))
+    return tasks
+
+
+def _parts(args):
+    """args cut into parts of at most PART arguments and about PART_BYTES
+    (one argument at least), as (offset, part)."""
+    start, size = 0, 0
+    for i, arg in enumerate(args):
+        if i > start and (i - start >= PART or size + len(arg) > PART_BYTES):
+            yield start, args[start:i]
+            start, size = i, 0
+        size += len(arg)
+    yield start, args[start:]
 
 
 def _error(text):
@@ -204,16 +240,16 @@ class Pool:
         in args (_task's); each task's value is a list. The job's id."""
         if self._state != "running":
             raise ValueError("Pool not running")
+        parts = _parts(args)
         body = {
             "function": _pickling.function_name(func),
             "context": _context(runner, self._init, func),
-            "args": args[:PART],
+            "args": next(parts)[1],
             "total": len(args),
         }
         job = self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
-        for offset in range(PART, len(args), PART):
-            part = {"offset": offset, "args": args[offset : offset + PART]}
-            self._gw.request("POST", "/v1/jobs/%s/args" % job, part)
+        for offset, part in parts:
+            self._gw.request("POST", "/v1/jobs/%s/args" % job, {"offset": offset, "args": part})
         return job
 
     def _default_chunksize(self, n):
@@ -260,7 +296,7 @@ class Pool:
             raise ValueError("chunksize must be at least 1")
         if not items:
             return None
-        return self._submit(func, runner, [_task(items[i : i + chunksize]) for i in range(0, len(items), chunksize)])
+        return self._submit(func, runner, _chunk_tasks(items, chunksize))
 
     # ---- multiprocessing.Pool -------------------------------------------
     def apply(self, func, args=(), kwds=None):
