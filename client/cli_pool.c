@@ -16,12 +16,13 @@ static const char pool_help[] =
         "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
         "         [--timeout S] [--retry-errors]\n"
         "                                       creates a pool; prints its id\n"
-        "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N|auto] [--wait]\n"
+        "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N|auto] [--name NAME] [--wait]\n"
         "  map POOL --command CMD [ARG...] [...]\n"
         "                                       maps FUNCTION (or the program CMD: words, or a JSON\n"
         "                                       array) over the ARGs (JSON, or strings) or over the JSON\n"
         "                                       array in FILE (- for stdin); prints the job id. Chunks:\n"
-        "                                       auto (about four per worker) unless given. --wait says\n"
+        "                                       auto (about four per worker) unless given. --name: what\n"
+        "                                       the job is called, shown with it. --wait says\n"
         "                                       the job id on stderr, shows progress there (rate, time\n"
         "                                       left, failures) and prints the results, a JSON line each\n"
         "  status POOL|JOB                      the pool or job, as JSON\n"
@@ -121,9 +122,13 @@ static json_t *command_of(const char *text)
 static int pool_map(strand_client *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"args", required_argument, NULL, 'a'},    {"chunksize", required_argument, NULL, 'c'},
-	        {"command", required_argument, NULL, 'x'}, {"wait", no_argument, NULL, 'w'},
-	        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+	        {"args", required_argument, NULL, 'a'},
+	        {"chunksize", required_argument, NULL, 'c'},
+	        {"command", required_argument, NULL, 'x'},
+	        {"wait", no_argument, NULL, 'w'},
+	        {"name", required_argument, NULL, 'n'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
 	};
 	json_t *args = json_array(), *spec = json_object();
 	int wait = 0, opt, code = 0;
@@ -161,6 +166,7 @@ static int pool_map(strand_client *c, int argc, char **argv)
 			break;
 		}
 		case 'w': wait = 1; break;
+		case 'n': json_object_set_new(spec, "name", json_string(optarg)); break;
 		case 'h': code = -1; break;
 		default: code = cli_usage(pool_help, EXIT_USAGE); break;
 		}

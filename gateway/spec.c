@@ -754,12 +754,38 @@ static int get_context(json_t *root, map_spec *spec, char *detail, size_t detail
 	return CM_OK;
 }
 
+/* "name": what people call a job (shown with it, listed by it): 1 to
+ * SPEC_JOB_NAME_MAX bytes of UTF-8 text without control characters. */
+static int get_job_name(json_t *root, char out[SPEC_JOB_NAME_MAX + 1], char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(root, "name");
+	const char *s = json_string_value(v);
+	size_t n = s ? json_string_length(v) : 0;
+
+	out[0] = '\0';
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (!s || n == 0 || n > SPEC_JOB_NAME_MAX || strlen(s) != n) {
+		snprintf(detail, detail_len, "field 'name' must be a string of 1 to %d bytes", SPEC_JOB_NAME_MAX);
+		return CM_EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+			snprintf(detail, detail_len, "field 'name' holds a control character");
+			return CM_EINVAL;
+		}
+	}
+	memcpy(out, s, n + 1);
+	return CM_OK;
+}
+
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const map_keys[] = {"function",     "command",      "args",    "chunksize", "timeout_s",
-	                                       "max_attempts", "retry_errors", "context", "total",     NULL};
-	static const char *const apply_keys[] = {"function",     "command",      "arg",     "timeout_s",
-	                                         "max_attempts", "retry_errors", "context", NULL};
+	static const char *const map_keys[] = {
+	        "function",     "command", "args",  "chunksize", "timeout_s", "max_attempts",
+	        "retry_errors", "context", "total", "name",      NULL};
+	static const char *const apply_keys[] = {"function",     "command", "arg",  "timeout_s", "max_attempts",
+	                                         "retry_errors", "context", "name", NULL};
 	map_spec spec = {.chunksize = 1, .retry_errors = -1};
 	raw_member raw = {.key = single ? "arg" : "args", .array = !single, .args = &spec.args};
 	json_t *root = NULL;
@@ -819,7 +845,8 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 	spec.max_attempts = (int)n;
 	if ((err = get_bool(root, "retry_errors", &spec.retry_errors, detail, detail_len)) != CM_OK)
 		goto out;
-	if ((err = get_context(root, &spec, detail, detail_len)) != CM_OK)
+	if ((err = get_context(root, &spec, detail, detail_len)) != CM_OK ||
+	    (err = get_job_name(root, spec.name, detail, detail_len)) != CM_OK)
 		goto out;
 	if (!raw.seen) {
 		snprintf(detail, detail_len,

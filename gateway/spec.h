@@ -108,6 +108,8 @@ typedef struct spec_args {
 } spec_args;
 void spec_args_fini(spec_args *args);
 
+#define SPEC_JOB_NAME_MAX 128 /* bytes of a job's name */
+
 typedef struct map_spec {
 	char *function; /* builtin, LIB.so:SYMBOL or "exec" */
 	char **command; /* argv for exec */
@@ -120,11 +122,12 @@ typedef struct map_spec {
 	unsigned timeout_ms; /* 0: the pool's */
 	int max_attempts; /* 0: the pool's */
 	int retry_errors; /* -1: the pool's */
+	char name[SPEC_JOB_NAME_MAX + 1]; /* what people call the job, "" for none */
 } map_spec;
 
 /* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize,
- * context, total}) or, with single set, POST /v1/pools/{id}/apply
- * ({function|command, arg, context}). Arguments are taken as the JSON text
+ * context, total, name}) or, with single set, POST /v1/pools/{id}/apply
+ * ({function|command, arg, context, name}). Arguments are taken as the JSON text
  * they are given in, whitespace between tokens left out; at most
  * SPEC_MAX_ARGS of them.
  * On success out owns new copies (spec_map_fini frees them). Returns CM_OK,

@@ -106,6 +106,8 @@ static const char *const migrations[] = {
         "ALTER TABLE workers RENAME COLUMN secret TO secret_sha256;"
         "UPDATE processes SET secret = strand_sha256(secret) WHERE secret IS NOT NULL;"
         "ALTER TABLE processes RENAME COLUMN secret TO secret_sha256;",
+        /* 13: what people call a job (its "name"), or NULL. */
+        "ALTER TABLE jobs ADD COLUMN name TEXT;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -581,8 +583,8 @@ int store_job_insert(store *st, const store_job *job)
 
 	if (store__kept(st, KEPT_JOB_INSERT,
 	                "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-	                " created_ms, max_attempts, retry_errors, timeout_ms, context)"
-	                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                " created_ms, max_attempts, retry_errors, timeout_ms, context, name)"
+	                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	                &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
@@ -601,6 +603,7 @@ int store_job_insert(store *st, const store_job *job)
 	sqlite3_bind_int64(s, 14, job->timeout_ms);
 	if (job->context)
 		sqlite3_bind_blob(s, 15, job->context, (int)job->context_len, SQLITE_STATIC);
+	store__bind_text(s, 16, job->name);
 	return store__kept_done(st, s);
 }
 
@@ -696,8 +699,8 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	            " (SELECT coalesce(sum(failed), 0) FROM chunk_state c WHERE c.job = j.num),"
 	            " coalesce(j.ended_ms, j.created_ms),"
 	            " CASE WHEN j.state = 'running'"
-	            "  THEN (SELECT coalesce(sum(n), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END"
-	            " FROM jobs j ORDER BY j.num",
+	            "  THEN (SELECT coalesce(sum(n), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END,"
+	            " j.name FROM jobs j ORDER BY j.num",
 	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -722,6 +725,7 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .failed = sqlite3_column_int64(s, 16),
 		        .ended_ms = sqlite3_column_int64(s, 17),
 		        .received = sqlite3_column_int64(s, 18),
+		        .name = col_text(s, 19),
 		};
 		fn(ctx, &j);
 	}

@@ -112,6 +112,7 @@ typedef struct store_job {
 	int64_t ended_ms; /* loaded only: when an ended job ended (its creation if not recorded) */
 	const void *context; /* JSON text given to a runtime with every task, or NULL */
 	size_t context_len;
+	const char *name; /* what people call it, or NULL */
 } store_job;
 
 int store_job_insert(store *st, const store_job *job);

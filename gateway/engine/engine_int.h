@@ -331,6 +331,7 @@ typedef struct job {
 	int max_attempts;
 	int retry_errors;
 	char *function;
+	char *name; /* what people call it, or NULL */
 	char **command;
 	size_t ncommand;
 	struct job_context *context; /* while it runs: given to the runtime with each task; NULL: none */

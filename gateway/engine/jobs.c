@@ -347,6 +347,7 @@ void engine__job_free(job *j)
 {
 	engine__job_unlist(j);
 	free(j->function);
+	free(j->name);
 	free(j->context);
 	for (size_t i = 0; i < j->ncommand; i++)
 		free(j->command[i]);

@@ -122,6 +122,7 @@ static void load_job(void *ctx, const store_job *sj)
 	j->avg_us = -1;
 	j->created_ms = sj->created_ms;
 	j->function = strdup(sj->function);
+	j->name = sj->name ? strdup(sj->name) : NULL;
 	int cancelling = strcmp(sj->state, "cancelling") == 0;
 	j->state = strcmp(sj->state, "done") == 0                      ? JOB_DONE
 	           : strcmp(sj->state, "cancelled") == 0 || cancelling ? JOB_CANCELLED

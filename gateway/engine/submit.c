@@ -191,9 +191,12 @@ static int map_start(engine *e, op *o)
 	                 .retry_errors = j->retry_errors,
 	                 .timeout_ms = j->timeout_ms,
 	                 .context = m->context,
-	                 .context_len = m->context_len};
-	if (m->context && !(j->context = engine__context_new(m->context, m->context_len))) {
+	                 .context_len = m->context_len,
+	                 .name = m->name[0] ? m->name : NULL};
+	if ((m->context && !(j->context = engine__context_new(m->context, m->context_len))) ||
+	    (m->name[0] && !(j->name = strdup(m->name)))) {
 		o->err = CM_ENOMEM;
+		free(j->context);
 		free(j);
 		return 0;
 	}
@@ -212,6 +215,7 @@ static int map_start(engine *e, op *o)
 	if (o->err != CM_OK) {
 		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
 		free(j->context);
+		free(j->name);
 		free(j);
 		return 0;
 	}

@@ -25,6 +25,8 @@ int engine__job_text(const job *j, cm_buf *out)
 	                    engine__job_state(j));
 	if (err == CM_OK)
 		err = cm_buf_json_string(out, j->function, strlen(j->function));
+	if (err == CM_OK && j->name && (err = cm_buf_puts(out, ",\"name\":")) == CM_OK)
+		err = cm_buf_json_string(out, j->name, strlen(j->name));
 	if (err == CM_OK)
 		err = cm_buf_printf(
 		        out,

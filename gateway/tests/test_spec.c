@@ -255,6 +255,13 @@ static void test_map_parse(void **state)
 
 	assert_int_equal(map("{\"function\":\"echo\",\"args\":[]}", 0, &m, detail), CM_OK);
 	assert_int_equal(m.args.n, 0);
+	assert_string_equal(m.name, "");
+	spec_map_fini(&m);
+
+	/* A name, for people: any text but control characters. */
+	assert_int_equal(map("{\"function\":\"echo\",\"arg\":1,\"name\":\"nightly r\u00e9sum\u00e9s\"}", 1, &m, detail),
+	                 CM_OK);
+	assert_string_equal(m.name, "nightly r\xc3\xa9sum\xc3\xa9s");
 	spec_map_fini(&m);
 }
 
@@ -310,6 +317,15 @@ static void test_map_refusals(void **state)
 	        {"{\"function\":\"echo\",\"arg\":1,\"total\":3}", 1, CM_EINVAL, "unknown field 'total'"},
 	        {"{\"function\":\"echo\",\"arg\":}", 1, CM_EINVAL, "unexpected character"},
 	        {"{\"function\":\"echo\",\"arg\":1 1}", 1, CM_EINVAL, "unexpected character"},
+	        {"{\"function\":\"echo\",\"args\":[],\"name\":\"\"}", 0, CM_EINVAL,
+	         "'name' must be a string of 1 to 128"},
+	        {"{\"function\":\"echo\",\"args\":[],\"name\":7}", 0, CM_EINVAL, "'name' must be a string"},
+	        {"{\"function\":\"echo\",\"args\":[],\"name\":\"a\\nb\"}", 0, CM_EINVAL, "'name' holds a control"},
+	        {"{\"function\":\"echo\",\"args\":[],\"name\":\"a\\u0000b\"}", 0, CM_EINVAL, "\\u0000"},
+	        {"{\"function\":\"echo\",\"args\":[],\"name\":"
+	         "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+	         0, CM_EINVAL, "'name'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -637,10 +637,11 @@ static void test_reads_fixed_records_of_before(void **state)
 	sqlite3_bind_blob(q, 1, fixed, sizeof(fixed), SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(q), SQLITE_DONE);
 	sqlite3_finalize(q);
-	/* ... whose secrets' columns had their names of then. */
+	/* ... whose secrets' columns had their names of then, and jobs no name. */
 	assert_int_equal(sqlite3_exec(db,
 	                              "ALTER TABLE workers RENAME COLUMN secret_sha256 TO secret;"
 	                              "ALTER TABLE processes RENAME COLUMN secret_sha256 TO secret;"
+	                              "ALTER TABLE jobs DROP COLUMN name;"
 	                              "PRAGMA user_version = 8",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -1010,7 +1011,8 @@ static void test_migrates_a_version_1_database(void **state)
 		                .max_attempts = 3,
 		                .created_ms = 2,
 		                .context = "\"ctx\"",
-		                .context_len = 5};
+		                .context_len = 5,
+		                .name = "nightly"};
 		assert_int_equal(store_begin(st), CM_OK);
 		assert_int_equal(store_worker_insert(st, "w-new", "p-old", "124", "s3cr3t", 2), CM_OK);
 		assert_int_equal(store_process_save(st, &sp), CM_OK);
@@ -1023,7 +1025,14 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 12);
+	assert_int_equal(sqlite3_column_int(q, 0), 13);
+	sqlite3_finalize(q);
+	/* 13: a job's name; none for one of before. */
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "SELECT group_concat(id || '=' || coalesce(name, '-')) FROM jobs", -1, &q, NULL),
+	        SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "j-old=-,j-new=nightly");
 	sqlite3_finalize(q);
 	/* rewritten once for incremental vacuum */
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &q, NULL), SQLITE_OK);

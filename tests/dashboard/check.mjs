@@ -47,7 +47,7 @@ const pool = (await api("POST", "/v1/pools", { processes: 1 })).id;
 const busy = (await api("POST", "/v1/pools", { processes: 1 })).id;
 await until("workers", async () => (await api("GET", `/v1/pools/${pool}`)).workers[0].state === "connected");
 const failing = (await api("POST", `/v1/pools/${pool}/map`, { function: "fail", args: ["disk full on /data", "no such user 'bob'", "x"] })).id;
-const ok = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args: [1, 2] })).id;
+const ok = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args: [1, 2], name: "two echoes" })).id;
 await until("the failing job", async () => (await api("GET", `/v1/jobs/${failing}`)).state === "done");
 await until("the other job", async () => (await api("GET", `/v1/jobs/${ok}`)).state === "done");
 const long = (await api("POST", `/v1/pools/${busy}/map`, { function: "sleep", args: [60000, 60000, 60000] })).id;
@@ -97,6 +97,7 @@ try {
   check(cells.includes("3 / 3") && cells.includes("3") && cells.includes("done"), "the failing job: done, 3 of 3, 3 failed");
   const widths = await page.$eval(`${row} .bar`, (b) => [b.querySelector(".ok").style.width, b.querySelector(".failed").style.width]);
   check(widths[0] === "0%" && widths[1] === "100%", "its bar is all failed (" + widths + ")");
+  check((await text(`tr[data-job="${ok}"]`)).includes("two echoes"), "a job's name is in its row");
   const okWidths = await page.$eval(`tr[data-job="${ok}"] .bar`, (b) => [b.querySelector(".ok").style.width, b.querySelector(".failed").style.width]);
   check(okWidths[0] === "100%" && okWidths[1] === "0%", "a job without failures: all done (" + okWidths + ")");
   check((await page.$$eval(`tr[data-job="${long}"] td`, (t) => t.map((x) => x.textContent))).includes("running"), "the long job runs");

@@ -31,6 +31,8 @@ out=$("$strand" pool results "$job"); code=$?
 check "failed task: exit 1" 1 $code
 check "failed task: its error" '{"index":0,"error":"boom"}' "$out"
 "$strand" pool status "$job" | jq -e '.state == "done"' >/dev/null; check "status of a job" 0 $?
+named=$("$strand" pool map "$pool" echo 1 --name "nightly run")
+check "map --name: the job is called so" "nightly run" "$("$strand" pool status "$named" | jq -r .name)"
 "$strand" pool map p-0000000000000000 echo 1 >/dev/null 2>&1; check "unknown pool: exit 1" 1 $?
 bar=$(script -qc "$strand pool map $pool sleep 200 200 200 200 --wait" /dev/null | tr '\r' '\n' | grep -ac '^\[')
 [ "$bar" -ge 1 ]; check "progress bar on a terminal" 0 $?

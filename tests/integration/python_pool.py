@@ -111,6 +111,16 @@ class PoolTest(WithPool):
         self.assertEqual(r.get(timeout=60), [2])
         self.assertEqual(function_of(r._job), ("rt:pickle:__main__.?t??" + "n" * 300)[:203])
 
+    def test_a_job_may_be_named(self):
+        gw = strand.gateway.default()
+        r = self.pool.map_async(square, range(3), name="squares \u00e9t\u00e9")
+        self.assertEqual(r.get(timeout=60), [0, 1, 4])
+        self.assertEqual(gw.request("GET", "/v1/jobs/%s" % r._job)["name"], "squares \u00e9t\u00e9")
+        self.assertEqual(self.pool.apply(divmod, (7, 2), name="one divmod"), (3, 1))
+        newest = gw.request("GET", "/v1/pools/%s/jobs" % self.pool.id)["jobs"][0]
+        self.assertEqual(newest["name"], "one divmod")
+        self.assertEqual(self.pool.map(square, [2], name=None), [4])
+
     def test_lambda_and_closure(self):
         k = 7
         self.assertEqual(self.pool.map(lambda x: x + k, [1, 2, 3]), [8, 9, 10])

@@ -472,11 +472,43 @@ static void test_job_list(void **state)
 	free(call);
 }
 
+/* A job may carry a name: shown with it, in the list, and after a
+ * restart; a job without one shows none. */
+static void test_job_name(void **state)
+{
+	fixture *f = *state;
+	char *named =
+	        job_submit(&f->g, f->pool,
+	                   json_pack("{s:s, s:[i], s:s}", "function", "echo", "args", 1, "name", "nightly résumés"));
+	char *plain = job_submit(&f->g, f->pool, json_pack("{s:s, s:[i]}", "function", "echo", "args", 2));
+	job_wait_done(&f->g, named, 1);
+	for (int round = 0; round < 2; round++) {
+		response r = job_request(f, "GET", named);
+		assert_string_equal(json_string_value(json_object_get(r.json, "name")), "nightly résumés");
+		response_free(&r);
+		r = job_request(f, "GET", plain);
+		assert_null(json_object_get(r.json, "name"));
+		response_free(&r);
+		r = http(&f->g, "GET", "/v1/jobs", NULL, NULL);
+		assert_string_equal(
+		        json_string_value(json_object_get(json_array_get(json_object_get(r.json, "jobs"), 1), "name")),
+		        "nightly résumés");
+		response_free(&r);
+		if (round == 0) {
+			gateway_kill(&f->g);
+			gateway_restart(&f->g);
+		}
+	}
+	free(named);
+	free(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_cancel_running_job, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_job_list, pool_fixture_setup, pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_job_name, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_remove_ended_job, shared_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_removal_resumes_after_crash, shared_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_resumes_after_crash, pool_fixture_setup,

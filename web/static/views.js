@@ -30,7 +30,8 @@ export function jobCells(j) {
   return [
     link("#/jobs/" + j.id, code(j.id)),
     link((j.pool.startsWith("m-") ? "#/managers/" : "#/pools/") + j.pool, code(j.pool)),
-    code(j.function), state(j.state), bar(j), j.done + " / " + j.total,
+    j.name ? h("span", {}, h("b", {}, j.name), " ", code(j.function)) : code(j.function),
+    state(j.state), bar(j), j.done + " / " + j.total,
     h("span", { class: j.failed ? "reason" : "" }, j.failed), rate(speed),
     running ? duration((j.total - j.done) / speed) : "", when(j.created_at),
   ];

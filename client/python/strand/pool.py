@@ -235,9 +235,10 @@ class Pool:
         self._state = "running"
 
     # ---- submitting -----------------------------------------------------
-    def _submit(self, func, runner, args):
+    def _submit(self, func, runner, args, name=None):
         """A job running runner (with the function) on each task argument
-        in args (_task's); each task's value is a list. The job's id."""
+        in args (_task's); each task's value is a list. The job's id; name:
+        what it is called (shown with it), or None."""
         if self._state != "running":
             raise ValueError("Pool not running")
         parts = _parts(args)
@@ -247,6 +248,8 @@ class Pool:
             "args": next(parts)[1],
             "total": len(args),
         }
+        if name is not None:
+            body["name"] = name
         job = self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
         for offset, part in parts:
             self._gw.request("POST", "/v1/jobs/%s/args" % job, {"offset": offset, "args": part})
@@ -287,7 +290,7 @@ class Pool:
                 return
             cursor = page["next_cursor"]
 
-    def _map_job(self, func, runner, iterable, chunksize):
+    def _map_job(self, func, runner, iterable, chunksize, name):
         """The job of a map or starmap, or None for no input."""
         items = iterable if isinstance(iterable, list) else list(iterable)
         if chunksize is None:
@@ -296,10 +299,11 @@ class Pool:
             raise ValueError("chunksize must be at least 1")
         if not items:
             return None
-        return self._submit(func, runner, _chunk_tasks(items, chunksize))
+        return self._submit(func, runner, _chunk_tasks(items, chunksize), name)
 
     # ---- multiprocessing.Pool -------------------------------------------
-    def apply(self, func, args=(), kwds=None):
+    # name (strand's own, keyword): what the job is called, shown with it.
+    def apply(self, func, args=(), kwds=None, name=None):
         """One request that answers with the result (POST …/apply?wait=),
         not a job and a poll: a round trip, as multiprocessing's."""
         if self._state != "running":
@@ -309,6 +313,8 @@ class Pool:
             "context": _context(_apply, self._init, func),
             "arg": _task(tuple(args), dict(kwds or {})),
         }
+        if name is not None:
+            body["name"] = name
         answer = self._gw.request("POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30)
         if "index" not in answer:  # the wait ran out: the job, still running
             return AsyncResult(self, answer["id"], True).get()
@@ -318,38 +324,38 @@ class Pool:
             self._output.drain()  # what it printed before it failed, before the traceback
             raise
 
-    def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None):
-        job = self._submit(func, _apply, [_task(tuple(args), dict(kwds or {}))])
+    def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None, name=None):
+        job = self._submit(func, _apply, [_task(tuple(args), dict(kwds or {}))], name)
         return AsyncResult(self, job, True, callback, error_callback)
 
-    def map(self, func, iterable, chunksize=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize)
+    def map(self, func, iterable, chunksize=None, name=None):
+        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
         try:
             return self._list(job) if job else []
         finally:
             self._output.drain()  # what its tasks printed, before the program goes on
 
-    def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize)
+    def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
+        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
-    def starmap(self, func, iterable, chunksize=None):
-        job = self._map_job(func, _starmap_chunk, iterable, chunksize)
+    def starmap(self, func, iterable, chunksize=None, name=None):
+        job = self._map_job(func, _starmap_chunk, iterable, chunksize, name)
         try:
             return self._list(job) if job else []
         finally:
             self._output.drain()
 
-    def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None):
-        job = self._map_job(func, _starmap_chunk, iterable, chunksize)
+    def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
+        job = self._map_job(func, _starmap_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
-    def imap(self, func, iterable, chunksize=1):
-        job = self._map_job(func, _map_chunk, iterable, chunksize)
+    def imap(self, func, iterable, chunksize=1, name=None):
+        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
         return self._values(job, "input") if job else iter(())
 
-    def imap_unordered(self, func, iterable, chunksize=1):
-        job = self._map_job(func, _map_chunk, iterable, chunksize)
+    def imap_unordered(self, func, iterable, chunksize=1, name=None):
+        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
         return self._values(job, "completion") if job else iter(())
 
     def close(self):
