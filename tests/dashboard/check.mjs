@@ -51,6 +51,9 @@ const ok = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args:
 await until("the failing job", async () => (await api("GET", `/v1/jobs/${failing}`)).state === "done");
 await until("the other job", async () => (await api("GET", `/v1/jobs/${ok}`)).state === "done");
 const long = (await api("POST", `/v1/pools/${busy}/map`, { function: "sleep", args: [60000, 60000, 60000] })).id;
+// A client's many small applies: one row, folded.
+const applies = [];
+for (let i = 0; i < 4; i++) applies.push((await api("POST", `/v1/pools/${busy}/apply`, { function: "noop", arg: i })).id);
 const proc = (await api("POST", "/v1/processes", { command: ["sh", "-c", "echo hello from strand; exec sleep 60"] })).id;
 const queue = (await api("POST", "/v1/queues")).id;
 await api("POST", `/v1/queues/${queue}/items`, { items: [1, 2, 3] });
@@ -101,6 +104,10 @@ try {
   const okWidths = await page.$eval(`tr[data-job="${ok}"] .bar`, (b) => [b.querySelector(".ok").style.width, b.querySelector(".failed").style.width]);
   check(okWidths[0] === "100%" && okWidths[1] === "0%", "a job without failures: all done (" + okWidths + ")");
   check((await page.$$eval(`tr[data-job="${long}"] td`, (t) => t.map((x) => x.textContent))).includes("running"), "the long job runs");
+  const fold = `tr[data-fold="${applies[3]}"]`;
+  check((await page.$(fold)) !== null && (await text(fold)).includes("4 applies") && (await text(fold)).includes("0 / 4"),
+    "four applies: one row, 0 / 4 done");
+  check((await page.$(`tr[data-job="${applies[0]}"]`)) === null, "an apply of the four has no row of its own");
   await page.screenshot({ path: `${shots}/landing-1400.png`, fullPage: true });
 
   // A job made now appears through the event stream, with no reload.

@@ -3,7 +3,7 @@
 // stream (GET /v1/events): an event a page shows reads that page again
 // (at most every 300 ms), a job's progress updates its rows in place.
 import { Refused, SignedOut, follow, signIn, signOut, signedIn } from "./api.js";
-import { shownJobs, updateJob, views } from "./views.js";
+import { foldedJobs, shownJobs, updateJob, views } from "./views.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -29,12 +29,15 @@ async function render() {
   const [view, id, nav] = route();
   const mine = ++renders;
   clearTimeout(logTimer);
+  // Emptied before the view fills them, not after: progress events update
+  // the rows the page shows.
+  shownJobs.clear();
+  foldedJobs.clear();
   try {
     const page = await view(id, render);
     // A render begun before this one may answer after it: an event's re-read
     // of the page just left must not draw over the page navigated to.
     if (mine !== renders) return;
-    shownJobs.clear();
     main.replaceChildren(page.node);
     shown = page;
     showSignIn(false);

@@ -37,9 +37,50 @@ export function jobCells(j) {
   ];
 }
 
+// A client's many small applies (runs of FOLD_MIN or more one-task jobs
+// of one pool, function and name, one after another) show as one row: how
+// many, and their progress together. Each job shown in a fold maps to it.
+const FOLD_MIN = 3;
+export const foldedJobs = new Map();
+
+function foldable(a, b) {
+  return a.total === 1 && b.total === 1 && a.pool === b.pool && a.function === b.function &&
+    (a.name || "") === (b.name || "");
+}
+
+function foldCells(jobs) {
+  const sum = { total: jobs.length, done: 0, failed: 0 };
+  for (const j of jobs) {
+    sum.done += j.done;
+    sum.failed += j.failed;
+  }
+  const j = jobs[0]; /* the newest */
+  const running = jobs.some((x) => x.state === "running" || x.state === "submitting");
+  return [
+    h("span", { title: jobs.map((x) => x.id).join(" ") }, jobs.length + " applies"),
+    link((j.pool.startsWith("m-") ? "#/managers/" : "#/pools/") + j.pool, code(j.pool)),
+    j.name ? h("span", {}, h("b", {}, j.name), " ", code(j.function)) : code(j.function),
+    state(running ? "running" : "done"), bar(sum), sum.done + " / " + sum.total,
+    h("span", { class: sum.failed ? "reason" : "" }, sum.failed), "", "", when(j.created_at),
+  ];
+}
+
 function jobTable(jobs, empty) {
-  for (const j of jobs) shownJobs.set(j.id, j);
-  return table(jobColumns, jobs.map((j) => ({ cells: jobCells(j), attrs: { "data-job": j.id } })), empty);
+  const rows = [];
+  for (let i = 0; i < jobs.length;) {
+    let k = i;
+    while (k + 1 < jobs.length && foldable(jobs[i], jobs[k + 1])) k++;
+    const run = jobs.slice(i, k + 1);
+    for (const j of run) shownJobs.set(j.id, j);
+    if (run.length >= FOLD_MIN) {
+      for (const j of run) foldedJobs.set(j.id, run);
+      rows.push({ cells: foldCells(run), attrs: { "data-fold": run[0].id } });
+    } else {
+      for (const j of run) rows.push({ cells: jobCells(j), attrs: { "data-job": j.id } });
+    }
+    i = k + 1;
+  }
+  return table(jobColumns, rows, empty);
 }
 
 // Replaces the rows of job (a progress event's counts merged in).
@@ -49,6 +90,9 @@ export function updateJob(update) {
   Object.assign(j, { done: update.done, failed: update.failed, total: update.total, state: update.state });
   for (const tr of document.querySelectorAll(`tr[data-job="${CSS.escape(j.id)}"]`))
     tr.replaceChildren(...jobCells(j).map((c, i) => h("td", { class: jobColumns[i].cls }, c)));
+  const fold = foldedJobs.get(j.id);
+  for (const tr of fold ? document.querySelectorAll(`tr[data-fold="${CSS.escape(fold[0].id)}"]`) : [])
+    tr.replaceChildren(...foldCells(fold).map((c, i) => h("td", { class: jobColumns[i].cls }, c)));
   return true;
 }
 
