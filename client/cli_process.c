@@ -198,18 +198,19 @@ int cmd_ps(strand_client *c, int argc, char **argv)
 	return 0;
 }
 
-/* A pool's output, each line "(WORKER) TEXT" on stdout or stderr as the
- * task wrote it; following, page after page (a long poll each) until the
- * pool ended and nothing more came. */
+/* A pool's output (or a manager's), each line "(WORKER) TEXT" on stdout or
+ * stderr as the task wrote it; following, page after page (a long poll
+ * each) until the pool ended and nothing more came. */
 static int pool_output(strand_client *c, const char *id, int follow)
 {
+	const char *kind = id[0] == 'm' ? "managers" : "pools";
 	char path[160];
 	json_int_t next = 0;
 
 	for (;;) {
 		json_t *page = NULL, *pool = NULL, *line;
 		size_t i;
-		snprintf(path, sizeof(path), "/v1/pools/%s/logs?after=%lld&wait=%d", id, (long long)next,
+		snprintf(path, sizeof(path), "/v1/%s/%s/logs?after=%lld&wait=%d", kind, id, (long long)next,
 		         follow ? 5 : 0);
 		if (strand_request(c, "GET", path, NULL, &page) != 200) {
 			json_decref(page);
@@ -228,7 +229,7 @@ static int pool_output(strand_client *c, const char *id, int follow)
 			continue;
 		if (!follow)
 			return 0;
-		snprintf(path, sizeof(path), "/v1/pools/%s", id);
+		snprintf(path, sizeof(path), "/v1/%s/%s", kind, id);
 		if (strand_request(c, "GET", path, NULL, &pool) != 200) {
 			json_decref(pool);
 			return cli_refused(c);
@@ -244,7 +245,8 @@ static int pool_output(strand_client *c, const char *id, int follow)
 int cmd_logs(strand_client *c, int argc, char **argv)
 {
 	static const char help[] = "usage: strand logs [-f] ID\nPrints what process ID wrote, or what the tasks of "
-	                           "pool ID printed (each line after its worker); -f follows it until it ends.\n";
+	                           "pool ID (or the methods of manager ID) printed, each line after its worker; -f "
+	                           "follows it until it ends.\n";
 	int follow = 0;
 	const char *id = NULL;
 
@@ -260,7 +262,7 @@ int cmd_logs(strand_client *c, int argc, char **argv)
 	}
 	if (!id)
 		return cli_usage(help, EXIT_USAGE);
-	if (strncmp(id, "p-", 2) == 0)
+	if (strncmp(id, "p-", 2) == 0 || strncmp(id, "m-", 2) == 0)
 		return pool_output(c, id, follow);
 	return follow_output(c, id, follow, NULL);
 }

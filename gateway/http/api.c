@@ -15,6 +15,7 @@
  *   POST   /v1/queues/{id}/items         POST /v1/queues/{id}/take?max=&wait=
  *   POST   /v1/managers {type}           GET|DELETE /v1/managers/{id}
  *   POST   /v1/managers/{id}/calls       GET /v1/managers/{id}/calls/{cid}?wait=S
+ *   GET    /v1/managers/{id}/logs?after=&limit=&worker=&wait=   what its methods printed
  *   POST|GET /v1/rings {size, ...}       GET|DELETE /v1/rings/{id}[?wait=S]
  *   POST   /v1/processes                 GET /v1/processes[/{id}[?wait=S]]
  *   GET    /v1/processes/{id}/logs       DELETE /v1/processes/{id}

@@ -99,11 +99,13 @@ enum MHD_Result http_route_managers(api *a, struct MHD_Connection *c, const char
 		json_decref(out);
 		return http_send_json(c, 202, handle, location);
 	}
+	if (strcmp(sub, "/logs") == 0 && strcmp(method, "GET") == 0)
+		return http_get_pool_logs(a, c, url, id, rq); /* what its methods printed: a manager is a pool of one */
 	if (strncmp(sub, "/calls/", 7) == 0 && strcmp(method, "GET") == 0) {
 		int64_t wait_s = 0;
 		if (http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
 			return http_problem(c, 400, url, detail);
 		return manager_call_get(a, c, url, id, sub + 7, wait_s, rq);
 	}
-	return http_problem(c, 404, url, "use POST .../calls, GET .../calls/{id}");
+	return http_problem(c, 404, url, "use POST .../calls, GET .../calls/{id}, GET .../logs");
 }

@@ -44,6 +44,7 @@ const api_route route_table[] = {
         {"/v1/managers/{id}", "GET DELETE"},
         {"/v1/managers/{id}/calls", "POST"},
         {"/v1/managers/{id}/calls/{call}", "GET"},
+        {"/v1/managers/{id}/logs", "GET"},
         {"/v1/rings", "GET POST"},
         {"/v1/rings/{id}", "GET DELETE"},
         {"/v1/processes", "GET POST"},

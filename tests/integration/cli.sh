@@ -101,6 +101,9 @@ out=$("$strand" logs "$pool" 2>&1 >/dev/null | grep 'to stderr' | sed 's/^(w-[0-
 check "logs POOL: a task's stderr, after its worker" "to stderr" "$out"
 out=$(timeout 20 "$strand" logs -f "$pool" 2>/dev/null & sleep 1; scurl -s "$STRAND_URL/v1/pools/$pool" -X DELETE >/dev/null; wait)
 check "logs -f POOL ends once the pool ended" 0 $?
+manager=$(scurl -s "$STRAND_URL/v1/managers" -d '{"type": "dict"}' | jq -r .id)
+out=$("$strand" logs "$manager"); code=$?
+check "logs MANAGER: what its methods printed (none here)" "0 []" "$code [$out]"
 grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code

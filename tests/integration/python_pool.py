@@ -631,8 +631,45 @@ with strand.Pool(2) as pool:
 """
 
 
+MANAGER_OUTPUT_PROGRAM = """
+import strand
+
+class Talker:
+    def say(self, x):
+        print("said", x)
+        return x * 2
+
+class TalkerManager(strand.AsyncManager):
+    pass
+
+TalkerManager.register("Talker", Talker)
+m = TalkerManager()
+m.start()
+t = m.Talker()
+print("result", t.say(21).get(60))
+print("result", t.say(4).get(60))
+m.shutdown()
+"""
+
+
 class OutputTest(unittest.TestCase):
     """What tasks print reaches the program that submitted them."""
+
+    def test_a_managers_prints_reach_the_program_before_its_results(self):
+        import re
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        done = subprocess.run(
+            [sys.executable, "-c", MANAGER_OUTPUT_PROGRAM], env=env, capture_output=True, text=True, timeout=120
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        out = done.stdout.splitlines()
+        self.assertEqual(len(out), 4, out)
+        self.assertRegex(out[0], r"^\(w-[0-9a-f]{16}\) said 21$")
+        self.assertEqual(out[1], "result 42")
+        self.assertRegex(out[2], r"^\(w-[0-9a-f]{16}\) said 4$")
+        self.assertEqual(out[3], "result 8")
 
     def test_prints_reach_the_program_once(self):
         import re

@@ -30,6 +30,7 @@ import time
 
 from . import _code, _worker
 from . import gateway as _gateway
+from . import output as _output
 
 WAIT_S = 30
 
@@ -121,6 +122,7 @@ class Handle:
     def get(self, timeout=None):
         if not self._wait_done(timeout):
             raise TimeoutError("the call's result is not there after %s s" % timeout)
+        self._manager._drain()  # what the method printed, before its result
         if self._error is not None:
             raise self._error
         return self._value
@@ -179,11 +181,13 @@ class BaseManager:
         if not self._detached:
             spec["lease"] = self._gw.lease()
         self.id = self._gw.request("POST", "/v1/managers", spec)["id"]
+        self._output = _output.Output(self._gw, self.id, "managers")
         if initializer:
             self._run(initializer, initargs, {})
 
     def shutdown(self):
         if self.id is not None and self._gw is not None:
+            self._drain()
             self._gw.request("DELETE", "/v1/managers/%s" % self.id)
             self._gw = None
 
@@ -212,6 +216,13 @@ class BaseManager:
 
     def _run(self, func, *args):
         return self._submit(func, *args).get()
+
+    def _drain(self):
+        """What the manager's methods printed so far, shown before the
+        caller goes on."""
+        output = getattr(self, "_output", None)
+        if output is not None:
+            output.drain()
 
     def _create(self, typeid, args, kwargs):
         factory, proxytype = self._registry[typeid]

@@ -1,4 +1,5 @@
-"""What a pool's tasks print, shown in the program that submitted them,
+"""What a pool's tasks (or a manager's methods) print, shown in the program
+that submitted them,
 as multiprocessing's children share their parent's terminal: each line on
 this program's sys.stdout or sys.stderr (as the task wrote it), after its
 worker's id, as Ray does: "(w-7c958b22fec111e1) hello 3".
@@ -20,8 +21,9 @@ FOLLOW_WAIT_S = 5
 
 
 class Output:
-    def __init__(self, gw, pool_id):
-        self.gw, self.pool_id = gw, pool_id
+    def __init__(self, gw, pool_id, kind="pools"):
+        """kind: "pools", or "managers" for a manager's (its id's)."""
+        self.gw, self.pool_id, self.kind = gw, pool_id, kind
         self.shown = 0  # the number of the last line shown
         self.lock = threading.Lock()
         self.ended = threading.Event()
@@ -30,7 +32,7 @@ class Output:
 
     def _page(self, wait):
         return self.gw.request(
-            "GET", "/v1/pools/%s/logs?after=%d&wait=%d" % (self.pool_id, self.shown, wait), timeout=wait + 30
+            "GET", "/v1/%s/%s/logs?after=%d&wait=%d" % (self.kind, self.pool_id, self.shown, wait), timeout=wait + 30
         )
 
     def _show(self, page):
