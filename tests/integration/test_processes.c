@@ -406,7 +406,9 @@ static void test_no_child_outlives_its_process(void **state)
 	assert_false(process_alive(child));
 	free(id);
 
-	id = start_with_child(78, "exit 0", &child);
+	/* Its shell ends by itself: 3 s on, so that the test sees the child
+	 * first however slow the machine (under TSan it was gone before). */
+	id = start_with_child(78, "sleep 3; exit 0", &child);
 	json_t *p = join(id);
 	assert_int_equal(json_integer_value(json_object_get(p, "exit_code")), 0);
 	json_decref(p);
