@@ -132,12 +132,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (http_code_upload_route(url, method))
 			return http_code_upload_begin(a, c, url, rq);
 		/* Room for a body of known length is held before any of it is
-		 * read; one over its cap is refused later, by its cap. */
+		 * read; one over its cap is refused later, by its cap. Without
+		 * room, its bytes are dropped as they come and the answer waits
+		 * for the last: answered before, a client still sending would
+		 * be reset and lose it. */
 		int64_t len = body_length(c);
-		if (len > 0 && !reserve(a, rq, (size_t)len < rq->cap ? (size_t)len : rq->cap)) {
-			rq->refused = 1;
-			return too_busy(c, url, a);
-		}
+		if (len > 0 && !reserve(a, rq, (size_t)len < rq->cap ? (size_t)len : rq->cap))
+			rq->too_busy = 1;
 		return MHD_YES;
 	}
 	if (rq->refused) {
