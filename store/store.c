@@ -804,9 +804,11 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
+	/* Items are blobs: length() reads a value's size from its record
+	 * without loading it (a CAST would read every item at start). */
 	if (store__prepare(
 	            st,
-	            "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(CAST(i.value AS BLOB))), 0)"
+	            "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(i.value)), 0)"
 	            " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
 	            &s) != CM_OK)
 		return CM_EIO;
