@@ -33,11 +33,17 @@ enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *u
 	int err;
 
 	cm_buf_init(&b);
+	pthread_mutex_lock(&a->mu);
+	size_t held = a->inflight;
+	pthread_mutex_unlock(&a->mu);
 	if ((err = engine_metrics(a->engine, &b)) != CM_OK || (err = http_metrics_write(a->metrics, &b)) != CM_OK ||
 	    (err = cm_buf_printf(&b,
 	                         "# HELP strand_database_bytes The database's bytes on disk, its log included.\n"
-	                         "# TYPE strand_database_bytes gauge\nstrand_database_bytes %lld\n",
-	                         (long long)store_file_bytes(a->cfg->db))) != CM_OK) {
+	                         "# TYPE strand_database_bytes gauge\nstrand_database_bytes %lld\n"
+	                         "# HELP strand_http_body_bytes_held Bytes of request bodies held for requests "
+	                         "being read (at most --max-inflight-bytes).\n"
+	                         "# TYPE strand_http_body_bytes_held gauge\nstrand_http_body_bytes_held %zu\n",
+	                         (long long)store_file_bytes(a->cfg->db), held)) != CM_OK) {
 		cm_buf_fini(&b);
 		return http_fail(c, err, url, NULL);
 	}
