@@ -39,6 +39,7 @@ static const struct quota_flag {
         {"--max-value-bytes", "STRAND_MAX_VALUE_BYTES", offsetof(gw_config, max_value_bytes), SPEC_VALUE_DEFAULT},
         {"--max-inflight-bytes", "STRAND_MAX_INFLIGHT_BYTES", offsetof(gw_config, max_inflight_bytes),
          (int64_t)512 << 20},
+        {"--max-values-total", "STRAND_MAX_VALUES_TOTAL", offsetof(gw_config, max_values_total), (int64_t)16 << 30},
 };
 #define QUOTA_FLAGS ((int)(sizeof(quota_flags) / sizeof(quota_flags[0])))
 
@@ -85,6 +86,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       next to --db)\n"
 	        "  --max-code-bytes N   one code package at most, in bytes (STRAND_MAX_CODE_BYTES, default\n"
 	        "                       104857600: 100 MiB)\n"
+	        "  --value-dir DIR      where uploaded values are kept (STRAND_VALUE_DIR, default: strand-values\n"
+	        "                       next to --db)\n"
 	        "  --retain AGE         ended jobs (with their tasks and results), processes and rings (with their\n"
 	        "                       output) are removed this long after they end: a number with s, m, h or d\n"
 	        "                       (STRAND_RETAIN, default 7d; 0 keeps all)\n"
@@ -135,8 +138,11 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       default 4294967296)\n"
 	        "  --max-leases N       client leases (STRAND_MAX_LEASES, default 10000)\n"
 	        "  --max-value-bytes B  one value: a task's argument or result, a queue or pipe item, a manager\n"
-	        "                       call; 413 past it, a result past it fails its task\n"
-	        "                       (STRAND_MAX_VALUE_BYTES, default and most 8388608)\n"
+	        "                       call; 413 past it, a result past it fails its task. Inline in JSON a\n"
+	        "                       value is 8388608 bytes at most: larger ones are uploaded\n"
+	        "                       (PUT /v1/values/{sha256}) (STRAND_MAX_VALUE_BYTES, default 1073741824)\n"
+	        "  --max-values-total B bytes of uploaded values kept at once (STRAND_MAX_VALUES_TOTAL,\n"
+	        "                       default 17179869184)\n"
 	        "  --max-inflight-bytes B  request bodies held at once; 503 with Retry-After past it\n"
 	        "                       (STRAND_MAX_INFLIGHT_BYTES, default 536870912)\n"
 	        "\nSecurity (see docs/operations.md, Security):\n"
@@ -352,6 +358,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"max-queue-bytes", required_argument, NULL, 1037},
 	        {"max-value-bytes", required_argument, NULL, 1038},
 	        {"max-inflight-bytes", required_argument, NULL, 1039},
+	        {"max-values-total", required_argument, NULL, 1040},
+	        {"value-dir", required_argument, NULL, 1025},
 	        {"http-idle", required_argument, NULL, 'I'},
 	        {"http-per-client", required_argument, NULL, 'c'},
 	        {"http-header-s", required_argument, NULL, 1021},
@@ -412,6 +420,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->hub_advertise, sizeof(cfg->hub_advertise), getenv("STRAND_HUB_ADVERTISE"));
 	set(cfg->db, sizeof(cfg->db), getenv("STRAND_DB"));
 	set(cfg->code_dir, sizeof(cfg->code_dir), getenv("STRAND_CODE_DIR"));
+	set(cfg->value_dir, sizeof(cfg->value_dir), getenv("STRAND_VALUE_DIR"));
 	set(max_code, sizeof(max_code), getenv("STRAND_MAX_CODE_BYTES"));
 	set(sync, sizeof(sync), getenv("STRAND_SYNC"));
 	set(retain, sizeof(retain), getenv("STRAND_RETAIN"));
@@ -495,6 +504,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'C': cfg->no_commands = 1; break;
 		case 1014: cfg->db_shared = 1; break;
 		case 1015: set(cfg->code_dir, sizeof(cfg->code_dir), optarg); break;
+		case 1025: set(cfg->value_dir, sizeof(cfg->value_dir), optarg); break;
 		case 1016: set(max_code, sizeof(max_code), optarg); break;
 		case 1017: set(cfg->allow_runtime, sizeof(cfg->allow_runtime), optarg); break;
 		case 1018: set(cfg->sandbox, sizeof(cfg->sandbox), optarg); break;
@@ -510,7 +520,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1036:
 		case 1037:
 		case 1038:
-		case 1039: snprintf(quota_text[c - 1030], sizeof(quota_text[0]), "%.31s", optarg); break;
+		case 1039:
+		case 1040: snprintf(quota_text[c - 1030], sizeof(quota_text[0]), "%.31s", optarg); break;
 		case 'I': cfg->http_idle_s = atoi(optarg); break;
 		case 'c': cfg->http_per_client = atoi(optarg); break;
 		case 1021: cfg->http_header_s = atoi(optarg); break;
@@ -551,6 +562,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (!cfg->code_dir[0])
 		next_to_db(cfg, "strand-code", cfg->code_dir, sizeof(cfg->code_dir));
+	if (!cfg->value_dir[0])
+		next_to_db(cfg, "strand-values", cfg->value_dir, sizeof(cfg->value_dir));
 	char *end;
 	errno = 0;
 	cfg->max_code_bytes = strtoll(max_code, &end, 10);
@@ -560,8 +573,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if ((err = quotas_load(cfg, quota_text, detail, detail_len)) != CM_OK)
 		return err;
-	if (cfg->max_value_bytes > SPEC_VALUE_MAX) {
-		snprintf(detail, detail_len, "--max-value-bytes is at most %u until values stream", SPEC_VALUE_MAX);
+	if (cfg->max_value_bytes > SPEC_VALUE_MOST) {
+		snprintf(detail, detail_len, "--max-value-bytes is at most %lld", (long long)SPEC_VALUE_MOST);
 		return CM_EINVAL;
 	}
 	if (!cfg->slurm.output_dir[0])

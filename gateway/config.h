@@ -18,8 +18,9 @@ typedef struct gw_config {
 	char hub[256]; /* nng URL the hub listens on */
 	char hub_advertise[256]; /* the URL workers dial (a Service's name in a cluster); "": hub */
 	char db[1024]; /* SQLite file */
-	char code_dir[1100]; /* code packages (code_store.h) */
+	char code_dir[1100]; /* code packages (blob_store.h) */
 	int64_t max_code_bytes; /* one code package at most */
+	char value_dir[1100]; /* uploaded values (blob_store.h) */
 	int sync_full; /* --sync full: each commit survives an OS crash too (else a crash of the gateway) */
 	int db_shared; /* --db-shared: other processes may read the database (store.h, STORE_SHARED) */
 	int64_t retain_ms; /* ended jobs older than this are removed; 0: kept for ever */
@@ -44,6 +45,7 @@ typedef struct gw_config {
 	/* Quotas: what the gateway holds at once (engine/quotas.c). */
 	int64_t max_pools, max_managers, max_workers, max_processes, max_queues, max_pipes, max_leases;
 	int64_t max_queue_bytes; /* items held in all queues and pipes together */
+	int64_t max_values_total; /* uploaded values kept at once */
 	int64_t max_value_bytes; /* one value: an argument, a result, an item, a call (spec.h) */
 	int64_t max_inflight_bytes; /* request bodies held at once */
 	char allow_images[2048]; /* container images allowed, comma-separated globs; "": --image alone */

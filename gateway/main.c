@@ -12,7 +12,7 @@
 #include "common/common.h"
 #include "common/tsan_suppressions.h"
 #include "gateway/backend/sandbox.h"
-#include "gateway/code_store.h"
+#include "gateway/blob_store.h"
 #include "gateway/config.h"
 #include "gateway/http/api.h"
 #include "gateway/credentials.h"
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	gw_config cfg;
 	char detail[512] = "";
 	credentials *creds = NULL;
-	code_store *code = NULL;
+	blob_store *code = NULL, *values = NULL;
 	engine *e = NULL;
 	hub *h = NULL;
 	api *a = NULL;
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 		gw_config_usage(stdout, &cfg);
 		return 0;
 	}
-	spec_set_value_max((size_t)cfg.max_value_bytes); /* before any request is parsed */
+	spec_set_value_max(cfg.max_value_bytes); /* before any request is parsed */
 	/* Signals are taken synchronously by this thread (sigwait); every other
 	 * thread inherits the blocked mask. */
 	sigemptyset(&set);
@@ -148,22 +148,27 @@ int main(int argc, char **argv)
 		        cfg.slurm.partition[0] ? cfg.slurm.partition : "(the default)", cfg.slurm.output_dir);
 	}
 	if (credentials_new(&creds) != CM_OK ||
-	    code_store_open(cfg.code_dir, cfg.max_code_bytes, &code, detail, sizeof(detail)) != CM_OK ||
+	    blob_store_open(cfg.code_dir, &blob_kind_code, cfg.max_code_bytes, 0, &code, detail, sizeof(detail)) !=
+	            CM_OK ||
+	    blob_store_open(cfg.value_dir, &blob_kind_value, cfg.max_value_bytes, cfg.max_values_total, &values, detail,
+	                    sizeof(detail)) != CM_OK ||
 	    engine_new(&cfg, creds, backends, nbackends, &e, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
-		code_store_free(code);
+		blob_store_free(code);
+		blob_store_free(values);
 		credentials_free(creds);
 		return 1;
 	}
-	if (hub_start(&cfg, e, creds, code, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
-	    api_start(&cfg, e, code, &a, detail, sizeof(detail)) != CM_OK) {
+	if (hub_start(&cfg, e, creds, code, values, &h, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK ||
+	    api_start(&cfg, e, code, values, &a, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		engine_quiesce(e);
 		api_stop(a);
 		hub_refuse_frames(h);
 		engine_free(e);
 		hub_free(h);
-		code_store_free(code);
+		blob_store_free(code);
+		blob_store_free(values);
 		credentials_free(creds);
 		return 1;
 	}
@@ -186,7 +191,8 @@ int main(int argc, char **argv)
 	hub_refuse_frames(h);
 	engine_free(e); /* stops every worker it started */
 	hub_free(h);
-	code_store_free(code);
+	blob_store_free(code);
+	blob_store_free(values);
 	credentials_free(creds);
 	cm_info("stopped");
 	return damaged ? 3 : 0;

@@ -23,8 +23,9 @@ int result_check(int ok, const void *value, size_t len, char *why, size_t why_le
 		return 1; /* no value: recorded as null */
 	/* Whatever made it (a C function, a command, a runtime): one value. */
 	if (len > spec_value_max()) {
-		snprintf(why, why_len, "result of %zu bytes is over the %zu byte cap (--max-value-bytes)", len,
-		         spec_value_max());
+		char what[48];
+		snprintf(what, sizeof(what), "result of %zu bytes", len);
+		spec_say_too_big(why, why_len, what);
 		return 0;
 	}
 	/* The scanner, not jansson: building a value to throw it away was

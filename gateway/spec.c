@@ -12,17 +12,31 @@
 #include "gateway/spec.h"
 
 /* Reads a non-empty argv array (at most 256 strings) into new copies. */
-/* Set once at start (spec_set_value_max), read by every parser after. */
-static size_t value_max = SPEC_VALUE_DEFAULT;
+/* Set once at start (spec_set_value_max), read by every parser after: the
+ * operator's cap and the inline one it makes. */
+static int64_t value_cap = SPEC_VALUE_DEFAULT;
+static size_t value_max = SPEC_INLINE_MAX;
 
-void spec_set_value_max(size_t bytes)
+void spec_set_value_max(int64_t bytes)
 {
-	value_max = bytes;
+	value_cap = bytes;
+	value_max = bytes < SPEC_INLINE_MAX ? (size_t)bytes : SPEC_INLINE_MAX;
 }
 
 size_t spec_value_max(void)
 {
 	return value_max;
+}
+
+void spec_say_too_big(char *detail, size_t detail_len, const char *what)
+{
+	if (value_cap <= (int64_t)value_max)
+		snprintf(detail, detail_len, "%s is over the %zu byte cap (--max-value-bytes)", what, value_max);
+	else
+		snprintf(detail, detail_len,
+		         "%s is over the %zu bytes a value may be inline: upload it (PUT /v1/values/{sha256}, up to "
+		         "%lld bytes: --max-value-bytes) and pass {\"$value\": \"SHA256\"}",
+		         what, value_max, (long long)value_cap);
 }
 
 static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t detail_len)
@@ -568,8 +582,9 @@ static int take_arg(spec_args *args, size_t *cap, const char *s, size_t at, size
 	if (!(flags & JSON_SCAN_SPACE))
 		memcpy(args->text + off, s + at, n);
 	if (n > value_max) {
-		snprintf(detail, detail_len, "argument %zu is over the %zu byte cap (--max-value-bytes)", args->n,
-		         value_max);
+		char what[48];
+		snprintf(what, sizeof(what), "argument %zu", args->n);
+		spec_say_too_big(detail, detail_len, what);
 		return CM_ETOOBIG;
 	}
 	args->offs[++args->n] = off + n;
@@ -748,7 +763,7 @@ static int get_context(json_t *root, map_spec *spec, char *detail, size_t detail
 		return CM_ENOMEM;
 	spec->context_len = strlen(spec->context);
 	if (spec->context_len > value_max) {
-		snprintf(detail, detail_len, "field 'context' is over the %zu byte cap (--max-value-bytes)", value_max);
+		spec_say_too_big(detail, detail_len, "field 'context'");
 		return CM_ETOOBIG;
 	}
 	return CM_OK;
@@ -943,9 +958,10 @@ int spec_items_parse(const char *body, size_t len, items_spec *out, char *detail
 		if (!text) {
 			err = CM_ENOMEM;
 		} else if (strlen(text) > value_max) {
+			char what[48];
 			free(text);
-			snprintf(detail, detail_len, "item %zu is over the %zu byte cap (--max-value-bytes)", i,
-			         value_max);
+			snprintf(what, sizeof(what), "item %zu", i);
+			spec_say_too_big(detail, detail_len, what);
 			err = CM_ETOOBIG;
 		} else {
 			spec.lens[spec.n] = strlen(text);
@@ -1235,8 +1251,7 @@ int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size
 	err = *arg ? CM_OK : CM_ENOMEM;
 	/* The call is the task its manager runs: one value. */
 	if (*arg && strlen(*arg) > value_max) {
-		snprintf(detail, detail_len, "the call's arguments are over the %zu byte cap (--max-value-bytes)",
-		         value_max);
+		spec_say_too_big(detail, detail_len, "the call (its arguments)");
 		free(*arg);
 		*arg = NULL;
 		err = CM_ETOOBIG;

@@ -18,12 +18,15 @@
 #define SPEC_MAX_ARGS 1000000 /* arguments one body brings; more come in parts */
 #define SPEC_MAX_TASKS 1000000000 /* tasks of one job, its parts together */
 /* One value (a task's argument, a job's context, a queue or pipe item, a
- * manager call), as JSON text: at most what spec_set_value_max set, the
- * operator's --max-value-bytes, itself at most SPEC_VALUE_MAX, until values
- * stream: a batch's first task, its argument and context together, must fit
- * one frame to a worker (PROTO_FRAME_MAX, 32 MiB) with room to spare. */
-#define SPEC_VALUE_MAX (8u << 20)
-#define SPEC_VALUE_DEFAULT SPEC_VALUE_MAX
+ * manager call) is at most the operator's --max-value-bytes
+ * (spec_set_value_max; SPEC_VALUE_DEFAULT, 1 GiB, unless set). Inline, as
+ * JSON text in a request, it is also at most SPEC_INLINE_MAX: a batch's
+ * first task, its argument and context together, must fit one frame to a
+ * worker (PROTO_FRAME_MAX, 32 MiB) with room to spare. A larger one is
+ * uploaded (PUT /v1/values/{sha256}) and named: {"$value": "SHA256"}. */
+#define SPEC_INLINE_MAX (8u << 20)
+#define SPEC_VALUE_DEFAULT ((int64_t)1 << 30)
+#define SPEC_VALUE_MOST ((int64_t)1 << 40)
 /* A process's argument travels in its argv (Linux: 128 KiB a string, in
  * parts), so it has this cap below the value cap. */
 #define SPEC_PROCESS_ARG_MAX (1u << 20)
@@ -35,8 +38,13 @@
 
 /* Sets the value cap (--max-value-bytes), once, before any request is
  * parsed. */
-void spec_set_value_max(size_t bytes);
+void spec_set_value_max(int64_t bytes);
+/* The most a value may be inline: the value cap, at most SPEC_INLINE_MAX. */
 size_t spec_value_max(void);
+/* Says in detail why a value (what: "argument 3", "field 'context'") of
+ * more than spec_value_max() bytes is refused: over the operator's cap,
+ * or to be sent by reference. */
+void spec_say_too_big(char *detail, size_t detail_len, const char *what);
 
 typedef struct pool_spec {
 	int processes; /* its workers; with autoscale, the size the gateway chose last */
@@ -62,7 +70,7 @@ typedef struct pool_spec {
 	int root; /* containers run as root (only with --allow-root-containers) */
 	int host_network; /* kubernetes: pods on the node's network; -1: the gateway's default */
 	char runtime[SPEC_RUNTIME_MAX + 1]; /* rt: tasks' program: "python" or a JSON argv, as JSON; "": none */
-	/* the code package its workers fetch and run in (code_store.h): its
+	/* the code package its workers fetch and run in (blob_store.h): its
 	 * SHA-256; "": none */
 	char code[65];
 	/* the client lease it ends with (POST /v1/leases), "" for none */

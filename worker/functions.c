@@ -29,7 +29,7 @@
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
-/* One task's result: the most any gateway takes (its SPEC_VALUE_MAX), so
+/* One task's result: the most any gateway takes (its SPEC_INLINE_MAX), so
  * that a result frame fits; the gateway checks its operator's own cap
  * (--max-value-bytes) on every result, whatever made it. */
 #define RESULT_MAX (8u << 20)

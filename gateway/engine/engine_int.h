@@ -55,7 +55,7 @@
 #define BATCH_BUDGET_US 20000.0
 /* ... and about this many bytes (arguments, contexts, commands), so that
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
- * argument and its job's context are SPEC_VALUE_MAX (8 MiB) at most each. */
+ * argument and its job's context are SPEC_INLINE_MAX (8 MiB) at most each. */
 #define BATCH_BYTES_MAX (16u << 20)
 /* A probe (the first task of a job whose cost is not known) goes first in
  * a batch, to a worker holding less than a batch's work; a pull from a

@@ -25,6 +25,7 @@
  *   GET    /v1/jobs/{id}/failures?cursor=&limit=
  *   GET    /v1/jobs?pool=&state=&cursor=&limit=
  *   GET    /v1/code                      PUT|GET /v1/code/{sha256} (a code package: a zip)
+ *   GET    /v1/values                    PUT|GET|DELETE /v1/values/{sha256} (a value's bytes)
  *   POST|GET /v1/leases {lease_s}        GET|DELETE /v1/leases/{id}   POST /v1/leases/{id}/renew
  *   GET    /v1/events[?pool=]            Server-Sent Events: pool, manager, worker, job, progress, process
  *   GET    /metrics                      Prometheus text format
@@ -129,8 +130,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				                         "Bearer realm=\"strand\"");
 			return http_problem(c, status, url, detail);
 		}
-		if (http_code_upload_route(url, method))
-			return http_code_upload_begin(a, c, url, rq);
+		blob_store *into = http_upload_store(a, url, method);
+		if (into)
+			return http_upload_begin(a, c, url, into, rq);
 		/* Room for a body of known length is held before any of it is
 		 * read; one over its cap is refused later, by its cap. Without
 		 * room, its bytes are dropped as they come and the answer waits
@@ -145,8 +147,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (*upload_size && rq->code_upload) {
-		http_code_upload_bytes(rq, upload_data, *upload_size);
+	if (*upload_size && rq->uploading) {
+		http_upload_bytes(rq, upload_data, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -197,6 +199,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_route_leases(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/code", 8) == 0 && (url[8] == '\0' || url[8] == '/'))
 		return http_route_code(a, c, url, method, url[8] ? url + 9 : "", rq);
+	if (strncmp(url, "/v1/values", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
+		return http_route_values(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/queues", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return http_route_queues(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/rings", 9) == 0 && (url[9] == '\0' || url[9] == '/'))
@@ -236,7 +240,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	if (rq) {
 		if (rq->applying)
 			spec_map_fini(&rq->spec);
-		http_code_upload_forget(rq);
+		http_upload_forget(rq);
 		unreserve(a, rq);
 		cm_buf_fini(&rq->body);
 		free(rq->accepted);
@@ -348,7 +352,8 @@ static unsigned connection_limit(const gw_config *cfg)
 	return room < API_CONNECTIONS_MAX ? (unsigned)room : API_CONNECTIONS_MAX;
 }
 
-int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char *detail, size_t detail_len)
+int api_start(const gw_config *cfg, engine *e, blob_store *code, blob_store *values, api **out, char *detail,
+              size_t detail_len)
 {
 	api *a = calloc(1, sizeof(*a));
 	struct sockaddr_storage ss;
@@ -363,6 +368,7 @@ int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char
 	const char *port = strrchr(cfg->http, ':');
 	snprintf(a->cookie, sizeof(a->cookie), "strand_session_%.5s", port ? port + 1 : "");
 	a->code = code;
+	a->values = values;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->unparked, NULL);
 	cm_buf_init(&a->tls_cert);

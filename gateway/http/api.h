@@ -7,7 +7,7 @@
 #ifndef GATEWAY_HTTP_API_H
 #define GATEWAY_HTTP_API_H
 
-#include "gateway/code_store.h"
+#include "gateway/blob_store.h"
 #include "gateway/config.h"
 #include "gateway/engine/engine.h"
 
@@ -29,9 +29,10 @@
 
 typedef struct api api;
 
-/* Serves cfg->http; code: the packages clients upload (borrowed, outlives
- * the API). */
-int api_start(const gw_config *cfg, engine *e, code_store *code, api **out, char *detail, size_t detail_len);
+/* Serves cfg->http; code and values: the packages and values clients
+ * upload (borrowed, outlive the API). */
+int api_start(const gw_config *cfg, engine *e, blob_store *code, blob_store *values, api **out, char *detail,
+              size_t detail_len);
 void api_stop(api *a);
 
 #endif

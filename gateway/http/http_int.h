@@ -8,7 +8,8 @@
  *   results.c      result and failure pages, read from the store
  *   logs.c         a pool's output, read from the store
  *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
- *   session.c, code.c, leases.c  one resource each: its routes under /v1
+ *   session.c, code.c, values.c, leases.c  one resource each: its routes
+ *                                under /v1; uploads.c streams their bodies
  *   service.c      health, metrics, the OpenAPI document, the event stream
  *                  (event_stream.c) and the dashboard's files
  * Handlers run on libmicrohttpd's threads, so none may wait long: a short
@@ -36,7 +37,8 @@
 struct api {
 	const gw_config *cfg;
 	engine *engine;
-	code_store *code; /* uploaded code packages */
+	blob_store *code; /* uploaded code packages */
+	blob_store *values; /* uploaded values */
 	char token[AUTH_TOKEN_MAX]; /* "" with --no-auth */
 	sessions *sessions; /* the dashboard's sign-ins */
 	char cookie[32]; /* their cookie's name: strand_session_PORT */
@@ -104,10 +106,13 @@ struct request {
 	int calling;
 	engine_call *call; /* NULL while calling: there was no memory to start it */
 
-	/* PUT /v1/code/{sha256}: its body streams into the store. */
-	int code_upload;
-	code_upload *upload; /* NULL once finished or refused */
+	/* PUT /v1/code/{sha256} or /v1/values/{sha256}: its body streams into
+	 * the store (uploads.c). */
+	int uploading;
+	blob_upload *upload; /* NULL once finished or refused */
 	int upload_err; /* the first refusal of its bytes (CM_ETOOBIG, CM_EIO) */
+	int stored_already; /* the blob it names is stored: its bytes are dropped */
+	int64_t stored_size;
 	char upload_detail[200];
 };
 
@@ -199,21 +204,31 @@ enum MHD_Result http_route_leases(api *a, struct MHD_Connection *c, const char *
 
 enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq);
 
-/* ---- code.c: code packages ---------------------------------------------- */
+/* ---- uploads.c: a blob's body streamed into its store ------------------ */
 
-/* Whether the request is a package's upload, whose body code.c takes. */
-int http_code_upload_route(const char *url, const char *method);
+/* The store a request uploads into (PUT /v1/code/{sha256},
+ * PUT /v1/values/{sha256}), or NULL: uploads.c takes its body. */
+blob_store *http_upload_store(api *a, const char *url, const char *method);
 /* At its first call, after screening: refused at once (413 by its
  * Content-Length, 200 when stored already) or begun. */
-enum MHD_Result http_code_upload_begin(api *a, struct MHD_Connection *c, const char *url, request *rq);
-void http_code_upload_bytes(request *rq, const char *data, size_t len);
+enum MHD_Result http_upload_begin(api *a, struct MHD_Connection *c, const char *url, blob_store *into, request *rq);
+void http_upload_bytes(request *rq, const char *data, size_t len);
 /* The request ended before its body did: nothing of it is kept. */
-void http_code_upload_forget(request *rq);
+void http_upload_forget(request *rq);
+/* The whole body came: 201 once stored under name, or refused. */
+enum MHD_Result http_upload_end(struct MHD_Connection *c, const char *url, const char *name, request *rq);
+/* {"sha256", "size"} */
+json_t *http_blob_json(const char *sha256, int64_t size);
+
+/* ---- code.c and values.c: code packages and values ---------------------- */
+
 enum MHD_Result http_route_code(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
                                 request *rq);
 /* CM_OK when spec names no code package or one stored; CM_EUNSUPPORTED
  * (422) with the reason otherwise. */
 int http_code_check(api *a, const pool_spec *spec, char *detail, size_t detail_len);
+enum MHD_Result http_route_values(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *rest, request *rq);
 
 /* ---- screen.c and service.c --------------------------------------------- */
 

@@ -20,6 +20,8 @@ const api_route route_table[] = {
         {"/v1/leases/{id}/renew", "POST"},
         {"/v1/code", "GET"},
         {"/v1/code/{sha256}", "GET PUT"},
+        {"/v1/values", "GET"},
+        {"/v1/values/{sha256}", "GET PUT DELETE"},
         {"/v1/pools", "GET POST"},
         {"/v1/pools/{id}", "GET PATCH DELETE"},
         {"/v1/pools/{id}/map", "POST"},

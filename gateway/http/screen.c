@@ -98,13 +98,14 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 		snprintf(detail, detail_len, "cross-origin request refused (Origin '%.100s')", origin);
 		return 403;
 	}
-	/* A code package is a zip; every other body is JSON. */
-	int zip = strcmp(method, "PUT") == 0 && strncmp(url, "/v1/code/", 9) == 0;
+	/* A code package is a zip, a value its bytes; every other body is JSON. */
+	int put = strcmp(method, "PUT") == 0;
+	const char *want = put && strncmp(url, "/v1/code/", 9) == 0      ? "application/zip"
+	                   : put && strncmp(url, "/v1/values/", 11) == 0 ? "application/octet-stream"
+	                                                                 : "application/json";
 	if (!is_safe_method(method) && (h.content_length || h.transfer_encoding) &&
-	    !(h.first && strcmp(h.first, "0") == 0) &&
-	    !auth_content_type_is(type, zip ? "application/zip" : "application/json")) {
-		snprintf(detail, detail_len, "request bodies must be 'Content-Type: %s'",
-		         zip ? "application/zip" : "application/json");
+	    !(h.first && strcmp(h.first, "0") == 0) && !auth_content_type_is(type, want)) {
+		snprintf(detail, detail_len, "request bodies must be 'Content-Type: %s'", want);
 		return 415;
 	}
 	if (!a->token[0] || strcmp(url, "/v1/session") == 0)

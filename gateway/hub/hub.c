@@ -116,7 +116,7 @@ struct hub_slot {
 struct hub {
 	engine *engine;
 	credentials *creds;
-	code_store *code;
+	blob_store *code, *values;
 	hub_poll *poll; /* tcp://, ipc:// */
 	nng_stream_listener *listener; /* tls+tcp:// */
 	nng_aio *accept;
@@ -561,7 +561,7 @@ static void serve_code(hub_slot *s, const Strand__CodeFetch *f)
 		part.error = "the worker's pool runs no such code package";
 	else if (!(buf = malloc(CODE_PIECE)))
 		part.error = "the gateway is out of memory";
-	else if ((err = code_store_read(s->hub->code, f->sha256, f->offset, buf, CODE_PIECE, &got, &size)) != CM_OK)
+	else if ((err = blob_store_read(s->hub->code, f->sha256, f->offset, buf, CODE_PIECE, &got, &size)) != CM_OK)
 		part.error = err == CM_ENOENT ? "the gateway no longer holds the code package (its --code-dir lost it)"
 		                              : "the gateway cannot read the code package";
 	else {
@@ -932,8 +932,8 @@ static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_l
 	return err;
 }
 
-int hub_start(const gw_config *cfg, engine *e, credentials *creds, code_store *code, hub **out, char *detail,
-              size_t detail_len)
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *code, blob_store *values, hub **out,
+              char *detail, size_t detail_len)
 {
 	hub *h = calloc(1, sizeof(*h));
 	struct rlimit rl;
@@ -944,6 +944,7 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, code_store *c
 	h->engine = e;
 	h->creds = creds;
 	h->code = code;
+	h->values = values;
 	h->conns_max = CONNS_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < CONNS_MAX)
 		h->conns_max = (int)(rl.rlim_cur / 4);

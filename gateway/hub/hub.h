@@ -14,17 +14,17 @@
 #ifndef GATEWAY_HUB_H
 #define GATEWAY_HUB_H
 
-#include "gateway/code_store.h"
+#include "gateway/blob_store.h"
 #include "gateway/credentials.h"
 #include "gateway/engine/engine.h"
 
 typedef struct hub hub;
 
 /* Listens on cfg->hub (tls+tcp:// with cfg's certificate and key); cfg,
- * creds and code (the packages workers fetch) are borrowed and outlive the
- * hub. *out is new (hub_refuse_frames, then hub_free). */
-int hub_start(const gw_config *cfg, engine *e, credentials *creds, code_store *code, hub **out, char *detail,
-              size_t detail_len);
+ * creds, code and values (the packages and values workers fetch) are
+ * borrowed and outlive the hub. *out is new (hub_refuse_frames, then hub_free). */
+int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *code, blob_store *values, hub **out,
+              char *detail, size_t detail_len);
 /* From now on every frame is refused without reaching the engine; returns
  * once no callback is inside the engine. The engine may still answer the
  * slots it holds (and must, before hub_free). */

@@ -196,7 +196,13 @@ static void test_results_are_json_and_errors_utf8(void **state)
 	assert_true(result_check(1, "[1,2,3,45]", 10, why, sizeof(why)));
 	assert_false(result_check(1, "[1,2,3,456]", 11, why, sizeof(why)));
 	assert_string_equal(why, "result of 11 bytes is over the 10 byte cap (--max-value-bytes)");
+	/* Past what travels inline, under the cap: by reference. */
 	spec_set_value_max(SPEC_VALUE_DEFAULT);
+	assert_int_equal(spec_value_max(), SPEC_INLINE_MAX);
+	spec_say_too_big(why, sizeof(why), "argument 2");
+	assert_string_equal(why, "argument 2 is over the 8388608 bytes a value may be inline: upload it (PUT "
+	                         "/v1/values/{sha256}, up to 1073741824 bytes: --max-value-bytes) and pass "
+	                         "{\"$value\": \"SHA256\"}");
 }
 
 int main(void)

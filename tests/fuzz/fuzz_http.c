@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "gateway/code_store.h"
+#include "gateway/blob_store.h"
 #include "gateway/config.h"
 #include "gateway/http/api.h"
 #include "gateway/credentials.h"
@@ -34,7 +34,7 @@ static void start_gateway(void)
 	char *argv[] = {"fuzz_http", NULL};
 	char detail[512] = "";
 	credentials *creds;
-	code_store *code;
+	blob_store *code, *values;
 	engine *e;
 	hub *h;
 	api *a;
@@ -46,6 +46,7 @@ static void start_gateway(void)
 	snprintf(cfg.db, sizeof(cfg.db), "%s/fuzz.db", dir);
 	snprintf(cfg.token_file, sizeof(cfg.token_file), "%s/strand.token", dir);
 	snprintf(cfg.code_dir, sizeof(cfg.code_dir), "%s/strand-code", dir);
+	snprintf(cfg.value_dir, sizeof(cfg.value_dir), "%s/strand-values", dir);
 	snprintf(cfg.worker_bin, sizeof(cfg.worker_bin), "%s/no-such-worker", dir);
 	snprintf(cfg.docker_socket, sizeof(cfg.docker_socket), "%s/no-such-docker.sock", dir);
 	cfg.no_auth = 1;
@@ -53,7 +54,10 @@ static void start_gateway(void)
 	backend *backends[] = {backend_local_new(cfg.gpus, NULL),
 	                       backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
 	if (credentials_new(&creds) != CM_OK ||
-	    code_store_open(cfg.code_dir, cfg.max_code_bytes, &code, detail, sizeof(detail)) != CM_OK ||
+	    blob_store_open(cfg.code_dir, &blob_kind_code, cfg.max_code_bytes, 0, &code, detail, sizeof(detail)) !=
+	            CM_OK ||
+	    blob_store_open(cfg.value_dir, &blob_kind_value, cfg.max_value_bytes, cfg.max_values_total, &values, detail,
+	                    sizeof(detail)) != CM_OK ||
 	    engine_new(&cfg, creds, backends, 2, &e, detail, sizeof(detail)) != CM_OK || engine_start(e) != CM_OK)
 		abort();
 	for (int attempt = 0; attempt < 20; attempt++) {
@@ -62,8 +66,8 @@ static void start_gateway(void)
 		snprintf(cfg.http, sizeof(cfg.http), "127.0.0.1:%d", port);
 		snprintf(cfg.hub, sizeof(cfg.hub), "tcp://127.0.0.1:%d", port + 11000);
 		h = NULL;
-		if (hub_start(&cfg, e, creds, code, &h, detail, sizeof(detail)) == CM_OK &&
-		    api_start(&cfg, e, code, &a, detail, sizeof(detail)) == CM_OK)
+		if (hub_start(&cfg, e, creds, code, values, &h, detail, sizeof(detail)) == CM_OK &&
+		    api_start(&cfg, e, code, values, &a, detail, sizeof(detail)) == CM_OK)
 			return; /* runs until the fuzzer exits */
 		if (h) {
 			hub_refuse_frames(h);

@@ -82,7 +82,7 @@ class PoolTest(WithPool):
         with self.assertRaises(strand.StrandError) as caught:
             self.pool.apply(len, (os.urandom(9 << 20),))
         self.assertEqual(caught.exception.status, 413)
-        self.assertIn("(--max-value-bytes)", caught.exception.detail)
+        self.assertIn("upload it (PUT /v1/values/", caught.exception.detail)
 
     def test_a_job_says_what_it_runs(self):
         gw = strand.gateway.default()

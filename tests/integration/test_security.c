@@ -510,7 +510,7 @@ static void test_one_cap_for_every_value(void **state)
 	r = http_json(
 	        &h, "POST", path,
 	        json_pack("{s:s, s:[s,o]}", "method", "set", "args", "k", json_loads(over, JSON_DECODE_ANY, NULL)));
-	assert_problem(&r, 413, "the call's arguments are over the 2000000 byte cap (--max-value-bytes)");
+	assert_problem(&r, 413, "the call (its arguments) is over the 2000000 byte cap (--max-value-bytes)");
 	response_free(&r);
 
 	r = http_json(&h, "POST", "/v1/processes",
@@ -837,22 +837,6 @@ static void test_trickling_clients_are_cut_off(void **state)
 	gateway_cleanup(&h);
 }
 
-/* The gateway's thread count, from /proc. */
-static int thread_count(pid_t pid)
-{
-	char path[64], line[256];
-	int n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	assert_non_null(f = fopen(path, "r"));
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 /* Sends a GET with the token from client address from and returns the
  * socket; the answer is read later (read_answer). */
 static int start_request(const gateway *gw, const char *from, const char *method, const char *path)
@@ -923,7 +907,7 @@ static void test_long_polls_hold_no_thread(void **state)
 	assert_int_equal(r.status, 202);
 	snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
-	int before = thread_count(h.pid);
+	int before = (int)proc_status_number(h.pid, "Threads:");
 
 	for (int i = 0; i < READERS_N; i++) {
 		snprintf(path, sizeof(path), "/v1/queues/%s/take?wait=60", queue);
@@ -939,7 +923,7 @@ static void test_long_polls_hold_no_thread(void **state)
 	}
 	/* Every reader is in line before anything is put. */
 	queue_wait_readers(&h, queue, READERS_N);
-	int during = thread_count(h.pid);
+	int during = (int)proc_status_number(h.pid, "Threads:");
 	print_message("gateway threads: %d before, %d with %d long polls waiting\n", before, during,
 	              READERS_N + JOINS + WAITS);
 	assert_true(during <= before + 2);

@@ -676,3 +676,19 @@ void tls_cert_make(const char *dir, char cert[300], char key[300])
 		skip();
 	}
 }
+
+long proc_status_number(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	assert_non_null(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, strlen(field)) == 0)
+			n = atol(line + strlen(field));
+	fclose(f);
+	assert_true(n >= 0);
+	return n;
+}

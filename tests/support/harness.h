@@ -67,6 +67,10 @@ void response_free(response *r);
  * HTTP status of the answer (0: none), its whole text in out. */
 int http_raw(const gateway *g, const char *request, char *out, size_t out_len);
 
+/* A number of a process's /proc/PID/status: the one after field ("VmHWM:",
+ * in KiB; "Threads:"). Fails the test when there is none. */
+long proc_status_number(pid_t pid, const char *field);
+
 /* Creates a pool of n local workers and returns its id (a new string). */
 char *pool_create(const gateway *g, int processes);
 /* GET path, which must answer 200; its JSON (new reference). */
