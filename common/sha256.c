@@ -28,6 +28,42 @@ void cm_sha256_hex(cm_sha256 *h, char out[CM_SHA256_HEX + 1])
 	out[CM_SHA256_HEX] = '\0';
 }
 
+void cm_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[CM_SHA256_HEX + 1])
+{
+	unsigned char block[64] = {0}, inner[32], pad[64];
+	cm_sha256 h;
+
+	if (key_len > sizeof(block)) { /* a long key is its digest */
+		mbedtls_sha256_ret(key, key_len, block, 0);
+	} else
+		memcpy(block, key, key_len);
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = block[i] ^ 0x36;
+	mbedtls_sha256_init(&h.ctx);
+	mbedtls_sha256_starts_ret(&h.ctx, 0);
+	mbedtls_sha256_update_ret(&h.ctx, pad, sizeof(pad));
+	mbedtls_sha256_update_ret(&h.ctx, data, len);
+	mbedtls_sha256_finish_ret(&h.ctx, inner);
+	mbedtls_sha256_free(&h.ctx);
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = block[i] ^ 0x5c;
+	cm_sha256_init(&h);
+	cm_sha256_update(&h, pad, sizeof(pad));
+	cm_sha256_update(&h, inner, sizeof(inner));
+	cm_sha256_hex(&h, out);
+}
+
+int cm_value_ref(const char *arg, size_t len, char sha[CM_SHA256_HEX + 1])
+{
+	static const char head[] = "{\"$value\":\"";
+
+	if (len != CM_VALUE_REF_LEN || memcmp(arg, head, sizeof(head) - 1) != 0 || memcmp(arg + len - 2, "\"}", 2) != 0)
+		return 0;
+	memcpy(sha, arg + sizeof(head) - 1, CM_SHA256_HEX);
+	sha[CM_SHA256_HEX] = '\0';
+	return cm_sha256_name_valid(sha);
+}
+
 int cm_sha256_name_valid(const char *name)
 {
 	size_t n = 0;

@@ -19,6 +19,17 @@ void cm_sha256_init(cm_sha256 *h);
 void cm_sha256_update(cm_sha256 *h, const void *data, size_t len);
 /* Writes the digest as CM_SHA256_HEX digits and a NUL; h is done. */
 void cm_sha256_hex(cm_sha256 *h, char out[CM_SHA256_HEX + 1]);
+/* HMAC-SHA-256 (RFC 2104) of data under key, as CM_SHA256_HEX digits: the
+ * grant that lets one worker fetch one value (the hub checks it without
+ * keeping any state). */
+void cm_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[CM_SHA256_HEX + 1]);
+
+/* A task's argument that names an uploaded value instead of being one:
+ * exactly {"$value":"SHA256"} (the gateway keeps arguments compact). The
+ * name into sha (NUL-terminated) when it is one. */
+#define CM_VALUE_REF_LEN (CM_SHA256_HEX + 13)
+int cm_value_ref(const char *arg, size_t len, char sha[CM_SHA256_HEX + 1]);
+
 /* Whether name is exactly CM_SHA256_HEX lowercase hex digits: what may be
  * a file's name in a store of packages. */
 int cm_sha256_name_valid(const char *name);

@@ -16,8 +16,8 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	case PROTO_BATCH: return &strand__batch__descriptor;
 	case PROTO_QUEUE_CALL: return &strand__queue_call__descriptor;
 	case PROTO_QUEUE_REPLY: return &strand__queue_reply__descriptor;
-	case PROTO_CODE_FETCH: return &strand__code_fetch__descriptor;
-	case PROTO_CODE_PART: return &strand__code_part__descriptor;
+	case PROTO_BLOB_FETCH: return &strand__blob_fetch__descriptor;
+	case PROTO_BLOB_PART: return &strand__blob_part__descriptor;
 	}
 	return NULL;
 }

@@ -9,8 +9,8 @@
  *   +----+----+---------+------+--------+-----------+---------+--------+--------------------+
  *     1    1      1        1       1      id len        1      sec len
  *
- * A worker's frames (Pull, QueueCall, CodeFetch) carry its id and its own secret; the
- * gateway's (Batch, QueueReply, CodePart) carry neither (both lengths 0).
+ * A worker's frames (Pull, QueueCall, BlobFetch) carry its id and its own secret; the
+ * gateway's (Batch, QueueReply, BlobPart) carry neither (both lengths 0).
  *
  * Decoding allocates through a budget of PROTO_DECODE_BUDGET(len) bytes, so
  * a frame made of many empty elements cannot expand into gigabytes.
@@ -39,8 +39,8 @@ typedef enum proto_type {
 	PROTO_BATCH = 2,
 	PROTO_QUEUE_CALL = 3,
 	PROTO_QUEUE_REPLY = 4,
-	PROTO_CODE_FETCH = 5,
-	PROTO_CODE_PART = 6,
+	PROTO_BLOB_FETCH = 5,
+	PROTO_BLOB_PART = 6,
 } proto_type;
 
 /* A frame's header, parsed; the strings point into the frame (not

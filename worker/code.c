@@ -17,9 +17,8 @@
 #include "common/sha256.h"
 #include "proto/frame.h"
 #include "worker/code.h"
-#include "worker/hub_link.h"
+#include "worker/blobs.h"
 
-#define EXCHANGE_MS 30000
 /* What a package may unpack to: a zip of highly repetitive bytes (a "zip
  * bomb") fills no disk. */
 #define UNPACKED_MIN_CAP ((int64_t)1 << 30)
@@ -29,54 +28,6 @@ static int is_dir(const char *path)
 {
 	struct stat st;
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* mkdir -p, 0700 for what it makes. */
-static int make_dirs(const char *path)
-{
-	char p[1024];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* The cache's folder for packages: the first of STRAND_CACHE_DIR,
- * ~/.cache/strand and /tmp/strand-cache-UID this worker can write (in the
- * local backend's sandbox only /tmp can be). One in /tmp must be this
- * user's own: a folder another user made there could hand this worker
- * other code. */
-static int cache_dir(char *out, size_t len)
-{
-	const char *set = getenv("STRAND_CACHE_DIR"), *home = getenv("HOME");
-	struct stat st;
-
-	if (set && set[0]) {
-		snprintf(out, len, "%s/code", set);
-		if (make_dirs(out) == 0 && access(out, W_OK) == 0)
-			return 0;
-	}
-	if (home && home[0] && strcmp(home, "/") != 0) {
-		snprintf(out, len, "%s/.cache/strand/code", home);
-		if (make_dirs(out) == 0 && access(out, W_OK) == 0)
-			return 0;
-	}
-	snprintf(out, len, "/tmp/strand-cache-%u", (unsigned)getuid());
-	if (mkdir(out, 0700) != 0 && errno != EEXIST)
-		return -1;
-	if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
-		errno = EPERM;
-		return -1;
-	}
-	snprintf(out + strlen(out), len - strlen(out), "/code");
-	return make_dirs(out);
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -91,114 +42,6 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 static void remove_tree(const char *path)
 {
 	nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* One piece of the package from offset: the hub's answer, decoded. */
-static int fetch_piece(hub_link *link, const worker_config *cfg, uint64_t offset, Strand__CodePart **out, char *why,
-                       size_t why_len)
-{
-	Strand__CodeFetch f = STRAND__CODE_FETCH__INIT;
-	ProtobufCMessage *msg = NULL;
-	uint8_t *frame = NULL, *reply = NULL;
-	size_t len, reply_len;
-	char detail[256];
-	proto_header h;
-	int rv;
-
-	f.worker_id = (char *)cfg->worker_id;
-	f.pool_id = (char *)cfg->pool_id;
-	f.sha256 = (char *)cfg->code;
-	f.offset = offset;
-	if (proto_frame_encode(PROTO_CODE_FETCH, cfg->worker_id, cfg->secret, &f.base, &frame, &len) != CM_OK) {
-		snprintf(why, why_len, "out of memory");
-		return CM_ENOMEM;
-	}
-	rv = hub_link_exchange(link, frame, len, EXCHANGE_MS, &reply, &reply_len);
-	free(frame);
-	if (rv != 0) {
-		snprintf(why, why_len, "hub %s: %s", cfg->hub, nng_strerror(rv));
-		return CM_EUNAVAIL;
-	}
-	/* A refusal (an unknown worker, a bad frame) comes as a Batch. */
-	if (proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)) == CM_OK && h.type == PROTO_BATCH &&
-	    proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)) == CM_OK) {
-		snprintf(why, why_len, "the hub refused: %s", ((Strand__Batch *)msg)->error);
-		protobuf_c_message_free_unpacked(msg, NULL);
-		free(reply);
-		return CM_EPERM;
-	}
-	rv = proto_frame_decode(PROTO_CODE_PART, reply, reply_len, &msg, detail, sizeof(detail));
-	free(reply);
-	if (rv != CM_OK) {
-		snprintf(why, why_len, "the hub's answer: %s", detail);
-		return CM_EINVAL;
-	}
-	*out = (Strand__CodePart *)msg;
-	if (!(*out)->ok) {
-		snprintf(why, why_len, "%s", (*out)->error);
-		protobuf_c_message_free_unpacked(msg, NULL);
-		return CM_ENOENT;
-	}
-	return CM_OK;
-}
-
-/* The whole package into the file fd, checked against its name. */
-static int fetch(const worker_config *cfg, int fd, int64_t *size, char *why, size_t why_len)
-{
-	hub_link *link = NULL;
-	uint64_t offset = 0, total = 0;
-	char got[CM_SHA256_HEX + 1];
-	cm_sha256 hash;
-	int64_t give_up = cm_now_ms() + (int64_t)cfg->gateway_timeout_s * 1000;
-	int err = CM_OK, rv;
-
-	if ((rv = hub_link_new(cfg, 0, &link)) != 0) {
-		snprintf(why, why_len, "cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
-		return CM_EUNAVAIL;
-	}
-	/* A gateway that restarts has the worker wait, as its pulls would. */
-	while ((rv = hub_link_connect(link, 5000)) != 0 && cm_now_ms() < give_up)
-		usleep(100 * 1000);
-	cm_sha256_init(&hash);
-	do {
-		Strand__CodePart *part = NULL;
-		if ((err = fetch_piece(link, cfg, offset, &part, why, why_len)) != CM_OK)
-			break;
-		if (offset == 0)
-			total = part->size;
-		if (part->size != total || (part->data.len == 0 && offset < total) || offset + part->data.len > total) {
-			snprintf(why, why_len, "the hub's pieces of the package do not add up");
-			err = CM_EINVAL;
-		} else if (write_all(fd, part->data.data, part->data.len) != 0) {
-			snprintf(why, why_len, "cannot write the package to the cache: %s", strerror(errno));
-			err = CM_EIO;
-		}
-		cm_sha256_update(&hash, part->data.data, part->data.len);
-		offset += part->data.len;
-		protobuf_c_message_free_unpacked(&part->base, NULL);
-	} while (err == CM_OK && offset < total);
-	hub_link_free(link);
-	cm_sha256_hex(&hash, got);
-	if (err == CM_OK && strcmp(got, cfg->code) != 0) {
-		snprintf(why, why_len, "the package fetched hashes to %s, not %s", got, cfg->code);
-		err = CM_EINVAL;
-	}
-	*size = (int64_t)total;
-	return err;
 }
 
 /* Whether a name in the zip stays inside the folder it unpacks into. */
@@ -327,7 +170,14 @@ static int obtain(const worker_config *cfg, const char *cache, const char *dir, 
 		close(lock);
 		return CM_EIO;
 	}
-	err = fetch(cfg, fd, &size, why, why_len);
+	hub_link *link = NULL;
+	int rv = hub_link_new(cfg, 0, &link);
+	if (rv != 0) {
+		snprintf(why, why_len, "cannot dial hub %s: %s", cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
+	} else
+		err = worker_blob_fetch(link, cfg, cfg->code, NULL, fd, &size, why, why_len);
+	hub_link_free(link);
 	close(fd);
 	if (err == CM_OK && mkdir(temp, 0700) != 0) {
 		snprintf(why, why_len, "cannot make %s: %s", temp, strerror(errno));
@@ -358,7 +208,7 @@ int worker_code_enter(worker_config *cfg, char *why, size_t why_len)
 		snprintf(why, why_len, "STRAND_CODE is not a code package's SHA-256: %.80s", cfg->code);
 		return CM_EINVAL;
 	}
-	if (cache_dir(cache, sizeof(cache)) != 0) {
+	if (worker_cache_dir("code", cache, sizeof(cache)) != 0) {
 		snprintf(why, why_len, "no cache folder for code packages (%s): %s", cache, strerror(errno));
 		return CM_EIO;
 	}

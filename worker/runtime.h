@@ -9,7 +9,9 @@
  *   runtime -> worker  'S' ready            a: its name, b: its version
  *   worker -> runtime  'C' context key      b: its JSON text, the first time key
  *                                           is named; empty after (key 0: none)
- *                      'T' task id          a: NAME, b: the argument (JSON)
+ *                      'T' task id          a: NAME, b: the argument (JSON; for
+ *                                           one that named an uploaded value,
+ *                                           {"$value_file":"PATH"}: its file)
  *   runtime -> worker  'R' result id        b: the value (JSON)
  *                      'E' error id         a: the error's type, b: its message
  *                                           and the remote traceback

@@ -22,19 +22,26 @@
  * duplicates.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <nng/nng.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/sha256.h"
 
 #include "proto/frame.h"
 #include "worker/hub_link.h"
 #include "worker/manager.h"
 #include "worker/output.h"
 #include "worker/runtime.h"
+#include "worker/values.h"
 #include "worker/worker.h"
 
 #define BUDGET_MS 20.0
@@ -116,6 +123,7 @@ typedef struct worker {
 	const worker_config *cfg;
 	atomic_int *stop;
 	worker_fns *fns;
+	worker_values *values; /* those tasks' arguments name */
 
 	hub_link *link;
 	int recv_ms; /* the longest one exchange's step may take */
@@ -333,29 +341,122 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf 
 	return quit ? CM_ESHUTDOWN : CM_OK;
 }
 
-/* The taken rt: tasks, through the pool's runtime. */
+static int read_whole(int fd, char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A task's argument that names a value ({"$value":"SHA256"}): the value's
+ * file, fetched unless cached, as a runtime's argument
+ * ({"$value_file":"PATH"}, *text new), or NULL in *text when the argument
+ * names none. CM_OK, or an error with why. */
+static int value_file_arg(worker *w, const char *arg, size_t len, char **text, char *why, size_t why_len)
+{
+	char sha[CM_SHA256_HEX + 1], path[1200];
+	int err;
+
+	*text = NULL;
+	if (len != CM_VALUE_REF_LEN || !cm_value_ref(arg, len, sha))
+		return CM_OK;
+	if ((err = worker_values_path(w->values, sha, path, sizeof(path), why, why_len)) != CM_OK)
+		return err;
+	json_t *j = json_pack("{s:s}", "$value_file", path);
+	*text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!*text) {
+		snprintf(why, why_len, "worker out of memory running the task");
+		return CM_ENOMEM;
+	}
+	return CM_OK;
+}
+
+/* The same for a function run in the worker: the value's bytes (*value
+ * new, *len its length). */
+static int value_in_memory(worker *w, const char *arg, char **value, size_t *len, char *why, size_t why_len)
+{
+	char sha[CM_SHA256_HEX + 1], path[1200];
+	struct stat st;
+	int err, fd;
+
+	*value = NULL;
+	if (!cm_value_ref(arg, *len, sha))
+		return CM_OK;
+	if ((err = worker_values_path(w->values, sha, path, sizeof(path), why, why_len)) != CM_OK)
+		return err;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+	    !(*value = malloc((size_t)st.st_size + 1)) || read_whole(fd, *value, (size_t)st.st_size) != 0) {
+		snprintf(why, why_len, "value %s: cannot read %.300s: %s", sha, path, strerror(errno));
+		free(*value);
+		*value = NULL;
+		if (fd >= 0)
+			close(fd);
+		return CM_EIO;
+	}
+	close(fd);
+	(*value)[st.st_size] = '\0';
+	*len = (size_t)st.st_size;
+	return CM_OK;
+}
+
+/* The taken rt: tasks, through the pool's runtime; one whose value cannot
+ * be had fails in its turn, saying why, between those run before and
+ * after it. */
 static void run_in_runtime(worker *w, worker_runtime *rt)
 {
 	worker_runtime_task *rts = calloc(w->ntaken, sizeof(*rts));
+	char **files = calloc(w->ntaken, sizeof(*files)), why[512];
+	size_t from = 0;
+	int err = CM_OK;
 
-	if (!rts) {
+	if (!rts || !files) {
+		free(rts);
+		free(files);
 		cm_error("out of memory running tasks: they are run again after their lease");
 		return;
 	}
-	for (size_t i = 0; i < w->ntaken; i++) {
-		const task *t = &w->taken[i];
-		const context *c = t->run->context;
-		rts[i] = (worker_runtime_task){.function = t->run->fn.name + 3,
-		                               .arg = t->arg,
-		                               .arg_len = t->arg_len,
-		                               .timeout_ms = t->run->timeout_ms,
-		                               .context_key = c ? c->key : 0,
-		                               .context = c ? c->text : NULL,
-		                               .context_len = c ? c->len : 0};
+	for (size_t i = 0; i <= w->ntaken && err == CM_OK; i++) {
+		if (i < w->ntaken) {
+			const task *t = &w->taken[i];
+			const context *c = t->run->context;
+			rts[i] = (worker_runtime_task){.function = t->run->fn.name + 3,
+			                               .arg = t->arg,
+			                               .arg_len = t->arg_len,
+			                               .timeout_ms = t->run->timeout_ms,
+			                               .context_key = c ? c->key : 0,
+			                               .context = c ? c->text : NULL,
+			                               .context_len = c ? c->len : 0};
+			if (value_file_arg(w, t->arg, t->arg_len, &files[i], why, sizeof(why)) == CM_OK) {
+				if (files[i]) {
+					rts[i].arg = files[i];
+					rts[i].arg_len = strlen(files[i]);
+				}
+				continue;
+			}
+		}
+		if (i > from)
+			err = worker_runtime_run_many(rt, rts + from, i - from, runtime_done, w);
+		if (err == CM_OK && i < w->ntaken) {
+			Strand__Outcome failed = STRAND__OUTCOME__FAILED;
+			size_t end = strlen(why);
+			if (finish(w, 1, &failed, why, &end))
+				err = CM_ESHUTDOWN;
+		}
+		from = i + 1;
 	}
-	int err = worker_runtime_run_many(rt, rts, w->ntaken, runtime_done, w);
 	if (err == CM_ENOMEM)
 		cm_error("out of memory running tasks: they are run again after their lease");
+	for (size_t i = 0; i < w->ntaken; i++)
+		free(files[i]);
+	free(files);
 	free(rts);
 }
 
@@ -384,13 +485,22 @@ static void run_taken(worker *w, cm_buf *out)
 		const run *r = t->run;
 		size_t at = out->len, k = i - from;
 		int ok = 0;
-		if (worker_fns_call(w->fns, &r->fn, t->arg, t->arg_len, r->command, r->ncommand, r->timeout_ms,
-		                    t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out, &ok) != CM_OK) {
+		const char *arg = t->arg;
+		size_t arg_len = t->arg_len;
+		char *value = NULL, why[512];
+		if (arg_len == CM_VALUE_REF_LEN &&
+		    value_in_memory(w, arg, &value, &arg_len, why, sizeof(why)) != CM_OK) {
+			if (cm_buf_puts(out, why) != CM_OK)
+				out->len = at;
+		} else if (worker_fns_call(w->fns, &r->fn, value ? value : arg, arg_len, r->command, r->ncommand,
+		                           r->timeout_ms, t->id * 0x9E3779B97F4A7C15ull ^ w->pid ^ t->attempt, out,
+		                           &ok) != CM_OK) {
 			out->len = at;
 			ok = 0;
 			if (cm_buf_puts(out, "worker out of memory running the task") != CM_OK)
 				out->len = at;
 		}
+		free(value);
 		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
 		w->ends[k] = out->len;
 		if (i + 1 == n || from > 0 || coarse_ms() - began > STRETCH_LONG_MS) {
@@ -515,6 +625,7 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 	context **cs = batch_contexts(b);
 	if (!cs)
 		return CM_ENOMEM;
+	worker_values_grant(w->values, b->value_grants, b->n_value_grants);
 	/* The columns agree (proto_frame_decode_in checked them). */
 	for (size_t i = 0; i < b->n_runs && err == CM_OK; i++) {
 		err = queue_run(w, b, b->runs[i], first, &args, cs, b->n_contexts);
@@ -800,11 +911,13 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 	int rv;
 
 	w.fns = worker_fns_new(cfg->plugin_path);
+	w.values = worker_values_new(cfg);
 	w.taken = malloc(PIPELINE_MAX * sizeof(*w.taken));
 	w.outcomes = malloc(STRETCH_MAX * sizeof(*w.outcomes));
 	w.ends = malloc(STRETCH_MAX * sizeof(*w.ends));
-	if (!w.fns || !w.taken || !w.outcomes || !w.ends) {
+	if (!w.fns || !w.values || !w.taken || !w.outcomes || !w.ends) {
 		worker_fns_free(w.fns);
+		worker_values_free(w.values);
 		free(w.taken);
 		free(w.outcomes);
 		free(w.ends);
@@ -868,6 +981,7 @@ out_sock:
 	free(w.out);
 	proto_arena_fini(&w.batches);
 	worker_fns_free(w.fns);
+	worker_values_free(w.values);
 	pthread_cond_destroy(&w.wake);
 	pthread_mutex_destroy(&w.mu);
 	return w.code;

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/sha256.h"
 #include "gateway/hub/hub.h"
 #include "gateway/hub/poll.h"
 #include "gateway/result_check.h"
@@ -57,7 +58,7 @@
 #define FIRST_FRAME_MS 10000
 #define FRAME_MS 60000
 #define HELD_BYTES_MAX ((size_t)1 << 30)
-#define CODE_PIECE ((size_t)1 << 20) /* of a code package, a frame */
+#define BLOB_PIECE ((size_t)1 << 20) /* of a code package or a value, a frame */
 
 typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_state;
 
@@ -86,7 +87,8 @@ struct hub_slot {
 	int authenticated; /* a frame of it named a known worker and its secret */
 	int close_after_send; /* what followed a refused header was never read */
 	int64_t deadline; /* of the frame being read */
-	char pool[20]; /* of the worker the frame's header named */
+	char worker[256]; /* the worker the frame's header named */
+	char pool[20]; /* ... its pool */
 	char code[65]; /* ... and the code package its pool runs ("": none) */
 	/* HEAD: the length and the header (or all of a small frame) */
 	uint8_t head[WIRE_PREFIX + PROTO_HEADER_MAX];
@@ -117,6 +119,9 @@ struct hub {
 	engine *engine;
 	credentials *creds;
 	blob_store *code, *values;
+	/* What value grants are made with: random, for this run of the hub (a
+	 * grant from before a restart is refused, and its task runs again). */
+	char grant_key[CM_SHA256_HEX + 1];
 	hub_poll *poll; /* tcp://, ipc:// */
 	nng_stream_listener *listener; /* tls+tcp:// */
 	nng_aio *accept;
@@ -333,6 +338,50 @@ static void refuse_and_close(hub_slot *s, const char *why)
 
 /* ---- the engine's answers (engine_link), on the engine's thread --------- */
 
+/* The grant that lets worker fetch the value named sha. */
+static void value_grant(const hub *h, const char *worker, const char *sha, char out[CM_SHA256_HEX + 1])
+{
+	char what[256 + 1 + CM_SHA256_HEX + 1];
+	int n = snprintf(what, sizeof(what), "%s %s", worker, sha);
+
+	cm_hmac_sha256_hex(h->grant_key, CM_SHA256_HEX, what, (size_t)n, out);
+}
+
+static void free_grants(char **grants, size_t n)
+{
+	while (n)
+		free(grants[--n]);
+	free(grants);
+}
+
+/* "SHA256 GRANT" for each argument of the batch that names a value (*out,
+ * *n; none for most batches, at the cost of a length compare a task).
+ * CM_OK or CM_ENOMEM. */
+static int value_grants(const hub_slot *s, const engine_batch *eb, char ***out, size_t *n)
+{
+	char sha[CM_SHA256_HEX + 1], grant[CM_SHA256_HEX + 1];
+	const char *arg = (const char *)eb->args;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < eb->ntasks; arg += eb->arg_lens[i++]) {
+		if (eb->arg_lens[i] != CM_VALUE_REF_LEN || !cm_value_ref(arg, eb->arg_lens[i], sha))
+			continue;
+		char **more = realloc(*out, (*n + 1) * sizeof(**out));
+		if (more)
+			*out = more;
+		if (!more || !((*out)[*n] = malloc(2 * CM_SHA256_HEX + 2))) {
+			free_grants(*out, *n);
+			*out = NULL;
+			*n = 0;
+			return CM_ENOMEM;
+		}
+		value_grant(s->hub, s->worker, sha, grant);
+		snprintf((*out)[(*n)++], 2 * CM_SHA256_HEX + 2, "%s %s", sha, grant);
+	}
+	return CM_OK;
+}
+
 static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 {
 	static const Strand__Batch__Status status[] = {
@@ -341,8 +390,9 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	        [ENGINE_BATCH_STOP] = STRAND__BATCH__STATUS__STOP,
 	        [ENGINE_BATCH_RETRY] = STRAND__BATCH__STATUS__RETRY,
 	};
-	size_t n = eb->nruns, ncontexts = 0;
+	size_t n = eb->nruns, ncontexts = 0, ngrants = 0;
 	Strand__Batch b = STRAND__BATCH__INIT;
+	char **grants = NULL;
 	/* A run and at most one context a run: a context goes where a run
 	 * starts unless the last one added is the same, so once a job, or a
 	 * few times when requeued ranges interleave. */
@@ -352,7 +402,8 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 
 	(void)ctx;
 	slot_release(s);
-	if (n && !block) {
+	if ((n && !block) || value_grants(s, eb, &grants, &ngrants) != CM_OK) {
+		free(block);
 		slot_close(s); /* no answer: the worker asks again, its tasks come back by resync */
 		return;
 	}
@@ -398,8 +449,11 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b.n_arg_lens = eb->ntasks;
 	b.args.data = (uint8_t *)eb->args;
 	b.args.len = eb->args_len;
+	b.value_grants = grants;
+	b.n_value_grants = ngrants;
 	send_message(s, PROTO_BATCH, &b.base);
 	free(block);
+	free_grants(grants, ngrants);
 }
 
 static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
@@ -546,31 +600,40 @@ static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* A piece of the code package a worker's pool runs (and no other), read
- * on this thread without the engine: a MiB at most, mostly from the page
- * cache, once per worker and package (a worker caches what it fetched). */
-static void serve_code(hub_slot *s, const Strand__CodeFetch *f)
+/* A piece of the code package a worker's pool runs (and no other), or of
+ * a value one of its tasks names (by the grant its batch carried), read on
+ * this thread without the engine: a MiB at most, mostly from the page
+ * cache, once per worker and blob (a worker caches what it fetched). */
+static void serve_blob(hub_slot *s, const Strand__BlobFetch *f)
 {
-	Strand__CodePart part = STRAND__CODE_PART__INIT;
+	Strand__BlobPart part = STRAND__BLOB_PART__INIT;
+	int value = f->value_grant && f->value_grant[0];
+	blob_store *from = value ? s->hub->values : s->hub->code;
+	char grant[CM_SHA256_HEX + 1] = "";
 	uint8_t *buf = NULL;
 	size_t got = 0;
 	int64_t size = 0;
 	int err;
 
-	if (!s->code[0] || strcmp(f->sha256, s->code) != 0)
+	if (value && cm_sha256_name_valid(f->sha256))
+		value_grant(s->hub, s->worker, f->sha256, grant);
+	if (!value && (!s->code[0] || strcmp(f->sha256, s->code) != 0))
 		part.error = "the worker's pool runs no such code package";
-	else if (!(buf = malloc(CODE_PIECE)))
+	else if (value && (!grant[0] || strcmp(grant, f->value_grant) != 0))
+		part.error = "no task given to this worker names that value (or the gateway restarted since)";
+	else if (!(buf = malloc(BLOB_PIECE)))
 		part.error = "the gateway is out of memory";
-	else if ((err = blob_store_read(s->hub->code, f->sha256, f->offset, buf, CODE_PIECE, &got, &size)) != CM_OK)
-		part.error = err == CM_ENOENT ? "the gateway no longer holds the code package (its --code-dir lost it)"
-		                              : "the gateway cannot read the code package";
+	else if ((err = blob_store_read(from, f->sha256, f->offset, buf, BLOB_PIECE, &got, &size)) != CM_OK)
+		part.error = err != CM_ENOENT ? "the gateway cannot read it"
+		             : value ? "the gateway holds no such value (it was never uploaded, or was deleted)"
+		                     : "the gateway no longer holds the code package (its --code-dir lost it)";
 	else {
 		part.ok = 1;
 		part.size = (uint64_t)size;
 		part.data = (ProtobufCBinaryData){.data = buf, .len = got};
 	}
 	slot_release(s);
-	send_message(s, PROTO_CODE_PART, &part.base);
+	send_message(s, PROTO_BLOB_PART, &part.base);
 	free(buf);
 }
 
@@ -603,9 +666,9 @@ static void on_frame(hub_slot *s)
 	if (h.type == PROTO_QUEUE_CALL)
 		named = names_sender(&h, s->pool, ((Strand__QueueCall *)m)->worker_id,
 		                     ((Strand__QueueCall *)m)->pool_id);
-	else if (h.type == PROTO_CODE_FETCH)
-		named = names_sender(&h, s->pool, ((Strand__CodeFetch *)m)->worker_id,
-		                     ((Strand__CodeFetch *)m)->pool_id);
+	else if (h.type == PROTO_BLOB_FETCH)
+		named = names_sender(&h, s->pool, ((Strand__BlobFetch *)m)->worker_id,
+		                     ((Strand__BlobFetch *)m)->pool_id);
 	else
 		named = names_sender(&h, s->pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
 	free(s->frame); /* h pointed into it; the message lives in the arena */
@@ -615,8 +678,8 @@ static void on_frame(hub_slot *s)
 		refuse(s, "the frame's body names another worker or pool than its sender");
 		return;
 	}
-	if (h.type == PROTO_CODE_FETCH)
-		serve_code(s, (Strand__CodeFetch *)m);
+	if (h.type == PROTO_BLOB_FETCH)
+		serve_blob(s, (Strand__BlobFetch *)m);
 	else
 		to_engine(s, h.type, m);
 }
@@ -636,8 +699,8 @@ static void on_head(hub_slot *s)
 		refuse_and_close(s, detail);
 		return;
 	}
-	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_CODE_FETCH) {
-		refuse_and_close(s, "the hub takes Pull, QueueCall and CodeFetch frames only");
+	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_BLOB_FETCH) {
+		refuse_and_close(s, "the hub takes Pull, QueueCall and BlobFetch frames only");
 		return;
 	}
 	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool, s->code)) {
@@ -645,6 +708,7 @@ static void on_head(hub_slot *s)
 		return;
 	}
 	s->authenticated = 1;
+	snprintf(s->worker, sizeof(s->worker), "%.*s", (int)h.worker_id_len, h.worker_id);
 	pthread_mutex_lock(&s->hub->mu);
 	if ((room = s->hub->held + held <= HELD_BYTES_MAX))
 		s->hub->held += held;
@@ -945,6 +1009,7 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *c
 	h->creds = creds;
 	h->code = code;
 	h->values = values;
+	cm_random_hex(h->grant_key, CM_SHA256_HEX / 2);
 	h->conns_max = CONNS_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < CONNS_MAX)
 		h->conns_max = (int)(rl.rlim_cur / 4);

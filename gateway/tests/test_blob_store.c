@@ -77,6 +77,37 @@ static void test_sha256_names(void **state)
 	assert_false(cm_sha256_name_valid(NULL));
 }
 
+/* HMAC-SHA-256 by RFC 4231's cases 2 and 6 (a key longer than a block). */
+static void test_hmac(void **state)
+{
+	char hex[CM_SHA256_HEX + 1], key[131];
+
+	(void)state;
+	cm_hmac_sha256_hex("Jefe", 4, "what do ya want for nothing?", 28, hex);
+	assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	memset(key, 0xaa, sizeof(key));
+	cm_hmac_sha256_hex(key, sizeof(key), "Test Using Larger Than Block-Size Key - Hash Key First", 54, hex);
+	assert_string_equal(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+/* A reference to a value is exactly {"$value":"SHA256"}; nothing else is. */
+static void test_value_refs(void **state)
+{
+	static const char ref[] = "{\"$value\":\"" ABC "\"}";
+	char sha[CM_SHA256_HEX + 1];
+
+	(void)state;
+	assert_int_equal(strlen(ref), CM_VALUE_REF_LEN);
+	assert_true(cm_value_ref(ref, strlen(ref), sha));
+	assert_string_equal(sha, ABC);
+	assert_false(cm_value_ref(ref, strlen(ref) - 1, sha));
+	assert_false(cm_value_ref("{\"$value\": \"" ABC "\"}", strlen(ref) + 1, sha));
+	assert_false(cm_value_ref("{\"$valux\":\"" ABC "\"}", strlen(ref), sha));
+	static const char upper[] = "{\"$value\":\"BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\"}";
+	assert_false(cm_value_ref(upper, strlen(upper), sha));
+	assert_false(cm_value_ref("\"abc\"", 5, sha));
+}
+
 static void test_stored_in_parts_and_read_back(void **state)
 {
 	blob_store *s;
@@ -226,6 +257,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_sha256_names),
+	        cmocka_unit_test(test_hmac),
+	        cmocka_unit_test(test_value_refs),
 	        cmocka_unit_test_setup_teardown(test_stored_in_parts_and_read_back, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_refused_uploads_leave_nothing, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_total_cap, setup, teardown),

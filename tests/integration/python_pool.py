@@ -78,11 +78,22 @@ class PoolTest(WithPool):
         finally:
             pool_module.PART_BYTES = part_bytes
 
-    def test_value_over_the_cap_is_refused_naming_it(self):
-        with self.assertRaises(strand.StrandError) as caught:
-            self.pool.apply(len, (os.urandom(9 << 20),))
-        self.assertEqual(caught.exception.status, 413)
-        self.assertIn("upload it (PUT /v1/values/", caught.exception.detail)
+    def test_values_of_any_size_travel_as_uploads(self):
+        # Past 1 MiB pickled, an argument is uploaded as a value (its
+        # bytes, stored once) and the task names it: 64 MiB to an apply,
+        # and a map over 100 MB of distinct values, exact.
+        big = os.urandom(64 << 20)
+        self.assertEqual(self.pool.apply(_sha256_hex, (big,)), hashlib.sha256(big).hexdigest())
+        values = [os.urandom(10 << 20) for _ in range(10)]
+        self.assertEqual(self.pool.map(_sha256_hex, values), [hashlib.sha256(v).hexdigest() for v in values])
+        # Two tasks of the same value: it is stored once (one task's
+        # pickled chunk, 64 MiB and a few bytes), and uploaded once.
+        gw = strand.gateway.default()
+        before = gw.request("GET", "/v1/values")["total"]
+        self.assertEqual(self.pool.map(len, [big, big], chunksize=1), [64 << 20, 64 << 20])
+        grown = gw.request("GET", "/v1/values")["total"] - before
+        self.assertGreater(grown, 64 << 20)
+        self.assertLess(grown, (64 << 20) + 4096)
 
     def test_a_job_says_what_it_runs(self):
         gw = strand.gateway.default()

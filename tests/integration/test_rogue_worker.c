@@ -672,12 +672,12 @@ static void a_worker_of(const char *pool, char worker[20], char secret[80])
 	tapped_secret(worker, secret);
 }
 
-/* A CodeFetch as worker_id of pool_id: the hub's answer, a CodePart (new),
+/* A BlobFetch as worker_id of pool_id: the hub's answer, a BlobPart (new),
  * or NULL with its refusal's words in why. */
-static Strand__CodePart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
-                                  char why[256])
+static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
+                                  const char *grant, char why[256])
 {
-	Strand__CodeFetch f = STRAND__CODE_FETCH__INIT;
+	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
 	nng_stream_dialer *d = dialer_to(g.hub_port);
 	nng_stream *conn = NULL;
 	nng_aio *aio;
@@ -690,7 +690,8 @@ static Strand__CodePart *fetch_as(const char *worker_id, const char *pool_id, co
 	f.worker_id = (char *)worker_id;
 	f.pool_id = (char *)pool_id;
 	f.sha256 = (char *)sha256;
-	assert_int_equal(proto_frame_encode(PROTO_CODE_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
+	f.value_grant = (char *)(grant ? grant : "");
+	assert_int_equal(proto_frame_encode(PROTO_BLOB_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
 	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
 	assert_int_equal(wire_send(conn, aio, frame, len), 0);
 	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
@@ -703,10 +704,10 @@ static Strand__CodePart *fetch_as(const char *worker_id, const char *pool_id, co
 		protobuf_c_message_free_unpacked(msg, NULL);
 		msg = NULL;
 	} else {
-		assert_int_equal(proto_frame_decode(PROTO_CODE_PART, reply, reply_len, &msg, detail, sizeof(detail)),
+		assert_int_equal(proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail)),
 		                 CM_OK);
-		if (!((Strand__CodePart *)msg)->ok) {
-			snprintf(why, 256, "%s", ((Strand__CodePart *)msg)->error);
+		if (!((Strand__BlobPart *)msg)->ok) {
+			snprintf(why, 256, "%s", ((Strand__BlobPart *)msg)->error);
 			protobuf_c_message_free_unpacked(msg, NULL);
 			msg = NULL;
 		}
@@ -716,7 +717,7 @@ static Strand__CodePart *fetch_as(const char *worker_id, const char *pool_id, co
 	nng_stream_free(conn);
 	nng_aio_free(aio);
 	nng_stream_dialer_free(d);
-	return (Strand__CodePart *)msg;
+	return (Strand__BlobPart *)msg;
 }
 
 /* A worker's secret reaches its own pool's code package and no other: not
@@ -729,7 +730,7 @@ static void test_code_packages_only_for_their_pool(void **state)
 	char abc[CM_SHA256_HEX + 1];
 	cm_sha256 hash;
 	char path[128], spec[160], worker[20], secret[80], other[20], other_secret[80], why[256];
-	Strand__CodePart *part;
+	Strand__BlobPart *part;
 
 	(void)state;
 	cm_sha256_init(&hash);
@@ -749,23 +750,97 @@ static void test_code_packages_only_for_their_pool(void **state)
 	a_worker_of(without, other, other_secret);
 
 	/* Its own pool's package. */
-	assert_non_null(part = fetch_as(worker, with, secret, abc, why));
+	assert_non_null(part = fetch_as(worker, with, secret, abc, NULL, why));
 	assert_int_equal(part->size, sizeof(empty_zip));
 	assert_int_equal(part->data.len, sizeof(empty_zip));
 	assert_memory_equal(part->data.data, empty_zip, sizeof(empty_zip));
 	protobuf_c_message_free_unpacked(&part->base, NULL);
 
 	/* Another pool's worker asks for it: refused, though the package exists. */
-	assert_null(fetch_as(other, without, other_secret, abc, why));
+	assert_null(fetch_as(other, without, other_secret, abc, NULL, why));
 	assert_string_equal(why, "the worker's pool runs no such code package");
 	/* Its own secret, but the body names the other pool. */
-	assert_null(fetch_as(other, with, other_secret, abc, why));
+	assert_null(fetch_as(other, with, other_secret, abc, NULL, why));
 	assert_string_equal(why, "the frame's body names another worker or pool than its sender");
 	/* A forged secret. */
-	assert_null(fetch_as(worker, with, other_secret, abc, why));
+	assert_null(fetch_as(worker, with, other_secret, abc, NULL, why));
 	assert_string_equal(why, "unknown worker or wrong secret");
 	free(with);
 	free(without);
+}
+
+/* A value is read only by a worker that was given a task naming it, with
+ * the grant its batch carried: not with no grant, a forged one, or one
+ * made for another worker. */
+static void test_values_only_by_grant(void **state)
+{
+	static const char value[] = "[1,2,3]";
+	const char *octets[] = {"Content-Type: application/octet-stream", g.auth, NULL};
+	char sha[CM_SHA256_HEX + 1], path[128], body[256], worker[20], secret[80], other[20], other_secret[80],
+	        why[256];
+	cm_sha256 hash;
+	pid_t pid;
+
+	(void)state;
+	cm_sha256_init(&hash);
+	cm_sha256_update(&hash, value, strlen(value));
+	cm_sha256_hex(&hash, sha);
+	snprintf(path, sizeof(path), "/v1/values/%s", sha);
+	response r = http_bytes(&g, "PUT", path, value, strlen(value), octets);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	char *pool = pool_create(&g, 1), *elsewhere = pool_create(&g, 1);
+	pool_wait_connected(&g, pool, 1);
+	pool_wait_connected(&g, elsewhere, 1);
+	a_worker_of(pool, worker, secret);
+	a_worker_of(elsewhere, other, other_secret);
+	/* The pool's real worker stands still: this test pulls in its place. */
+	assert_int_equal(pool_worker_pids(&g, pool, &pid, 1), 1);
+	kill(-pid, SIGSTOP);
+	/* A pull it had parked takes the first task there is: a decoy. */
+	snprintf(path, sizeof(path), "/v1/pools/%s/map", pool);
+	r = http(&g, "POST", path, "{\"function\": \"echo\", \"args\": [7]}", NULL);
+	assert_int_equal(r.status, 202);
+	response_free(&r);
+	snprintf(body, sizeof(body), "{\"function\": \"echo\", \"args\": [{\"$value\": \"%s\"}, 5]}", sha);
+	r = http(&g, "POST", path, body, NULL);
+	assert_int_equal(r.status, 202);
+	response_free(&r);
+	/* A grant comes for the argument that names a value, not for 5 or 7. */
+	char grant[CM_SHA256_HEX + 1] = "";
+	for (int pulls = 0; pulls < 5 && !grant[0]; pulls++) {
+		Strand__Batch *b = pull_as(worker, pool, secret, NULL, 0, 3);
+		assert_non_null(b);
+		size_t refs = 0;
+		for (size_t i = 0; i < b->n_task_ids; i++)
+			refs += b->arg_lens[i] == CM_VALUE_REF_LEN;
+		assert_int_equal(b->n_value_grants, refs);
+		if (refs) {
+			assert_int_equal(strlen(b->value_grants[0]), 2 * CM_SHA256_HEX + 1);
+			assert_memory_equal(b->value_grants[0], sha, CM_SHA256_HEX);
+			snprintf(grant, sizeof(grant), "%s", b->value_grants[0] + CM_SHA256_HEX + 1);
+		}
+		protobuf_c_message_free_unpacked(&b->base, NULL);
+	}
+	assert_true(grant[0]);
+
+	Strand__BlobPart *part = fetch_as(worker, pool, secret, sha, grant, why);
+	assert_non_null(part);
+	assert_int_equal(part->size, strlen(value));
+	assert_memory_equal(part->data.data, value, strlen(value));
+	protobuf_c_message_free_unpacked(&part->base, NULL);
+	/* Without the grant it is a code package's fetch, which it is not. */
+	assert_null(fetch_as(worker, pool, secret, sha, NULL, why));
+	assert_string_equal(why, "the worker's pool runs no such code package");
+	assert_null(fetch_as(worker, pool, secret, sha,
+	                     "0000000000000000000000000000000000000000000000000000000000000000", why));
+	assert_string_equal(why, "no task given to this worker names that value (or the gateway restarted since)");
+	/* Another pool's worker with this worker's grant. */
+	assert_null(fetch_as(other, elsewhere, other_secret, sha, grant, why));
+	assert_string_equal(why, "no task given to this worker names that value (or the gateway restarted since)");
+	kill(-pid, SIGCONT);
+	free(pool);
+	free(elsewhere);
 }
 
 /* A worker's pull with more lines of output than one pull may store: the
@@ -826,6 +901,7 @@ int main(void)
 	        cmocka_unit_test(test_frames_during_shutdown),
 	        cmocka_unit_test(test_hub_bounds_what_strangers_hold),
 	        cmocka_unit_test(test_code_packages_only_for_their_pool),
+	        cmocka_unit_test(test_values_only_by_grant),
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};

@@ -227,6 +227,64 @@ static void test_memory_does_not_grow_with_a_value(void **state)
 	gateway_cleanup(&g);
 }
 
+/* A task whose argument names a value gets the value: a builtin its JSON
+ * (the small one), a command the 20 MiB one on stdin; one that names a
+ * value the gateway does not hold fails, saying so; the rest of the job
+ * runs. */
+static void test_tasks_get_the_values_they_name(void **state)
+{
+	enum { BIG = 20 << 20 };
+	static const char small[] = "[1,2,3]";
+	char small_name[CM_SHA256_HEX + 1], big_name[CM_SHA256_HEX + 1], body[512], missing[CM_SHA256_HEX + 1];
+	char *big = malloc(BIG + 2);
+	gateway g;
+	response r;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	big[0] = '"';
+	memset(big + 1, 'v', BIG);
+	big[BIG + 1] = '"';
+	sha256_of(small, strlen(small), small_name);
+	sha256_of(big, BIG + 2, big_name);
+	memset(missing, 'a', CM_SHA256_HEX);
+	missing[CM_SHA256_HEX] = '\0';
+	r = put_value(&g, small_name, small, strlen(small));
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	r = put_value(&g, big_name, big, BIG + 2);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	char *pool = pool_create(&g, 1);
+
+	snprintf(body, sizeof(body),
+	         "{\"function\": \"echo\", \"args\": [{\"$value\": \"%s\"}, 5, {\"$value\": \"%s\"}]}", small_name,
+	         missing);
+	char *job = job_submit(&g, pool, json_loads(body, 0, NULL));
+	json_t *items = job_results(&g, job, "input", 10);
+	assert_int_equal(json_array_size(items), 3);
+	json_t *want = json_pack("[iii]", 1, 2, 3);
+	assert_true(json_equal(json_object_get(json_array_get(items, 0), "value"), want));
+	json_decref(want);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 1), "value")), 5);
+	assert_true(json_is_false(json_object_get(json_array_get(items, 2), "ok")));
+	const char *error = json_string_value(json_object_get(json_array_get(items, 2), "error"));
+	assert_non_null(error);
+	assert_non_null(strstr(error, "the gateway holds no such value (it was never uploaded, or was deleted)"));
+	json_decref(items);
+	free(job);
+
+	snprintf(body, sizeof(body), "{\"command\": [\"wc\", \"-c\"], \"args\": [{\"$value\": \"%s\"}]}", big_name);
+	job = job_submit(&g, pool, json_loads(body, 0, NULL));
+	items = job_results(&g, job, "input", 10);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "value")), BIG + 2);
+	json_decref(items);
+	free(job);
+	free(pool);
+	free(big);
+	gateway_cleanup(&g);
+}
+
 /* An inline argument past 8 MiB is refused with the way around it. */
 static void test_inline_values_point_to_uploads(void **state)
 {
@@ -263,6 +321,7 @@ int main(void)
 	        cmocka_unit_test(test_refused_values_leave_nothing),
 	        cmocka_unit_test(test_memory_does_not_grow_with_a_value),
 	        cmocka_unit_test(test_inline_values_point_to_uploads),
+	        cmocka_unit_test(test_tasks_get_the_values_they_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

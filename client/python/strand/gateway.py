@@ -7,13 +7,15 @@ Each thread keeps one keep-alive connection, as libstrand does: urllib
 opened and closed a TCP connection for every request, a handshake and an
 accept on the gateway per apply. A request goes in one write (http.client
 writes its head and its body apart: two segments, and the gateway's HTTP
-thread woken for each); its answer is read by http.client's parser. A
+thread woken for each), unless its body is large; its answer is read by
+http.client's parser. A
 request that finds its reused connection closed before any byte of the
 answer came (the gateway closed it idle, past --http-idle, or restarted)
 goes once more on a new one. A process forked from one that had a
 connection makes its own: the socket it inherited is its parent's."""
 
 import atexit
+import hashlib
 import http.client
 import json
 import os
@@ -22,6 +24,9 @@ import socket
 import ssl
 import threading
 import urllib.parse
+
+
+BODY_APART = 1 << 20  # a body larger than this is written apart from its head, not copied behind it
 
 
 class StrandError(Exception):
@@ -67,6 +72,18 @@ class Gateway:
         """Sends data (bytes) as the body; the answer's JSON, or StrandError."""
         text = self._send(method, path, None, timeout, raw=(data, content_type))
         return json.loads(text) if text else None
+
+    def put_value(self, data):
+        """Uploads data (bytes) as a value (PUT /v1/values/{sha256}) unless
+        the gateway holds it already; what a task's argument is to name it."""
+        name = hashlib.sha256(data).hexdigest()
+        try:
+            self._send("HEAD", "/v1/values/" + name, None, 60)
+        except StrandError as e:
+            if e.status != 404:
+                raise
+            self.request_bytes("PUT", "/v1/values/" + name, data, "application/octet-stream", timeout=600)
+        return {"$value": name}
 
     def request_text(self, method, path, timeout=None):
         """The answer as text (a process's logs), or StrandError."""
@@ -122,12 +139,15 @@ class Gateway:
             head += "Authorization: Bearer %s\r\n" % self.token
         if body is not None or raw or method in ("POST", "PUT", "PATCH"):
             head += "Content-Length: %d\r\n" % len(data)
-        request = head.encode("latin-1") + b"\r\n" + data
+        # One write for most requests; a large body is not copied behind its head.
+        request = head.encode("latin-1") + b"\r\n" + (data if len(data) <= BODY_APART else b"")
         for attempt in (0, 1):
             sock, reused = self._connection(timeout)
             answer = http.client.HTTPResponse(sock, method=method)
             try:
                 sock.sendall(request)
+                if len(data) > BODY_APART:
+                    sock.sendall(data)
                 answer.begin()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 # Nothing of the answer came: the gateway had closed it.

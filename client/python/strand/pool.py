@@ -23,9 +23,16 @@ WAIT_S = 30
 PART = 100000
 PART_BYTES = 32 << 20
 # A map's chunk, pickled, holds about this many bytes at most: a chunk of
-# large items is split (down to one item a task), so that a task's argument
-# stays well under the gateway's cap on one value (--max-value-bytes).
+# large items is split (down to one item a task). One item past it goes as
+# a value of its own (_Upload): its pickled bytes uploaded once (PUT
+# /v1/values/{sha256}; not base64 in JSON, not through the database, and
+# fetched once per worker host), the task's argument naming it.
 CHUNK_BYTES = 1 << 20
+
+
+class _Upload(bytes):
+    """A task's argument too large to go inline: its pickled bytes, uploaded
+    as a value before the job that runs it is submitted."""
 
 
 class RemoteTraceback(Exception):
@@ -76,8 +83,12 @@ def _context(runner, init, func):
 
 
 def _task(*args):
-    """A task's argument: what its job's context is called with."""
-    return _b64((args, {}))
+    """A task's argument: what its job's context is called with, as base64
+    text, or _Upload when its pickled bytes pass CHUNK_BYTES."""
+    pickled = _pickling.dumps((args, {}))
+    if len(pickled) > CHUNK_BYTES:
+        return _Upload(pickled)
+    return base64.b64encode(pickled).decode("ascii")
 
 
 def _chunk_tasks(items, chunksize):
@@ -235,12 +246,18 @@ class Pool:
         self._state = "running"
 
     # ---- submitting -----------------------------------------------------
+    def _inline(self, arg):
+        """A task's argument as a request carries it: _Upload's bytes
+        uploaded, and named."""
+        return self._gw.put_value(arg) if isinstance(arg, _Upload) else arg
+
     def _submit(self, func, runner, args, name=None):
         """A job running runner (with the function) on each task argument
         in args (_task's); each task's value is a list. The job's id; name:
         what it is called (shown with it), or None."""
         if self._state != "running":
             raise ValueError("Pool not running")
+        args = [self._inline(a) for a in args]
         parts = _parts(args)
         body = {
             "function": _pickling.function_name(func),
@@ -311,7 +328,7 @@ class Pool:
         body = {
             "function": _pickling.function_name(func),
             "context": _context(_apply, self._init, func),
-            "arg": _task(tuple(args), dict(kwds or {})),
+            "arg": self._inline(_task(tuple(args), dict(kwds or {}))),
         }
         if name is not None:
             body["name"] = name

@@ -18,6 +18,11 @@ and b. NAME is one of:
                     The result is a JSON string holding base64 of
                     cloudpickle(return value)
 
+An argument too large to travel inline was uploaded as a value
+(PUT /v1/values/{sha256}); the worker fetched it and sends its file
+instead, {"$value_file": PATH}: a pickle task's argument is then the
+pickled bytes themselves (no base64), any other task's its JSON text.
+
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
 EXCEPTION_MARK, so that strand.Pool raises it again). What the function
@@ -95,11 +100,23 @@ def _is_pickled(name):
     return name == "pickle" or name.startswith("pickle:")
 
 
+VALUE_FILE = b'{"$value_file":'
+
+
+def _value_file(arg):
+    """The bytes of the value a task's argument names by its file, or None."""
+    if not arg.startswith(VALUE_FILE):
+        return None
+    with open(json.loads(arg)["$value_file"], "rb") as f:
+        return f.read()
+
+
 def _run(name, arg, contexts):
+    value = _value_file(arg)
     if _is_pickled(name):
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
         # helpers, imported then).
-        call = pickle.loads(base64.b64decode(json.loads(arg)))
+        call = pickle.loads(value if value is not None else base64.b64decode(json.loads(arg)))
         if contexts.current:  # the function is the job's context
             function, (args, kwargs) = contexts.function(), call
         else:
@@ -108,7 +125,7 @@ def _run(name, arg, contexts):
                 function = _worker.unpickle_function(function)
         value = function(*args, **kwargs)
         return json.dumps(base64.b64encode(_pickling.dumps(value)).decode("ascii")).encode()
-    value = _resolve(name)(json.loads(arg))
+    value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
 
 

@@ -1,0 +1,184 @@
+/* Values named by tasks' arguments; see values.h. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "common/sha256.h"
+#include "worker/blobs.h"
+#include "worker/values.h"
+
+/* The grants kept: those of the tasks a worker holds, and more. */
+#define GRANTS_KEPT 4096
+#define CACHE_BYTES_DEFAULT ((int64_t)4 << 30)
+
+typedef struct grant {
+	char sha[CM_SHA256_HEX + 1];
+	char mac[CM_SHA256_HEX + 1];
+} grant;
+
+struct worker_values {
+	const worker_config *cfg;
+	pthread_mutex_t mu;
+	grant *grants; /* GRANTS_KEPT, the oldest replaced first */
+	size_t next;
+	hub_link *link; /* dialed on first use; one fetch at a time (fetching) */
+	pthread_mutex_t fetching;
+	int64_t cache_bytes;
+};
+
+worker_values *worker_values_new(const worker_config *cfg)
+{
+	worker_values *v = calloc(1, sizeof(*v));
+	const char *cap = getenv("STRAND_VALUE_CACHE_BYTES");
+
+	if (!v || !(v->grants = calloc(GRANTS_KEPT, sizeof(*v->grants)))) {
+		free(v);
+		return NULL;
+	}
+	v->cfg = cfg;
+	v->cache_bytes = cap && atoll(cap) > 0 ? atoll(cap) : CACHE_BYTES_DEFAULT;
+	pthread_mutex_init(&v->mu, NULL);
+	pthread_mutex_init(&v->fetching, NULL);
+	return v;
+}
+
+void worker_values_free(worker_values *v)
+{
+	if (!v)
+		return;
+	hub_link_free(v->link);
+	pthread_mutex_destroy(&v->mu);
+	pthread_mutex_destroy(&v->fetching);
+	free(v->grants);
+	free(v);
+}
+
+void worker_values_grant(worker_values *v, char *const *grants, size_t n)
+{
+	pthread_mutex_lock(&v->mu);
+	for (size_t i = 0; i < n; i++) {
+		const char *space = strchr(grants[i], ' ');
+		if (!space || space - grants[i] != CM_SHA256_HEX || strlen(space + 1) != CM_SHA256_HEX)
+			continue;
+		grant *g = &v->grants[v->next++ % GRANTS_KEPT];
+		memcpy(g->sha, grants[i], CM_SHA256_HEX);
+		g->sha[CM_SHA256_HEX] = '\0';
+		memcpy(g->mac, space + 1, CM_SHA256_HEX + 1);
+	}
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* The newest grant for sha into mac; 0 when none is kept. */
+static int grant_of(worker_values *v, const char *sha, char mac[CM_SHA256_HEX + 1])
+{
+	int found = 0;
+
+	pthread_mutex_lock(&v->mu);
+	for (size_t i = 0; i < GRANTS_KEPT && !found; i++) {
+		const grant *g = &v->grants[(v->next + GRANTS_KEPT - 1 - i) % GRANTS_KEPT];
+		if (strcmp(g->sha, sha) == 0) {
+			memcpy(mac, g->mac, CM_SHA256_HEX + 1);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	return found;
+}
+
+/* Removes the least recently used values (by modification time: a use
+ * touches its file) until the folder holds cap bytes at most, keeping
+ * keep, the one just fetched. */
+static void trim(const char *dir, int64_t cap, const char *keep)
+{
+	for (;;) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		struct stat st;
+		char oldest[CM_SHA256_HEX + 1] = "";
+		struct timespec when = {0};
+		int64_t total = 0;
+		if (!d)
+			return;
+		while ((e = readdir(d))) {
+			if (!cm_sha256_name_valid(e->d_name) ||
+			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				continue;
+			total += st.st_size;
+			if (strcmp(e->d_name, keep) != 0 &&
+			    (!oldest[0] || st.st_mtim.tv_sec < when.tv_sec ||
+			     (st.st_mtim.tv_sec == when.tv_sec && st.st_mtim.tv_nsec < when.tv_nsec))) {
+				memcpy(oldest, e->d_name, sizeof(oldest)); /* a valid name: 64 digits and its NUL */
+				when = st.st_mtim;
+			}
+		}
+		if (total <= cap || !oldest[0] || unlinkat(dirfd(d), oldest, 0) != 0) {
+			closedir(d);
+			return;
+		}
+		closedir(d);
+	}
+}
+
+/* Fetches the value into path, through a temporary file of this process. */
+static int fetch(worker_values *v, const char *dir, const char *sha, const char *path, char *why, size_t why_len)
+{
+	char mac[CM_SHA256_HEX + 1], temp[1200];
+	int64_t size = 0;
+	int fd, err, rv;
+
+	if (!grant_of(v, sha, mac)) {
+		snprintf(why, why_len, "value %s: this worker holds no grant to fetch it", sha);
+		return CM_EPERM;
+	}
+	if (!v->link && (rv = hub_link_new(v->cfg, 1, &v->link)) != 0) {
+		snprintf(why, why_len, "cannot dial hub %s: %s", v->cfg->hub, nng_strerror(rv));
+		return CM_EUNAVAIL;
+	}
+	snprintf(temp, sizeof(temp), "%s/.%s.%d", dir, sha, (int)getpid());
+	if ((fd = open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		snprintf(why, why_len, "cannot write %s: %s", temp, strerror(errno));
+		return CM_EIO;
+	}
+	err = worker_blob_fetch(v->link, v->cfg, sha, mac, fd, &size, why, why_len);
+	close(fd);
+	if (err == CM_OK && rename(temp, path) != 0) {
+		snprintf(why, why_len, "cannot keep %s: %s", path, strerror(errno));
+		err = CM_EIO;
+	}
+	unlink(temp);
+	if (err == CM_OK) {
+		cm_info("value %.12s: %lld bytes fetched", sha, (long long)size);
+		trim(dir, v->cache_bytes, sha);
+	} else {
+		char what[300];
+		snprintf(what, sizeof(what), "value %s: %s", sha, why);
+		snprintf(why, why_len, "%s", what);
+	}
+	return err;
+}
+
+int worker_values_path(worker_values *v, const char *sha, char *path, size_t path_len, char *why, size_t why_len)
+{
+	char dir[1024];
+	int err = CM_OK;
+
+	if (worker_cache_dir("values", dir, sizeof(dir)) != 0) {
+		snprintf(why, why_len, "no cache folder for values (%s): %s", dir, strerror(errno));
+		return CM_EIO;
+	}
+	snprintf(path, path_len, "%s/%s", dir, sha);
+	pthread_mutex_lock(&v->fetching);
+	if (utimensat(AT_FDCWD, path, NULL, 0) != 0) /* cached: now its latest use */
+		err = fetch(v, dir, sha, path, why, why_len);
+	pthread_mutex_unlock(&v->fetching);
+	return err;
+}

@@ -1,0 +1,34 @@
+/*
+ * Values a task's argument names instead of holding ({"$value":"SHA256"}:
+ * uploaded with PUT /v1/values/{sha256}, over 8 MiB or shared by many
+ * tasks). Each is fetched from the hub once per host and user, with the
+ * grant its task's batch carried, into the cache's "values" folder
+ * (blobs.h) under its SHA-256, checked, and kept while the folder stays
+ * under STRAND_VALUE_CACHE_BYTES (default 4 GiB): past it the least
+ * recently used go. A runtime task gets the file's path
+ * ({"$value_file":"PATH"}), any other task the value's bytes.
+ *
+ * Thread-safe: grants are noted by the thread that talks to the hub and
+ * read by the one running the task.
+ */
+#ifndef WORKER_VALUES_H
+#define WORKER_VALUES_H
+
+#include <stddef.h>
+
+#include "worker/worker.h"
+
+typedef struct worker_values worker_values;
+
+/* cfg is borrowed. NULL when out of memory. */
+worker_values *worker_values_new(const worker_config *cfg);
+void worker_values_free(worker_values *v);
+
+/* Notes the grants a batch carried (Batch.value_grants: "SHA256 GRANT"). */
+void worker_values_grant(worker_values *v, char *const *grants, size_t n);
+
+/* The cached file holding the value named sha (fetched now unless cached)
+ * into path. CM_OK, or an error with the reason in why. */
+int worker_values_path(worker_values *v, const char *sha, char *path, size_t path_len, char *why, size_t why_len);
+
+#endif
