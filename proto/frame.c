@@ -18,6 +18,7 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	case PROTO_QUEUE_REPLY: return &strand__queue_reply__descriptor;
 	case PROTO_BLOB_FETCH: return &strand__blob_fetch__descriptor;
 	case PROTO_BLOB_PART: return &strand__blob_part__descriptor;
+	case PROTO_BLOB_PUT: return &strand__blob_put__descriptor;
 	}
 	return NULL;
 }

@@ -9,7 +9,7 @@
  *   +----+----+---------+------+--------+-----------+---------+--------+--------------------+
  *     1    1      1        1       1      id len        1      sec len
  *
- * A worker's frames (Pull, QueueCall, BlobFetch) carry its id and its own secret; the
+ * A worker's frames (Pull, QueueCall, BlobFetch, BlobPut) carry its id and its own secret; the
  * gateway's (Batch, QueueReply, BlobPart) carry neither (both lengths 0).
  *
  * Decoding allocates through a budget of PROTO_DECODE_BUDGET(len) bytes, so
@@ -41,6 +41,7 @@ typedef enum proto_type {
 	PROTO_QUEUE_REPLY = 4,
 	PROTO_BLOB_FETCH = 5,
 	PROTO_BLOB_PART = 6,
+	PROTO_BLOB_PUT = 7,
 } proto_type;
 
 /* A frame's header, parsed; the strings point into the frame (not

@@ -13,6 +13,7 @@
 
 #include "common/common.h"
 #include "common/sha256.h"
+#include "proto/frame.h"
 #include "worker/blobs.h"
 #include "worker/values.h"
 
@@ -31,7 +32,7 @@ struct worker_values {
 	grant *grants; /* GRANTS_KEPT, the oldest replaced first */
 	size_t next;
 	hub_link *link; /* dialed on first use; one fetch at a time (fetching) */
-	pthread_mutex_t fetching;
+	pthread_mutex_t fetching; /* and storing: link is one exchange at a time */
 	int64_t cache_bytes;
 };
 
@@ -180,5 +181,108 @@ int worker_values_path(worker_values *v, const char *sha, char *path, size_t pat
 	if (utimensat(AT_FDCWD, path, NULL, 0) != 0) /* cached: now its latest use */
 		err = fetch(v, dir, sha, path, why, why_len);
 	pthread_mutex_unlock(&v->fetching);
+	return err;
+}
+
+/* The next piece of the file at at. */
+static ssize_t piece(int fd, uint64_t at, uint8_t *buf, size_t cap)
+{
+	ssize_t n;
+
+	do
+		n = pread(fd, buf, cap, (off_t)at);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/* One BlobPut, answered: CM_OK, or an error with why. */
+static int put_piece(worker_values *v, const char *sha, uint64_t at, const uint8_t *buf, size_t n, int last, char *why,
+                     size_t why_len)
+{
+	Strand__BlobPut p = STRAND__BLOB_PUT__INIT;
+	ProtobufCMessage *msg = NULL;
+	uint8_t *frame = NULL, *reply = NULL;
+	size_t len, reply_len;
+	char detail[256];
+	int rv;
+
+	p.worker_id = (char *)v->cfg->worker_id;
+	p.pool_id = (char *)v->cfg->pool_id;
+	p.sha256 = (char *)sha;
+	p.offset = at;
+	p.data = (ProtobufCBinaryData){.data = (uint8_t *)buf, .len = n};
+	p.last = last;
+	if (proto_frame_encode(PROTO_BLOB_PUT, v->cfg->worker_id, v->cfg->secret, &p.base, &frame, &len) != CM_OK) {
+		snprintf(why, why_len, "out of memory");
+		return CM_ENOMEM;
+	}
+	rv = hub_link_exchange(v->link, frame, len, 30000, &reply, &reply_len);
+	free(frame);
+	if (rv != 0) {
+		snprintf(why, why_len, "hub %s: %s", v->cfg->hub, nng_strerror(rv));
+		return CM_EUNAVAIL;
+	}
+	rv = proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail));
+	free(reply);
+	if (rv != CM_OK) {
+		snprintf(why, why_len, "the hub's answer: %s", detail);
+		return CM_EINVAL;
+	}
+	rv = ((Strand__BlobPart *)msg)->ok ? CM_OK : CM_EIO;
+	if (rv != CM_OK)
+		snprintf(why, why_len, "%s", ((Strand__BlobPart *)msg)->error);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rv;
+}
+
+int worker_values_store(worker_values *v, const char *path, char sha[CM_SHA256_HEX + 1], char *why, size_t why_len)
+{
+	enum { PIECE = 1 << 20 };
+	uint8_t *buf = malloc(PIECE);
+	int fd = -1, err = CM_OK, rv;
+	struct stat st;
+	cm_sha256 hash;
+	uint64_t at = 0, len;
+	ssize_t n = 0;
+
+	if (!buf || (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 || fstat(fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode)) {
+		snprintf(why, why_len, "the result's file %.200s: %s", path, buf ? strerror(errno) : "out of memory");
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return CM_EIO;
+	}
+	len = (uint64_t)st.st_size;
+	/* Its name first (a pass over it), then its pieces. */
+	cm_sha256_init(&hash);
+	while (at < len && (n = piece(fd, at, buf, PIECE)) > 0) {
+		cm_sha256_update(&hash, buf, (size_t)n);
+		at += (uint64_t)n;
+	}
+	cm_sha256_hex(&hash, sha);
+	if (at != len)
+		err = CM_EIO;
+	pthread_mutex_lock(&v->fetching);
+	if (err == CM_OK && !v->link && (rv = hub_link_new(v->cfg, 1, &v->link)) != 0) {
+		snprintf(why, why_len, "cannot dial hub %s: %s", v->cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
+	}
+	for (at = 0; err == CM_OK;) {
+		if ((n = piece(fd, at, buf, PIECE)) < 0 || (n == 0 && at < len)) {
+			err = CM_EIO;
+			break;
+		}
+		err = put_piece(v, sha, at, buf, (size_t)n, at + (uint64_t)n >= len, why, why_len);
+		if ((at += (uint64_t)n) >= len)
+			break;
+	}
+	pthread_mutex_unlock(&v->fetching);
+	if (err == CM_EIO && n <= 0)
+		snprintf(why, why_len, "the result's file %.200s: cannot read it", path);
+	close(fd);
+	if (err == CM_OK)
+		unlink(path);
+	free(buf);
 	return err;
 }

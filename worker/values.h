@@ -6,7 +6,8 @@
  * (blobs.h) under its SHA-256, checked, and kept while the folder stays
  * under STRAND_VALUE_CACHE_BYTES (default 4 GiB): past it the least
  * recently used go. A runtime task gets the file's path
- * ({"$value_file":"PATH"}), any other task the value's bytes.
+ * ({"$value_file":"PATH"}), any other task the value's bytes. A result
+ * too large for a pull goes the other way: stored as a value, and named.
  *
  * Thread-safe: grants are noted by the thread that talks to the hub and
  * read by the one running the task.
@@ -16,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "common/sha256.h"
 #include "worker/worker.h"
 
 typedef struct worker_values worker_values;
@@ -30,5 +32,11 @@ void worker_values_grant(worker_values *v, char *const *grants, size_t n);
 /* The cached file holding the value named sha (fetched now unless cached)
  * into path. CM_OK, or an error with the reason in why. */
 int worker_values_path(worker_values *v, const char *sha, char *path, size_t path_len, char *why, size_t why_len);
+
+/* A runtime's result too large for a pull, which it wrote to the file path
+ * ({"$value_file":"PATH"}): stored as a value through the hub (BlobPut),
+ * in pieces, and the file removed. Its name into sha. CM_OK, or an error
+ * with why. */
+int worker_values_store(worker_values *v, const char *path, char sha[CM_SHA256_HEX + 1], char *why, size_t why_len);
 
 #endif

@@ -327,11 +327,38 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, const ch
 	return quit;
 }
 
+/* A runtime's result written to a file ({"$value_file":"PATH"}: too large
+ * for a pull), out's bytes from at on, stored as a value and replaced by
+ * the result that names it, {"$value":"SHA256"}, or by the reason it could
+ * not be. Whether the result stands (any other result does). */
+static int result_stored(worker *w, cm_buf *out, size_t at)
+{
+	static const char head[] = "{\"$value_file\":";
+	char sha[CM_SHA256_HEX + 1], why[512];
+	json_t *j;
+
+	if (out->len - at < sizeof(head) || memcmp(out->data + at, head, sizeof(head) - 1) != 0 ||
+	    !(j = json_loadb(out->data + at, out->len - at, 0, NULL)))
+		return 1;
+	const char *path = json_string_value(json_object_get(j, "$value_file"));
+	int err = path ? worker_values_store(w->values, path, sha, why, sizeof(why)) : CM_EINVAL;
+	if (!path)
+		snprintf(why, sizeof(why), "the runtime's result names no file");
+	json_decref(j);
+	out->len = at;
+	if (err == CM_OK)
+		return cm_buf_printf(out, "{\"$value\":\"%s\"}", sha) == CM_OK;
+	(void)cm_buf_printf(out, "the result could not be stored: %s", why);
+	return 0;
+}
+
 static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
 {
 	worker *w = ctx;
 
 	(void)i; /* answers come in order: it is taken[ran] */
+	if (how == RT_OK && !result_stored(w, out, 0))
+		how = RT_ERROR;
 	Strand__Outcome outcome = how == RT_OK     ? STRAND__OUTCOME__OK
 	                          : how == RT_LOST ? STRAND__OUTCOME__LOST
 	                                           : STRAND__OUTCOME__FAILED;
@@ -501,6 +528,9 @@ static void run_taken(worker *w, cm_buf *out)
 				out->len = at;
 		}
 		free(value);
+		/* A runtime's (a manager's is one) may name a file: a large result. */
+		if (ok && (r->fn.kind == WORKER_FN_RUNTIME || r->fn.kind == WORKER_FN_MANAGER))
+			ok = result_stored(w, out, at);
 		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
 		w->ends[k] = out->len;
 		if (i + 1 == n || from > 0 || coarse_ms() - began > STRETCH_LONG_MS) {

@@ -88,6 +88,11 @@ struct hub_slot {
 	int close_after_send; /* what followed a refused header was never read */
 	int64_t deadline; /* of the frame being read */
 	char worker[256]; /* the worker the frame's header named */
+	/* A value it is storing (BlobPut), piece by piece: */
+	blob_upload *upload; /* NULL: none, or one stored already (put_exists) */
+	char put_sha[CM_SHA256_HEX + 1];
+	uint64_t put_at; /* the next piece's offset */
+	int put_exists; /* stored already: its pieces are acknowledged, not kept */
 	char pool[20]; /* ... its pool */
 	char code[65]; /* ... and the code package its pool runs ("": none) */
 	/* HEAD: the length and the header (or all of a small frame) */
@@ -637,6 +642,51 @@ static void serve_blob(hub_slot *s, const Strand__BlobFetch *f)
 	free(buf);
 }
 
+/* A piece of a value a task of this worker returned (BlobPut), stored on
+ * this thread without the engine, as an upload over HTTP is: to a file,
+ * kept only once whole and of its name, within --max-value-bytes and
+ * --max-values-total. A value stored already has its pieces acknowledged
+ * and dropped. */
+static void store_piece(hub_slot *s, const Strand__BlobPut *p)
+{
+	Strand__BlobPart part = STRAND__BLOB_PART__INIT;
+	char detail[256] = "";
+	int64_t size = 0;
+	int err = CM_OK;
+
+	if (p->offset == 0) {
+		blob_upload_abort(s->upload);
+		s->upload = NULL;
+		s->put_at = 0;
+		snprintf(s->put_sha, sizeof(s->put_sha), "%s", p->sha256);
+		s->put_exists = blob_store_stat(s->hub->values, p->sha256, &size) == CM_OK;
+		if (!s->put_exists)
+			err = blob_upload_begin(s->hub->values, p->sha256, -1, &s->upload, detail, sizeof(detail));
+	} else if (strcmp(p->sha256, s->put_sha) != 0 || p->offset != s->put_at || (!s->upload && !s->put_exists)) {
+		snprintf(detail, sizeof(detail), "a piece of a value out of its order");
+		err = CM_EINVAL;
+	}
+	if (err == CM_OK && s->upload)
+		err = blob_upload_write(s->upload, p->data.data, p->data.len, detail, sizeof(detail));
+	s->put_at += p->data.len;
+	if (err == CM_OK && p->last && s->upload) {
+		err = blob_upload_finish(s->upload, &size, detail, sizeof(detail));
+		s->upload = NULL;
+	} else if (err == CM_OK && p->last)
+		blob_store_stat(s->hub->values, p->sha256, &size);
+	if (err != CM_OK) {
+		blob_upload_abort(s->upload);
+		s->upload = NULL;
+		s->put_exists = 0;
+		part.error = detail;
+	} else {
+		part.ok = 1;
+		part.size = (uint64_t)size;
+	}
+	slot_release(s);
+	send_message(s, PROTO_BLOB_PART, &part.base);
+}
+
 /* Whether the decoded message names the worker the header authenticated,
  * and that worker's pool. */
 static int names_sender(const proto_header *h, const char *pool, const char *worker_id, const char *pool_id)
@@ -669,6 +719,8 @@ static void on_frame(hub_slot *s)
 	else if (h.type == PROTO_BLOB_FETCH)
 		named = names_sender(&h, s->pool, ((Strand__BlobFetch *)m)->worker_id,
 		                     ((Strand__BlobFetch *)m)->pool_id);
+	else if (h.type == PROTO_BLOB_PUT)
+		named = names_sender(&h, s->pool, ((Strand__BlobPut *)m)->worker_id, ((Strand__BlobPut *)m)->pool_id);
 	else
 		named = names_sender(&h, s->pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
 	free(s->frame); /* h pointed into it; the message lives in the arena */
@@ -680,6 +732,8 @@ static void on_frame(hub_slot *s)
 	}
 	if (h.type == PROTO_BLOB_FETCH)
 		serve_blob(s, (Strand__BlobFetch *)m);
+	else if (h.type == PROTO_BLOB_PUT)
+		store_piece(s, (Strand__BlobPut *)m);
 	else
 		to_engine(s, h.type, m);
 }
@@ -699,8 +753,9 @@ static void on_head(hub_slot *s)
 		refuse_and_close(s, detail);
 		return;
 	}
-	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_BLOB_FETCH) {
-		refuse_and_close(s, "the hub takes Pull, QueueCall and BlobFetch frames only");
+	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_BLOB_FETCH &&
+	    h.type != PROTO_BLOB_PUT) {
+		refuse_and_close(s, "the hub takes Pull, QueueCall, BlobFetch and BlobPut frames only");
 		return;
 	}
 	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool, s->code)) {
@@ -834,6 +889,7 @@ static void on_ready(void *ctx, void *conn)
 
 static void slot_free(hub_slot *s)
 {
+	blob_upload_abort(s->upload);
 	if (s->fd >= 0)
 		close(s->fd); /* out of hub_poll's set with it */
 	nng_aio_free(s->send_aio); /* idle: send_more waits for each of its sends */

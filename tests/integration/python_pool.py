@@ -86,9 +86,18 @@ class PoolTest(WithPool):
         self.assertEqual(self.pool.apply(_sha256_hex, (big,)), hashlib.sha256(big).hexdigest())
         values = [os.urandom(10 << 20) for _ in range(10)]
         self.assertEqual(self.pool.map(_sha256_hex, values), [hashlib.sha256(v).hexdigest() for v in values])
+        # And back: results of 64 MiB and 10 MB, exact, and gone from the
+        # gateway once read (the arguments, uploaded before, stay).
+        gw = strand.gateway.default()
+        held = gw.request("GET", "/v1/values")["total"]
+        self.assertEqual(self.pool.apply(bytes, (big,)), big)
+        self.assertEqual(self.pool.map(bytes, values, chunksize=1), values)
+        r = self.pool.apply_async(bytes, (big,))
+        self.assertEqual(r.get(timeout=60), big)
+        self.assertEqual(r.get(timeout=60), big)
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], held)
         # Two tasks of the same value: it is stored once (one task's
         # pickled chunk, 64 MiB and a few bytes), and uploaded once.
-        gw = strand.gateway.default()
         before = gw.request("GET", "/v1/values")["total"]
         self.assertEqual(self.pool.map(len, [big, big], chunksize=1), [64 << 20, 64 << 20])
         grown = gw.request("GET", "/v1/values")["total"] - before

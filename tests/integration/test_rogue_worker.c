@@ -843,6 +843,83 @@ static void test_values_only_by_grant(void **state)
 	free(elsewhere);
 }
 
+/* A BlobPut piece as worker_id of pool_id: whether the hub took it, and
+ * why not in why. */
+static int put_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256, uint64_t offset,
+                  const char *data, int last, char why[256])
+{
+	static nng_stream_dialer *d;
+	static nng_stream *conn;
+	static nng_aio *aio;
+	Strand__BlobPut p = STRAND__BLOB_PUT__INIT;
+	uint8_t *frame, *reply = NULL;
+	size_t len, reply_len = 0;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+
+	/* The pieces of one value go on one connection. */
+	if (!conn) {
+		d = dialer_to(g.hub_port);
+		assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
+	}
+	p.worker_id = (char *)worker_id;
+	p.pool_id = (char *)pool_id;
+	p.sha256 = (char *)sha256;
+	p.offset = offset;
+	p.data = (ProtobufCBinaryData){.data = (uint8_t *)data, .len = strlen(data)};
+	p.last = last;
+	assert_int_equal(proto_frame_encode(PROTO_BLOB_PUT, worker_id, secret, &p.base, &frame, &len), CM_OK);
+	assert_int_equal(wire_send(conn, aio, frame, len), 0);
+	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
+	assert_int_equal(proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail)), CM_OK);
+	int ok = ((Strand__BlobPart *)msg)->ok;
+	snprintf(why, 256, "%s", ((Strand__BlobPart *)msg)->error);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	free(frame);
+	free(reply);
+	if (last || !ok) {
+		nng_stream_free(conn);
+		nng_aio_free(aio);
+		nng_stream_dialer_free(d);
+		conn = NULL;
+	}
+	return ok;
+}
+
+/* A worker stores a result too large for a pull as a value, in pieces: kept
+ * once whole and of its name, never out of order or under another name. */
+static void test_workers_store_values_in_pieces(void **state)
+{
+	char abc[CM_SHA256_HEX + 1], worker[20], secret[80], why[256], path[128];
+	cm_sha256 hash;
+
+	(void)state;
+	cm_sha256_init(&hash);
+	cm_sha256_update(&hash, "abc", 3);
+	cm_sha256_hex(&hash, abc);
+	char *pool = pool_create(&g, 1);
+	pool_wait_connected(&g, pool, 1);
+	a_worker_of(pool, worker, secret);
+	assert_true(put_as(worker, pool, secret, abc, 0, "a", 0, why));
+	assert_false(put_as(worker, pool, secret, abc, 5, "c", 1, why));
+	assert_string_equal(why, "a piece of a value out of its order");
+	snprintf(path, sizeof(path), "/v1/values/%s", abc);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	assert_true(put_as(worker, pool, secret, abc, 0, "xy", 0, why));
+	assert_false(put_as(worker, pool, secret, abc, 2, "z", 1, why));
+	assert_non_null(strstr(why, "its path names"));
+	assert_true(put_as(worker, pool, secret, abc, 0, "a", 0, why));
+	assert_true(put_as(worker, pool, secret, abc, 1, "bc", 1, why));
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, 3);
+	assert_memory_equal(r.body, "abc", 3);
+	response_free(&r);
+	free(pool);
+}
+
 /* A worker's pull with more lines of output than one pull may store: the
  * first 1,024 are stored and one line says how many more went, so a frame
  * of many empty lines is no big loop in the engine; sent again, none of
@@ -902,6 +979,7 @@ int main(void)
 	        cmocka_unit_test(test_hub_bounds_what_strangers_hold),
 	        cmocka_unit_test(test_code_packages_only_for_their_pool),
 	        cmocka_unit_test(test_values_only_by_grant),
+	        cmocka_unit_test(test_workers_store_values_in_pieces),
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};

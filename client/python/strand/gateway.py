@@ -85,6 +85,13 @@ class Gateway:
             self.request_bytes("PUT", "/v1/values/" + name, data, "application/octet-stream", timeout=600)
         return {"$value": name}
 
+    def take_value(self, name):
+        """The bytes of the value named name, which is then removed: a
+        task's result too large to come inline, read once."""
+        data = self._send("GET", "/v1/values/" + name, None, 600)
+        self.request("DELETE", "/v1/values/" + name)
+        return data
+
     def request_text(self, method, path, timeout=None):
         """The answer as text (a process's logs), or StrandError."""
         return self._send(method, path, None, timeout).decode("utf-8", "replace")

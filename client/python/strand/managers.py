@@ -100,7 +100,7 @@ class Handle:
         from .pool import _error, _decode
 
         if view.get("ok"):
-            self._value = _decode(view["result"])
+            self._value = _decode(view["result"], self._manager._gw)
         else:
             self._error = _error(view.get("error", "failed"))
         self._done = True

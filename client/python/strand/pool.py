@@ -134,22 +134,26 @@ def _error(text):
     return RemoteError(text)
 
 
-def _decode(text):
-    """A value the runtime returned: base64 of its cloudpickle bytes."""
+def _decode(text, gw=None):
+    """A value the runtime returned: base64 of its cloudpickle bytes, or
+    the value that holds them ({"$value": SHA256}: too large to come
+    inline), fetched and removed from the gateway (it is read once)."""
+    if isinstance(text, dict):
+        return cloudpickle.loads((gw or _gateway.default()).take_value(text["$value"]))
     return cloudpickle.loads(base64.b64decode(text))
 
 
-def _value(item):
+def _value(item, gw):
     """An item as an apply answers: its value, or its error raised."""
     ok = bool(item.get("ok"))
-    return _outcome(ok, item["value"] if ok else item.get("error", "failed"))
+    return _outcome(ok, item["value"] if ok else item.get("error", "failed"), gw)
 
 
-def _outcome(ok, text):
+def _outcome(ok, text, gw):
     """A result as a page by columns gives it: its value, or its error raised."""
     if not ok:
         raise _error(text)
-    return _decode(text)
+    return _decode(text, gw)
 
 
 class AsyncResult:
@@ -159,6 +163,8 @@ class AsyncResult:
         self._pool, self._job, self._single = pool, job, single
         self._event = threading.Event()
         self._items = None
+        self._decoded = {}  # each task's values, by its index: decoded once
+        self._decoding = threading.Lock()  # get() in _collect (callbacks) and in the caller
         self._callback, self._error_callback = callback, error_callback
         threading.Thread(target=self._collect, daemon=True).start()
 
@@ -192,7 +198,14 @@ class AsyncResult:
             raise TimeoutError("the result is not ready after %s s" % timeout)
         if isinstance(self._items, Exception):
             raise self._items
-        values = [v for ok, text in self._items for v in _outcome(ok, text)]
+        # Each task's values decoded once: one that came as a value is
+        # fetched once (and gone from the gateway after).
+        values = []
+        with self._decoding:
+            for i, (ok, text) in enumerate(self._items):
+                if i not in self._decoded:
+                    self._decoded[i] = _outcome(ok, text, self._pool._gw)
+                values.extend(self._decoded[i])
         return values[0] if self._single else values
 
 
@@ -280,13 +293,13 @@ class Pool:
     def _values(self, job, order):
         """Each input's value, in the job's order, chunks unpacked."""
         for ok, text in self._results(job, order):
-            yield from _outcome(ok, text)
+            yield from _outcome(ok, text, self._gw)
 
     def _list(self, job):
         """Every value of job, in input order."""
         values = []
         for ok, text in self._results(job, "input"):
-            values.extend(_outcome(ok, text))
+            values.extend(_outcome(ok, text, self._gw))
         return values
 
     def _results(self, job, order):
@@ -336,7 +349,7 @@ class Pool:
         if "index" not in answer:  # the wait ran out: the job, still running
             return AsyncResult(self, answer["id"], True).get()
         try:
-            return _value(answer)[0]
+            return _value(answer, self._gw)[0]
         except BaseException:
             self._output.drain()  # what it printed before it failed, before the traceback
             raise

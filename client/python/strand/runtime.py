@@ -21,7 +21,10 @@ and b. NAME is one of:
 An argument too large to travel inline was uploaded as a value
 (PUT /v1/values/{sha256}); the worker fetched it and sends its file
 instead, {"$value_file": PATH}: a pickle task's argument is then the
-pickled bytes themselves (no base64), any other task's its JSON text.
+pickled bytes themselves (no base64), any other task's its JSON text. A
+pickled result past RESULT_INLINE goes the same way back: written to a
+file, {"$value_file": PATH}, which the worker stores as a value, the
+task's result naming it ({"$value": SHA256}).
 
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
@@ -40,6 +43,7 @@ import os
 import pickle
 import struct
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -101,6 +105,7 @@ def _is_pickled(name):
 
 
 VALUE_FILE = b'{"$value_file":'
+RESULT_INLINE = 1 << 20  # a pickled result past this goes as a value (_result_file)
 
 
 def _value_file(arg):
@@ -109,6 +114,15 @@ def _value_file(arg):
         return None
     with open(json.loads(arg)["$value_file"], "rb") as f:
         return f.read()
+
+
+def _result_file(data):
+    """A result too large for a pull: written to a file of ours, which the
+    worker stores as a value and removes ({"$value_file": PATH})."""
+    fd, path = tempfile.mkstemp(prefix="strand-result-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return json.dumps({"$value_file": path}).encode()
 
 
 def _run(name, arg, contexts):
@@ -123,8 +137,10 @@ def _run(name, arg, contexts):
             function, args, kwargs = call
             if isinstance(function, bytes):  # pickled apart, once per call
                 function = _worker.unpickle_function(function)
-        value = function(*args, **kwargs)
-        return json.dumps(base64.b64encode(_pickling.dumps(value)).decode("ascii")).encode()
+        pickled = _pickling.dumps(function(*args, **kwargs))
+        if len(pickled) > RESULT_INLINE:
+            return _result_file(pickled)
+        return json.dumps(base64.b64encode(pickled).decode("ascii")).encode()
     value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
 
