@@ -4,11 +4,15 @@ multiprocessing.Pool, the same work in the same run. One line per workload:
 NAME TASKS STRAND_SECONDS MP_SECONDS, each the best of ROUNDS alternating
 rounds. Both pools are started (and warm) before the clock runs, but for
 new_pool_first_result: a new pool made, its first map's results back.
+Large values are new bytes each round (a value strand holds already is not
+sent again: that would measure its cache). Lines starting with # are
+notes: the gateway's peak memory after the large values.
 
-    python_bench.py WORKERS     (STRAND_URL and the token as strand.init reads them)
+    python_bench.py WORKERS [GATEWAY_PID]   (STRAND_URL and the token as strand.init reads them)
 """
 
 import multiprocessing
+import os
 import sys
 import time
 
@@ -24,6 +28,20 @@ def noop(x):
 def sleep_1ms(x):
     time.sleep(0.001)
     return x
+
+
+def peak_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def large_values(workers):
+    """Each round's run with values made for it, outside the clock."""
+    return [
+        ("map_100_distinct_10MB", lambda: [os.urandom(10 << 20) for _ in range(100)], lambda p, v: sum(p.map(len, v)) // (10 << 20)),
+        # 1 GiB less a page: pickled, with its tuple, within --max-value-bytes.
+        ("apply_1GiB_argument", lambda: os.urandom((1 << 30) - 4096), lambda p, v: p.apply(len, (v,)) >> 29),
+    ]
 
 
 def timed(fn):
@@ -70,6 +88,18 @@ def main():
                 assert n == m, (name, n, m)
                 s, t = min(s, s1), min(t, t1)
             print("%s %d %.4f %.4f" % (name, n, s, t), flush=True)
+        for name, make, run in large_values(workers):
+            s = t = float("inf")
+            for _ in range(ROUNDS):
+                values = make()
+                n, s1 = timed(lambda: run(sp, values))
+                m, t1 = timed(lambda: run(mp, values))
+                assert n == m, (name, n, m)
+                s, t = min(s, s1), min(t, t1)
+                del values
+            print("%s %d %.4f %.4f" % (name, n, s, t), flush=True)
+    if len(sys.argv) > 2:
+        print("# gateway peak memory after them: %d MiB" % (peak_kib(int(sys.argv[2])) >> 10), flush=True)
     sp.terminate()
     s = t = float("inf")
     for _ in range(ROUNDS):

@@ -73,6 +73,9 @@ char *cm_buf_steal(cm_buf *b);
 void cm_id_new(char prefix, char out[20]);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
+/* Whether a and b, len bytes each, are equal, in a time that does not say
+ * where they differ: for comparing secrets, hashes of them and grants. */
+int cm_secret_equal(const void *a, const void *b, size_t len);
 
 /* "HOST:PORT" or "[V6]:PORT" (text[0..len)) into host (without brackets,
  * host_len bytes at most with its NUL) and port (digits, 1 to 65535; there

@@ -1,17 +1,40 @@
-/* SHA-256 over mbedtls; see sha256.h. */
+/* SHA-256 over OpenSSL's libcrypto; see sha256.h. */
+#include <openssl/evp.h>
 #include <string.h>
 
 #include "common/sha256.h"
 
 void cm_sha256_init(cm_sha256 *h)
 {
-	mbedtls_sha256_init(&h->ctx);
-	mbedtls_sha256_starts_ret(&h->ctx, 0);
+	h->ctx = EVP_MD_CTX_new();
+	if (h->ctx && EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(h->ctx);
+		h->ctx = NULL;
+	}
 }
 
 void cm_sha256_update(cm_sha256 *h, const void *data, size_t len)
 {
-	mbedtls_sha256_update_ret(&h->ctx, data, len);
+	if (h->ctx)
+		EVP_DigestUpdate(h->ctx, data, len);
+}
+
+/* The digest's 32 bytes (zeros when out of memory); h is done. */
+static void finish(cm_sha256 *h, unsigned char sum[32])
+{
+	unsigned int n = 0;
+
+	memset(sum, 0, 32);
+	if (h->ctx)
+		EVP_DigestFinal_ex(h->ctx, sum, &n);
+	EVP_MD_CTX_free(h->ctx);
+	h->ctx = NULL;
+}
+
+void cm_sha256_discard(cm_sha256 *h)
+{
+	EVP_MD_CTX_free(h->ctx);
+	h->ctx = NULL;
 }
 
 void cm_sha256_hex(cm_sha256 *h, char out[CM_SHA256_HEX + 1])
@@ -19,8 +42,7 @@ void cm_sha256_hex(cm_sha256 *h, char out[CM_SHA256_HEX + 1])
 	static const char digits[] = "0123456789abcdef";
 	unsigned char sum[32];
 
-	mbedtls_sha256_finish_ret(&h->ctx, sum);
-	mbedtls_sha256_free(&h->ctx);
+	finish(h, sum);
 	for (size_t i = 0; i < sizeof(sum); i++) {
 		out[2 * i] = digits[sum[i] >> 4];
 		out[2 * i + 1] = digits[sum[i] & 15];
@@ -34,17 +56,17 @@ void cm_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_
 	cm_sha256 h;
 
 	if (key_len > sizeof(block)) { /* a long key is its digest */
-		mbedtls_sha256_ret(key, key_len, block, 0);
+		cm_sha256_init(&h);
+		cm_sha256_update(&h, key, key_len);
+		finish(&h, block);
 	} else
 		memcpy(block, key, key_len);
 	for (size_t i = 0; i < sizeof(pad); i++)
 		pad[i] = block[i] ^ 0x36;
-	mbedtls_sha256_init(&h.ctx);
-	mbedtls_sha256_starts_ret(&h.ctx, 0);
-	mbedtls_sha256_update_ret(&h.ctx, pad, sizeof(pad));
-	mbedtls_sha256_update_ret(&h.ctx, data, len);
-	mbedtls_sha256_finish_ret(&h.ctx, inner);
-	mbedtls_sha256_free(&h.ctx);
+	cm_sha256_init(&h);
+	cm_sha256_update(&h, pad, sizeof(pad));
+	cm_sha256_update(&h, data, len);
+	finish(&h, inner);
 	for (size_t i = 0; i < sizeof(pad); i++)
 		pad[i] = block[i] ^ 0x5c;
 	cm_sha256_init(&h);

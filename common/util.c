@@ -154,3 +154,13 @@ int cm_read_tail(const char *path, size_t max, cm_buf *out)
 	fclose(f);
 	return err;
 }
+
+int cm_secret_equal(const void *a, const void *b, size_t len)
+{
+	const unsigned char *x = a, *y = b;
+	unsigned char diff = 0;
+
+	for (size_t i = 0; i < len; i++)
+		diff |= (unsigned char)(x[i] ^ y[i]);
+	return diff == 0;
+}

@@ -16,7 +16,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler
-  libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libcmocka-dev libmbedtls-dev libarchive-dev
+  libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libcmocka-dev libmbedtls-dev libssl-dev libarchive-dev
   curl jq python3 python3-cloudpickle procps bubblewrap
 )
 for extra in "$@"; do

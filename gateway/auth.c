@@ -96,14 +96,8 @@ int auth_token_load(const char *path, const char *env_token, char token[AUTH_TOK
 int auth_token_equal(const char *token, const char *presented)
 {
 	size_t n = strlen(token);
-	unsigned char diff;
 
-	if (!presented || strlen(presented) != n)
-		return 0;
-	diff = 0;
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)(token[i] ^ presented[i]);
-	return diff == 0;
+	return presented && strlen(presented) == n && cm_secret_equal(token, presented, n);
 }
 
 const char *auth_bearer(const char *header)

@@ -295,6 +295,7 @@ void blob_upload_abort(blob_upload *u)
 	close(u->fd);
 	unlinkat(u->store->dir_fd, u->temp, 0);
 	give_room(u->store, u->len);
+	cm_sha256_discard(&u->hash);
 	free(u);
 }
 

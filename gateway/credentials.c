@@ -131,7 +131,6 @@ int credentials_check(credentials *c, const char *id, size_t id_len, const char 
                       char pool_out[20], char code_out[65])
 {
 	char hash[CREDENTIALS_HASH_LEN + 1];
-	unsigned char diff = 0;
 	entry *e;
 	int ok = 0;
 
@@ -140,9 +139,7 @@ int credentials_check(credentials *c, const char *id, size_t id_len, const char 
 	hash_of(secret, secret_len, hash); /* outside the lock */
 	pthread_mutex_lock(&c->mu);
 	if ((e = *find(c, id, id_len))) {
-		for (size_t i = 0; i < CREDENTIALS_HASH_LEN; i++)
-			diff |= (unsigned char)(e->hash[i] ^ hash[i]);
-		ok = diff == 0;
+		ok = cm_secret_equal(e->hash, hash, CREDENTIALS_HASH_LEN);
 		if (ok && pool_out)
 			memcpy(pool_out, e->pool, sizeof(e->pool));
 		if (ok && code_out)

@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include "common/sha256.h"
-
 #include "proto/frame.h"
 #include "worker/hub_link.h"
 #include "worker/manager.h"

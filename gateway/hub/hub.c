@@ -624,7 +624,8 @@ static void serve_blob(hub_slot *s, const Strand__BlobFetch *f)
 		value_grant(s->hub, s->worker, f->sha256, grant);
 	if (!value && (!s->code[0] || strcmp(f->sha256, s->code) != 0))
 		part.error = "the worker's pool runs no such code package";
-	else if (value && (!grant[0] || strcmp(grant, f->value_grant) != 0))
+	else if (value && (!grant[0] || strlen(f->value_grant) != CM_SHA256_HEX ||
+	                   !cm_secret_equal(grant, f->value_grant, CM_SHA256_HEX)))
 		part.error = "no task given to this worker names that value (or the gateway restarted since)";
 	else if (!(buf = malloc(BLOB_PIECE)))
 		part.error = "the gateway is out of memory";

@@ -104,6 +104,17 @@ class PoolTest(WithPool):
         self.assertGreater(grown, 64 << 20)
         self.assertLess(grown, (64 << 20) + 4096)
 
+    def test_a_value_over_the_cap_is_refused_before_it_is_sent(self):
+        gw = self.pool._gw
+        gw._value_max = 2 << 20  # the gateway's cap as the client knows it, made small
+        try:
+            with self.assertRaises(strand.StrandError) as caught:
+                self.pool.apply(len, (os.urandom(3 << 20),))
+        finally:
+            gw._value_max = None
+        self.assertEqual(caught.exception.status, 413)
+        self.assertIn("over the gateway's 2097152 byte cap (--max-value-bytes)", caught.exception.detail)
+
     def test_a_job_says_what_it_runs(self):
         gw = strand.gateway.default()
 

@@ -41,6 +41,7 @@ class StrandError(Exception):
 class Gateway:
     def __init__(self, url=None, token=None, ca_file=None):
         self.url = (url or os.environ.get("STRAND_URL") or "http://127.0.0.1:8080").rstrip("/")
+        self._value_max = None  # the gateway's --max-value-bytes, asked once
         self.token = token or os.environ.get("STRAND_TOKEN") or self._token_file()
         ca = ca_file or os.environ.get("STRAND_CA_FILE")
         self.context = ssl.create_default_context(cafile=ca) if ca else None
@@ -76,6 +77,16 @@ class Gateway:
     def put_value(self, data):
         """Uploads data (bytes) as a value (PUT /v1/values/{sha256}) unless
         the gateway holds it already; what a task's argument is to name it."""
+        # Past the cap it would be refused before its body is read, and a
+        # client still sending may lose that answer to the connection's reset.
+        if self._value_max is None:
+            self._value_max = self.request("GET", "/v1/values")["max_bytes"]
+        if len(data) > self._value_max:
+            raise StrandError(
+                413,
+                "a value of %d bytes (pickled) is over the gateway's %d byte cap (--max-value-bytes)"
+                % (len(data), self._value_max),
+            )
         name = hashlib.sha256(data).hexdigest()
         try:
             self._send("HEAD", "/v1/values/" + name, None, 60)
