@@ -109,16 +109,19 @@ def _chunk_tasks(items, chunksize):
     return tasks
 
 
-def _parts(args):
+def _parts(args, inline):
     """args cut into parts of at most PART arguments and about PART_BYTES
-    (one argument at least), as (offset, part)."""
-    start, size = 0, 0
+    (one argument at least; an _Upload counts its bytes), as (offset,
+    part), each argument made what a request carries (inline) as its part
+    is cut: a job's first tasks run while its later values upload."""
+    start, size, part = 0, 0, []
     for i, arg in enumerate(args):
-        if i > start and (i - start >= PART or size + len(arg) > PART_BYTES):
-            yield start, args[start:i]
-            start, size = i, 0
+        if part and (len(part) >= PART or size + len(arg) > PART_BYTES):
+            yield start, part
+            start, size, part = i, 0, []
         size += len(arg)
-    yield start, args[start:]
+        part.append(inline(arg))
+    yield start, part
 
 
 def _error(text):
@@ -270,8 +273,7 @@ class Pool:
         what it is called (shown with it), or None."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        args = [self._inline(a) for a in args]
-        parts = _parts(args)
+        parts = _parts(args, self._inline)
         body = {
             "function": _pickling.function_name(func),
             "context": _context(runner, self._init, func),
