@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -186,13 +187,23 @@ static void test_refused_uploads_leave_nothing(void **state)
 	listing(names, sizeof(names));
 	assert_string_equal(names, "");
 
-	/* Cut off by a stop: its temporary file goes at the next open. */
-	assert_int_equal(blob_upload_begin(s, ABC, -1, &u, detail, sizeof(detail)), CM_OK);
-	assert_int_equal(blob_upload_write(u, "ab", 2, detail, sizeof(detail)), CM_OK);
+	/* Cut off by a stop (a process that dies midway, neither finishing nor
+	 * aborting): its temporary file goes at the next open. */
+	blob_store_free(s);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		if (blob_store_open(dir, &blob_kind_code, 100, 0, &s, detail, sizeof(detail)) != CM_OK ||
+		    blob_upload_begin(s, ABC, -1, &u, detail, sizeof(detail)) != CM_OK ||
+		    blob_upload_write(u, "ab", 2, detail, sizeof(detail)) != CM_OK)
+			_exit(1);
+		_exit(0);
+	}
+	int status;
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	listing(names, sizeof(names));
 	assert_int_equal(strncmp(names, ".upload-", 8), 0);
-	free(u); /* as a killed gateway would: neither finished nor aborted */
-	blob_store_free(s);
 	assert_int_equal(blob_store_open(dir, &blob_kind_code, 100, 0, &s, detail, sizeof(detail)), CM_OK);
 	listing(names, sizeof(names));
 	assert_string_equal(names, "");

@@ -3,8 +3,10 @@ a container of strand-worker-python, on the backend STRAND_TEST_BACKEND
 names (python_docker.sh and python_k8s.sh build the image and start the
 gateway): a program with its own package and data files, a map of a
 closure, an exception raised again, a Process with a SimpleQueue and a
-Pipe, a Manager's dict, an AsyncManager's handles. Exact results."""
+Pipe, a Manager's dict, an AsyncManager's handles, values of 64 MiB each way and a map over 100
+MB of distinct values. Exact results."""
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -22,6 +24,10 @@ class Boom(Exception):
 
 def explode(x):
     raise Boom("boom %d" % x)
+
+
+def _sha256_hex(data):
+    return hashlib.sha256(data).hexdigest()
 
 
 def add_to(q, a, b):
@@ -81,6 +87,16 @@ class PythonInContainers(unittest.TestCase):
         self.assertEqual(a.recv(timeout=60), "abab")
         p.join()
         self.assertEqual(p.exitcode, 0)
+
+    def test_large_values_each_way(self):
+        # Uploaded to the gateway, fetched by each container from the hub
+        # with its grant, and results stored back: no file system shared.
+        big = os.urandom(64 << 20)
+        values = [os.urandom(10 << 20) for _ in range(10)]
+        with strand.Pool(2) as pool:
+            self.assertEqual(pool.apply(bytes, (big,)), big)
+            digests = pool.map(_sha256_hex, values)
+        self.assertEqual(digests, [hashlib.sha256(v).hexdigest() for v in values])
 
     def test_managers(self):
         with strand.Manager() as m:
