@@ -6,8 +6,8 @@
 # -9 and restarted adopts its jobs; DELETE leaves no job behind; a job
 # waiting for room is not replaced; a request Slurm cannot satisfy, at once
 # or ever, fails the pool with Slurm's words; a pool's code package reaches
-# its jobs; a Process and a Ring run as jobs, with their environment and
-# output. Skips (77) without the cluster.
+# its jobs, and a 20 MiB value a task names; a Process and a Ring run as
+# jobs, with their environment and output. Skips (77) without the cluster.
 #   slurm.sh BIN_DIR      (KEEP=1: its folder, with the gateway's log, is kept)
 set -uo pipefail
 bin="$1"
@@ -146,6 +146,14 @@ api "/v1/pools/$coded/apply?wait=60" -X POST -d '{"command":["sh","-c","echo fro
   >/dev/null
 check "what its task wrote comes back" "stderr from a slurm job" \
   "$(api "/v1/pools/$coded/logs" | jq -r '.lines[] | "\(.stream) \(.text)"')"
+# A value of 20 MiB, over what travels inline: uploaded once, fetched by
+# the batch job from the hub with its grant.
+python3 -c 'import sys; sys.stdout.write("\"" + "v" * (20 << 20) + "\"")' >"$dir/value.json"
+vsha=$(sha256sum "$dir/value.json" | cut -c1-64)
+curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") \
+  -H 'Content-Type: application/octet-stream' -X PUT --data-binary @"$dir/value.json" "$STRAND_URL/v1/values/$vsha" >/dev/null
+check "a task gets a 20 MiB value it names" $(((20 << 20) + 2)) \
+  "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d "{\"command\":[\"wc\",\"-c\"],\"arg\":{\"\$value\":\"$vsha\"}}" | jq -c .value)"
 api "/v1/pools/$coded" -X DELETE >/dev/null
 
 # A Process: its environment (never on a command line) and its output.
