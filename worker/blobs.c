@@ -74,24 +74,17 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-/* One piece of the blob from offset: the hub's answer, decoded. */
-static int fetch_piece(hub_link *link, const worker_config *cfg, const char *sha256, const char *grant, uint64_t offset,
-                       Strand__BlobPart **out, char *why, size_t why_len)
+int worker_blob_exchange(hub_link *link, const worker_config *cfg, proto_type type, const ProtobufCMessage *msg,
+                         Strand__BlobPart **out, char *why, size_t why_len)
 {
-	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
-	ProtobufCMessage *msg = NULL;
+	ProtobufCMessage *answer = NULL;
 	uint8_t *frame = NULL, *reply = NULL;
 	size_t len, reply_len;
 	char detail[256];
 	proto_header h;
 	int rv;
 
-	f.worker_id = (char *)cfg->worker_id;
-	f.pool_id = (char *)cfg->pool_id;
-	f.sha256 = (char *)sha256;
-	f.offset = offset;
-	f.value_grant = (char *)(grant ? grant : "");
-	if (proto_frame_encode(PROTO_BLOB_FETCH, cfg->worker_id, cfg->secret, &f.base, &frame, &len) != CM_OK) {
+	if (proto_frame_encode(type, cfg->worker_id, cfg->secret, msg, &frame, &len) != CM_OK) {
 		snprintf(why, why_len, "out of memory");
 		return CM_ENOMEM;
 	}
@@ -103,25 +96,40 @@ static int fetch_piece(hub_link *link, const worker_config *cfg, const char *sha
 	}
 	/* A refusal (an unknown worker, a bad frame) comes as a Batch. */
 	if (proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)) == CM_OK && h.type == PROTO_BATCH &&
-	    proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)) == CM_OK) {
-		snprintf(why, why_len, "the hub refused: %s", ((Strand__Batch *)msg)->error);
-		protobuf_c_message_free_unpacked(msg, NULL);
+	    proto_frame_decode(PROTO_BATCH, reply, reply_len, &answer, detail, sizeof(detail)) == CM_OK) {
+		snprintf(why, why_len, "the hub refused: %s", ((Strand__Batch *)answer)->error);
+		protobuf_c_message_free_unpacked(answer, NULL);
 		free(reply);
 		return CM_EPERM;
 	}
-	rv = proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail));
+	rv = proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &answer, detail, sizeof(detail));
 	free(reply);
 	if (rv != CM_OK) {
 		snprintf(why, why_len, "the hub's answer: %s", detail);
 		return CM_EINVAL;
 	}
-	*out = (Strand__BlobPart *)msg;
+	*out = (Strand__BlobPart *)answer;
 	if (!(*out)->ok) {
 		snprintf(why, why_len, "%s", (*out)->error);
-		protobuf_c_message_free_unpacked(msg, NULL);
+		protobuf_c_message_free_unpacked(answer, NULL);
+		*out = NULL;
 		return CM_ENOENT;
 	}
 	return CM_OK;
+}
+
+/* One piece of the blob from offset: the hub's answer, decoded. */
+static int fetch_piece(hub_link *link, const worker_config *cfg, const char *sha256, const char *grant, uint64_t offset,
+                       Strand__BlobPart **out, char *why, size_t why_len)
+{
+	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
+
+	f.worker_id = (char *)cfg->worker_id;
+	f.pool_id = (char *)cfg->pool_id;
+	f.sha256 = (char *)sha256;
+	f.offset = offset;
+	f.value_grant = (char *)(grant ? grant : "");
+	return worker_blob_exchange(link, cfg, PROTO_BLOB_FETCH, &f.base, out, why, why_len);
 }
 
 int worker_blob_fetch(hub_link *link, const worker_config *cfg, const char *sha256, const char *grant, int fd,

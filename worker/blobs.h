@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/frame.h"
 #include "worker/hub_link.h"
 
 /* The cache's folder for kind ("code", "values"), made if absent, into
@@ -24,6 +25,13 @@ int worker_cache_dir(const char *kind, char *out, size_t len);
  * that restarts. CM_OK, or an error with the reason in why. */
 int worker_blob_fetch(hub_link *link, const worker_config *cfg, const char *sha256, const char *grant, int fd,
                       int64_t *size, char *why, size_t why_len);
+
+/* Sends msg (a BlobFetch or a BlobPut) on link and reads the hub's
+ * BlobPart into *out (new): CM_OK; else *out is NULL and why says why:
+ * CM_ENOENT (the hub's own words), CM_EPERM (a refusal), CM_EUNAVAIL,
+ * CM_EINVAL, CM_ENOMEM. */
+int worker_blob_exchange(hub_link *link, const worker_config *cfg, proto_type type, const ProtobufCMessage *msg,
+                         Strand__BlobPart **out, char *why, size_t why_len);
 
 /* mkdir -p, 0700 for what it makes. 0, or -1 with errno. */
 int worker_make_dirs(const char *path);

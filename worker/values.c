@@ -200,11 +200,7 @@ static int put_piece(worker_values *v, const char *sha, uint64_t at, const uint8
                      size_t why_len)
 {
 	Strand__BlobPut p = STRAND__BLOB_PUT__INIT;
-	ProtobufCMessage *msg = NULL;
-	uint8_t *frame = NULL, *reply = NULL;
-	size_t len, reply_len;
-	char detail[256];
-	int rv;
+	Strand__BlobPart *part = NULL;
 
 	p.worker_id = (char *)v->cfg->worker_id;
 	p.pool_id = (char *)v->cfg->pool_id;
@@ -212,27 +208,10 @@ static int put_piece(worker_values *v, const char *sha, uint64_t at, const uint8
 	p.offset = at;
 	p.data = (ProtobufCBinaryData){.data = (uint8_t *)buf, .len = n};
 	p.last = last;
-	if (proto_frame_encode(PROTO_BLOB_PUT, v->cfg->worker_id, v->cfg->secret, &p.base, &frame, &len) != CM_OK) {
-		snprintf(why, why_len, "out of memory");
-		return CM_ENOMEM;
-	}
-	rv = hub_link_exchange(v->link, frame, len, 30000, &reply, &reply_len);
-	free(frame);
-	if (rv != 0) {
-		snprintf(why, why_len, "hub %s: %s", v->cfg->hub, nng_strerror(rv));
-		return CM_EUNAVAIL;
-	}
-	rv = proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail));
-	free(reply);
-	if (rv != CM_OK) {
-		snprintf(why, why_len, "the hub's answer: %s", detail);
-		return CM_EINVAL;
-	}
-	rv = ((Strand__BlobPart *)msg)->ok ? CM_OK : CM_EIO;
-	if (rv != CM_OK)
-		snprintf(why, why_len, "%s", ((Strand__BlobPart *)msg)->error);
-	protobuf_c_message_free_unpacked(msg, NULL);
-	return rv;
+	int err = worker_blob_exchange(v->link, v->cfg, PROTO_BLOB_PUT, &p.base, &part, why, why_len);
+	if (part)
+		protobuf_c_message_free_unpacked(&part->base, NULL);
+	return err;
 }
 
 int worker_values_store(worker_values *v, const char *path, char sha[CM_SHA256_HEX + 1], char *why, size_t why_len)

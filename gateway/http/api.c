@@ -132,7 +132,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		}
 		blob_store *into = http_upload_store(a, url, method);
 		if (into)
-			return http_upload_begin(a, c, url, into, rq);
+			return http_upload_begin(c, url, into, rq);
 		/* Room for a body of known length is held before any of it is
 		 * read; one over its cap is refused later, by its cap. Without
 		 * room, its bytes are dropped as they come and the answer waits

@@ -211,7 +211,7 @@ enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char 
 blob_store *http_upload_store(api *a, const char *url, const char *method);
 /* At its first call, after screening: refused at once (413 by its
  * Content-Length, 200 when stored already) or begun. */
-enum MHD_Result http_upload_begin(api *a, struct MHD_Connection *c, const char *url, blob_store *into, request *rq);
+enum MHD_Result http_upload_begin(struct MHD_Connection *c, const char *url, blob_store *into, request *rq);
 void http_upload_bytes(request *rq, const char *data, size_t len);
 /* The request ended before its body did: nothing of it is kept. */
 void http_upload_forget(request *rq);

@@ -37,7 +37,7 @@ json_t *http_blob_json(const char *sha256, int64_t size)
 	return json_pack("{s:s, s:I}", "sha256", sha256, "size", (json_int_t)size);
 }
 
-enum MHD_Result http_upload_begin(api *a, struct MHD_Connection *c, const char *url, blob_store *into, request *rq)
+enum MHD_Result http_upload_begin(struct MHD_Connection *c, const char *url, blob_store *into, request *rq)
 {
 	const char *name = strrchr(url, '/') + 1;
 	const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -45,7 +45,6 @@ enum MHD_Result http_upload_begin(api *a, struct MHD_Connection *c, const char *
 	int64_t size;
 	int err;
 
-	(void)a;
 	rq->uploading = 1;
 	/* Stored already: its name is its content, so the body is dropped as it
 	 * comes (answered before, a client still sending would be reset and
