@@ -483,7 +483,10 @@ int strand_job_values(strand_client *c, const char *job, json_t **values)
 	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
 	if (expect(c, "GET", path, NULL, 200, NULL, &reply) != 0)
 		return -1;
-	total = json_integer_value(json_object_get(reply, "total"));
+	/* A result a task: a job whose tasks carry several inputs counts
+	 * those in its total, its tasks apart. */
+	json_t *tasks = json_object_get(reply, "tasks");
+	total = json_integer_value(json_object_get(tasks ? tasks : reply, "total"));
 	json_decref(reply);
 	k.values = json_array();
 	for (json_int_t i = 0; k.values && i < total; i++)

@@ -521,6 +521,7 @@ void spec_args_fini(spec_args *args)
 {
 	free(args->text);
 	free(args->offs);
+	free(args->inputs);
 	memset(args, 0, sizeof(*args));
 }
 
@@ -794,11 +795,76 @@ static int get_job_name(json_t *root, char out[SPEC_JOB_NAME_MAX + 1], char *det
 	return CM_OK;
 }
 
+/* "inputs": how many inputs each argument's task carries (a chunk of a
+ * map's), one count per argument, into args->inputs; *sum: their sum.
+ * Absent: one input a task (args->inputs stays NULL). */
+static int get_inputs(json_t *root, spec_args *args, int64_t *sum, char *detail, size_t detail_len)
+{
+	json_t *a = json_object_get(root, "inputs");
+	json_t *v;
+	size_t i;
+
+	*sum = 0;
+	if (!a || json_is_null(a))
+		return CM_OK;
+	if (!json_is_array(a) || json_array_size(a) != args->n || !args->n) {
+		snprintf(detail, detail_len,
+		         "field 'inputs' must be an array of %zu counts, one per argument: how many inputs its task "
+		         "carries",
+		         args->n);
+		return CM_EINVAL;
+	}
+	if (!(args->inputs = malloc(args->n * sizeof(*args->inputs))))
+		return CM_ENOMEM;
+	json_array_foreach (a, i, v) {
+		json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+		if (n < 1 || n > SPEC_TASK_INPUTS_MAX) {
+			snprintf(detail, detail_len, "field 'inputs[%zu]' must be an integer from 1 to %d", i,
+			         SPEC_TASK_INPUTS_MAX);
+			return CM_EINVAL;
+		}
+		args->inputs[i] = (uint32_t)n;
+		*sum += n;
+	}
+	return CM_OK;
+}
+
+/* A map's inputs: "inputs" by task, and "input_total" when more tasks come
+ * in parts (each carries one input at least); 0 for one input a task. */
+static int get_input_total(json_t *root, map_spec *spec, char *detail, size_t detail_len)
+{
+	int64_t sum, rest = spec->total - (int64_t)spec->args.n;
+	int err = get_inputs(root, &spec->args, &sum, detail, detail_len);
+
+	if (err != CM_OK)
+		return err;
+	if (!spec->args.inputs) {
+		if (json_object_get(root, "input_total")) {
+			snprintf(detail, detail_len, "field 'input_total' needs 'inputs'");
+			return CM_EINVAL;
+		}
+		return CM_OK;
+	}
+	spec->inputs_total = sum;
+	if (rest > 0 && !json_object_get(root, "input_total")) {
+		snprintf(detail, detail_len,
+		         "field 'input_total' is required when tasks of several inputs come in parts: the inputs "
+		         "of all %lld tasks",
+		         (long long)spec->total);
+		return CM_EINVAL;
+	}
+	if ((err = get_int(root, "input_total", "", sum + rest,
+	                   rest ? SPEC_MAX_TASKS * (int64_t)SPEC_TASK_INPUTS_MAX : sum, &spec->inputs_total, detail,
+	                   detail_len)) != CM_OK)
+		return err;
+	return CM_OK;
+}
+
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len)
 {
-	static const char *const map_keys[] = {
-	        "function",     "command", "args",  "chunksize", "timeout_s", "max_attempts",
-	        "retry_errors", "context", "total", "name",      NULL};
+	static const char *const map_keys[] = {"function",     "command",      "args",    "chunksize", "timeout_s",
+	                                       "max_attempts", "retry_errors", "context", "total",     "name",
+	                                       "inputs",       "input_total",  NULL};
 	static const char *const apply_keys[] = {"function",     "command", "arg",  "timeout_s", "max_attempts",
 	                                         "retry_errors", "context", "name", NULL};
 	map_spec spec = {.chunksize = 1, .retry_errors = -1};
@@ -871,8 +937,9 @@ int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char
 		goto out;
 	}
 	spec.total = (int64_t)spec.args.n;
-	if (!single && (err = get_int(root, "total", "", (int64_t)spec.args.n, SPEC_MAX_TASKS, &spec.total, detail,
-	                              detail_len)) != CM_OK)
+	if (!single && ((err = get_int(root, "total", "", (int64_t)spec.args.n, SPEC_MAX_TASKS, &spec.total, detail,
+	                               detail_len)) != CM_OK ||
+	                (err = get_input_total(root, &spec, detail, detail_len)) != CM_OK))
 		goto out;
 	*out = spec;
 	memset(&spec, 0, sizeof(spec));
@@ -884,7 +951,8 @@ out:
 
 int spec_part_parse(const char *body, size_t len, int64_t *offset, spec_args *out, char *detail, size_t detail_len)
 {
-	static const char *const keys[] = {"offset", "args", NULL};
+	static const char *const keys[] = {"offset", "args", "inputs", NULL};
+	int64_t sum;
 	spec_args args = {0};
 	raw_member raw = {.key = "args", .array = 1, .args = &args};
 	json_t *root = NULL;
@@ -902,6 +970,8 @@ int spec_part_parse(const char *body, size_t len, int64_t *offset, spec_args *ou
 		err = CM_EINVAL;
 		goto out;
 	}
+	if ((err = get_inputs(root, &args, &sum, detail, detail_len)) != CM_OK)
+		goto out;
 	*out = args;
 	memset(&args, 0, sizeof(args));
 out:

@@ -113,10 +113,12 @@ typedef struct spec_args {
 	char *text;
 	size_t *offs;
 	size_t n;
+	uint32_t *inputs; /* how many inputs each task carries ("inputs"), or NULL: one each */
 } spec_args;
 void spec_args_fini(spec_args *args);
 
 #define SPEC_JOB_NAME_MAX 128 /* bytes of a job's name */
+#define SPEC_TASK_INPUTS_MAX 1000000 /* inputs one task carries (a map's chunk) */
 
 typedef struct map_spec {
 	char *function; /* builtin, LIB.so:SYMBOL or "exec" */
@@ -131,10 +133,11 @@ typedef struct map_spec {
 	int max_attempts; /* 0: the pool's */
 	int retry_errors; /* -1: the pool's */
 	char name[SPEC_JOB_NAME_MAX + 1]; /* what people call the job, "" for none */
+	int64_t inputs_total; /* tasks of several inputs (args.inputs): the job's inputs; 0: one a task */
 } map_spec;
 
 /* Parses POST /v1/pools/{id}/map ({function|command, args, chunksize,
- * context, total, name}) or, with single set, POST /v1/pools/{id}/apply
+ * context, total, name, inputs, input_total}) or, with single set, POST /v1/pools/{id}/apply
  * ({function|command, arg, context, name}). Arguments are taken as the JSON text
  * they are given in, whitespace between tokens left out; at most
  * SPEC_MAX_ARGS of them.
@@ -142,8 +145,8 @@ typedef struct map_spec {
  * CM_EINVAL, CM_ETOOBIG or CM_EUNSUPPORTED (bad function name: 422). */
 int spec_map_parse(const char *body, size_t len, int single, map_spec *out, char *detail, size_t detail_len);
 void spec_map_fini(map_spec *spec);
-/* Parses POST /v1/jobs/{id}/args: {"offset": N, "args": [...]}, the next
- * part of a job's arguments. */
+/* Parses POST /v1/jobs/{id}/args: {"offset": N, "args": [...], "inputs":
+ * [...]}, the next part of a job's arguments. */
 int spec_part_parse(const char *body, size_t len, int64_t *offset, spec_args *out, char *detail, size_t detail_len);
 
 #define SPEC_MAX_ENV 256 /* a process's own environment entries */

@@ -151,11 +151,13 @@ static int columns_check(proto_type type, const ProtobufCMessage *msg, char *det
 	} else if (type == PROTO_PULL) {
 		const Strand__Pull *p = (const Strand__Pull *)msg;
 		if (p->n_outcomes != p->n_result_ids || p->n_run_us != p->n_result_ids ||
-		    p->n_attempts != p->n_result_ids || p->n_value_lens != p->n_result_ids) {
+		    p->n_attempts != p->n_result_ids || p->n_value_lens != p->n_result_ids ||
+		    (p->n_failed_inputs && p->n_failed_inputs != p->n_result_ids)) {
 			snprintf(detail, detail_len,
 			         "a pull whose result columns disagree (%zu ids, %zu outcomes, %zu "
-			         "run times, %zu attempts, %zu lengths)",
-			         p->n_result_ids, p->n_outcomes, p->n_run_us, p->n_attempts, p->n_value_lens);
+			         "run times, %zu attempts, %zu lengths, %zu failed inputs)",
+			         p->n_result_ids, p->n_outcomes, p->n_run_us, p->n_attempts, p->n_value_lens,
+			         p->n_failed_inputs);
 			return -1;
 		}
 		for (size_t i = 0; i < p->n_outcomes; i++)

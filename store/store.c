@@ -108,6 +108,14 @@ static const char *const migrations[] = {
         "ALTER TABLE processes RENAME COLUMN secret TO secret_sha256;",
         /* 13: what people call a job (its "name"), or NULL. */
         "ALTER TABLE jobs ADD COLUMN name TEXT;",
+        /* 14: tasks that carry several inputs (a map's chunk): how many
+         * each carries, a row per part of the job (store_inputs.c), and the
+         * job's counts by input (NULL: one input a task). */
+        "ALTER TABLE jobs ADD COLUMN inputs_total INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN inputs_done INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN inputs_failed INTEGER;"
+        "CREATE TABLE IF NOT EXISTS job_inputs(job INTEGER NOT NULL, at INTEGER NOT NULL, counts BLOB NOT NULL,"
+        "  PRIMARY KEY(job, at)) WITHOUT ROWID;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -583,8 +591,10 @@ int store_job_insert(store *st, const store_job *job)
 
 	if (store__kept(st, KEPT_JOB_INSERT,
 	                "INSERT INTO jobs(num, id, pool_id, function, command, idem_key, state, base, total, chunksize,"
-	                " created_ms, max_attempts, retry_errors, timeout_ms, context, name)"
-	                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                " created_ms, max_attempts, retry_errors, timeout_ms, context, name, inputs_total, inputs_done,"
+	                " inputs_failed)"
+	                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, nullif(?17, 0), iif(?17, 0, NULL),"
+	                " iif(?17, 0, NULL))",
 	                &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, job->num);
@@ -604,6 +614,7 @@ int store_job_insert(store *st, const store_job *job)
 	if (job->context)
 		sqlite3_bind_blob(s, 15, job->context, (int)job->context_len, SQLITE_STATIC);
 	store__bind_text(s, 16, job->name);
+	sqlite3_bind_int64(s, 17, job->inputs_total);
 	return store__kept_done(st, s);
 }
 
@@ -620,9 +631,16 @@ int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended
 	return store__kept_done(st, s);
 }
 
-int store_job_set_total(store *st, int64_t num, int64_t total)
+int store_job_set_total(store *st, int64_t num, int64_t total, int64_t inputs_total)
 {
-	return store__exec_ints(st, "UPDATE jobs SET total = ?1 WHERE num = ?2", total, num);
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "UPDATE jobs SET total = ?1, inputs_total = nullif(?2, 0) WHERE num = ?3", &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, total);
+	sqlite3_bind_int64(s, 2, inputs_total);
+	sqlite3_bind_int64(s, 3, num);
+	return store__step_done(st, s);
 }
 
 int store__exec_ints(store *st, const char *sql, int64_t a, int64_t b)
@@ -656,7 +674,8 @@ int store_job_delete(store *st, int64_t num, int64_t max_groups, int *done)
 		return CM_EIO;
 	if (sqlite3_total_changes64(st->db) - before == max_groups)
 		return CM_OK; /* perhaps more: next call */
-	if (store__exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0) != CM_OK)
+	if (store__exec_ints(st, "DELETE FROM job_inputs WHERE job = ?1", num, 0) != CM_OK ||
+	    store__exec_ints(st, "DELETE FROM jobs WHERE num = ?1 AND state = 'deleting'", num, 0) != CM_OK)
 		return CM_EIO;
 	*done = 1;
 	return CM_OK;
@@ -700,7 +719,8 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 	            " coalesce(j.ended_ms, j.created_ms),"
 	            " CASE WHEN j.state = 'running'"
 	            "  THEN (SELECT coalesce(sum(n), 0) FROM chunk_state c WHERE c.job = j.num) ELSE j.total END,"
-	            " j.name FROM jobs j ORDER BY j.num",
+	            " j.name, coalesce(j.inputs_total, 0), coalesce(j.inputs_done, 0), coalesce(j.inputs_failed, 0)"
+	            " FROM jobs j ORDER BY j.num",
 	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -726,6 +746,9 @@ int store_job_each(store *st, store_job_fn fn, void *ctx)
 		        .ended_ms = sqlite3_column_int64(s, 17),
 		        .received = sqlite3_column_int64(s, 18),
 		        .name = col_text(s, 19),
+		        .inputs_total = sqlite3_column_int64(s, 20),
+		        .inputs_done = sqlite3_column_int64(s, 21),
+		        .inputs_failed = sqlite3_column_int64(s, 22),
 		};
 		fn(ctx, &j);
 	}
@@ -806,11 +829,10 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 
 	/* Items are blobs: length() reads a value's size from its record
 	 * without loading it (a CAST would read every item at start). */
-	if (store__prepare(
-	            st,
-	            "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(i.value)), 0)"
-	            " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
-	            &s) != CM_OK)
+	if (store__prepare(st,
+	                   "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(i.value)), 0)"
+	                   " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
+	                   &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),

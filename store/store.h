@@ -113,18 +113,30 @@ typedef struct store_job {
 	const void *context; /* JSON text given to a runtime with every task, or NULL */
 	size_t context_len;
 	const char *name; /* what people call it, or NULL */
+	/* Tasks that carry several inputs (store_job_inputs_add): the inputs in
+	 * all, 0 for one input a task; done and failed loaded only. */
+	int64_t inputs_total, inputs_done, inputs_failed;
 } store_job;
 
 int store_job_insert(store *st, const store_job *job);
 /* ended_ms: when the job ended (kept for --retain), 0 while it runs. */
 int store_job_set_state(store *st, int64_t num, const char *state, int64_t ended_ms);
-/* A job cancelled while its parts came: its total becomes what it has. */
-int store_job_set_total(store *st, int64_t num, int64_t total);
+/* A job cancelled while its parts came: its total (and its inputs', for
+ * tasks of several inputs; else 0) becomes what it has. */
+int store_job_set_total(store *st, int64_t num, int64_t total, int64_t inputs_total);
 /* Writes the id of the job created with this idempotency key into id_out
  * (20 bytes). Returns CM_OK, or CM_ENOENT if there is none. */
 int store_job_find_idem(store *st, const char *pool_id, const char *key, char id_out[20]);
 typedef void (*store_job_fn)(void *ctx, const store_job *job);
 int store_job_each(store *st, store_job_fn fn, void *ctx);
+/* How many inputs each of n tasks of job carries, from its task index at
+ * (a part of the job's, stored with its tasks). */
+int store_job_inputs_add(store *st, int64_t job, int64_t at, size_t n, const uint32_t *counts);
+/* Each task's inputs, from index 0 (total: the job's tasks; a task not
+ * stored yet has 0). */
+int store_job_inputs_read(store *st, int64_t job, int64_t total, uint32_t *counts);
+/* The job's inputs done (failed included) and failed, with its results. */
+int store_job_inputs_count(store *st, int64_t job, int64_t done, int64_t failed);
 /* The next free job number and task id (1 on an empty database). */
 int store_next_ids(store *st, int64_t *job_num, int64_t *task_id);
 

@@ -1,8 +1,8 @@
 /*
  * The store's inside, shared by store.c (the connection, its transactions,
- * pools, jobs, queues, processes, workers), store_tasks.c (tasks and
- * results, kept by chunks), store_checkpoint.c (the writer's checkpoints)
- * and nothing else.
+ * pools, jobs, queues, processes, workers), store_inputs.c (a job's inputs
+ * by task), store_tasks.c (tasks and results, kept by chunks),
+ * store_checkpoint.c (the writer's checkpoints) and nothing else.
  */
 #ifndef STORE_STORE_INT_H
 #define STORE_STORE_INT_H
@@ -46,6 +46,7 @@ typedef enum store_kept {
 	KEPT_ROLLBACK,
 	KEPT_JOB_INSERT,
 	KEPT_JOB_STATE,
+	KEPT_JOB_INPUTS,
 	KEPT_COUNT
 } store_kept;
 

@@ -492,9 +492,27 @@ static int start_ready(worker_runtime *rt, cm_buf *out)
 	return await_ready(rt, out);
 }
 
-/* The answer frame f to a task, as its outcome and out's text. */
-static worker_runtime_outcome answer(const frame *f, cm_buf *out, int *err)
+/* The answer frame f to a task, as its outcome and out's text
+ * (*failed_inputs: a 'P''s count). */
+static worker_runtime_outcome answer(const frame *f, cm_buf *out, uint32_t *failed_inputs, int *err)
 {
+	*failed_inputs = 0;
+	if (f->type == 'P') {
+		char count[12] = "";
+		char *end = count;
+		unsigned long n = 0;
+		if (f->a_len && f->a_len < sizeof(count)) {
+			memcpy(count, f->a, f->a_len);
+			n = strtoul(count, &end, 10);
+		}
+		if (n < 1 || n > UINT32_MAX || *end) {
+			*err = cm_buf_puts(out, "the runtime's count of failed inputs is not a number");
+			return RT_ERROR;
+		}
+		*failed_inputs = (uint32_t)n;
+		*err = cm_buf_append(out, f->b, f->b_len);
+		return RT_ERROR;
+	}
 	if (f->type == 'R') {
 		json_t *v = json_loadb(f->b, f->b_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 		int ok = v != NULL;
@@ -534,7 +552,7 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 				cm_buf_fini(&out);
 				return err;
 			}
-			if ((err = done(ctx, next++, RT_ERROR, &out)) != CM_OK)
+			if ((err = done(ctx, next++, RT_ERROR, 0, &out)) != CM_OK)
 				return err; /* no runtime runs */
 			continue;
 		}
@@ -553,8 +571,9 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 			exchanged ex =
 			        exchange(rt, tasks[next].timeout_ms ? began + (int64_t)tasks[next].timeout_ms : 0,
 			                 SILENCE_LIMIT_MS, &f, why, sizeof(why));
-			int answered =
-			        ex == EX_FRAME && (f.type == 'R' || f.type == 'E') && f.id == first_id + (next - first);
+			int answered = ex == EX_FRAME && (f.type == 'R' || f.type == 'E' || f.type == 'P') &&
+			               f.id == first_id + (next - first);
+			uint32_t failed_inputs = 0;
 			if (!answered) {
 				/* Its end is this task's; the ones after it have not run and
 				 * go to the next runtime. A task that took the runtime's
@@ -569,17 +588,17 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 					cm_buf_fini(&out);
 					return CM_ENOMEM; /* fail_task stopped it */
 				}
-				if ((err = done(ctx, next++, how, &out)) != CM_OK)
+				if ((err = done(ctx, next++, how, 0, &out)) != CM_OK)
 					return err;
 				break;
 			}
-			how = answer(&f, &out, &err);
+			how = answer(&f, &out, &failed_inputs, &err);
 			consume(rt, &f);
 			if (err != CM_OK) {
 				cm_buf_fini(&out);
 				return abandon(rt, err);
 			}
-			if ((err = done(ctx, next++, how, &out)) != CM_OK)
+			if ((err = done(ctx, next++, how, failed_inputs, &out)) != CM_OK)
 				return next < n ? abandon(rt, err) : err;
 			cm_buf_init(&out);
 		}
@@ -592,11 +611,12 @@ typedef struct one_result {
 	int *ok;
 } one_result;
 
-static int keep_one(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
+static int keep_one(void *ctx, size_t i, worker_runtime_outcome how, uint32_t failed_inputs, cm_buf *out)
 {
 	one_result *r = ctx;
 
 	(void)i;
+	(void)failed_inputs;
 	*r->ok = how == RT_OK;
 	int err = cm_buf_append(r->out, out->data, out->len);
 	cm_buf_fini(out);

@@ -15,6 +15,11 @@
  *   runtime -> worker  'R' result id        b: the value (JSON)
  *                      'E' error id         a: the error's type, b: its message
  *                                           and the remote traceback
+ *                      'P' partly failed id a task of several inputs (a map's
+ *                                           chunk) some of which failed alone:
+ *                                           a: how many (decimal), b: its error
+ *                                           (JSON: which failed, and the rest's
+ *                                           values; docs/tasks.md)
  *                      'H' heartbeat        at least every 2 s while a task runs
  *                      'O' output stream    b: what a task printed (stream 1:
  *                                           stdout, 2: stderr), before its
@@ -80,9 +85,11 @@ typedef enum worker_runtime_outcome {
 } worker_runtime_outcome;
 
 /* Told each task's outcome as soon as it is known, in order; out is the
- * callee's from then on (also when it fails). Returns CM_OK, or an error
- * that stops worker_runtime_run_many. */
-typedef int (*worker_runtime_done)(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out);
+ * callee's from then on (also when it fails). failed_inputs: an RT_ERROR
+ * of a task of several inputs ('P'), how many of them failed alone; else 0.
+ * Returns CM_OK, or an error that stops worker_runtime_run_many. */
+typedef int (*worker_runtime_done)(void *ctx, size_t i, worker_runtime_outcome how, uint32_t failed_inputs,
+                                   cm_buf *out);
 
 /* Runs tasks[0..n) in the runtime, starting it first if it is not running.
  * They are sent all at once (the runtime runs them in order, one at a

@@ -113,6 +113,7 @@ typedef struct result {
 	uint32_t run_us;
 	uint32_t attempt;
 	Strand__Outcome outcome;
+	uint32_t failed_inputs; /* of a task of several inputs that failed: those that failed alone */
 	size_t len;
 	char *value; /* len > RESULT_INLINE: an allocation of its own */
 	char small[RESULT_INLINE]; /* else here */
@@ -214,10 +215,15 @@ static void result_free(result *r)
 }
 
 /* A task's result into the outbox, its value a copy of value[0..len). */
-static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32_t run_us, const char *value,
-                       size_t len)
+static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32_t failed_inputs, uint32_t run_us,
+                       const char *value, size_t len)
 {
-	result r = {.id = t->id, .run_us = run_us, .attempt = t->attempt, .outcome = outcome, .len = len};
+	result r = {.id = t->id,
+	            .run_us = run_us,
+	            .attempt = t->attempt,
+	            .outcome = outcome,
+	            .failed_inputs = failed_inputs,
+	            .len = len};
 
 	if (w->nout == w->capout) {
 		size_t cap = w->capout ? w->capout * 2 : 256;
@@ -302,13 +308,15 @@ static size_t take(worker *w, task_ring *r, int pipelined)
 }
 
 /* taken[ran, ran + n) ended, each with its outcome and its value in
- * values (up to ends[i], from the one before's end or 0); their results
- * join the outbox, and the next one begins. A stretch's tasks are timed
+ * values (up to ends[i], from the one before's end or 0), and failed_inputs
+ * (a runtime's one task, runtime_done); their results join the outbox, and
+ * the next one begins. A stretch's tasks are timed
  * together, each at their average. While more of the taken tasks run, the
  * other thread is woken to send the results; after the last, this thread
  * goes back to take_turns, which sends them or wakes the other. Returns
  * whether the worker is stopping. */
-static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, const char *values, const size_t *ends)
+static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, uint32_t failed_inputs, const char *values,
+                  const size_t *ends)
 {
 	pthread_mutex_lock(&w->mu);
 	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0 / (double)n;
@@ -316,7 +324,8 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, const ch
 	uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
 	for (size_t i = 0, at = 0; i < n; at = ends[i++])
 		/* Out of memory: the task runs again after its lease. */
-		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], run_us, values + at, ends[i] - at);
+		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], failed_inputs, run_us, values + at,
+		                  ends[i] - at);
 	w->ran += n;
 	w->running_since = now;
 	int quit = w->quit;
@@ -351,7 +360,7 @@ static int result_stored(worker *w, cm_buf *out, size_t at)
 	return 0;
 }
 
-static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
+static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, uint32_t failed_inputs, cm_buf *out)
 {
 	worker *w = ctx;
 
@@ -361,7 +370,7 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, cm_buf 
 	Strand__Outcome outcome = how == RT_OK     ? STRAND__OUTCOME__OK
 	                          : how == RT_LOST ? STRAND__OUTCOME__LOST
 	                                           : STRAND__OUTCOME__FAILED;
-	int quit = finish(w, 1, &outcome, out->data, &out->len);
+	int quit = finish(w, 1, &outcome, failed_inputs, out->data, &out->len);
 	cm_buf_fini(out);
 	/* The worker stops: the rest is not run. */
 	return quit ? CM_ESHUTDOWN : CM_OK;
@@ -473,7 +482,7 @@ static void run_in_runtime(worker *w, worker_runtime *rt)
 		if (err == CM_OK && i < w->ntaken) {
 			Strand__Outcome failed = STRAND__OUTCOME__FAILED;
 			size_t end = strlen(why);
-			if (finish(w, 1, &failed, why, &end))
+			if (finish(w, 1, &failed, 0, why, &end))
 				err = CM_ESHUTDOWN;
 		}
 		from = i + 1;
@@ -533,7 +542,7 @@ static void run_taken(worker *w, cm_buf *out)
 		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
 		w->ends[k] = out->len;
 		if (i + 1 == n || from > 0 || coarse_ms() - began > STRETCH_LONG_MS) {
-			(void)finish(w, k + 1, w->outcomes, out->data, w->ends);
+			(void)finish(w, k + 1, w->outcomes, 0, out->data, w->ends);
 			from = i + 1;
 			out->len = 0;
 		}
@@ -605,7 +614,7 @@ static int queue_run(worker *w, const Strand__Batch *b, const Strand__TaskRun *m
 		int err = CM_OK;
 		for (size_t i = first; i < first + m->count && err == CM_OK; i++) {
 			task t = {.id = b->task_ids[i], .attempt = b->attempts[i]};
-			err = push_result(w, &t, STRAND__OUTCOME__FAILED, 0, why, sizeof(why) - 1);
+			err = push_result(w, &t, STRAND__OUTCOME__FAILED, 0, 0, why, sizeof(why) - 1);
 		}
 		return err;
 	}
@@ -702,7 +711,7 @@ static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t ns
 	for (size_t i = 0; i < nsend; i++)
 		bytes += sent[i].len;
 	if (nsend &&
-	    (!(columns = malloc(nsend * (sizeof(uint64_t) + sizeof(Strand__Outcome) + 3 * sizeof(uint32_t)))) ||
+	    (!(columns = malloc(nsend * (sizeof(uint64_t) + sizeof(Strand__Outcome) + 4 * sizeof(uint32_t)))) ||
 	     (bytes && !(values = malloc(bytes))))) {
 		err = CM_ENOMEM;
 		goto out;
@@ -710,9 +719,12 @@ static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t ns
 	uint64_t *ids = (uint64_t *)columns;
 	Strand__Outcome *outcomes = (Strand__Outcome *)(ids + nsend);
 	uint32_t *run_us = (uint32_t *)(outcomes + nsend), *attempts = run_us + nsend, *lens = attempts + nsend;
+	uint32_t *failed_inputs = lens + nsend;
+	size_t partly = 0; /* results of tasks some of whose inputs failed: the column goes only with one */
 	bytes = 0;
 	for (size_t i = 0; i < nsend; i++) {
 		ids[i] = sent[i].id;
+		partly += (failed_inputs[i] = sent[i].failed_inputs) != 0;
 		outcomes[i] = sent[i].outcome;
 		run_us[i] = sent[i].run_us;
 		attempts[i] = sent[i].attempt;
@@ -731,6 +743,8 @@ static int exchange(worker *w, Strand__Pull *pull, const result *sent, size_t ns
 	pull->n_attempts = nsend;
 	pull->value_lens = lens;
 	pull->n_value_lens = nsend;
+	pull->failed_inputs = partly ? failed_inputs : NULL;
+	pull->n_failed_inputs = partly ? nsend : 0;
 	pull->values.data = values;
 	pull->values.len = bytes;
 	pull->output_lens = lines->lens;

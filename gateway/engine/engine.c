@@ -139,7 +139,8 @@ static void handle(engine *e, op *o)
 		else if (o->kind == OP_JOB_GET)
 			o->out = engine__job_json(j);
 		else {
-			o->u.info = (job_info){.num = j->num, .base = j->base, .total = j->total};
+			o->u.info = (job_info){
+			        .num = j->num, .base = j->base, .total = j->total, .inputs_total = j->inputs_total};
 			snprintf(o->u.info.pool, sizeof(o->u.info.pool), "%s", j->pool->id);
 		}
 		break;

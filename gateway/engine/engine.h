@@ -76,6 +76,7 @@ typedef struct job_info {
 	int64_t num;
 	int64_t base;
 	int64_t total;
+	int64_t inputs_total; /* its tasks carry several inputs: how many in all (0: one each) */
 	char pool[20]; /* the pool (or manager) the job runs on */
 } job_info;
 /* An apply that waits for its result (POST /v1/pools/{id}/apply?wait=S):
@@ -193,6 +194,9 @@ typedef struct engine_result {
 	uint32_t run_us; /* how long the function ran: sizes later batches */
 	uint32_t attempt; /* the task's attempt this answers */
 	int lost; /* its runtime died on it (value: how): an attempt lost */
+	/* A failed task of several inputs: how many failed alone, the others
+	 * done (its error says which); 0: all of them. */
+	uint32_t failed_inputs;
 } engine_result;
 
 typedef struct engine_pull_msg {

@@ -332,6 +332,12 @@ typedef struct job {
 	int retry_errors;
 	char *function;
 	char *name; /* what people call it, or NULL */
+	/* Tasks that carry several inputs (a map's chunks): each task's count
+	 * (NULL for an ended job, which needs no more), the inputs in all
+	 * (0: one a task) and those done (failed included) and failed. */
+	uint32_t *inputs;
+	int64_t inputs_total, inputs_done, inputs_failed;
+	int64_t inputs_received; /* of inputs_total, those of the tasks received */
 	char **command;
 	size_t ncommand;
 	struct job_context *context; /* while it runs: given to the runtime with each task; NULL: none */
@@ -603,6 +609,12 @@ void engine__forgive_stall(engine *e, int64_t now);
 json_t *engine__pool_json(const pool *p);
 /* A job as the API shows it: as JSON text into out (replacing what it
  * held; the events write it so), or as a value. */
+/* What a job's view counts: its inputs when its tasks carry several, else
+ * its tasks. */
+typedef struct job_counts {
+	int64_t total, done, failed;
+} job_counts;
+job_counts engine__job_counts(const job *j);
 int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */

@@ -107,10 +107,11 @@ static void progress_due(engine *e, int64_t now)
 		if (j->state != JOB_RUNNING) {
 			engine__job_unlist(j); /* its end is said with its state */
 		} else if (now >= j->progress_at) {
+			job_counts c = engine__job_counts(j);
 			events_batch_add(&e->event_batch, "progress", j->pool->id,
 			                 json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "job", j->id, "pool", j->pool->id,
-			                           "state", engine__job_state(j), "total", (json_int_t)j->total, "done",
-			                           (json_int_t)j->done, "failed", (json_int_t)j->failed));
+			                           "state", engine__job_state(j), "total", (json_int_t)c.total, "done",
+			                           (json_int_t)c.done, "failed", (json_int_t)c.failed));
 			j->progress_at = now + PROGRESS_MS;
 			engine__job_unlist(j);
 		}

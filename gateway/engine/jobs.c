@@ -172,6 +172,8 @@ void engine__job_check_done(engine *e, job *j)
 	if (j->done < j->total || j->state != JOB_RUNNING)
 		return;
 	retire_context(e, j);
+	free(j->inputs); /* its counts stay */
+	j->inputs = NULL;
 	j->state = JOB_DONE;
 	j->ended_ms = cm_wall_ms();
 	store_job_set_state(e->st, j->num, job_state_names[j->state], j->ended_ms);
@@ -245,6 +247,12 @@ void engine__chores_step(engine *e)
 		c->lo = hi + 1;
 		if (c->lo <= c->hi)
 			return;
+		if (c->j && c->j->inputs_total) { /* every input not done fails with it */
+			c->j->inputs_failed += c->j->inputs_total - c->j->inputs_done;
+			c->j->inputs_done = c->j->inputs_total;
+			if (store_job_inputs_count(e->st, c->num, c->j->inputs_done, c->j->inputs_failed) != CM_OK)
+				return;
+		}
 		int done = 1;
 		if ((c->j ? store_job_set_state(e->st, c->num, job_state_names[JOB_CANCELLED], c->j->ended_ms)
 		          : store_job_delete(e->st, c->num, CHORE_GROUPS, &done)) != CM_OK ||
@@ -289,7 +297,12 @@ static void job_cancel(engine *e, job *j, const char *why)
 	engine__fill_abort(e, j, "the job was cancelled before this part was stored");
 	if (j->received < j->total) {
 		j->total = j->received;
-		store_job_set_total(e->st, j->num, j->total);
+		if (j->inputs_total) {
+			j->inputs_total = 0;
+			for (int64_t i = 0; i < j->total; i++)
+				j->inputs_total += j->inputs[i];
+		}
+		store_job_set_total(e->st, j->num, j->total, j->inputs_total);
 	}
 	j->state = JOB_CANCELLED;
 	j->ended_ms = cm_wall_ms();
@@ -348,6 +361,7 @@ void engine__job_free(job *j)
 	engine__job_unlist(j);
 	free(j->function);
 	free(j->name);
+	free(j->inputs);
 	free(j->context);
 	for (size_t i = 0; i < j->ncommand; i++)
 		free(j->command[i]);
@@ -448,15 +462,33 @@ int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max)
 	return removed;
 }
 
+/* A task of several inputs recorded: its inputs counted, failed_inputs of
+ * them failed (0 on a failed task: every one; its error says which did,
+ * docs/tasks.md), the counts written with its result. */
+static void count_inputs(engine *e, job *j, int64_t id, int ok, uint32_t failed_inputs)
+{
+	int64_t at = id - j->base;
+	int64_t n = j->inputs && at >= 0 && at < j->total ? j->inputs[at] : 0;
+	int64_t failed = ok ? 0 : failed_inputs && failed_inputs < n ? failed_inputs : n;
+
+	j->inputs_done += n;
+	j->inputs_failed += failed;
+	store_job_inputs_count(e->st, j->num, j->inputs_done, j->inputs_failed);
+}
+
 /* Records one result; returns 1 if it was the first for that task. from:
  * the worker it came from, as store_holder_ref found it (only the task's
- * holder's counts), or STORE_FROM_GATEWAY for the gateway's own verdict. */
-static int record(engine *e, job *j, int64_t id, int64_t from, int ok, const void *value, size_t len)
+ * holder's counts), or STORE_FROM_GATEWAY for the gateway's own verdict.
+ * failed_inputs: as count_inputs's. */
+static int record(engine *e, job *j, int64_t id, int64_t from, int ok, const void *value, size_t len,
+                  uint32_t failed_inputs)
 {
 	int recorded = 0;
 
 	if (store_task_complete_from(e->st, id, j->done + 1, ok, value, len, from, &recorded) != CM_OK || !recorded)
 		return 0;
+	if (j->inputs_total)
+		count_inputs(e, j, id, ok, failed_inputs);
 	j->done++;
 	j->pool->tasks_done++;
 	if (!ok) {
@@ -479,12 +511,12 @@ static void record_lost(engine *e, job *j, int64_t id, int64_t from, const engin
 	char *msg = malloc((size_t)n + r->len);
 
 	if (!msg) {
-		record(e, j, id, from, 0, r->value, r->len);
+		record(e, j, id, from, 0, r->value, r->len, 0);
 		return;
 	}
 	memcpy(msg, head, (size_t)n);
 	memcpy(msg + n, r->value, r->len);
-	record(e, j, id, from, 0, msg, (size_t)n + r->len);
+	record(e, j, id, from, 0, msg, (size_t)n + r->len, 0);
 	free(msg);
 }
 
@@ -516,7 +548,7 @@ static int requeue_one(void *ctx, int64_t id, const void *arg, size_t len, int a
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "worker lost %d time%s (last exit code %d)", attempts,
 		                 attempts == 1 ? "" : "s", c->exit_code);
-		record(c->e, j, id, STORE_FROM_GATEWAY, 0, msg, (size_t)n);
+		record(c->e, j, id, STORE_FROM_GATEWAY, 0, msg, (size_t)n, 0);
 		c->failed++;
 		return CM_OK;
 	}
@@ -865,7 +897,7 @@ void engine__handle_pull(engine *e, op *o)
 		if (r->lost)
 			record_lost(e, j, (int64_t)r->task_id, from, r);
 		else
-			record(e, j, (int64_t)r->task_id, from, r->ok, r->value, r->len);
+			record(e, j, (int64_t)r->task_id, from, r->ok, r->value, r->len, r->failed_inputs);
 	}
 	if (measured && !measured->ncommand)
 		engine__function_measured(p, measured->function, measured->avg_us);
@@ -887,7 +919,7 @@ void engine__handle_pull(engine *e, op *o)
 			int n = snprintf(msg, sizeof(msg), "timed out after %.1f s", j->timeout_ms / 1000.0);
 			cm_warn("task %llu of job %s timed out on worker %s; replacing the worker",
 			        (unsigned long long)m->running_task, j->id, w->id);
-			record(e, j, (int64_t)m->running_task, STORE_FROM_GATEWAY, 0, msg, (size_t)n);
+			record(e, j, (int64_t)m->running_task, STORE_FROM_GATEWAY, 0, msg, (size_t)n, 0);
 			/* The function cannot be interrupted inside the worker: replace
 			 * the worker; its other tasks go back to the queue. */
 			w->state = W_STOPPING;

@@ -123,6 +123,9 @@ static void load_job(void *ctx, const store_job *sj)
 	j->created_ms = sj->created_ms;
 	j->function = strdup(sj->function);
 	j->name = sj->name ? strdup(sj->name) : NULL;
+	j->inputs_total = sj->inputs_total;
+	j->inputs_done = sj->inputs_done;
+	j->inputs_failed = sj->inputs_failed;
 	int cancelling = strcmp(sj->state, "cancelling") == 0;
 	j->state = strcmp(sj->state, "done") == 0                      ? JOB_DONE
 	           : strcmp(sj->state, "cancelled") == 0 || cancelling ? JOB_CANCELLED
@@ -130,6 +133,12 @@ static void load_job(void *ctx, const store_job *sj)
 	j->ended_ms = j->state == JOB_RUNNING ? 0 : sj->ended_ms;
 	if (sj->context && j->state == JOB_RUNNING) /* an ended job hands out nothing more */
 		j->context = engine__context_new(sj->context, sj->context_len);
+	/* A running job's tasks of several inputs: each one's count again (an
+	 * ended job needs only its counts). */
+	if (j->inputs_total && j->state == JOB_RUNNING && (j->inputs = calloc((size_t)j->total, sizeof(*j->inputs))) &&
+	    store_job_inputs_read(e->st, j->num, j->total, j->inputs) == CM_OK)
+		for (int64_t i = 0; i < j->received; i++)
+			j->inputs_received += j->inputs[i];
 	if (sj->command_json) {
 		json_t *a = json_loads(sj->command_json, 0, NULL);
 		size_t n = json_array_size(a);

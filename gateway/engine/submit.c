@@ -102,6 +102,14 @@ void engine__fill_step(engine *e)
 		/* A failed insert fails the cycle's commit: the reload answers f. */
 		if (store_tasks_insert(e->st, j->num, lo, k, f->args->text, f->args->offs + f->next) != CM_OK)
 			return;
+		if (f->args->inputs && j->inputs) {
+			const uint32_t *counts = f->args->inputs + f->next;
+			if (store_job_inputs_add(e->st, j->num, lo - j->base, k, counts) != CM_OK)
+				return;
+			memcpy(j->inputs + (lo - j->base), counts, k * sizeof(*counts));
+			for (size_t i = 0; i < k; i++)
+				j->inputs_received += counts[i];
+		}
 		j->received += (int64_t)k; /* stored: counted, queued or not */
 		j->pool->tasks_submitted += (int64_t)k;
 		f->next += k;
@@ -177,6 +185,12 @@ static int map_start(engine *e, op *o)
 	j->pool = p;
 	j->created_ms = cm_wall_ms();
 	j->state = JOB_RUNNING;
+	j->inputs_total = m->inputs_total;
+	if (j->inputs_total && !(j->inputs = calloc((size_t)j->total, sizeof(*j->inputs)))) {
+		o->err = CM_ENOMEM;
+		free(j);
+		return 0;
+	}
 	sj = (store_job){.num = j->num,
 	                 .id = j->id,
 	                 .pool_id = p->id,
@@ -192,11 +206,13 @@ static int map_start(engine *e, op *o)
 	                 .timeout_ms = j->timeout_ms,
 	                 .context = m->context,
 	                 .context_len = m->context_len,
-	                 .name = m->name[0] ? m->name : NULL};
+	                 .name = m->name[0] ? m->name : NULL,
+	                 .inputs_total = j->inputs_total};
 	if ((m->context && !(j->context = engine__context_new(m->context, m->context_len))) ||
 	    (m->name[0] && !(j->name = strdup(m->name)))) {
 		o->err = CM_ENOMEM;
 		free(j->context);
+		free(j->inputs);
 		free(j);
 		return 0;
 	}
@@ -216,6 +232,7 @@ static int map_start(engine *e, op *o)
 		snprintf(o->detail, sizeof(o->detail), "cannot store the job: %s", store_errmsg(e->st));
 		free(j->context);
 		free(j->name);
+		free(j->inputs);
 		free(j);
 		return 0;
 	}
@@ -240,6 +257,33 @@ void engine__handle_map(engine *e, op *o)
 {
 	if (!map_start(e, o))
 		answer_now(e, o);
+}
+
+/* Whether a part's "inputs" fit job j's: given iff its tasks carry several
+ * inputs, and summing, with the tasks still to come (one input each at
+ * least), to no more than its input_total; exactly that with its last. */
+static int inputs_fit(const job *j, op *o, const spec_args *args, int64_t at)
+{
+	int64_t sum = 0, rest = j->total - at - (int64_t)args->n;
+
+	if (!args->inputs != !j->inputs_total) {
+		snprintf(o->detail, sizeof(o->detail), "job %s's tasks carry %s: this part must%s give 'inputs'", j->id,
+		         j->inputs_total ? "several inputs" : "one input each", j->inputs_total ? "" : " not");
+		return 0;
+	}
+	if (!j->inputs_total)
+		return 1;
+	for (size_t i = 0; i < args->n; i++)
+		sum += args->inputs[i];
+	if (j->inputs_received + sum + rest > j->inputs_total ||
+	    (!rest && j->inputs_received + sum < j->inputs_total)) {
+		snprintf(o->detail, sizeof(o->detail),
+		         "job %s has %lld inputs ('input_total'), %lld received: this part's %lld %s them", j->id,
+		         (long long)j->inputs_total, (long long)j->inputs_received, (long long)sum,
+		         rest ? "leave no input for the tasks still to come of" : "do not add up to");
+		return 0;
+	}
+	return 1;
 }
 
 /* Returns 1 when o waits for its part's fill. */
@@ -269,6 +313,8 @@ static int part_start(engine *e, op *o)
 	} else if (at + n > j->total) {
 		snprintf(o->detail, sizeof(o->detail), "job %s has %lld tasks ('total'): this part goes %lld past them",
 		         j->id, (long long)j->total, (long long)(at + n - j->total));
+	} else if (!inputs_fit(j, o, args, at)) {
+		o->err = CM_EINVAL;
 	} else {
 		o->err = CM_OK;
 		return fill_start(e, o, j, args, j->base + at);

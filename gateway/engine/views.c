@@ -10,8 +10,16 @@ const char *engine__job_state(const job *j)
 	return j->state == JOB_RUNNING && j->received < j->total ? "submitting" : job_state_names[j->state];
 }
 
+job_counts engine__job_counts(const job *j)
+{
+	if (j->inputs_total)
+		return (job_counts){j->inputs_total, j->inputs_done, j->inputs_failed};
+	return (job_counts){j->total, j->done, j->failed};
+}
+
 int engine__job_text(const job *j, cm_buf *out)
 {
+	job_counts c = engine__job_counts(j);
 	char created[32], ended[32] = "";
 	int err;
 
@@ -32,8 +40,12 @@ int engine__job_text(const job *j, cm_buf *out)
 		        out,
 		        ",\"total\":%lld,\"done\":%lld,\"failed\":%lld,\"chunksize\":%d,\"created_at\":\"%s\","
 		        "\"links\":{\"self\":\"/v1/jobs/%s\",\"results\":\"/v1/jobs/%s/results\"}",
-		        (long long)j->total, (long long)j->done, (long long)j->failed, j->chunksize, created, j->id,
+		        (long long)c.total, (long long)c.done, (long long)c.failed, j->chunksize, created, j->id,
 		        j->id);
+	/* Counts by input above; its tasks (a result each) apart. */
+	if (err == CM_OK && j->inputs_total)
+		err = cm_buf_printf(out, ",\"tasks\":{\"total\":%lld,\"done\":%lld,\"failed\":%lld}",
+		                    (long long)j->total, (long long)j->done, (long long)j->failed);
 	if (err == CM_OK && j->state == JOB_RUNNING && j->received < j->total)
 		err = cm_buf_printf(out, ",\"received\":%lld", (long long)j->received); /* where its next part starts */
 	if (err == CM_OK && ended[0])

@@ -170,22 +170,105 @@ enum MHD_Result http_get_results(api *a, struct MHD_Connection *c, const char *u
 	return http_long_poll_start(a, c, url, rq, look_results, wait_s);
 }
 
-static int append_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
-{
-	cm_buf *b = ctx;
-	int first = b->data[b->len - 1] == '[';
+/* A failures page being written: its text, and for a job whose tasks
+ * carry several inputs, where each task's inputs start (first[t], t its
+ * index; first[total]: the inputs in all), or NULL. */
+typedef struct failure_page {
+	cm_buf *b;
+	const int64_t *first;
+} failure_page;
 
-	if (!first && b->len + 6 * len + 96 > API_PAGE_BYTES) /* an error is escaped: \u00XX at worst */
-		return STORE_PAGE_FULL;
-	int err = cm_buf_printf(b, "%s{\"index\":%lld,\"attempts\":%u,\"error\":", first ? "" : ",", (long long)index,
-	                        attempts);
+static int append_item(cm_buf *b, int64_t index, const int64_t *task, int64_t inputs, unsigned attempts,
+                       const char *error, size_t len)
+{
+	int err = cm_buf_printf(b, "%s{\"index\":%lld,", b->data[b->len - 1] == '[' ? "" : ",", (long long)index);
+
+	if (err == CM_OK && task)
+		err = cm_buf_printf(b, "\"task\":%lld,\"inputs\":%lld,", (long long)*task, (long long)inputs);
+	if (err == CM_OK)
+		err = cm_buf_printf(b, "\"attempts\":%u,\"error\":", attempts);
 	if (err == CM_OK)
 		err = cm_buf_json_string(b, error ? error : "", len);
 	return err == CM_OK ? cm_buf_puts(b, "}") : err;
 }
 
+/* A task of several inputs whose runtime said which failed alone
+ * (docs/tasks.md: {"failed": [[OFFSET, ERROR], ...], "value": ...}): an
+ * item for each of those, by its own index. 0 if error is not that. */
+static int append_partly(cm_buf *b, int64_t task, int64_t first, int64_t n, unsigned attempts, const char *error,
+                         size_t len, int *err)
+{
+	json_t *j, *failed, *one;
+	size_t i;
+
+	if (len < 2 || error[0] != '{' || !(j = json_loadb(error, len, 0, NULL)))
+		return 0;
+	failed = json_object_get(j, "failed");
+	int shaped = json_is_array(failed) && json_array_size(failed) > 0 && json_object_size(j) == 2 &&
+	             json_object_get(j, "value");
+	json_array_foreach (failed, i, one) {
+		json_t *at = json_array_get(one, 0), *text = json_array_get(one, 1);
+		if (!json_is_integer(at) || json_integer_value(at) < 0 || json_integer_value(at) >= n ||
+		    !json_is_string(text))
+			shaped = 0;
+	}
+	*err = CM_OK;
+	json_array_foreach (failed, i, one) {
+		if (!shaped || *err != CM_OK)
+			break;
+		json_t *text = json_array_get(one, 1);
+		*err = append_item(b, first + json_integer_value(json_array_get(one, 0)), &task, 1, attempts,
+		                   json_string_value(text), json_string_length(text));
+	}
+	json_decref(j);
+	return shaped;
+}
+
+static int append_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+{
+	failure_page *page = ctx;
+	cm_buf *b = page->b;
+	int64_t first = page->first ? page->first[index] : index;
+	int64_t n = page->first ? page->first[index + 1] - first : 1; /* the items it may make at most */
+	int err;
+
+	/* An error is escaped: \u00XX at worst. */
+	if (b->data[b->len - 1] != '[' && b->len + 6 * len + 128 * (size_t)n > API_PAGE_BYTES)
+		return STORE_PAGE_FULL;
+	if (!page->first)
+		return append_item(b, index, NULL, 0, attempts, error, len);
+	if (append_partly(b, index, first, n, attempts, error, len, &err))
+		return err;
+	return append_item(b, first, &index, n, attempts, error, len); /* every input of the task failed with it */
+}
+
+/* For a job whose tasks carry several inputs: where each task's inputs
+ * start, read from the store (NULL in *first for one input a task). */
+static int inputs_first(store *st, const job_info *info, int64_t **first)
+{
+	uint32_t *counts;
+	int err;
+
+	*first = NULL;
+	if (!info->inputs_total)
+		return CM_OK;
+	if (!(counts = malloc((size_t)info->total * sizeof(*counts) + 1)) ||
+	    !(*first = malloc(((size_t)info->total + 1) * sizeof(**first)))) {
+		free(counts);
+		return CM_ENOMEM;
+	}
+	err = store_job_inputs_read(st, info->num, info->total, counts);
+	(*first)[0] = 0;
+	for (int64_t t = 0; t < info->total; t++)
+		(*first)[t + 1] = (*first)[t] + counts[t];
+	free(counts);
+	return err;
+}
+
 /* GET /v1/jobs/{id}/failures?cursor=&limit=: a page of the job's failed
- * tasks, in index order, each with its error and attempts. */
+ * tasks, in index order, each with its error and attempts; for a job whose
+ * tasks carry several inputs, by input (index), with the task it was in
+ * (cursor and limit still count tasks). */
 enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
 {
 	char detail[256] = "";
@@ -203,8 +286,14 @@ enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *
 	err = cm_buf_printf(&b, "{\"job\":\"%s\",\"items\":[", job_id);
 	store *st = err == CM_OK ? http_reader_take(a, detail, sizeof(detail)) : NULL;
 	if (st) {
-		err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure, &b,
-		                           &next);
+		failure_page page = {.b = &b};
+		int64_t *first = NULL;
+		if ((err = inputs_first(st, &info, &first)) == CM_OK) {
+			page.first = first;
+			err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure,
+			                           &page, &next);
+		}
+		free(first);
 		http_reader_give(a, st);
 	} else if (err == CM_OK) {
 		err = CM_EUNAVAIL;

@@ -546,7 +546,8 @@ static int describe(hub_slot *s, proto_type type)
 		                     .len = p->value_lens[i],
 		                     .run_us = p->run_us[i],
 		                     .attempt = p->attempts[i],
-		                     .lost = p->outcomes[i] == STRAND__OUTCOME__LOST};
+		                     .lost = p->outcomes[i] == STRAND__OUTCOME__LOST,
+		                     .failed_inputs = p->n_failed_inputs ? p->failed_inputs[i] : 0};
 		at += p->value_lens[i];
 		check_result(s, r);
 	}

@@ -285,6 +285,79 @@ static int64_t file_int(const char *path, const char *sql)
 	return v;
 }
 
+typedef struct input_counts {
+	int64_t total[4], done[4], failed[4];
+} input_counts;
+
+static void on_job_inputs(void *ctx, const store_job *j)
+{
+	input_counts *c = ctx;
+
+	c->total[j->num] = j->inputs_total;
+	c->done[j->num] = j->inputs_done;
+	c->failed[j->num] = j->inputs_failed;
+}
+
+/* A job whose tasks carry several inputs: each task's count read back in
+ * task order whatever the order its parts were stored in (a task not
+ * stored yet has 0), its counts by input loaded as last written, a cut
+ * total kept, and its rows gone with the job; a job of one input a task
+ * has none. */
+static void test_inputs_by_task(void **state)
+{
+	fixture *f = *state;
+	input_counts c = {0};
+	uint32_t part1[] = {3, 1}, part2[] = {250, 7}, got[6];
+	int done = 0;
+	store_job sj = {.num = 2,
+	                .id = "j-2",
+	                .pool_id = "p-1",
+	                .function = "rt:pickle",
+	                .state = "running",
+	                .base = 11,
+	                .total = 5,
+	                .chunksize = 1,
+	                .created_ms = 1,
+	                .inputs_total = 400};
+
+	insert_job(f->st, 10); /* job 1: one input a task */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_insert(f->st, &sj), CM_OK);
+	assert_int_equal(store_job_inputs_add(f->st, 2, 2, 2, part2), CM_OK);
+	assert_int_equal(store_job_inputs_add(f->st, 2, 0, 2, part1), CM_OK);
+	assert_int_equal(store_job_inputs_add(f->st, 2, 4, 0, part1), CM_OK); /* nothing */
+	assert_int_equal(store_job_inputs_count(f->st, 2, 254, 9), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	memset(got, 0xff, sizeof(got));
+	assert_int_equal(store_job_inputs_read(f->st, 2, 5, got), CM_OK);
+	assert_int_equal(got[0], 3);
+	assert_int_equal(got[1], 1);
+	assert_int_equal(got[2], 250);
+	assert_int_equal(got[3], 7);
+	assert_int_equal(got[4], 0);
+	assert_int_equal(got[5], 0xffffffffu); /* past total: untouched */
+	assert_int_equal(store_job_each(f->st, on_job_inputs, &c), CM_OK);
+	assert_int_equal(c.total[1], 0);
+	assert_int_equal(c.done[1], 0);
+	assert_int_equal(c.total[2], 400);
+	assert_int_equal(c.done[2], 254);
+	assert_int_equal(c.failed[2], 9);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_set_total(f->st, 2, 4, 261), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_job_each(f->st, on_job_inputs, &c), CM_OK);
+	assert_int_equal(c.total[2], 261);
+	assert_int_equal(file_int(f->path, "SELECT total FROM jobs WHERE num = 2"), 4);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_job_forget(f->st, 2), CM_OK);
+	assert_int_equal(store_job_delete(f->st, 2, 10, &done), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(done, 1);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM job_inputs"), 0);
+}
+
 /* Removing a job: forgotten at once (its idempotency key free, its state
  * "deleting" for a start to resume), its tasks by ranges, then its result
  * groups a few at a time, and the row with the last of them. */
@@ -642,6 +715,10 @@ static void test_reads_fixed_records_of_before(void **state)
 	                              "ALTER TABLE workers RENAME COLUMN secret_sha256 TO secret;"
 	                              "ALTER TABLE processes RENAME COLUMN secret_sha256 TO secret;"
 	                              "ALTER TABLE jobs DROP COLUMN name;"
+	                              "ALTER TABLE jobs DROP COLUMN inputs_total;"
+	                              "ALTER TABLE jobs DROP COLUMN inputs_done;"
+	                              "ALTER TABLE jobs DROP COLUMN inputs_failed;"
+	                              "DROP TABLE job_inputs;"
 	                              "PRAGMA user_version = 8",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -1025,14 +1102,17 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 13);
+	assert_int_equal(sqlite3_column_int(q, 0), 14);
 	sqlite3_finalize(q);
-	/* 13: a job's name; none for one of before. */
-	assert_int_equal(
-	        sqlite3_prepare_v2(db, "SELECT group_concat(id || '=' || coalesce(name, '-')) FROM jobs", -1, &q, NULL),
-	        SQLITE_OK);
+	/* 13: a job's name; none for one of before. 14: counts by input, none
+	 * for a job of before (one input a task). */
+	assert_int_equal(sqlite3_prepare_v2(db,
+	                                    "SELECT group_concat(id || '=' || coalesce(name, '-') || '/' ||"
+	                                    " coalesce(inputs_total, '-')) FROM jobs",
+	                                    -1, &q, NULL),
+	                 SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(q, 0), "j-old=-,j-new=nightly");
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "j-old=-/-,j-new=nightly/-");
 	sqlite3_finalize(q);
 	/* rewritten once for incremental vacuum */
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &q, NULL), SQLITE_OK);
@@ -1489,6 +1569,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_a_second_writer_is_refused, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_assign_leaves_what_fn_refuses, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_counts_loaded, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_inputs_by_task, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_job_removed_by_ranges, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_vacuum_gives_freed_pages_back, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_checkpoints_run_beside_the_writer, setup, teardown),

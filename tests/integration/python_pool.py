@@ -33,6 +33,15 @@ def explode(x):
     return x
 
 
+def explode_some(x):
+    """Inputs 3 and 137 fail alone; 160 takes its whole task with it."""
+    if x in (3, 137):
+        raise Boom("input %d exploded" % x)
+    if x == 160:
+        raise SystemExit("input 160 ends its task")
+    return -x
+
+
 class WithPool(unittest.TestCase):
     """Cases sharing one pool of 2 workers."""
 
@@ -184,6 +193,38 @@ class PoolTest(WithPool):
         r.wait(30)
         self.assertFalse(r.successful())
         self.assertRaises(Boom, r.get)
+
+    def test_a_failing_input_fails_alone(self):
+        gw = strand.gateway.default()
+        r = self.pool.map_async(explode_some, range(200), chunksize=50)
+        r.wait(60)
+        self.assertFalse(r.successful())
+        with self.assertRaises(Boom) as caught:
+            r.get()
+        self.assertEqual(str(caught.exception), "input 3 exploded")
+        self.assertIn("(strand: input 3 of the map)", caught.exception.__notes__)
+        self.assertIn("in explode_some", str(caught.exception.__cause__))
+        # Counted by input: 2 failed alone, 50 with the task that ended.
+        job = gw.request("GET", "/v1/jobs/%s" % r._job)
+        self.assertEqual((job["total"], job["done"], job["failed"]), (200, 200, 52))
+        self.assertEqual(job["tasks"], {"total": 4, "done": 4, "failed": 3})
+        failures = gw.request("GET", "/v1/jobs/%s/failures" % r._job)["items"]
+        self.assertEqual([(f["index"], f["task"], f["inputs"]) for f in failures],
+                         [(3, 0, 1), (137, 2, 1), (150, 3, 50)])
+        self.assertTrue(failures[0]["error"].startswith("Boom: input 3 exploded\n\nremote traceback:"))
+        self.assertTrue(failures[2]["error"].startswith("SystemExit: input 160 ends its task"))
+        # The rest of each chunk ran: imap gives every value before the
+        # first failure, then raises it, saying which input it was.
+        values = self.pool.imap(explode_some, range(140), chunksize=50)
+        self.assertEqual([next(values) for _ in range(3)], [0, -1, -2])
+        with self.assertRaises(Boom) as caught:
+            next(values)
+        self.assertIn("(strand: input 3 of the map)", caught.exception.__notes__)
+        values = self.pool.imap(explode_some, range(4, 137), chunksize=50)
+        self.assertEqual(list(values), [-x for x in range(4, 137)])
+        with self.assertRaises(SystemExit) as caught:
+            self.pool.starmap(explode_some, [(x,) for x in range(150, 170)], chunksize=10)
+        self.assertIn("(strand: the task from input 10 of the map)", caught.exception.__notes__)
 
     def test_function_the_runtime_cannot_unpickle(self):
         # A module only the caller can import: its function is pickled by

@@ -5,6 +5,7 @@
  * a part to an ended job is refused with 409 and the reason; a part stored
  * before is answered as stored (a retry whose answer was lost); the parts
  * survive a kill -9 of the gateway; a cancelled job keeps what it received.
+ * Tasks that carry several inputs each make a job that counts by input.
  * A million tasks, sent in parts by libstrand, give exact results across a
  * kill -9 mid-map while retention removes an older job beside them.
  */
@@ -209,6 +210,127 @@ static void test_cancel_while_submitting(void **state)
 	free(job);
 }
 
+/* Posts body to path and expects status with part in its body. */
+static void expect_status(fixture *f, const char *path, json_t *body, long status, const char *part)
+{
+	response r = http_json(&f->g, "POST", path, body);
+
+	if (r.status != status || !strstr(r.body, part))
+		fail_msg("status %ld '%s', expected %ld with '%s'", r.status, r.body, status, part);
+	response_free(&r);
+}
+
+/* The job's total, done and failed, and its tasks' (all 0 if not shown). */
+static void expect_counts(fixture *f, const char *job, long long total, long long done, long long failed,
+                          long long tasks_total, long long tasks_done, long long tasks_failed)
+{
+	char path[96];
+	response r;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	json_t *tasks = json_object_get(r.json, "tasks");
+	long long got[6] = {json_integer_value(json_object_get(r.json, "total")),
+	                    json_integer_value(json_object_get(r.json, "done")),
+	                    json_integer_value(json_object_get(r.json, "failed")),
+	                    json_integer_value(json_object_get(tasks, "total")),
+	                    json_integer_value(json_object_get(tasks, "done")),
+	                    json_integer_value(json_object_get(tasks, "failed"))};
+	long long want[6] = {total, done, failed, tasks_total, tasks_done, tasks_failed};
+	for (int i = 0; i < 6; i++)
+		if (got[i] != want[i])
+			fail_msg("job %s: count %d is %lld, expected %lld: %s", job, i, got[i], want[i], r.body);
+	response_free(&r);
+}
+
+/* Tasks that carry several inputs (a client's chunks, "inputs"): the job
+ * counts by input, its parts bring their counts, which must add up to
+ * "input_total"; the counts and a failure's inputs survive a kill -9;
+ * a failed task's inputs all fail with it, and a cancelled job's every
+ * input not done. */
+static void test_tasks_of_several_inputs(void **state)
+{
+	fixture *f = *state;
+	char map[96], path[96], parts[96];
+	response r;
+
+	snprintf(map, sizeof(map), "/v1/pools/%s/map", f->pool);
+	expect_status(f, map, json_pack("{s:s, s:[i,s], s:[i]}", "function", "sleep", "args", 0, "x", "inputs", 3), 400,
+	              "'inputs' must be an array of 2 counts");
+	expect_status(f, map, json_pack("{s:s, s:[i], s:[i]}", "function", "sleep", "args", 0, "inputs", 0), 400,
+	              "'inputs[0]' must be an integer from 1 to 1000000");
+	expect_status(f, map,
+	              json_pack("{s:s, s:[i,s], s:[i,i], s:i}", "function", "sleep", "args", 0, "x", "inputs", 3, 2,
+	                        "total", 4),
+	              400, "'input_total' is required");
+	expect_status(f, map,
+	              json_pack("{s:s, s:[i,s], s:[i,i], s:i, s:i}", "function", "sleep", "args", 0, "x", "inputs", 3,
+	                        2, "total", 4, "input_total", 6),
+	              400, "'input_total'");
+	expect_status(f, map, json_pack("{s:s, s:[i], s:i}", "function", "sleep", "args", 0, "input_total", 6), 400,
+	              "'input_total' needs 'inputs'");
+
+	/* Tasks of 3, 2, 4 and 1 inputs; the second fails (sleep's argument
+	 * must be a number), and takes its 2 inputs with it. */
+	r = http_json(&f->g, "POST", map,
+	              json_pack("{s:s, s:[i,s], s:[i,i], s:i, s:i}", "function", "sleep", "args", 0, "x", "inputs", 3,
+	                        2, "total", 4, "input_total", 10));
+	expect_job(&r, 202, "submitting", 2);
+	char *job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 5), 5);
+	expect_counts(f, job, 10, 5, 2, 4, 2, 1);
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	expect_counts(f, job, 10, 5, 2, 4, 2, 1);
+	snprintf(parts, sizeof(parts), "/v1/jobs/%s/args", job);
+	expect_status(f, parts, json_pack("{s:i, s:[i,i]}", "offset", 2, "args", 0, 0), 400,
+	              "carry several inputs: this part must give 'inputs'");
+	expect_status(f, parts, json_pack("{s:i, s:[i,i], s:[i,i]}", "offset", 2, "args", 0, 0, "inputs", 4, 2), 400,
+	              "10 inputs ('input_total'), 5 received: this part's 6 do not add up to them");
+	r = http_json(&f->g, "POST", parts,
+	              json_pack("{s:i, s:[i,i], s:[i,i]}", "offset", 2, "args", 0, 0, "inputs", 4, 1));
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 10), 10);
+	expect_counts(f, job, 10, 10, 2, 4, 4, 1);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/failures", job);
+	r = http(&f->g, "GET", path, NULL, NULL);
+	json_t *items = json_object_get(r.json, "items");
+	assert_int_equal(json_array_size(items), 1);
+	json_t *one = json_array_get(items, 0);
+	assert_int_equal(json_integer_value(json_object_get(one, "index")), 3);
+	assert_int_equal(json_integer_value(json_object_get(one, "task")), 1);
+	assert_int_equal(json_integer_value(json_object_get(one, "inputs")), 2);
+	assert_string_equal(json_string_value(json_object_get(one, "error")),
+	                    "sleep: argument must be milliseconds (0 to 86400000)");
+	response_free(&r);
+	free(job);
+
+	/* A job of one input a task takes no counts. */
+	r = http_json(&f->g, "POST", map, json_pack("{s:s, s:[i], s:i}", "function", "echo", "args", 1, "total", 2));
+	job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(parts, sizeof(parts), "/v1/jobs/%s/args", job);
+	expect_status(f, parts, json_pack("{s:i, s:[i], s:[i]}", "offset", 1, "args", 2, "inputs", 5), 400,
+	              "carry one input each: this part must not give 'inputs'");
+	free(job);
+
+	/* Cancelled while its tasks sleep: every input not done fails. */
+	r = http_json(&f->g, "POST", map,
+	              json_pack("{s:s, s:[i,i], s:[i,i]}", "function", "sleep", "args", 60000, 60000, "inputs", 5, 7));
+	job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	expect_counts(f, job, 12, 0, 0, 2, 0, 0);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 12), 12);
+	expect_counts(f, job, 12, 12, 12, 2, 2, 2);
+	free(job);
+}
+
 /* Long enough for the million-task job to be read whole once it ends
  * (some seconds under the sanitizers), which retention would remove too. */
 static const char *const retain_10s[] = {"--retain", "10s", NULL};
@@ -289,6 +411,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_parts_only, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_parts_survive_kill, pool_fixture_setup, pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_while_submitting, pool_fixture_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_tasks_of_several_inputs, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_million_tasks_exact_across_kill, retaining_setup,
 	                                        pool_fixture_teardown),

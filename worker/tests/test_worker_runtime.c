@@ -3,7 +3,8 @@
  * runs, answered in order; job contexts sent once and again only after the
  * runtime dropped them (it keeps the last 32); a runtime that dies on a
  * task losing that task only, the tasks after it going to a new runtime
- * with their contexts sent again. */
+ * with their contexts sent again; a task of several inputs that partly
+ * failed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
@@ -24,15 +25,17 @@
 typedef struct outcomes {
 	size_t n;
 	worker_runtime_outcome how[MAX_TASKS];
+	uint32_t failed_inputs[MAX_TASKS];
 	char *text[MAX_TASKS];
 } outcomes;
 
-static int keep(void *ctx, size_t i, worker_runtime_outcome how, cm_buf *out)
+static int keep(void *ctx, size_t i, worker_runtime_outcome how, uint32_t failed_inputs, cm_buf *out)
 {
 	outcomes *o = ctx;
 
 	assert_int_equal(i, o->n); /* in order, each once */
 	o->how[i] = how;
+	o->failed_inputs[i] = failed_inputs;
 	o->text[i] = strndup(out->data ? out->data : "", out->len);
 	o->n++;
 	cm_buf_fini(out);
@@ -109,6 +112,41 @@ static void test_contexts_and_a_death(void **state)
 	if (!strstr(o.text[4], "runtime python3: the runtime exited (exited with code 7; it is started again for the "
 	                       "next task); its last words:\ndying on purpose"))
 		fail_msg("not the runtime's end: %s", o.text[4]);
+	outcomes_fini(&o);
+	worker_runtime_free(rt);
+}
+
+/* A task of several inputs some of which failed alone ('P'): an error
+ * with their count, its text as the runtime wrote it; a count that is not
+ * one fails the task, saying so; the tasks after it run as any. */
+static void test_partly_failed(void **state)
+{
+	static char texts[4][16];
+	worker_runtime_task tasks[4];
+	outcomes o = {0};
+	char argv_json[512];
+
+	(void)state;
+	snprintf(argv_json, sizeof(argv_json), "[\"python3\", \"%s/context_runtime.py\"]", STRAND_FIXTURES);
+	worker_runtime *rt = worker_runtime_new(argv_json);
+	assert_non_null(rt);
+	tasks[0] = task_of(0, "{\"partly\": 3}", texts);
+	tasks[1] = task_of(0, "{\"partly\": \"x\"}", texts);
+	tasks[2] = task_of(0, "{\"partly\": 0}", texts);
+	tasks[3] = task_of(0, "4", texts);
+	assert_int_equal(worker_runtime_run_many(rt, tasks, 4, keep, &o), CM_OK);
+	assert_int_equal(o.n, 4);
+	assert_int_equal(o.how[0], RT_ERROR);
+	assert_int_equal(o.failed_inputs[0], 3);
+	assert_string_equal(o.text[0], "{\"failed\": 3}");
+	for (size_t i = 1; i < 3; i++) {
+		assert_int_equal(o.how[i], RT_ERROR);
+		assert_int_equal(o.failed_inputs[i], 0);
+		assert_string_equal(o.text[i], "the runtime's count of failed inputs is not a number");
+	}
+	assert_int_equal(o.how[3], RT_OK);
+	assert_int_equal(o.failed_inputs[3], 0);
+	assert_string_equal(o.text[3], "[null, 4, 0]");
 	outcomes_fini(&o);
 	worker_runtime_free(rt);
 }
@@ -198,6 +236,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_contexts_and_a_death),
 	        cmocka_unit_test(test_started_ahead),
+	        cmocka_unit_test(test_partly_failed),
 	};
 	return cmocka_run_group_tests_name("worker_runtime", tests, NULL, NULL);
 }

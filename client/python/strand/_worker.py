@@ -13,6 +13,17 @@ FUNCTIONS_KEPT = 64
 _initialized = set()  # the pickled initializers that ran in this runtime
 
 
+class InputsFailed(Exception):
+    """Raised by a task of several inputs (a map's chunk) some of which
+    failed alone: values, one an input (None where one failed), and
+    failures, (offset, exception, traceback text) each. The runtime answers
+    with the rest's values and each failure ('P', docs/tasks.md)."""
+
+    def __init__(self, values, failures):
+        super().__init__("%d of %d inputs failed" % (len(failures), len(values)))
+        self.values, self.failures = values, failures
+
+
 def inside():
     return line is not None
 

@@ -5,8 +5,10 @@ exception is raised again in the caller with the remote traceback."""
 
 import base64
 import functools
+import json
 import itertools
 import threading
+import traceback
 
 import cloudpickle
 
@@ -55,15 +57,39 @@ def _prepared(init, func_bytes):
     return _worker.unpickle_function(func_bytes)
 
 
+def _each(function, items, star=False):
+    """function on each of a chunk's items (func(*x) when star), in order:
+    their values. An input whose call raised fails alone and the others run
+    on: the chunk then raises _worker.InputsFailed, which the runtime
+    answers with the values and each failure by its input."""
+    values, failures = [], []
+    append = values.append
+    while True:
+        try:
+            rest = itertools.islice(items, len(values), None)
+            if star:
+                for item in rest:
+                    append(function(*item))
+            else:
+                for item in rest:
+                    append(function(item))
+            break
+        except Exception as e:
+            failures.append((len(values), e, traceback.format_exc()))
+            append(None)
+    if failures:
+        raise _worker.InputsFailed(values, failures)
+    return values
+
+
 def _map_chunk(init, func_bytes, items):
-    """One task of a map: func(x) for each x of its chunk, in order; the
-    first exception fails the task, as in multiprocessing."""
-    return list(map(_prepared(init, func_bytes), items))
+    """One task of a map: func(x) for each x of its chunk, in order."""
+    return _each(_prepared(init, func_bytes), items)
 
 
 def _starmap_chunk(init, func_bytes, items):
     """One task of a starmap: func(*x) for each x of its chunk."""
-    return list(itertools.starmap(_prepared(init, func_bytes), items))
+    return _each(_prepared(init, func_bytes), items, star=True)
 
 
 def _apply(init, func_bytes, args, kwargs):
@@ -91,22 +117,25 @@ def _task(*args):
     return base64.b64encode(pickled).decode("ascii")
 
 
-def _chunk_tasks(items, chunksize):
-    """The task arguments of a map of items: chunksize items a task, and a
-    chunk whose pickled bytes pass CHUNK_BYTES cut into as many pieces as
-    it holds CHUNK_BYTES (again while a piece still does), in order."""
-    tasks = []
+def _chunk_tasks(items, chunksize, tasks=None, counts=None):
+    """The task arguments of a map of items, and how many items each
+    carries: chunksize items a task, and a chunk whose pickled bytes pass
+    CHUNK_BYTES cut into as many pieces as it holds CHUNK_BYTES (again
+    while a piece still does), in order."""
+    tasks = [] if tasks is None else tasks
+    counts = [] if counts is None else counts
     for start in range(0, len(items), chunksize):
         chunk = items[start : start + chunksize]
         arg = _task(chunk)
         if len(arg) <= CHUNK_BYTES or len(chunk) == 1:
             tasks.append(arg)
+            counts.append(len(chunk))
             continue
         pieces = min(len(chunk), -(-len(arg) // CHUNK_BYTES))
         step = -(-len(chunk) // pieces)
         for at in range(0, len(chunk), step):
-            tasks.extend(_chunk_tasks(chunk[at : at + step], step))
-    return tasks
+            _chunk_tasks(chunk[at : at + step], step, tasks, counts)
+    return tasks, counts
 
 
 def _parts(args, inline):
@@ -122,6 +151,37 @@ def _parts(args, inline):
         size += len(arg)
         part.append(inline(arg))
     yield start, part
+
+
+class _Failed:
+    """In a map's values: an input that failed alone, and its exception."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _partly(text):
+    """A task of several inputs that failed only in part (the runtime's
+    'P', docs/tasks.md): its failures [[OFFSET, ERROR], ...] and the value
+    of them all; None for any other error."""
+    if not text.startswith('{"failed":'):
+        return None
+    try:
+        partly = json.loads(text)
+        return partly["failed"], partly["value"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _raise_at(exc, index, what):
+    """exc raised, saying which input of the map it came from (what: None
+    for an apply's, which has one)."""
+    note = "(strand: %s %d of the map)" % (what, index)
+    if what and hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
+    raise exc
 
 
 def _error(text):
@@ -157,6 +217,45 @@ def _outcome(ok, text, gw):
     if not ok:
         raise _error(text)
     return _decode(text, gw)
+
+
+def _chunk(ok, text, gw):
+    """A map task's result as a page by columns gives it: its inputs'
+    values, one that failed alone as _Failed; a task that failed as a
+    whole raises its error."""
+    if ok:
+        return _decode(text, gw)
+    partly = _partly(text)
+    if partly is None:
+        raise _error(text)
+    failed, value = partly
+    values = _decode(value, gw)
+    for at, error in failed:
+        values[at] = _Failed(_error(error))
+    return values
+
+
+def _inputs(results, gw, decoded=None, single=False):
+    """A map's values, input by input, from its tasks' results (ok, text)
+    in input order; an input that failed raises its exception there (each
+    task's values decoded once, into decoded by its index, if given).
+    single: an apply's, whose error says no input."""
+    index = 0
+    for task, (ok, text) in enumerate(results):
+        try:
+            if decoded is None:
+                values = _chunk(ok, text, gw)
+            elif task in decoded:
+                values = decoded[task]
+            else:
+                values = decoded[task] = _chunk(ok, text, gw)
+        except BaseException as e:  # a task's SystemExit is raised again too
+            _raise_at(e, index, None if single else "the task from input")
+        for value in values:
+            if isinstance(value, _Failed):
+                _raise_at(value.error, index, None if single else "input")
+            yield value
+            index += 1
 
 
 class AsyncResult:
@@ -203,12 +302,8 @@ class AsyncResult:
             raise self._items
         # Each task's values decoded once: one that came as a value is
         # fetched once (and gone from the gateway after).
-        values = []
         with self._decoding:
-            for i, (ok, text) in enumerate(self._items):
-                if i not in self._decoded:
-                    self._decoded[i] = _outcome(ok, text, self._pool._gw)
-                values.extend(self._decoded[i])
+            values = list(_inputs(self._items, self._pool._gw, self._decoded, self._single))
         return values[0] if self._single else values
 
 
@@ -267,24 +362,33 @@ class Pool:
         uploaded, and named."""
         return self._gw.put_value(arg) if isinstance(arg, _Upload) else arg
 
-    def _submit(self, func, runner, args, name=None):
+    def _submit(self, func, runner, args, name=None, counts=None):
         """A job running runner (with the function) on each task argument
         in args (_task's); each task's value is a list. The job's id; name:
-        what it is called (shown with it), or None."""
+        what it is called (shown with it), or None; counts: how many inputs
+        each task carries (a map's chunks: the job counts by input), or
+        None."""
         if self._state != "running":
             raise ValueError("Pool not running")
         parts = _parts(args, self._inline)
+        _, first = next(parts)
         body = {
             "function": _pickling.function_name(func),
             "context": _context(runner, self._init, func),
-            "args": next(parts)[1],
+            "args": first,
             "total": len(args),
         }
+        if counts is not None:
+            body["inputs"] = counts[: len(first)]
+            body["input_total"] = sum(counts)
         if name is not None:
             body["name"] = name
         job = self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
         for offset, part in parts:
-            self._gw.request("POST", "/v1/jobs/%s/args" % job, {"offset": offset, "args": part})
+            more = {"offset": offset, "args": part}
+            if counts is not None:
+                more["inputs"] = counts[offset : offset + len(part)]
+            self._gw.request("POST", "/v1/jobs/%s/args" % job, more)
         return job
 
     def _default_chunksize(self, n):
@@ -293,16 +397,14 @@ class Pool:
         return chunksize + 1 if extra else max(chunksize, 1)
 
     def _values(self, job, order):
-        """Each input's value, in the job's order, chunks unpacked."""
-        for ok, text in self._results(job, order):
-            yield from _outcome(ok, text, self._gw)
+        """Each input's value, in the job's order, chunks unpacked (by
+        completion, an input's index counts in that order)."""
+        return _inputs(self._results(job, order), self._gw)
 
     def _list(self, job):
-        """Every value of job, in input order."""
-        values = []
-        for ok, text in self._results(job, "input"):
-            values.extend(_outcome(ok, text, self._gw))
-        return values
+        """Every value of job, in input order; the first input that failed
+        raises, after every task ended, as multiprocessing's map."""
+        return list(_inputs(list(self._results(job, "input")), self._gw))
 
     def _results(self, job, order):
         """Each result of job as (ok, its value or error text), paged with
@@ -331,7 +433,8 @@ class Pool:
             raise ValueError("chunksize must be at least 1")
         if not items:
             return None
-        return self._submit(func, runner, _chunk_tasks(items, chunksize), name)
+        tasks, counts = _chunk_tasks(items, chunksize)
+        return self._submit(func, runner, tasks, name, counts)
 
     # ---- multiprocessing.Pool -------------------------------------------
     # name (strand's own, keyword): what the job is called, shown with it.

@@ -28,7 +28,11 @@ task's result naming it ({"$value": SHA256}).
 
 An exception is an error result: its type, then its message and the
 remote traceback (for pickle tasks also the pickled exception, after
-EXCEPTION_MARK, so that strand.Pool raises it again). What the function
+EXCEPTION_MARK, so that strand.Pool raises it again). A task of several
+inputs (a map's chunk) whose function raised _worker.InputsFailed failed
+only in part: a 'P' frame says how many of its inputs failed, and its
+error is JSON, {"failed": [[OFFSET, ERROR], ...], "value": VALUE}, each
+failed input's error as above and VALUE the values of them all. What the function
 prints on sys.stdout and sys.stderr goes to the worker as 'O' frames, a
 line at a time and before its result (the pool's output: GET
 /v1/pools/{id}/logs), so it cannot break a frame.
@@ -143,6 +147,26 @@ def _run(name, arg, contexts):
         return json.dumps(base64.b64encode(pickled).decode("ascii")).encode()
     value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
+
+
+def _error_text(exc, trace, name):
+    """A failed task's (or input's) error after its type: the message, the
+    remote traceback and, for pickle tasks, the exception itself."""
+    detail = "%s\n\nremote traceback:\n%s" % (exc, trace)
+    return detail + _pickled(exc) if _is_pickled(name) else detail
+
+
+def _partly(e, name):
+    """A task of several inputs some of which failed alone
+    (_worker.InputsFailed): its 'P' frame's count and error, JSON of each
+    failure by its offset (its type, then as _error_text) and the value of
+    them all, as 'R' would carry it (docs/tasks.md)."""
+    failed = [[at, "%s: %s" % (type(exc).__qualname__, _error_text(exc, trace, name))] for at, exc, trace in e.failures]
+    if _is_pickled(name):
+        value = base64.b64encode(_pickling.dumps(e.values)).decode("ascii")
+    else:
+        value = e.values
+    return str(len(failed)).encode(), json.dumps({"failed": failed, "value": value}).encode()
 
 
 def _pickled(exc):
@@ -335,11 +359,14 @@ def main():
             line.running = False
             _flush_output()
             line.send(b"R", ident, b"", result)
+        except _worker.InputsFailed as e:
+            line.running = False
+            count, text = _partly(e, name)
+            _flush_output()
+            line.send(b"P", ident, count, text)
         except BaseException as e:  # a task's SystemExit is its error too
             line.running = False
-            detail = "%s\n\nremote traceback:\n%s" % (e, traceback.format_exc())
-            if _is_pickled(name):
-                detail += _pickled(e)
+            detail = _error_text(e, traceback.format_exc(), name)
             _flush_output()
             line.send(b"E", ident, type(e).__qualname__.encode(), detail.encode())
 
