@@ -9,6 +9,8 @@
 
 #include "common/tsan_suppressions.h"
 #include "worker/code.h"
+#include "worker/runtime.h"
+#include "worker/values.h"
 #include "worker/worker.h"
 
 /* The one global: set by signal handlers, which may run on any thread
@@ -34,11 +36,17 @@ static const char *env_or(const char *name, const char *fallback)
 static int run_once(const worker_config *cfg, const char *function, const char *arg)
 {
 	worker_fns *fns = worker_fns_new(cfg->plugin_path);
+	/* With an identity, its large queue items go as values, as a task's. */
+	worker_values *values = cfg->worker_id && cfg->secret ? worker_values_new(cfg) : NULL;
 	cm_buf out;
 	int ok = 0;
 
 	cm_buf_init(&out);
-	if (fns && cfg->runtime && worker_fns_set_runtime(fns, cfg->runtime) != CM_OK) {
+	int runtime_err = fns && cfg->runtime ? worker_fns_set_runtime(fns, cfg->runtime) : CM_OK;
+
+	if (runtime_err == CM_OK && fns && cfg->runtime)
+		worker_runtime_use_values(worker_fns_runtime(fns), values);
+	if (runtime_err != CM_OK) {
 		fprintf(stderr, "strand-worker: the runtime is not \"python\" or a JSON array of strings: %s\n",
 		        cfg->runtime);
 	} else if (!fns || worker_fns_run(fns, function, arg, strlen(arg), NULL, 0, 0, (uint64_t)getpid(), &out, &ok) !=
@@ -50,6 +58,7 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 	}
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
+	worker_values_free(values);
 	worker_api_fini();
 	return ok ? 0 : 1;
 }

@@ -96,29 +96,38 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 	return 0;
 }
 
-static int put(const char *queue, int end, const char *item)
+int worker_api_put(const char *queue, int end, const char *item, const char *grant)
 {
 	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
 	ProtobufCBinaryData bin = {strlen(item), (uint8_t *)item};
 	Strand__QueueReply *reply;
+	char *grants[1] = {(char *)grant};
 
 	c.op = STRAND__QUEUE_CALL__OP__PUT;
 	c.queue = (char *)queue;
 	c.pipe_end = end;
 	c.items = &bin;
 	c.n_items = 1;
+	c.value_grants = grants;
+	c.n_value_grants = grant ? 1 : 0;
 	if (call(&c, 0, &reply) != 0)
 		return -1;
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return 0;
 }
 
-static int get(const char *queue, int end, int wait_ms, char **item)
+static int put(const char *queue, int end, const char *item)
+{
+	return worker_api_put(queue, end, item, NULL);
+}
+
+int worker_api_get(const char *queue, int end, int wait_ms, char **item, char grant[WORKER_API_GRANT_LEN + 1])
 {
 	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
 	Strand__QueueReply *reply;
 	int rc = 1;
 
+	grant[0] = '\0';
 	c.op = STRAND__QUEUE_CALL__OP__GET;
 	c.queue = (char *)queue;
 	c.pipe_end = end;
@@ -130,8 +139,18 @@ static int get(const char *queue, int end, int wait_ms, char **item)
 		*item = strndup((const char *)reply->items[0].data, reply->items[0].len);
 		rc = *item ? 0 : -1;
 	}
+	if (reply->n_value_grants && strlen(reply->value_grants[0]) == WORKER_API_GRANT_LEN)
+		memcpy(grant, reply->value_grants[0], WORKER_API_GRANT_LEN + 1);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
 	return rc;
+}
+
+/* A plugin's get: an item that names a value is its JSON, as any. */
+static int get(const char *queue, int end, int wait_ms, char **item)
+{
+	char grant[WORKER_API_GRANT_LEN + 1];
+
+	return worker_api_get(queue, end, wait_ms, item, grant);
 }
 
 int strand_task_queue_put(const char *queue, const char *item)

@@ -37,6 +37,7 @@ struct worker_runtime {
 	size_t ndefined; /* texts sent since it started (the newest at (ndefined - 1) % KEPT) */
 	uint64_t current; /* the context its next task runs with */
 	int ready; /* its ready frame came */
+	worker_values *values; /* where a large queue item goes (worker_runtime_use_values), or NULL */
 };
 
 typedef struct frame {
@@ -293,10 +294,77 @@ static int queue_task(worker_runtime *rt, const worker_runtime_task *t)
 	return queue_frame(rt, 'T', ++rt->next_id, t->function, strlen(t->function), t->arg, t->arg_len);
 }
 
+void worker_runtime_use_values(worker_runtime *rt, worker_values *values)
+{
+	rt->values = values;
+}
+
+/* An item to put that the runtime wrote to a file ({"$value_file":"PATH"}:
+ * past what goes inline), stored as a value and replaced by the item that
+ * names it ({"$value":"SHA256"}), with the grant to read it that vouches
+ * for it ("SHA256 GRANT" into grant). Whether the item stands (any other
+ * does); else why says why. */
+static int item_stored(worker_runtime *rt, json_t *item, char **text, char grant[2 * CM_SHA256_HEX + 2], char *why,
+                       size_t why_len)
+{
+	const char *path = json_string_value(json_object_get(item, "$value_file"));
+	char sha[CM_SHA256_HEX + 1], mac[CM_SHA256_HEX + 1];
+
+	if (!path || json_object_size(item) != 1)
+		return 1;
+	if (!rt->values) {
+		snprintf(why, why_len, "a queue item past 1 MiB cannot be stored from here");
+		unlink(path);
+		return 0;
+	}
+	if (worker_values_store(rt->values, path, sha, why, why_len) != CM_OK)
+		return 0;
+	if (!worker_values_grant_of(rt->values, sha, mac)) {
+		snprintf(why, why_len, "the gateway gave no grant for the value stored");
+		return 0;
+	}
+	snprintf(grant, 2 * CM_SHA256_HEX + 2, "%s %s", sha, mac);
+	free(*text);
+	json_t *ref = json_pack("{s:s}", "$value", sha);
+	*text = ref ? json_dumps(ref, JSON_COMPACT) : NULL;
+	json_decref(ref);
+	snprintf(why, why_len, "out of memory");
+	return *text != NULL;
+}
+
+/* An item got that names a value ({"$value":"SHA256"}), with its grant
+ * "SHA256 GRANT TAKE": the value fetched (cached on this host), removed
+ * from the gateway (read once), and the item replaced by its file's
+ * ({"$value_file":"PATH"}). Whether the item stands (any other does). */
+static int item_fetched(worker_runtime *rt, char **got, const char *grant, char *why, size_t why_len)
+{
+	char sha[CM_SHA256_HEX + 1], read[2 * CM_SHA256_HEX + 2], path[1200];
+	char *one = read;
+
+	if (strlen(*got) != CM_VALUE_REF_LEN || !cm_value_ref(*got, CM_VALUE_REF_LEN, sha))
+		return 1;
+	if (!rt->values || strlen(grant) != 3 * CM_SHA256_HEX + 2 || strncmp(grant, sha, CM_SHA256_HEX) != 0) {
+		snprintf(why, why_len, "the item names value %s, which cannot be fetched from here", sha);
+		return 0;
+	}
+	snprintf(read, sizeof(read), "%.*s", 2 * CM_SHA256_HEX + 1, grant);
+	worker_values_grant(rt->values, &one, 1);
+	if (worker_values_path(rt->values, sha, path, sizeof(path), why, why_len) != CM_OK ||
+	    worker_values_take(rt->values, sha, grant + 2 * CM_SHA256_HEX + 2, why, why_len) != CM_OK)
+		return 0;
+	json_t *file = json_pack("{s:s}", "$value_file", path);
+	free(*got);
+	*got = file ? json_dumps(file, JSON_COMPACT) : NULL;
+	json_decref(file);
+	snprintf(why, why_len, "out of memory");
+	return *got != NULL;
+}
+
 /* A task's call on a queue or pipe ('Q' frame: a the operation, b its JSON
  * arguments), made through the worker's own connection to the gateway
  * (plugin_api.c) and answered with an 'A' frame: a "ok" (b: the item, for
- * get and recv), "empty" (nothing came within wait_ms) or "error". */
+ * get and recv), "empty" (nothing came within wait_ms) or "error". An
+ * item past what goes inline travels as a value, both ways. */
 static int relay(worker_runtime *rt, const frame *f)
 {
 	char op[16];
@@ -309,19 +377,26 @@ static int relay(worker_runtime *rt, const frame *f)
 	                          ? json_dumps(json_object_get(args, "item"), JSON_COMPACT | JSON_ENCODE_ANY)
 	                          : NULL;
 	char *got = NULL;
+	char why[256], put_grant[2 * CM_SHA256_HEX + 2] = "", got_grant[WORKER_API_GRANT_LEN + 1] = "";
 	int rc = -1;
 
 	snprintf(op, sizeof(op), "%.*s", (int)(f->a_len < sizeof(op) ? f->a_len : sizeof(op) - 1), f->a);
-	if (strcmp(op, "put") == 0 && queue && item_text)
-		rc = strand_task_queue_put(queue, item_text);
+	if (item_text && !item_stored(rt, json_object_get(args, "item"), &item_text, put_grant, why, sizeof(why)))
+		fprintf(stderr, "strand: the item to %s could not be stored: %s\n", op, why);
+	else if (strcmp(op, "put") == 0 && queue && item_text)
+		rc = worker_api_put(queue, -1, item_text, put_grant[0] ? put_grant : NULL);
 	else if (strcmp(op, "get") == 0 && queue)
-		rc = strand_task_queue_get(queue, wait_ms, &got);
+		rc = worker_api_get(queue, -1, wait_ms, &got, got_grant);
 	else if (strcmp(op, "send") == 0 && pipe && item_text)
-		rc = strand_task_pipe_send(pipe, end, item_text);
+		rc = worker_api_put(pipe, end, item_text, put_grant[0] ? put_grant : NULL);
 	else if (strcmp(op, "recv") == 0 && pipe)
-		rc = strand_task_pipe_recv(pipe, end, wait_ms, &got);
+		rc = worker_api_get(pipe, end, wait_ms, &got, got_grant);
 	else
 		fprintf(stderr, "strand: the runtime asked for '%s', which is not a queue or pipe call\n", op);
+	if (rc == 0 && got && !item_fetched(rt, &got, got_grant, why, sizeof(why))) {
+		fprintf(stderr, "strand: the item got could not be read: %s\n", why);
+		rc = -1;
+	}
 	const char *status = rc == 0 ? "ok" : rc == 1 ? "empty" : "error";
 	int err = queue_frame(rt, 'A', f->id, status, strlen(status), got ? got : "", got ? strlen(got) : 0);
 	free(got);

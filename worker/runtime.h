@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "worker/values.h"
 
 typedef struct worker_runtime worker_runtime;
 
@@ -101,6 +102,11 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 /* One task, its result (JSON) or error text appended to out, *ok set. */
 int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg, size_t arg_len, unsigned timeout_ms,
                        cm_buf *out, int *ok);
+
+/* Where the items its tasks put on queues and pipes go when written to a
+ * file ({"$value_file":"PATH"}: past what goes inline): stored as values
+ * (borrowed; NULL: refused). */
+void worker_runtime_use_values(worker_runtime *rt, worker_values *values);
 
 /* Whether its program runs now (it started, and has not ended since). */
 int worker_runtime_running(const worker_runtime *rt);

@@ -78,8 +78,7 @@ void worker_values_grant(worker_values *v, char *const *grants, size_t n)
 	pthread_mutex_unlock(&v->mu);
 }
 
-/* The newest grant for sha into mac; 0 when none is kept. */
-static int grant_of(worker_values *v, const char *sha, char mac[CM_SHA256_HEX + 1])
+int worker_values_grant_of(worker_values *v, const char *sha, char mac[CM_SHA256_HEX + 1])
 {
 	int found = 0;
 
@@ -136,7 +135,7 @@ static int fetch(worker_values *v, const char *dir, const char *sha, const char 
 	int64_t size = 0;
 	int fd, err, rv;
 
-	if (!grant_of(v, sha, mac)) {
+	if (!worker_values_grant_of(v, sha, mac)) {
 		snprintf(why, why_len, "value %s: this worker holds no grant to fetch it", sha);
 		return CM_EPERM;
 	}
@@ -195,7 +194,18 @@ static ssize_t piece(int fd, uint64_t at, uint8_t *buf, size_t cap)
 	return n;
 }
 
-/* One BlobPut, answered: CM_OK, or an error with why. */
+/* Notes one grant, for sha. */
+static void keep_grant(worker_values *v, const char *sha, const char *mac)
+{
+	char text[2 * CM_SHA256_HEX + 2];
+	char *one = text;
+
+	snprintf(text, sizeof(text), "%s %s", sha, mac);
+	worker_values_grant(v, &one, 1);
+}
+
+/* One BlobPut, answered: CM_OK, or an error with why. The last's answer
+ * carries the grant to read what was stored: kept. */
 static int put_piece(worker_values *v, const char *sha, uint64_t at, const uint8_t *buf, size_t n, int last, char *why,
                      size_t why_len)
 {
@@ -209,6 +219,8 @@ static int put_piece(worker_values *v, const char *sha, uint64_t at, const uint8
 	p.data = (ProtobufCBinaryData){.data = (uint8_t *)buf, .len = n};
 	p.last = last;
 	int err = worker_blob_exchange(v->link, v->cfg, PROTO_BLOB_PUT, &p.base, &part, why, why_len);
+	if (part && last && part->value_grant && strlen(part->value_grant) == CM_SHA256_HEX)
+		keep_grant(v, sha, part->value_grant);
 	if (part)
 		protobuf_c_message_free_unpacked(&part->base, NULL);
 	return err;
@@ -263,5 +275,29 @@ int worker_values_store(worker_values *v, const char *path, char sha[CM_SHA256_H
 	if (err == CM_OK)
 		unlink(path);
 	free(buf);
+	return err;
+}
+
+int worker_values_take(worker_values *v, const char *sha, const char *take, char *why, size_t why_len)
+{
+	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
+	Strand__BlobPart *part = NULL;
+	int err = CM_OK, rv;
+
+	f.worker_id = (char *)v->cfg->worker_id;
+	f.pool_id = (char *)v->cfg->pool_id;
+	f.sha256 = (char *)sha;
+	f.value_grant = (char *)take;
+	f.take = 1;
+	pthread_mutex_lock(&v->fetching);
+	if (!v->link && (rv = hub_link_new(v->cfg, 1, &v->link)) != 0) {
+		snprintf(why, why_len, "cannot dial hub %s: %s", v->cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
+	}
+	if (err == CM_OK)
+		err = worker_blob_exchange(v->link, v->cfg, PROTO_BLOB_FETCH, &f.base, &part, why, why_len);
+	pthread_mutex_unlock(&v->fetching);
+	if (part)
+		protobuf_c_message_free_unpacked(&part->base, NULL);
 	return err;
 }

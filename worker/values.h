@@ -29,14 +29,23 @@ void worker_values_free(worker_values *v);
 /* Notes the grants a batch carried (Batch.value_grants: "SHA256 GRANT"). */
 void worker_values_grant(worker_values *v, char *const *grants, size_t n);
 
+/* The newest grant kept for sha into mac (to fetch it, or to name it in a
+ * queue item); 0 when none is. */
+int worker_values_grant_of(worker_values *v, const char *sha, char mac[CM_SHA256_HEX + 1]);
+
+/* Removes the value named sha from the gateway (a queue item's, read
+ * once), by its take grant (QueueReply.value_grants). CM_OK, or an error
+ * with why. */
+int worker_values_take(worker_values *v, const char *sha, const char *take, char *why, size_t why_len);
+
 /* The cached file holding the value named sha (fetched now unless cached)
  * into path. CM_OK, or an error with the reason in why. */
 int worker_values_path(worker_values *v, const char *sha, char *path, size_t path_len, char *why, size_t why_len);
 
-/* A runtime's result too large for a pull, which it wrote to the file path
- * ({"$value_file":"PATH"}): stored as a value through the hub (BlobPut),
- * in pieces, and the file removed. Its name into sha. CM_OK, or an error
- * with why. */
+/* A runtime's result (or queue item) too large for a pull, which it wrote
+ * to the file path ({"$value_file":"PATH"}): stored as a value through the
+ * hub (BlobPut), in pieces, and the file removed; the grant to read it is
+ * kept. Its name into sha. CM_OK, or an error with why. */
 int worker_values_store(worker_values *v, const char *path, char sha[CM_SHA256_HEX + 1], char *why, size_t why_len);
 
 #endif

@@ -975,6 +975,7 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		/* It loads while the worker dials and pulls: the first map's
 		 * tasks do not wait for an interpreter to start. */
 		char why[128];
+		worker_runtime_use_values(worker_fns_runtime(w.fns), w.values);
 		if (worker_runtime_start(worker_fns_runtime(w.fns), why, sizeof(why)) != CM_OK)
 			cm_warn("%s (the first task tries again)", why);
 	}

@@ -36,6 +36,15 @@ typedef struct worker_config {
 
 /* The plugin API's connection (plugin_api.c): set before tasks run. */
 void worker_api_init(const worker_config *cfg);
+/* A put (end -1: on queue; 0 or 1: on that end of pipe queue) whose item
+ * names a value with the sender's grant to read it, "SHA256 GRANT" (NULL
+ * for none): 0, or -1 (stderr says why). */
+int worker_api_put(const char *queue, int end, const char *item, const char *grant);
+/* A get: 0 with *item (new), 1 when nothing came within wait_ms, -1 on
+ * error; an item naming a value comes with grant "SHA256 GRANT TAKE"
+ * (else ""). */
+#define WORKER_API_GRANT_LEN (3 * 64 + 2)
+int worker_api_get(const char *queue, int end, int wait_ms, char **item, char grant[WORKER_API_GRANT_LEN + 1]);
 void worker_api_fini(void);
 
 /* Runs until the gateway says stop, refuses us, stays away too long, or

@@ -343,13 +343,31 @@ static void refuse_and_close(hub_slot *s, const char *why)
 
 /* ---- the engine's answers (engine_link), on the engine's thread --------- */
 
-/* The grant that lets worker fetch the value named sha. */
+/* The grant that lets worker fetch the value named sha (what: "read"), or
+ * remove it ("take": a queue item's, read once). */
+static void grant_for(const hub *h, const char *what, const char *worker, const char *sha, char out[CM_SHA256_HEX + 1])
+{
+	char text[256 + 1 + CM_SHA256_HEX + 16];
+	int n = strcmp(what, "read") == 0 ? snprintf(text, sizeof(text), "%s %s", worker, sha)
+	                                  : snprintf(text, sizeof(text), "%s %s %s", what, worker, sha);
+
+	cm_hmac_sha256_hex(h->grant_key, CM_SHA256_HEX, text, (size_t)n, out);
+}
+
 static void value_grant(const hub *h, const char *worker, const char *sha, char out[CM_SHA256_HEX + 1])
 {
-	char what[256 + 1 + CM_SHA256_HEX + 1];
-	int n = snprintf(what, sizeof(what), "%s %s", worker, sha);
+	grant_for(h, "read", worker, sha, out);
+}
 
-	cm_hmac_sha256_hex(h->grant_key, CM_SHA256_HEX, what, (size_t)n, out);
+/* Whether grant (its text) is what for worker and sha. */
+static int grant_valid(const hub *h, const char *what, const char *worker, const char *sha, const char *grant)
+{
+	char want[CM_SHA256_HEX + 1];
+
+	if (!cm_sha256_name_valid(sha) || !grant || strlen(grant) != CM_SHA256_HEX)
+		return 0;
+	grant_for(h, what, worker, sha, want);
+	return cm_secret_equal(want, grant, CM_SHA256_HEX);
 }
 
 static void free_grants(char **grants, size_t n)
@@ -465,19 +483,39 @@ static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
 {
 	Strand__QueueReply reply = STRAND__QUEUE_REPLY__INIT;
 	ProtobufCBinaryData *bins = r->nitems ? calloc(r->nitems, sizeof(*bins)) : NULL;
+	/* "SHA GRANT TAKE" for each item that names a value (a length compare
+	 * for the others). */
+	char(*grants)[3 * CM_SHA256_HEX + 3] = NULL;
+	char **named = NULL;
+	size_t ngrants = 0;
 
 	(void)ctx;
 	slot_release(s);
 	reply.ok = r->ok;
 	reply.error = (char *)(r->error ? r->error : "");
 	for (size_t i = 0; bins && i < r->nitems; i++) {
+		char sha[CM_SHA256_HEX + 1], read[CM_SHA256_HEX + 1], take[CM_SHA256_HEX + 1];
 		bins[i].data = (uint8_t *)r->items[i];
 		bins[i].len = r->lens[i];
+		if (r->lens[i] != CM_VALUE_REF_LEN || !cm_value_ref(r->items[i], r->lens[i], sha))
+			continue;
+		if (!grants &&
+		    (!(grants = calloc(r->nitems, sizeof(*grants))) || !(named = calloc(r->nitems, sizeof(*named)))))
+			break; /* out of memory: the item cannot be read, and says so */
+		value_grant(s->hub, s->worker, sha, read);
+		grant_for(s->hub, "take", s->worker, sha, take);
+		snprintf(grants[ngrants], sizeof(grants[ngrants]), "%s %s %s", sha, read, take);
+		named[ngrants] = grants[ngrants];
+		ngrants++;
 	}
 	reply.items = bins;
 	reply.n_items = bins ? r->nitems : 0;
+	reply.value_grants = named;
+	reply.n_value_grants = ngrants;
 	send_message(s, PROTO_QUEUE_REPLY, &reply.base);
 	free(bins);
+	free(grants);
+	free(named);
 }
 
 /* The pull of a worker that is gone: its connection ends with it. */
@@ -508,12 +546,37 @@ static void check_result(hub_slot *s, engine_result *r)
 	r->ok = 0; /* a lost attempt stays lost: only its words are replaced */
 }
 
+/* Whether each item of a put that names a value ({"$value":"SHA256"})
+ * comes with its sender's grant to read it (QueueCall.value_grants): a
+ * worker names in a queue only what it may read itself. */
+static int items_vouched(const hub_slot *s, const Strand__QueueCall *c)
+{
+	char sha[CM_SHA256_HEX + 1];
+
+	for (size_t i = 0; i < c->n_items; i++) {
+		int vouched = 0;
+		if (c->items[i].len != CM_VALUE_REF_LEN ||
+		    !cm_value_ref((const char *)c->items[i].data, c->items[i].len, sha))
+			continue;
+		for (size_t g = 0; g < c->n_value_grants && !vouched; g++) {
+			const char *text = c->value_grants[g];
+			vouched = strlen(text) == 2 * CM_SHA256_HEX + 1 && strncmp(text, sha, CM_SHA256_HEX) == 0 &&
+			          grant_valid(s->hub, "read", s->worker, sha, text + CM_SHA256_HEX + 1);
+		}
+		if (!vouched)
+			return 0;
+	}
+	return 1;
+}
+
 /* The engine's view of a decoded pull or queue call: plain structs that
  * point into the message the slot keeps (results checked on the way). */
 static int describe(hub_slot *s, proto_type type)
 {
 	if (type == PROTO_QUEUE_CALL) {
 		Strand__QueueCall *c = (Strand__QueueCall *)s->msg;
+		if (c->op == STRAND__QUEUE_CALL__OP__PUT && !items_vouched(s, c))
+			return CM_EPERM;
 		if (c->n_items && (!(s->items = calloc(c->n_items, sizeof(*s->items))) ||
 		                   !(s->lens = calloc(c->n_items, sizeof(*s->lens)))))
 			return CM_ENOMEM;
@@ -579,9 +642,10 @@ static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
 	int err;
 
 	s->msg = m;
-	if (describe(s, type) != CM_OK) {
+	if ((err = describe(s, type)) != CM_OK) {
 		slot_release(s);
-		refuse(s, "the gateway is out of memory");
+		refuse(s, err == CM_EPERM ? "a queue item names a value its sender was given no grant to read"
+		                          : "the gateway is out of memory");
 		return;
 	}
 	pthread_mutex_lock(&h->mu);
@@ -615,19 +679,19 @@ static void serve_blob(hub_slot *s, const Strand__BlobFetch *f)
 	Strand__BlobPart part = STRAND__BLOB_PART__INIT;
 	int value = f->value_grant && f->value_grant[0];
 	blob_store *from = value ? s->hub->values : s->hub->code;
-	char grant[CM_SHA256_HEX + 1] = "";
 	uint8_t *buf = NULL;
 	size_t got = 0;
 	int64_t size = 0;
 	int err;
 
-	if (value && cm_sha256_name_valid(f->sha256))
-		value_grant(s->hub, s->worker, f->sha256, grant);
 	if (!value && (!s->code[0] || strcmp(f->sha256, s->code) != 0))
 		part.error = "the worker's pool runs no such code package";
-	else if (value && (!grant[0] || strlen(f->value_grant) != CM_SHA256_HEX ||
-	                   !cm_secret_equal(grant, f->value_grant, CM_SHA256_HEX)))
-		part.error = "no task given to this worker names that value (or the gateway restarted since)";
+	else if (value && !grant_valid(s->hub, f->take ? "take" : "read", s->worker, f->sha256, f->value_grant))
+		part.error = f->take ? "no queue item given to this worker names that value (or the gateway restarted "
+		                       "since)"
+		                     : "no task given to this worker names that value (or the gateway restarted since)";
+	else if (f->take) /* read once: gone (ENOENT too: a retry whose answer was lost) */
+		part.ok = (err = blob_store_remove(from, f->sha256)) == CM_OK || err == CM_ENOENT;
 	else if (!(buf = malloc(BLOB_PIECE)))
 		part.error = "the gateway is out of memory";
 	else if ((err = blob_store_read(from, f->sha256, f->offset, buf, BLOB_PIECE, &got, &size)) != CM_OK)
@@ -684,6 +748,11 @@ static void store_piece(hub_slot *s, const Strand__BlobPut *p)
 	} else {
 		part.ok = 1;
 		part.size = (uint64_t)size;
+	}
+	char grant[CM_SHA256_HEX + 1];
+	if (part.ok && p->last) { /* its sender may name it in a queue item */
+		value_grant(s->hub, s->worker, p->sha256, grant);
+		part.value_grant = grant;
 	}
 	slot_release(s);
 	send_message(s, PROTO_BLOB_PART, &part.base);

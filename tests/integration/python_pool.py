@@ -375,12 +375,36 @@ class QueueTest(WithPool):
         # Nothing there: the task's get times out, as the caller's would.
         self.assertEqual(self.pool.apply(lambda: _timed_out(q)), "timed out")
 
+    def test_items_of_any_size_both_ways(self):
+        gw = strand.gateway.default()
+        before = gw.request("GET", "/v1/values")["total"]
+        big = os.urandom(20 << 20)
+        q, out = strand.SimpleQueue(), strand.SimpleQueue()
+        q.put(big)
+        q.put(big)  # the same bytes again: an item of its own, read once too
+        self.assertEqual(self.pool.apply(_relay_big, (q, out)), (_sha256_hex(big), _sha256_hex(big)))
+        self.assertEqual(out.get(timeout=30), big[::-1])
+        a, b = strand.Pipe()
+        r = self.pool.apply_async(lambda: b.send(b.recv(timeout=30) + b"!"))
+        a.send(big[:12 << 20])
+        self.assertEqual(a.recv(timeout=30), big[:12 << 20] + b"!")
+        self.assertIsNone(r.get(30))
+        # Each item was a value, removed once read.
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], before)
+
     def test_pipe_between_caller_and_task(self):
         a, b = strand.Pipe()
         r = self.pool.apply_async(lambda: b.send(b.recv(timeout=10) * 2))
         a.send(21)
         self.assertEqual(a.recv(timeout=10), 42)
         self.assertIsNone(r.get(10))
+
+
+def _relay_big(q, out):
+    """Two large items got (read once each), one of its own put back."""
+    a, b = q.get(timeout=30), q.get(timeout=30)
+    out.put(a[::-1])
+    return _sha256_hex(a), _sha256_hex(b)
 
 
 def _timed_out(q):
@@ -449,6 +473,22 @@ class ProcessTest(unittest.TestCase):
         self.assertEqual(q.get(timeout=60), hashlib.sha256(data).hexdigest())
         p.join(60)
         self.assertEqual(p.exitcode, 0)
+
+    def test_large_items_both_ways(self):
+        # A Process gets a 12 MB item and sends one of its own back, each
+        # a value read once.
+        gw = strand.gateway.default()
+        before = gw.request("GET", "/v1/values")["total"]
+        q, out = strand.SimpleQueue(), strand.SimpleQueue()
+        data = os.urandom(12 << 20)
+        q.put(data)
+        p = strand.Process(target=_relay_big, args=(q, out))
+        q.put(b"small")
+        p.start()
+        self.assertEqual(out.get(timeout=60), data[::-1])
+        p.join(60)
+        self.assertEqual(p.exitcode, 0)
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], before)
 
     def test_exception_is_exit_code_one_with_traceback_in_logs(self):
         p = strand.Process(target=_raise)

@@ -672,10 +672,11 @@ static void a_worker_of(const char *pool, char worker[20], char secret[80])
 	tapped_secret(worker, secret);
 }
 
-/* A BlobFetch as worker_id of pool_id: the hub's answer, a BlobPart (new),
- * or NULL with its refusal's words in why. */
-static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
-                                  const char *grant, char why[256])
+/* A BlobFetch as worker_id of pool_id (take: the value removed instead):
+ * the hub's answer, a BlobPart (new), or NULL with its refusal's words in
+ * why. */
+static Strand__BlobPart *fetch_or_take_as(const char *worker_id, const char *pool_id, const char *secret,
+                                          const char *sha256, const char *grant, int take, char why[256])
 {
 	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
 	nng_stream_dialer *d = dialer_to(g.hub_port);
@@ -691,6 +692,7 @@ static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, co
 	f.pool_id = (char *)pool_id;
 	f.sha256 = (char *)sha256;
 	f.value_grant = (char *)(grant ? grant : "");
+	f.take = take;
 	assert_int_equal(proto_frame_encode(PROTO_BLOB_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
 	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
 	assert_int_equal(wire_send(conn, aio, frame, len), 0);
@@ -718,6 +720,12 @@ static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, co
 	nng_aio_free(aio);
 	nng_stream_dialer_free(d);
 	return (Strand__BlobPart *)msg;
+}
+
+static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
+                                  const char *grant, char why[256])
+{
+	return fetch_or_take_as(worker_id, pool_id, secret, sha256, grant, 0, why);
 }
 
 /* A worker's secret reaches its own pool's code package and no other: not
@@ -843,6 +851,9 @@ static void test_values_only_by_grant(void **state)
 	free(elsewhere);
 }
 
+/* What the last BlobPut's answer granted (its value's read grant, or ""). */
+static char put_grant[CM_SHA256_HEX + 1];
+
 /* A BlobPut piece as worker_id of pool_id: whether the hub took it, and
  * why not in why. */
 static int put_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256, uint64_t offset,
@@ -874,6 +885,7 @@ static int put_as(const char *worker_id, const char *pool_id, const char *secret
 	assert_int_equal(proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail)), CM_OK);
 	int ok = ((Strand__BlobPart *)msg)->ok;
 	snprintf(why, 256, "%s", ((Strand__BlobPart *)msg)->error);
+	snprintf(put_grant, sizeof(put_grant), "%s", ((Strand__BlobPart *)msg)->value_grant);
 	protobuf_c_message_free_unpacked(msg, NULL);
 	free(frame);
 	free(reply);
@@ -918,6 +930,135 @@ static void test_workers_store_values_in_pieces(void **state)
 	assert_memory_equal(r.body, "abc", 3);
 	response_free(&r);
 	free(pool);
+}
+
+/* A QueueCall as worker_id of pool_id on queue: a put of item with grant
+ * ("SHA GRANT", or NULL), or a get (item NULL) whose item and grant go
+ * into got and got_grant. Whether the hub answered ok; why not in why. */
+static int queue_call_as(const char *worker_id, const char *pool_id, const char *secret, const char *queue,
+                         const char *item, const char *grant, char got[256], char got_grant[256], char why[256])
+{
+	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
+	ProtobufCBinaryData bin = {item ? strlen(item) : 0, (uint8_t *)item};
+	char *grants[1] = {(char *)grant};
+	nng_stream_dialer *d = dialer_to(g.hub_port);
+	nng_stream *conn = NULL;
+	nng_aio *aio;
+	uint8_t *frame, *reply = NULL;
+	size_t len, reply_len = 0;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	proto_header h;
+	int ok = 0;
+
+	c.worker_id = (char *)worker_id;
+	c.pool_id = (char *)pool_id;
+	c.op = item ? STRAND__QUEUE_CALL__OP__PUT : STRAND__QUEUE_CALL__OP__GET;
+	c.queue = (char *)queue;
+	c.pipe_end = -1;
+	c.items = item ? &bin : NULL;
+	c.n_items = item ? 1 : 0;
+	c.value_grants = grants;
+	c.n_value_grants = grant ? 1 : 0;
+	c.max = 1;
+	assert_int_equal(proto_frame_encode(PROTO_QUEUE_CALL, worker_id, secret, &c.base, &frame, &len), CM_OK);
+	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
+	assert_int_equal(wire_send(conn, aio, frame, len), 0);
+	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
+	assert_int_equal(proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)), CM_OK);
+	why[0] = got[0] = got_grant[0] = '\0';
+	if (h.type == PROTO_BATCH) {
+		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
+		                 CM_OK);
+		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
+	} else {
+		assert_int_equal(proto_frame_decode(PROTO_QUEUE_REPLY, reply, reply_len, &msg, detail, sizeof(detail)),
+		                 CM_OK);
+		Strand__QueueReply *r = (Strand__QueueReply *)msg;
+		snprintf(why, 256, "%s", r->error);
+		if ((ok = r->ok) && r->n_items)
+			snprintf(got, 256, "%.*s", (int)r->items[0].len, (const char *)r->items[0].data);
+		if (r->n_value_grants)
+			snprintf(got_grant, 256, "%s", r->value_grants[0]);
+	}
+	protobuf_c_message_free_unpacked(msg, NULL);
+	free(frame);
+	free(reply);
+	nng_stream_free(conn);
+	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
+	return ok;
+}
+
+/* A queue item names only a value its putter may read (one it stored,
+ * with the grant the hub answered): not with no grant or a forged one. Its
+ * getter gets the grants to read it and to remove it (read once), and
+ * neither serves another worker, nor one the other's purpose. */
+static void test_queue_items_name_only_readable_values(void **state)
+{
+	char abc[CM_SHA256_HEX + 1], item[128], vouch[160], fake[160], got[256], got_grant[256], why[256], path[128],
+	        worker[20], secret[80], other[20], other_secret[80];
+	cm_sha256 hash;
+
+	(void)state;
+	cm_sha256_init(&hash);
+	cm_sha256_update(&hash, "abc", 3);
+	cm_sha256_hex(&hash, abc);
+	char *pool = pool_create(&g, 1), *elsewhere = pool_create(&g, 1);
+	pool_wait_connected(&g, pool, 1);
+	pool_wait_connected(&g, elsewhere, 1);
+	a_worker_of(pool, worker, secret);
+	a_worker_of(elsewhere, other, other_secret);
+	response made = http(&g, "POST", "/v1/queues", "{}", NULL);
+	assert_int_equal(made.status, 201);
+	char queue[64];
+	snprintf(queue, sizeof(queue), "%s", json_string_value(json_object_get(made.json, "id")));
+	response_free(&made);
+
+	assert_true(put_as(worker, pool, secret, abc, 0, "abc", 1, why));
+	assert_int_equal(strlen(put_grant), CM_SHA256_HEX);
+	snprintf(item, sizeof(item), "{\"$value\":\"%s\"}", abc);
+	snprintf(vouch, sizeof(vouch), "%s %s", abc, put_grant);
+	snprintf(fake, sizeof(fake), "%s %064d", abc, 0);
+	assert_false(queue_call_as(worker, pool, secret, queue, item, NULL, got, got_grant, why));
+	assert_string_equal(why, "a queue item names a value its sender was given no grant to read");
+	assert_false(queue_call_as(worker, pool, secret, queue, item, fake, got, got_grant, why));
+	assert_string_equal(why, "a queue item names a value its sender was given no grant to read");
+	assert_false(queue_call_as(other, elsewhere, other_secret, queue, item, vouch, got, got_grant, why));
+	assert_string_equal(why, "a queue item names a value its sender was given no grant to read");
+	assert_true(queue_call_as(worker, pool, secret, queue, item, vouch, got, got_grant, why));
+
+	assert_true(queue_call_as(other, elsewhere, other_secret, queue, NULL, NULL, got, got_grant, why));
+	assert_string_equal(got, item);
+	assert_int_equal(strlen(got_grant), 3 * CM_SHA256_HEX + 2);
+	assert_memory_equal(got_grant, abc, CM_SHA256_HEX);
+	char read[CM_SHA256_HEX + 1], take[CM_SHA256_HEX + 1];
+	snprintf(read, sizeof(read), "%.64s", got_grant + CM_SHA256_HEX + 1);
+	snprintf(take, sizeof(take), "%.64s", got_grant + 2 * CM_SHA256_HEX + 2);
+	Strand__BlobPart *part = fetch_as(other, elsewhere, other_secret, abc, read, why);
+	assert_non_null(part);
+	assert_memory_equal(part->data.data, "abc", 3);
+	protobuf_c_message_free_unpacked(&part->base, NULL);
+	/* The read grant removes nothing, nor does the take grant for another. */
+	assert_null(fetch_or_take_as(other, elsewhere, other_secret, abc, read, 1, why));
+	assert_string_equal(why,
+	                    "no queue item given to this worker names that value (or the gateway restarted since)");
+	assert_null(fetch_or_take_as(worker, pool, secret, abc, take, 1, why));
+	assert_string_equal(why,
+	                    "no queue item given to this worker names that value (or the gateway restarted since)");
+	assert_null(fetch_as(other, elsewhere, other_secret, abc, take, why));
+	snprintf(path, sizeof(path), "/v1/values/%s", abc);
+	response r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	part = fetch_or_take_as(other, elsewhere, other_secret, abc, take, 1, why);
+	assert_non_null(part);
+	protobuf_c_message_free_unpacked(&part->base, NULL);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	response_free(&r);
+	free(pool);
+	free(elsewhere);
 }
 
 /* A worker's pull with more lines of output than one pull may store: the
@@ -980,6 +1121,7 @@ int main(void)
 	        cmocka_unit_test(test_code_packages_only_for_their_pool),
 	        cmocka_unit_test(test_values_only_by_grant),
 	        cmocka_unit_test(test_workers_store_values_in_pieces),
+	        cmocka_unit_test(test_queue_items_name_only_readable_values),
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};

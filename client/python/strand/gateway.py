@@ -74,9 +74,10 @@ class Gateway:
         text = self._send(method, path, None, timeout, raw=(data, content_type))
         return json.loads(text) if text else None
 
-    def put_value(self, data):
+    def put_value(self, data, fresh=False):
         """Uploads data (bytes) as a value (PUT /v1/values/{sha256}) unless
-        the gateway holds it already; what a task's argument is to name it."""
+        the gateway holds it already (fresh: named uniquely, so not asked);
+        what a task's argument is to name it."""
         # Past the cap it would be refused before its body is read, and a
         # client still sending may lose that answer to the connection's reset.
         if self._value_max is None:
@@ -89,6 +90,8 @@ class Gateway:
             )
         name = hashlib.sha256(data).hexdigest()
         try:
+            if fresh:
+                raise StrandError(404, "not asked")
             self._send("HEAD", "/v1/values/" + name, None, 60)
         except StrandError as e:
             if e.status != 404:

@@ -2,26 +2,53 @@
 gateway objects. Made in the caller (over HTTP), they can be passed to
 tasks: inside a worker they carry only their id and reach the gateway
 through the worker. Items are Python objects, as base64 of their
-cloudpickle bytes (a REST client sees those strings)."""
+cloudpickle bytes (a REST client sees those strings); one whose pickle
+passes ITEM_INLINE travels as a value of its own ({"$value": SHA256}),
+read once."""
 
 import base64
 import json
+import os
+import tempfile
 import time
 
 from . import _pickling, _worker
 from . import gateway as _gateway
 
 WAIT_S = 30
+# An item pickled past this goes as a value: its bytes uploaded apart (not
+# base64 in JSON), up to the gateway's --max-value-bytes.
+ITEM_INLINE = 1 << 20
 
 
-def _enc(obj):
-    return base64.b64encode(_pickling.dumps(obj)).decode("ascii")
+def _enc(obj, gw):
+    """An item as a put carries it: base64 text, or the value holding it.
+    A value read once is named uniquely (16 random bytes after the pickle,
+    which unpickling ignores), so that its reader may remove it."""
+    pickled = _pickling.dumps(obj)
+    if len(pickled) <= ITEM_INLINE:
+        return base64.b64encode(pickled).decode("ascii")
+    pickled += os.urandom(16)
+    if _worker.inside():  # the worker stores it (as a task's large result)
+        fd, path = tempfile.mkstemp(prefix="strand-item-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(pickled)
+        return {"$value_file": path}
+    return gw.put_value(pickled, fresh=True)
 
 
-def _dec(text):
+def _dec(item, gw):
+    """An item as a get gives it: base64 text, or the value holding it,
+    fetched and removed (in a task, the worker did both and gives its
+    file)."""
     import cloudpickle
 
-    return cloudpickle.loads(base64.b64decode(text))
+    if isinstance(item, dict) and "$value_file" in item:
+        with open(item["$value_file"], "rb") as f:
+            return cloudpickle.loads(f.read())
+    if isinstance(item, dict):
+        return cloudpickle.loads(gw.take_value(item["$value"]))
+    return cloudpickle.loads(base64.b64decode(item))
 
 
 class QueueError(Exception):
@@ -39,11 +66,11 @@ def _take(gw, path, relay_op, timeout, **relay_args):
             if status == "error":
                 raise QueueError("strand: the %s call failed (see the worker's log)" % relay_op)
             if status == "ok":
-                return _dec(json.loads(item))
+                return _dec(json.loads(item), gw)
         else:
             page = gw.request("POST", "%s?max=1&wait=%d" % (path, int(left)))
             if page["items"]:
-                return _dec(page["items"][0])
+                return _dec(page["items"][0], gw)
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError("nothing came within %s s" % timeout)
 
@@ -62,10 +89,10 @@ class SimpleQueue:
 
     def put(self, obj):
         if _worker.inside():
-            if _worker.call("put", queue=self.id, item=_enc(obj))[0] != "ok":
+            if _worker.call("put", queue=self.id, item=_enc(obj, None))[0] != "ok":
                 raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
         else:
-            self._gw.request("POST", "/v1/queues/%s/items" % self.id, {"item": _enc(obj)})
+            self._gw.request("POST", "/v1/queues/%s/items" % self.id, {"item": _enc(obj, self._gw)})
 
     def get(self, timeout=None):
         return _take(self._gw, "/v1/queues/%s/take" % self.id, "get", timeout, queue=self.id)
@@ -99,10 +126,10 @@ class Connection:
     def send(self, obj):
         self._check_open()
         if _worker.inside():
-            if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj))[0] != "ok":
+            if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj, None))[0] != "ok":
                 raise QueueError("strand: send on %s failed (see the worker's log)" % self.pipe)
         else:
-            self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj)})
+            self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj, self._gw)})
 
     def recv(self, timeout=None):
         self._check_open()

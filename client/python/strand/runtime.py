@@ -122,10 +122,13 @@ def _value_file(arg):
 
 def _result_file(data):
     """A result too large for a pull: written to a file of ours, which the
-    worker stores as a value and removes ({"$value_file": PATH})."""
+    worker stores as a value and removes ({"$value_file": PATH}). Its
+    reader removes it once read: 16 random bytes after the pickle (which
+    unpickling ignores) name it apart from another result of equal bytes."""
     fd, path = tempfile.mkstemp(prefix="strand-result-")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+        f.write(os.urandom(16))
     return json.dumps({"$value_file": path}).encode()
 
 
