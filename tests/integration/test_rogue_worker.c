@@ -672,6 +672,27 @@ static void a_worker_of(const char *pool, char worker[20], char secret[80])
 	tapped_secret(worker, secret);
 }
 
+/* Sends frame (freed) on a connection of its own and reads the hub's
+ * answer into *reply (new); its header's type into *type. */
+static void round_trip(uint8_t *frame, size_t len, uint8_t **reply, size_t *reply_len, proto_type *type)
+{
+	nng_stream_dialer *d = dialer_to(g.hub_port);
+	nng_stream *conn = NULL;
+	nng_aio *aio;
+	char detail[256];
+	proto_header h;
+
+	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
+	assert_int_equal(wire_send(conn, aio, frame, len), 0);
+	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, reply, reply_len), 0);
+	assert_int_equal(proto_frame_header(*reply, *reply_len, &h, detail, sizeof(detail)), CM_OK);
+	*type = h.type;
+	free(frame);
+	nng_stream_free(conn);
+	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
+}
+
 /* A BlobFetch as worker_id of pool_id (take: the value removed instead):
  * the hub's answer, a BlobPart (new), or NULL with its refusal's words in
  * why. */
@@ -679,14 +700,11 @@ static Strand__BlobPart *fetch_or_take_as(const char *worker_id, const char *poo
                                           const char *sha256, const char *grant, int take, char why[256])
 {
 	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
-	nng_stream_dialer *d = dialer_to(g.hub_port);
-	nng_stream *conn = NULL;
-	nng_aio *aio;
 	uint8_t *frame, *reply = NULL;
 	size_t len, reply_len = 0;
 	ProtobufCMessage *msg = NULL;
 	char detail[256];
-	proto_header h;
+	proto_type type;
 
 	f.worker_id = (char *)worker_id;
 	f.pool_id = (char *)pool_id;
@@ -694,12 +712,9 @@ static Strand__BlobPart *fetch_or_take_as(const char *worker_id, const char *poo
 	f.value_grant = (char *)(grant ? grant : "");
 	f.take = take;
 	assert_int_equal(proto_frame_encode(PROTO_BLOB_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
-	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
-	assert_int_equal(wire_send(conn, aio, frame, len), 0);
-	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
-	assert_int_equal(proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)), CM_OK);
+	round_trip(frame, len, &reply, &reply_len, &type);
 	why[0] = '\0';
-	if (h.type == PROTO_BATCH) {
+	if (type == PROTO_BATCH) {
 		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
 		                 CM_OK);
 		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
@@ -714,11 +729,7 @@ static Strand__BlobPart *fetch_or_take_as(const char *worker_id, const char *poo
 			msg = NULL;
 		}
 	}
-	free(frame);
 	free(reply);
-	nng_stream_free(conn);
-	nng_aio_free(aio);
-	nng_stream_dialer_free(d);
 	return (Strand__BlobPart *)msg;
 }
 
@@ -941,14 +952,11 @@ static int queue_call_as(const char *worker_id, const char *pool_id, const char 
 	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
 	ProtobufCBinaryData bin = {item ? strlen(item) : 0, (uint8_t *)item};
 	char *grants[1] = {(char *)grant};
-	nng_stream_dialer *d = dialer_to(g.hub_port);
-	nng_stream *conn = NULL;
-	nng_aio *aio;
 	uint8_t *frame, *reply = NULL;
 	size_t len, reply_len = 0;
 	ProtobufCMessage *msg = NULL;
 	char detail[256];
-	proto_header h;
+	proto_type type;
 	int ok = 0;
 
 	c.worker_id = (char *)worker_id;
@@ -962,12 +970,9 @@ static int queue_call_as(const char *worker_id, const char *pool_id, const char 
 	c.n_value_grants = grant ? 1 : 0;
 	c.max = 1;
 	assert_int_equal(proto_frame_encode(PROTO_QUEUE_CALL, worker_id, secret, &c.base, &frame, &len), CM_OK);
-	assert_int_equal(hub_dial(d, 20000, &conn, &aio), 0);
-	assert_int_equal(wire_send(conn, aio, frame, len), 0);
-	assert_int_equal(wire_recv(conn, aio, PROTO_FRAME_MAX, &reply, &reply_len), 0);
-	assert_int_equal(proto_frame_header(reply, reply_len, &h, detail, sizeof(detail)), CM_OK);
+	round_trip(frame, len, &reply, &reply_len, &type);
 	why[0] = got[0] = got_grant[0] = '\0';
-	if (h.type == PROTO_BATCH) {
+	if (type == PROTO_BATCH) {
 		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
 		                 CM_OK);
 		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
@@ -982,11 +987,7 @@ static int queue_call_as(const char *worker_id, const char *pool_id, const char 
 			snprintf(got_grant, 256, "%s", r->value_grants[0]);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
-	free(frame);
 	free(reply);
-	nng_stream_free(conn);
-	nng_aio_free(aio);
-	nng_stream_dialer_free(d);
 	return ok;
 }
 
