@@ -120,6 +120,10 @@ int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
 /* Appends the last max bytes of the file at path to out (CM_ENOENT: no
  * such file). */
 int cm_read_tail(const char *path, size_t max, cm_buf *out);
+/* All len bytes to (or from) fd, through short writes (reads) and EINTR:
+ * 0, or -1 (errno set; a read that met the end leaves it 0). */
+int cm_write_all(int fd, const void *p, size_t len);
+int cm_read_all(int fd, void *p, size_t len);
 /* The time ms milliseconds from now on clock id, for pthread_cond_timedwait
  * (whose condition variable waits on that clock). */
 struct timespec cm_timespec_in(clockid_t id, int64_t ms);

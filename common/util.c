@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 
@@ -163,4 +164,38 @@ int cm_secret_equal(const void *a, const void *b, size_t len)
 	for (size_t i = 0; i < len; i++)
 		diff |= (unsigned char)(x[i] ^ y[i]);
 	return diff == 0;
+}
+
+int cm_write_all(int fd, const void *p, size_t len)
+{
+	const char *at = p;
+
+	while (len) {
+		ssize_t n = write(fd, at, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		at += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int cm_read_all(int fd, void *p, size_t len)
+{
+	char *at = p;
+
+	while (len) {
+		ssize_t n = read(fd, at, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			errno = 0;
+		if (n <= 0)
+			return -1;
+		at += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

@@ -29,9 +29,11 @@
 #include "worker/strand_plugin.h"
 #include "worker/worker.h"
 
-/* One task's result: the most any gateway takes (its SPEC_INLINE_MAX), so
- * that a result frame fits; the gateway checks its operator's own cap
- * (--max-value-bytes) on every result, whatever made it. */
+/* One task's result inline: the most any gateway takes (its
+ * SPEC_INLINE_MAX), so that a result frame fits; past it, a result goes to
+ * a file and is stored as a value (WORKER_RESULT_FILE). The gateway checks
+ * its operator's own cap (--max-value-bytes) on every result, whatever
+ * made it. */
 #define RESULT_MAX (8u << 20)
 #define STDERR_TAIL 2048 /* what an exec error keeps of stderr */
 #define PLUGIN_CACHE 32
@@ -103,6 +105,46 @@ static int set_error(cm_buf *out, int *ok, const char *fmt, ...)
 	va_end(ap);
 	*ok = 0;
 	return cm_buf_puts(out, msg);
+}
+
+/* A result past RESULT_MAX: a file of this process's (in TMPDIR, else
+ * /tmp), its path into path. The open file, or -1 with errno. */
+static int spill_open(char *path, size_t path_len)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(path, path_len, "%s/strand-result-XXXXXX", dir && dir[0] ? dir : "/tmp");
+	return mkostemp(path, O_CLOEXEC);
+}
+
+/* A result in the file at path: *ok WORKER_RESULT_FILE and out its path
+ * (the worker stores the file as a value, worker.c). */
+static int result_in_file(cm_buf *out, int *ok, const char *path)
+{
+	*ok = WORKER_RESULT_FILE;
+	return cm_buf_puts(out, path);
+}
+
+/* A builtin's or plugin's result past RESULT_MAX, out's bytes from at on,
+ * moved to a file: a value of its own, as a command's large stdout. */
+static int spill_result(cm_buf *out, size_t at, int *ok)
+{
+	char path[4096];
+	size_t len = out->len - at;
+	int fd = spill_open(path, sizeof(path));
+
+	if (fd >= 0 && cm_write_all(fd, out->data + at, len) == 0) {
+		close(fd);
+		out->len = at;
+		return result_in_file(out, ok, path);
+	}
+	int e = errno;
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	out->len = at;
+	return set_error(out, ok, "cannot keep a result of %zu bytes: %s", len, strerror(e));
 }
 
 /* Checks that text is one JSON value, as the REST surface promises. */
@@ -270,8 +312,6 @@ static int run_plugin(worker_fns *fns, const char *name, const char *arg, size_t
 		err = set_error(out, ok, "%s: %s", name, result ? result : "failed");
 	} else if (!result) {
 		err = set_error(out, ok, "%s returned no result", name);
-	} else if (strlen(result) > RESULT_MAX) {
-		err = set_error(out, ok, "%s: result over the %u byte cap", name, RESULT_MAX);
 	} else if (!is_json(result, strlen(result))) {
 		err = set_error(out, ok, "%s: result is not JSON", name);
 	} else {
@@ -295,6 +335,8 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 {
 	worker_child ch;
 	char **argv = NULL, why[128];
+	char spill_path[4096] = ""; /* stdout past RESULT_MAX goes to this file */
+	int spill = -1;
 	cm_buf so, se;
 	size_t written = 0;
 	int status = 0;
@@ -364,11 +406,27 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 				memmove(se.data, se.data + se.len - STDERR_TAIL / 2, STDERR_TAIL / 2);
 				se.len = STDERR_TAIL / 2;
 			}
-			if (i == 0 && so.len + (size_t)n > RESULT_MAX) {
-				kill(ch.pid, SIGKILL);
-				err = set_error(out, ok, "exec: stdout over the %u byte cap", RESULT_MAX);
-				waitpid(ch.pid, &status, 0);
-				goto out;
+			if (i == 0 && spill < 0 && so.len + (size_t)n > RESULT_MAX) {
+				/* Past what a pull carries: its stdout goes to a file, a
+				 * value of its own once stored. */
+				if ((spill = spill_open(spill_path, sizeof(spill_path))) < 0 ||
+				    cm_write_all(spill, so.data, so.len) != 0) {
+					kill(ch.pid, SIGKILL);
+					err = set_error(out, ok, "exec: cannot keep stdout past %u bytes: %s",
+					                RESULT_MAX, strerror(errno));
+					waitpid(ch.pid, &status, 0);
+					goto out;
+				}
+				so.len = 0;
+			}
+			if (i == 0 && spill >= 0) {
+				if (cm_write_all(spill, chunk, (size_t)n) != 0) {
+					kill(ch.pid, SIGKILL);
+					err = set_error(out, ok, "exec: cannot keep its stdout: %s", strerror(errno));
+					waitpid(ch.pid, &status, 0);
+					goto out;
+				}
+				continue;
 			}
 			if (cm_buf_append(b, chunk, (size_t)n) != CM_OK) {
 				kill(ch.pid, SIGKILL);
@@ -388,6 +446,9 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 	} else if (WEXITSTATUS(status) != 0) {
 		err = set_error(out, ok, "exec: %s exited with status %d: %.*s", argv[0], WEXITSTATUS(status),
 		                (int)se.len, se.data ? se.data : "");
+	} else if (spill >= 0) { /* its bytes as written: a value is not read as JSON */
+		err = result_in_file(out, ok, spill_path);
+		spill_path[0] = '\0'; /* the worker's now */
 	} else if (!is_json(so.data ? so.data : "", so.len)) {
 		err = set_error(out, ok, "exec: %s wrote no JSON value on stdout", argv[0]);
 	} else {
@@ -395,6 +456,10 @@ static int run_exec(char *const *command, size_t ncommand, const char *arg, size
 		err = cm_buf_append(out, so.data, so.len);
 	}
 out:
+	if (spill >= 0)
+		close(spill);
+	if (spill_path[0])
+		unlink(spill_path);
 	worker_child_close(&ch);
 	cm_buf_fini(&so);
 	cm_buf_fini(&se);
@@ -440,10 +505,13 @@ int worker_fns_call(worker_fns *fns, const worker_fn *f, const char *arg, size_t
 		if (!fns->manager)
 			return set_error(out, ok, "this worker hosts no manager");
 		return worker_manager_call(fns->manager, arg, arg_len, out, ok);
-	case WORKER_FN_PLUGIN: return run_plugin(fns, f->name, arg, arg_len, out, ok);
+	case WORKER_FN_PLUGIN:
 	case WORKER_FN_BUILTIN: break;
 	}
-	return run_builtin(f->name, arg, arg_len, seed, out, ok);
+	size_t at = out->len;
+	int err = f->kind == WORKER_FN_PLUGIN ? run_plugin(fns, f->name, arg, arg_len, out, ok)
+	                                      : run_builtin(f->name, arg, arg_len, seed, out, ok);
+	return err == CM_OK && *ok && out->len - at > RESULT_MAX ? spill_result(out, at, ok) : err;
 }
 
 int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_t arg_len, char *const *command,
@@ -452,5 +520,11 @@ int worker_fns_run(worker_fns *fns, const char *function, const char *arg, size_
 	worker_fn f;
 
 	worker_fn_resolve(function, &f);
-	return worker_fns_call(fns, &f, arg, arg_len, command, ncommand, timeout_ms, seed, out, ok);
+	int err = worker_fns_call(fns, &f, arg, arg_len, command, ncommand, timeout_ms, seed, out, ok);
+	if (err == CM_OK && *ok == WORKER_RESULT_FILE) { /* a Process's result is what it prints: inline only */
+		unlink(out->data);
+		out->len = 0;
+		err = set_error(out, ok, "%s: a result over %u bytes cannot be a Process's", function, RESULT_MAX);
+	}
+	return err;
 }

@@ -335,6 +335,23 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, uint32_t
 	return quit;
 }
 
+/* A result in the file at path (too large for a pull), stored as a value
+ * and out's bytes from at on replaced by the result that names it,
+ * {"$value":"SHA256"}, or by the reason it could not be. Whether the
+ * result stands. */
+static int result_file_stored(worker *w, cm_buf *out, size_t at, const char *path)
+{
+	char sha[CM_SHA256_HEX + 1], why[512];
+	int err = worker_values_store(w->values, path, sha, why, sizeof(why));
+
+	out->len = at;
+	if (err == CM_OK)
+		return cm_buf_printf(out, "{\"$value\":\"%s\"}", sha) == CM_OK;
+	unlink(path);
+	(void)cm_buf_printf(out, "the result could not be stored: %s", why);
+	return 0;
+}
+
 /* A runtime's result written to a file ({"$value_file":"PATH"}: too large
  * for a pull), out's bytes from at on, stored as a value and replaced by
  * the result that names it, {"$value":"SHA256"}, or by the reason it could
@@ -342,22 +359,22 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, uint32_t
 static int result_stored(worker *w, cm_buf *out, size_t at)
 {
 	static const char head[] = "{\"$value_file\":";
-	char sha[CM_SHA256_HEX + 1], why[512];
 	json_t *j;
 
 	if (out->len - at < sizeof(head) || memcmp(out->data + at, head, sizeof(head) - 1) != 0 ||
 	    !(j = json_loadb(out->data + at, out->len - at, 0, NULL)))
 		return 1;
 	const char *path = json_string_value(json_object_get(j, "$value_file"));
-	int err = path ? worker_values_store(w->values, path, sha, why, sizeof(why)) : CM_EINVAL;
-	if (!path)
-		snprintf(why, sizeof(why), "the runtime's result names no file");
+	char *copy = path ? strdup(path) : NULL;
 	json_decref(j);
 	out->len = at;
-	if (err == CM_OK)
-		return cm_buf_printf(out, "{\"$value\":\"%s\"}", sha) == CM_OK;
-	(void)cm_buf_printf(out, "the result could not be stored: %s", why);
-	return 0;
+	if (!copy) {
+		(void)cm_buf_puts(out, "the result could not be stored: the runtime's result names no file");
+		return 0;
+	}
+	int ok = result_file_stored(w, out, at, copy);
+	free(copy);
+	return ok;
 }
 
 static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, uint32_t failed_inputs, cm_buf *out)
@@ -374,20 +391,6 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, uint32_
 	cm_buf_fini(out);
 	/* The worker stops: the rest is not run. */
 	return quit ? CM_ESHUTDOWN : CM_OK;
-}
-
-static int read_whole(int fd, char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* A task's argument that names a value ({"$value":"SHA256"}): the value's
@@ -428,7 +431,7 @@ static int value_in_memory(worker *w, const char *arg, char **value, size_t *len
 	if ((err = worker_values_path(w->values, sha, path, sizeof(path), why, why_len)) != CM_OK)
 		return err;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
-	    !(*value = malloc((size_t)st.st_size + 1)) || read_whole(fd, *value, (size_t)st.st_size) != 0) {
+	    !(*value = malloc((size_t)st.st_size + 1)) || cm_read_all(fd, *value, (size_t)st.st_size) != 0) {
 		snprintf(why, why_len, "value %s: cannot read %.300s: %s", sha, path, strerror(errno));
 		free(*value);
 		*value = NULL;
@@ -536,9 +539,17 @@ static void run_taken(worker *w, cm_buf *out)
 				out->len = at;
 		}
 		free(value);
-		/* A runtime's (a manager's is one) may name a file: a large result. */
-		if (ok && (r->fn.kind == WORKER_FN_RUNTIME || r->fn.kind == WORKER_FN_MANAGER))
+		/* A runtime's (a manager's is one) may name a file: a large result;
+		 * a command's or plugin's past 8 MiB is in a file of ours. */
+		if (ok == WORKER_RESULT_FILE) {
+			char *path = strndup(out->data + at, out->len - at);
+			ok = path ? result_file_stored(w, out, at, path) : 0;
+			if (!path)
+				out->len = at;
+			free(path);
+		} else if (ok && (r->fn.kind == WORKER_FN_RUNTIME || r->fn.kind == WORKER_FN_MANAGER)) {
 			ok = result_stored(w, out, at);
+		}
 		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;
 		w->ends[k] = out->len;
 		if (i + 1 == n || from > 0 || coarse_ms() - began > STRETCH_LONG_MS) {

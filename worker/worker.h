@@ -53,8 +53,13 @@ void worker_api_fini(void);
 int worker_run(const worker_config *cfg, atomic_int *stop);
 
 /* Runs one task function (see common.h for names). Appends the result (JSON
- * text) or the error message to out and sets *ok. Returns CM_OK, or
- * CM_ENOMEM. The plugin cache lives in fns (caller storage). */
+ * text) or the error message to out and sets *ok: 1, 0 for an error, or
+ * (worker_fns_call only) WORKER_RESULT_FILE for a result past what a pull
+ * carries (8 MiB) that a command or plugin returned: out holds the path of
+ * the file holding it, which the caller stores as a value and removes.
+ * Returns CM_OK, or CM_ENOMEM. The plugin cache lives in fns (caller
+ * storage). */
+#define WORKER_RESULT_FILE 2
 typedef struct worker_fns worker_fns;
 worker_fns *worker_fns_new(const char *plugin_path);
 /* Hosts a manager object: the task function "manager" calls it. Stolen. */

@@ -230,7 +230,8 @@ static void test_memory_does_not_grow_with_a_value(void **state)
 /* A task whose argument names a value gets the value: a builtin its JSON
  * (the small one), a command the 20 MiB one on stdin; one that names a
  * value the gateway does not hold fails, saying so; the rest of the job
- * runs. */
+ * runs. A result past 8 MiB, a command's or a builtin's, is stored as a
+ * value and named. */
 static void test_tasks_get_the_values_they_name(void **state)
 {
 	enum { BIG = 20 << 20 };
@@ -280,6 +281,47 @@ static void test_tasks_get_the_values_they_name(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 0), "value")), BIG + 2);
 	json_decref(items);
 	free(job);
+
+	/* Results past what a pull carries (8 MiB) come back as values: a
+	 * command's stdout, and a builtin's; the same bytes, the same name. */
+	snprintf(body, sizeof(body), "{\"command\": [\"cat\"], \"args\": [{\"$value\": \"%s\"}, {\"$value\": \"%s\"}]}",
+	         big_name, small_name);
+	job = job_submit(&g, pool, json_loads(body, 0, NULL));
+	items = job_results(&g, job, "input", 10);
+	want = json_pack("{s:s}", "$value", big_name);
+	assert_true(json_equal(json_object_get(json_array_get(items, 0), "value"), want));
+	json_decref(want);
+	want = json_pack("[iii]", 1, 2, 3);
+	assert_true(json_equal(json_object_get(json_array_get(items, 1), "value"), want));
+	json_decref(want);
+	json_decref(items);
+	free(job);
+	snprintf(body, sizeof(body), "{\"function\": \"echo\", \"args\": [{\"$value\": \"%s\"}]}", big_name);
+	job = job_submit(&g, pool, json_loads(body, 0, NULL));
+	items = job_results(&g, job, "input", 10);
+	want = json_pack("{s:s}", "$value", big_name);
+	assert_true(json_equal(json_object_get(json_array_get(items, 0), "value"), want));
+	json_decref(want);
+	json_decref(items);
+	free(job);
+	/* Bytes the gateway never held: stored by the worker, exact. */
+	snprintf(body, sizeof(body), "{\"command\": [\"tr\", \"v\", \"w\"], \"args\": [{\"$value\": \"%s\"}]}",
+	         big_name);
+	job = job_submit(&g, pool, json_loads(body, 0, NULL));
+	items = job_results(&g, job, "input", 10);
+	const char *made =
+	        json_string_value(json_object_get(json_object_get(json_array_get(items, 0), "value"), "$value"));
+	assert_non_null(made);
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/values/%s", made);
+	json_decref(items);
+	free(job);
+	memset(big + 1, 'w', BIG);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, BIG + 2);
+	assert_memory_equal(r.body, big, BIG + 2);
+	response_free(&r);
 	free(pool);
 	free(big);
 	gateway_cleanup(&g);

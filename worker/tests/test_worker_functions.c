@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -114,8 +115,23 @@ static void test_exec(void **state)
 	assert_int_equal(run(fns, "exec", "1", slow, 2, 100, &out), 0);
 	assert_non_null(strstr(out.data, "timed out"));
 	cm_buf_fini(&out);
+	/* Past what a pull carries: a Process's result cannot be; a task's is
+	 * in a file the worker stores as a value, holding every byte. */
 	assert_int_equal(run(fns, "exec", "1", big, 3, 0, &out), 0);
-	assert_non_null(strstr(out.data, "cap"));
+	assert_non_null(strstr(out.data, "a result over 8388608 bytes cannot be a Process's"));
+	cm_buf_fini(&out);
+	worker_fn f;
+	int ok = -1;
+	struct stat st;
+	worker_fn_resolve("exec", &f);
+	cm_buf_init(&out);
+	assert_int_equal(cm_buf_puts(&out, "before"), CM_OK);
+	assert_int_equal(worker_fns_call(fns, &f, "1", 1, big, 3, 0, 42, &out, &ok), CM_OK);
+	assert_int_equal(ok, WORKER_RESULT_FILE);
+	assert_int_equal(strncmp(out.data, "before", 6), 0);
+	assert_int_equal(stat(out.data + 6, &st), 0);
+	assert_int_equal(st.st_size, 9000000);
+	assert_int_equal(unlink(out.data + 6), 0);
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
 }
