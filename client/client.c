@@ -1,6 +1,7 @@
 /* libstrand; see client.h. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,11 +122,12 @@ const char *strand_client_error(const strand_client *c)
 }
 
 /* perform's request through libcurl (an https:// gateway). */
-static long perform_curl(strand_client *c, const char *method, const char *path, const char *text, size_t len,
-                         http_body *s)
+static long perform_curl(strand_client *c, const char *method, const char *path, const char *type, const char *text,
+                         size_t len, http_body *s)
 {
-	char url[2048];
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	char url[2048], content_type[128];
+	snprintf(content_type, sizeof(content_type), "Content-Type: %s", type ? type : "application/json");
+	struct curl_slist *h = curl_slist_append(NULL, content_type);
 	long status = 0;
 	CURLcode rc;
 
@@ -160,19 +162,21 @@ static long perform_curl(strand_client *c, const char *method, const char *path,
 	return status;
 }
 
-/* One request with text[0..len) as its body (none if NULL); the reply's
- * body goes into s as it is (NUL-terminated). */
-static long perform(strand_client *c, const char *method, const char *path, const char *text, size_t len, http_body *s)
+/* One request with text[0..len) as its body (none if NULL) of Content-Type
+ * type (NULL: JSON); the reply's body goes into s as it is
+ * (NUL-terminated). */
+static long perform_typed(strand_client *c, const char *method, const char *path, const char *type, const char *text,
+                          size_t len, http_body *s)
 {
 	char why[300];
 	long status;
 
 	if (c->plain) {
-		status = http_conn_request(c->plain, method, path, c->auth, text, len, s, why, sizeof(why));
+		status = http_conn_request(c->plain, method, path, c->auth, type, text, len, s, why, sizeof(why));
 		if (!status)
 			snprintf(c->error, sizeof(c->error), "%.16s %.150s%.150s: %.180s", method, c->url, path, why);
 	} else {
-		status = perform_curl(c, method, path, text, len, s);
+		status = perform_curl(c, method, path, type, text, len, s);
 	}
 	if (status >= 300) {
 		json_t *j = json_loadb(s->data ? s->data : "", s->len, 0, NULL);
@@ -182,6 +186,11 @@ static long perform(strand_client *c, const char *method, const char *path, cons
 		json_decref(j);
 	}
 	return status;
+}
+
+static long perform(strand_client *c, const char *method, const char *path, const char *text, size_t len, http_body *s)
+{
+	return perform_typed(c, method, path, NULL, text, len, s);
 }
 
 long strand_request(strand_client *c, const char *method, const char *path, json_t *body, json_t **reply)
@@ -771,4 +780,79 @@ int strand_pipe_recv(strand_client *c, const char *pipe, int end, int wait_s, js
 	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/%d/recv?max=1&wait=%d", pipe, end, wait_s);
 	snprintf(what, sizeof(what), "pipe %s end %d", pipe, end);
 	return get_item(c, path, what, wait_s, item);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* The lowercase hex SHA-256 of data (a value's name). 0, or -1. */
+static int sha256_hex(const void *data, size_t len, char out[65])
+{
+	unsigned char digest[32];
+	unsigned int n = 0;
+
+	if (EVP_Digest(data, len, digest, &n, EVP_sha256(), NULL) != 1 || n != sizeof(digest))
+		return -1;
+	for (size_t i = 0; i < sizeof(digest); i++)
+		snprintf(out + 2 * i, 3, "%02x", digest[i]);
+	return 0;
+}
+
+/* Whether name is a value's name: 64 lowercase hex digits. */
+static int value_name(strand_client *c, const char *name)
+{
+	if (name && strlen(name) == 64 && strspn(name, "0123456789abcdef") == 64)
+		return 1;
+	snprintf(c->error, sizeof(c->error), "'%.80s' is not a value's name (64 lowercase hex digits)",
+	         name ? name : "(null)");
+	return 0;
+}
+
+int strand_value_put(strand_client *c, const void *data, size_t len, char sha256[65])
+{
+	char path[96];
+	http_body s = {0};
+
+	if (sha256_hex(data, len, sha256) != 0) {
+		snprintf(c->error, sizeof(c->error), "cannot hash the value");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/v1/values/%s", sha256);
+	/* 201 stored now, 200 stored already: either way it is there. */
+	long status = perform_typed(c, "PUT", path, "application/octet-stream", len ? data : "", len, &s);
+	free(s.data);
+	return status == 200 || status == 201 ? 0 : -1;
+}
+
+int strand_value_get(strand_client *c, const char *sha256, char **data, size_t *len)
+{
+	char path[96];
+	http_body s = {0};
+
+	*data = NULL;
+	*len = 0;
+	if (!value_name(c, sha256))
+		return -1;
+	snprintf(path, sizeof(path), "/v1/values/%s", sha256);
+	if (perform(c, "GET", path, NULL, 0, &s) != 200) {
+		free(s.data);
+		return -1;
+	}
+	*data = s.data ? s.data : strdup("");
+	*len = s.len;
+	return *data ? 0 : -1;
+}
+
+int strand_value_delete(strand_client *c, const char *sha256)
+{
+	char path[96];
+
+	if (!value_name(c, sha256))
+		return -1;
+	snprintf(path, sizeof(path), "/v1/values/%s", sha256);
+	return expect(c, "DELETE", path, NULL, 200, NULL, NULL);
+}
+
+json_t *strand_value_ref(const char *sha256)
+{
+	return json_pack("{s:s}", "$value", sha256);
 }

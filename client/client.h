@@ -142,6 +142,20 @@ int strand_manager_call(strand_client *c, const char *manager, const char *metho
 int strand_manager_get(strand_client *c, const char *manager, const char *call, int wait_s, json_t **result);
 int strand_manager_shutdown(strand_client *c, const char *manager);
 
+/* ---- values: what is too large to travel inline (over 8 MiB), or what
+ * many tasks share, as its bytes (docs/tasks.md, "Large values by
+ * reference") -------------------------------------------------------- */
+/* Uploads len bytes as a value (PUT /v1/values/{sha256}), stored once
+ * however often it is put; its name into sha256. Returns 0, or -1. */
+int strand_value_put(strand_client *c, const void *data, size_t len, char sha256[65]);
+/* What a task's argument is to name the value: {"$value": sha256} (new).
+ * A task's result too large to travel inline comes as one too. */
+json_t *strand_value_ref(const char *sha256);
+/* The value's bytes (*data new, with a NUL after them; *len). 0, or -1. */
+int strand_value_get(strand_client *c, const char *sha256, char **data, size_t *len);
+/* Removes the value (a result read, an argument no task needs). 0, or -1. */
+int strand_value_delete(strand_client *c, const char *sha256);
+
 #pragma GCC visibility pop
 
 #endif

@@ -250,20 +250,22 @@ static int method_safe(const char *s)
 	return n > 0 && n <= 16 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == n;
 }
 
-long http_conn_request(http_conn *c, const char *method, const char *path, const char *auth, const char *text,
-                       size_t len, http_body *body, char *why, size_t why_len)
+long http_conn_request(http_conn *c, const char *method, const char *path, const char *auth, const char *type,
+                       const char *text, size_t len, http_body *body, char *why, size_t why_len)
 {
 	char head[REQUEST_HEAD_MAX];
 	int head_len, counted = text || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
 	                        strcmp(method, "PATCH") == 0;
 
-	if (!method_safe(method) || path[0] != '/' || !visible(path, strlen(path)) || !header_safe(auth)) {
+	if (!type)
+		type = "application/json";
+	if (!method_safe(method) || path[0] != '/' || !visible(path, strlen(path)) || !header_safe(auth) ||
+	    !header_safe(type)) {
 		snprintf(why, why_len, "a method, path or header that cannot go into a request");
 		return 0;
 	}
-	head_len =
-	        snprintf(head, sizeof(head), "%s %s%s HTTP/1.1\r\nHost: %s\r\n%s%sContent-Type: application/json\r\n",
-	                 method, c->prefix, path, c->host, auth, auth[0] ? "\r\n" : "");
+	head_len = snprintf(head, sizeof(head), "%s %s%s HTTP/1.1\r\nHost: %s\r\n%s%sContent-Type: %s\r\n", method,
+	                    c->prefix, path, c->host, auth, auth[0] ? "\r\n" : "", type);
 	if (head_len > 0 && (size_t)head_len < sizeof(head) && counted)
 		head_len += snprintf(head + head_len, sizeof(head) - (size_t)head_len, "Content-Length: %zu\r\n",
 		                     text ? len : 0);

@@ -32,11 +32,12 @@ http_conn *http_conn_new(const char *url);
 void http_conn_free(http_conn *c);
 
 /* One request: method and path (after the URL's prefix) as given, the
- * header line auth ("Name: value", or "" for none), and text[0..len) as a
- * JSON body when text is not NULL. The answer's body goes into body
- * (borrowed; emptied first). Returns the HTTP status, or 0 with why filled
- * when no whole answer came or the request could not be made. */
-long http_conn_request(http_conn *c, const char *method, const char *path, const char *auth, const char *text,
-                       size_t len, http_body *body, char *why, size_t why_len);
+ * header line auth ("Name: value", or "" for none), and text[0..len) as
+ * its body when text is not NULL, of Content-Type type (NULL: JSON). The
+ * answer's body goes into body (borrowed; emptied first). Returns the HTTP
+ * status, or 0 with why filled when no whole answer came or the request
+ * could not be made. */
+long http_conn_request(http_conn *c, const char *method, const char *path, const char *auth, const char *type,
+                       const char *text, size_t len, http_body *body, char *why, size_t why_len);
 
 #endif

@@ -33,8 +33,9 @@ PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name strand.pc)")
 libdir=$(pkg-config --variable=libdir strand)
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 check "the version is the project's" "$version" "$(pkg-config --modversion strand)"
-check "jansson is required, libcurl privately" "jansson" "$(pkg-config --print-requires strand)"
-check "libcurl is a private requirement" "libcurl" "$(pkg-config --print-requires-private strand)"
+check "jansson is required, libcurl and libcrypto privately" "jansson" "$(pkg-config --print-requires strand)"
+check "libcurl and libcrypto are private requirements" "libcurl
+libcrypto" "$(pkg-config --print-requires-private strand)"
 
 # Shared: -lstrand finds libstrand.so, whose soname the program needs.
 # shellcheck disable=SC2046
@@ -47,7 +48,7 @@ check "exports only strand_*" "" \
 # Static: libstrand.a, then what it needs.
 # shellcheck disable=SC2046
 cc -Wall -Werror -o "$dir/user_static" "$dir/user.c" $(pkg-config --cflags strand) "$libdir/libstrand.a" \
-  $(pkg-config --libs jansson libcurl)
+  $(pkg-config --libs jansson libcurl libcrypto)
 check "the static program needs no libstrand.so" "" "$(readelf -d "$dir/user_static" | grep libstrand || true)"
 
 # The installed tree runs: its gateway, its worker and the example plugin.

@@ -235,6 +235,51 @@ static void test_map_values(void **state)
 	assert_int_equal(strand_pool_terminate(c, pool), 0);
 }
 
+/* Values: 12 MiB put as bytes, named by their SHA-256 (twice: one value),
+ * read by a command as its argument, whose 12 MiB result comes back as a
+ * value too; got back exact, and gone once deleted. */
+static void test_values(void **state)
+{
+	enum { BIG = 12 << 20 };
+	char pool[32], name[65], again[65];
+	char *big = malloc(BIG), *got = NULL;
+	size_t len = 0;
+	json_t *result = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < BIG; i++)
+		big[i] = (char)('a' + i % 26);
+	assert_int_equal(strand_value_put(c, big, BIG, name), 0);
+	assert_int_equal(strand_value_put(c, big, BIG, again), 0);
+	assert_string_equal(name, again);
+	assert_int_equal(strlen(name), 64);
+	json_t *spec = json_pack("{s:[s,s,s]}", "command", "tr", "a-z", "b-za");
+	assert_int_equal(strand_pool_create(c, 1, NULL, pool), 0);
+	json_t *args = json_pack("[o]", strand_value_ref(name));
+	char job[32];
+	assert_int_equal(strand_map_with(c, pool, spec, args, job), 0);
+	assert_int_equal(strand_async_get(c, job, 60, &result), 0);
+	const char *made = json_string_value(json_object_get(result, "$value"));
+	assert_non_null(made);
+	assert_int_equal(strand_value_get(c, made, &got, &len), 0);
+	assert_int_equal(len, BIG);
+	for (size_t i = 0; i < BIG; i++)
+		if (got[i] != (char)('a' + (i + 1) % 26))
+			fail_msg("byte %zu is %c", i, got[i]);
+	free(got);
+	assert_int_equal(strand_value_delete(c, made), 0);
+	assert_int_equal(strand_value_get(c, made, &got, &len), -1);
+	assert_null(got);
+	assert_non_null(strstr(strand_client_error(c), "HTTP 404"));
+	assert_int_equal(strand_value_get(c, "../etc", &got, &len), -1);
+	assert_string_equal(strand_client_error(c), "'../etc' is not a value's name (64 lowercase hex digits)");
+	json_decref(result);
+	json_decref(args);
+	json_decref(spec);
+	free(big);
+	assert_int_equal(strand_pool_terminate(c, pool), 0);
+}
+
 /* AsyncResult.get(timeout), and a job cancelled while it runs. */
 static void test_async_get_and_cancel(void **state)
 {
@@ -477,6 +522,7 @@ int main(void)
 	        cmocka_unit_test(test_process),
 	        cmocka_unit_test(test_queue_and_manager),
 	        cmocka_unit_test(test_map_values),
+	        cmocka_unit_test(test_values),
 	        cmocka_unit_test(test_async_get_and_cancel),
 	        cmocka_unit_test(test_pipes),
 	        cmocka_unit_test(test_nothing_that_ends_a_line_goes_into_a_request),
