@@ -226,6 +226,60 @@ static json_t *builtin(worker_manager *m, const char *method, json_t *args, char
 
 /* A call on the object in the runtime: method is the runtime function,
  * args[0] its argument. Sets *text (the result) or *err. */
+/* A call's argument that names a value ({"$value":"SHA256"}: too large to
+ * go inline) as the runtime takes it, its file: {"$value_file":"PATH"},
+ * fetched unless cached (by the grant the call's batch carried). Whether
+ * *arg_text stands; else *err says why and *arg_text is freed. */
+static int value_as_file(worker_manager *m, char **arg_text, char **err)
+{
+	char sha[CM_SHA256_HEX + 1], path[1200], why[512];
+	worker_values *values = worker_runtime_values(m->rt);
+	size_t len = strlen(*arg_text);
+
+	if (len != CM_VALUE_REF_LEN || !cm_value_ref(*arg_text, len, sha))
+		return 1;
+	free(*arg_text);
+	*arg_text = NULL;
+	if (!values) {
+		fail(err, "the call names a value, which this manager cannot fetch");
+		return 0;
+	}
+	if (worker_values_path(values, sha, path, sizeof(path), why, sizeof(why)) != CM_OK) {
+		fail(err, "%s", why);
+		return 0;
+	}
+	json_t *file = json_pack("{s:s}", "$value_file", path);
+	*arg_text = file ? json_dumps(file, JSON_COMPACT) : NULL;
+	json_decref(file);
+	return 1; /* out of memory: NULL, which the caller reports */
+}
+
+/* A result the runtime wrote to a file ({"$value_file":"PATH"}: too large
+ * to go inline), stored as a value: *text becomes the result that names
+ * it, {"$value":"SHA256"}, or NULL with *err saying why. */
+static void result_as_value(worker_manager *m, char **text, char **err)
+{
+	static const char head[] = "{\"$value_file\":";
+	worker_values *values = worker_runtime_values(m->rt);
+	char sha[CM_SHA256_HEX + 1], why[512];
+	json_t *j;
+
+	if (strncmp(*text, head, sizeof(head) - 1) != 0 || !(j = json_loads(*text, 0, NULL)))
+		return;
+	const char *path = json_string_value(json_object_get(j, "$value_file"));
+	free(*text);
+	*text = NULL;
+	if (!path || !values)
+		fail(err, "the result could not be stored: %s", path ? "this manager cannot store values" : "no file");
+	else if (worker_values_store(values, path, sha, why, sizeof(why)) != CM_OK)
+		fail(err, "the result could not be stored: %s", why);
+	else if (asprintf(text, "{\"$value\":\"%s\"}", sha) < 0)
+		*text = NULL;
+	if (path && !*text)
+		unlink(path);
+	json_decref(j);
+}
+
 static void in_runtime(worker_manager *m, const char *method, json_t *args, char **text, char **err)
 {
 	char *arg_text;
@@ -242,12 +296,15 @@ static void in_runtime(worker_manager *m, const char *method, json_t *args, char
 	}
 	arg_text = json_dumps(json_array_size(args) ? json_array_get(args, 0) : json_null(),
 	                      JSON_COMPACT | JSON_ENCODE_ANY);
+	if (arg_text && !value_as_file(m, &arg_text, err))
+		return;
 	cm_buf_init(&out);
 	if (!arg_text || worker_runtime_run(m->rt, method, arg_text, strlen(arg_text), 0, &out, &ok) != CM_OK ||
 	    !out.data) {
 		*err = NULL; /* out of memory */
 	} else if (ok) {
-		*text = strndup(out.data, out.len);
+		if ((*text = strndup(out.data, out.len)))
+			result_as_value(m, text, err);
 	} else {
 		*err = strndup(out.data, out.len);
 	}

@@ -299,6 +299,11 @@ void worker_runtime_use_values(worker_runtime *rt, worker_values *values)
 	rt->values = values;
 }
 
+worker_values *worker_runtime_values(const worker_runtime *rt)
+{
+	return rt->values;
+}
+
 /* An item to put that the runtime wrote to a file ({"$value_file":"PATH"}:
  * past what goes inline), stored as a value and replaced by the item that
  * names it ({"$value":"SHA256"}), with the grant to read it that vouches

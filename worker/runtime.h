@@ -107,6 +107,7 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
  * file ({"$value_file":"PATH"}: past what goes inline): stored as values
  * (borrowed; NULL: refused). */
 void worker_runtime_use_values(worker_runtime *rt, worker_values *values);
+worker_values *worker_runtime_values(const worker_runtime *rt); /* NULL: none */
 
 /* Whether its program runs now (it started, and has not ended since). */
 int worker_runtime_running(const worker_runtime *rt);

@@ -539,15 +539,15 @@ static void run_taken(worker *w, cm_buf *out)
 				out->len = at;
 		}
 		free(value);
-		/* A runtime's (a manager's is one) may name a file: a large result;
-		 * a command's or plugin's past 8 MiB is in a file of ours. */
+		/* A runtime's may name a file: a large result (a manager stores
+		 * its own); a command's or plugin's past 8 MiB is in a file of ours. */
 		if (ok == WORKER_RESULT_FILE) {
 			char *path = strndup(out->data + at, out->len - at);
 			ok = path ? result_file_stored(w, out, at, path) : 0;
 			if (!path)
 				out->len = at;
 			free(path);
-		} else if (ok && (r->fn.kind == WORKER_FN_RUNTIME || r->fn.kind == WORKER_FN_MANAGER)) {
+		} else if (ok && r->fn.kind == WORKER_FN_RUNTIME) {
 			ok = result_stored(w, out, at);
 		}
 		w->outcomes[k] = ok ? STRAND__OUTCOME__OK : STRAND__OUTCOME__FAILED;

@@ -32,6 +32,7 @@
  * handed to the engine as plain structs pointing into it, and freed once
  * the engine answered; the answer is encoded here.
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
@@ -377,30 +378,57 @@ static void free_grants(char **grants, size_t n)
 	free(grants);
 }
 
-/* "SHA256 GRANT" for each argument of the batch that names a value (*out,
- * *n; none for most batches, at the cost of a length compare a task).
- * CM_OK or CM_ENOMEM. */
+/* Adds "SHA256 GRANT" for sha to *out (*n of them). CM_OK or CM_ENOMEM
+ * (*out freed). */
+static int add_grant(const hub_slot *s, const char *sha, char ***out, size_t *n)
+{
+	char grant[CM_SHA256_HEX + 1];
+	char **more = realloc(*out, (*n + 1) * sizeof(**out));
+
+	if (more)
+		*out = more;
+	if (!more || !((*out)[*n] = malloc(2 * CM_SHA256_HEX + 2))) {
+		free_grants(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return CM_ENOMEM;
+	}
+	value_grant(s->hub, s->worker, sha, grant);
+	snprintf((*out)[(*n)++], 2 * CM_SHA256_HEX + 2, "%s %s", sha, grant);
+	return CM_OK;
+}
+
+/* A manager call's argument, {"method": M, "args": [ARG]}: the value its
+ * ARG names ({"$value":"SHA256"}: a call's value too large to go inline),
+ * into sha. 0 when it names none. */
+static int call_names_value(const char *arg, size_t len, char sha[CM_SHA256_HEX + 1])
+{
+	static const char head[] = "{\"$value\":\"";
+	const char *at = memmem(arg, len, head, sizeof(head) - 1);
+
+	return at && (size_t)(arg + len - at) >= CM_VALUE_REF_LEN && cm_value_ref(at, CM_VALUE_REF_LEN, sha);
+}
+
+/* "SHA256 GRANT" for each argument of the batch that names a value, and
+ * each manager call whose argument does (*out, *n; none for most batches,
+ * at the cost of a length compare a task). CM_OK or CM_ENOMEM. */
 static int value_grants(const hub_slot *s, const engine_batch *eb, char ***out, size_t *n)
 {
-	char sha[CM_SHA256_HEX + 1], grant[CM_SHA256_HEX + 1];
+	char sha[CM_SHA256_HEX + 1];
 	const char *arg = (const char *)eb->args;
+	size_t i = 0;
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < eb->ntasks; arg += eb->arg_lens[i++]) {
-		if (eb->arg_lens[i] != CM_VALUE_REF_LEN || !cm_value_ref(arg, eb->arg_lens[i], sha))
-			continue;
-		char **more = realloc(*out, (*n + 1) * sizeof(**out));
-		if (more)
-			*out = more;
-		if (!more || !((*out)[*n] = malloc(2 * CM_SHA256_HEX + 2))) {
-			free_grants(*out, *n);
-			*out = NULL;
-			*n = 0;
-			return CM_ENOMEM;
+	for (size_t r = 0; r < eb->nruns; r++) {
+		int calls = strcmp(eb->runs[r].function, "manager") == 0;
+		for (size_t end = i + eb->runs[r].count; i < end && i < eb->ntasks; arg += eb->arg_lens[i++]) {
+			int named = eb->arg_lens[i] == CM_VALUE_REF_LEN ? cm_value_ref(arg, eb->arg_lens[i], sha)
+			            : calls                             ? call_names_value(arg, eb->arg_lens[i], sha)
+			                                                : 0;
+			if (named && add_grant(s, sha, out, n) != CM_OK)
+				return CM_ENOMEM;
 		}
-		value_grant(s->hub, s->worker, sha, grant);
-		snprintf((*out)[(*n)++], 2 * CM_SHA256_HEX + 2, "%s %s", sha, grant);
 	}
 	return CM_OK;
 }

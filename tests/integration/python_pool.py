@@ -579,6 +579,19 @@ class ManagerTest(unittest.TestCase):
             m.shutdown()
         self.assertRaises(RuntimeError, m.dict)
 
+    def test_manager_values_of_any_size(self):
+        # A 20 MB argument and a 20 MB result, each a value of its own,
+        # gone once the call is done and its result read.
+        gw = strand.gateway.default()
+        before = gw.request("GET", "/v1/values")["total"]
+        with strand.Manager() as m:
+            d = m.dict()
+            big = os.urandom(20 << 20)
+            d["big"] = big
+            self.assertEqual(d["big"], big)
+            self.assertEqual(len(d), 1)
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], before)
+
 
 class CodeTest(unittest.TestCase):
     """The program's own code and data reach its workers: its folder (as

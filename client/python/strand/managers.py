@@ -25,6 +25,7 @@ passed into a Process or a pool task cannot call it (RemoteError says so).
 
 import base64
 import itertools
+import os
 import queue as _queue
 import time
 
@@ -33,6 +34,9 @@ from . import gateway as _gateway
 from . import output as _output
 
 WAIT_S = 30
+# A call pickled past this goes as a value of its own (its bytes uploaded,
+# not base64 in JSON), up to the gateway's --max-value-bytes.
+CALL_INLINE = 1 << 20
 
 
 # ---- what runs in the manager's runtime ----------------------------------
@@ -84,8 +88,9 @@ class Handle:
     """An AsyncManager call under way: get(timeout) gives its result (or
     raises its exception), ready() says whether it is there."""
 
-    def __init__(self, manager, call_id):
+    def __init__(self, manager, call_id, uploaded=None):
         self._manager, self._call = manager, call_id
+        self._uploaded = uploaded  # the value its argument went as, removed once it is done
         self._done = False
         self._value = self._error = None
 
@@ -104,6 +109,8 @@ class Handle:
         else:
             self._error = _error(view.get("error", "failed"))
         self._done = True
+        if self._uploaded:
+            self._manager._gw.request("DELETE", "/v1/values/" + self._uploaded)
         return True
 
     def ready(self):
@@ -210,9 +217,17 @@ class BaseManager:
 
                 raise RemoteError("strand: a manager's objects are reached from the program that made them, not from inside a worker")
             raise RuntimeError("the manager is not running (start it, or it was shut down)")
-        payload = base64.b64encode(cloudpickle.dumps((func, args, {}))).decode("ascii")
+        pickled = cloudpickle.dumps((func, args, {}))
+        uploaded = None
+        if len(pickled) > CALL_INLINE:
+            # Its own value (16 random bytes after the pickle, which
+            # unpickling ignores), removed once the call is done.
+            payload = self._gw.put_value(pickled + os.urandom(16), fresh=True)
+            uploaded = payload["$value"]
+        else:
+            payload = base64.b64encode(pickled).decode("ascii")
         call = self._gw.request("POST", "/v1/managers/%s/calls" % self.id, {"method": "pickle", "args": [payload]})
-        return Handle(self, call["id"])
+        return Handle(self, call["id"], uploaded)
 
     def _run(self, func, *args):
         return self._submit(func, *args).get()
