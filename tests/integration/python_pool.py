@@ -23,6 +23,11 @@ def _sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def _len_later(data):
+    time.sleep(0.5)
+    return len(data)
+
+
 class Boom(Exception):
     pass
 
@@ -91,14 +96,15 @@ class PoolTest(WithPool):
         # Past 1 MiB pickled, an argument is uploaded as a value (its
         # bytes, stored once) and the task names it: 64 MiB to an apply,
         # and a map over 100 MB of distinct values, exact.
+        gw = strand.gateway.default()
+        held = gw.request("GET", "/v1/values")["total"]
         big = os.urandom(64 << 20)
         self.assertEqual(self.pool.apply(_sha256_hex, (big,)), hashlib.sha256(big).hexdigest())
         values = [os.urandom(10 << 20) for _ in range(10)]
         self.assertEqual(self.pool.map(_sha256_hex, values), [hashlib.sha256(v).hexdigest() for v in values])
-        # And back: results of 64 MiB and 10 MB, exact, and gone from the
-        # gateway once read (the arguments, uploaded before, stay).
-        gw = strand.gateway.default()
-        held = gw.request("GET", "/v1/values")["total"]
+        # And back: results of 64 MiB and 10 MB, exact. Results are gone
+        # from the gateway once read, and a job's arguments once its
+        # results are.
         self.assertEqual(self.pool.apply(bytes, (big,)), big)
         self.assertEqual(self.pool.map(bytes, values, chunksize=1), values)
         r = self.pool.apply_async(bytes, (big,))
@@ -107,11 +113,12 @@ class PoolTest(WithPool):
         self.assertEqual(gw.request("GET", "/v1/values")["total"], held)
         # Two tasks of the same value: it is stored once (one task's
         # pickled chunk, 64 MiB and a few bytes), and uploaded once.
-        before = gw.request("GET", "/v1/values")["total"]
-        self.assertEqual(self.pool.map(len, [big, big], chunksize=1), [64 << 20, 64 << 20])
-        grown = gw.request("GET", "/v1/values")["total"] - before
+        r = self.pool.map_async(_len_later, [big, big], chunksize=1)
+        grown = gw.request("GET", "/v1/values")["total"] - held
         self.assertGreater(grown, 64 << 20)
         self.assertLess(grown, (64 << 20) + 4096)
+        self.assertEqual(r.get(timeout=60), [64 << 20, 64 << 20])
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], held)
 
     def test_a_value_over_the_cap_is_refused_before_it_is_sent(self):
         gw = self.pool._gw

@@ -5,7 +5,9 @@ exception is raised again in the caller with the remote traceback."""
 
 import base64
 import functools
+import hashlib
 import json
+import os
 import itertools
 import threading
 import traceback
@@ -26,15 +28,47 @@ PART = 100000
 PART_BYTES = 32 << 20
 # A map's chunk, pickled, holds about this many bytes at most: a chunk of
 # large items is split (down to one item a task). One item past it goes as
-# a value of its own (_Upload): its pickled bytes uploaded once (PUT
-# /v1/values/{sha256}; not base64 in JSON, not through the database, and
-# fetched once per worker host), the task's argument naming it.
+# a value of its own (_Upload): its pickled bytes uploaded once for the job
+# (PUT /v1/values/{sha256}; not base64 in JSON, not through the database,
+# and fetched once per worker host), the task's argument naming it, and
+# removed once the job's results are read (_JobValues).
 CHUNK_BYTES = 1 << 20
 
 
 class _Upload(bytes):
     """A task's argument too large to go inline: its pickled bytes, uploaded
     as a value before the job that runs it is submitted."""
+
+
+class _JobValues:
+    """The values one job's arguments went as: each _Upload's bytes
+    uploaded once for the job (equal ones once), under a name of the job's
+    own (16 random bytes after the pickle, which unpickling ignores), and
+    removed once the job's results are read. Another job's or program's
+    equal bytes are a value of their own, so removing these ends none of
+    theirs."""
+
+    def __init__(self, gw):
+        self._gw, self._refs = gw, {}
+
+    def inline(self, arg):
+        """A task's argument as a request carries it: an _Upload's bytes
+        uploaded, and named."""
+        if not isinstance(arg, _Upload):
+            return arg
+        key = hashlib.sha256(arg).digest()
+        ref = self._refs.get(key)
+        if ref is None:
+            ref = self._refs[key] = self._gw.put_value(arg + os.urandom(16), fresh=True)
+        return ref
+
+    def release(self):
+        for ref in self._refs.values():
+            try:
+                self._gw.request("DELETE", "/v1/values/" + ref["$value"])
+            except _gateway.StrandError:  # gone already: what was wanted
+                pass
+        self._refs.clear()
 
 
 class RemoteTraceback(Exception):
@@ -355,12 +389,18 @@ class Pool:
         self._output = _output.Output(self._gw, self.id)
         self._processes = view.get("processes") or 1
         self._state = "running"
+        self._job_values = {}  # job: its _JobValues, until its results are read
 
     # ---- submitting -----------------------------------------------------
-    def _inline(self, arg):
-        """A task's argument as a request carries it: _Upload's bytes
-        uploaded, and named."""
-        return self._gw.put_value(arg) if isinstance(arg, _Upload) else arg
+    def _keep_values(self, job, values):
+        """values (a _JobValues) go once job's results are read."""
+        if values._refs:
+            self._job_values[job] = values
+
+    def _release(self, job):
+        values = self._job_values.pop(job, None)
+        if values is not None:
+            values.release()
 
     def _submit(self, func, runner, args, name=None, counts=None):
         """A job running runner (with the function) on each task argument
@@ -370,7 +410,8 @@ class Pool:
         None."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        parts = _parts(args, self._inline)
+        values = _JobValues(self._gw)
+        parts = _parts(args, values.inline)
         _, first = next(parts)
         body = {
             "function": _pickling.function_name(func),
@@ -384,11 +425,13 @@ class Pool:
         if name is not None:
             body["name"] = name
         job = self._gw.request("POST", "/v1/pools/%s/map" % self.id, body)["id"]
+        self._keep_values(job, values)
         for offset, part in parts:
             more = {"offset": offset, "args": part}
             if counts is not None:
                 more["inputs"] = counts[offset : offset + len(part)]
             self._gw.request("POST", "/v1/jobs/%s/args" % job, more)
+        self._keep_values(job, values)  # what its later parts uploaded
         return job
 
     def _default_chunksize(self, n):
@@ -418,6 +461,8 @@ class Pool:
                 % (job, order, cursor, PAGE, WAIT_S),
             )
             failed = set(page["failed"])
+            if page.get("complete"):
+                self._release(job)  # every task ran: its argument values are done with
             for at, text in enumerate(page["values"]):
                 yield at not in failed, text
             if page.get("complete"):
@@ -443,16 +488,19 @@ class Pool:
         not a job and a poll: a round trip, as multiprocessing's."""
         if self._state != "running":
             raise ValueError("Pool not running")
+        values = _JobValues(self._gw)
         body = {
             "function": _pickling.function_name(func),
             "context": _context(_apply, self._init, func),
-            "arg": self._inline(_task(tuple(args), dict(kwds or {}))),
+            "arg": values.inline(_task(tuple(args), dict(kwds or {}))),
         }
         if name is not None:
             body["name"] = name
         answer = self._gw.request("POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30)
         if "index" not in answer:  # the wait ran out: the job, still running
+            self._keep_values(answer["id"], values)
             return AsyncResult(self, answer["id"], True).get()
+        values.release()
         try:
             return _value(answer, self._gw)[0]
         except BaseException:
