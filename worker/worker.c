@@ -397,6 +397,8 @@ static int runtime_done(void *ctx, size_t i, worker_runtime_outcome how, uint32_
  * file, fetched unless cached, as a runtime's argument
  * ({"$value_file":"PATH"}, *text new), or NULL in *text when the argument
  * names none. CM_OK, or an error with why. */
+static int refs_arg(worker *w, const char *arg, size_t len, char **text, char *why, size_t why_len);
+
 static int value_file_arg(worker *w, const char *arg, size_t len, char **text, char *why, size_t why_len)
 {
 	char sha[CM_SHA256_HEX + 1], path[1200];
@@ -404,7 +406,7 @@ static int value_file_arg(worker *w, const char *arg, size_t len, char **text, c
 
 	*text = NULL;
 	if (len != CM_VALUE_REF_LEN || !cm_value_ref(arg, len, sha))
-		return CM_OK;
+		return refs_arg(w, arg, len, text, why, why_len);
 	if ((err = worker_values_path(w->values, sha, path, sizeof(path), why, why_len)) != CM_OK)
 		return err;
 	json_t *j = json_pack("{s:s}", "$value_file", path);
@@ -415,6 +417,59 @@ static int value_file_arg(worker *w, const char *arg, size_t len, char **text, c
 		return CM_ENOMEM;
 	}
 	return CM_OK;
+}
+
+/* A task's argument that holds references to values (strand.put's),
+ * {"$refs": ["SHA256", ...], "arg": ARG}: each value's file, fetched
+ * unless cached, as a runtime's argument ({"$ref_files": {"SHA256":
+ * "PATH", ...}, "arg": ARG}, ARG as its file if it names a value; *text
+ * new), or NULL in *text when the argument holds none. CM_OK, or an error
+ * with why. */
+static int refs_arg(worker *w, const char *arg, size_t len, char **text, char *why, size_t why_len)
+{
+	static const char head[] = "{\"$refs\":[";
+	char path[1200], *inner = NULL;
+	json_t *given, *refs, *one, *files;
+	size_t i;
+	int err = CM_OK;
+
+	if (len < sizeof(head) - 1 || memcmp(arg, head, sizeof(head) - 1) != 0 ||
+	    !(given = json_loadb(arg, len, 0, NULL)))
+		return CM_OK;
+	refs = json_object_get(given, "$refs");
+	files = json_object();
+	json_array_foreach (refs, i, one) {
+		const char *sha = json_string_value(one);
+		if (!sha || !cm_sha256_name_valid(sha)) {
+			snprintf(why, why_len, "the argument's $refs holds what is not a value's name");
+			err = CM_EINVAL;
+		} else if ((err = worker_values_path(w->values, sha, path, sizeof(path), why, why_len)) == CM_OK) {
+			json_object_set_new(files, sha, json_string(path));
+		}
+		if (err != CM_OK)
+			break;
+	}
+	/* ARG naming a value: its file, as for an argument that is one. */
+	char *arg_text =
+	        err == CM_OK ? json_dumps(json_object_get(given, "arg"), JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	if (arg_text && strlen(arg_text) == CM_VALUE_REF_LEN)
+		err = value_file_arg(w, arg_text, CM_VALUE_REF_LEN, &inner, why, why_len);
+	if (err == CM_OK) {
+		json_t *out =
+		        json_pack("{s:O, s:o}", "$ref_files", files, "arg",
+		                  inner ? json_loads(inner, 0, NULL) : json_incref(json_object_get(given, "arg")));
+		*text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+		json_decref(out);
+		if (!*text) {
+			snprintf(why, why_len, "worker out of memory running the task");
+			err = CM_ENOMEM;
+		}
+	}
+	free(inner);
+	free(arg_text);
+	json_decref(files);
+	json_decref(given);
+	return err;
 }
 
 /* The same for a function run in the worker: the value's bytes (*value

@@ -409,9 +409,43 @@ static int call_names_value(const char *arg, size_t len, char sha[CM_SHA256_HEX 
 	return at && (size_t)(arg + len - at) >= CM_VALUE_REF_LEN && cm_value_ref(at, CM_VALUE_REF_LEN, sha);
 }
 
-/* "SHA256 GRANT" for each argument of the batch that names a value, and
- * each manager call whose argument does (*out, *n; none for most batches,
- * at the cost of a length compare a task). CM_OK or CM_ENOMEM. */
+/* An argument that holds references to values (strand.put's), {"$refs":
+ * ["SHA256", ...], "arg": ARG} (docs/tasks.md): a grant for each name it
+ * lists (up to REFS_MAX), and for the value ARG names if it names one.
+ * CM_OK or CM_ENOMEM. */
+#define REFS_MAX 256
+static int refs_grants(const hub_slot *s, const char *arg, size_t len, char ***out, size_t *n)
+{
+	static const char head[] = "{\"$refs\":[\"", tail[] = "],\"arg\":";
+	char sha[CM_SHA256_HEX + 1];
+	const char *p = arg + sizeof(head) - 1, *end = arg + len;
+
+	if (len < sizeof(head) - 1 || memcmp(arg, head, sizeof(head) - 1) != 0)
+		return CM_OK;
+	for (int k = 0; k < REFS_MAX && end - p > CM_SHA256_HEX && p[CM_SHA256_HEX] == '"'; k++) {
+		memcpy(sha, p, CM_SHA256_HEX);
+		sha[CM_SHA256_HEX] = '\0';
+		if (!cm_sha256_name_valid(sha))
+			return CM_OK;
+		if (add_grant(s, sha, out, n) != CM_OK)
+			return CM_ENOMEM;
+		p += CM_SHA256_HEX + 1;
+		if (end - p >= 2 && p[0] == ',' && p[1] == '"')
+			p += 2;
+		else
+			break;
+	}
+	/* ARG naming a value: what is left is exactly the reference and a '}'. */
+	if ((size_t)(end - p) == sizeof(tail) - 1 + CM_VALUE_REF_LEN + 1 && memcmp(p, tail, sizeof(tail) - 1) == 0 &&
+	    cm_value_ref(p + sizeof(tail) - 1, CM_VALUE_REF_LEN, sha) && end[-1] == '}')
+		return add_grant(s, sha, out, n);
+	return CM_OK;
+}
+
+/* "SHA256 GRANT" for each argument of the batch that names a value or
+ * holds references to values, and each manager call whose argument names
+ * one (*out, *n; none for most batches, at the cost of a length compare
+ * and a byte's a task). CM_OK or CM_ENOMEM. */
 static int value_grants(const hub_slot *s, const engine_batch *eb, char ***out, size_t *n)
 {
 	char sha[CM_SHA256_HEX + 1];
@@ -423,10 +457,14 @@ static int value_grants(const hub_slot *s, const engine_batch *eb, char ***out, 
 	for (size_t r = 0; r < eb->nruns; r++) {
 		int calls = strcmp(eb->runs[r].function, "manager") == 0;
 		for (size_t end = i + eb->runs[r].count; i < end && i < eb->ntasks; arg += eb->arg_lens[i++]) {
-			int named = eb->arg_lens[i] == CM_VALUE_REF_LEN ? cm_value_ref(arg, eb->arg_lens[i], sha)
-			            : calls                             ? call_names_value(arg, eb->arg_lens[i], sha)
-			                                                : 0;
+			size_t len = eb->arg_lens[i];
+			int named = len == CM_VALUE_REF_LEN ? cm_value_ref(arg, len, sha)
+			            : calls                 ? call_names_value(arg, len, sha)
+			                                    : 0;
 			if (named && add_grant(s, sha, out, n) != CM_OK)
+				return CM_ENOMEM;
+			if (!named && len > 2 && arg[0] == '{' && arg[2] == '$' &&
+			    refs_grants(s, arg, len, out, n) != CM_OK)
 				return CM_ENOMEM;
 		}
 	}

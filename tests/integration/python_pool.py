@@ -23,6 +23,11 @@ def _sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def _digest_and(pair):
+    data, i = pair
+    return _sha256_hex(data), i
+
+
 def _len_later(data):
     time.sleep(0.5)
     return len(data)
@@ -118,6 +123,34 @@ class PoolTest(WithPool):
         self.assertGreater(grown, 64 << 20)
         self.assertLess(grown, (64 << 20) + 4096)
         self.assertEqual(r.get(timeout=60), [64 << 20, 64 << 20])
+        self.assertEqual(gw.request("GET", "/v1/values")["total"], held)
+
+    def test_put_once_taken_by_many(self):
+        # strand.put: 20 MB stored once; tasks take the Ref (in arguments,
+        # a closure, an apply) and get the object, unpickled once per
+        # runtime; in the caller it stays a Ref; delete() removes it.
+        gw = strand.gateway.default()
+        held = gw.request("GET", "/v1/values")["total"]
+        weights = os.urandom(20 << 20)
+        ref = strand.put(weights)
+        self.assertIsInstance(ref, strand.Ref)
+        self.assertEqual(strand.put(weights), ref)  # the same bytes: one value
+        grown = gw.request("GET", "/v1/values")["total"] - held
+        self.assertGreater(grown, 20 << 20)
+        self.assertLess(grown, (20 << 20) + 4096)
+        digest = hashlib.sha256(weights).hexdigest()
+        self.assertEqual(self.pool.map(_digest_and, [(ref, i) for i in range(40)], chunksize=1),
+                         [(digest, i) for i in range(40)])
+        self.assertEqual(self.pool.map(lambda i: (_sha256_hex(ref), i), range(6)), [(digest, i) for i in range(6)])
+        self.assertEqual(self.pool.apply(_sha256_hex, (ref,)), digest)
+        # The same object for every task of a runtime: unpickled once.
+        self.assertLessEqual(len(set(self.pool.map(lambda i: id(ref), range(20), chunksize=1))), 2)
+        import pickle
+
+        self.assertEqual(pickle.loads(pickle.dumps(ref)), ref)  # in the caller, a Ref stays one
+        self.assertEqual(ref.get(), weights)
+        self.assertEqual(gw.request("GET", "/v1/values")["total"] - held, grown)
+        ref.delete()
         self.assertEqual(gw.request("GET", "/v1/values")["total"], held)
 
     def test_a_value_over_the_cap_is_refused_before_it_is_sent(self):

@@ -857,6 +857,28 @@ static void test_values_only_by_grant(void **state)
 	/* Another pool's worker with this worker's grant. */
 	assert_null(fetch_as(other, elsewhere, other_secret, sha, grant, why));
 	assert_string_equal(why, "no task given to this worker names that value (or the gateway restarted since)");
+	/* An argument holding references (strand.put's) is granted each name
+	 * it lists, and nothing for a name that is not one. */
+	snprintf(body, sizeof(body),
+	         "{\"function\": \"echo\", \"args\": [{\"$refs\": [\"%s\"], \"arg\": 7}, {\"$refs\": "
+	         "[\"../../etc/passwd\"], \"arg\": 8}]}",
+	         sha);
+	r = http(&g, "POST", path, body, NULL);
+	assert_int_equal(r.status, 202);
+	response_free(&r);
+	size_t refs_tasks = 0, refs_grants = 0;
+	for (int pulls = 0; pulls < 10 && refs_tasks < 2; pulls++) {
+		Strand__Batch *b = pull_as(worker, pool, secret, NULL, 0, 3);
+		assert_non_null(b);
+		const uint8_t *arg = b->args.data;
+		for (size_t i = 0; i < b->n_task_ids; arg += b->arg_lens[i++])
+			refs_tasks += b->arg_lens[i] > 8 && memcmp(arg, "{\"$refs\"", 8) == 0;
+		for (size_t i = 0; i < b->n_value_grants; i++, refs_grants++)
+			assert_memory_equal(b->value_grants[i], sha, CM_SHA256_HEX);
+		protobuf_c_message_free_unpacked(&b->base, NULL);
+	}
+	assert_int_equal(refs_tasks, 2);
+	assert_int_equal(refs_grants, 1);
 	kill(-pid, SIGCONT);
 	free(pool);
 	free(elsewhere);

@@ -25,6 +25,8 @@ __all__ = [
     "SyncManager",
     "AsyncManager",
     "BaseManager",
+    "put",
+    "Ref",
 ]
 
 _lazy = {
@@ -41,6 +43,8 @@ _lazy = {
     "SyncManager": "managers",
     "AsyncManager": "managers",
     "BaseManager": "managers",
+    "put": "refs",
+    "Ref": "refs",
 }
 
 

@@ -4,6 +4,7 @@ task's queue and pipe calls reach the gateway (frames 'Q' and 'A', docs/tasks.md
 and what the runtime keeps between tasks: functions unpickled once, the
 initializers that ran."""
 
+import collections
 import json
 
 line = None  # strand.runtime's line to the worker, while it runs
@@ -22,6 +23,37 @@ class InputsFailed(Exception):
     def __init__(self, values, failures):
         super().__init__("%d of %d inputs failed" % (len(failures), len(values)))
         self.values, self.failures = values, failures
+
+
+# The files of the values the running task's references name (strand.put:
+# {sha256: path}, set by strand.runtime before its argument is unpickled),
+# and the objects they held, unpickled once per runtime (the newest kept).
+ref_files = {}
+_resolved = collections.OrderedDict()
+RESOLVED_KEPT = 16
+
+
+def resolve(sha256):
+    """What a strand.Ref unpickles as: in a worker, the object it names
+    (the same object for every task of this runtime); elsewhere, the Ref."""
+    if line is None:
+        from .refs import Ref
+
+        return Ref(sha256)
+    if sha256 in _resolved:
+        _resolved.move_to_end(sha256)
+        return _resolved[sha256]
+    path = ref_files.get(sha256)
+    if path is None:
+        raise RuntimeError("strand: the task names no file for the value %s" % sha256)
+    import pickle
+
+    with open(path, "rb") as f:
+        obj = pickle.loads(f.read())
+    _resolved[sha256] = obj
+    while len(_resolved) > RESOLVED_KEPT:
+        _resolved.popitem(last=False)
+    return obj
 
 
 def inside():

@@ -99,10 +99,14 @@ class Gateway:
             self.request_bytes("PUT", "/v1/values/" + name, data, "application/octet-stream", timeout=600)
         return {"$value": name}
 
+    def get_value(self, name):
+        """The bytes of the value named name."""
+        return self._send("GET", "/v1/values/" + name, None, 600)
+
     def take_value(self, name):
         """The bytes of the value named name, which is then removed: a
         task's result too large to come inline, read once."""
-        data = self._send("GET", "/v1/values/" + name, None, 600)
+        data = self.get_value(name)
         self.request("DELETE", "/v1/values/" + name)
         return data
 

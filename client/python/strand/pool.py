@@ -6,15 +6,16 @@ exception is raised again in the caller with the remote traceback."""
 import base64
 import functools
 import hashlib
+import itertools
 import json
 import os
-import itertools
 import threading
 import traceback
 
 import cloudpickle
 
 from . import _code, _pickling, _worker
+from . import refs as _refs
 from . import output as _output
 from . import gateway as _gateway
 
@@ -40,6 +41,20 @@ class _Upload(bytes):
     as a value before the job that runs it is submitted."""
 
 
+class _WithRefs:
+    """A task's argument (text, or an _Upload) that holds references to
+    values (strand.put): their names, which its request lists so that the
+    gateway grants them to the worker that runs it."""
+
+    __slots__ = ("arg", "refs")
+
+    def __init__(self, arg, refs):
+        self.arg, self.refs = arg, refs
+
+    def __len__(self):
+        return len(self.arg) + 70 * len(self.refs)
+
+
 class _JobValues:
     """The values one job's arguments went as: each _Upload's bytes
     uploaded once for the job (equal ones once), under a name of the job's
@@ -48,19 +63,24 @@ class _JobValues:
     equal bytes are a value of their own, so removing these ends none of
     theirs."""
 
-    def __init__(self, gw):
+    def __init__(self, gw, context_refs=()):
         self._gw, self._refs = gw, {}
+        self._context_refs = set(context_refs)  # those the job's function holds: every task names them
 
     def inline(self, arg):
         """A task's argument as a request carries it: an _Upload's bytes
-        uploaded, and named."""
-        if not isinstance(arg, _Upload):
-            return arg
-        key = hashlib.sha256(arg).digest()
-        ref = self._refs.get(key)
-        if ref is None:
-            ref = self._refs[key] = self._gw.put_value(arg + os.urandom(16), fresh=True)
-        return ref
+        uploaded, and named; one that holds references (or whose function
+        does) as {"$refs": [SHA256, ...], "arg": ARG} (docs/tasks.md)."""
+        refs = self._context_refs
+        if isinstance(arg, _WithRefs):
+            refs, arg = refs | arg.refs, arg.arg
+        if isinstance(arg, _Upload):
+            key = hashlib.sha256(arg).digest()
+            ref = self._refs.get(key)
+            if ref is None:
+                ref = self._refs[key] = self._gw.put_value(arg + os.urandom(16), fresh=True)
+            arg = ref
+        return {"$refs": sorted(refs), "arg": arg} if refs else arg
 
     def release(self):
         for ref in self._refs.values():
@@ -138,17 +158,21 @@ def _b64(value):
 def _context(runner, init, func):
     """A job's context: what runs each of its tasks (runner with the pool's
     initializer and the function), sent to each runtime once instead of
-    with every task (docs/tasks.md, "Runtimes")."""
-    return _b64(functools.partial(runner, init, cloudpickle.dumps(func)))
+    with every task (docs/tasks.md, "Runtimes"); and the names of the
+    values (strand.put) it holds references to."""
+    with _refs.collecting() as refs:
+        text = _b64(functools.partial(runner, init, cloudpickle.dumps(func)))
+    return text, refs
 
 
 def _task(*args):
     """A task's argument: what its job's context is called with, as base64
-    text, or _Upload when its pickled bytes pass CHUNK_BYTES."""
-    pickled = _pickling.dumps((args, {}))
-    if len(pickled) > CHUNK_BYTES:
-        return _Upload(pickled)
-    return base64.b64encode(pickled).decode("ascii")
+    text, or _Upload when its pickled bytes pass CHUNK_BYTES; _WithRefs
+    when it holds references to values (strand.put)."""
+    with _refs.collecting() as refs:
+        pickled = _pickling.dumps((args, {}))
+    arg = _Upload(pickled) if len(pickled) > CHUNK_BYTES else base64.b64encode(pickled).decode("ascii")
+    return _WithRefs(arg, refs) if refs else arg
 
 
 def _chunk_tasks(items, chunksize, tasks=None, counts=None):
@@ -410,12 +434,13 @@ class Pool:
         None."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        values = _JobValues(self._gw)
+        context, refs = _context(runner, self._init, func)
+        values = _JobValues(self._gw, refs)
         parts = _parts(args, values.inline)
         _, first = next(parts)
         body = {
             "function": _pickling.function_name(func),
-            "context": _context(runner, self._init, func),
+            "context": context,
             "args": first,
             "total": len(args),
         }
@@ -488,10 +513,11 @@ class Pool:
         not a job and a poll: a round trip, as multiprocessing's."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        values = _JobValues(self._gw)
+        context, refs = _context(_apply, self._init, func)
+        values = _JobValues(self._gw, refs)
         body = {
             "function": _pickling.function_name(func),
-            "context": _context(_apply, self._init, func),
+            "context": context,
             "arg": values.inline(_task(tuple(args), dict(kwds or {}))),
         }
         if name is not None:

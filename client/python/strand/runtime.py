@@ -132,7 +132,23 @@ def _result_file(data):
     return json.dumps({"$value_file": path}).encode()
 
 
+REF_FILES = b'{"$ref_files":'
+
+
+def _with_refs(arg):
+    """A task's argument that holds references to values (strand.put): the
+    worker fetched each and sent {"$ref_files": {SHA256: PATH}, "arg":
+    ARG}. Their files are noted for the references to unpickle from
+    (_worker.resolve); ARG, as JSON text, is the argument."""
+    if not arg.startswith(REF_FILES):
+        return arg
+    given = json.loads(arg)
+    _worker.ref_files.update(given["$ref_files"])
+    return json.dumps(given["arg"]).encode()
+
+
 def _run(name, arg, contexts):
+    arg = _with_refs(arg)
     value = _value_file(arg)
     if _is_pickled(name):
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
