@@ -6,6 +6,7 @@ initializers that ran."""
 
 import collections
 import json
+import os
 
 line = None  # strand.runtime's line to the worker, while it runs
 
@@ -46,14 +47,25 @@ def resolve(sha256):
     path = ref_files.get(sha256)
     if path is None:
         raise RuntimeError("strand: the task names no file for the value %s" % sha256)
-    import pickle
-
-    with open(path, "rb") as f:
-        obj = pickle.loads(f.read())
+    obj = unpickle_file(path)
     _resolved[sha256] = obj
     while len(_resolved) > RESOLVED_KEPT:
         _resolved.popitem(last=False)
     return obj
+
+
+def unpickle_file(path):
+    """The object pickled in the file at path (a value's, in the worker's
+    cache), read through a mapping of it: its bytes are copied once, into
+    the object, not first into a buffer."""
+    import mmap
+    import pickle
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return pickle.loads(b"")  # raises as an empty pickle does
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return pickle.loads(mapped)
 
 
 def inside():

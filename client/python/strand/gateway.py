@@ -69,26 +69,31 @@ class Gateway:
         text = self._send(method, path, body, timeout)
         return json.loads(text) if text else None
 
-    def request_bytes(self, method, path, data, content_type, timeout=None):
-        """Sends data (bytes) as the body; the answer's JSON, or StrandError."""
-        text = self._send(method, path, None, timeout, raw=(data, content_type))
+    def request_bytes(self, method, path, data, content_type, timeout=None, tail=b""):
+        """Sends data (bytes), then tail, as the body (neither copied into
+        the other); the answer's JSON, or StrandError."""
+        text = self._send(method, path, None, timeout, raw=(data, content_type), tail=tail)
         return json.loads(text) if text else None
 
-    def put_value(self, data, fresh=False):
-        """Uploads data (bytes) as a value (PUT /v1/values/{sha256}) unless
-        the gateway holds it already (fresh: named uniquely, so not asked);
-        what a task's argument is to name it."""
+    def put_value(self, data, fresh=False, name=None, tail=b""):
+        """Uploads data (bytes) and tail as a value (PUT
+        /v1/values/{sha256}) unless the gateway holds it already (fresh:
+        named uniquely, so not asked); what a task's argument is to name
+        it. name: its SHA-256 (hex) when the caller hashed it already."""
         # Past the cap it would be refused before its body is read, and a
         # client still sending may lose that answer to the connection's reset.
         if self._value_max is None:
             self._value_max = self.request("GET", "/v1/values")["max_bytes"]
-        if len(data) > self._value_max:
+        if len(data) + len(tail) > self._value_max:
             raise StrandError(
                 413,
                 "a value of %d bytes (pickled) is over the gateway's %d byte cap (--max-value-bytes)"
-                % (len(data), self._value_max),
+                % (len(data) + len(tail), self._value_max),
             )
-        name = hashlib.sha256(data).hexdigest()
+        if name is None:
+            hashed = hashlib.sha256(data)
+            hashed.update(tail)
+            name = hashed.hexdigest()
         try:
             if fresh:
                 raise StrandError(404, "not asked")
@@ -96,7 +101,7 @@ class Gateway:
         except StrandError as e:
             if e.status != 404:
                 raise
-            self.request_bytes("PUT", "/v1/values/" + name, data, "application/octet-stream", timeout=600)
+            self.request_bytes("PUT", "/v1/values/" + name, data, "application/octet-stream", timeout=600, tail=tail)
         return {"$value": name}
 
     def get_value(self, name):
@@ -146,7 +151,7 @@ class Gateway:
                 held = self._lease = _Lease(self)
             return held.id
 
-    def _send(self, method, path, body, timeout, raw=None):
+    def _send(self, method, path, body, timeout, raw=None, tail=b""):
         data, content_type = raw or (json.dumps(body).encode() if body is not None else b"", "application/json")
         target = self._prefix + path
         # Written into the request as they are: nothing in them may end a
@@ -163,7 +168,7 @@ class Gateway:
         if self.token:
             head += "Authorization: Bearer %s\r\n" % self.token
         if body is not None or raw or method in ("POST", "PUT", "PATCH"):
-            head += "Content-Length: %d\r\n" % len(data)
+            head += "Content-Length: %d\r\n" % (len(data) + len(tail))
         # One write for most requests; a large body is not copied behind its head.
         request = head.encode("latin-1") + b"\r\n" + (data if len(data) <= BODY_APART else b"")
         for attempt in (0, 1):
@@ -173,6 +178,8 @@ class Gateway:
                 sock.sendall(request)
                 if len(data) > BODY_APART:
                     sock.sendall(data)
+                if tail:
+                    sock.sendall(tail)
                 answer.begin()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 # Nothing of the answer came: the gateway had closed it.

@@ -222,7 +222,7 @@ class BaseManager:
         if len(pickled) > CALL_INLINE:
             # Its own value (16 random bytes after the pickle, which
             # unpickling ignores), removed once the call is done.
-            payload = self._gw.put_value(pickled + os.urandom(16), fresh=True)
+            payload = self._gw.put_value(pickled, fresh=True, tail=os.urandom(16))
             uploaded = payload["$value"]
         else:
             payload = base64.b64encode(pickled).decode("ascii")

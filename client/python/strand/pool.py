@@ -4,11 +4,13 @@ cloudpickle bytes (rt:pickle:MODULE.QUALNAME), results come back the same way, a
 exception is raised again in the caller with the remote traceback."""
 
 import base64
+import concurrent.futures
 import functools
 import hashlib
 import itertools
 import json
 import os
+import sys
 import threading
 import traceback
 
@@ -36,9 +38,18 @@ PART_BYTES = 32 << 20
 CHUNK_BYTES = 1 << 20
 
 
-class _Upload(bytes):
-    """A task's argument too large to go inline: its pickled bytes, uploaded
-    as a value before the job that runs it is submitted."""
+class _Upload:
+    """A task's argument too large to go inline: its pickled bytes (held,
+    not copied), uploaded as a value before the job that runs it is
+    submitted."""
+
+    __slots__ = ("data", "future")  # future: its upload's (_JobValues.start)
+
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
 
 
 class _WithRefs:
@@ -58,14 +69,52 @@ class _WithRefs:
 class _JobValues:
     """The values one job's arguments went as: each _Upload's bytes
     uploaded once for the job (equal ones once), under a name of the job's
-    own (16 random bytes after the pickle, which unpickling ignores), and
-    removed once the job's results are read. Another job's or program's
-    equal bytes are a value of their own, so removing these ends none of
-    theirs."""
+    own (16 random bytes of the job's after the pickle, which unpickling
+    ignores), and removed once the job's results are read. Another job's
+    or program's equal bytes are a value of their own, so removing these
+    ends none of theirs. Uploads run on UPLOADS threads of their own, in
+    the order the arguments come, so that one value is hashed and sent
+    while the gateway stores the one before."""
+
+    UPLOADS = 2
 
     def __init__(self, gw, context_refs=()):
-        self._gw, self._refs = gw, {}
+        self._gw, self._refs = gw, {}  # the bytes' hash: the future of their upload
+        self._nonce = os.urandom(16)
         self._context_refs = set(context_refs)  # those the job's function holds: every task names them
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def start(self, args):
+        """Starts uploading each of args that is an _Upload; inline then
+        takes its name."""
+        for arg in args:
+            upload = arg.arg if isinstance(arg, _WithRefs) else arg
+            if isinstance(upload, _Upload) and not hasattr(upload, "future"):
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(self.UPLOADS, "strand-upload")
+                upload.future = self._pool.submit(self._upload, upload.data)
+
+    def _upload(self, data):
+        """One pass over the bytes: their hash (equal ones go once) and,
+        from it, that of the bytes with the job's nonce after them."""
+        hashed = hashlib.sha256(data)
+        key = hashed.digest()
+        with self._lock:
+            first = key not in self._refs
+            if first:
+                self._refs[key] = concurrent.futures.Future()
+            done = self._refs[key]
+        if not first:
+            return done.result()
+        try:
+            hashed.update(self._nonce)
+            ref = self._gw.put_value(data, fresh=True, name=hashed.hexdigest(), tail=self._nonce)
+        except BaseException as e:
+            done.set_exception(e)
+            raise
+        done.set_result(ref)
+        return ref
 
     def inline(self, arg):
         """A task's argument as a request carries it: an _Upload's bytes
@@ -75,18 +124,26 @@ class _JobValues:
         if isinstance(arg, _WithRefs):
             refs, arg = refs | arg.refs, arg.arg
         if isinstance(arg, _Upload):
-            key = hashlib.sha256(arg).digest()
-            ref = self._refs.get(key)
-            if ref is None:
-                ref = self._refs[key] = self._gw.put_value(arg + os.urandom(16), fresh=True)
-            arg = ref
+            self.start([arg])
+            try:
+                arg = arg.future.result()
+            except BaseException:
+                self.stop()
+                raise
         return {"$refs": sorted(refs), "arg": arg} if refs else arg
 
+    def stop(self):
+        """No more uploads (those queued are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
     def release(self):
-        for ref in self._refs.values():
+        self.stop()
+        for done in self._refs.values():
             try:
-                self._gw.request("DELETE", "/v1/values/" + ref["$value"])
-            except _gateway.StrandError:  # gone already: what was wanted
+                self._gw.request("DELETE", "/v1/values/" + done.result()["$value"])
+            except Exception:  # gone already, or never stored: what was wanted
                 pass
         self._refs.clear()
 
@@ -184,6 +241,17 @@ def _chunk_tasks(items, chunksize, tasks=None, counts=None):
     counts = [] if counts is None else counts
     for start in range(0, len(items), chunksize):
         chunk = items[start : start + chunksize]
+        if len(chunk) > 1:
+            # Items whose own size (bytes, arrays, strings) says the chunk
+            # will not fit are cut first: pickling the whole to learn so
+            # copied every byte once more (a map of 10 MB values: 130 MB
+            # a chunk, thrown away).
+            held = sum(map(sys.getsizeof, chunk))
+            if held > CHUNK_BYTES:
+                step = -(-len(chunk) // min(len(chunk), -(-held // CHUNK_BYTES)))
+                for at in range(0, len(chunk), step):
+                    _chunk_tasks(chunk[at : at + step], step, tasks, counts)
+                continue
         arg = _task(chunk)
         if len(arg) <= CHUNK_BYTES or len(chunk) == 1:
             tasks.append(arg)
@@ -436,6 +504,17 @@ class Pool:
             raise ValueError("Pool not running")
         context, refs = _context(runner, self._init, func)
         values = _JobValues(self._gw, refs)
+        values.start(args)
+        try:
+            return self._submit_parts(func, context, args, values, name, counts)
+        except BaseException:
+            values.release()  # the job holds none of them, or cannot run
+            raise
+        finally:
+            values.stop()
+
+    def _submit_parts(self, func, context, args, values, name, counts):
+        """_submit's requests: the map with its first part, then the rest."""
         parts = _parts(args, values.inline)
         _, first = next(parts)
         body = {
@@ -520,6 +599,7 @@ class Pool:
             "context": context,
             "arg": values.inline(_task(tuple(args), dict(kwds or {}))),
         }
+        values.stop()
         if name is not None:
             body["name"] = name
         answer = self._gw.request("POST", "/v1/pools/%s/apply?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30)

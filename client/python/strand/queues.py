@@ -28,13 +28,14 @@ def _enc(obj, gw):
     pickled = _pickling.dumps(obj)
     if len(pickled) <= ITEM_INLINE:
         return base64.b64encode(pickled).decode("ascii")
-    pickled += os.urandom(16)
+    nonce = os.urandom(16)
     if _worker.inside():  # the worker stores it (as a task's large result)
         fd, path = tempfile.mkstemp(prefix="strand-item-")
         with os.fdopen(fd, "wb") as f:
             f.write(pickled)
+            f.write(nonce)
         return {"$value_file": path}
-    return gw.put_value(pickled, fresh=True)
+    return gw.put_value(pickled, fresh=True, tail=nonce)
 
 
 def _dec(item, gw):
@@ -44,8 +45,7 @@ def _dec(item, gw):
     import cloudpickle
 
     if isinstance(item, dict) and "$value_file" in item:
-        with open(item["$value_file"], "rb") as f:
-            return cloudpickle.loads(f.read())
+        return _worker.unpickle_file(item["$value_file"])
     if isinstance(item, dict):
         return cloudpickle.loads(gw.take_value(item["$value"]))
     return cloudpickle.loads(base64.b64decode(item))

@@ -149,11 +149,13 @@ def _with_refs(arg):
 
 def _run(name, arg, contexts):
     arg = _with_refs(arg)
-    value = _value_file(arg)
     if _is_pickled(name):
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
-        # helpers, imported then).
-        call = pickle.loads(value if value is not None else base64.b64decode(json.loads(arg)))
+        # helpers, imported then); a value's from its file, mapped.
+        if arg.startswith(VALUE_FILE):
+            call = _worker.unpickle_file(json.loads(arg)["$value_file"])
+        else:
+            call = pickle.loads(base64.b64decode(json.loads(arg)))
         if contexts.current:  # the function is the job's context
             function, (args, kwargs) = contexts.function(), call
         else:
@@ -164,6 +166,7 @@ def _run(name, arg, contexts):
         if len(pickled) > RESULT_INLINE:
             return _result_file(pickled)
         return json.dumps(base64.b64encode(pickled).decode("ascii")).encode()
+    value = _value_file(arg)
     value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
 
