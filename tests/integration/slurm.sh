@@ -154,6 +154,16 @@ curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")"
   -H 'Content-Type: application/octet-stream' -X PUT --data-binary @"$dir/value.json" "$STRAND_URL/v1/values/$vsha" >/dev/null
 check "a task gets a 20 MiB value it names" $(((20 << 20) + 2)) \
   "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d "{\"command\":[\"wc\",\"-c\"],\"arg\":{\"\$value\":\"$vsha\"}}" | jq -c .value)"
+check "a result past 8 MiB comes back as the value of its bytes" "{\"\$value\":\"$vsha\"}" \
+  "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d "{\"command\":[\"cat\"],\"arg\":{\"\$value\":\"$vsha\"}}" | jq -c .value)"
+# A named map of tasks carrying several inputs: counted and failed by input.
+job=$(api "/v1/pools/$coded/map" -X POST -d '{"name":"by input","function":"sleep","args":[0,"x",0],"inputs":[3,2,1]}' |
+  jq -r .id)
+results_of "$job" >/dev/null
+check "a named map counts its inputs" '"by input" 6 6 2 {"total":3,"done":3,"failed":1}' \
+  "$(api "/v1/jobs/$job" | jq -c -r '"\(.name | tojson) \(.total) \(.done) \(.failed) \(.tasks | tojson)"')"
+check "... and its failure from the input it starts at" "3 1 2" \
+  "$(api "/v1/jobs/$job/failures" | jq -r '.items[0] | "\(.index) \(.task) \(.inputs)"')"
 api "/v1/pools/$coded" -X DELETE >/dev/null
 
 # A Process: its environment (never on a command line) and its output.
