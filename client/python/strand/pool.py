@@ -245,8 +245,9 @@ def _chunk_tasks(items, chunksize, tasks=None, counts=None):
             # Items whose own size (bytes, arrays, strings) says the chunk
             # will not fit are cut first: pickling the whole to learn so
             # copied every byte once more (a map of 10 MB values: 130 MB
-            # a chunk, thrown away).
-            held = sum(map(sys.getsizeof, chunk))
+            # a chunk, thrown away). Judged from up to 8 of them.
+            sample = chunk[:: -(-len(chunk) // 8)]
+            held = sum(map(sys.getsizeof, sample)) * len(chunk) // len(sample)
             if held > CHUNK_BYTES:
                 step = -(-len(chunk) // min(len(chunk), -(-held // CHUNK_BYTES)))
                 for at in range(0, len(chunk), step):
@@ -361,11 +362,12 @@ def _chunk(ok, text, gw):
     return values
 
 
-def _inputs(results, gw, decoded=None, single=False):
-    """A map's values, input by input, from its tasks' results (ok, text)
-    in input order; an input that failed raises its exception there (each
-    task's values decoded once, into decoded by its index, if given).
-    single: an apply's, whose error says no input."""
+def _chunks(results, gw, decoded=None, single=False):
+    """A map's values a task at a time (each task's list of its inputs'
+    values), from its tasks' results (ok, text) in input order; an input
+    that failed raises its exception where it was, after the values before
+    it (each task's values decoded once, into decoded by its index, if
+    given). single: an apply's, whose error says no input."""
     index = 0
     for task, (ok, text) in enumerate(results):
         try:
@@ -377,11 +379,26 @@ def _inputs(results, gw, decoded=None, single=False):
                 values = decoded[task] = _chunk(ok, text, gw)
         except BaseException as e:  # a task's SystemExit is raised again too
             _raise_at(e, index, None if single else "the task from input")
-        for value in values:
-            if isinstance(value, _Failed):
-                _raise_at(value.error, index, None if single else "input")
-            yield value
-            index += 1
+        if not ok:  # some of its inputs failed alone: up to the first of them
+            at = next(i for i, value in enumerate(values) if isinstance(value, _Failed))
+            yield values[:at]
+            _raise_at(values[at].error, index + at, None if single else "input")
+        yield values
+        index += len(values)
+
+
+def _inputs(results, gw, decoded=None, single=False):
+    """A map's values, input by input (as _chunks)."""
+    for values in _chunks(results, gw, decoded, single):
+        yield from values
+
+
+def _all_inputs(results, gw, decoded=None, single=False):
+    """A map's values, as a list (as _chunks)."""
+    out = []
+    for values in _chunks(results, gw, decoded, single):
+        out.extend(values)
+    return out
 
 
 class AsyncResult:
@@ -429,7 +446,7 @@ class AsyncResult:
         # Each task's values decoded once: one that came as a value is
         # fetched once (and gone from the gateway after).
         with self._decoding:
-            values = list(_inputs(self._items, self._pool._gw, self._decoded, self._single))
+            values = _all_inputs(self._items, self._pool._gw, self._decoded, self._single)
         return values[0] if self._single else values
 
 
@@ -551,7 +568,7 @@ class Pool:
     def _list(self, job):
         """Every value of job, in input order; the first input that failed
         raises, after every task ended, as multiprocessing's map."""
-        return list(_inputs(list(self._results(job, "input")), self._gw))
+        return _all_inputs(list(self._results(job, "input")), self._gw)
 
     def _results(self, job, order):
         """Each result of job as (ok, its value or error text), paged with
