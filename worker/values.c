@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -94,11 +95,10 @@ int worker_values_grant_of(worker_values *v, const char *sha, char mac[CM_SHA256
 	return found;
 }
 
-/* Removes the least recently used values (by modification time: a use
- * touches its file) until the folder holds cap bytes at most, keeping
- * keep, the one just fetched. */
-static void trim(const char *dir, int64_t cap, const char *keep)
+void worker_values_trim(const char *dir, int64_t cap, const char *keep)
 {
+	time_t recent = time(NULL) - WORKER_VALUES_TRIM_GRACE_S;
+
 	for (;;) {
 		DIR *d = opendir(dir);
 		struct dirent *e;
@@ -113,7 +113,7 @@ static void trim(const char *dir, int64_t cap, const char *keep)
 			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 				continue;
 			total += st.st_size;
-			if (strcmp(e->d_name, keep) != 0 &&
+			if (strcmp(e->d_name, keep) != 0 && st.st_mtim.tv_sec < recent &&
 			    (!oldest[0] || st.st_mtim.tv_sec < when.tv_sec ||
 			     (st.st_mtim.tv_sec == when.tv_sec && st.st_mtim.tv_nsec < when.tv_nsec))) {
 				memcpy(oldest, e->d_name, sizeof(oldest)); /* a valid name: 64 digits and its NUL */
@@ -157,7 +157,7 @@ static int fetch(worker_values *v, const char *dir, const char *sha, const char 
 	unlink(temp);
 	if (err == CM_OK) {
 		cm_info("value %.12s: %lld bytes fetched", sha, (long long)size);
-		trim(dir, v->cache_bytes, sha);
+		worker_values_trim(dir, v->cache_bytes, sha);
 	} else {
 		char what[300];
 		snprintf(what, sizeof(what), "value %s: %s", sha, why);

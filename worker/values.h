@@ -42,6 +42,17 @@ int worker_values_take(worker_values *v, const char *sha, const char *take, char
  * into path. CM_OK, or an error with the reason in why. */
 int worker_values_path(worker_values *v, const char *sha, char *path, size_t path_len, char *why, size_t why_len);
 
+/* A value used this recently is never trimmed: another worker on the host
+ * may have just been given its path (the cache is shared), and its task
+ * opens the file a moment later. */
+#define WORKER_VALUES_TRIM_GRACE_S 60
+
+/* Removes the least recently used values of the cache folder dir (by
+ * modification time: a use touches its file) until it holds cap bytes at
+ * most, keeping keep (the one just fetched; "" for none) and those used in
+ * the last WORKER_VALUES_TRIM_GRACE_S, even past cap. */
+void worker_values_trim(const char *dir, int64_t cap, const char *keep);
+
 /* A runtime's result (or queue item) too large for a pull, which it wrote
  * to the file path ({"$value_file":"PATH"}): stored as a value through the
  * hub (BlobPut), in pieces, and the file removed; the grant to read it is
