@@ -166,6 +166,14 @@ check "... and its failure from the input it starts at" "3 1 2" \
   "$(api "/v1/jobs/$job/failures" | jq -r '.items[0] | "\(.index) \(.task) \(.inputs)"')"
 api "/v1/pools/$coded" -X DELETE >/dev/null
 
+# A pool held by a lease its client stops renewing (a program killed with
+# SIGKILL): it ends, and so do its batch jobs.
+lease=$(api /v1/leases -X POST -d '{"lease_s":5}' | jq -r .id)
+leased=$(api /v1/pools -X POST -d "{\"processes\":1,\"backend\":\"slurm\",\"lease\":\"$lease\"}" | jq -r .id)
+check "a leased pool starts its batch job" 1 "$(until_eq 1 30 pool_field "$leased" counters.workers_started)"
+check "its lease runs out: the pool ends" terminated "$(until_eq terminated 30 pool_field "$leased" state)"
+check "... and its batch job with it" "" "$(until_eq "" 30 jobs_of "$leased")"
+
 # A Process: its environment (never on a command line) and its output.
 proc=$(api /v1/processes -X POST -d '{"backend":"slurm","command":["sh","-c","echo \"it'"'"'s $GREETING\"; exit 3"],"env":{"GREETING":"hello from slurm"}}' | jq -r .id)
 check "a process ends with its code" "exited 3" "$(api "/v1/processes/$proc?wait=60" | jq -r '"\(.state) \(.exit_code)"')"
