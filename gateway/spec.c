@@ -846,6 +846,11 @@ static int get_input_total(json_t *root, map_spec *spec, char *detail, size_t de
 		return CM_OK;
 	}
 	spec->inputs_total = sum;
+	if (spec->total > SPEC_MAX_INPUT_TASKS) {
+		snprintf(detail, detail_len, "a job whose tasks carry several inputs has at most %d tasks ('total')",
+		         SPEC_MAX_INPUT_TASKS);
+		return CM_ETOOBIG;
+	}
 	if (rest > 0 && !json_object_get(root, "input_total")) {
 		snprintf(detail, detail_len,
 		         "field 'input_total' is required when tasks of several inputs come in parts: the inputs "

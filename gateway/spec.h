@@ -119,6 +119,9 @@ void spec_args_fini(spec_args *args);
 
 #define SPEC_JOB_NAME_MAX 128 /* bytes of a job's name */
 #define SPEC_TASK_INPUTS_MAX 1000000 /* inputs one task carries (a map's chunk) */
+/* Tasks of a job whose tasks carry several inputs: the engine keeps a
+ * count a task (4 bytes each) while it runs. */
+#define SPEC_MAX_INPUT_TASKS 10000000
 
 typedef struct map_spec {
 	char *function; /* builtin, LIB.so:SYMBOL or "exec" */

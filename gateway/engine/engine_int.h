@@ -607,14 +607,14 @@ void engine__forgive_stall(engine *e, int64_t now);
 
 /* views.c: JSON */
 json_t *engine__pool_json(const pool *p);
-/* A job as the API shows it: as JSON text into out (replacing what it
- * held; the events write it so), or as a value. */
 /* What a job's view counts: its inputs when its tasks carry several, else
  * its tasks. */
 typedef struct job_counts {
 	int64_t total, done, failed;
 } job_counts;
 job_counts engine__job_counts(const job *j);
+/* A job as the API shows it: as JSON text into out (replacing what it
+ * held; the events write it so), or as a value. */
 int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */

@@ -171,12 +171,26 @@ enum MHD_Result http_get_results(api *a, struct MHD_Connection *c, const char *u
 }
 
 /* A failures page being written: its text, and for a job whose tasks
- * carry several inputs, where each task's inputs start (first[t], t its
- * index; first[total]: the inputs in all), or NULL. */
+ * carry several inputs, each task's count (NULL for one input a task),
+ * summed as the page goes (its failures come in index order): the inputs
+ * of the tasks before task t. */
 typedef struct failure_page {
 	cm_buf *b;
-	const int64_t *first;
+	const uint32_t *counts;
+	int64_t t, before_t;
 } failure_page;
+
+/* Where task index's inputs start. */
+static int64_t first_input(failure_page *page, int64_t index)
+{
+	if (index < page->t) { /* not met in a page: counted again from the start */
+		page->t = 0;
+		page->before_t = 0;
+	}
+	for (; page->t < index; page->t++)
+		page->before_t += page->counts[page->t];
+	return page->before_t;
+}
 
 static int append_item(cm_buf *b, int64_t index, const int64_t *task, int64_t inputs, unsigned attempts,
                        const char *error, size_t len)
@@ -228,41 +242,31 @@ static int append_failure(void *ctx, int64_t index, unsigned attempts, const cha
 {
 	failure_page *page = ctx;
 	cm_buf *b = page->b;
-	int64_t first = page->first ? page->first[index] : index;
-	int64_t n = page->first ? page->first[index + 1] - first : 1; /* the items it may make at most */
+	int64_t first = page->counts ? first_input(page, index) : index;
+	int64_t n = page->counts ? page->counts[index] : 1; /* the items it may make at most */
 	int err;
 
 	/* An error is escaped: \u00XX at worst. */
 	if (b->data[b->len - 1] != '[' && b->len + 6 * len + 128 * (size_t)n > API_PAGE_BYTES)
 		return STORE_PAGE_FULL;
-	if (!page->first)
+	if (!page->counts)
 		return append_item(b, index, NULL, 0, attempts, error, len);
 	if (append_partly(b, index, first, n, attempts, error, len, &err))
 		return err;
 	return append_item(b, first, &index, n, attempts, error, len); /* every input of the task failed with it */
 }
 
-/* For a job whose tasks carry several inputs: where each task's inputs
- * start, read from the store (NULL in *first for one input a task). */
-static int inputs_first(store *st, const job_info *info, int64_t **first)
+/* For a job whose tasks carry several inputs: each task's count, read
+ * from the store (NULL in *counts for one input a task; at most
+ * SPEC_MAX_INPUT_TASKS of them). */
+static int inputs_of(store *st, const job_info *info, uint32_t **counts)
 {
-	uint32_t *counts;
-	int err;
-
-	*first = NULL;
+	*counts = NULL;
 	if (!info->inputs_total)
 		return CM_OK;
-	if (!(counts = malloc((size_t)info->total * sizeof(*counts) + 1)) ||
-	    !(*first = malloc(((size_t)info->total + 1) * sizeof(**first)))) {
-		free(counts);
+	if (!(*counts = malloc((size_t)info->total * sizeof(**counts) + 1)))
 		return CM_ENOMEM;
-	}
-	err = store_job_inputs_read(st, info->num, info->total, counts);
-	(*first)[0] = 0;
-	for (int64_t t = 0; t < info->total; t++)
-		(*first)[t + 1] = (*first)[t] + counts[t];
-	free(counts);
-	return err;
+	return store_job_inputs_read(st, info->num, info->total, *counts);
 }
 
 /* GET /v1/jobs/{id}/failures?cursor=&limit=: a page of the job's failed
@@ -287,13 +291,13 @@ enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *
 	store *st = err == CM_OK ? http_reader_take(a, detail, sizeof(detail)) : NULL;
 	if (st) {
 		failure_page page = {.b = &b};
-		int64_t *first = NULL;
-		if ((err = inputs_first(st, &info, &first)) == CM_OK) {
-			page.first = first;
+		uint32_t *counts = NULL;
+		if ((err = inputs_of(st, &info, &counts)) == CM_OK) {
+			page.counts = counts;
 			err = store_results_failed(st, info.num, info.base, info.total, cursor, limit, append_failure,
 			                           &page, &next);
 		}
-		free(first);
+		free(counts);
 		http_reader_give(a, st);
 	} else if (err == CM_OK) {
 		err = CM_EUNAVAIL;

@@ -269,6 +269,10 @@ static void test_tasks_of_several_inputs(void **state)
 	              400, "'input_total'");
 	expect_status(f, map, json_pack("{s:s, s:[i], s:i}", "function", "sleep", "args", 0, "input_total", 6), 400,
 	              "'input_total' needs 'inputs'");
+	expect_status(f, map,
+	              json_pack("{s:s, s:[i], s:[i], s:i, s:i}", "function", "sleep", "args", 0, "inputs", 1, "total",
+	                        10000001, "input_total", 20000000),
+	              413, "a job whose tasks carry several inputs has at most 10000000 tasks ('total')");
 
 	/* Tasks of 3, 2, 4 and 1 inputs; the second fails (sleep's argument
 	 * must be a number), and takes its 2 inputs with it. */

@@ -600,7 +600,8 @@ class Pool:
         if not items:
             return None
         tasks, counts = _chunk_tasks(items, chunksize)
-        return self._submit(func, runner, tasks, name, counts)
+        # A task an input: the job counts them as they are, with no counts sent.
+        return self._submit(func, runner, tasks, name, counts if len(tasks) < len(items) else None)
 
     # ---- multiprocessing.Pool -------------------------------------------
     # name (strand's own, keyword): what the job is called, shown with it.

@@ -383,9 +383,13 @@ def main():
             line.send(b"R", ident, b"", result)
         except _worker.InputsFailed as e:
             line.running = False
-            count, text = _partly(e, name)
             _flush_output()
-            line.send(b"P", ident, count, text)
+            if len(e.values) == 1:  # a task of one input failed with it: a plain error
+                _, exc, trace = e.failures[0]
+                line.send(b"E", ident, type(exc).__qualname__.encode(), _error_text(exc, trace, name).encode())
+            else:
+                count, text = _partly(e, name)
+                line.send(b"P", ident, count, text)
         except BaseException as e:  # a task's SystemExit is its error too
             line.running = False
             detail = _error_text(e, traceback.format_exc(), name)
