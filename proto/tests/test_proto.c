@@ -108,7 +108,28 @@ static void test_columns_that_disagree_are_refused(void **state)
 	encode_pull_with(&short_outcomes, &buf, &len);
 	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
 	assert_string_equal(detail, "a pull whose result columns disagree (2 ids, 1 outcomes, 2 run times, 2 attempts, "
-	                            "2 lengths)");
+	                            "2 lengths, 0 failed inputs)");
+	free(buf);
+
+	/* The failed inputs' column is absent (none failed in part) or whole. */
+	static uint32_t one_count[] = {3};
+	Strand__Pull short_counts = STRAND__PULL__INIT;
+	short_counts.failed_inputs = one_count;
+	short_counts.n_failed_inputs = 1;
+	encode_pull_with(&short_counts, &buf, &len);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_EINVAL);
+	assert_string_equal(detail, "a pull whose result columns disagree (2 ids, 2 outcomes, 2 run times, 2 attempts, "
+	                            "2 lengths, 1 failed inputs)");
+	free(buf);
+	static uint32_t two_counts[] = {0, 3};
+	Strand__Pull whole_counts = STRAND__PULL__INIT;
+	whole_counts.failed_inputs = two_counts;
+	whole_counts.n_failed_inputs = 2;
+	encode_pull_with(&whole_counts, &buf, &len);
+	assert_int_equal(proto_frame_decode(PROTO_PULL, buf, len, &msg, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(((Strand__Pull *)msg)->failed_inputs[1], 3);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	msg = NULL;
 	free(buf);
 
 	Strand__Pull short_values = STRAND__PULL__INIT;

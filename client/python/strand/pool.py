@@ -358,7 +358,8 @@ def _chunk(ok, text, gw):
     failed, value = partly
     values = _decode(value, gw)
     for at, error in failed:
-        values[at] = _Failed(_error(error))
+        if 0 <= at < len(values):
+            values[at] = _Failed(_error(error))
     return values
 
 
@@ -379,8 +380,8 @@ def _chunks(results, gw, decoded=None, single=False):
                 values = decoded[task] = _chunk(ok, text, gw)
         except BaseException as e:  # a task's SystemExit is raised again too
             _raise_at(e, index, None if single else "the task from input")
-        if not ok:  # some of its inputs failed alone: up to the first of them
-            at = next(i for i, value in enumerate(values) if isinstance(value, _Failed))
+        at = None if ok else next((i for i, value in enumerate(values) if isinstance(value, _Failed)), None)
+        if at is not None:  # some of its inputs failed alone: up to the first of them
             yield values[:at]
             _raise_at(values[at].error, index + at, None if single else "input")
         yield values
