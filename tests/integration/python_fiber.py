@@ -6,8 +6,12 @@ which the gateway's workers import too (python_pool.sh puts it on their
 PYTHONPATH)."""
 
 import io
+import multiprocessing
+import multiprocessing.connection
+import os
 import random
 import sys
+import tempfile
 import time
 import unittest
 from contextlib import redirect_stdout
@@ -216,6 +220,138 @@ class FiberExamples(unittest.TestCase):
             self.assertEqual(pool.apply(fails_on_seven, (4,)), 8)
         finally:
             pool.terminate()
+
+
+# ---- Fiber's surface: its modules and names --------------------------------
+
+
+def name_of_current(q):
+    q.put((fiber.current_process().name, fiber.current_process().authkey))
+
+
+def wait_for_word(q_in, q_out):
+    q_out.put(q_in.get(timeout=60))
+
+
+def flaky(x):
+    """Fails about a third of its runs: error_handling runs it again."""
+    if random.random() < 0.35:
+        raise TaskError("flaked on %d" % x)
+    return x
+
+
+def ring_initializer(ring):
+    global RING_SEEN
+    master = ring.members[0]
+    RING_SEEN = (ring.rank, master.ip, master.port)
+
+
+def ring_member(q, rank, size):
+    q.put((rank, size, RING_SEEN))
+
+
+class FiberSurface(unittest.TestCase):
+    def test_modules_as_fiber_has_them(self):
+        import strand.fiber.config
+        import strand.fiber.experimental
+        import strand.fiber.managers
+        import strand.fiber.meta
+        import strand.fiber.pool
+        import strand.fiber.process
+        import strand.fiber.queues
+
+        self.assertIs(strand.fiber.pool.Pool, fiber.Pool)
+        self.assertIs(strand.fiber.process.Process, fiber.Process)
+        self.assertIs(strand.fiber.queues.SimpleQueue, fiber.SimpleQueue)
+        self.assertIs(strand.fiber.experimental.Ring, strand.fiber.experimental.ring.Ring)
+        self.assertEqual(fiber.cpu_count(), os.cpu_count())
+        for name in ("Process", "Pool", "SimpleQueue", "Pipe", "Manager", "current_process", "active_children",
+                     "cpu_count", "get_context", "init", "reset", "meta"):
+            self.assertTrue(callable(getattr(fiber, name)), name)
+
+    def test_current_process_and_children(self):
+        main = fiber.current_process()
+        self.assertEqual(main.name, "MainProcess")
+        q = SimpleQueue()
+        p = Process(target=name_of_current, args=(q,), name="reporter")
+        p.start()
+        self.assertEqual(q.get(timeout=60), ("reporter", main.authkey))  # the authkey is inherited
+        p.join()
+        go, back = SimpleQueue(), SimpleQueue()
+        waiting = Process(target=wait_for_word, args=(go, back))
+        waiting.start()
+        self.assertIn(waiting, fiber.active_children())
+        self.assertNotIn(p, fiber.active_children())
+        go.put("done")
+        self.assertEqual(back.get(timeout=60), "done")
+        # Its sentinel is ready once it has ended, as multiprocessing's.
+        self.assertEqual(multiprocessing.connection.wait([waiting.sentinel], timeout=60), [waiting.sentinel])
+        self.assertEqual(waiting.exitcode, 0)
+        self.assertEqual(fiber.active_children(), [])
+
+    def test_get_context_and_timeout(self):
+        ctx = fiber.get_context("spawn")
+        self.assertEqual(ctx.get_start_method(), "spawn")
+        pool = ctx.Pool(1)
+        try:
+            self.assertEqual(pool.map(abs, [-1, -2]), [1, 2])
+            slow = pool.apply_async(time.sleep, (3,))
+            with self.assertRaises(multiprocessing.TimeoutError):
+                slow.get(0.2)
+            self.assertIsNone(slow.get(60))
+        finally:
+            pool.terminate()
+
+    def test_config(self):
+        import logging
+        import warnings
+
+        cwd = os.getcwd()
+        with tempfile.TemporaryDirectory() as root:
+            os.chdir(root)
+            try:
+                with open(".fiberconfig", "w") as f:
+                    f.write("[default]\nlog_level = debug\nkubernetes_namespace = ml\n")
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    fiber.reset()
+                self.assertEqual(fiber.config.log_level, logging.DEBUG)
+                self.assertEqual(fiber.config.get_dict()["kubernetes_namespace"], "ml")
+                self.assertEqual(fiber.config.get_object().log_level, logging.DEBUG)
+                self.assertTrue(any("'log_level' has no meaning on strand" in str(w.message) for w in caught))
+                with self.assertRaises(ValueError):
+                    fiber.init(no_such_key=1)
+                with open(".fiberconfig", "a") as f:
+                    f.write("bogus = 1\n")
+                with self.assertRaises(ValueError) as bad:
+                    fiber.reset()
+                self.assertIn('unknown config key "bogus"', str(bad.exception))
+            finally:
+                os.chdir(cwd)
+        fiber.reset()
+        self.assertEqual(fiber.config.log_level, logging.INFO)
+
+    def test_error_handling_runs_failed_tasks_again(self):
+        pool = fiber.Pool(2, error_handling=True)
+        try:
+            pool.start_workers()
+            pool.wait_until_workers_up()
+            self.assertEqual(pool.map(flaky, range(60), chunksize=1), list(range(60)))
+            self.assertEqual(sorted(pool.imap_unordered(flaky, range(30))), list(range(30)))
+        finally:
+            pool.terminate()
+
+    def test_ring(self):
+        from strand.fiber.experimental import Ring
+
+        q = SimpleQueue()
+        Ring(3, partial(ring_member, q), ring_initializer).run()
+        got = sorted(q.get(timeout=60) for _ in range(3))
+        self.assertEqual([(rank, size, seen[0]) for rank, size, seen in got], [(0, 3, 0), (1, 3, 1), (2, 3, 2)])
+        masters = {seen[1:] for _, _, seen in got}
+        self.assertEqual(len(masters), 1)  # one master address and port for all
+        ip, port = masters.pop()
+        self.assertTrue(ip and port > 0)
 
 
 if __name__ == "__main__":

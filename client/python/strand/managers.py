@@ -128,7 +128,9 @@ class Handle:
 
     def get(self, timeout=None):
         if not self._wait_done(timeout):
-            raise TimeoutError("the call's result is not there after %s s" % timeout)
+            from .pool import TimeoutError as _TimeoutError
+
+            raise _TimeoutError("the call's result is not there after %s s" % timeout)
         self._manager._drain()  # what the method printed, before its result
         if self._error is not None:
             raise self._error

@@ -4,11 +4,13 @@ cloudpickle bytes (rt:pickle:MODULE.QUALNAME), results come back the same way, a
 exception is raised again in the caller with the remote traceback."""
 
 import base64
+import builtins
 import concurrent.futures
 import functools
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import sys
 import threading
@@ -146,6 +148,11 @@ class _JobValues:
             except Exception:  # gone already, or never stored: what was wanted
                 pass
         self._refs.clear()
+
+
+class TimeoutError(multiprocessing.TimeoutError, builtins.TimeoutError):
+    """A result not there in time: multiprocessing's TimeoutError (what
+    its users catch) and the builtin one (what strand raised before)."""
 
 
 class RemoteTraceback(Exception):
@@ -455,8 +462,10 @@ class Pool:
     """multiprocessing.Pool: processes workers (default: one per CPU of the
     gateway's machine), each running initializer(*initargs) once before its
     first task. backend and image as for strand.init; cpu, memory (MiB) and
-    gpu size each worker; max_attempts as the gateway's pool field. It ends
-    with the program (its lease, strand.gateway._Lease) unless detached."""
+    gpu size each worker; max_attempts and retry_errors as the gateway's
+    pool fields (a task whose function raised runs again, up to
+    max_attempts). It ends with the program (its lease,
+    strand.gateway._Lease) unless detached."""
 
     def __init__(
         self,
@@ -467,6 +476,7 @@ class Pool:
         backend=None,
         image=None,
         max_attempts=None,
+        retry_errors=None,
         cpu=None,
         memory=None,
         gpu=None,
@@ -485,6 +495,8 @@ class Pool:
             spec["image"] = image
         if max_attempts:
             spec["max_attempts"] = max_attempts
+        if retry_errors is not None:
+            spec["retry_errors"] = bool(retry_errors)
         resources = {k: v for k, v in (("cpu", cpu), ("memory_mb", memory), ("gpu", gpu)) if v is not None}
         if resources:
             spec["resources"] = resources

@@ -8,19 +8,73 @@ strand-worker."""
 
 import base64
 import itertools
+import os
 import signal
+import threading
 import time
+import weakref
 
-from . import _code, _pickling
+from . import _code, _pickling, _worker
 from . import gateway as _gateway
 from .meta import resources_of
 
 WAIT_S = 30
 _counter = itertools.count(1)
+_children = weakref.WeakSet()  # the Processes this program started (active_children)
+_children_lock = threading.Lock()
+
+
+class _MainProcess:
+    """What current_process() is in the program itself (multiprocessing's
+    _MainProcess): its name, pid and authkey, which its Processes inherit."""
+
+    name = "MainProcess"
+    daemon = False
+    exitcode = None
+
+    def __init__(self):
+        self.authkey = os.urandom(32)
+        self.ident = self.pid = os.getpid()
+
+    def is_alive(self):
+        return True
+
+    def __repr__(self):
+        return "<_MainProcess name=%r pid=%d>" % (self.name, self.pid)
+
+
+_current = _MainProcess()
+
+
+def current_process():
+    """The Process this code runs in: in a Process's run(), that Process;
+    in a pool's task, its worker's runtime process; elsewhere the
+    program's own."""
+    global _current
+    if isinstance(_current, _MainProcess) and _worker.inside() and _current.name == "MainProcess":
+        _current.name = "StrandPoolWorker-%d" % os.getpid()
+        _current.ident = _current.pid = os.getpid()
+    return _current
+
+
+def active_children():
+    """The Processes this program started that still run (each asked of
+    the gateway); ended ones are forgotten, as multiprocessing's are."""
+    with _children_lock:
+        started = list(_children)
+    alive = [p for p in started if p.is_alive()]
+    with _children_lock:
+        for p in started:
+            if p not in alive:
+                _children.discard(p)
+    return alive
 
 
 def _run_process(process):
-    """The body that runs remotely: the process object's own run()."""
+    """The body that runs remotely: the process object's own run(), with
+    current_process() that object."""
+    global _current
+    _current = process
     process.run()
 
 
@@ -33,10 +87,12 @@ class Process:
         self._target, self._args, self._kwargs = target, tuple(args), dict(kwargs or {})
         self.name = name or "Process-%d" % next(_counter)
         self.daemon = bool(daemon)
+        self.authkey = current_process().authkey  # inherited, as multiprocessing's
         self._gw = gateway
         self._detached = detached  # it outlives the program (no lease)
         self.id = None
         self._view = None
+        self._sentinel = None
 
     def __getstate__(self):
         # What runs remotely: the process's function and arguments, never
@@ -44,6 +100,7 @@ class Process:
         state = dict(self.__dict__)
         state["_gw"] = None
         state["_view"] = None
+        state["_sentinel"] = None
         return state
 
     def run(self):
@@ -78,6 +135,8 @@ class Process:
         self.id = self._view["id"]
         if self._view.get("state") == "failed":
             raise OSError("strand: the process could not start: %s" % self._view.get("reason", "unknown"))
+        with _children_lock:
+            _children.add(self)
 
     def _refresh(self, wait_s=0):
         if self.id is None:
@@ -120,6 +179,26 @@ class Process:
         if self.id is None:
             return None
         return (self._view or {}).get("pid", self.id)
+
+    @property
+    def sentinel(self):
+        """A file descriptor that becomes ready (end of file) once the
+        process has ended: for multiprocessing.connection.wait and select,
+        as multiprocessing's. A thread of its own waits on the gateway."""
+        if self.id is None:
+            raise ValueError("process not started")
+        if self._sentinel is None:
+            ready, done = os.pipe()
+            self._sentinel = ready
+
+            def wait_end():
+                try:
+                    self.join()
+                finally:
+                    os.close(done)
+
+            threading.Thread(target=wait_end, daemon=True, name="strand-sentinel").start()
+        return self._sentinel
 
     def terminate(self):
         """SIGTERM, then SIGKILL after 2 s; returns once it is gone."""

@@ -1,30 +1,98 @@
 """Fiber's names over strand: a Fiber program runs with its import changed
-to `import strand.fiber as fiber` (and `from strand.fiber.managers import
-AsyncManager` for `from fiber.managers import ...`). fiber.init's backend
-and image become strand.init's; the gateway comes from $STRAND_URL and
-$STRAND_TOKEN (or strand.init(url=, token=))."""
+to `import strand.fiber as fiber` (and `from strand.fiber.X import ...`
+for Fiber's modules config, pool, process, queues, managers, meta and
+experimental). fiber.init's settings are fiber.config's (backend and
+image become strand.init's defaults); the gateway comes from $STRAND_URL
+and $STRAND_TOKEN (or init(url=, token=, ca_file=))."""
 
 import os
 
-from .. import init as _init
+from . import config, experimental, managers, pool, process, queues
 from ..managers import Manager
-from ..meta import meta
-from ..pool import Pool
-from ..process import Process
-from ..queues import Pipe, SimpleQueue
-from . import managers
+from .meta import meta  # the decorator, as fiber.meta is (its module: strand.fiber.meta)
+from .pool import Pool
+from .process import Process, active_children, current_process
+from .queues import Pipe, SimpleQueue
 
-__all__ = ["init", "meta", "Pool", "Process", "SimpleQueue", "Pipe", "Manager", "managers", "cpu_count"]
+__all__ = [
+    "init",
+    "reset",
+    "meta",
+    "Pool",
+    "Process",
+    "SimpleQueue",
+    "Pipe",
+    "Manager",
+    "current_process",
+    "active_children",
+    "cpu_count",
+    "get_context",
+    "config",
+    "managers",
+    "pool",
+    "process",
+    "queues",
+    "experimental",
+]
+
+_STRAND_KEYS = ("url", "token", "ca_file")
 
 
-def init(backend=None, image=None, **kwargs):
-    """fiber.init(backend=, image=): the defaults for new pools, processes
-    and managers. strand's own url=, token= and ca_file= are taken too;
-    Fiber's other settings (log level, ...) have no strand meaning."""
-    return _init(
-        url=kwargs.get("url"), token=kwargs.get("token"), ca_file=kwargs.get("ca_file"), backend=backend, image=image
+def init(**kwargs):
+    """fiber.init(**settings): Fiber's settings (fiber.config) read again
+    with these over them, and strand's defaults for new pools, processes
+    and managers made from them. strand's own url=, token= and ca_file=
+    say where the gateway is."""
+    from .. import gateway as _gateway
+
+    where = {k: kwargs.pop(k) for k in _STRAND_KEYS if k in kwargs}
+    changed = config.init(**kwargs)
+    gw = _gateway.init(
+        url=where.get("url"),
+        token=where.get("token"),
+        ca_file=where.get("ca_file"),
+        backend=config.backend_name(),
+        image=config.image_name(),
     )
+    return changed if not where else gw
+
+
+def reset():
+    """fiber.reset(): the settings as a file and the environment give them."""
+    init()
 
 
 def cpu_count():
     return os.cpu_count() or 1
+
+
+class _Context:
+    """What get_context() gives: multiprocessing's context surface, over
+    strand (Fiber has one context; every start method is it)."""
+
+    Process = Process
+    Pool = Pool
+    SimpleQueue = SimpleQueue
+    Pipe = staticmethod(Pipe)
+    Manager = staticmethod(Manager)
+    current_process = staticmethod(current_process)
+    active_children = staticmethod(active_children)
+    cpu_count = staticmethod(cpu_count)
+
+    def __init__(self, method=None):
+        self._name = method or "strand"
+
+    def get_context(self, method=None):
+        return _Context(method)
+
+    def get_start_method(self, allow_none=False):
+        return self._name
+
+
+def get_context(method=None):
+    """multiprocessing.get_context(method): the same names, whatever the
+    method (a strand process is always started anew by a worker)."""
+    return _Context(method)
+
+
+config.init()

@@ -1,0 +1,157 @@
+"""fiber.config over strand: Fiber's settings, read as Fiber reads them (a
+.fiberconfig file's [default] section in the working directory, then
+FIBER_<KEY> variables, then init()'s arguments), as module attributes.
+
+The ones that mean something here: backend and image (default_backend and
+default_image when they are unset) become strand.init's defaults for new
+pools, processes and managers ("kubernetes" is strand's "k8s"), and
+cpu_per_job and mem_per_job size each pool worker and Process (strand's
+"resources": cpu, memory_mb), when set. The others (log_level, log_file,
+debug, the ipc_* ports, use_push_queue, ...) name parts of Fiber that
+strand does not have: they are kept and shown, and setting one warns once
+(docs/fiber.md says why each has no meaning here)."""
+
+import configparser
+import logging
+import os
+import warnings
+
+LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+# Fiber's keys and defaults; those strand reads come first.
+DEFAULTS = {
+    "backend": None,
+    "default_backend": "local",
+    "image": None,
+    "default_image": None,
+    "cpu_per_job": 1,
+    "mem_per_job": None,
+    "debug": False,
+    "log_level": logging.INFO,
+    "log_file": "/tmp/fiber.log",
+    "ipc_active": True,
+    "ipc_admin_master_port": 0,
+    "ipc_admin_worker_port": 8000,
+    "kubernetes_namespace": "default",
+    "use_push_queue": True,
+    "merge_output": False,
+    "use_bash": False,
+}
+MEANINGFUL = {"backend", "default_backend", "image", "default_image", "cpu_per_job", "mem_per_job"}
+_warned = set()
+
+globals().update(DEFAULTS)
+
+
+class Config:
+    """A snapshot of the settings (fiber.config.get_object())."""
+
+    def __init__(self, **values):
+        self.__dict__.update(DEFAULTS)
+        self.__dict__.update(values)
+
+    def __repr__(self):
+        return repr(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, kv):
+        return cls(**kv)
+
+
+def _typed(key, value):
+    """A value from a file or the environment (text) as its key's type."""
+    if not isinstance(value, str):
+        return value
+    if key == "log_level":
+        return LOG_LEVELS.get(value.lower(), logging.NOTSET)
+    if isinstance(DEFAULTS[key], bool):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    if key in ("cpu_per_job", "mem_per_job", "ipc_admin_master_port", "ipc_admin_worker_port"):
+        return int(value)
+    return value
+
+
+def _read(conf_file=".fiberconfig"):
+    """The settings a file and the environment give, as Fiber reads them."""
+    values = dict(DEFAULTS)
+    if os.path.exists(conf_file):
+        parser = configparser.ConfigParser()
+        parser.read(conf_file)
+        for key in parser["default"] if "default" in parser else ():
+            if key not in DEFAULTS:
+                raise ValueError(
+                    'unknown config key "%s" in %s. Valid keys: %s' % (key, conf_file, sorted(DEFAULTS))
+                )
+            values[key] = _typed(key, parser["default"][key])
+    for key in DEFAULTS:
+        given = os.environ.get("FIBER_" + key.upper())
+        if given:
+            values[key] = _typed(key, given)
+    return values
+
+
+def init(**kwargs):
+    """Reads the settings again and sets kwargs over them (unknown keys are
+    refused, as Fiber does); strand's defaults follow. Returns the keys
+    whose values changed."""
+    for key in kwargs:
+        if key not in DEFAULTS:
+            raise ValueError("unknown config key %r. Valid keys: %s" % (key, sorted(DEFAULTS)))
+    values = _read()
+    values.update({k: _typed(k, v) for k, v in kwargs.items()})
+    changed = [k for k in DEFAULTS if globals()[k] != values[k]]
+    globals().update(values)
+    for key in changed:
+        if key not in MEANINGFUL and values[key] != DEFAULTS[key] and key not in _warned:
+            _warned.add(key)
+            warnings.warn(
+                "strand.fiber: config %r has no meaning on strand and is kept only to be read back (docs/fiber.md)"
+                % key,
+                stacklevel=3,
+            )
+    return changed
+
+
+def get_dict():
+    """The current settings, as a dict."""
+    return {k: globals()[k] for k in DEFAULTS}
+
+
+def get_object():
+    """The current settings, as a Config."""
+    return Config.from_dict(get_dict())
+
+
+def _set_or_default(key):
+    """key's value, else default_<key>'s when set away from Fiber's default,
+    else None (the gateway's own default then holds)."""
+    fallback = "default_" + key
+    if globals()[key]:
+        return globals()[key]
+    return globals()[fallback] if globals()[fallback] != DEFAULTS[fallback] else None
+
+
+def backend_name():
+    """The strand backend these settings name, or None for the gateway's."""
+    name = _set_or_default("backend")
+    return {"kubernetes": "k8s"}.get(name, name)
+
+
+def image_name():
+    return _set_or_default("image")
+
+
+def resources():
+    """Each worker's and Process's size these settings ask, or {}."""
+    sizes = {}
+    if globals()["cpu_per_job"] not in (None, DEFAULTS["cpu_per_job"]):
+        sizes["cpu"] = globals()["cpu_per_job"]
+    if globals()["mem_per_job"] is not None:
+        sizes["memory"] = globals()["mem_per_job"]
+    return sizes
