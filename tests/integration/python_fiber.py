@@ -318,6 +318,10 @@ class FiberSurface(unittest.TestCase):
                 self.assertEqual(fiber.config.log_level, logging.DEBUG)
                 self.assertEqual(fiber.config.get_dict()["kubernetes_namespace"], "ml")
                 self.assertEqual(fiber.config.get_object().log_level, logging.DEBUG)
+                with open("other_config", "w") as f:
+                    f.write("[default]\nimage = demo:1\nmem_per_job = 512\nipc_active = false\n")
+                other = fiber.config.Config(conf_file="other_config")  # read as Fiber's Config reads one
+                self.assertEqual((other.image, other.mem_per_job, other.ipc_active), ("demo:1", 512, False))
                 self.assertTrue(any("'log_level' has no meaning on strand" in str(w.message) for w in caught))
                 with self.assertRaises(ValueError):
                     fiber.init(no_such_key=1)
@@ -330,6 +334,21 @@ class FiberSurface(unittest.TestCase):
                 os.chdir(cwd)
         fiber.reset()
         self.assertEqual(fiber.config.log_level, logging.INFO)
+
+    def test_meta_on_a_pool_function_is_said(self):
+        import warnings
+
+        pool = fiber.Pool(1)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self.assertEqual(pool.map(inside, [0])[0] in (True, False), True)
+                pool.apply(inside, (0,))
+            said = [str(w.message) for w in caught if "(@meta)" in str(w.message)]
+            self.assertEqual(len(said), 1)  # once a pool
+            self.assertIn("asks {'cpu': 1} (@meta), but a Pool's workers are sized when the pool is made", said[0])
+        finally:
+            pool.terminate()
 
     def test_error_handling_runs_failed_tasks_again(self):
         pool = fiber.Pool(2, error_handling=True)

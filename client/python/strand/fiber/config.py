@@ -50,18 +50,22 @@ globals().update(DEFAULTS)
 
 
 class Config:
-    """A snapshot of the settings (fiber.config.get_object())."""
+    """Settings as a file (conf_file, default .fiberconfig) and the
+    environment give them, as Fiber's Config reads them; from_dict makes
+    one of given values (get_object())."""
 
-    def __init__(self, **values):
-        self.__dict__.update(DEFAULTS)
-        self.__dict__.update(values)
+    def __init__(self, conf_file=None):
+        self.__dict__.update(_read(conf_file or ".fiberconfig"))
 
     def __repr__(self):
         return repr(self.__dict__)
 
     @classmethod
     def from_dict(cls, kv):
-        return cls(**kv)
+        obj = cls.__new__(cls)
+        obj.__dict__.update(DEFAULTS)
+        obj.__dict__.update(kv)
+        return obj
 
 
 def _typed(key, value):

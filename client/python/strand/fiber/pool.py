@@ -1,6 +1,9 @@
 """fiber.pool over strand: Pool, with Fiber's error_handling."""
 
+import warnings
+
 from .. import pool as _pool
+from ..meta import resources_of
 from . import config
 
 __all__ = ["Pool", "ZPool", "ResilientZPool", "AsyncResult", "TimeoutError"]
@@ -31,6 +34,27 @@ class Pool(_pool.Pool):
             kwargs.setdefault("retry_errors", True)
             kwargs.setdefault("max_attempts", ERROR_HANDLING_ATTEMPTS)
         super().__init__(processes, initializer, initargs, **kwargs)
+
+    def _meta_said(self, func):
+        """A function marked with @meta sizes the Process that runs it; a
+        pool's workers were sized when it was made: said once a pool."""
+        wants = resources_of(func)
+        if wants and not getattr(self, "_meta_warned", False):
+            self._meta_warned = True
+            warnings.warn(
+                "strand.fiber: %s asks %s (@meta), but a Pool's workers are sized when the pool is made: "
+                "give Pool(cpu=, memory=, gpu=) or fiber.config's cpu_per_job and mem_per_job (docs/fiber.md)"
+                % (getattr(func, "__qualname__", func), wants),
+                stacklevel=3,
+            )
+
+    def _submit(self, func, *args, **kwargs):
+        self._meta_said(func)
+        return super()._submit(func, *args, **kwargs)
+
+    def apply(self, func, *args, **kwargs):
+        self._meta_said(func)
+        return super().apply(func, *args, **kwargs)
 
     def start_workers(self):
         """Fiber starts a pool's workers lazily; a strand pool's start when
