@@ -19,6 +19,8 @@ from functools import partial
 
 import gym
 
+import strand
+
 import strand.fiber as fiber
 from strand.fiber import Pipe, Pool, Process, SimpleQueue
 from strand.fiber.managers import AsyncManager, BaseManager, SyncManager
@@ -325,6 +327,16 @@ class FiberSurface(unittest.TestCase):
                 self.assertTrue(any("'log_level' has no meaning on strand" in str(w.message) for w in caught))
                 with self.assertRaises(ValueError):
                     fiber.init(no_such_key=1)
+                # What the settings say of images reaches strand's defaults
+                # as the package is imported.
+                gw = strand.gateway.default()
+                was = gw.image
+                with open(".fiberconfig", "a") as f:
+                    f.write("default_image = demo:2\n")
+                fiber.config.init()
+                fiber._apply_settings()
+                self.assertEqual(gw.image, "demo:2")
+                gw.image = was
                 with open(".fiberconfig", "a") as f:
                     f.write("bogus = 1\n")
                 with self.assertRaises(ValueError) as bad:

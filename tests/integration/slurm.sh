@@ -6,8 +6,11 @@
 # -9 and restarted adopts its jobs; DELETE leaves no job behind; a job
 # waiting for room is not replaced; a request Slurm cannot satisfy, at once
 # or ever, fails the pool with Slurm's words; a pool's code package reaches
-# its jobs, and a 20 MiB value a task names; a Process and a Ring run as
-# jobs, with their environment and output. Skips (77) without the cluster.
+# its jobs, and values a task names (20 and 64 MiB, and a map over ten of
+# 10 MiB), its results past 8 MiB stored back; a named map counted and
+# failed by input; a pool whose lease runs out ends with its job; a Process
+# and a Ring run as jobs, with their environment and output. Skips (77)
+# without the cluster.
 #   slurm.sh BIN_DIR      (KEEP=1: its folder, with the gateway's log, is kept)
 set -uo pipefail
 bin="$1"
@@ -156,6 +159,30 @@ check "a task gets a 20 MiB value it names" $(((20 << 20) + 2)) \
   "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d "{\"command\":[\"wc\",\"-c\"],\"arg\":{\"\$value\":\"$vsha\"}}" | jq -c .value)"
 check "a result past 8 MiB comes back as the value of its bytes" "{\"\$value\":\"$vsha\"}" \
   "$(api "/v1/pools/$coded/apply?wait=60" -X POST -d "{\"command\":[\"cat\"],\"arg\":{\"\$value\":\"$vsha\"}}" | jq -c .value)"
+# 64 MiB each way: a value a task names, and the task's stdout of as much
+# stored back as a value, exact; and a map over 10 distinct 10 MiB values.
+head -c $((64 << 20)) /dev/urandom | base64 -w0 | head -c $((64 << 20)) | sed 's/.*/"&"/' >"$dir/big.json"
+bsha=$(sha256sum "$dir/big.json" | cut -c1-64)
+curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") \
+  -H 'Content-Type: application/octet-stream' -X PUT --data-binary @"$dir/big.json" "$STRAND_URL/v1/values/$bsha" >/dev/null
+made=$(api "/v1/pools/$coded/apply?wait=120" -X POST -d "{\"command\":[\"tr\",\"A\",\"a\"],\"arg\":{\"\$value\":\"$bsha\"}}" |
+  jq -r '.value["$value"]')
+check "a 64 MiB result, stored from the batch job, is its input's bytes as tr made them" \
+  "$(tr A a <"$dir/big.json" | sha256sum | cut -c1-64)" \
+  "$(curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") "$STRAND_URL/v1/values/$made" |
+    sha256sum | cut -c1-64)"
+args=""
+want=""
+for i in $(seq 10); do
+  head -c $((10 << 20)) /dev/urandom | base64 -w0 | head -c $(((10 << 20) + i)) | sed 's/.*/"&"/' >"$dir/v$i.json"
+  vs=$(sha256sum "$dir/v$i.json" | cut -c1-64)
+  curl -sf -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$STRAND_TOKEN_FILE")") \
+    -H 'Content-Type: application/octet-stream' -X PUT --data-binary @"$dir/v$i.json" "$STRAND_URL/v1/values/$vs" >/dev/null
+  args="$args${args:+,}{\"\$value\":\"$vs\"}"
+  want="$want${want:+,}$(((10 << 20) + i + 2))" # with its quotes
+done
+job=$(api "/v1/pools/$coded/map" -X POST -d "{\"command\":[\"wc\",\"-c\"],\"args\":[$args]}" | jq -r .id)
+check "a map over 100 MiB of distinct values, each fetched by the batch job" "[$want]" "$(results_of "$job")"
 # A named map of tasks carrying several inputs: counted and failed by input.
 job=$(api "/v1/pools/$coded/map" -X POST -d '{"name":"by input","function":"sleep","args":[0,"x",0],"inputs":[3,2,1]}' |
   jq -r .id)

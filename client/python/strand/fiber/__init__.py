@@ -95,4 +95,18 @@ def get_context(method=None):
     return _Context(method)
 
 
+def _apply_settings():
+    """What the settings a file and the environment give say of new pools,
+    processes and managers, on the gateway strand uses by default: at
+    import, as Fiber reads its settings then."""
+    from .. import gateway as _gateway
+
+    backend, image = config.backend_name(), config.image_name()
+    if backend or image:
+        gw = _gateway.default()
+        gw.backend = backend or getattr(gw, "backend", None)
+        gw.image = image or getattr(gw, "image", None)
+
+
 config.init()
+_apply_settings()
