@@ -297,11 +297,8 @@ static void job_cancel(engine *e, job *j, const char *why)
 	engine__fill_abort(e, j, "the job was cancelled before this part was stored");
 	if (j->received < j->total) {
 		j->total = j->received;
-		if (j->inputs_total) {
-			j->inputs_total = 0;
-			for (int64_t i = 0; i < j->total; i++)
-				j->inputs_total += j->inputs[i];
-		}
+		if (j->inputs_total) /* the inputs of the tasks it received */
+			j->inputs_total = j->inputs_received;
 		store_job_set_total(e->st, j->num, j->total, j->inputs_total);
 	}
 	j->state = JOB_CANCELLED;

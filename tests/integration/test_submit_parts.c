@@ -333,6 +333,20 @@ static void test_tasks_of_several_inputs(void **state)
 	assert_int_equal(job_wait_done(&f->g, job, 12), 12);
 	expect_counts(f, job, 12, 12, 12, 2, 2, 2);
 	free(job);
+
+	/* Cancelled while its parts come: it is the inputs it received. */
+	r = http_json(&f->g, "POST", map,
+	              json_pack("{s:s, s:[i], s:[i], s:i, s:i}", "function", "sleep", "args", 60000, "inputs", 4,
+	                        "total", 3, "input_total", 9));
+	job = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	r = http(&f->g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, 4), 4);
+	expect_counts(f, job, 4, 4, 4, 1, 1, 1);
+	free(job);
 }
 
 /* Long enough for the million-task job to be read whole once it ends
