@@ -48,7 +48,7 @@
 /* Handlers wait at most for an engine cycle or a results page, so a few
  * threads per core serve any number of connections. */
 #define HTTP_THREADS 8
-#define API_STOP_GRACE_MS 5000 /* at stop, for parked requests' answers to be sent */
+#define API_STOP_GRACE_MS 5000 /* at stop, for answers owed to be sent */
 
 /* ---- dispatch ----------------------------------------------------------- */
 
@@ -436,11 +436,16 @@ void api_stop(api *a)
 	/* ... and is sent: stopping closes connections with answers unsent.
 	 * A client that does not read gets a few seconds. */
 	pthread_mutex_lock(&a->mu);
+	int64_t stop_by = cm_now_ms() + API_STOP_GRACE_MS;
 	struct timespec until = cm_timespec_in(CLOCK_REALTIME, API_STOP_GRACE_MS);
 	while (a->parked && pthread_cond_timedwait(&a->unparked, &a->mu, &until) == 0)
 		;
 	pthread_mutex_unlock(&a->mu);
-	front_door_close(a->front); /* no new connection from here */
+	/* No new connection from here; those that came before are answered
+	 * (503 from the quiesced engine) within what is left of the grace. */
+	front_door_close(a->front);
+	if (a->deadlines && stop_by > cm_now_ms())
+		deadlines_wait_answered(a->deadlines, stop_by - cm_now_ms());
 	if (a->daemon)
 		MHD_stop_daemon(a->daemon);
 	deadlines_stop(a->deadlines);

@@ -13,14 +13,16 @@ typedef struct tracked {
 	int fd;
 	int64_t deadline_ms; /* 0: none */
 	int shut; /* shut down once; libmicrohttpd closes it */
+	int owed; /* a request has begun and is not answered yet */
 	struct tracked *prev, *next;
 } tracked;
 
 struct deadlines {
 	int64_t header_ms, min_rate;
 	pthread_mutex_t mu;
-	pthread_cond_t wake;
+	pthread_cond_t wake, answered;
 	int stopping;
+	int owed; /* connections owed an answer */
 	tracked *head;
 	pthread_t sweeper;
 };
@@ -61,8 +63,10 @@ int deadlines_start(int64_t header_ms, int64_t min_rate, deadlines **out)
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->wake, &attr);
+	pthread_cond_init(&d->answered, &attr);
 	pthread_condattr_destroy(&attr);
 	if (pthread_create(&d->sweeper, NULL, sweep, d) != 0) {
+		pthread_cond_destroy(&d->answered);
 		pthread_cond_destroy(&d->wake);
 		pthread_mutex_destroy(&d->mu);
 		free(d);
@@ -86,6 +90,7 @@ void deadlines_stop(deadlines *d)
 		d->head = t->next;
 		free(t);
 	}
+	pthread_cond_destroy(&d->answered);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
@@ -102,7 +107,9 @@ void deadlines_on_connection(void *cls, struct MHD_Connection *c, void **socket_
 		if (!fd || !(t = calloc(1, sizeof(*t))))
 			return; /* untracked: libmicrohttpd's idle timeout still holds */
 		t->fd = fd->connect_fd;
+		t->owed = 1; /* it reaches libmicrohttpd once its request began */
 		pthread_mutex_lock(&d->mu);
+		d->owed++;
 		t->deadline_ms = cm_now_ms() + d->header_ms;
 		t->next = d->head;
 		if (d->head)
@@ -121,12 +128,15 @@ void deadlines_on_connection(void *cls, struct MHD_Connection *c, void **socket_
 		d->head = t->next;
 	if (t->next)
 		t->next->prev = t->prev;
+	if (t->owed && --d->owed == 0)
+		pthread_cond_broadcast(&d->answered);
 	pthread_mutex_unlock(&d->mu);
 	*socket_context = NULL;
 	free(t);
 }
 
-static void set_deadline(deadlines *d, struct MHD_Connection *c, int64_t deadline_ms)
+/* owed: 1 a request began, 0 it is answered, -1 unchanged. */
+static void set_deadline(deadlines *d, struct MHD_Connection *c, int64_t deadline_ms, int owed)
 {
 	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	tracked *t = info ? info->socket_context : NULL;
@@ -135,6 +145,12 @@ static void set_deadline(deadlines *d, struct MHD_Connection *c, int64_t deadlin
 		return;
 	pthread_mutex_lock(&d->mu);
 	t->deadline_ms = deadline_ms;
+	if (owed >= 0 && owed != t->owed) {
+		t->owed = owed;
+		d->owed += owed ? 1 : -1;
+		if (d->owed == 0)
+			pthread_cond_broadcast(&d->answered);
+	}
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -142,15 +158,27 @@ void deadlines_headers_in(deadlines *d, struct MHD_Connection *c, int64_t body_l
 {
 	int64_t len = body_len < 0 ? cap_bytes : body_len;
 
-	set_deadline(d, c, len == 0 ? 0 : cm_now_ms() + d->header_ms + len * 1000 / d->min_rate);
+	set_deadline(d, c, len == 0 ? 0 : cm_now_ms() + d->header_ms + len * 1000 / d->min_rate, 1);
 }
 
 void deadlines_body_in(deadlines *d, struct MHD_Connection *c)
 {
-	set_deadline(d, c, 0);
+	set_deadline(d, c, 0, -1);
 }
 
 void deadlines_answered(deadlines *d, struct MHD_Connection *c)
 {
-	set_deadline(d, c, cm_now_ms() + d->header_ms);
+	set_deadline(d, c, cm_now_ms() + d->header_ms, 0);
+}
+
+int deadlines_wait_answered(deadlines *d, int64_t ms)
+{
+	struct timespec until = cm_timespec_in(CLOCK_MONOTONIC, ms);
+
+	pthread_mutex_lock(&d->mu);
+	while (d->owed && pthread_cond_timedwait(&d->answered, &d->mu, &until) == 0)
+		;
+	int owed = d->owed;
+	pthread_mutex_unlock(&d->mu);
+	return owed;
 }

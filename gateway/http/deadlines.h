@@ -30,5 +30,9 @@ void deadlines_headers_in(deadlines *d, struct MHD_Connection *c, int64_t body_l
 void deadlines_body_in(deadlines *d, struct MHD_Connection *c);
 /* Answered: the next request's headers have header_ms from now. */
 void deadlines_answered(deadlines *d, struct MHD_Connection *c);
+/* Waits at most ms until no connection is owed an answer (one whose
+ * request began and is not answered); returns how many still are. For a
+ * stop that answers what came before it. */
+int deadlines_wait_answered(deadlines *d, int64_t ms);
 
 #endif

@@ -213,6 +213,12 @@ void front_door_close(front_door *f)
 			/* an eventfd write fails only on overflow */
 		}
 		pthread_join(f->thread, NULL);
+		/* What came before the stop is answered: the listen queue and
+		 * those waiting here go on if their request has begun. */
+		accept_all(f, cm_now_ms());
+		for (int i = 0; i < f->max_waiting; i++)
+			if (f->w[i].fd >= 0)
+				first_byte(f, &f->w[i]);
 	}
 	for (int i = 0; i < f->max_waiting; i++)
 		if (f->w && f->w[i].fd >= 0)

@@ -26,7 +26,8 @@ int front_door_open(const struct sockaddr *addr, socklen_t len, int tls, int64_t
 /* Starts handing connections to daemon (started with
  * MHD_USE_NO_LISTEN_SOCKET and MHD_USE_ITC). */
 int front_door_start(front_door *f, struct MHD_Daemon *daemon);
-/* Stops accepting and closes the connections still waiting. */
+/* Stops accepting. Connections accepted or queued before, whose request
+ * has begun, go to libmicrohttpd; the rest are closed. */
 void front_door_close(front_door *f);
 
 #endif

@@ -1049,6 +1049,33 @@ static void test_long_polls_answer_when_the_gateway_stops(void **state)
 	gateway_cleanup(&h);
 }
 
+/* Every request sent before a stop is answered, whether the gateway had
+ * read it, accepted its connection, or only the kernel had it queued: a
+ * read its answer, a write its answer or 503 from the quiesced engine.
+ * Never a closed connection with no word. Bounded: 200 requests. */
+static void test_requests_sent_before_a_stop_are_answered(void **state)
+{
+	enum { N = 200 };
+	int fds[N];
+	gateway h;
+
+	(void)state;
+	gateway_start(&h, NULL);
+	for (int i = 0; i < N; i++)
+		fds[i] = start_request(&h, "127.0.0.6", i % 2 ? "POST" : "GET", i % 2 ? "/v1/queues" : "/v1/pools");
+	int status = gateway_stop(&h);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < N; i++) {
+		json_t *body = NULL;
+		int got = read_answer(fds[i], &body);
+		if (got != 503)
+			assert_int_equal(got, i % 2 ? 201 : 200);
+		json_decref(body);
+	}
+	gateway_cleanup(&h);
+}
+
 /* TLS with the operator's certificate (a throwaway self-signed one here):
  * HTTPS for the API and the dashboard's sign-in, and a tls+tcp:// hub its
  * workers reach after checking the certificate by name (mbedtls matches the
@@ -1114,6 +1141,7 @@ int main(void)
 	        cmocka_unit_test(test_trickling_clients_are_cut_off),
 	        cmocka_unit_test(test_long_polls_hold_no_thread),
 	        cmocka_unit_test(test_long_polls_answer_when_the_gateway_stops),
+	        cmocka_unit_test(test_requests_sent_before_a_stop_are_answered),
 	        cmocka_unit_test(test_https),
 	};
 	return cmocka_run_group_tests_name("security", tests, setup, teardown);
