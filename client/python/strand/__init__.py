@@ -49,7 +49,7 @@ _lazy = {
 
 
 def __getattr__(name):
-    # The client needs cloudpickle and http.client; the runtime (python3 -m
+    # The client needs cloudpickle and its sockets; the runtime (python3 -m
     # strand.runtime, which imports this package first) needs neither for
     # module:qualname tasks, and each import is time before its first task
     # (http.client alone was 40 of the runtime's 58 ms, python3 -X importtime).

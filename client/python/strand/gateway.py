@@ -7,16 +7,15 @@ Each thread keeps one keep-alive connection, as libstrand does: urllib
 opened and closed a TCP connection for every request, a handshake and an
 accept on the gateway per apply. A request goes in one write (http.client
 writes its head and its body apart: two segments, and the gateway's HTTP
-thread woken for each), unless its body is large; its answer is read by
-http.client's parser. A
-request that finds its reused connection closed before any byte of the
+thread woken for each), unless its body is large. Its answer is read here
+(_read_answer): http.client parses headers with the email package, a
+third of a small request's time in the client. A request that finds its reused connection closed before any byte of the
 answer came (the gateway closed it idle, past --http-idle, or restarted)
 goes once more on a new one. A process forked from one that had a
 connection makes its own: the socket it inherited is its parent's."""
 
 import atexit
 import hashlib
-import http.client
 import json
 import os
 import sys
@@ -27,6 +26,67 @@ import urllib.parse
 
 
 BODY_APART = 1 << 20  # a body larger than this is written apart from its head, not copied behind it
+HEAD_MAX = 64 << 10  # an answer's status line and headers, at most (the gateway's are a few hundred bytes)
+
+
+class _Closed(ConnectionError):
+    """The connection ended before any byte of the answer came."""
+
+
+def _printable(text):
+    """Nothing in text may end a line or a field of a request's head."""
+    return text.isascii() and text.isprintable() and " " not in text
+
+
+def _read_answer(rfile, method):
+    """One HTTP/1.1 answer from rfile: (status, reason, body bytes, whether
+    the gateway closes the connection after it)."""
+    status_line = rfile.readline(HEAD_MAX)
+    if not status_line:
+        raise _Closed("the gateway closed the connection")
+    version, _, rest = status_line.decode("latin-1").rstrip("\r\n").partition(" ")
+    code, _, reason = rest.partition(" ")
+    if not version.startswith("HTTP/1.") or not code.isdigit():
+        raise ConnectionError("not an HTTP answer: %r" % status_line[:80])
+    status = int(code)
+    length, chunked, close, size = None, False, version == "HTTP/1.0", 0
+    while True:
+        line = rfile.readline(HEAD_MAX)
+        size += len(line)
+        if not line or size > HEAD_MAX:
+            raise ConnectionError("the answer's head ended early or is too long")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if name == "content-length":
+            length = int(value)
+        elif name == "transfer-encoding":
+            chunked = value.lower() == "chunked"
+        elif name == "connection":
+            close = value.lower() == "close"
+    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        return status, reason, b"", close
+    if chunked:
+        parts = []
+        while True:
+            n = int(rfile.readline(HEAD_MAX).split(b";")[0], 16)
+            if n == 0:
+                while rfile.readline(HEAD_MAX) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return status, reason, b"".join(parts), close
+            parts.append(_read_exactly(rfile, n))
+            rfile.readline(HEAD_MAX)
+    if length is None:  # to the connection's end
+        return status, reason, rfile.read(), True
+    return status, reason, _read_exactly(rfile, length), close
+
+
+def _read_exactly(rfile, n):
+    data = rfile.read(n)
+    if len(data) != n:
+        raise ConnectionError("the answer ended after %d of its %d bytes" % (len(data), n))
+    return data
 
 
 class StrandError(Exception):
@@ -124,7 +184,7 @@ class Gateway:
         line = getattr(self._local, "line", None)
         if line is not None and line.pid == os.getpid():
             line.sock.settimeout(timeout)
-            return line.sock, True
+            return line, True
         sock = socket.create_connection((self._host, self._port or (443 if self._https else 80)), timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -136,8 +196,8 @@ class Gateway:
             raise
         # A forked process's copy of its parent's line is closed here: its
         # descriptor only, the parent's connection goes on.
-        self._local.line = _Line(sock)
-        return sock, False
+        self._local.line = line = _Line(sock)
+        return line, False
 
     def close(self):
         """Closes this thread's connection (the next request opens one)."""
@@ -157,7 +217,7 @@ class Gateway:
         # Written into the request as they are: nothing in them may end a
         # line or a field (a pool id from the caller, a token from a file).
         for text in (method, target, self.token or ""):
-            if not text.isascii() or any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
+            if not _printable(text):
                 raise ValueError("a request's method, path or token with a space or a control character: %r" % text)
         head = "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n" % (
             method,
@@ -172,16 +232,15 @@ class Gateway:
         # One write for most requests; a large body is not copied behind its head.
         request = head.encode("latin-1") + b"\r\n" + (data if len(data) <= BODY_APART else b"")
         for attempt in (0, 1):
-            sock, reused = self._connection(timeout)
-            answer = http.client.HTTPResponse(sock, method=method)
+            line, reused = self._connection(timeout)
             try:
-                sock.sendall(request)
+                line.sock.sendall(request)
                 if len(data) > BODY_APART:
-                    sock.sendall(data)
+                    line.sock.sendall(data)
                 if tail:
-                    sock.sendall(tail)
-                answer.begin()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                    line.sock.sendall(tail)
+                status, reason, text, close = _read_answer(line.rfile, method)
+            except (_Closed, BrokenPipeError, ConnectionResetError):
                 # Nothing of the answer came: the gateway had closed it.
                 self.close()
                 if reused and attempt == 0:
@@ -190,19 +249,14 @@ class Gateway:
             except BaseException:
                 self.close()
                 raise
-            try:
-                text = answer.read()
-            except BaseException:
+            if close:
                 self.close()
-                raise
-            if answer.will_close:
-                self.close()
-            if answer.status >= 400:
+            if status >= 400:
                 try:
-                    detail = json.loads(text).get("detail", answer.reason)
+                    detail = json.loads(text).get("detail", reason)
                 except (ValueError, AttributeError):
-                    detail = answer.reason
-                raise StrandError(answer.status, detail)
+                    detail = reason
+                raise StrandError(status, detail)
             return text
 
 
@@ -251,9 +305,11 @@ class _Line:
 
     def __init__(self, sock):
         self.sock = sock
+        self.rfile = sock.makefile("rb")
         self.pid = os.getpid()
 
     def __del__(self):
+        self.rfile.close()
         self.sock.close()
 
 
