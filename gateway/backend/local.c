@@ -106,7 +106,12 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	int picked[MAX_GPUS];
 	char devices[4 * MAX_GPUS] = "", cuda[4 * MAX_GPUS + 32];
 	char **env = calloc(spec->nenv + 1, sizeof(char *));
-	spawn_options o = {.argv = spec->argv, .argc = spec->argc, .env = env, .nenv = spec->nenv, .output_fd = -1};
+	spawn_options o = {.argv = spec->argv,
+	                   .argc = spec->argc,
+	                   .env = env,
+	                   .nenv = spec->nenv,
+	                   .output_fd = -1,
+	                   .pid_in_env = 1};
 	pid_t pid;
 	int err;
 

@@ -68,14 +68,35 @@ static char **environment(char *const *env, size_t nenv, int env_only)
 	return out;
 }
 
+#define PID_ENV "STRAND_HOST_PID="
+
+/* Writes the child's pid after PID_ENV in pid_env (room for 20 digits):
+ * by hand, as snprintf is not async-signal-safe. */
+static void put_pid(char *pid_env)
+{
+	char digits[24];
+	int n = 0;
+	unsigned long v = (unsigned long)getpid();
+
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < 20);
+	char *at = pid_env + sizeof(PID_ENV) - 1;
+	while (n)
+		*at++ = digits[--n];
+	*at = '\0';
+}
+
 /* In the child, between fork and execve: async-signal-safe calls only. */
 static void child(const spawn_options *o, const char *path, char **argv, char **envp, int null_fd, int err_fd,
-                  int secret_fd)
+                  int secret_fd, char *pid_env)
 {
 	sigset_t none;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	int e;
 
+	if (pid_env)
+		put_pid(pid_env);
 	setpgid(0, 0);
 	umask(022); /* the gateway's own 077 is for its files, not a program's */
 	sigaction(SIGPIPE, &dfl, NULL); /* the gateway ignores it; a program must not inherit that */
@@ -112,7 +133,7 @@ static void child(const spawn_options *o, const char *path, char **argv, char **
 
 int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t detail_len)
 {
-	char path[4096], secret_env[32];
+	char path[4096], secret_env[32], pid_env[sizeof(PID_ENV) + 21] = PID_ENV;
 	char **argv = NULL, **envp = NULL;
 	int pipe_fd[2] = {-1, -1}, secret_fd[2] = {-1, -1}, null_fd = -1, err, child_errno = 0;
 	ssize_t n;
@@ -140,13 +161,17 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 		secret_fd[1] = -1;
 		snprintf(secret_env, sizeof(secret_env), "STRAND_SECRET_FD=%d", secret_fd[0]);
 	}
-	char **env = o->secret ? calloc(o->nenv + 1, sizeof(char *)) : NULL;
+	size_t extra = (o->secret != NULL) + (o->pid_in_env != 0);
+	char **env = extra ? calloc(o->nenv + extra, sizeof(char *)) : NULL;
 	if (env) {
 		memcpy(env, o->env, o->nenv * sizeof(char *));
-		env[o->nenv] = secret_env;
+		if (o->secret)
+			env[o->nenv] = secret_env;
+		if (o->pid_in_env)
+			env[o->nenv + extra - 1] = pid_env; /* its digits written in the child */
 	}
-	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || (o->secret && !env) ||
-	    !(envp = environment(env ? env : o->env, o->nenv + (env != NULL), o->env_only))) {
+	if (!(argv = calloc(o->argc + 1, sizeof(char *))) || (extra && !env) ||
+	    !(envp = environment(env ? env : o->env, o->nenv + (env ? extra : 0), o->env_only))) {
 		free(argv);
 		free(env);
 		if (secret_fd[0] >= 0)
@@ -164,7 +189,7 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 	}
 	pid = fork();
 	if (pid == 0)
-		child(o, path, argv, envp, null_fd, pipe_fd[1], secret_fd[0]);
+		child(o, path, argv, envp, null_fd, pipe_fd[1], secret_fd[0], o->pid_in_env ? pid_env : NULL);
 	if (pid < 0) {
 		snprintf(detail, detail_len, "fork: %s", strerror(errno));
 		err = CM_EUNAVAIL;

@@ -27,6 +27,10 @@ typedef struct spawn_options {
 	 * (which /proc shows): its fd's number is in STRAND_SECRET_FD. NULL:
 	 * none. */
 	const char *secret;
+	/* STRAND_HOST_PID holds its pid as the host sees it, which a sandbox
+	 * of its own pid namespace hides from it (a Process's pid, both in
+	 * the caller and in current_process()). */
+	int pid_in_env;
 } spawn_options;
 
 /* Finds name in PATH as execvp would (a name with a slash as it is) into

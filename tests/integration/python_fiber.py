@@ -195,6 +195,10 @@ class FiberExamples(unittest.TestCase):
             d[3] = manager.list([1])
             d[3][0] += 1
             self.assertEqual(list(d[3]), [2])
+            # Printed, it shows the inner proxy as multiprocessing does
+            # (the manager's repr of the dict reprs the proxy it holds).
+            self.assertRegex(str(d), r"^\{1: '1', '2': 2, 0\.25: None, 3: <ListProxy object, typeid 'list' at 0x[0-9a-f]+>\}$")
+            self.assertRegex(repr(l), r"^<ListProxy object, typeid 'list' at 0x[0-9a-f]+>$")
 
     def test_customized_manager(self):
         MyManager.register("Maths", MathsClass)
@@ -229,6 +233,10 @@ class FiberExamples(unittest.TestCase):
 
 def name_of_current(q):
     q.put((fiber.current_process().name, fiber.current_process().authkey))
+
+
+def pid_of_current(q):
+    q.put(fiber.current_process().pid)
 
 
 def wait_for_word(q_in, q_out):
@@ -279,6 +287,13 @@ class FiberSurface(unittest.TestCase):
         p.start()
         self.assertEqual(q.get(timeout=60), ("reporter", main.authkey))  # the authkey is inherited
         p.join()
+        # Its pid is the one its caller sees (on the local backend, the
+        # host's, which its sandbox's pid namespace hides from it).
+        by_pid = Process(target=pid_of_current, args=(q,))
+        by_pid.start()
+        self.assertEqual(q.get(timeout=60), by_pid.pid)
+        self.assertIsInstance(by_pid.pid, int)
+        by_pid.join()
         go, back = SimpleQueue(), SimpleQueue()
         waiting = Process(target=wait_for_word, args=(go, back))
         waiting.start()

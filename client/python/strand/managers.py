@@ -245,18 +245,31 @@ class BaseManager:
         factory, proxytype = self._registry[typeid]
         if self.id is None:
             raise RuntimeError("start the manager first")
-        return proxytype(self, self._run(_create, factory, args, kwargs))
+        proxy = proxytype(self, self._run(_create, factory, args, kwargs))
+        object.__setattr__(proxy, "_typeid", typeid)
+        return proxy
+
+
+def _rebuild_proxy(proxytype, manager, oid, typeid):
+    proxy = proxytype(manager, oid)
+    object.__setattr__(proxy, "_typeid", typeid)
+    return proxy
 
 
 class BaseProxy:
-    """A managed object: its manager and its id there."""
+    """A managed object: its manager and its id there. repr() names it
+    without a call, as multiprocessing's proxies do (so a managed list
+    holding another prints in the manager, where no call leaves); str()
+    is the object's own repr, asked of the manager."""
+
+    _typeid = None
 
     def __init__(self, manager, oid):
         object.__setattr__(self, "_manager", manager)
         object.__setattr__(self, "_id", oid)
 
     def __reduce__(self):
-        return (type(self), (self._manager, self._id))
+        return (_rebuild_proxy, (type(self), self._manager, self._id, self._typeid))
 
     def _callmethod(self, method, args=(), kwds=None):
         """The method's result (an AsyncManager's proxy: a Handle)."""
@@ -267,9 +280,10 @@ class BaseProxy:
         return self._manager._run(func, self._id, *args)
 
     def __repr__(self):
-        return self._sync(_repr)
+        return "<%s object, typeid %r at %#x>" % (type(self).__name__, self._typeid, id(self))
 
-    __str__ = __repr__
+    def __str__(self):
+        return self._sync(_repr)
 
 
 class AutoProxy(BaseProxy):

@@ -72,8 +72,12 @@ def active_children():
 
 def _run_process(process):
     """The body that runs remotely: the process object's own run(), with
-    current_process() that object."""
+    current_process() that object, its pid as the caller sees it: the
+    host's pid on the local backend (its sandbox shows another), else its
+    id (STRAND_POOL_ID: a process's worker serves it as its own pool)."""
     global _current
+    host_pid = os.environ.get("STRAND_HOST_PID", "")
+    process._pid_inside = int(host_pid) if host_pid.isdigit() else os.environ.get("STRAND_POOL_ID")
     _current = process
     process.run()
 
@@ -176,6 +180,9 @@ class Process:
     @property
     def pid(self):
         """Its process id on the local backend; elsewhere the gateway's id."""
+        inside = self.__dict__.get("_pid_inside")
+        if inside is not None:
+            return inside
         if self.id is None:
             return None
         return (self._view or {}).get("pid", self.id)
