@@ -19,6 +19,8 @@ static const ProtobufCMessageDescriptor *descriptor(proto_type type)
 	case PROTO_BLOB_FETCH: return &strand__blob_fetch__descriptor;
 	case PROTO_BLOB_PART: return &strand__blob_part__descriptor;
 	case PROTO_BLOB_PUT: return &strand__blob_put__descriptor;
+	case PROTO_MANAGER_CALL: return &strand__manager_call__descriptor;
+	case PROTO_MANAGER_REPLY: return &strand__manager_reply__descriptor;
 	}
 	return NULL;
 }

@@ -9,8 +9,8 @@
  *   +----+----+---------+------+--------+-----------+---------+--------+--------------------+
  *     1    1      1        1       1      id len        1      sec len
  *
- * A worker's frames (Pull, QueueCall, BlobFetch, BlobPut) carry its id and its own secret; the
- * gateway's (Batch, QueueReply, BlobPart) carry neither (both lengths 0).
+ * A worker's frames (Pull, QueueCall, BlobFetch, BlobPut, ManagerCall) carry its id and its own
+ * secret; the gateway's (Batch, QueueReply, BlobPart, ManagerReply) carry neither (both lengths 0).
  *
  * Decoding allocates through a budget of PROTO_DECODE_BUDGET(len) bytes, so
  * a frame made of many empty elements cannot expand into gigabytes.
@@ -42,6 +42,8 @@ typedef enum proto_type {
 	PROTO_BLOB_FETCH = 5,
 	PROTO_BLOB_PART = 6,
 	PROTO_BLOB_PUT = 7,
+	PROTO_MANAGER_CALL = 8,
+	PROTO_MANAGER_REPLY = 9,
 } proto_type;
 
 /* A frame's header, parsed; the strings point into the frame (not

@@ -38,22 +38,24 @@ void worker_api_fini(void)
 	api.link = NULL;
 }
 
-/* One call; on success *reply is the answer (free with
- * protobuf_c_message_free_unpacked). */
-static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
+/* One exchange on the connection: m (a frame of type, its worker and pool
+ * ids set here) out, an answer of reply_type back, waited for up to
+ * wait_ms beyond the usual 30 s. On success *reply is the answer (free
+ * with protobuf_c_message_free_unpacked). */
+static int exchange(proto_type type, ProtobufCMessage *m, char **worker_id, char **pool_id, proto_type reply_type,
+                    int wait_ms, ProtobufCMessage **reply)
 {
 	uint8_t *frame = NULL;
 	size_t len;
 	uint8_t *buf = NULL;
 	size_t buf_len;
-	ProtobufCMessage *msg = NULL;
 	char detail[256];
 	int rv;
 
 	if (!api.cfg) {
 		fprintf(stderr,
-		        "strand: queues are reached from tasks a strand worker runs, and from functions a strand"
-		        " Process runs\n");
+		        "strand: queues and managers are reached from tasks a strand worker runs, and from functions a"
+		        " strand Process runs\n");
 		return -1;
 	}
 	if (!api.link && (rv = hub_link_new(api.cfg, 1, &api.link)) != 0) {
@@ -69,24 +71,36 @@ static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
 		}
 		usleep(100 * 1000);
 	}
-	c->worker_id = (char *)api.cfg->worker_id;
-	c->pool_id = (char *)api.cfg->pool_id;
-	if (proto_frame_encode(PROTO_QUEUE_CALL, api.cfg->worker_id, api.cfg->secret, &c->base, &frame, &len) != CM_OK)
+	*worker_id = (char *)api.cfg->worker_id;
+	*pool_id = (char *)api.cfg->pool_id;
+	if (proto_frame_encode(type, api.cfg->worker_id, api.cfg->secret, m, &frame, &len) != CM_OK)
 		return -1;
-	/* A call that waits for an item may be answered after wait_ms. */
+	/* A call that waits (for an item, a manager's result) may be answered
+	 * after wait_ms. */
 	rv = hub_link_exchange(api.link, frame, len, wait_ms + 30000, &buf, &buf_len);
 	free(frame);
 	if (rv != 0) {
 		fprintf(stderr, "strand: hub %s: %s\n", api.cfg->hub, nng_strerror(rv));
 		return -1;
 	}
-	rv = proto_frame_decode(PROTO_QUEUE_REPLY, buf, buf_len, &msg, detail, sizeof(detail));
+	rv = proto_frame_decode(reply_type, buf, buf_len, reply, detail, sizeof(detail));
 	free(buf);
 	if (rv != CM_OK) {
 		/* The hub refuses with a Batch when it cannot read the call. */
 		fprintf(stderr, "strand: the hub refused the call\n");
 		return -1;
 	}
+	return 0;
+}
+
+/* One queue call; on success *reply is the answer (free with
+ * protobuf_c_message_free_unpacked). */
+static int call(Strand__QueueCall *c, int wait_ms, Strand__QueueReply **reply)
+{
+	ProtobufCMessage *msg = NULL;
+
+	if (exchange(PROTO_QUEUE_CALL, &c->base, &c->worker_id, &c->pool_id, PROTO_QUEUE_REPLY, wait_ms, &msg) != 0)
+		return -1;
 	*reply = (Strand__QueueReply *)msg;
 	if (!(*reply)->ok) {
 		fprintf(stderr, "strand: %s\n", (*reply)->error);
@@ -168,4 +182,32 @@ int strand_task_pipe_send(const char *pipe, int end, const char *item)
 int strand_task_pipe_recv(const char *pipe, int end, int wait_ms, char **item)
 {
 	return get(pipe, end, wait_ms, item);
+}
+
+int worker_api_manager_call(const char *manager, const char *call_json, const char *value_grant, int wait_ms,
+                            char **item, char grant[WORKER_API_GRANT_LEN + 1])
+{
+	Strand__ManagerCall c = STRAND__MANAGER_CALL__INIT;
+	Strand__ManagerReply *reply;
+	ProtobufCMessage *msg = NULL;
+	char *grants[1] = {(char *)value_grant};
+	int rc = -1;
+
+	grant[0] = '\0';
+	c.manager = (char *)manager;
+	c.call = (ProtobufCBinaryData){strlen(call_json), (uint8_t *)call_json};
+	c.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
+	c.value_grants = grants;
+	c.n_value_grants = value_grant ? 1 : 0;
+	if (exchange(PROTO_MANAGER_CALL, &c.base, &c.worker_id, &c.pool_id, PROTO_MANAGER_REPLY, wait_ms, &msg) != 0)
+		return -1;
+	reply = (Strand__ManagerReply *)msg;
+	if (!reply->ok)
+		*item = strdup(reply->error); /* why, for the caller to say */
+	else if ((*item = strndup((const char *)reply->item.data, reply->item.len)))
+		rc = 0;
+	if (reply->n_value_grants && strlen(reply->value_grants[0]) == WORKER_API_GRANT_LEN)
+		memcpy(grant, reply->value_grants[0], WORKER_API_GRANT_LEN + 1);
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
 }

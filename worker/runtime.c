@@ -365,11 +365,69 @@ static int item_fetched(worker_runtime *rt, char **got, const char *grant, char 
 	return *got != NULL;
 }
 
+/* A manager call's result item got (a results page's), whose result names
+ * a value: fetched and removed as item_fetched does, and named by its
+ * file in the item. Whether the item stands (any other does). */
+static int result_fetched(worker_runtime *rt, char **got, const char *grant, char *why, size_t why_len)
+{
+	json_t *item = json_loads(*got, 0, NULL), *value = json_object_get(item, "value");
+	char *result = json_object_get(value, "result")
+	                       ? json_dumps(json_object_get(value, "result"), JSON_COMPACT | JSON_ENCODE_ANY)
+	                       : NULL;
+	int stands = 1;
+
+	if (result && grant[0]) {
+		json_t *file = NULL;
+		stands = item_fetched(rt, &result, grant, why, why_len) && (file = json_loads(result, 0, NULL)) &&
+		         json_object_set_new(value, "result", file) == 0;
+		char *text = stands ? json_dumps(item, JSON_COMPACT) : NULL;
+		if (text) {
+			free(*got);
+			*got = text;
+		}
+		stands = stands && text;
+	}
+	free(result);
+	json_decref(item);
+	return stands;
+}
+
+/* A task's call on a manager's object ('Q' frame "manager": b {"manager":
+ * ID, "arg": ARG, "wait_ms": N}), as POST /v1/managers/{id}/calls makes
+ * {"method": "pickle", "args": [ARG]}; ARG past what goes inline is a
+ * value, stored here. 0 with *got the result item, or -1. */
+static int manager_call(worker_runtime *rt, json_t *args, char **got, char got_grant[WORKER_API_GRANT_LEN + 1],
+                        char *why, size_t why_len)
+{
+	const char *manager = json_string_value(json_object_get(args, "manager"));
+	json_t *arg = json_object_get(args, "arg");
+	char *arg_text = arg ? json_dumps(arg, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char put_grant[2 * CM_SHA256_HEX + 2] = "";
+	int rc = -1;
+
+	snprintf(why, why_len, "a manager call names a manager and its argument");
+	if (manager && arg_text && item_stored(rt, arg, &arg_text, put_grant, why, why_len)) {
+		json_t *stored = json_loads(arg_text, JSON_DECODE_ANY, NULL);
+		json_t *call = stored ? json_pack("{s:s, s:[o]}", "method", "pickle", "args", stored) : NULL;
+		char *call_text = call ? json_dumps(call, JSON_COMPACT) : NULL;
+		int wait_ms = (int)json_integer_value(json_object_get(args, "wait_ms"));
+		if (call_text)
+			rc = worker_api_manager_call(manager, call_text, put_grant[0] ? put_grant : NULL, wait_ms, got,
+			                             got_grant);
+		snprintf(why, why_len, "%s", rc != 0 && *got ? *got : "the call did not go through (see above)");
+		free(call_text);
+		json_decref(call);
+	}
+	free(arg_text);
+	return rc;
+}
+
 /* A task's call on a queue or pipe ('Q' frame: a the operation, b its JSON
  * arguments), made through the worker's own connection to the gateway
  * (plugin_api.c) and answered with an 'A' frame: a "ok" (b: the item, for
  * get and recv), "empty" (nothing came within wait_ms) or "error". An
- * item past what goes inline travels as a value, both ways. */
+ * item past what goes inline travels as a value, both ways. A call on a
+ * manager goes the same way (manager_call), its result as the item. */
 static int relay(worker_runtime *rt, const frame *f)
 {
 	char op[16];
@@ -386,7 +444,17 @@ static int relay(worker_runtime *rt, const frame *f)
 	int rc = -1;
 
 	snprintf(op, sizeof(op), "%.*s", (int)(f->a_len < sizeof(op) ? f->a_len : sizeof(op) - 1), f->a);
-	if (item_text && !item_stored(rt, json_object_get(args, "item"), &item_text, put_grant, why, sizeof(why)))
+	if (strcmp(op, "manager") == 0) {
+		if ((rc = manager_call(rt, args, &got, got_grant, why, sizeof(why))) == 0 &&
+		    !result_fetched(rt, &got, got_grant, why, sizeof(why)))
+			rc = -1;
+		if (rc != 0) { /* the task is told why */
+			free(got);
+			got = strdup(why);
+		}
+		got_grant[0] = '\0'; /* fetched already */
+	} else if (item_text &&
+	           !item_stored(rt, json_object_get(args, "item"), &item_text, put_grant, why, sizeof(why)))
 		fprintf(stderr, "strand: the item to %s could not be stored: %s\n", op, why);
 	else if (strcmp(op, "put") == 0 && queue && item_text)
 		rc = worker_api_put(queue, -1, item_text, put_grant[0] ? put_grant : NULL);

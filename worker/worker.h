@@ -45,6 +45,15 @@ int worker_api_put(const char *queue, int end, const char *item, const char *gra
  * (else ""). */
 #define WORKER_API_GRANT_LEN (3 * 64 + 2)
 int worker_api_get(const char *queue, int end, int wait_ms, char **item, char grant[WORKER_API_GRANT_LEN + 1]);
+/* A call on a manager's object (call_json: the body POST
+ * /v1/managers/{id}/calls takes; value_grant: "SHA256 GRANT" when its
+ * argument names a value, else NULL), waiting up to wait_ms for its
+ * result: 0 with *item the result (a results page's item, new), or -1
+ * with *item why the gateway gave none (new), or NULL when no answer came
+ * (stderr says why). grant: "SHA256 GRANT TAKE" when the result names a
+ * value, else "". */
+int worker_api_manager_call(const char *manager, const char *call_json, const char *value_grant, int wait_ms,
+                            char **item, char grant[WORKER_API_GRANT_LEN + 1]);
 void worker_api_fini(void);
 
 /* Runs until the gateway says stop, refuses us, stays away too long, or

@@ -34,9 +34,11 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
+#include <jansson.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -736,6 +738,144 @@ static void to_engine(hub_slot *s, proto_type type, ProtobufCMessage *m)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* ---- a task's manager calls (ManagerCall) ------------------------------ */
+
+/* A manager call from a task (a manager proxy used in a Process or a
+ * pool's task): an apply on the manager, of its reserved function
+ * "manager" with the call as its one argument, answered once its result
+ * is in. The engine's done may run before engine_apply_start returns (on
+ * the engine's thread, or inside it when the gateway stops): whichever of
+ * the two comes second answers. */
+typedef struct manager_call {
+	hub_slot *slot;
+	engine_call *call;
+	atomic_int halves;
+	map_spec spec;
+	size_t offs[2];
+	char manager[64];
+} manager_call;
+
+/* The answer: the result item, with grants to fetch and remove a value
+ * it names (a result past what goes inline, read once). The manager's
+ * runtime is the caller's own program's, as the call's id said. */
+static void manager_call_answer(manager_call *mc)
+{
+	Strand__ManagerReply reply = STRAND__MANAGER_REPLY__INIT;
+	hub_slot *s = mc->slot;
+	engine_apply_answer ans;
+	char detail[256] = "", sha[CM_SHA256_HEX + 1], read[CM_SHA256_HEX + 1], take[CM_SHA256_HEX + 1];
+	char grant[3 * CM_SHA256_HEX + 3], *named = grant;
+	int err = engine_apply_finish(mc->call, &ans, detail, sizeof(detail));
+
+	reply.call = ans.id;
+	if (err == CM_ENOENT) {
+		snprintf(detail, sizeof(detail), "no such manager %s (it was shut down, or never was)", mc->manager);
+		reply.error = detail;
+	} else if (err != CM_OK) {
+		reply.error = detail[0] ? detail : (char *)cm_strerror(err);
+	} else if (!ans.item) {
+		snprintf(detail, sizeof(detail),
+		         "call %s of manager %s has no result: the manager ended or the gateway stopped first", ans.id,
+		         mc->manager);
+		reply.error = detail;
+	} else {
+		reply.ok = 1;
+		reply.item = (ProtobufCBinaryData){.data = (uint8_t *)ans.item, .len = ans.item_len};
+		if (call_names_value(ans.item, ans.item_len, sha)) {
+			value_grant(s->hub, s->worker, sha, read);
+			grant_for(s->hub, "take", s->worker, sha, take);
+			snprintf(grant, sizeof(grant), "%s %s %s", sha, read, take);
+			reply.value_grants = &named;
+			reply.n_value_grants = 1;
+		}
+	}
+	send_message(s, PROTO_MANAGER_REPLY, &reply.base);
+	free(ans.job);
+	free(ans.item);
+	free(mc->spec.function);
+	free((char *)mc->spec.args.text);
+	free(mc);
+}
+
+static void manager_call_done(void *ctx)
+{
+	manager_call *mc = ctx;
+
+	if (atomic_fetch_add(&mc->halves, 1) == 1)
+		manager_call_answer(mc);
+}
+
+/* Checks the call (the JSON body POST .../calls takes, and a grant for a
+ * value its argument names) and hands it to the engine. */
+static void manager_call_start(hub_slot *s, const Strand__ManagerCall *c)
+{
+	hub *h = s->hub;
+	manager_call *mc = calloc(1, sizeof(*mc));
+	char detail[256] = "", sha[CM_SHA256_HEX + 1], *arg = NULL;
+	int vouched = 1;
+
+	if (!mc) {
+		slot_release(s);
+		refuse(s, "the gateway is out of memory");
+		return;
+	}
+	if (spec_call_parse((const char *)c->call.data, c->call.len, &arg, detail, sizeof(detail)) == CM_OK &&
+	    call_names_value(arg, strlen(arg), sha)) {
+		vouched = 0;
+		for (size_t g = 0; g < c->n_value_grants && !vouched; g++) {
+			const char *text = c->value_grants[g];
+			vouched = strlen(text) == 2 * CM_SHA256_HEX + 1 && strncmp(text, sha, CM_SHA256_HEX) == 0 &&
+			          grant_valid(h, "read", s->worker, sha, text + CM_SHA256_HEX + 1);
+		}
+	}
+	snprintf(mc->manager, sizeof(mc->manager), "%s", c->manager);
+	/* A manager's id, as /v1/managers takes: a call is no way to queue
+	 * tasks on a pool. */
+	int a_manager = strncmp(mc->manager, "m-", 2) == 0;
+	int64_t wait_ms = c->wait_ms;
+	slot_release(s); /* what it needs of the frame is copied */
+	if (!arg || !vouched || !a_manager || !(mc->spec.function = strdup("manager"))) {
+		refuse(s, !arg         ? (detail[0] ? detail : "the call is not a manager call")
+		          : !vouched   ? "the call names a value its sender was given no grant to read"
+		          : !a_manager ? "a ManagerCall names a manager (m-...)"
+		                       : "the gateway is out of memory");
+		free(arg);
+		free(mc);
+		return;
+	}
+	mc->slot = s;
+	mc->offs[1] = strlen(arg);
+	mc->spec.args = (spec_args){.text = arg, .offs = mc->offs, .n = 1};
+	mc->spec.total = 1;
+	mc->spec.chunksize = 1;
+	mc->spec.max_attempts = 1;
+	pthread_mutex_lock(&h->mu);
+	if (h->refusing) {
+		pthread_mutex_unlock(&h->mu);
+		refuse(s, "the gateway is stopping");
+		free(mc->spec.function);
+		free(arg);
+		free(mc);
+		return;
+	}
+	h->in_engine++;
+	pthread_mutex_unlock(&h->mu);
+	s->state = SLOT_WAIT;
+	mc->call = engine_apply_start(h->engine, mc->manager, &mc->spec, NULL, wait_ms, manager_call_done, mc);
+	if (!mc->call) {
+		refuse(s, "the gateway is out of memory");
+		free(mc->spec.function);
+		free(arg);
+		free(mc);
+	} else if (atomic_fetch_add(&mc->halves, 1) == 1) {
+		manager_call_answer(mc);
+	}
+	pthread_mutex_lock(&h->mu);
+	if (--h->in_engine == 0)
+		pthread_cond_broadcast(&h->idle);
+	pthread_mutex_unlock(&h->mu);
+}
+
 /* A piece of the code package a worker's pool runs (and no other), or of
  * a value one of its tasks names (by the grant its batch carried), read on
  * this thread without the engine: a MiB at most, mostly from the page
@@ -858,6 +998,9 @@ static void on_frame(hub_slot *s)
 		                     ((Strand__BlobFetch *)m)->pool_id);
 	else if (h.type == PROTO_BLOB_PUT)
 		named = names_sender(&h, s->pool, ((Strand__BlobPut *)m)->worker_id, ((Strand__BlobPut *)m)->pool_id);
+	else if (h.type == PROTO_MANAGER_CALL)
+		named = names_sender(&h, s->pool, ((Strand__ManagerCall *)m)->worker_id,
+		                     ((Strand__ManagerCall *)m)->pool_id);
 	else
 		named = names_sender(&h, s->pool, ((Strand__Pull *)m)->worker_id, ((Strand__Pull *)m)->pool_id);
 	free(s->frame); /* h pointed into it; the message lives in the arena */
@@ -871,6 +1014,8 @@ static void on_frame(hub_slot *s)
 		serve_blob(s, (Strand__BlobFetch *)m);
 	else if (h.type == PROTO_BLOB_PUT)
 		store_piece(s, (Strand__BlobPut *)m);
+	else if (h.type == PROTO_MANAGER_CALL)
+		manager_call_start(s, (Strand__ManagerCall *)m);
 	else
 		to_engine(s, h.type, m);
 }
@@ -891,8 +1036,8 @@ static void on_head(hub_slot *s)
 		return;
 	}
 	if (h.type != PROTO_PULL && h.type != PROTO_QUEUE_CALL && h.type != PROTO_BLOB_FETCH &&
-	    h.type != PROTO_BLOB_PUT) {
-		refuse_and_close(s, "the hub takes Pull, QueueCall, BlobFetch and BlobPut frames only");
+	    h.type != PROTO_BLOB_PUT && h.type != PROTO_MANAGER_CALL) {
+		refuse_and_close(s, "the hub takes Pull, QueueCall, BlobFetch, BlobPut and ManagerCall frames only");
 		return;
 	}
 	if (!credentials_check(s->hub->creds, h.worker_id, h.worker_id_len, h.secret, h.secret_len, s->pool, s->code)) {

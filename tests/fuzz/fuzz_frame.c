@@ -11,7 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const proto_type types[] = {PROTO_PULL, PROTO_BATCH, PROTO_QUEUE_CALL, PROTO_QUEUE_REPLY};
+	static const proto_type types[] = {PROTO_PULL,        PROTO_BATCH,        PROTO_QUEUE_CALL,
+	                                   PROTO_QUEUE_REPLY, PROTO_MANAGER_CALL, PROTO_MANAGER_REPLY};
 	char detail[256];
 	proto_header h;
 

@@ -71,6 +71,48 @@ class MyManager(BaseManager):
     pass
 
 
+# ---- examples/shared_data.py (the standard manager, from a Process) -----
+
+
+def bump_shared(ns, ls, di):
+    """shared_data.py's f: managed objects changed inside a Process."""
+    ns.x += 1
+    ns_z = ns.z
+    ns_z[0] += 1
+    ns.z = ns_z
+    ls[0] += 1
+    ls[1][0] += 1  # unmanaged, not assigned back: the change stays here
+    ls[2][0] += 1  # managed: the change reaches its manager
+    di["n"] += 1
+
+
+def calls_from_a_task(args):
+    """A pool task's calls on proxies it was given: a value past 1 MiB
+    both ways, a method that raises, and an AsyncManager's handle."""
+    d, calc, big = args
+    d["big"] = big
+    back = d["big"]
+    try:
+        d["missing"]
+        raised = None
+    except KeyError as e:
+        raised = repr(e)
+    handle = calc.add(40, 2)
+    return len(back), back[:4] == big[:4], raised, handle.ready(), handle.get()
+
+
+class Calculator:
+    def add(self, x, y):
+        return x + y
+
+
+class CalcManager(AsyncManager):
+    pass
+
+
+CalcManager.register("Calculator", Calculator)
+
+
 # ---- examples/async_manager.py ------------------------------------------
 
 NUM_ENVS = 4
@@ -199,6 +241,50 @@ class FiberExamples(unittest.TestCase):
             # (the manager's repr of the dict reprs the proxy it holds).
             self.assertRegex(str(d), r"^\{1: '1', '2': 2, 0\.25: None, 3: <ListProxy object, typeid 'list' at 0x[0-9a-f]+>\}$")
             self.assertRegex(repr(l), r"^<ListProxy object, typeid 'list' at 0x[0-9a-f]+>$")
+
+    def test_proxies_inside_a_process(self):
+        with fiber.Manager() as manager:
+            ns = manager.Namespace()
+            ns.x, ns.z = 1, [1]
+            ls = manager.list([1, [1], manager.list([1])])
+            di = manager.dict({"n": 1})
+            p = Process(target=bump_shared, args=(ns, ls, di))
+            p.start()
+            p.join()
+            self.assertEqual(p.exitcode, 0, p.logs())
+            self.assertEqual((ns.x, ns.z), (2, [2]))
+            self.assertEqual((ls[0], ls[1], list(ls[2])), (2, [1], [2]))
+            self.assertEqual(di["n"], 2)
+
+    def test_proxies_inside_a_pool_task(self):
+        big = os.urandom(3 << 20)  # past 1 MiB pickled: a value, both ways
+        calc_manager = CalcManager()
+        calc_manager.start()
+        try:
+            with fiber.Manager() as manager:
+                d = manager.dict()
+                calc = calc_manager.Calculator()
+                pool = Pool(1)
+                try:
+                    got = pool.apply(calls_from_a_task, ((d, calc, big),))
+                finally:
+                    pool.terminate()
+                self.assertEqual(got, (3 << 20, True, "KeyError('missing')", True, 42))
+                self.assertEqual(d["big"], big)
+        finally:
+            calc_manager.shutdown()
+
+    def test_a_call_on_a_manager_gone_says_so(self):
+        manager = fiber.Manager()
+        d = manager.dict()
+        manager.shutdown()
+        pool = Pool(1)
+        try:
+            with self.assertRaises(strand.RemoteError) as raised:
+                pool.apply(len, (d,))
+        finally:
+            pool.terminate()
+        self.assertIn("a call on manager %s failed" % manager.id, str(raised.exception))
 
     def test_customized_manager(self):
         MyManager.register("Maths", MathsClass)

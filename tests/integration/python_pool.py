@@ -37,6 +37,21 @@ class Boom(Exception):
     pass
 
 
+class Point:
+    """A class of the script itself (its __main__), as arguments and results."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def norm1(p):
+    return abs(p.x) + abs(p.y)
+
+
+def moved(p):
+    return Point(p.x + 1, p.y)
+
+
 def explode(x):
     if x == 3:
         raise Boom("task %d exploded" % x)
@@ -204,6 +219,13 @@ class PoolTest(WithPool):
     def test_lambda_and_closure(self):
         k = 7
         self.assertEqual(self.pool.map(lambda x: x + k, [1, 2, 3]), [8, 9, 10])
+
+    def test_instances_of_the_scripts_own_classes(self):
+        # pickle names them __main__.Point, which a worker's runtime lacks.
+        self.assertEqual(self.pool.map(norm1, [Point(1, -2), Point(3, 4)]), [3, 7])
+        got = self.pool.apply(moved, (Point(1, 2),))
+        self.assertIs(type(got), Point)  # the caller's own class, not a copy of it
+        self.assertEqual((got.x, got.y), (2, 2))
 
     def test_values_python_cannot_put_in_json(self):
         out = self.pool.map(lambda x: (x, {x}, b"\x00\xff" * x), [1, 2])

@@ -693,6 +693,35 @@ static void round_trip(uint8_t *frame, size_t len, uint8_t **reply, size_t *repl
 	nng_stream_dialer_free(d);
 }
 
+/* Sends m (a frame of type, from worker_id with secret) and reads the
+ * answer: the message of reply_type (free it), or NULL with the hub's
+ * refusal in why. */
+static ProtobufCMessage *exchange_as(proto_type type, const ProtobufCMessage *m, const char *worker_id,
+                                     const char *secret, proto_type reply_type, char why[256])
+{
+	uint8_t *frame, *reply = NULL;
+	size_t len, reply_len = 0;
+	ProtobufCMessage *msg = NULL;
+	char detail[256];
+	proto_type got;
+
+	assert_int_equal(proto_frame_encode(type, worker_id, secret, m, &frame, &len), CM_OK);
+	round_trip(frame, len, &reply, &reply_len, &got);
+	why[0] = '\0';
+	if (got == PROTO_BATCH) {
+		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
+		                 CM_OK);
+		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		msg = NULL;
+	} else {
+		assert_int_equal(got, reply_type);
+		assert_int_equal(proto_frame_decode(reply_type, reply, reply_len, &msg, detail, sizeof(detail)), CM_OK);
+	}
+	free(reply);
+	return msg;
+}
+
 /* A BlobFetch as worker_id of pool_id (take: the value removed instead):
  * the hub's answer, a BlobPart (new), or NULL with its refusal's words in
  * why. */
@@ -700,37 +729,20 @@ static Strand__BlobPart *fetch_or_take_as(const char *worker_id, const char *poo
                                           const char *sha256, const char *grant, int take, char why[256])
 {
 	Strand__BlobFetch f = STRAND__BLOB_FETCH__INIT;
-	uint8_t *frame, *reply = NULL;
-	size_t len, reply_len = 0;
-	ProtobufCMessage *msg = NULL;
-	char detail[256];
-	proto_type type;
 
 	f.worker_id = (char *)worker_id;
 	f.pool_id = (char *)pool_id;
 	f.sha256 = (char *)sha256;
 	f.value_grant = (char *)(grant ? grant : "");
 	f.take = take;
-	assert_int_equal(proto_frame_encode(PROTO_BLOB_FETCH, worker_id, secret, &f.base, &frame, &len), CM_OK);
-	round_trip(frame, len, &reply, &reply_len, &type);
-	why[0] = '\0';
-	if (type == PROTO_BATCH) {
-		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
-		                 CM_OK);
-		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
-		protobuf_c_message_free_unpacked(msg, NULL);
-		msg = NULL;
-	} else {
-		assert_int_equal(proto_frame_decode(PROTO_BLOB_PART, reply, reply_len, &msg, detail, sizeof(detail)),
-		                 CM_OK);
-		if (!((Strand__BlobPart *)msg)->ok) {
-			snprintf(why, 256, "%s", ((Strand__BlobPart *)msg)->error);
-			protobuf_c_message_free_unpacked(msg, NULL);
-			msg = NULL;
-		}
+	Strand__BlobPart *part =
+	        (Strand__BlobPart *)exchange_as(PROTO_BLOB_FETCH, &f.base, worker_id, secret, PROTO_BLOB_PART, why);
+	if (part && !part->ok) {
+		snprintf(why, 256, "%s", part->error);
+		protobuf_c_message_free_unpacked(&part->base, NULL);
+		part = NULL;
 	}
-	free(reply);
-	return (Strand__BlobPart *)msg;
+	return part;
 }
 
 static Strand__BlobPart *fetch_as(const char *worker_id, const char *pool_id, const char *secret, const char *sha256,
@@ -974,11 +986,6 @@ static int queue_call_as(const char *worker_id, const char *pool_id, const char 
 	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
 	ProtobufCBinaryData bin = {item ? strlen(item) : 0, (uint8_t *)item};
 	char *grants[1] = {(char *)grant};
-	uint8_t *frame, *reply = NULL;
-	size_t len, reply_len = 0;
-	ProtobufCMessage *msg = NULL;
-	char detail[256];
-	proto_type type;
 	int ok = 0;
 
 	c.worker_id = (char *)worker_id;
@@ -991,26 +998,35 @@ static int queue_call_as(const char *worker_id, const char *pool_id, const char 
 	c.value_grants = grants;
 	c.n_value_grants = grant ? 1 : 0;
 	c.max = 1;
-	assert_int_equal(proto_frame_encode(PROTO_QUEUE_CALL, worker_id, secret, &c.base, &frame, &len), CM_OK);
-	round_trip(frame, len, &reply, &reply_len, &type);
-	why[0] = got[0] = got_grant[0] = '\0';
-	if (type == PROTO_BATCH) {
-		assert_int_equal(proto_frame_decode(PROTO_BATCH, reply, reply_len, &msg, detail, sizeof(detail)),
-		                 CM_OK);
-		snprintf(why, 256, "%s", ((Strand__Batch *)msg)->error);
-	} else {
-		assert_int_equal(proto_frame_decode(PROTO_QUEUE_REPLY, reply, reply_len, &msg, detail, sizeof(detail)),
-		                 CM_OK);
-		Strand__QueueReply *r = (Strand__QueueReply *)msg;
+	got[0] = got_grant[0] = '\0';
+	Strand__QueueReply *r =
+	        (Strand__QueueReply *)exchange_as(PROTO_QUEUE_CALL, &c.base, worker_id, secret, PROTO_QUEUE_REPLY, why);
+	if (r) {
 		snprintf(why, 256, "%s", r->error);
 		if ((ok = r->ok) && r->n_items)
 			snprintf(got, 256, "%.*s", (int)r->items[0].len, (const char *)r->items[0].data);
 		if (r->n_value_grants)
 			snprintf(got_grant, 256, "%s", r->value_grants[0]);
+		protobuf_c_message_free_unpacked(&r->base, NULL);
 	}
-	protobuf_c_message_free_unpacked(msg, NULL);
-	free(reply);
 	return ok;
+}
+
+/* The SHA-256 of "abc", and a worker of each of two new pools. */
+static void two_workers(char abc[CM_SHA256_HEX + 1], char **pool, char worker[20], char secret[80], char **elsewhere,
+                        char other[20], char other_secret[80])
+{
+	cm_sha256 hash;
+
+	cm_sha256_init(&hash);
+	cm_sha256_update(&hash, "abc", 3);
+	cm_sha256_hex(&hash, abc);
+	*pool = pool_create(&g, 1);
+	*elsewhere = pool_create(&g, 1);
+	pool_wait_connected(&g, *pool, 1);
+	pool_wait_connected(&g, *elsewhere, 1);
+	a_worker_of(*pool, worker, secret);
+	a_worker_of(*elsewhere, other, other_secret);
 }
 
 /* A queue item names only a value its putter may read (one it stored,
@@ -1021,17 +1037,10 @@ static void test_queue_items_name_only_readable_values(void **state)
 {
 	char abc[CM_SHA256_HEX + 1], item[128], vouch[160], fake[160], got[256], got_grant[256], why[256], path[128],
 	        worker[20], secret[80], other[20], other_secret[80];
-	cm_sha256 hash;
+	char *pool, *elsewhere;
 
 	(void)state;
-	cm_sha256_init(&hash);
-	cm_sha256_update(&hash, "abc", 3);
-	cm_sha256_hex(&hash, abc);
-	char *pool = pool_create(&g, 1), *elsewhere = pool_create(&g, 1);
-	pool_wait_connected(&g, pool, 1);
-	pool_wait_connected(&g, elsewhere, 1);
-	a_worker_of(pool, worker, secret);
-	a_worker_of(elsewhere, other, other_secret);
+	two_workers(abc, &pool, worker, secret, &elsewhere, other, other_secret);
 	response made = http(&g, "POST", "/v1/queues", "{}", NULL);
 	assert_int_equal(made.status, 201);
 	char queue[64];
@@ -1080,6 +1089,68 @@ static void test_queue_items_name_only_readable_values(void **state)
 	r = http(&g, "GET", path, NULL, NULL);
 	assert_int_equal(r.status, 404);
 	response_free(&r);
+	free(pool);
+	free(elsewhere);
+}
+
+/* A ManagerCall as worker_id of pool_id on manager, with the call's body
+ * and grant ("SHA GRANT", or NULL). Whether the hub answered ok; why not
+ * in why (a refusal's, or the answer's error). */
+static int manager_call_as(const char *worker_id, const char *pool_id, const char *secret, const char *manager,
+                           const char *call, const char *grant, char why[256])
+{
+	Strand__ManagerCall c = STRAND__MANAGER_CALL__INIT;
+	char *grants[1] = {(char *)grant};
+	int ok = 0;
+
+	c.worker_id = (char *)worker_id;
+	c.pool_id = (char *)pool_id;
+	c.manager = (char *)manager;
+	c.call = (ProtobufCBinaryData){strlen(call), (uint8_t *)call};
+	c.wait_ms = 1000;
+	c.value_grants = grants;
+	c.n_value_grants = grant ? 1 : 0;
+	Strand__ManagerReply *r = (Strand__ManagerReply *)exchange_as(PROTO_MANAGER_CALL, &c.base, worker_id, secret,
+	                                                              PROTO_MANAGER_REPLY, why);
+	if (r) {
+		snprintf(why, 256, "%s", r->error);
+		ok = r->ok;
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	}
+	return ok;
+}
+
+/* A task's manager call names only a value its sender may read, as a
+ * queue item does: not with no grant, a forged one or another worker's.
+ * One vouched for reaches the engine (which knows no such manager here),
+ * and a body naming another worker is refused. */
+static void test_manager_calls_name_only_readable_values(void **state)
+{
+	char abc[CM_SHA256_HEX + 1], call[160], vouch[160], fake[160], why[256], worker[20], secret[80], other[20],
+	        other_secret[80];
+	const char *refused = "the call names a value its sender was given no grant to read";
+	char *pool, *elsewhere;
+
+	(void)state;
+	two_workers(abc, &pool, worker, secret, &elsewhere, other, other_secret);
+	assert_true(put_as(worker, pool, secret, abc, 0, "abc", 1, why));
+	snprintf(call, sizeof(call), "{\"method\":\"pickle\",\"args\":[{\"$value\":\"%s\"}]}", abc);
+	snprintf(vouch, sizeof(vouch), "%s %s", abc, put_grant);
+	snprintf(fake, sizeof(fake), "%s %064d", abc, 0);
+	assert_false(manager_call_as(worker, pool, secret, "m-0000000000000000", call, NULL, why));
+	assert_string_equal(why, refused);
+	assert_false(manager_call_as(worker, pool, secret, "m-0000000000000000", call, fake, why));
+	assert_string_equal(why, refused);
+	assert_false(manager_call_as(other, elsewhere, other_secret, "m-0000000000000000", call, vouch, why));
+	assert_string_equal(why, refused);
+	assert_false(manager_call_as(worker, pool, secret, "m-0000000000000000", call, vouch, why));
+	assert_string_equal(why, "no such manager m-0000000000000000 (it was shut down, or never was)");
+	assert_false(manager_call_as(worker, pool, secret, "m-0000000000000000", "[1]", NULL, why));
+	assert_string_equal(why, "body must be a JSON object");
+	assert_false(manager_call_as(worker, pool, secret, elsewhere, call, vouch, why)); /* a pool is not a manager */
+	assert_string_equal(why, "a ManagerCall names a manager (m-...)");
+	assert_false(manager_call_as(worker, elsewhere, secret, "m-0000000000000000", call, vouch, why));
+	assert_string_equal(why, "the frame's body names another worker or pool than its sender");
 	free(pool);
 	free(elsewhere);
 }
@@ -1145,6 +1216,7 @@ int main(void)
 	        cmocka_unit_test(test_values_only_by_grant),
 	        cmocka_unit_test(test_workers_store_values_in_pieces),
 	        cmocka_unit_test(test_queue_items_name_only_readable_values),
+	        cmocka_unit_test(test_manager_calls_name_only_readable_values),
 	        cmocka_unit_test(test_refusals_logged_once_a_second),
 	        cmocka_unit_test(test_output_lines_bounded_and_stored_once),
 	};

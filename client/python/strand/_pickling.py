@@ -2,18 +2,29 @@
 pickle where it can (plain data, functions and classes importable by name:
 several times faster than cloudpickle's pure-Python pickler), cloudpickle
 where it cannot (lambdas, closures, what the caller's script defines).
-Both read back with pickle.loads."""
+Both read back with pickle.loads.
+
+pickle names a class or function of the caller's script as __main__.NAME,
+which a worker's runtime (its own __main__) lacks: a pickle that names
+__main__ is made again with cloudpickle, which carries such definitions
+by value. (A search of the bytes: one that merely holds the text
+"__main__" goes the slower way, and arrives the same.)"""
 
 import pickle
+
+MAIN = b"__main__"
 
 
 def dumps(obj):
     try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        if MAIN not in data:
+            return data
     except (pickle.PicklingError, AttributeError, TypeError):
-        import cloudpickle
+        pass
+    import cloudpickle
 
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # The gateway takes a runtime's function name as rt: and at most 200

@@ -19,14 +19,19 @@ were made. Many managers run in parallel.
     handle.get()
 
 Proxies pickle as (manager, object) and may be stored in other managed
-objects. They reach their manager from the caller, over HTTP; a proxy
-passed into a Process or a pool task cannot call it (RemoteError says so).
+objects. They reach their manager from the caller over HTTP, and from a
+Process or a pool's task through its worker (_call_from_task): the call
+waits there for its result, so an AsyncManager's proxy gives a Handle
+that is ready. In the manager's own runtime (a method using a proxy of
+its own manager) the call runs at once.
 """
 
 import base64
 import itertools
+import json
 import os
 import queue as _queue
+import tempfile
 import time
 
 from . import _code, _worker
@@ -37,6 +42,8 @@ WAIT_S = 30
 # A call pickled past this goes as a value of its own (its bytes uploaded,
 # not base64 in JSON), up to the gateway's --max-value-bytes.
 CALL_INLINE = 1 << 20
+# How long a call from a task waits for its result; past it, it fails.
+TASK_CALL_WAIT_MS = 7 * 24 * 3600 * 1000
 
 
 # ---- what runs in the manager's runtime ----------------------------------
@@ -214,10 +221,8 @@ class BaseManager:
         import cloudpickle
 
         if self._gw is None:
-            if _worker.inside():
-                from .pool import RemoteError
-
-                raise RemoteError("strand: a manager's objects are reached from the program that made them, not from inside a worker")
+            if _worker.inside() and self.id is not None:
+                return self._call_from_task(func, args)
             raise RuntimeError("the manager is not running (start it, or it was shut down)")
         pickled = cloudpickle.dumps((func, args, {}))
         uploaded = None
@@ -230,6 +235,47 @@ class BaseManager:
             payload = base64.b64encode(pickled).decode("ascii")
         call = self._gw.request("POST", "/v1/managers/%s/calls" % self.id, {"method": "pickle", "args": [payload]})
         return Handle(self, call["id"], uploaded)
+
+    def _call_from_task(self, func, args):
+        """A call made inside a worker: through the worker, which waits for
+        its result (a Handle that is ready); in the manager's own runtime,
+        at once. A call pickled past CALL_INLINE goes as a value the worker
+        stores, and a result past it comes as a file the worker fetched."""
+        import cloudpickle
+
+        from .pool import RemoteError, _error
+
+        handle = Handle(self, None)
+        handle._done = True
+        if self.id == os.environ.get("STRAND_POOL_ID"):  # this is the manager's runtime: a manager is a pool of one
+            try:
+                handle._value = func(*args)
+            except Exception as e:
+                handle._error = e
+            return handle
+        pickled = cloudpickle.dumps((func, args, {}))
+        if len(pickled) > CALL_INLINE:
+            fd, path = tempfile.mkstemp(prefix="strand-call-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(pickled)
+                f.write(os.urandom(16))  # named apart from an equal call's: its reader removes it
+            arg = {"$value_file": path}
+        else:
+            arg = base64.b64encode(pickled).decode("ascii")
+        status, text = _worker.call("manager", manager=self.id, arg=arg, wait_ms=TASK_CALL_WAIT_MS)
+        if status != "ok":
+            raise RemoteError("strand: a call on manager %s failed: %s" % (self.id, text or "see the worker's log"))
+        item = json.loads(text)
+        handle._call = item.get("job")
+        if not item.get("ok"):
+            handle._error = _error(item.get("error", "failed"))
+            return handle
+        result = item["value"]["result"]
+        if isinstance(result, dict) and "$value_file" in result:
+            handle._value = _worker.unpickle_file(result["$value_file"])
+        else:
+            handle._value = cloudpickle.loads(base64.b64decode(result))
+        return handle
 
     def _run(self, func, *args):
         return self._submit(func, *args).get()
