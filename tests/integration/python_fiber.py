@@ -20,6 +20,7 @@ from functools import partial
 import gym
 
 import strand
+import task_children
 
 import strand.fiber as fiber
 from strand.fiber import Pipe, Pool, Process, SimpleQueue
@@ -346,6 +347,40 @@ def ring_member(q, rank, size):
     q.put((rank, size, RING_SEEN))
 
 
+class TaskChildren(unittest.TestCase):
+    """A task's own processes reach the queues and managers it was given
+    (through its runtime), and what they print is the pool's output."""
+
+    def test_multiprocessing_children_of_a_task(self):
+        with fiber.Manager() as manager:
+            for method in ("fork", "spawn"):
+                q, d = SimpleQueue(), manager.dict()
+                pool = Pool(1)
+                try:
+                    self.assertEqual(pool.apply(task_children.with_children, ((q, d, method),)), [0, 0])
+                finally:
+                    pool.terminate()
+                self.assertEqual(sorted(q.get(timeout=60) for _ in range(2)), [("child", 0), ("child", 1)])
+                self.assertEqual(d.copy(), {0: 0, 1: 1}, method)
+
+    def test_subprocesses_print_to_the_pool_output(self):
+        pool = Pool(1)
+        try:
+            self.assertEqual(pool.apply(task_children.with_subprocesses, (None,)), "done")
+            self.assertEqual(pool.apply(abs, (-3,)), 3)  # the runtime goes on
+            deadline = time.monotonic() + 30
+            while True:
+                page = pool._gw.request("GET", "/v1/pools/%s/logs" % pool.id)
+                texts = [line["text"] for line in page["lines"]]
+                if "read:." in texts or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+        finally:
+            pool.terminate()
+        for text in ("from a subprocess", "from a shell", "read:."):
+            self.assertIn(text, texts)
+
+
 class FiberSurface(unittest.TestCase):
     def test_modules_as_fiber_has_them(self):
         import strand.fiber.config
@@ -472,6 +507,22 @@ class FiberSurface(unittest.TestCase):
             self.assertEqual(sorted(pool.imap_unordered(flaky, range(30))), list(range(30)))
         finally:
             pool.terminate()
+
+    def test_ring_sgd_without_torch(self):
+        # examples/python/ring_sgd.py: Fiber's ring example, its all-reduce
+        # over sockets; every member ends with the same fitted line.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
+        import ring_sgd
+        from strand.fiber.experimental import Ring
+
+        q = SimpleQueue()
+        Ring(3, partial(ring_sgd.run_sgd, report=q), ring_sgd.ring_init).run()
+        got = sorted(q.get(timeout=60) for _ in range(3))
+        self.assertEqual([rank for rank, _, _ in got], [0, 1, 2])
+        self.assertEqual(len({(w, b) for _, w, b in got}), 1)  # the very same floats
+        _, w, b = got[0]
+        self.assertAlmostEqual(w, 3, delta=0.05)
+        self.assertAlmostEqual(b, 2, delta=0.05)
 
     def test_ring(self):
         from strand.fiber.experimental import Ring

@@ -73,6 +73,11 @@ def _library_roots():
     return [os.path.realpath(r) + os.sep for r in roots]
 
 
+def _folder(working_dir):
+    """The working directory as a real path, or None for none."""
+    return os.path.realpath(os.path.expanduser(working_dir)) if working_dir else None
+
+
 def _imported_from_outside(working_dir):
     """The top-level modules and packages imported from elsewhere than the
     working directory's top and the interpreter's library: their files or
@@ -172,7 +177,7 @@ def build(working_dir, py_modules=None, excludes=None, max_bytes=None):
     MODULES_DIR the modules imported from elsewhere and py_modules (module
     objects or paths of a module file or a package folder). None when there
     is nothing to ship."""
-    folder = os.path.realpath(os.path.expanduser(working_dir)) if working_dir else None
+    folder = _folder(working_dir)
     if folder and not os.path.isdir(folder):
         raise ValueError("strand: the working_dir %s is not a folder" % working_dir)
     patterns = list(DEFAULT_EXCLUDES) + list(excludes or ())
@@ -200,13 +205,20 @@ def build(working_dir, py_modules=None, excludes=None, max_bytes=None):
 def ensure(gw):
     """The SHA-256 of the caller's package, uploaded to gw unless it holds
     it already; None when there is nothing to ship. Built once per
-    gateway object and process."""
+    gateway object and process, and again once the program imported
+    modules from outside since (a module imported after the first pool was
+    made is shipped to the next)."""
+    working_dir = getattr(gw, "working_dir", ".")
     cached = getattr(gw, "_code", None)
     if cached is not None and cached[0] == os.getpid():
-        return cached[1]
+        if cached[2] == len(sys.modules):
+            return cached[1]
+        outside = _imported_from_outside(_folder(working_dir))
+        if outside == cached[3]:
+            gw._code = cached[:2] + (len(sys.modules), outside)
+            return cached[1]
     from .gateway import StrandError
 
-    working_dir = getattr(gw, "working_dir", ".")
     max_bytes = gw.request("GET", "/v1/code")["max_bytes"]
     data = build(working_dir, getattr(gw, "py_modules", None), getattr(gw, "excludes", None), max_bytes)
     name = hashlib.sha256(data).hexdigest() if data else None
@@ -217,5 +229,5 @@ def ensure(gw):
             if e.status != 404:
                 raise
             gw.request_bytes("PUT", "/v1/code/" + name, data, "application/zip", timeout=600)
-    gw._code = (os.getpid(), name)
+    gw._code = (os.getpid(), name, len(sys.modules), _imported_from_outside(_folder(working_dir)))
     return name

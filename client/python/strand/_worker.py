@@ -5,8 +5,11 @@ and what the runtime keeps between tasks: functions unpickled once, the
 initializers that ran."""
 
 import collections
+import itertools
 import json
 import os
+
+from . import _relay
 
 line = None  # strand.runtime's line to the worker, while it runs
 
@@ -69,13 +72,23 @@ def unpickle_file(path):
 
 
 def inside():
-    return line is not None
+    """In a worker's runtime, or a process a task of it started."""
+    return line is not None or _relay.ENV in os.environ
+
+
+_call_ids = itertools.count(1)
 
 
 def call(op, **args):
-    """One call: ("ok", item JSON text), ("empty", "") or ("error", "")."""
-    line.send(b"Q", 0, op.encode(), json.dumps(args).encode(), now=True)
-    _, _, status, item = line.answer()
+    """One call: ("ok", item JSON text), ("empty", "") or ("error", why).
+    From the runtime itself on its line (a 'Q' frame of its own id, which
+    its answer carries); from a child of it through the runtime
+    (_relay)."""
+    if line is None or line.pid != os.getpid():
+        return _relay.call(op, args)
+    ident = next(_call_ids)
+    line.send(b"Q", ident, op.encode(), json.dumps(args).encode(), now=True)
+    _, _, status, item = line.answer(ident)
     return status.decode(), item.decode()
 
 

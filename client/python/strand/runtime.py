@@ -52,7 +52,7 @@ import threading
 import time
 import traceback
 
-from strand import _pickling, _worker
+from strand import _pickling, _relay, _worker
 
 HEADER = struct.Struct("<cQII")
 EXCEPTION_MARK = "strand-pickled-exception: "  # strand.pool reads it
@@ -213,9 +213,17 @@ class _Line:
 
     def __init__(self, fd_in, fd_out):
         self.fd_in, self.fd_out = fd_in, fd_out
+        self.pid = os.getpid()  # a forked child's copy is not its to use
         self.inbuf = bytearray()
         self.pos = 0  # where the next frame starts in inbuf
-        self.waiting = collections.deque()  # frames read ahead of a queue call's answer
+        # One thread reads at a time (the task loop, a task's call, a
+        # child's call through _relay); what it reads for another waits
+        # here: tasks in order, answers by the id of their call.
+        self.cond = threading.Condition()
+        self.reading = False
+        self.ended = False
+        self.waiting = collections.deque()
+        self.answers = {}
         self.out = []
         self.out_bytes = 0
         self.out_since = 0.0
@@ -273,19 +281,44 @@ class _Line:
                 return None
             self.inbuf += chunk
 
-    def next_task(self):
-        """The next frame for the task loop: one read ahead first."""
-        return self.waiting.popleft() if self.waiting else self.read()
-
-    def answer(self):
-        """A queue call's answer ('A'); tasks that came before it wait."""
+    def _take(self, pick):
+        """The frame pick() takes from those read, reading more (one
+        reader at a time) until it takes one; None once the worker closed
+        our input."""
         while True:
-            frame = self.read()
-            if frame is None:
-                raise EOFError("the worker closed the runtime's input")
-            if frame[0] == b"A":
-                return frame
-            self.waiting.append(frame)
+            with self.cond:
+                while True:
+                    frame = pick()
+                    if frame is not None or self.ended:
+                        return frame
+                    if not self.reading:
+                        self.reading = True
+                        break
+                    self.cond.wait()
+            frame = None
+            try:
+                frame = self.read()
+            finally:
+                with self.cond:
+                    self.reading = False
+                    if frame is None:
+                        self.ended = True
+                    elif frame[0] == b"A":
+                        self.answers[frame[1]] = frame
+                    else:
+                        self.waiting.append(frame)
+                    self.cond.notify_all()
+
+    def next_task(self):
+        """The next frame for the task loop, in order."""
+        return self._take(lambda: self.waiting.popleft() if self.waiting else None)
+
+    def answer(self, ident):
+        """The answer ('A') to the call of id ident."""
+        frame = self._take(lambda: self.answers.pop(ident, None))
+        if frame is None:
+            raise EOFError("the worker closed the runtime's input")
+        return frame
 
     def keep_flowing(self):
         """Its own thread, waking every FLUSH_S: writes what waited that
@@ -349,24 +382,62 @@ class _Output(io.TextIOBase):
         if self.pending:
             data = "".join(self.pending).encode("utf-8", "replace")
             self.pending = []
+            if os.getpid() != self.line.pid:  # a forked child: the line is its parent's
+                while data:
+                    data = data[os.write(self.stream, data) :]
+                return
             for at in range(0, len(data), self.PIECE):
                 self.line.send(b"O", self.stream, b"", data[at : at + self.PIECE])
 
 
+def _frames_apart():
+    """The frames' descriptors, moved off 0 and 1: a process the task
+    starts (multiprocessing, subprocess, os.system) inherits those, and
+    would read frames or write between them, as would C code writing to
+    fd 1. Its stdin becomes /dev/null, and what is written to fd 1 goes
+    through a pipe read here: the tasks' stdout, in 'O' frames. (fd 2 is
+    the worker's already: it takes it as the tasks' stderr.)"""
+    frames_in, frames_out = os.dup(0), os.dup(1)  # not inherited
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 1)
+    os.close(write_end)
+    return frames_in, frames_out, read_end
+
+
+def _forward(fd, out):
+    """What is written to fd, to out, as it comes."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return
+        out.write(decoder.decode(data))
+
+
 def main():
-    line = _Line(sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno())
+    frames_in, frames_out, stdout_pipe = _frames_apart()
+    line = _Line(frames_in, frames_out)
     # Whatever a function prints must not land between frames: it goes in
     # frames of its own.
     sys.stdout = _Output(line, 1)
     sys.stderr = _Output(line, 2)
+    threading.Thread(target=_forward, args=(stdout_pipe, _Output(line, 1)), daemon=True).start()
     line.send(b"S", 0, b"python", sys.version.split()[0].encode(), now=True)
     threading.Thread(target=line.keep_flowing, daemon=True).start()
-    # Queues and pipes passed to a task reach the gateway through the worker.
+    # Queues, pipes and managers passed to a task reach the gateway through
+    # the worker: from the task on the line, from its children through here.
     _worker.line = line
+    relay_folder = _relay.serve(_worker.call)
     contexts = _Contexts()
     while True:
         frame = line.next_task()
         if frame is None:
+            _relay.remove(relay_folder)
             return 0  # the worker closed our input: done
         kind, ident, name, arg = frame
         if kind == b"C":
