@@ -55,6 +55,9 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 		ok = 0;
 	} else {
 		fprintf(ok ? stdout : stderr, "%s\n", out.data ? out.data : "");
+		fflush(ok ? stdout : stderr);
+		if (cfg->runtime) /* the processes its function started may still call through it */
+			worker_runtime_finish(worker_fns_runtime(fns));
 	}
 	cm_buf_fini(&out);
 	worker_fns_free(fns);

@@ -363,6 +363,14 @@ class TaskChildren(unittest.TestCase):
                 self.assertEqual(sorted(q.get(timeout=60) for _ in range(2)), [("child", 0), ("child", 1)])
                 self.assertEqual(d.copy(), {0: 0, 1: 1}, method)
 
+    def test_a_process_waits_for_its_children(self):
+        reader, writer = Pipe()
+        p = Process(target=task_children.leaves_a_child, args=(writer,))
+        p.start()
+        self.assertEqual(reader.recv(timeout=60), b"from the child")
+        p.join()
+        self.assertEqual(p.exitcode, 0)
+
     def test_subprocesses_print_to_the_pool_output(self):
         pool = Pool(1)
         try:

@@ -6,6 +6,7 @@ A module of its own: a spawned child imports its target by name."""
 import multiprocessing
 import subprocess
 import sys
+import time
 
 
 def child_puts(q, d, i):
@@ -29,3 +30,14 @@ def with_subprocesses(_):
     # Its stdin is /dev/null, not the runtime's frames: read gets nothing.
     subprocess.run(["sh", "-c", "echo from a shell; read line; echo read:$line."], check=True)
     return "done"
+
+
+def send_later(writer):
+    time.sleep(0.5)  # after its parent's function returned
+    writer.send(b"from the child")
+
+
+def leaves_a_child(writer):
+    """A Process's function that starts a child and returns at once: the
+    Process ends once the child did, as a multiprocessing parent's."""
+    multiprocessing.get_context("spawn").Process(target=send_later, args=(writer,)).start()

@@ -100,6 +100,17 @@ class SimpleQueue:
     def empty(self):
         return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
 
+    @property
+    def reader(self):
+        """Fiber's queues have a reading and a writing connection; here
+        both ends are the queue itself (docs/fiber.md)."""
+        return self
+
+    writer = reader
+
+    def __repr__(self):
+        return "<strand.SimpleQueue %s>" % self.id
+
 
 class Connection:
     """One end of a Pipe: send and recv, as multiprocessing's Connection."""

@@ -38,6 +38,7 @@ line at a time and before its result (the pool's output: GET
 /v1/pools/{id}/logs), so it cannot break a frame.
 """
 
+import atexit
 import base64
 import collections
 import importlib
@@ -432,14 +433,18 @@ def main():
     # Queues, pipes and managers passed to a task reach the gateway through
     # the worker: from the task on the line, from its children through here.
     _worker.line = line
-    relay_folder = _relay.serve(_worker.call)
+    # Removed at exit after multiprocessing waited for the task's children
+    # (registered before a task imports multiprocessing: atexit runs the
+    # last registered first).
+    atexit.register(_relay.remove, _relay.serve(_worker.call))
     contexts = _Contexts()
     while True:
         frame = line.next_task()
         if frame is None:
-            _relay.remove(relay_folder)
             return 0  # the worker closed our input: done
         kind, ident, name, arg = frame
+        if kind == b"X":  # a Process's body is done: its children are waited for at exit
+            return 0
         if kind == b"C":
             contexts.name(ident, arg)
             continue
