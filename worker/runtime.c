@@ -414,7 +414,8 @@ static int manager_call(worker_runtime *rt, json_t *args, char **got, char got_g
 		if (call_text)
 			rc = worker_api_manager_call(manager, call_text, put_grant[0] ? put_grant : NULL, wait_ms, got,
 			                             got_grant);
-		snprintf(why, why_len, "%s", rc != 0 && *got ? *got : "the call did not go through (see above)");
+		if (rc != 0) /* the gateway's words, or none came (the worker's log says why) */
+			snprintf(why, why_len, "%s", *got ? *got : "the call did not go through (see the worker's log)");
 		free(call_text);
 		json_decref(call);
 	}

@@ -34,7 +34,6 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
-#include <jansson.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 #include <pthread.h>

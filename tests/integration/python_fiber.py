@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import unittest
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from functools import partial
 
 import gym
@@ -50,6 +50,12 @@ def estimate_pi():
 
 def foo(q, a, b):
     q.put(a + b)
+
+
+def prints_three():
+    print("one")
+    print("two", file=sys.stderr)
+    sys.stdout.write("three, no newline")
 
 
 def f(conn):
@@ -189,11 +195,31 @@ def fails_on_seven(x):
 
 class FiberExamples(unittest.TestCase):
     def test_hello_fiber(self):
-        p = fiber.Process(target=print, args=("Hello, Fiber!",))
-        p.start()
-        p.join()
+        # What it prints is shown in the program before join() returns,
+        # after its id, as a pool's output is; and stays in its log.
+        out = io.StringIO()
+        with redirect_stdout(out):
+            p = fiber.Process(target=print, args=("Hello, Fiber!",))
+            p.start()
+            p.join()
+            shown = out.getvalue()
         self.assertEqual(p.exitcode, 0)
+        self.assertEqual(shown, "(%s) Hello, Fiber!\n" % p.id)
         self.assertIn("Hello, Fiber!\n", p.logs())
+
+    def test_a_process_output_both_streams_and_its_last_line(self):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            p = Process(target=prints_three)
+            p.start()
+            p.join()
+            shown = (out.getvalue(), err.getvalue())
+        self.assertEqual(p.exitcode, 0)
+        self.assertEqual(shown, ("(%s) one\n(%s) three, no newline\n" % (p.id, p.id), "(%s) two\n" % p.id))
+        # Its queue is gone once every line was shown.
+        with self.assertRaises(strand.StrandError) as gone:
+            p._gw.request("GET", "/v1/queues/%s" % p._lines.id)
+        self.assertEqual(gone.exception.status, 404)
 
     def test_estimating_pi(self):
         n, pi = estimate_pi()

@@ -15,8 +15,10 @@ import time
 import weakref
 
 from . import _code, _pickling, _worker
+from . import process_output as _output
 from . import gateway as _gateway
 from .meta import resources_of
+from .queues import SimpleQueue
 
 WAIT_S = 30
 _counter = itertools.count(1)
@@ -74,12 +76,18 @@ def _run_process(process):
     """The body that runs remotely: the process object's own run(), with
     current_process() that object, its pid as the caller sees it: the
     host's pid on the local backend (its sandbox shows another), else its
-    id (STRAND_POOL_ID: a process's worker serves it as its own pool)."""
+    id (STRAND_POOL_ID: a process's worker serves it as its own pool).
+    What it prints also goes to its caller (_output)."""
     global _current
     host_pid = os.environ.get("STRAND_HOST_PID", "")
     process._pid_inside = int(host_pid) if host_pid.isdigit() else os.environ.get("STRAND_POOL_ID")
     _current = process
-    process.run()
+    lines = _output.Sender(process._lines) if process._lines is not None else None
+    try:
+        process.run()
+    finally:
+        if lines is not None:
+            lines.close()
 
 
 class Process:
@@ -97,6 +105,8 @@ class Process:
         self.id = None
         self._view = None
         self._sentinel = None
+        self._lines = None  # the queue its output comes back on (process_output)
+        self._shown = None
 
     def __getstate__(self):
         # What runs remotely: the process's function and arguments, never
@@ -105,6 +115,7 @@ class Process:
         state["_gw"] = None
         state["_view"] = None
         state["_sentinel"] = None
+        state["_shown"] = None
         return state
 
     def run(self):
@@ -118,6 +129,10 @@ class Process:
         if self.id is not None:
             raise AssertionError("cannot start a process twice")
         self._gw = self._gw or _gateway.default()
+        if not self._detached:
+            # What it prints comes back to this program through a queue of
+            # its own (a detached one's stays in its log).
+            self._lines = SimpleQueue(self._gw)
         payload = base64.b64encode(cloudpickle.dumps((_run_process, (self,), {}))).decode("ascii")
         what = self._target if self._target else type(self).run
         spec = {"function": _pickling.function_name(what), "arg": payload, "runtime": "python"}
@@ -141,6 +156,8 @@ class Process:
             raise OSError("strand: the process could not start: %s" % self._view.get("reason", "unknown"))
         with _children_lock:
             _children.add(self)
+        if self._lines is not None:
+            self._shown = _output.Receiver(self._lines, self.id)
 
     def _refresh(self, wait_s=0):
         if self.id is None:
@@ -159,6 +176,8 @@ class Process:
             if left <= 0:
                 return
             self._refresh(max(1, min(WAIT_S, int(left + 0.999))))
+        if self._shown is not None:
+            self._shown.finish()  # every line it printed, before join returns
 
     def is_alive(self):
         return self.id is not None and self._refresh()["state"] == "running"
@@ -211,6 +230,8 @@ class Process:
         """SIGTERM, then SIGKILL after 2 s; returns once it is gone."""
         if self.id is not None:
             self._view = self._gw.request("DELETE", "/v1/processes/%s" % self.id)
+            if self._shown is not None:
+                self._shown.finish(wait=False)  # killed: it sends no end mark
 
     kill = terminate
 
