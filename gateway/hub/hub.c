@@ -613,26 +613,29 @@ static void check_result(hub_slot *s, engine_result *r)
 	r->ok = 0; /* a lost attempt stays lost: only its words are replaced */
 }
 
+/* Whether grants ("SHA256 GRANT" each) hold the sender's grant to read
+ * the value sha: a worker names (in a queue item, a manager call's
+ * argument) only what it may read itself. */
+static int grant_given(const hub_slot *s, const char *sha, char *const *grants, size_t n)
+{
+	for (size_t g = 0; g < n; g++)
+		if (strlen(grants[g]) == 2 * CM_SHA256_HEX + 1 && strncmp(grants[g], sha, CM_SHA256_HEX) == 0 &&
+		    grant_valid(s->hub, "read", s->worker, sha, grants[g] + CM_SHA256_HEX + 1))
+			return 1;
+	return 0;
+}
+
 /* Whether each item of a put that names a value ({"$value":"SHA256"})
- * comes with its sender's grant to read it (QueueCall.value_grants): a
- * worker names in a queue only what it may read itself. */
+ * comes with that grant (QueueCall.value_grants). */
 static int items_vouched(const hub_slot *s, const Strand__QueueCall *c)
 {
 	char sha[CM_SHA256_HEX + 1];
 
-	for (size_t i = 0; i < c->n_items; i++) {
-		int vouched = 0;
-		if (c->items[i].len != CM_VALUE_REF_LEN ||
-		    !cm_value_ref((const char *)c->items[i].data, c->items[i].len, sha))
-			continue;
-		for (size_t g = 0; g < c->n_value_grants && !vouched; g++) {
-			const char *text = c->value_grants[g];
-			vouched = strlen(text) == 2 * CM_SHA256_HEX + 1 && strncmp(text, sha, CM_SHA256_HEX) == 0 &&
-			          grant_valid(s->hub, "read", s->worker, sha, text + CM_SHA256_HEX + 1);
-		}
-		if (!vouched)
+	for (size_t i = 0; i < c->n_items; i++)
+		if (c->items[i].len == CM_VALUE_REF_LEN &&
+		    cm_value_ref((const char *)c->items[i].data, c->items[i].len, sha) &&
+		    !grant_given(s, sha, c->value_grants, c->n_value_grants))
 			return 0;
-	}
 	return 1;
 }
 
@@ -819,14 +822,8 @@ static void manager_call_start(hub_slot *s, const Strand__ManagerCall *c)
 		return;
 	}
 	if (spec_call_parse((const char *)c->call.data, c->call.len, &arg, detail, sizeof(detail)) == CM_OK &&
-	    call_names_value(arg, strlen(arg), sha)) {
-		vouched = 0;
-		for (size_t g = 0; g < c->n_value_grants && !vouched; g++) {
-			const char *text = c->value_grants[g];
-			vouched = strlen(text) == 2 * CM_SHA256_HEX + 1 && strncmp(text, sha, CM_SHA256_HEX) == 0 &&
-			          grant_valid(h, "read", s->worker, sha, text + CM_SHA256_HEX + 1);
-		}
-	}
+	    call_names_value(arg, strlen(arg), sha))
+		vouched = grant_given(s, sha, c->value_grants, c->n_value_grants);
 	snprintf(mc->manager, sizeof(mc->manager), "%s", c->manager);
 	/* A manager's id, as /v1/managers takes: a call is no way to queue
 	 * tasks on a pool. */

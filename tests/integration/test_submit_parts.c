@@ -243,6 +243,18 @@ static void expect_counts(fixture *f, const char *job, long long total, long lon
 	response_free(&r);
 }
 
+/* Cancels job and waits until all of its inputs are done (failed). */
+static void cancel_until_done(fixture *f, const char *job, long long inputs)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+	response r = http(&f->g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(job_wait_done(&f->g, job, inputs), inputs);
+}
+
 /* Tasks that carry several inputs (a client's chunks, "inputs"): the job
  * counts by input, its parts bring their counts, which must add up to
  * "input_total"; the counts and a failure's inputs survive a kill -9;
@@ -326,11 +338,7 @@ static void test_tasks_of_several_inputs(void **state)
 	job = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	expect_counts(f, job, 12, 0, 0, 2, 0, 0);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	r = http(&f->g, "DELETE", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	response_free(&r);
-	assert_int_equal(job_wait_done(&f->g, job, 12), 12);
+	cancel_until_done(f, job, 12);
 	expect_counts(f, job, 12, 12, 12, 2, 2, 2);
 	free(job);
 
@@ -340,11 +348,7 @@ static void test_tasks_of_several_inputs(void **state)
 	                        "total", 3, "input_total", 9));
 	job = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
-	snprintf(path, sizeof(path), "/v1/jobs/%s", job);
-	r = http(&f->g, "DELETE", path, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	response_free(&r);
-	assert_int_equal(job_wait_done(&f->g, job, 4), 4);
+	cancel_until_done(f, job, 4);
 	expect_counts(f, job, 4, 4, 4, 1, 1, 1);
 	free(job);
 }

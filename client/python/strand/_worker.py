@@ -71,6 +71,20 @@ def unpickle_file(path):
             return pickle.loads(mapped)
 
 
+def read_once_file(pickled):
+    """Pickled bytes too large to go inline, in a file the worker stores as
+    a value read once: 16 random bytes after them (which unpickling
+    ignores) name it apart from equal bytes, so that its reader may remove
+    it. What a call carries instead: {"$value_file": PATH}."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="strand-value-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(pickled)
+        f.write(os.urandom(16))
+    return {"$value_file": path}
+
+
 def inside():
     """In a worker's runtime, or a process a task of it started."""
     return line is not None or _relay.ENV in os.environ

@@ -31,7 +31,6 @@ import itertools
 import json
 import os
 import queue as _queue
-import tempfile
 import time
 
 from . import _code, _worker
@@ -255,11 +254,7 @@ class BaseManager:
             return handle
         pickled = cloudpickle.dumps((func, args, {}))
         if len(pickled) > CALL_INLINE:
-            fd, path = tempfile.mkstemp(prefix="strand-call-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(pickled)
-                f.write(os.urandom(16))  # named apart from an equal call's: its reader removes it
-            arg = {"$value_file": path}
+            arg = _worker.read_once_file(pickled)
         else:
             arg = base64.b64encode(pickled).decode("ascii")
         status, text = _worker.call("manager", manager=self.id, arg=arg, wait_ms=TASK_CALL_WAIT_MS)

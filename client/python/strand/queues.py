@@ -9,7 +9,6 @@ read once."""
 import base64
 import json
 import os
-import tempfile
 import time
 
 from . import _pickling, _worker
@@ -28,14 +27,9 @@ def _enc(obj, gw):
     pickled = _pickling.dumps(obj)
     if len(pickled) <= ITEM_INLINE:
         return base64.b64encode(pickled).decode("ascii")
-    nonce = os.urandom(16)
     if _worker.inside():  # the worker stores it (as a task's large result)
-        fd, path = tempfile.mkstemp(prefix="strand-item-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(pickled)
-            f.write(nonce)
-        return {"$value_file": path}
-    return gw.put_value(pickled, fresh=True, tail=nonce)
+        return _worker.read_once_file(pickled)
+    return gw.put_value(pickled, fresh=True, tail=os.urandom(16))
 
 
 def _dec(item, gw):
