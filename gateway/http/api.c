@@ -415,7 +415,7 @@ int api_start(const gw_config *cfg, engine *e, blob_store *code, blob_store *val
 	        (size_t)API_HEAD_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_idle_s,
 	        MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	        (unsigned)cfg->http_per_client, MHD_OPTION_ARRAY, cfg->tls_cert[0] ? tls : tls + 2, MHD_OPTION_END);
-	if (!a->daemon || front_door_start(a->front, a->daemon) != CM_OK) {
+	if (!a->daemon || front_door_start(a->front, a->daemon, a->deadlines) != CM_OK) {
 		snprintf(detail, detail_len, "cannot serve %s://%s (do the certificate and key match?)",
 		         cfg->tls_cert[0] ? "https" : "http", cfg->http);
 		api_stop(a);

@@ -96,6 +96,23 @@ void deadlines_stop(deadlines *d)
 	free(d);
 }
 
+void deadlines_handing_over(deadlines *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->owed++;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void deadlines_handed_over(deadlines *d, int ok)
+{
+	if (ok)
+		return;
+	pthread_mutex_lock(&d->mu);
+	if (--d->owed == 0)
+		pthread_cond_broadcast(&d->answered);
+	pthread_mutex_unlock(&d->mu);
+}
+
 void deadlines_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                              enum MHD_ConnectionNotificationCode code)
 {
@@ -104,12 +121,13 @@ void deadlines_on_connection(void *cls, struct MHD_Connection *c, void **socket_
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (!fd || !(t = calloc(1, sizeof(*t))))
-			return; /* untracked: libmicrohttpd's idle timeout still holds */
+		if (!fd || !(t = calloc(1, sizeof(*t)))) {
+			deadlines_handed_over(d, 0); /* untracked: libmicrohttpd's idle timeout still holds */
+			return;
+		}
 		t->fd = fd->connect_fd;
-		t->owed = 1; /* it reaches libmicrohttpd once its request began */
+		t->owed = 1; /* counted at its hand-over: its request had begun */
 		pthread_mutex_lock(&d->mu);
-		d->owed++;
 		t->deadline_ms = cm_now_ms() + d->header_ms;
 		t->next = d->head;
 		if (d->head)

@@ -19,7 +19,15 @@ typedef struct deadlines deadlines;
 
 int deadlines_start(int64_t header_ms, int64_t min_rate, deadlines **out);
 void deadlines_stop(deadlines *d);
-/* MHD_OPTION_NOTIFY_CONNECTION's callback, with d as its closure. */
+/* A connection is being handed to libmicrohttpd: it is owed an answer
+ * from now. libmicrohttpd takes a connection added from outside on its own
+ * thread, later, and closes those it has not taken yet when it stops; this
+ * count lets a stop wait for them. ok 0: the hand-over failed (the
+ * connection is closed), it is owed nothing. */
+void deadlines_handing_over(deadlines *d);
+void deadlines_handed_over(deadlines *d, int ok);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback, with d as its closure: a
+ * started connection takes over the answer owed since its hand-over. */
 void deadlines_on_connection(void *d, struct MHD_Connection *c, void **socket_context,
                              enum MHD_ConnectionNotificationCode code);
 /* The request's headers are in: its body (body_len bytes; -1 for chunked,

@@ -27,6 +27,7 @@ struct front_door {
 	int tls, per_client, max_waiting;
 	int64_t idle_ms;
 	struct MHD_Daemon *daemon;
+	deadlines *deadlines;
 	waiting *w; /* max_waiting slots; fd -1: free */
 	int nwaiting;
 	pthread_t thread;
@@ -67,7 +68,36 @@ static void forget(front_door *f, waiting *w, int close_it)
 /* To libmicrohttpd, which closes it if its own limits say so. */
 static void hand_over(front_door *f, int fd, const struct sockaddr_storage *addr, socklen_t len)
 {
-	MHD_add_connection(f->daemon, fd, (const struct sockaddr *)addr, len);
+	deadlines_handing_over(f->deadlines);
+	deadlines_handed_over(f->deadlines,
+	                      MHD_add_connection(f->daemon, fd, (const struct sockaddr *)addr, len) == MHD_YES);
+}
+
+/* Its first byte is in: HTTP begins with a method, in capitals. */
+static void first_byte(front_door *f, waiting *w)
+{
+	unsigned char c;
+	ssize_t n = recv(w->fd, &c, 1, MSG_PEEK);
+	int fd = w->fd;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == 1 && c >= 'A' && c <= 'Z') {
+		struct sockaddr_storage addr = w->addr;
+		socklen_t len = w->addr_len;
+		forget(f, w, 0);
+		hand_over(f, fd, &addr, len);
+		return;
+	}
+	if (n == 1) {
+		char answer[sizeof(not_http) + sizeof(not_http_body) + 32];
+		int len = snprintf(answer, sizeof(answer), not_http, strlen(not_http_body), not_http_body);
+		if (send(fd, answer, (size_t)len, MSG_NOSIGNAL) < 0) {
+			/* gone already */
+		}
+		shutdown(fd, SHUT_WR);
+	}
+	forget(f, w, 1);
 }
 
 static void accept_all(front_door *f, int64_t now)
@@ -105,34 +135,8 @@ static void accept_all(front_door *f, int64_t now)
 		slot->addr_len = len;
 		slot->deadline_ms = now + f->idle_ms;
 		f->nwaiting++;
+		first_byte(f, slot); /* often in already: no wait for epoll */
 	}
-}
-
-/* Its first byte is in: HTTP begins with a method, in capitals. */
-static void first_byte(front_door *f, waiting *w)
-{
-	unsigned char c;
-	ssize_t n = recv(w->fd, &c, 1, MSG_PEEK);
-	int fd = w->fd;
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n == 1 && c >= 'A' && c <= 'Z') {
-		struct sockaddr_storage addr = w->addr;
-		socklen_t len = w->addr_len;
-		forget(f, w, 0);
-		hand_over(f, fd, &addr, len);
-		return;
-	}
-	if (n == 1) {
-		char answer[sizeof(not_http) + sizeof(not_http_body) + 32];
-		int len = snprintf(answer, sizeof(answer), not_http, strlen(not_http_body), not_http_body);
-		if (send(fd, answer, (size_t)len, MSG_NOSIGNAL) < 0) {
-			/* gone already */
-		}
-		shutdown(fd, SHUT_WR);
-	}
-	forget(f, w, 1);
 }
 
 static void *run(void *arg)
@@ -193,9 +197,10 @@ int front_door_open(const struct sockaddr *addr, socklen_t len, int tls, int64_t
 	return CM_OK;
 }
 
-int front_door_start(front_door *f, struct MHD_Daemon *daemon)
+int front_door_start(front_door *f, struct MHD_Daemon *daemon, deadlines *d)
 {
 	f->daemon = daemon;
+	f->deadlines = d;
 	if (pthread_create(&f->thread, NULL, run, f) != 0)
 		return CM_ENOMEM;
 	f->started = 1;

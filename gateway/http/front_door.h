@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "gateway/http/deadlines.h"
+
 typedef struct front_door front_door;
 
 /* Listens on addr (len bytes); detail gets strerror's words when it
@@ -24,8 +26,9 @@ typedef struct front_door front_door;
 int front_door_open(const struct sockaddr *addr, socklen_t len, int tls, int64_t idle_ms, int per_client,
                     int max_waiting, front_door **out, char *detail, size_t detail_len);
 /* Starts handing connections to daemon (started with
- * MHD_USE_NO_LISTEN_SOCKET and MHD_USE_ITC). */
-int front_door_start(front_door *f, struct MHD_Daemon *daemon);
+ * MHD_USE_NO_LISTEN_SOCKET and MHD_USE_ITC), each counted in d as owed an
+ * answer from its hand-over (d's on_connection is the daemon's). */
+int front_door_start(front_door *f, struct MHD_Daemon *daemon, deadlines *d);
 /* Stops accepting. Connections accepted or queued before, whose request
  * has begun, go to libmicrohttpd; the rest are closed. */
 void front_door_close(front_door *f);
