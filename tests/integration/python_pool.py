@@ -3,8 +3,10 @@ Debian's /usr/bin/python3 and its python3-cloudpickle: Python functions,
 lambdas and closures as tasks, multiprocessing's Pool interface, exact
 results, and a task's exception raised again with its remote traceback."""
 
+import base64
 import hashlib
 import io
+import json
 import os
 import sys
 import time
@@ -226,6 +228,11 @@ class PoolTest(WithPool):
         got = self.pool.apply(moved, (Point(1, 2),))
         self.assertIs(type(got), Point)  # the caller's own class, not a copy of it
         self.assertEqual((got.x, got.y), (2, 2))
+        # A task an input, pickled by one pickler: a Point among them goes
+        # by value and the plain inputs after it still pickle.
+        mixed = [Point(1, -2), 5, Point(3, 4), -6, "ab"]
+        self.assertEqual(list(self.pool.imap(lambda v: norm1(v) if isinstance(v, Point) else v, mixed)),
+                         [3, 5, 7, -6, "ab"])
 
     def test_values_python_cannot_put_in_json(self):
         out = self.pool.map(lambda x: (x, {x}, b"\x00\xff" * x), [1, 2])
@@ -593,6 +600,21 @@ class ChunkTest(unittest.TestCase):
             self.assertEqual(pool.apply(pow, (2,), {"exp": 5}), 32)
 
 
+class RuntimeTest(unittest.TestCase):
+    def test_a_pickled_argument_read_with_json_escapes(self):
+        # The runtime reads a pickle task's base64 as it is, but a REST
+        # client's JSON writer may escape the "/" base64 holds (as \/ or
+        # \u002f): read as JSON then.
+        from strand import runtime
+
+        data = bytes(range(256)) * 3
+        text = base64.b64encode(data).decode()
+        self.assertIn("/", text)
+        self.assertEqual(runtime._base64_text(json.dumps(text).encode()), data)
+        for escaped in ("\\/", "\\u002f", "\\u002F"):
+            self.assertEqual(runtime._base64_text(json.dumps(text).replace("/", escaped).encode()), data)
+
+
 class ManagerTest(unittest.TestCase):
     def test_namespace_value_queue(self):
         with strand.Manager() as m:
@@ -743,8 +765,6 @@ class LeaseTest(unittest.TestCase):
     detached."""
 
     def ends_as(self, mode, signal_number=None):
-        import json
-        import signal
         import subprocess
 
         gw = strand.gateway.default()
@@ -843,7 +863,6 @@ class OutputTest(unittest.TestCase):
     """What tasks print reaches the program that submitted them."""
 
     def test_a_managers_prints_reach_the_program_before_its_results(self):
-        import re
         import subprocess
 
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))

@@ -135,10 +135,10 @@ def _in_shared_main(function):
 def unpickle_function(pickled):
     """A function that came as cloudpickle bytes (a map sends it once per
     task), unpickled once per runtime."""
-    import cloudpickle
-
     function = _functions.get(pickled)
     if function is None:
+        import cloudpickle
+
         if len(_functions) >= FUNCTIONS_KEPT:
             _functions.clear()
         function = _functions[pickled] = _in_shared_main(cloudpickle.loads(pickled))

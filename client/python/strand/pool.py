@@ -4,6 +4,7 @@ cloudpickle bytes (rt:pickle:MODULE.QUALNAME), results come back the same way, a
 exception is raised again in the caller with the remote traceback."""
 
 import base64
+import binascii
 import builtins
 import concurrent.futures
 import functools
@@ -239,11 +240,27 @@ def _task(*args):
     return _WithRefs(arg, refs) if refs else arg
 
 
+def _single_tasks(items):
+    """The task arguments of a map of items, an item a task (what _task
+    makes of [item]), pickled by one pickler; None when one holds a
+    reference (strand.put), whose names each task must carry (_task)."""
+    with _refs.collecting() as refs:
+        pickled = _pickling.dumps_each([(([item],), {}) for item in items])
+    if refs:
+        return None
+    b64 = base64.b64encode
+    return [_Upload(p) if len(p) > CHUNK_BYTES else b64(p).decode("ascii") for p in pickled]
+
+
 def _chunk_tasks(items, chunksize, tasks=None, counts=None):
     """The task arguments of a map of items, and how many items each
     carries: chunksize items a task, and a chunk whose pickled bytes pass
     CHUNK_BYTES cut into as many pieces as it holds CHUNK_BYTES (again
     while a piece still does), in order."""
+    if chunksize == 1 and tasks is None:
+        single = _single_tasks(items)
+        if single is not None:
+            return single, [1] * len(single)
     tasks = [] if tasks is None else tasks
     counts = [] if counts is None else counts
     for start in range(0, len(items), chunksize):
@@ -337,7 +354,7 @@ def _decode(text, gw=None):
     inline), fetched and removed from the gateway (it is read once)."""
     if isinstance(text, dict):
         return cloudpickle.loads((gw or _gateway.default()).take_value(text["$value"]))
-    return cloudpickle.loads(base64.b64decode(text))
+    return cloudpickle.loads(binascii.a2b_base64(text))
 
 
 def _value(item, gw):

@@ -40,6 +40,7 @@ line at a time and before its result (the pool's output: GET
 
 import atexit
 import base64
+import binascii
 import collections
 import importlib
 import io
@@ -148,6 +149,14 @@ def _with_refs(arg):
     return json.dumps(given["arg"]).encode()
 
 
+def _base64_text(arg):
+    """The bytes of a JSON string of base64 text (a pickle task's argument):
+    read as they are, but for the escapes a JSON writer may add ("\\/")."""
+    if arg[:1] == b'"' and arg[-1:] == b'"' and b"\\" not in arg:
+        return binascii.a2b_base64(arg[1:-1])
+    return binascii.a2b_base64(json.loads(arg))
+
+
 def _run(name, arg, contexts):
     arg = _with_refs(arg)
     if _is_pickled(name):
@@ -156,7 +165,7 @@ def _run(name, arg, contexts):
         if arg.startswith(VALUE_FILE):
             call = _worker.unpickle_file(json.loads(arg)["$value_file"])
         else:
-            call = pickle.loads(base64.b64decode(json.loads(arg)))
+            call = pickle.loads(_base64_text(arg))
         if contexts.current:  # the function is the job's context
             function, (args, kwargs) = contexts.function(), call
         else:
@@ -166,7 +175,7 @@ def _run(name, arg, contexts):
         pickled = _pickling.dumps(function(*args, **kwargs))
         if len(pickled) > RESULT_INLINE:
             return _result_file(pickled)
-        return json.dumps(base64.b64encode(pickled).decode("ascii")).encode()
+        return b'"' + binascii.b2a_base64(pickled, newline=False) + b'"'  # JSON: base64 needs no escape
     value = _value_file(arg)
     value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
@@ -222,6 +231,7 @@ class _Line:
         # here: tasks in order, answers by the id of their call.
         self.cond = threading.Condition()
         self.reading = False
+        self.sleepers = 0  # threads waiting on cond
         self.ended = False
         self.waiting = collections.deque()
         self.answers = {}
@@ -295,20 +305,31 @@ class _Line:
                     if not self.reading:
                         self.reading = True
                         break
-                    self.cond.wait()
-            frame = None
+                    self.sleepers += 1
+                    try:
+                        self.cond.wait()
+                    finally:
+                        self.sleepers -= 1
             try:
                 frame = self.read()
-            finally:
+            except BaseException:
                 with self.cond:
                     self.reading = False
-                    if frame is None:
-                        self.ended = True
-                    elif frame[0] == b"A":
-                        self.answers[frame[1]] = frame
-                    else:
-                        self.waiting.append(frame)
                     self.cond.notify_all()
+                raise
+            with self.cond:
+                self.reading = False
+                if frame is None:
+                    self.ended = True
+                elif frame[0] == b"A":
+                    self.answers[frame[1]] = frame
+                else:
+                    self.waiting.append(frame)
+                if self.sleepers:  # none, but while a task's children call
+                    self.cond.notify_all()
+                frame = pick()
+                if frame is not None or self.ended:
+                    return frame
 
     def next_task(self):
         """The next frame for the task loop, in order."""
@@ -343,6 +364,8 @@ def _flush_output():
     """What the task printed and did not end with a newline goes before its
     result (a task may have replaced sys.stdout: that is its own)."""
     for stream in (sys.stdout, sys.stderr):
+        if type(stream) is _Output and not stream.pending:
+            continue  # most tasks print nothing
         try:
             stream.flush()
         except Exception:
