@@ -615,6 +615,20 @@ class RuntimeTest(unittest.TestCase):
             self.assertEqual(runtime._base64_text(json.dumps(text).replace("/", escaped).encode()), data)
 
 
+def _loaded(names):
+    return sorted(name for name in names if name in sys.modules)
+
+
+class LeanRuntimeTest(WithPool):
+    def test_a_runtime_imports_none_of_the_clients_modules(self):
+        # What a pool's tasks run lives apart from the client (HTTP, TLS,
+        # code packages): a runtime that imported them spent some 50 ms of
+        # CPU in its first task.
+        client = ["strand.pool", "strand.gateway", "strand._code", "ssl"]
+        self.assertEqual(self.pool.map(_loaded, [client] * 4, chunksize=1), [[]] * 4)
+        self.assertEqual(self.pool.apply(_loaded, (client,)), [])
+
+
 class ManagerTest(unittest.TestCase):
     def test_namespace_value_queue(self):
         with strand.Manager() as m:

@@ -9,17 +9,15 @@ import builtins
 import concurrent.futures
 import functools
 import hashlib
-import itertools
 import json
 import multiprocessing
 import os
 import sys
 import threading
-import traceback
 
 import cloudpickle
 
-from . import _code, _pickling, _worker
+from . import _code, _pickling, _runners
 from . import refs as _refs
 from . import output as _output
 from . import gateway as _gateway
@@ -166,54 +164,6 @@ class RemoteTraceback(Exception):
 class RemoteError(Exception):
     """A task failed in a way that is not a Python exception (a runtime
     that died, a timeout, a cancelled task), or one that cannot be unpickled."""
-
-
-def _prepared(init, func_bytes):
-    """In the worker's runtime: the task's function, after the pool's
-    initializer (once per runtime)."""
-    if init is not None:
-        _worker.initialize(*init)
-    return _worker.unpickle_function(func_bytes)
-
-
-def _each(function, items, star=False):
-    """function on each of a chunk's items (func(*x) when star), in order:
-    their values. An input whose call raised fails alone and the others run
-    on: the chunk then raises _worker.InputsFailed, which the runtime
-    answers with the values and each failure by its input."""
-    values, failures = [], []
-    append = values.append
-    while True:
-        try:
-            rest = itertools.islice(items, len(values), None)
-            if star:
-                for item in rest:
-                    append(function(*item))
-            else:
-                for item in rest:
-                    append(function(item))
-            break
-        except Exception as e:
-            failures.append((len(values), e, traceback.format_exc()))
-            append(None)
-    if failures:
-        raise _worker.InputsFailed(values, failures)
-    return values
-
-
-def _map_chunk(init, func_bytes, items):
-    """One task of a map: func(x) for each x of its chunk, in order."""
-    return _each(_prepared(init, func_bytes), items)
-
-
-def _starmap_chunk(init, func_bytes, items):
-    """One task of a starmap: func(*x) for each x of its chunk."""
-    return _each(_prepared(init, func_bytes), items, star=True)
-
-
-def _apply(init, func_bytes, args, kwargs):
-    """An apply's task: [func(*args, **kwargs)]."""
-    return [_prepared(init, func_bytes)(*args, **kwargs)]
 
 
 def _b64(value):
@@ -640,7 +590,7 @@ class Pool:
         not a job and a poll: a round trip, as multiprocessing's."""
         if self._state != "running":
             raise ValueError("Pool not running")
-        context, refs = _context(_apply, self._init, func)
+        context, refs = _context(_runners.apply, self._init, func)
         values = _JobValues(self._gw, refs)
         body = {
             "function": _pickling.function_name(func),
@@ -662,37 +612,37 @@ class Pool:
             raise
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None, name=None):
-        job = self._submit(func, _apply, [_task(tuple(args), dict(kwds or {}))], name)
+        job = self._submit(func, _runners.apply, [_task(tuple(args), dict(kwds or {}))], name)
         return AsyncResult(self, job, True, callback, error_callback)
 
     def map(self, func, iterable, chunksize=None, name=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         try:
             return self._list(job) if job else []
         finally:
             self._output.drain()  # what its tasks printed, before the program goes on
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
     def starmap(self, func, iterable, chunksize=None, name=None):
-        job = self._map_job(func, _starmap_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
         try:
             return self._list(job) if job else []
         finally:
             self._output.drain()
 
     def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
-        job = self._map_job(func, _starmap_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
     def imap(self, func, iterable, chunksize=1, name=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return self._values(job, "input") if job else iter(())
 
     def imap_unordered(self, func, iterable, chunksize=1, name=None):
-        job = self._map_job(func, _map_chunk, iterable, chunksize, name)
+        job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return self._values(job, "completion") if job else iter(())
 
     def close(self):

@@ -452,6 +452,9 @@ def main():
     sys.stderr = _Output(line, 2)
     threading.Thread(target=_forward, args=(stdout_pipe, _Output(line, 1)), daemon=True).start()
     line.send(b"S", 0, b"python", sys.version.split()[0].encode(), now=True)
+    # What every pickle task needs, imported while the worker waits for
+    # work, not in a pool's first task (some 25 ms of CPU).
+    importlib.import_module("cloudpickle")
     threading.Thread(target=line.keep_flowing, daemon=True).start()
     # Queues, pipes and managers passed to a task reach the gateway through
     # the worker: from the task on the line, from its children through here.
