@@ -26,6 +26,25 @@ import strand.fiber as fiber
 from strand.fiber import Pipe, Pool, Process, SimpleQueue
 from strand.fiber.managers import AsyncManager, BaseManager, SyncManager
 
+# python_docker.sh and python_k8s.sh run IN_CONTAINERS with every worker,
+# process and manager in a container of the backend named here.
+if os.environ.get("STRAND_TEST_BACKEND"):
+    strand.init(backend=os.environ["STRAND_TEST_BACKEND"], image=os.environ["STRAND_TEST_IMAGE"])
+IN_CONTAINERS = [
+    "FiberExamples." + name
+    for name in (
+        "test_hello_fiber",
+        "test_estimating_pi",
+        "test_process_and_simple_queue",
+        "test_pipe",
+        "test_manager_dict_and_list",
+        "test_proxies_inside_a_process",
+        "test_proxies_inside_a_pool_task",
+        "test_async_manager_cartpole",
+        "test_pool_error_handling",
+    )
+] + ["TaskChildren.test_multiprocessing_children_of_a_task", "FiberSurface.test_ring_sgd_without_torch"]
+
 
 # ---- README: Hello Fiber; Estimating Pi ---------------------------------
 
@@ -572,4 +591,5 @@ class FiberSurface(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(unittest.main(verbosity=2))
+    names = sys.argv[1:] or (IN_CONTAINERS if os.environ.get("STRAND_TEST_BACKEND") else [])
+    sys.exit(unittest.main(verbosity=2, argv=sys.argv[:1] + names))

@@ -19,3 +19,7 @@ mkdir "$dir/cwd"
 cd "$dir/cwd"
 STRAND_TEST_BACKEND=kubernetes STRAND_TEST_IMAGE=strand-worker-python:test \
   PYTHONPATH="$bin/../lib/python" /usr/bin/python3 "$src/tests/integration/python_containers.py"
+# Fiber's examples, as python_fiber runs them on the local backend.
+STRAND_TEST_BACKEND=kubernetes STRAND_TEST_IMAGE=strand-worker-python:test \
+  PYTHONPATH="$bin/../lib/python:$src/tests/integration/fiber_examples" \
+  /usr/bin/python3 "$src/tests/integration/python_fiber.py"
