@@ -66,6 +66,20 @@ def queue_rate(make_queue):
     return QUEUE_PAIRS / seconds(pairs)
 
 
+def queue_stream_rate(make_queue):
+    """Items a second through a SimpleQueue, all put by the caller, then
+    all got."""
+    q = make_queue()
+
+    def stream():
+        for i in range(QUEUE_PAIRS):
+            q.put(i)
+        for i in range(QUEUE_PAIRS):
+            assert q.get() == i
+
+    return QUEUE_PAIRS / seconds(stream)
+
+
 def pool4_first_map_ms(make_pool):
     t0 = time.perf_counter()
     pool = make_pool(4)
@@ -92,6 +106,7 @@ def main():
         keep("map_100k_noops s", seconds(lambda: pool.map(noop, range(MAP_INPUTS))))
         keep("imap_c1_20k_noops s", seconds(lambda: sum(1 for _ in pool.imap(noop, range(IMAP_INPUTS), chunksize=1))))
         keep("queue_put_get items/s", queue_rate(make_queue), lower_is_better=False)
+        keep("queue_puts_then_gets items/s", queue_stream_rate(make_queue), lower_is_better=False)
     pool.terminate()
     for _ in range(ROUNDS):
         keep("pool4_first_map ms", pool4_first_map_ms(make_pool))

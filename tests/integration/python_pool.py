@@ -461,6 +461,38 @@ class QueueTest(WithPool):
         # Each item was a value, removed once read.
         self.assertEqual(gw.request("GET", "/v1/values")["total"], before)
 
+    def test_puts_go_in_order_and_reach_the_queue_before_exit(self):
+        # put() returns once its item is pickled; a thread sends them, as
+        # multiprocessing's feeder does: in order, many a request.
+        q = strand.SimpleQueue()
+        for i in range(5000):
+            q.put(i)
+        self.assertFalse(q.empty())  # what was put counts at once
+        self.assertEqual([q.get(timeout=10) for _ in range(5000)], list(range(5000)))
+        self.assertTrue(q.empty())
+        # A program that puts and exits at once: its items are all there.
+        program = "import base64, pickle, sys, strand\n" \
+                  "q = pickle.loads(base64.b64decode(sys.argv[1]))\n" \
+                  "for i in range(3000):\n    q.put(('from the child', i))\n"
+        import pickle
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        done = subprocess.run([sys.executable, "-c", program, base64.b64encode(pickle.dumps(q)).decode()],
+                              env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([q.get(timeout=10) for _ in range(3000)], [("from the child", i) for i in range(3000)])
+        self.assertRaises(TimeoutError, q.get, 0.2)
+
+    def test_a_put_that_failed_is_raised_by_the_next_call(self):
+        q = strand.SimpleQueue()
+        strand.gateway.default().request("DELETE", "/v1/queues/%s" % q.id)
+        q.put(1)
+        with self.assertRaises(strand.StrandError) as failed:
+            q.flush(30)
+        self.assertEqual(failed.exception.status, 404)
+        self.assertTrue(q.flush(30))  # said once
+
     def test_pipe_between_caller_and_task(self):
         a, b = strand.Pipe()
         r = self.pool.apply_async(lambda: b.send(b.recv(timeout=10) * 2))

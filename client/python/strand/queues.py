@@ -6,10 +6,15 @@ cloudpickle bytes (a REST client sees those strings); one whose pickle
 passes ITEM_INLINE travels as a value of its own ({"$value": SHA256}),
 read once."""
 
+import atexit
 import base64
+import collections
 import json
 import os
+import sys
+import threading
 import time
+import weakref
 
 from . import _pickling, _worker
 from . import gateway as _gateway
@@ -69,6 +74,90 @@ def _take(gw, path, relay_op, timeout, **relay_args):
             raise TimeoutError("nothing came within %s s" % timeout)
 
 
+def _text_bytes(item):
+    """About what an item (_enc's) adds to a request's body."""
+    return len(item) if isinstance(item, str) else 100
+
+
+class _Feeder:
+    """multiprocessing's queue feeder thread: put() returns once its item is
+    pickled (and, past ITEM_INLINE, uploaded); a thread of the queue's
+    sends the items in order, all that came while it sent the last ones
+    in one request (a put a round trip took 0.3 ms: 3,000 items a second).
+    A request that fails is raised by the next put, flush or empty(); the
+    program's exit waits for what was put, as multiprocessing's does."""
+
+    BATCH_BYTES = 8 << 20  # of item text a request; the gateway takes 64 MiB
+
+    def __init__(self, gw, path):
+        self.gw, self.path, self.pid = gw, path, os.getpid()
+        self.cond = threading.Condition()
+        self.items = collections.deque()
+        self.sending = False
+        self.error = None
+        self.thread = None
+
+    def put(self, item):
+        with self.cond:
+            self._raise()
+            self.items.append(item)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._send, name="strand-queue-feeder", daemon=True)
+                self.thread.start()
+                _feeders.add(self)
+            self.cond.notify()
+
+    def flush(self, timeout=None):
+        """Waits until every item put is in the gateway's queue (at most
+        timeout s): True when they are."""
+        with self.cond:
+            done = self.cond.wait_for(lambda: not self.items and not self.sending, timeout)
+            self._raise()
+            return done
+
+    def _raise(self):
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def _send(self):
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.items)
+                batch, size = [], 0
+                while self.items and (not batch or size + _text_bytes(self.items[0]) <= self.BATCH_BYTES):
+                    item = self.items.popleft()
+                    size += _text_bytes(item)
+                    batch.append(item)
+                self.sending = True
+            try:
+                self.gw.request("POST", self.path, {"items": batch})
+            except Exception as e:  # the queue deleted, the gateway gone: said at the next call
+                with self.cond:
+                    self.error = self.error or e
+            with self.cond:
+                self.sending = False
+                self.cond.notify_all()
+
+
+_feeders = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all():
+    """At exit, what was put reaches the gateway first (registered before
+    a program's first pool or queue: atexit runs it after their own)."""
+    for feeder in list(_feeders):
+        if feeder.pid == os.getpid():
+            try:
+                feeder.flush(FLUSH_AT_EXIT_S)
+            except Exception as e:
+                sys.stderr.write("strand: items put on a queue were lost at exit: %s\n" % e)
+
+
+FLUSH_AT_EXIT_S = 60
+
+
 class SimpleQueue:
     def __init__(self, gateway=None):
         self._gw = gateway or _gateway.default()
@@ -81,17 +170,30 @@ class SimpleQueue:
         self.id = state["id"]
         self._gw = None if _worker.inside() else _gateway.default()
 
+    def _feeder(self):
+        feeder = self.__dict__.get("_fed")
+        if feeder is None or feeder.pid != os.getpid():  # a forked child starts its own
+            feeder = self._fed = _Feeder(self._gw, "/v1/queues/%s/items" % self.id)
+        return feeder
+
     def put(self, obj):
         if _worker.inside():
             if _worker.call("put", queue=self.id, item=_enc(obj, None))[0] != "ok":
                 raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
         else:
-            self._gw.request("POST", "/v1/queues/%s/items" % self.id, {"item": _enc(obj, self._gw)})
+            self._feeder().put(_enc(obj, self._gw))
+
+    def flush(self, timeout=None):
+        """strand's own: waits until every item put here is in the queue."""
+        if not _worker.inside():
+            return self._feeder().flush(timeout)
+        return True
 
     def get(self, timeout=None):
         return _take(self._gw, "/v1/queues/%s/take" % self.id, "get", timeout, queue=self.id)
 
     def empty(self):
+        self.flush()  # what this program put counts
         return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
 
     @property
