@@ -44,12 +44,39 @@ static int hex4(const char *s, size_t len, size_t i, unsigned *out)
 	return 0;
 }
 
+/* Index of the first byte at or after i that may need a look of its own
+ * (a quote, a backslash, a control character or a byte past ASCII), eight
+ * bytes at a time: most of a map's arguments is base64 text, which a byte
+ * at a time took 13 % of the gateway's CPU in a map of 100,000 inputs. It
+ * may stop early, never late. */
+static size_t plain_run(const unsigned char *u, size_t len, size_t i)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+
+	while (i + 8 <= len) {
+		uint64_t w, quote, backslash;
+		memcpy(&w, u + i, 8);
+		quote = w ^ (ones * '"');
+		backslash = w ^ (ones * '\\');
+		/* x - ones & ~x has a high bit set where x has a zero byte (and
+		 * maybe above it); w - 0x20s & ~w where w has a byte below 0x20. */
+		if ((((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((w - ones * 0x20) & ~w) | w) &
+		    highs)
+			break;
+		i += 8;
+	}
+	return i;
+}
+
 /* The string that starts at s[i] ('"'); *end: just past its closing quote. */
 static int scan_string(const char *s, size_t len, size_t i, size_t *end, char *why, size_t why_len)
 {
 	const unsigned char *u = (const unsigned char *)s;
 
 	for (i++; i < len;) {
+		i = plain_run(u, len, i);
+		if (i >= len)
+			break;
 		unsigned char c = u[i];
 		if (c == '"') {
 			*end = i + 1;

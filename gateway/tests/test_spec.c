@@ -338,6 +338,50 @@ static void test_map_refusals(void **state)
 	}
 }
 
+/* Strings are scanned eight bytes at a time: what needs a look (a control
+ * character, a byte past ASCII, an escape, the closing quote) is seen at
+ * every place in a word, and an error names its very byte. */
+static void test_strings_scanned_by_words(void **state)
+{
+	static const struct {
+		const char *at; /* put at each offset of a long string */
+		const char *part; /* NULL: the argument is taken as it is */
+	} cases[] = {
+	        {"\t", "a control character in a string (escape it) at byte "},
+	        {"\x1f", "a control character in a string (escape it) at byte "},
+	        {"\xc3\x28", "invalid UTF-8 in a string at byte "},
+	        {"\xff", "invalid UTF-8 in a string at byte "},
+	        {"\\x", "an invalid escape at byte "},
+	        {"\\n", NULL},
+	        {"\\\"", NULL},
+	        {"\xc3\xa9", NULL},
+	        {"\x7f", NULL},
+	        {" ~!", NULL},
+	};
+	static const char head[] = "{\"function\":\"echo\",\"args\":[\"";
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (size_t k = 0; k < 24; k++) {
+			char body[200], text[64], a[128], detail[256] = "", want[96];
+			map_spec m;
+			snprintf(text, sizeof(text), "%.*s%s%.*s", (int)k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", cases[c].at,
+			         17, "abcdefghijklmnopqrstuvwxyz");
+			snprintf(body, sizeof(body), "%s%s\"]}", head, text);
+			int err = map(body, 0, &m, detail);
+			if (!cases[c].part) {
+				snprintf(want, sizeof(want), "\"%s\"", text);
+				if (err != CM_OK || strcmp(arg_text(&m.args, 0, a, sizeof(a)), want) != 0)
+					fail_msg("%s: got %d '%s' '%s'", body, err, detail, err == CM_OK ? a : "");
+				spec_map_fini(&m);
+				continue;
+			}
+			snprintf(want, sizeof(want), "%s%zu", cases[c].part, sizeof(head) - 1 + k);
+			if (err != CM_EINVAL || !strstr(detail, want))
+				fail_msg("%s: got %d '%s', expected '%s'", body, err, detail, want);
+		}
+	}
+}
+
 /* A map's arguments are scanned, not built: a million of them parse, one
  * more is refused with the way to send more (parts); the other fields are
  * still counted before jansson builds them, braces and numbers inside
@@ -552,6 +596,7 @@ int main(void)
 	        cmocka_unit_test(test_pool_patch_parse),
 	        cmocka_unit_test(test_map_parse),
 	        cmocka_unit_test(test_map_refusals),
+	        cmocka_unit_test(test_strings_scanned_by_words),
 	        cmocka_unit_test(test_function_names),
 	        cmocka_unit_test(test_body_values_counted_before_parsing),
 	        cmocka_unit_test(test_part_parse),
