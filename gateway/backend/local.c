@@ -5,8 +5,9 @@
  * gateway, which then stops them in order, and a stop or the end of one
  * reaches everything it started.
  * The handle is the pid; a worker adopted after a restart of the gateway is
- * not its child, and is alive as long as its pid is. A Process writes its
- * output to a log file the engine names.
+ * not its child, and is alive as long as its pid is and is no zombie (its
+ * new parent, init or a subreaper, reaps it when it will: seconds, or
+ * never). A Process writes its output to a log file the engine names.
  *
  * Each program runs in a sandbox (sandbox.h) unless the operator or the
  * host said no: its handle is then its bwrap's pid, whose process group
@@ -200,6 +201,25 @@ static int local_logs(backend *b, const char *handle, const char *log_path, size
 	return cm_read_tail(log_path, max, out);
 }
 
+/* Whether pid, not a child of ours, runs: it is there and not a zombie
+ * ("Z") or dead ("X"), its state after the last ')' of /proc/PID/stat (a
+ * command's name may hold either). */
+static int running(pid_t pid)
+{
+	char path[64], stat[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	const char *end = strrchr(stat, ')');
+	return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
+}
+
 static int local_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
 {
 	pid_t pid = (pid_t)atoi(handle);
@@ -217,7 +237,7 @@ static int local_poll(backend *b, const char *handle, int *exit_code, char *deta
 	if (r == 0)
 		return 0;
 	if (r < 0) {
-		if (errno == ECHILD && kill(pid, 0) == 0)
+		if (errno == ECHILD && running(pid))
 			return 0; /* adopted, not our child: alive */
 		*exit_code = -1;
 		return 1;

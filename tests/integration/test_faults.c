@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "common/common.h"
 #include "tests/support/harness.h"
 
 static json_int_t counter(const gateway *g, const char *pool, const char *name)
@@ -244,6 +246,49 @@ static void test_gateway_sigkill_readopts_workers(void **state)
 	gateway_cleanup(&g);
 }
 
+/* A restarted gateway's stop ends the workers it adopted and knows they
+ * ended though it cannot reap them: their new parent does, when it will.
+ * Here that parent is this test (a subreaper that reaps only afterwards);
+ * a stop that took a zombie for a live worker waited out its grace and
+ * left them "not ended in time". */
+static void test_a_stop_sees_its_adopted_workers_end(void **state)
+{
+	gateway g;
+	pid_t pids[4];
+	cm_buf log;
+	char *pool;
+
+	(void)state;
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	gateway_start(&g, NULL);
+	pool = pool_create_spec(&g, "{\"processes\":2}");
+	pool_wait_connected(&g, pool, 2);
+	assert_int_equal(pool_worker_pids(&g, pool, pids, 4), 2);
+	gateway_kill(&g); /* its workers are this test's now */
+	gateway_restart(&g);
+	pool_wait_connected(&g, pool, 2);
+	int status = gateway_stop(&g);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	cm_buf_init(&log);
+	assert_int_equal(cm_read_tail(g.log, 1 << 20, &log), CM_OK);
+	assert_int_equal(cm_buf_append(&log, "", 1), CM_OK);
+	assert_null(strstr(log.data, "did not end in time"));
+	for (int i = 0; i < 2; i++) {
+		char line[160];
+		snprintf(line, sizeof(line), "of pool %s stopped", pool);
+		const char *at = strstr(log.data, line);
+		assert_non_null(at);
+		if (i == 0)
+			assert_non_null(strstr(at + 1, line)); /* and the other one */
+		assert_int_equal(waitpid(pids[i], NULL, 0), pids[i]); /* ended: a zombie reaped here */
+	}
+	cm_buf_fini(&log);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
 static void test_workers_exit_when_gateway_stays_away(void **state)
 {
 	gateway g;
@@ -276,6 +321,7 @@ int main(void)
 	        cmocka_unit_test(test_attempts_and_error_retries),
 	        cmocka_unit_test(test_task_timeout_replaces_worker),
 	        cmocka_unit_test(test_gateway_sigkill_readopts_workers),
+	        cmocka_unit_test(test_a_stop_sees_its_adopted_workers_end),
 	        cmocka_unit_test(test_workers_exit_when_gateway_stays_away),
 	};
 	return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
