@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 typedef enum cm_err {
@@ -128,6 +129,10 @@ int cm_read_all(int fd, void *p, size_t len);
  * (whose condition variable waits on that clock). */
 struct timespec cm_timespec_in(clockid_t id, int64_t ms);
 double cm_now_s(void); /* monotonic, in seconds with ns resolution */
+/* Whether pid runs: it is there and is neither a zombie nor dead. For a
+ * process that is not our child (waitpid cannot tell), such as an orphan
+ * whose new parent (init, a subreaper) reaps it when it will, or never. */
+int cm_process_running(pid_t pid);
 
 /*
  * Task function names. A task names its function in one of these forms:

@@ -201,25 +201,6 @@ static int local_logs(backend *b, const char *handle, const char *log_path, size
 	return cm_read_tail(log_path, max, out);
 }
 
-/* Whether pid, not a child of ours, runs: it is there and not a zombie
- * ("Z") or dead ("X"), its state after the last ')' of /proc/PID/stat (a
- * command's name may hold either). */
-static int running(pid_t pid)
-{
-	char path[64], stat[512];
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	n = fread(stat, 1, sizeof(stat) - 1, f);
-	fclose(f);
-	stat[n] = '\0';
-	const char *end = strrchr(stat, ')');
-	return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
-}
-
 static int local_poll(backend *b, const char *handle, int *exit_code, char *detail, size_t detail_len)
 {
 	pid_t pid = (pid_t)atoi(handle);
@@ -237,7 +218,7 @@ static int local_poll(backend *b, const char *handle, int *exit_code, char *deta
 	if (r == 0)
 		return 0;
 	if (r < 0) {
-		if (errno == ECHILD && running(pid))
+		if (errno == ECHILD && cm_process_running(pid))
 			return 0; /* adopted, not our child: alive */
 		*exit_code = -1;
 		return 1;

@@ -618,21 +618,8 @@ json_t *job_results(const gateway *g, const char *job, const char *order, int li
 
 int process_alive(pid_t pid)
 {
-	char path[64], stat[512];
-	FILE *f;
-	size_t n;
-
-	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return 0;
 	/* A zombie has ended: an orphan waits for an init that may not reap. */
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 1;
-	n = fread(stat, 1, sizeof(stat) - 1, f);
-	fclose(f);
-	stat[n] = '\0';
-	const char *end = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
-	return !(end && end[1] == ' ' && end[2] == 'Z');
+	return cm_process_running(pid);
 }
 
 int pool_fixture_setup(void **state)
