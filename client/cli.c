@@ -26,7 +26,8 @@ static const char main_help[] =
         "  queue ...                 create, list, put, get\n"
         "  pipe ...                  create, list, send, recv\n"
         "  jobs ...                  list, cancel, failures\n\n"
-        "`strand COMMAND --help` tells more. Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";
+        "`strand COMMAND --help` tells more; `strand --version` says its version.\n"
+        "Exit codes: 0 done, 1 refused or failed, 2 bad usage.\n";
 
 int main(int argc, char **argv)
 {
@@ -42,6 +43,10 @@ int main(int argc, char **argv)
 		return cli_usage(main_help, EXIT_USAGE);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)
 		return cli_usage(main_help, 0);
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("strand %s\n", STRAND_VERSION);
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
 			if (!(c = strand_client_new(NULL)))

@@ -11,7 +11,7 @@
 
 static const char run_help[] = "usage: strand run [options] -- CMD [ARG...]\n"
                                "Runs CMD as a strand process (like `fiber run`) and prints its id.\n\n"
-                               "  --backend B        local, docker or kubernetes (the gateway's default otherwise)\n"
+                               "  --backend B        local, docker, kubernetes or slurm (the gateway's default otherwise)\n"
                                "  --image I          the image on docker or kubernetes\n"
                                "  --cpu N            cores (above 0, at most 1024)\n"
                                "  --memory MB        memory (1 to 16777216)\n"

@@ -187,7 +187,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --hub-ca FILE        the CA workers trust for a tls+tcp:// hub (STRAND_HUB_CA, default --tls-cert)\n"
 	        "  --hub-server-name N  the name workers check on the hub's certificate (STRAND_HUB_SERVER_NAME,\n"
 	        "                       default the hub URL's host; mbedtls matches DNS names, not IP addresses)\n"
-	        "  --help               this text\n",
+	        "  --help               this text\n"
+	        "  --version            strand-gateway's version\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
 }
 
@@ -370,6 +371,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"hub-ca", required_argument, NULL, 'a'},
 	        {"hub-server-name", required_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'H'},
+	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
 	};
 	char self[1024] = "";
@@ -532,6 +534,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'a': set(cfg->hub_ca, sizeof(cfg->hub_ca), optarg); break;
 		case 'n': set(cfg->hub_server_name, sizeof(cfg->hub_server_name), optarg); break;
 		case 'H': cfg->help = 1; break;
+		case 'V': cfg->version = 1; break;
 		default: snprintf(detail, detail_len, "unknown or incomplete option (see --help)"); return CM_EINVAL;
 		}
 	}

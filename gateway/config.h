@@ -66,6 +66,7 @@ typedef struct gw_config {
 	char hub_ca[1024]; /* tls+tcp:// hub: the CA workers trust (PEM); "": tls_cert itself */
 	char hub_server_name[256]; /* ... and the name workers expect on its certificate; "": the hub URL's host */
 	int help;
+	int version; /* --version: say it and exit */
 } gw_config;
 
 /* Fills cfg from defaults, then environment, then argv. On a bad flag returns

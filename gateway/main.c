@@ -72,6 +72,10 @@ int main(int argc, char **argv)
 		gw_config_usage(stdout, &cfg);
 		return 0;
 	}
+	if (cfg.version) {
+		printf("strand-gateway %s\n", STRAND_VERSION);
+		return 0;
+	}
 	spec_set_value_max(cfg.max_value_bytes); /* before any request is parsed */
 	/* Signals are taken synchronously by this thread (sigwait); every other
 	 * thread inherits the blocked mask. */

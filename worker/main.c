@@ -85,7 +85,8 @@ static void usage(FILE *f)
 	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
 	           "  --arg JSON             the argument for --run (default null); given more than once, its\n"
 	           "                         parts in order (one exec string holds at most 128 KiB)\n"
-	           "  --help                 this text\n");
+	           "  --help                 this text\n"
+	           "  --version              strand-worker's version\n");
 }
 
 /* The worker's own secret, which every frame to the hub carries: read from
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
 	        {"run", required_argument, NULL, 'r'},
 	        {"arg", required_argument, NULL, 'a'},
 	        {"help", no_argument, NULL, 'H'},
+	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
 	};
 	worker_config cfg = {
@@ -170,6 +172,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'H': usage(stdout); return 0;
+		case 'V': printf("strand-worker %s\n", STRAND_VERSION); return 0;
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
 	}

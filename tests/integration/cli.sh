@@ -13,6 +13,13 @@ start_gateway "$bin" "$dir" || exit 1
 strand="$bin/strand"
 
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
+# --version on every program: the project's version, as CMakeLists.txt sets it.
+version=$(sed -n 's/^project(strand VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")
+for p in strand strand-gateway strand-worker; do
+  out=$("$bin/$p" --version); code=$?
+  check "$p --version" "0 $p $version" "$code $out"
+done
+grep -q "local, docker, kubernetes or slurm" <<<"$("$strand" run --help)"; check "run --help: every backend" 0 $?
 "$strand" bogus >/dev/null 2>&1; check "unknown command" 2 $?
 for c in run ps logs kill pool queue pipe jobs; do
   grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
