@@ -547,6 +547,22 @@ int store_pool_set_state(store *st, const char *id, const char *state, const cha
 	return store__step_done(st, s);
 }
 
+int store_pool_delete(store *st, const char *id)
+{
+	static const char *const sql[] = {"DELETE FROM output WHERE pool = ?", "DELETE FROM workers WHERE pool_id = ?",
+	                                  "DELETE FROM pools WHERE id = ?"};
+	sqlite3_stmt *s;
+
+	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+		if (store__prepare(st, sql[i], &s) != CM_OK)
+			return CM_EIO;
+		store__bind_text(s, 1, id);
+		if (store__step_done(st, s) != CM_OK)
+			return CM_EIO;
+	}
+	return CM_OK;
+}
+
 int store_pool_set_spec(store *st, const char *id, const char *spec_json)
 {
 	sqlite3_stmt *s;

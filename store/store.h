@@ -84,6 +84,9 @@ int64_t store_total_changes(store *st);
 int store_pool_insert(store *st, const char *id, const char *spec_json, const char *state, int64_t created_ms);
 int store_pool_set_state(store *st, const char *id, const char *state, const char *reason);
 int store_pool_set_spec(store *st, const char *id, const char *spec_json); /* a resize, autoscale's choice */
+/* A pool gone for good, with its workers' rows and its output (its jobs
+ * were removed before). */
+int store_pool_delete(store *st, const char *id);
 
 /* Calls fn once per stored pool (all strings borrowed for the call). */
 typedef void (*store_pool_fn)(void *ctx, const char *id, const char *spec_json, const char *state, const char *reason,

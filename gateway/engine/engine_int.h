@@ -417,6 +417,8 @@ typedef struct pool {
 	int64_t open_small; /* of open_jobs, the small ones (SMALL_JOB_TASKS) */
 	int64_t small_at; /* when a small job last came (cm_now_ms) */
 	int64_t kill_at; /* while terminating: SIGKILL the rest then */
+	int64_t ended_ms; /* when it was terminated or failed (wall clock; --retain counts from here) */
+	int deleted; /* in e->deleted_pools: its jobs are found by no request */
 	int settling; /* terminating, every worker ended: waits for BX_SETTLED */
 	waitlist delete_waiters;
 	int shown; /* what its last event said (events.c) */
@@ -443,6 +445,9 @@ struct engine {
 
 	/* engine thread only */
 	pool *pools;
+	/* Pools deleted (DELETE of an ended one, or --retain): in no view and
+	 * found by no request, their jobs removed a few a cycle, then freed. */
+	pool *deleted_pools;
 	queue *queues;
 	int64_t queue_bytes; /* of the items all queues hold (quotas.c) */
 	process *processes;
@@ -544,6 +549,7 @@ void engine__event_job(engine *e, const job *j); /* made (answered), done or can
 /* The same with j's view written into e->job_text already. */
 void engine__event_job_written(engine *e, const job *j);
 void engine__event_job_removed(engine *e, const job *j);
+void engine__event_pool_removed(engine *e, const pool *p);
 void engine__event_process(engine *e, const process *pr); /* started, failed or ended */
 void engine__job_progressed(engine *e, job *j); /* a result of j was recorded */
 void engine__job_unlist(job *j); /* j is freed: its progress is not said */
@@ -589,6 +595,13 @@ void engine__handle_pool_close(engine *e, op *o);
 void engine__handle_pool_delete(engine *e, op *o);
 /* Terminates p as DELETE does, answering no one (a client's lease ended). */
 void engine__pool_terminate(engine *e, pool *p);
+/* An ended pool leaves e->pools for e->deleted_pools, "deleted" stored. */
+int engine__pool_delete(engine *e, pool *p, const char *why);
+/* Removes what a few deleted pools hold, up to max jobs; returns how many. */
+int engine__deleted_pools_step(engine *e, int max);
+/* The pool of a stored job, deleted ones included (recovery). */
+pool *engine__pool_find_any(engine *e, const char *id);
+void engine__pool_free(engine *e, pool *p);
 /* Its backend removed what its ended workers left (BX_SETTLED). */
 void engine__pool_settled(engine *e, const char *pool_id);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */

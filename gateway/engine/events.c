@@ -78,6 +78,12 @@ void engine__event_job_removed(engine *e, const job *j)
 	                 json_pack("{s:s, s:s, s:s}", "id", j->id, "pool", j->pool->id, "state", "deleted"));
 }
 
+void engine__event_pool_removed(engine *e, const pool *p)
+{
+	events_batch_add(&e->event_batch, p->spec.manager[0] ? "manager" : "pool", p->id,
+	                 json_pack("{s:s, s:s}", "id", p->id, "state", "deleted"));
+}
+
 void engine__job_unlist(job *j)
 {
 	if (!j->progress_pprev)

@@ -23,7 +23,7 @@ job *engine__job_find(engine *e, const char *id)
 {
 	for (job *j = e->jobs[hash_id(id)]; j; j = j->hash_next)
 		if (strcmp(j->id, id) == 0)
-			return j;
+			return j->pool->deleted ? NULL : j; /* going with its pool */
 	return NULL;
 }
 

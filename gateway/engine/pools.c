@@ -11,6 +11,8 @@
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
 	p->state = s;
+	if (s == POOL_TERMINATED || s == POOL_FAILED)
+		p->ended_ms = cm_wall_ms();
 	/* The pool keeps the start of a longer reason (the bound tells gcc so). */
 	if (reason)
 		snprintf(p->reason, sizeof(p->reason), "%.*s", (int)sizeof(p->reason) - 1, reason);
@@ -280,12 +282,27 @@ void engine__pool_terminate(engine *e, pool *p)
 	engine__pool_cancel_jobs(e, p, "cancelled: the pool was terminated");
 }
 
+/* DELETE: a pool that runs is terminated, answered once it is (as a job
+ * is cancelled); one terminated already is removed, as an ended job is:
+ * gone from every view at once, its jobs and output a few a cycle. */
 void engine__handle_pool_delete(engine *e, op *o)
 {
 	pool *p = engine__pool_find(e, o->id);
 
 	if (!p) {
 		o->err = CM_ENOENT;
+		engine__ready(e, o);
+		return;
+	}
+	if (p->state == POOL_TERMINATED) {
+		json_t *out = engine__pool_json(p);
+		if (!out || (o->err = engine__pool_delete(e, p, "deleted")) != CM_OK) {
+			o->err = o->err ? o->err : CM_ENOMEM;
+			json_decref(out);
+		} else {
+			json_object_set_new(out, "state", json_string("deleted"));
+			o->out = out;
+		}
 		engine__ready(e, o);
 		return;
 	}
@@ -296,6 +313,72 @@ void engine__handle_pool_delete(engine *e, op *o)
 		return;
 	}
 	waitlist_add(&p->delete_waiters, o); /* answered by the tick once every worker is gone */
+}
+
+int engine__pool_delete(engine *e, pool *p, const char *why)
+{
+	pool **at = &e->pools;
+
+	if (store_pool_set_state(e->st, p->id, "deleted", NULL) != CM_OK)
+		return CM_EIO;
+	while (*at != p)
+		at = &(*at)->next;
+	*at = p->next;
+	p->next = e->deleted_pools;
+	e->deleted_pools = p;
+	p->deleted = 1;
+	engine__event_pool_removed(e, p);
+	cm_info("%s %s %s: its %zu jobs and its output go in the background", p->spec.manager[0] ? "manager" : "pool",
+	        p->id, why, p->njobs);
+	return CM_OK;
+}
+
+pool *engine__pool_find_any(engine *e, const char *id)
+{
+	pool *p = engine__pool_find(e, id);
+
+	for (pool *d = e->deleted_pools; d && !p; d = d->next)
+		if (strcmp(d->id, id) == 0)
+			p = d;
+	return p;
+}
+
+void engine__pool_free(engine *e, pool *p)
+{
+	engine__queue_clear(p);
+	while (p->workers) {
+		worker *w = p->workers;
+		p->workers = w->next;
+		waitlist_drop_all(e, &w->parked);
+		free(w);
+	}
+	for (size_t i = 0; i < p->njobs; i++)
+		engine__job_free(p->jobs[i]);
+	free(p->jobs);
+	waitlist_drop_all(e, &p->delete_waiters);
+	free(p);
+}
+
+int engine__deleted_pools_step(engine *e, int max)
+{
+	int removed = 0;
+
+	for (pool **at = &e->deleted_pools; *at && removed < max;) {
+		pool *p = *at;
+		/* A job still being cancelled ends first: its results fill in. */
+		removed += engine__jobs_remove_ended(e, p, INT64_MAX, max - removed);
+		if (p->njobs || removed >= max) {
+			at = &p->next;
+			continue;
+		}
+		if (store_pool_delete(e->st, p->id) != CM_OK)
+			return max; /* the cycle's commit fails, and reloads */
+		*at = p->next;
+		cm_info("%s %s removed", p->spec.manager[0] ? "manager" : "pool", p->id);
+		engine__pool_free(e, p);
+		removed++;
+	}
+	return removed;
 }
 
 /* Exited workers stay in the pool's view (their exit codes), the

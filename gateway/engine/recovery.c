@@ -92,6 +92,16 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 	if (reason)
 		snprintf(p->reason, sizeof(p->reason), "%s", reason);
 	p->created_ms = created_ms;
+	/* Not stored: --retain counts an ended pool's age from this start. */
+	if (p->state == POOL_TERMINATED || p->state == POOL_FAILED)
+		p->ended_ms = cm_wall_ms();
+	if (strcmp(state, "deleted") == 0) { /* its jobs were still going */
+		p->state = POOL_TERMINATED;
+		p->deleted = 1;
+		p->next = e->deleted_pools;
+		e->deleted_pools = p;
+		return;
+	}
 	p->next = e->pools;
 	e->pools = p;
 }
@@ -99,7 +109,7 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 static void load_job(void *ctx, const store_job *sj)
 {
 	engine *e = ctx;
-	pool *p = engine__pool_find(e, sj->pool_id);
+	pool *p = engine__pool_find_any(e, sj->pool_id);
 	job *j;
 
 	if (strcmp(sj->state, "deleting") == 0) { /* removed: its tasks are still going */
@@ -281,6 +291,8 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 		}
 		queued += p->queued;
 	}
+	for (pool *p = e->deleted_pools; p; p = p->next)
+		engine__pool_cancel_jobs(e, p, "cancelled: the pool was deleted");
 	if (store_commit(e->st) != CM_OK) {
 		snprintf(detail, detail_len, "cannot commit recovery: %s", store_errmsg(e->st));
 		return CM_EIO;
@@ -300,18 +312,12 @@ void engine__state_clear(engine *e)
 	while (e->pools) {
 		pool *p = e->pools;
 		e->pools = p->next;
-		engine__queue_clear(p);
-		while (p->workers) {
-			worker *w = p->workers;
-			p->workers = w->next;
-			waitlist_drop_all(e, &w->parked);
-			free(w);
-		}
-		for (size_t i = 0; i < p->njobs; i++)
-			engine__job_free(p->jobs[i]);
-		free(p->jobs);
-		waitlist_drop_all(e, &p->delete_waiters);
-		free(p);
+		engine__pool_free(e, p);
+	}
+	while (e->deleted_pools) {
+		pool *p = e->deleted_pools;
+		e->deleted_pools = p->next;
+		engine__pool_free(e, p);
 	}
 	memset(e->jobs, 0, sizeof(e->jobs));
 	engine__processes_clear(e);

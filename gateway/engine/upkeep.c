@@ -2,7 +2,8 @@
  * The store's upkeep, a little each cycle so that no request waits on it:
  * ended jobs older than --retain are removed as DELETE removes one (gone
  * from every view at once, their tasks and results deleted a slice a cycle
- * by the chores), then ended processes and rings with their output files,
+ * by the chores), terminated pools and managers too, then the jobs of
+ * deleted pools, then ended processes and rings with their output files,
  * and the pages deletions free are given back to the file
  * system by incremental vacuum, so the file is as large as what it keeps,
  * not as its peak.
@@ -28,8 +29,14 @@ static int sweep(engine *e, int64_t cutoff)
 {
 	int removed = 0;
 
-	for (pool *p = e->pools; p && removed < SWEEP_JOBS; p = p->next)
+	for (pool *p = e->pools, *next; p && removed < SWEEP_JOBS; p = next) {
+		next = p->next;
+		if (p->state == POOL_TERMINATED && p->ended_ms <= cutoff) {
+			removed += engine__pool_delete(e, p, "older than --retain") == CM_OK ? 1 : SWEEP_JOBS;
+			continue;
+		}
 		removed += engine__jobs_remove_ended(e, p, cutoff, SWEEP_JOBS - removed);
+	}
 	if (removed < SWEEP_JOBS)
 		removed += engine__processes_remove_ended(e, cutoff, SWEEP_JOBS - removed);
 	return removed;
@@ -42,6 +49,8 @@ void engine__upkeep(engine *e, int64_t now)
 	/* now paces the looks; a job's times are the wall clock's, as stored */
 	if (e->cfg->retain_ms > 0 && now >= e->next_sweep)
 		e->next_sweep = sweep(e, cm_wall_ms() - e->cfg->retain_ms) == SWEEP_JOBS ? now : now + SWEEP_MS;
+	if (e->deleted_pools)
+		engine__deleted_pools_step(e, SWEEP_JOBS);
 	if (!e->chores && now >= e->next_vacuum && store_vacuum_step(e->st, VACUUM_PAGES, &left) == CM_OK)
 		e->next_vacuum = left >= VACUUM_PAGES ? now : now + VACUUM_IDLE_MS;
 }

@@ -325,6 +325,55 @@ static long get_status(fixture *f, const char *path)
 	return status;
 }
 
+/* --retain removes a terminated pool and a terminated manager (their jobs,
+ * workers and output with them) that long after they ended; an active pool
+ * stays. Their rows are gone: a restarted gateway does not bring them back. */
+static void test_retention_removes_terminated_pools(void **state)
+{
+	fixture *f = *state;
+	char path[128], mpath[128], sql[256], jpath[96];
+
+	char *pool = http_create(&f->g, "/v1/pools", "{\"processes\":1}");
+	char *manager = http_create(&f->g, "/v1/managers", "{\"type\": \"dict\"}");
+	char *job = job_submit(&f->g, pool, json_pack("{s:s, s:[i,i]}", "function", "echo", "args", 1, 2));
+	job_wait_done(&f->g, job, 2);
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	snprintf(mpath, sizeof(mpath), "/v1/managers/%s", manager);
+	snprintf(jpath, sizeof(jpath), "/v1/jobs/%s", job);
+	response r = http(&f->g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "terminated");
+	response_free(&r);
+	r = http(&f->g, "DELETE", mpath, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	assert_int_equal(get_status(f, path), 200); /* kept while younger than --retain */
+	for (int i = 0; i < 300 && (get_status(f, path) != 404 || get_status(f, mpath) != 404); i++)
+		usleep(100000);
+	assert_int_equal(get_status(f, path), 404);
+	assert_int_equal(get_status(f, mpath), 404);
+	assert_int_equal(get_status(f, jpath), 404);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM jobs WHERE pool_id = '%s'", pool);
+	for (int i = 0; i < 100 && scalar(f, sql) != 0; i++)
+		usleep(100000); /* its jobs go a few a cycle, then the pool's row */
+	assert_int_equal(scalar(f, sql), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM pools WHERE id IN ('%s', '%s')", pool, manager);
+	for (int i = 0; i < 100 && scalar(f, sql) != 0; i++)
+		usleep(100000);
+	assert_int_equal(scalar(f, sql), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM workers WHERE pool_id IN ('%s', '%s')", pool, manager);
+	assert_int_equal(scalar(f, sql), 0);
+	snprintf(sql, sizeof(sql), "/v1/pools/%s", f->pool);
+	assert_int_equal(get_status(f, sql), 200); /* the active one stays */
+	gateway_kill(&f->g);
+	gateway_restart(&f->g);
+	assert_int_equal(get_status(f, path), 404);
+	assert_int_equal(get_status(f, mpath), 404);
+	free(job);
+	free(manager);
+	free(pool);
+}
+
 /* --retain also removes ended processes, with their output files, and
  * rings whose members all ended, with their members (never a member
  * alone); a process that runs stays, and one terminated is removed in
@@ -514,6 +563,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_cancel_resumes_after_crash, pool_fixture_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_jobs, retaining_setup,
+	                                        pool_fixture_teardown),
+	        cmocka_unit_test_setup_teardown(test_retention_removes_terminated_pools, retaining_setup,
 	                                        pool_fixture_teardown),
 	        cmocka_unit_test_setup_teardown(test_retention_removes_ended_processes_and_rings, retaining_setup,
 	                                        pool_fixture_teardown),

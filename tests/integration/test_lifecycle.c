@@ -1,5 +1,6 @@
 /*
- * Pool and gateway lifecycle: DELETE leaves no worker process, SIGTERM stops
+ * Pool and gateway lifecycle: DELETE leaves no worker process (and, once it
+ * ended, no pool), SIGTERM stops
  * the gateway and its workers cleanly, and a restarted gateway (after a
  * clean stop or a SIGKILL) serves everything it had acknowledged.
  */
@@ -61,10 +62,34 @@ static void test_delete_leaves_no_worker(void **state)
 		assert_non_null(
 		        strstr(json_string_value(json_object_get(json_array_get(items, i), "error")), "cancelled"));
 	json_decref(items);
-	/* Deleting again is harmless. */
+	/* Deleting the terminated pool removes it, as DELETE removes an ended
+	 * job: gone from every view, its jobs with it, for good. */
 	r = http(&g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "deleted");
+	assert_string_equal(json_string_value(json_object_get(r.json, "id")), pool);
 	response_free(&r);
+	for (int restarted = 0; restarted < 2; restarted++) {
+		r = http(&g, "GET", path, NULL, NULL);
+		assert_int_equal(r.status, 404);
+		response_free(&r);
+		r = http(&g, "DELETE", path, NULL, NULL);
+		assert_int_equal(r.status, 404);
+		response_free(&r);
+		r = http(&g, "GET", job, NULL, NULL);
+		assert_int_equal(r.status, 404);
+		response_free(&r);
+		r = http(&g, "GET", "/v1/pools", NULL, NULL);
+		assert_int_equal(r.status, 200);
+		assert_null(strstr(r.body, pool));
+		response_free(&r);
+		r = http(&g, "GET", "/metrics", NULL, NULL);
+		assert_int_equal(r.status, 200);
+		assert_null(strstr(r.body, pool));
+		response_free(&r);
+		gateway_kill(&g);
+		gateway_restart(&g);
+	}
 	free(pool);
 	gateway_cleanup(&g);
 }
