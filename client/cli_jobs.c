@@ -1,5 +1,5 @@
 /*
- * strand jobs: list, cancel, failures.
+ * strand jobs: list, cancel, rm, failures.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,8 +12,22 @@
 static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
                                 "  list [--pool P] [--state S]   jobs newest first (S: submitting, running, done,\n"
                                 "                                cancelled), one JSON line each\n"
-                                "  cancel JOB                    cancels a running job; removes an ended one\n"
+                                "  cancel JOB                    cancels a running job (its unfinished tasks fail\n"
+                                "                                `cancelled`); one that ended stays as it is\n"
+                                "  rm JOB                        removes an ended job with its results\n"
                                 "  failures JOB                  its failed tasks, one JSON line each\n";
+
+/* method on path, then the job's state as it answered. */
+static int say_state(strand_client *c, const char *method, const char *path)
+{
+	json_t *reply = NULL;
+
+	if (strand_request(c, method, path, NULL, &reply) != 200)
+		return cli_refused(c);
+	puts(json_string_value(json_object_get(reply, "state")));
+	json_decref(reply);
+	return 0;
+}
 
 int cmd_jobs(strand_client *c, int argc, char **argv)
 {
@@ -50,13 +64,21 @@ int cmd_jobs(strand_client *c, int argc, char **argv)
 	if (argc != 2 || !cli_id_like(argv[1]))
 		return cli_usage(jobs_help, EXIT_USAGE);
 	if (strcmp(sub, "cancel") == 0) {
+		snprintf(path, sizeof(path), "/v1/jobs/%.40s/cancel", argv[1]);
+		return say_state(c, "POST", path);
+	}
+	if (strcmp(sub, "rm") == 0) {
 		json_t *reply = NULL;
 		snprintf(path, sizeof(path), "/v1/jobs/%.40s", argv[1]);
-		if (strand_request(c, "DELETE", path, NULL, &reply) != 200)
+		if (strand_request(c, "GET", path, NULL, &reply) != 200)
 			return cli_refused(c);
-		puts(json_string_value(json_object_get(reply, "state")));
+		const char *state = json_string_value(json_object_get(reply, "state"));
+		int runs = state && (strcmp(state, "running") == 0 || strcmp(state, "submitting") == 0);
+		if (runs)
+			fprintf(stderr, "strand: job %s is %s: `strand jobs cancel %s` first\n", argv[1], state,
+			        argv[1]);
 		json_decref(reply);
-		return 0;
+		return runs ? EXIT_REFUSED : say_state(c, "DELETE", path);
 	}
 	if (strcmp(sub, "failures") == 0) {
 		snprintf(path, sizeof(path), "/v1/jobs/%.40s/failures?limit=1000", argv[1]);

@@ -124,6 +124,7 @@ static void handle(engine *e, op *o)
 	case OP_MAP: engine__handle_map(e, o); return; /* answers itself, now or once its arguments are in */
 	case OP_JOB_ARGS: engine__handle_job_args(e, o); return;
 	case OP_JOB_DELETE: engine__handle_job_delete(e, o); break;
+	case OP_JOB_CANCEL: engine__handle_job_cancel(e, o); break;
 	case OP_JOB_LIST: engine__handle_job_list(e, o); break;
 	case OP_METRICS: engine__handle_metrics(e, o); break;
 	case OP_LEASE_CREATE:

@@ -117,6 +117,9 @@ int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t c
  * "cancelled"; *out its view. An ended one: removed (its tasks deleted in
  * the background); *out its last view, state "deleted". */
 int engine_job_delete(engine *e, const char *id, json_t **out);
+/* Cancels a running job as DELETE does; one that ended is left as it is
+ * (CM_ECLOSED, detail saying so). */
+int engine_job_cancel(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 
 /* Clients' leases: what a pool, manager or process made with "lease"
  * holds ends when the lease is deleted or not renewed for lease_ms (a

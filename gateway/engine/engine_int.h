@@ -109,6 +109,7 @@ typedef enum op_kind {
 	OP_JOB_INFO,
 	OP_JOB_LIST,
 	OP_JOB_DELETE,
+	OP_JOB_CANCEL,
 	OP_JOB_ARGS,
 	OP_PULL,
 	OP_QUEUE_CREATE,
@@ -499,6 +500,7 @@ int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front); /* t
 void engine__queue_clear(pool *p);
 void engine__pool_cancel_jobs(engine *e, pool *p, const char *why); /* every open job: missing results fail */
 void engine__handle_job_delete(engine *e, op *o); /* cancels a running job, removes an ended one */
+void engine__handle_job_cancel(engine *e, op *o); /* cancels a running job; an ended one stays */
 void engine__handle_job_list(engine *e, op *o);
 int engine__job_remove(engine *e, job *j); /* an ended job: gone from every view, its tasks doomed */
 /* Removes up to max of p's jobs that ended at or before cutoff (wall

@@ -370,6 +370,32 @@ void engine__job_free(job *j)
  * leave the queue, every missing result fails "cancelled", a slice a
  * cycle) and stays readable; an ended one is removed: gone from every view
  * at once, its tasks deleted a slice a cycle. */
+static void cancel_running(engine *e, job *j, op *o)
+{
+	queue_drop_job(j->pool, j);
+	job_cancel(e, j, "cancelled");
+	cm_info("job %s cancelled with %lld of %lld results; the rest fail in the background", j->id,
+	        (long long)j->done, (long long)j->total);
+	o->out = engine__job_json(j);
+}
+
+void engine__handle_job_cancel(engine *e, op *o)
+{
+	job *j = engine__job_find(e, o->id);
+
+	if (!j) {
+		o->err = CM_ENOENT;
+		return;
+	}
+	if (j->state == JOB_RUNNING) {
+		cancel_running(e, j, o);
+		return;
+	}
+	o->err = CM_ECLOSED;
+	snprintf(o->detail, sizeof(o->detail), "job %s has ended (%s): nothing to cancel; DELETE removes it", j->id,
+	         job_state_names[j->state]);
+}
+
 void engine__handle_job_delete(engine *e, op *o)
 {
 	job *j = engine__job_find(e, o->id);
@@ -379,11 +405,7 @@ void engine__handle_job_delete(engine *e, op *o)
 		return;
 	}
 	if (j->state == JOB_RUNNING) {
-		queue_drop_job(j->pool, j);
-		job_cancel(e, j, "cancelled");
-		cm_info("job %s cancelled with %lld of %lld results; the rest fail in the background", j->id,
-		        (long long)j->done, (long long)j->total);
-		o->out = engine__job_json(j);
+		cancel_running(e, j, o);
 		return;
 	}
 	json_t *out = engine__job_json(j);

@@ -294,6 +294,11 @@ int engine_job_delete(engine *e, const char *id, json_t **out)
 	return run_simple(e, OP_JOB_DELETE, id, out, NULL, 0);
 }
 
+int engine_job_cancel(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
+{
+	return run_simple(e, OP_JOB_CANCEL, id, out, detail, detail_len);
+}
+
 int engine_job_info(engine *e, const char *id, job_info *out)
 {
 	op o = {.kind = OP_JOB_INFO, .id = id};

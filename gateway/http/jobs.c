@@ -76,11 +76,17 @@ enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *ur
 	}
 	if (strcmp(sub, "/args") == 0)
 		return post_args(a, c, url, method, id, rq);
+	if (strcmp(sub, "/cancel") == 0) {
+		char detail[256] = ""; /* POST: the route table answered any other method */
+		if ((err = engine_job_cancel(a->engine, id, &out, detail, sizeof(detail))) != CM_OK)
+			return http_fail(c, err, url, err == CM_ENOENT ? "no such job" : detail[0] ? detail : NULL);
+		return http_send_json(c, 200, out, NULL);
+	}
 	if (strcmp(method, "GET") != 0)
 		return http_problem(c, 405, url, "a job's results are read with GET");
 	if (strcmp(sub, "/results") == 0)
 		return http_get_results(a, c, url, id, rq);
 	if (strcmp(sub, "/failures") == 0)
 		return http_get_failures(a, c, url, id);
-	return http_problem(c, 404, url, "no such job resource (args, results, failures)");
+	return http_problem(c, 404, url, "no such job resource (args, cancel, results, failures)");
 }

@@ -32,6 +32,7 @@ const api_route route_table[] = {
         {"/v1/jobs", "GET"},
         {"/v1/jobs/{id}", "GET DELETE"},
         {"/v1/jobs/{id}/args", "POST"},
+        {"/v1/jobs/{id}/cancel", "POST"},
         {"/v1/jobs/{id}/results", "GET"},
         {"/v1/jobs/{id}/failures", "GET"},
         {"/v1/queues", "GET POST"},

@@ -25,7 +25,7 @@ for c in run ps logs kill pool queue pipe jobs; do
   grep -q usage <<<"$("$strand" $c --help)"; check "$c --help" 0 $?
 done
 for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "pool create" "queue get" "queue put" \
-  "pipe send" "pipe recv" "jobs cancel"; do
+  "pipe send" "pipe recv" "jobs cancel" "jobs rm"; do
   out=$(STRAND_URL=http://127.0.0.1:1 "$strand" $c --help 2>&1); code=$?  # no gateway there: a request would fail
   check "$c --help: usage, no request" "0 usage" "$code $(grep -o '^usage' <<<"$out" | head -1)"
 done
@@ -83,6 +83,17 @@ check "jobs list: newest first" "$job" "$("$strand" jobs list --pool "$pool" | h
 slow=$("$strand" pool map "$pool" sleep 600000)
 check "jobs list --state running" "$slow" "$("$strand" jobs list --state running | jq -r .id)"
 check "jobs cancel" cancelled "$("$strand" jobs cancel "$slow")"
+# cancel never removes: an ended job stays, and says why nothing was done;
+# rm removes an ended job only.
+err=$("$strand" jobs cancel "$slow" 2>&1 >/dev/null); code=$?
+check "jobs cancel of an ended job: refused, kept" "1 cancelled" "$code $("$strand" pool status "$slow" | jq -r .state)"
+grep -q "has ended (cancelled): nothing to cancel" <<<"$err"; check "... saying it ended" 0 $?
+running=$("$strand" pool map "$pool" sleep 600000)
+err=$("$strand" jobs rm "$running" 2>&1 >/dev/null); code=$?
+check "jobs rm of a running job: refused" "1 strand: job $running is running" "$code $(cut -d: -f1-2 <<<"$err")"
+"$strand" jobs cancel "$running" >/dev/null
+check "jobs rm of an ended job" deleted "$("$strand" jobs rm "$running")"
+"$strand" pool status "$running" >/dev/null 2>&1; check "... then it is gone" 1 $?
 "$strand" jobs list --state bogus >/dev/null 2>&1; check "jobs list: a state the gateway refuses" 1 $?
 "$strand" jobs cancel >/dev/null 2>&1; check "jobs cancel without a job: usage" 2 $?
 "$strand" pool delete "$pool"; check "pool delete" 0 $?

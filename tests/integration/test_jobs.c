@@ -123,6 +123,24 @@ static void test_cancel_running_job(void **state)
 	assert_int_equal(r.status, 200);
 	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "cancelled");
 	response_free(&r);
+
+	/* POST .../cancel cancels as DELETE does, and never removes: an ended
+	 * job is left as it is, with a 409 that says so. */
+	char path[96];
+	free(job);
+	job = job_submit(&f->g, f->pool, json_pack("{s:s, s:o}", "function", "sleep", "args", args_of(n, 100)));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", job);
+	r = http(&f->g, "POST", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "cancelled");
+	response_free(&r);
+	json_decref(job_results(&f->g, job, "input", 100)); /* every index answered */
+	expect_problem(&f->g, "POST", path, NULL, 409, "has ended (cancelled): nothing to cancel; DELETE removes it");
+	r = job_request(f, "GET", job);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	expect_problem(&f->g, "GET", path, NULL, 405, "use POST on /v1/jobs/{id}/cancel");
+	expect_problem(&f->g, "POST", "/v1/jobs/j-0000000000000000/cancel", NULL, 404, "no such job");
 	free(next);
 	free(job);
 }

@@ -245,17 +245,6 @@ static void test_exited_workers_kept_bounded(void **state)
 	}
 }
 
-static void expect_problem(fixture *f, const char *method, const char *path, const char *body, int status,
-                           const char *detail)
-{
-	response r = http(&f->g, method, path, body, NULL);
-
-	if (r.status != status || !strstr(r.body, detail))
-		fail_msg("%s %s %s: %ld %s, expected %d with '%s'", method, path, body ? body : "", r.status, r.body,
-		         status, detail);
-	response_free(&r);
-}
-
 static void test_resize_refusals(void **state)
 {
 	fixture *f = *state;
@@ -263,39 +252,40 @@ static void test_resize_refusals(void **state)
 
 	f->pool = pool_create(&f->g, 1);
 	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
-	expect_problem(f, "PATCH", path, "{}", 400, "give 'processes' or 'autoscale'");
-	expect_problem(f, "PATCH", path, "{\"processes\": 0}", 400, "field 'processes' must be 1 or more");
-	expect_problem(f, "PATCH", path, "{\"processes\": \"4\"}", 400, "field 'processes' must be an integer from 0");
-	expect_problem(f, "PATCH", path, "{\"processes\": 2, \"image\": \"x\"}", 400, "'image'");
-	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"min\": 3, \"max\": 2}}", 400,
+	expect_problem(&f->g, "PATCH", path, "{}", 400, "give 'processes' or 'autoscale'");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": 0}", 400, "field 'processes' must be 1 or more");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": \"4\"}", 400,
+	               "field 'processes' must be an integer from 0");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": 2, \"image\": \"x\"}", 400, "'image'");
+	expect_problem(&f->g, "PATCH", path, "{\"autoscale\": {\"min\": 3, \"max\": 2}}", 400,
 	               "field 'autoscale.min' (3) is above 'autoscale.max' (2)");
-	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"min\": 1}}", 400, "field 'autoscale.max' is required");
-	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"max\": 2, \"idle\": 1}}", 400, "autoscale.idle");
-	expect_problem(f, "PATCH", path, "{\"autoscale\": {\"min\": 0, \"max\": 2}, \"processes\": 3}", 400,
+	expect_problem(&f->g, "PATCH", path, "{\"autoscale\": {\"min\": 1}}", 400, "field 'autoscale.max' is required");
+	expect_problem(&f->g, "PATCH", path, "{\"autoscale\": {\"max\": 2, \"idle\": 1}}", 400, "autoscale.idle");
+	expect_problem(&f->g, "PATCH", path, "{\"autoscale\": {\"min\": 0, \"max\": 2}, \"processes\": 3}", 400,
 	               "field 'processes' (3) must be within autoscale's min and max (0 to 2)");
-	expect_problem(f, "PUT", path, "{\"processes\": 2}", 405, "use GET, PATCH or DELETE on /v1/pools/{id}");
-	expect_problem(f, "PATCH", "/v1/pools/p-0000000000000000", "{\"processes\": 2}", 404, "no such pool");
+	expect_problem(&f->g, "PUT", path, "{\"processes\": 2}", 405, "use GET, PATCH or DELETE on /v1/pools/{id}");
+	expect_problem(&f->g, "PATCH", "/v1/pools/p-0000000000000000", "{\"processes\": 2}", 404, "no such pool");
 	patch_ok(f, "{\"autoscale\": {\"min\": 1, \"max\": 2}}", 1);
-	expect_problem(f, "PATCH", path, "{\"processes\": 2}", 409, "autoscales between 1 and 2 workers");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": 2}", 409, "autoscales between 1 and 2 workers");
 	patch_ok(f, "{\"autoscale\": null, \"processes\": 2}", 2);
 	json_t *p = pool_get(&f->g, f->pool);
 	assert_null(json_object_get(p, "autoscale"));
 	json_decref(p);
-	expect_problem(f, "POST", "/v1/pools", "{\"processes\": 0}", 400,
+	expect_problem(&f->g, "POST", "/v1/pools", "{\"processes\": 0}", 400,
 	               "field 'processes' must be an integer from 1");
-	expect_problem(f, "POST", "/v1/pools", "{\"processes\": 5, \"autoscale\": {\"max\": 4}}", 400,
+	expect_problem(&f->g, "POST", "/v1/pools", "{\"processes\": 5, \"autoscale\": {\"max\": 4}}", 400,
 	               "field 'processes' must be an integer from 0 to 4");
 
 	char *manager = http_create(&f->g, "/v1/managers", "{\"type\": \"dict\"}");
 	snprintf(path, sizeof(path), "/v1/pools/%s", manager);
-	expect_problem(f, "PATCH", path, "{\"processes\": 2}", 404, "is a manager (/v1/managers/m-");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": 2}", 404, "is a manager (/v1/managers/m-");
 	free(manager);
 
 	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
 	response r = http(&f->g, "DELETE", path, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	response_free(&r);
-	expect_problem(f, "PATCH", path, "{\"processes\": 3}", 409, "is terminated: it cannot be resized");
+	expect_problem(&f->g, "PATCH", path, "{\"processes\": 3}", 409, "is terminated: it cannot be resized");
 }
 
 int main(void)

@@ -379,6 +379,17 @@ response http_json(const gateway *g, const char *method, const char *path, json_
 	return r;
 }
 
+void expect_problem(const gateway *g, const char *method, const char *path, const char *body, int status,
+                    const char *detail)
+{
+	response r = http(g, method, path, body, NULL);
+
+	if (r.status != status || !strstr(r.body, detail))
+		fail_msg("%s %s %s: %ld %s, expected %d with '%s'", method, path, body ? body : "", r.status, r.body,
+		         status, detail);
+	response_free(&r);
+}
+
 int http_raw(const gateway *g, const char *request, char *out, size_t out_len)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g->http_port)};

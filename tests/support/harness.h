@@ -62,6 +62,10 @@ response http_bytes(const gateway *g, const char *method, const char *path, cons
                     const char *const *headers);
 response http_json(const gateway *g, const char *method, const char *path, json_t *body /* stolen */);
 void response_free(response *r);
+/* method on path (body may be NULL) must answer status with detail in its
+ * body; fails the test, saying what came, otherwise. */
+void expect_problem(const gateway *g, const char *method, const char *path, const char *body, int status,
+                    const char *detail);
 /* Sends request (raw bytes, as they are) on a new loopback connection and
  * reads the answer until the gateway closes it or 10 s pass. Returns the
  * HTTP status of the answer (0: none), its whole text in out. */
