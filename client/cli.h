@@ -7,6 +7,7 @@
 #define CLIENT_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 
 #include "client/client.h"
 
@@ -36,6 +37,11 @@ const char *cli_resource(int opt, const char *value, json_t *res);
 /* GETs path (it has a query) and its next pages, printing each item of key
  * as a JSON line. */
 int cli_print_pages(strand_client *c, const char *path, const char *key);
+/* From cli_catch_interrupt on, Ctrl-C sets cli_interrupted instead of
+ * ending the command (a --wait then says the work goes on, and how to
+ * stop it); a sleep or wait it ends returns early. */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_catch_interrupt(void);
 
 int cmd_run(strand_client *c, int argc, char **argv);
 int cmd_ps(strand_client *c, int argc, char **argv);

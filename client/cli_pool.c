@@ -24,7 +24,9 @@ static const char pool_help[] =
         "                                       auto (about four per worker) unless given. --name: what\n"
         "                                       the job is called, shown with it. --wait says\n"
         "                                       the job id on stderr, shows progress there (rate, time\n"
-        "                                       left, failures) and prints the results, a JSON line each\n"
+        "                                       left, failures) and prints the values, a JSON line each;\n"
+        "                                       a failed input's error goes to stderr, as\n"
+        "                                       {\"index\":I,\"error\":E}. Ctrl-C leaves the job running\n"
         "  status POOL|JOB                      the pool or job, as JSON\n"
         "  results JOB [--unordered]            every result, one JSON line each, as they come\n"
         "  resize POOL N                        N workers: extra ones finish what they hold, then go\n"
@@ -36,6 +38,7 @@ static const char pool_help[] =
 
 typedef struct printer {
 	int failed;
+	FILE *errors; /* where a failed input's error goes: stdout (results), stderr (--wait) */
 } printer;
 
 static int print_result(void *ctx, json_int_t index, int ok, json_t *value)
@@ -47,10 +50,10 @@ static int print_result(void *ctx, json_int_t index, int ok, json_t *value)
 		printf("%s\n", s ? s : "null");
 	} else {
 		p->failed++;
-		printf("{\"index\":%lld,\"error\":%s}\n", (long long)index, s ? s : "\"\"");
+		fprintf(p->errors, "{\"index\":%lld,\"error\":%s}\n", (long long)index, s ? s : "\"\"");
 	}
 	free(s);
-	return 0;
+	return cli_interrupted; /* Ctrl-C: what came is printed, no more */
 }
 
 /* Waits for a job. On a terminal, stderr shows its progress: a bar, done
@@ -85,7 +88,7 @@ static int wait_job(strand_client *c, const char *job)
 				fprintf(stderr, "ETA %ld:%02ld  ", left / 60, left % 60);
 			fprintf(stderr, "%lld failed\033[K", (long long)failed);
 		}
-		if (!open)
+		if (!open || cli_interrupted)
 			break;
 		usleep(200000);
 	}
@@ -194,10 +197,20 @@ static int pool_map(strand_client *c, int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "strand: job %s\n", job);
-	printer pr = {0};
-	if ((code = wait_job(c, job)) != 0 || strand_imap(c, job, 0, 10000, print_result, &pr) != 0)
-		return code ? code : cli_refused(c);
-	return pr.failed ? EXIT_REFUSED : 0;
+	cli_catch_interrupt();
+	printer pr = {.errors = stderr};
+	code = wait_job(c, job);
+	if (!code && !cli_interrupted && strand_imap(c, job, 0, 10000, print_result, &pr) != 0 && !cli_interrupted)
+		code = cli_refused(c);
+	if (cli_interrupted) {
+		fflush(stdout);
+		fprintf(stderr,
+		        "\nstrand: interrupted; job %s goes on in the gateway: `strand jobs cancel %s` stops it, "
+		        "`strand pool results %s` reads its results\n",
+		        job, job, job);
+		return 128 + SIGINT;
+	}
+	return code ? code : pr.failed ? EXIT_REFUSED : 0;
 }
 
 /* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]
@@ -359,7 +372,7 @@ int cmd_pool(strand_client *c, int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(sub, "results") == 0 && (argc == 2 || argc == 3)) {
-		printer pr = {0};
+		printer pr = {.errors = stdout}; /* every result, a line each */
 		int unordered = argc == 3 && strcmp(argv[2], "--unordered") == 0;
 		if (argc == 3 && !unordered)
 			return cli_usage(pool_help, EXIT_USAGE);

@@ -9,19 +9,21 @@
 
 #include "client/cli.h"
 
-static const char run_help[] = "usage: strand run [options] -- CMD [ARG...]\n"
-                               "Runs CMD as a strand process (like `fiber run`) and prints its id.\n\n"
-                               "  --backend B        local, docker, kubernetes or slurm (the gateway's default otherwise)\n"
-                               "  --image I          the image on docker or kubernetes\n"
-                               "  --cpu N            cores (above 0, at most 1024)\n"
-                               "  --memory MB        memory (1 to 16777216)\n"
-                               "  --gpu N            GPUs (0 to 64)\n"
-                               "  -v, --volume V:P   mount V at P (:ro for read-only); repeatable. V: a named volume\n"
-                               "                     (on kubernetes a PersistentVolumeClaim), emptyDir, or /host/path\n"
-                               "  -e, --env N=V      environment; repeatable\n"
-                               "  --wait             says its id on stderr, then streams its output as it comes\n"
-                               "                     and exits with its exit code (1 if it could not start)\n"
-                               "  --help             this text\n";
+static const char run_help[] =
+        "usage: strand run [options] -- CMD [ARG...]\n"
+        "Runs CMD as a strand process (like `fiber run`) and prints its id.\n\n"
+        "  --backend B        local, docker, kubernetes or slurm (the gateway's default otherwise)\n"
+        "  --image I          the image on docker or kubernetes\n"
+        "  --cpu N            cores (above 0, at most 1024)\n"
+        "  --memory MB        memory (1 to 16777216)\n"
+        "  --gpu N            GPUs (0 to 64)\n"
+        "  -v, --volume V:P   mount V at P (:ro for read-only); repeatable. V: a named volume\n"
+        "                     (on kubernetes a PersistentVolumeClaim), emptyDir, or /host/path\n"
+        "  -e, --env N=V      environment; repeatable\n"
+        "  --wait             says its id on stderr, then streams its output as it comes\n"
+        "                     and exits with its exit code (1 if it could not start);\n"
+        "                     Ctrl-C leaves it running, saying how to stop it\n"
+        "  --help             this text\n";
 
 /* Prints what process id wrote past *shown, then (follow) goes on until it
  * ended, with one last read for what came at the end. *p: its last view
@@ -46,7 +48,7 @@ static int follow_output(strand_client *c, const char *id, int follow, json_t **
 		fflush(stdout);
 		shown = len > shown ? len : shown;
 		free(text);
-		if (!follow)
+		if (!follow || cli_interrupted)
 			return 0;
 		if (strand_request(c, "GET", state_path, NULL, &p) != 200) {
 			json_decref(p);
@@ -155,8 +157,16 @@ int cmd_run(strand_client *c, int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "strand: process %s\n", id);
+	cli_catch_interrupt();
 	if ((code = follow_output(c, id, 1, &last)) != 0)
 		return code;
+	if (cli_interrupted) {
+		fprintf(stderr,
+		        "\nstrand: interrupted; process %s goes on in the gateway: `strand kill %s` stops it, "
+		        "`strand logs -f %s` follows it\n",
+		        id, id, id);
+		return 128 + SIGINT;
+	}
 	if (strcmp(json_string_value(json_object_get(last, "state")) ?: "", "failed") == 0) {
 		fprintf(stderr, "strand: %s could not start: %s\n", id,
 		        json_string_value(json_object_get(last, "reason")) ?: "no reason given");

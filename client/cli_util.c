@@ -157,3 +157,18 @@ int cli_print_pages(strand_client *c, const char *path, const char *key)
 			return 0;
 	}
 }
+
+volatile sig_atomic_t cli_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	cli_interrupted = 1;
+}
+
+void cli_catch_interrupt(void)
+{
+	struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: a sleep ends */
+
+	sigaction(SIGINT, &sa, NULL);
+}

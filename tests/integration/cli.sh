@@ -48,6 +48,23 @@ check "the bar: done, rate, failures" "2/2 100% /s 2 failed" \
   "$(grep -o '2/2 100%' <<<"$last") $(grep -o '/s' <<<"$last") $(grep -o '2 failed' <<<"$last")"
 err=$("$strand" pool map "$pool" echo 1 --wait 2>&1 >/dev/null)
 check "map --wait says the job first, on stderr" "strand: job j-" "${err:0:14}"
+# --wait: values on stdout, a failed input's error on stderr.
+out=$("$strand" pool map "$pool" echo 7 --wait 2>"$dir/err")
+check "map --wait: values on stdout" 7 "$out"
+out=$("$strand" pool map "$pool" fail boom --wait 2>"$dir/err"); code=$?
+check "map --wait: a failure's error on stderr, exit 1" "1  1" "$code $out $(grep -c '^{"index":0,"error":"boom"}$' "$dir/err")"
+# Ctrl-C: the job goes on, and the command says how to stop it.
+"$strand" pool map "$pool" sleep 600000 --wait >/dev/null 2>"$dir/int" &
+waiting=$!
+for _ in $(seq 100); do grep -q '^strand: job' "$dir/int" && break; sleep 0.05; done
+sleep 0.3
+kill -INT "$waiting"; wait "$waiting"; code=$?
+stopped=$(sed -n 's/^strand: job \(j-[0-9a-f]*\)$/\1/p' "$dir/int")
+check "map --wait, Ctrl-C: exit 130" 130 "$code"
+grep -q "job $stopped goes on in the gateway: \`strand jobs cancel $stopped\` stops it" "$dir/int"
+check "... saying the job goes on and how to cancel it" 0 $?
+check "... and it does" running "$("$strand" pool status "$stopped" | jq -r .state)"
+"$strand" jobs cancel "$stopped" >/dev/null
 bar=$("$strand" pool map "$pool" sleep 10 --wait | grep -c '^\[')
 check "no progress bar when piped" 0 "$bar"
 for bad in "--processes abc" "--processes 0" "--processes -3" "--processes 2x" "--cpu 0" "--cpu x" "--memory 1.5" \
@@ -146,6 +163,17 @@ for _ in $(seq 30); do [ -s "$dir/stream" ] && break; sleep 0.1; done
 check "run --wait streams its output" "first" "$(cat "$dir/stream")"
 wait "$streamer"
 check "... to the end" "first second" "$(tr '\n' ' ' <"$dir/stream" | sed 's/ $//')"
+# Ctrl-C: the process goes on, and the command says how to stop it.
+"$strand" run --wait -- sh -c 'echo up; sleep 600' >"$dir/stream" 2>"$dir/int" &
+streamer=$!
+for _ in $(seq 100); do [ -s "$dir/stream" ] && break; sleep 0.05; done
+kill -INT "$streamer"; wait "$streamer"; code=$?
+running=$(sed -n 's/^strand: process \(r-[0-9a-f]*\)$/\1/p' "$dir/int")
+check "run --wait, Ctrl-C: exit 130, what came printed" "130 up" "$code $(cat "$dir/stream")"
+grep -q "process $running goes on in the gateway: \`strand kill $running\` stops it" "$dir/int"
+check "... saying the process goes on and how to stop it" 0 $?
+check "... and it does" running "$("$strand" ps | awk -v id="$running" '$1 == id {print $2}')"
+"$strand" kill "$running" >/dev/null
 
 # map --command: a program per task, its stdin the argument.
 pool=$("$strand" pool create --processes 2)
