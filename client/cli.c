@@ -22,7 +22,7 @@ static const char main_help[] =
         "  ps                        list processes\n"
         "  logs [-f] ID              what a process wrote, or a pool's tasks printed\n"
         "  kill ID                   terminate a process\n"
-        "  pool ...                  create, map, status, results, resize, delete\n"
+        "  pool ...                  create, list, map, status, results, resize, delete\n"
         "  queue ...                 create, list, put, get\n"
         "  pipe ...                  create, list, send, recv\n"
         "  jobs ...                  list, cancel, failures\n\n"

@@ -1,5 +1,5 @@
 /*
- * strand pool: create, map, status, results, resize, delete.
+ * strand pool: create, list, map, status, results, resize, delete.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,6 +16,8 @@ static const char pool_help[] =
         "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
         "         [--timeout S] [--retry-errors]\n"
         "                                       creates a pool; prints its id\n"
+        "  list [--managers] [--json]           the pools (or managers): id, state, backend, live\n"
+        "                                       workers of its size, when made; --json: a line each\n"
         "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N|auto] [--name NAME] [--wait]\n"
         "  map POOL --command CMD [ARG...] [...]\n"
         "                                       maps FUNCTION (or the program CMD: words, or a JSON\n"
@@ -213,6 +215,51 @@ static int pool_map(strand_client *c, int argc, char **argv)
 	return code ? code : pr.failed ? EXIT_REFUSED : 0;
 }
 
+/* strand pool list [--managers] [--json] */
+static int pool_list(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"managers", no_argument, NULL, 'm'},
+	        {"json", no_argument, NULL, 'j'},
+	        {NULL, 0, NULL, 0},
+	};
+	int managers = 0, as_json = 0, opt;
+	json_t *reply = NULL, *p;
+	size_t i;
+
+	while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+		if (opt == 'm')
+			managers = 1;
+		else if (opt == 'j')
+			as_json = 1;
+		else
+			return cli_usage(pool_help, EXIT_USAGE);
+	}
+	if (optind != argc)
+		return cli_usage(pool_help, EXIT_USAGE);
+	const char *key = managers ? "managers" : "pools";
+	if (strand_request(c, "GET", managers ? "/v1/managers" : "/v1/pools", NULL, &reply) != 200)
+		return cli_refused(c);
+	if (as_json) {
+		cli_print_lines(json_object_get(reply, key));
+		json_decref(reply);
+		return 0;
+	}
+	printf("%-20s %-12s %-11s %-8s %s\n", "ID", "STATE", "BACKEND", "WORKERS", "CREATED");
+	json_array_foreach (json_object_get(reply, key), i, p) {
+		char workers[32];
+		snprintf(workers, sizeof(workers), "%lld/%lld",
+		         (long long)json_integer_value(json_object_get(p, "live_workers")),
+		         (long long)json_integer_value(json_object_get(p, "processes")));
+		printf("%-20s %-12s %-11s %-8s %s\n", json_string_value(json_object_get(p, "id")) ?: "",
+		       json_string_value(json_object_get(p, "state")) ?: "",
+		       json_string_value(json_object_get(p, "backend")) ?: "", workers,
+		       json_string_value(json_object_get(p, "created_at")) ?: "");
+	}
+	json_decref(reply);
+	return 0;
+}
+
 /* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]
  * [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N] [--timeout S] [--retry-errors] */
 static int pool_create(strand_client *c, int argc, char **argv)
@@ -363,6 +410,8 @@ int cmd_pool(strand_client *c, int argc, char **argv)
 		return pool_create(c, argc, argv);
 	if (strcmp(sub, "map") == 0)
 		return pool_map(c, argc, argv);
+	if (strcmp(sub, "list") == 0)
+		return pool_list(c, argc, argv);
 	if (strcmp(sub, "status") == 0 && argc == 2) {
 		snprintf(path, sizeof(path), "/v1/%s/%s", argv[1][0] == 'j' ? "jobs" : "pools", argv[1]);
 		if (strand_request(c, "GET", path, NULL, &reply) != 200)

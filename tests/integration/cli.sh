@@ -31,6 +31,11 @@ for c in "pool results" "pool status" "pool delete" "pool map" "pool resize" "po
 done
 
 pool=$("$strand" pool create --processes 2); check "pool id" "p-" "${pool:0:2}"
+check "pool list: a table" "ID STATE BACKEND WORKERS CREATED" "$("$strand" pool list | head -1 | tr -s ' ')"
+check "pool list: the pool, its state, backend and size" "$pool active local /2" \
+  "$("$strand" pool list | awk -v id="$pool" '$1 == id {sub(/^[0-9]+/, "", $4); print $1, $2, $3, $4}')"
+check "pool list --json: a line each" "$pool" "$("$strand" pool list --json | jq -r .id | grep -x "$pool")"
+"$strand" pool list --bogus >/dev/null 2>&1; check "pool list --bogus: usage" 2 $?
 out=$("$strand" pool map "$pool" echo 1 '"two"' '{"three":3}' --wait | tr '\n' ' ')
 check "map --wait results in order" '1 "two" {"three":3} ' "$out"
 job=$("$strand" pool map "$pool" fail boom)
@@ -139,6 +144,8 @@ check "logs -f POOL ends once the pool ended" 0 $?
 manager=$(scurl -s "$STRAND_URL/v1/managers" -d '{"type": "dict"}' | jq -r .id)
 out=$("$strand" logs "$manager"); code=$?
 check "logs MANAGER: what its methods printed (none here)" "0 []" "$code [$out]"
+check "pool list --managers: the manager, not the pools" "$manager" \
+  "$("$strand" pool list --managers | awk 'NR > 1 {print $1}' | tr '\n' ' ' | sed 's/ $//')"
 grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code
