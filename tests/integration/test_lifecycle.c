@@ -1,6 +1,6 @@
 /*
  * Pool and gateway lifecycle: DELETE leaves no worker process (and, once it
- * ended, no pool), SIGTERM stops
+ * ended, no pool), a quiet gateway cuts its log, SIGTERM stops
  * the gateway and its workers cleanly, and a restarted gateway (after a
  * clean stop or a SIGKILL) serves everything it had acknowledged.
  */
@@ -90,6 +90,50 @@ static void test_delete_leaves_no_worker(void **state)
 		gateway_kill(&g);
 		gateway_restart(&g);
 	}
+	free(pool);
+	gateway_cleanup(&g);
+}
+
+static long long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+/* A gateway that went quiet cuts its log: 20 MB of arguments and results
+ * leave it far past 8 MiB, and once nothing was committed for 10 s it is
+ * copied into the database and cut to nothing; the work goes on after. */
+static void test_a_quiet_gateway_cuts_its_log(void **state)
+{
+	char wal[320], arg[10001];
+	gateway g;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	snprintf(wal, sizeof(wal), "%s-wal", g.db);
+	char *pool = pool_create(&g, 2);
+	memset(arg, 'x', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = '\0';
+	json_t *args = json_array();
+	for (int i = 0; i < 2000; i++)
+		json_array_append_new(args, json_string(arg));
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "echo", "args", args));
+	assert_int_equal(job_wait_done(&g, job, 2000), 2000);
+	assert_true(file_size(wal) > 8LL << 20);
+	long long size = file_size(wal);
+	for (int i = 0; i < 400 && size > 8LL << 20; i++) {
+		usleep(100000);
+		size = file_size(wal);
+	}
+	assert_true(size <= 8LL << 20);
+	free(job);
+	job = job_submit(&g, pool, json_pack("{s:s, s:[i,i,i]}", "function", "echo", "args", 1, 2, 3));
+	json_t *items = job_results(&g, job, "input", 3);
+	assert_int_equal(json_array_size(items), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(items, 2), "value")), 3);
+	json_decref(items);
+	free(job);
 	free(pool);
 	gateway_cleanup(&g);
 }
@@ -308,6 +352,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_delete_leaves_no_worker),
 	        cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
+	        cmocka_unit_test(test_a_quiet_gateway_cuts_its_log),
 	        cmocka_unit_test(test_restart_after_kill_loses_nothing),
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	        cmocka_unit_test(test_ipc_hub),
