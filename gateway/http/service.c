@@ -12,6 +12,7 @@
 #include "gateway/http/http_int.h"
 #include "gateway/http/event_stream.h"
 #include "gateway/http/openapi_doc.h"
+#include "gateway/http/process_metrics.h"
 
 /* GET /healthz, without a token: for a load balancer or a liveness probe,
  * and for the database's size on disk, its log included. */
@@ -37,6 +38,7 @@ enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *u
 	size_t held = a->inflight;
 	pthread_mutex_unlock(&a->mu);
 	if ((err = engine_metrics(a->engine, &b)) != CM_OK || (err = http_metrics_write(a->metrics, &b)) != CM_OK ||
+	    (err = process_metrics_write(&b)) != CM_OK ||
 	    (err = cm_buf_printf(&b,
 	                         "# HELP strand_database_bytes The database's bytes on disk, its log included.\n"
 	                         "# TYPE strand_database_bytes gauge\nstrand_database_bytes %lld\n"

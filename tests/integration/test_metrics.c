@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -241,6 +242,40 @@ static void metrics_count_what_happened(void **state)
 	gateway_cleanup(&g);
 }
 
+/* The gateway's own figures, as the process's /proc says them at the
+ * scrape, and the build's version. */
+/* The gateway's own figures, as the process's /proc says them around the
+ * scrape (a thread of its start may end meanwhile), and the build's
+ * version. */
+static void metrics_describe_the_process(void **state)
+{
+	gateway g;
+	static metrics m;
+	char version[64];
+
+	(void)state;
+	gateway_start(&g, NULL);
+	long threads_before = proc_status_number(g.pid, "Threads:");
+	scrape(&g, &m);
+	long threads_after = proc_status_number(g.pid, "Threads:"), rss_kib = proc_status_number(g.pid, "VmRSS:");
+	snprintf(version, sizeof(version), "version=\"%s\"", STRAND_VERSION);
+	assert_true(value(&m, "strand_build_info", version) == 1);
+	double rss = value(&m, "process_resident_memory_bytes", "");
+	assert_true(rss > 0.5 * (double)rss_kib * 1024 && rss < 2.0 * (double)rss_kib * 1024);
+	assert_true(value(&m, "process_virtual_memory_bytes", "") >= rss);
+	double threads = value(&m, "process_threads", "");
+	assert_true(threads >= (double)(threads_before < threads_after ? threads_before : threads_after));
+	assert_true(threads <= (double)(threads_before > threads_after ? threads_before : threads_after));
+	double fds = value(&m, "process_open_fds", "");
+	assert_true(fds > 3 && fds <= value(&m, "process_max_fds", ""));
+	double cpu = value(&m, "process_cpu_seconds_total", "");
+	assert_true(cpu >= 0 && cpu < 3600);
+	double started = value(&m, "process_start_time_seconds", "");
+	double now = (double)time(NULL);
+	assert_true(started > now - 600 && started <= now + 1);
+	gateway_cleanup(&g);
+}
+
 static void metrics_route_errors(void **state)
 {
 	gateway g;
@@ -264,6 +299,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(metrics_count_what_happened),
+	        cmocka_unit_test(metrics_describe_the_process),
 	        cmocka_unit_test(metrics_route_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
