@@ -70,6 +70,9 @@
  * are open), a large job's turn in a batch is at most BESIDE_SMALL_TURN
  * tasks (engine__assign). */
 #define BESIDE_SMALL_MS 100
+/* A job's tasks queued within this of its last range join it (one range a
+ * part of a map sent in parts, not a range a task). */
+#define QUEUE_JOIN_MS 10
 #define BESIDE_SMALL_TURN 32
 /* The functions a pool keeps a run time of (costs.c). */
 #define POOL_COSTS 8
@@ -137,8 +140,11 @@ typedef enum op_kind {
 } op_kind;
 
 /* A time histogram for GET /metrics (metrics.c): counts per bucket
- * (not cumulative), their count and sum, in seconds. */
+ * (not cumulative), their count and sum, in seconds. The engine's own
+ * times (commits, cycles) have buckets of 0.1 ms to 1 s, tasks' (their run
+ * time, their wait in the queue) of 1 ms to 1 h. */
 #define HIST_BUCKETS 12
+typedef enum hist_kind { HIST_ENGINE, HIST_TASKS } hist_kind;
 typedef struct histogram {
 	uint64_t le[HIST_BUCKETS];
 	uint64_t count;
@@ -309,6 +315,7 @@ typedef struct ring {
 
 typedef struct range {
 	int64_t lo, hi;
+	int64_t queued_ms; /* when its tasks were queued (cm_now_ms), for their wait */
 	struct job *job;
 	struct range *next;
 } range;
@@ -396,6 +403,7 @@ typedef struct pool {
 	int est_known;
 	function_cost costs[POOL_COSTS];
 	uint64_t costs_clock;
+	histogram run_time, queue_wait; /* its tasks' (GET /metrics), since this start */
 	pool_state state;
 	char reason[512];
 	int64_t created_ms;
@@ -561,7 +569,8 @@ void engine__events_tick(engine *e, int64_t now);
 size_t engine__events_end_cycle(engine *e, int committed);
 
 /* metrics.c: GET /metrics */
-void engine__observe(histogram *h, double seconds);
+void engine__observe(histogram *h, double seconds); /* HIST_ENGINE */
+void engine__observe_tasks(histogram *h, double seconds, uint64_t n); /* HIST_TASKS: n tasks so */
 void engine__handle_metrics(engine *e, op *o);
 
 /* upkeep.c: ended jobs past --retain removed, freed pages given back */

@@ -80,9 +80,13 @@ void engine__job_attach(engine *e, pool *p, job *j)
 
 int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front)
 {
+	int64_t now = cm_now_ms();
 	range *r;
 
-	if (!front && p->qtail && p->qtail->job == j && p->qtail->hi + 1 == lo) {
+	/* The job's next tasks join its last range, if they come within
+	 * QUEUE_JOIN_MS of it (the wait is counted from the range's start). */
+	if (!front && p->qtail && p->qtail->job == j && p->qtail->hi + 1 == lo &&
+	    now - p->qtail->queued_ms <= QUEUE_JOIN_MS) {
 		p->qtail->hi = hi;
 		p->queued += hi - lo + 1;
 		return CM_OK;
@@ -92,6 +96,7 @@ int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front)
 		return CM_ENOMEM;
 	r->lo = lo;
 	r->hi = hi;
+	r->queued_ms = now;
 	r->job = j;
 	if (front) {
 		r->next = p->qhead;
@@ -776,7 +781,8 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	 * BESIDE_SMALL_TURN tasks a turn: each of its turns costs the cycle
 	 * that records it, and the small jobs wait for those cycles. A long
 	 * apply alone, or two maps, hold no one back. */
-	int beside_small = p->open_small > 0 && cm_now_ms() - p->small_at < BESIDE_SMALL_MS;
+	int64_t now = cm_now_ms();
+	int beside_small = p->open_small > 0 && now - p->small_at < BESIDE_SMALL_MS;
 	while (given < target && (r = prev ? prev->next : p->qhead)) {
 		job *j = r->job;
 		int64_t size = r->hi - r->lo + 1;
@@ -828,6 +834,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 		int full = next <= r->lo + take - 1; /* the batch holds all the bytes it may */
 		take = next - r->lo;
 		given += take;
+		engine__observe_tasks(&p->queue_wait, (double)(now - r->queued_ms) / 1000.0, (uint64_t)take);
 		room -= (double)take * cost;
 		w->pending += (int64_t)(o->u.pull.ntasks - before);
 		p->queued -= take;
@@ -901,6 +908,7 @@ void engine__handle_pull(engine *e, op *o)
 			continue;
 		j->avg_us = j->avg_us < 0 ? r->run_us : engine__cost_average(j->avg_us, r->run_us);
 		engine__pool_measured(p, r->run_us);
+		engine__observe_tasks(&p->run_time, r->run_us / 1e6, 1);
 		/* Its function's cost, once per run of one job's results (a
 		 * batch's results are mostly of one job). */
 		if (measured && j != measured && !measured->ncommand)

@@ -14,18 +14,30 @@
 #include <stddef.h>
 
 /* Upper bounds of the time histograms' buckets, in seconds. */
-static const double bounds[HIST_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                            0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+static const double bounds[][HIST_BUCKETS] = {
+        [HIST_ENGINE] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0},
+        [HIST_TASKS] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 600, 3600},
+};
+
+static void observe(histogram *h, hist_kind kind, double seconds, uint64_t n)
+{
+	for (size_t i = 0; i < HIST_BUCKETS; i++)
+		if (seconds <= bounds[kind][i]) {
+			h->le[i] += n;
+			break;
+		}
+	h->count += n;
+	h->sum += seconds * (double)n;
+}
 
 void engine__observe(histogram *h, double seconds)
 {
-	for (size_t i = 0; i < HIST_BUCKETS; i++)
-		if (seconds <= bounds[i]) {
-			h->le[i]++;
-			break;
-		}
-	h->count++;
-	h->sum += seconds;
+	observe(h, HIST_ENGINE, seconds, 1);
+}
+
+void engine__observe_tasks(histogram *h, double seconds, uint64_t n)
+{
+	observe(h, HIST_TASKS, seconds, n);
 }
 
 static void family(cm_buf *b, const char *name, const char *type, const char *help)
@@ -33,17 +45,30 @@ static void family(cm_buf *b, const char *name, const char *type, const char *he
 	cm_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void histogram_write(cm_buf *b, const char *name, const char *help, const histogram *h)
+/* h's samples, labelled pool="POOL" when pool_id is given (its family's
+ * header written before). */
+static void histogram_samples(cm_buf *b, const char *name, const histogram *h, hist_kind kind, const char *pool_id)
 {
+	char label[48] = "", inner[48] = "";
 	uint64_t cumulative = 0;
 
-	family(b, name, "histogram", help);
+	if (pool_id) {
+		snprintf(label, sizeof(label), "{pool=\"%s\"}", pool_id);
+		snprintf(inner, sizeof(inner), "pool=\"%s\",", pool_id);
+	}
 	for (size_t i = 0; i < HIST_BUCKETS; i++) {
 		cumulative += h->le[i];
-		cm_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cumulative);
+		cm_buf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, inner, bounds[kind][i],
+		              (unsigned long long)cumulative);
 	}
-	cm_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9f\n%s_count %llu\n", name,
-	              (unsigned long long)h->count, name, h->sum, name, (unsigned long long)h->count);
+	cm_buf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n%s_sum%s %.9f\n%s_count%s %llu\n", name, inner,
+	              (unsigned long long)h->count, name, label, h->sum, name, label, (unsigned long long)h->count);
+}
+
+static void histogram_write(cm_buf *b, const char *name, const char *help, const histogram *h)
+{
+	family(b, name, "histogram", help);
+	histogram_samples(b, name, h, HIST_ENGINE, NULL);
 }
 
 /* The counts kept in a pool, one family each, one sample per pool. */
@@ -107,6 +132,13 @@ static void write_metrics(engine *e, cm_buf *b)
 	family(b, "strand_processes", "gauge", "Processes (rings' members included) by state.");
 	for (int s = 0; s < 3; s++)
 		cm_buf_printf(b, "strand_processes{state=\"%s\"} %lld\n", proc_state_names[s], (long long)procs[s]);
+	family(b, "strand_task_run_seconds", "histogram", "How long a pool's tasks ran, as their workers measured.");
+	for (const pool *p = e->pools; p; p = p->next)
+		histogram_samples(b, "strand_task_run_seconds", &p->run_time, HIST_TASKS, p->id);
+	family(b, "strand_task_queue_wait_seconds", "histogram",
+	       "How long a pool's tasks waited in its queue, from queued (again) to handed to a worker.");
+	for (const pool *p = e->pools; p; p = p->next)
+		histogram_samples(b, "strand_task_queue_wait_seconds", &p->queue_wait, HIST_TASKS, p->id);
 	histogram_write(b, "strand_commit_seconds", "How long a cycle's COMMIT took.", &e->commit_time);
 	histogram_write(b, "strand_cycle_seconds",
 	                "How long a cycle took, from taking its requests to answering them (its wait left out).",

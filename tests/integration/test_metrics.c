@@ -3,7 +3,7 @@
  * comment (# HELP, # TYPE) or a sample of a family typed before it, label
  * values quoted, values numbers, a histogram's buckets cumulative up to
  * +Inf == _count. Then exact values after known work: tasks submitted,
- * done, failed and retried per pool, the queue and pending at rest,
+ * done, failed and retried per pool, its tasks' runs timed and their waits, the queue and pending at rest,
  * workers by state, HTTP requests by route template and status (no id in
  * any label), the database's size; and the route's errors.
  */
@@ -135,24 +135,28 @@ static double value(const metrics *m, const char *name, const char *labels)
 	return -1;
 }
 
-/* A histogram's buckets: cumulative, ending at +Inf with _count. */
-static void check_histogram(const metrics *m, const char *name)
+/* A histogram's buckets (of the samples labelled of, "" or pool="P"):
+ * cumulative, ending at +Inf with _count; its count. */
+static double check_histogram(const metrics *m, const char *name, const char *of)
 {
-	char bucket[128], count[128];
+	char bucket[128], count[128], inf[320];
+	size_t of_len = strlen(of);
 	double last = 0;
 	int buckets = 0;
 
 	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
 	snprintf(count, sizeof(count), "%s_count", name);
+	snprintf(inf, sizeof(inf), "%s%sle=\"+Inf\"", of, of_len ? "," : "");
 	for (size_t i = 0; i < m->n; i++)
-		if (strcmp(m->s[i].name, bucket) == 0) {
+		if (strcmp(m->s[i].name, bucket) == 0 && strncmp(m->s[i].labels, of, of_len) == 0 &&
+		    strncmp(m->s[i].labels + of_len, of_len ? ",le=" : "le=", of_len ? 4 : 3) == 0) {
 			assert_true(m->s[i].value >= last);
 			last = m->s[i].value;
 			buckets++;
 		}
 	assert_true(buckets > 2);
-	assert_true(value(m, bucket, "le=\"+Inf\"") == value(m, count, ""));
-	assert_true(value(m, count, "") > 0); /* the engine committed since it started */
+	assert_true(value(m, bucket, inf) == value(m, count, of));
+	return value(m, count, of);
 }
 
 static void scrape(const gateway *g, metrics *m)
@@ -175,14 +179,15 @@ static void metrics_count_what_happened(void **state)
 	gateway_start(&g, NULL);
 	char *pool = pool_create(&g, 2);
 	pool_wait_connected(&g, pool, 2);
-	char *jobs[3];
+	char *jobs[4];
 	jobs[0] = job_submit(&g, pool, json_pack("{s:s, s:[i,i,i,i]}", "function", "echo", "args", 1, 2, 3, 4));
 	jobs[1] = job_submit(&g, pool, json_pack("{s:s, s:[s,s,s]}", "function", "fail", "args", "a", "b", "c"));
 	/* Errors retried once each: two tasks, four runs, two retries. */
 	jobs[2] = job_submit(&g, pool,
 	                     json_pack("{s:s, s:[s,s], s:b, s:i}", "function", "fail", "args", "x", "y", "retry_errors",
 	                               1, "max_attempts", 2));
-	for (int i = 0; i < 3; i++) {
+	jobs[3] = job_submit(&g, pool, json_pack("{s:s, s:[i,i]}", "function", "sleep", "args", 30, 30));
+	for (int i = 0; i < 4; i++) {
 		json_decref(job_results(&g, jobs[i], "input", 100));
 		free(jobs[i]);
 	}
@@ -196,8 +201,8 @@ static void metrics_count_what_happened(void **state)
 
 	scrape(&g, &m);
 	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
-	assert_true(value(&m, "strand_tasks_submitted_total", labels) == 9);
-	assert_true(value(&m, "strand_tasks_done_total", labels) == 9);
+	assert_true(value(&m, "strand_tasks_submitted_total", labels) == 11);
+	assert_true(value(&m, "strand_tasks_done_total", labels) == 11);
 	assert_true(value(&m, "strand_tasks_failed_total", labels) == 5);
 	assert_true(value(&m, "strand_tasks_retried_total", labels) == 2);
 	assert_true(value(&m, "strand_tasks_queued", labels) == 0);
@@ -212,12 +217,23 @@ static void metrics_count_what_happened(void **state)
 	snprintf(labels, sizeof(labels), "pool=\"%s\",state=\"active\",backend=\"local\",kind=\"pool\"", pool);
 	assert_true(value(&m, "strand_pool_info", labels) == 1);
 	assert_true(value(&m, "strand_processes", "state=\"running\"") == 0);
-	check_histogram(&m, "strand_commit_seconds");
-	check_histogram(&m, "strand_cycle_seconds");
+	assert_true(check_histogram(&m, "strand_commit_seconds", "") > 0); /* the engine committed */
+	assert_true(check_histogram(&m, "strand_cycle_seconds", "") > 0);
+	/* Every run of a task (4 echoes, 3 failures, 2 failures run twice, 2
+	 * sleeps of 30 ms): how long it ran, how long it waited to be handed
+	 * out; the sleeps in the buckets above 10 ms. */
+	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
+	assert_true(check_histogram(&m, "strand_task_run_seconds", labels) == 13);
+	assert_true(check_histogram(&m, "strand_task_queue_wait_seconds", labels) == 13);
+	snprintf(labels, sizeof(labels), "pool=\"%s\",le=\"0.01\"", pool);
+	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 11);
+	snprintf(labels, sizeof(labels), "pool=\"%s\",le=\"0.5\"", pool);
+	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 13);
+	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
 	assert_true(value(&m, "strand_database_bytes", "") > 0);
 	/* Requests by route template: never an id in a label. */
 	assert_true(value(&m, "strand_http_requests_total",
-	                  "route=\"/v1/pools/{id}/map\",method=\"POST\",code=\"202\"") == 3);
+	                  "route=\"/v1/pools/{id}/map\",method=\"POST\",code=\"202\"") == 4);
 	assert_true(value(&m, "strand_http_requests_total", "route=\"/v1/pools\",method=\"POST\",code=\"201\"") == 1);
 	assert_true(value(&m, "strand_http_requests_total", "route=\"/metrics\",method=\"GET\",code=\"401\"") == 1);
 	assert_true(value(&m, "strand_http_requests_total", "route=\"other\",method=\"GET\",code=\"404\"") == 1);
