@@ -18,6 +18,45 @@ free_ports() {
 
 GATEWAY_PID=""
 
+# The test's own deadline (STRAND_TEST_DEADLINE s, 20 s below its ctest
+# timeout: tests/CMakeLists.txt): past it, a watcher prints where the test
+# is (its processes, each gateway's threads' stacks and the end of its log)
+# and ends the test's processes, before ctest's timeout would end the test
+# without a word. It goes once the test is gone.
+# descendants PID SKIP: PID's children, theirs, and so on, but SKIP's.
+descendants() {
+  local kid
+  for kid in $(ps -o pid= --ppid "$1"); do
+    [ "$kid" = "$2" ] && continue
+    echo "$kid"
+    descendants "$kid" "$2"
+  done
+}
+if [ -n "${STRAND_TEST_DEADLINE:-}" ]; then
+  (
+    test_pid=$$ # the test's shell ($$ is not the subshell's own)
+    watcher=$BASHPID
+    for _ in $(seq $((STRAND_TEST_DEADLINE * 5))); do
+      kill -0 "$test_pid" 2>/dev/null || exit 0
+      sleep 0.2
+    done
+    echo "--- the test's deadline (${STRAND_TEST_DEADLINE} s) passed; where it is:"
+    kids=$(descendants "$test_pid" "$watcher")
+    # shellcheck disable=SC2086
+    [ -n "$kids" ] && ps -o pid,ppid,etime,args -p $(tr '\n' ',' <<<"$kids" | sed 's/,$//')
+    for pid in $kids; do
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = strand-gateway ] || continue
+      echo "--- the stacks of gateway $pid:"
+      gdb -batch -p "$pid" -ex 'thread apply all bt' 2>&1 | grep -v '^\[' || echo "(no gdb to show them)"
+      log=$(readlink "/proc/$pid/fd/2")
+      echo "--- its log ($log) ends:"
+      tail -40 "$log" 2>/dev/null
+    done
+    for pid in $kids; do kill -TERM "$pid" 2>/dev/null; done
+    kill -TERM "$test_pid" 2>/dev/null
+  ) &
+fi
+
 # start_gateway BIN_DIR DIR [ARGS...]: starts strand-gateway (with ARGS)
 # with its database and log in DIR; sets GATEWAY_PID and STRAND_URL. Tries
 # other ports if it cannot listen. GATEWAY_LAUNCH (an array) is the command

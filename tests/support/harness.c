@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "common/common.h"
+#include "tests/support/deadline.h"
 #include "tests/support/harness.h"
 
 /* Every gateway started and not yet stopped: a failing test jumps out of
@@ -46,6 +47,7 @@ static void track(pid_t pid, int add)
 
 	if (!registered) {
 		atexit(stop_leftovers);
+		deadline_arm(running, sizeof(running) / sizeof(running[0]));
 		registered = 1;
 	}
 	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
