@@ -3,8 +3,10 @@
 // landing page lists the failing job with its failed share; the job page
 // shows each failed task's error; a running job is cancelled, a process's
 // output read and the process terminated, a pool resized, each through its
-// confirmation; a job made meanwhile appears by the event stream alone; a
-// page's late answer never draws over the page navigated to; at 420 px
+// confirmation; a job made meanwhile appears by the event stream alone, and
+// a running one counts up in place; a process that exited 0 is not shown
+// failed; managers have their own columns; a page's late answer never
+// draws over the page navigated to; at 420 px
 // nothing scrolls sideways. Screenshots at 1400 and 420 px go to
 // $SCREENSHOTS. No console error is allowed.
 // Environment: STRAND_URL, STRAND_TOKEN_FILE, SCREENSHOTS, CHROMIUM.
@@ -57,6 +59,13 @@ for (let i = 0; i < 4; i++) applies.push((await api("POST", `/v1/pools/${busy}/a
 const proc = (await api("POST", "/v1/processes", { command: ["sh", "-c", "echo hello from strand; exec sleep 60"] })).id;
 const queue = (await api("POST", "/v1/queues")).id;
 await api("POST", `/v1/queues/${queue}/items`, { items: [1, 2, 3] });
+// A manager (its type in its row), and two processes that ended: with code 0
+// (not a failure) and 3.
+const manager = (await api("POST", "/v1/managers", { type: "dict" })).id;
+const clean = (await api("POST", "/v1/processes", { command: ["true"] })).id;
+const broken = (await api("POST", "/v1/processes", { command: ["sh", "-c", "exit 3"] })).id;
+await until("the processes' ends", async () => (await api("GET", `/v1/processes/${clean}`)).state === "exited" &&
+  (await api("GET", `/v1/processes/${broken}`)).state === "exited");
 // What a pool's task printed (a command's stderr).
 await api("POST", `/v1/pools/${pool}/apply?wait=30`, { command: ["sh", "-c", "echo printed by a task >&2; echo 1"], arg: null });
 
@@ -88,6 +97,7 @@ try {
   await page.goto(base + "/", { waitUntil: "networkidle0" });
   check(await page.$eval("#sign-in", (e) => !e.hidden), "signed out: the sign-in form");
   check(await page.$eval("#main", (e) => e.hidden), "signed out: no data");
+  check(await page.$eval("nav", (e) => e.hidden), "signed out: no navigation");
   await page.type("#token", token);
   await press("#sign-in button[type=submit]");
   await waitText("#main h2", "Recent jobs");
@@ -114,6 +124,24 @@ try {
   const fresh = (await api("POST", `/v1/pools/${pool}/map`, { function: "echo", args: [7] })).id;
   await page.waitForSelector(`tr[data-job="${fresh}"]`, { timeout: 20000 });
   check(true, "a new job appears by its event");
+
+  // A running job's row counts up in place: the same row, its count changed
+  // by the job's progress events, no reload.
+  const slow = (await api("POST", `/v1/pools/${pool}/map`, { function: "sleep", args: Array(12).fill(250) })).id;
+  const slowRow = `tr[data-job="${slow}"]`;
+  await page.waitForFunction((r) => [...(document.querySelector(r)?.children || [])].some((td) => /^\d+ \/ 12$/.test(td.textContent)),
+    { timeout: 20000 }, slowRow);
+  await page.evaluate((r) => { window.stillHere = true; document.querySelector(r).dataset.seen = "1"; }, slowRow);
+  const counted = async () => page.$eval(slowRow, (tr) => Number([...tr.children].map((td) => td.textContent)
+    .find((t) => /^\d+ \/ 12$/.test(t)).split(" ")[0]));
+  const first = await counted();
+  await page.waitForFunction((r, n) => {
+    const tr = document.querySelector(r + '[data-seen="1"]');
+    const cell = tr && [...tr.children].map((td) => td.textContent).find((t) => /^\d+ \/ 12$/.test(t));
+    return cell && Number(cell.split(" ")[0]) > n;
+  }, { timeout: 20000 }, slowRow, first);
+  check(await page.evaluate(() => window.stillHere === true), "a running job's row counts up in place, with no reload");
+  await until("the slow job", async () => (await api("GET", `/v1/jobs/${slow}`)).state === "done");
 
   // The job page: every failed task with its error and attempts.
   await press(`${row} a[href="#/jobs/${failing}"]`);
@@ -168,6 +196,27 @@ try {
   const queueRow = await page.$$eval("tr", (trs, q) => trs.filter((t) => t.textContent.includes(q))
     .map((t) => [...t.children].map((c) => c.textContent)), queue);
   check(queueRow.length === 1 && queueRow[0][1] === "3", "the queue with its 3 items");
+
+  // Ended processes: code 0 is no failure (not red), code 3 is.
+  await page.goto(`${base}/#/processes`);
+  const endState = (p) => page.$eval(`a[href="#/processes/${p}"]`, (a) => {
+    const s = a.closest("tr").querySelector(".state");
+    return s.className + " " + getComputedStyle(s).color;
+  });
+  await page.waitForSelector(`a[href="#/processes/${clean}"]`);
+  const red = "rgb(180, 35, 24)";
+  const cleanState = await endState(clean), brokenState = await endState(broken);
+  check(!cleanState.includes(red) && cleanState.includes("state-ended"), "a process that exited 0 is not red: " + cleanState);
+  check(brokenState.includes(red), "one that exited 3 is: " + brokenState);
+
+  // Managers: their own columns, the type in each row.
+  await page.goto(`${base}/#/managers`);
+  await waitText("tr", manager);
+  const heads = await page.$$eval("th", (t) => t.map((x) => x.textContent));
+  const managerRow = await page.$$eval("tr", (trs, m) => trs.filter((t) => t.textContent.includes(m))
+    .map((t) => [...t.children].map((c) => c.textContent)), manager);
+  check(heads[0] === "manager" && heads[2] === "type" && managerRow[0][2] === "dict",
+    "the managers table: a manager column, its type: " + heads.join("|") + " / " + managerRow[0].join("|"));
 
   // The pool's output, each line after its worker; the worker's page, its own.
   await page.goto(`${base}/#/pools/${pool}`);

@@ -19,7 +19,8 @@ export function h(tag, attrs, ...children) {
 
 export const link = (href, text) => h("a", { href }, text);
 export const code = (text) => h("code", {}, text);
-export const state = (s) => h("span", { class: "state state-" + s }, s);
+// A state, coloured as what it means (as: another state's colour).
+export const state = (s, as = s) => h("span", { class: "state state-" + as }, s);
 
 // A table in a box that scrolls sideways by itself, so the page never does.
 // columns: [{title, cls}], rows: arrays of cells (text or nodes) or a

@@ -133,9 +133,15 @@ function resizeAction(p, rerender) {
   return h("span", { class: "action" }, button, note);
 }
 
+// A worker's or process's state; one that exited with code 0 ended as
+// asked, not failed.
+const exitState = (x) => x.state === "exited" && x.exit_code === 0 ? state("exited", "ended") : state(x.state);
+const workerState = (w) => w.queued ? state("queued") : exitState(w);
+
 function poolRow(p, base) {
   const connected = p.workers.filter((w) => w.state === "connected").length;
-  return [link(base + p.id, code(p.id)), state(p.state), p.type || p.backend, connected + " / " + p.processes,
+  const kind = base === "#/managers/" ? [p.type, p.backend] : [p.backend];
+  return [link(base + p.id, code(p.id)), state(p.state), ...kind, connected + " / " + p.processes,
     p.counters.tasks_queued, p.counters.tasks_pending, p.counters.tasks_done,
     h("span", { class: p.counters.tasks_failed ? "reason" : "" }, p.counters.tasks_failed),
     p.counters.workers_lost, when(p.created_at)];
@@ -143,6 +149,9 @@ function poolRow(p, base) {
 const poolColumns = [{ title: "pool" }, { title: "state" }, { title: "backend", cls: "wide" }, { title: "workers" },
   { title: "queued" }, { title: "pending", cls: "wide" }, { title: "done" }, { title: "failed" },
   { title: "lost", cls: "wide" }, { title: "created", cls: "wide" }];
+// A manager's row: its id, its type (dict, runtime, ...) and its backend.
+const managerColumns = [{ title: "manager" }, { title: "state" }, { title: "type" }, { title: "backend", cls: "wide" },
+  ...poolColumns.slice(3)];
 
 // The newest lines a pool's tasks printed (of one worker: worker), each
 // after its worker, stderr's marked. Output has no events: the panel reads
@@ -183,7 +192,7 @@ export const views = {
       !ended ? action("delete", "Terminate pool " + id + "? Its workers stop; unfinished tasks fail.",
         () => change("DELETE", "/v1/pools/" + id), rerender) : null);
     const workers = p.workers.map((w) => [link(`#/pools/${id}/workers/${w.id}`, code(w.id)),
-      state(w.queued ? "queued" : w.state), runsAs(w), w.pending,
+      workerState(w), runsAs(w), w.pending,
       w.state === "exited" ? w.exit_code : "", w.last_words ? h("pre", { class: "error" }, w.last_words) : ""]);
     return { live: ["pool", "worker", "job"], pool: id, node: h("div", {},
       h("h2", {}, "Pool ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
@@ -209,7 +218,7 @@ export const views = {
     const w = p.workers.find((x) => x.id === id);
     if (!w) throw new Refused("no such worker of pool " + pool + " (or it ended long ago)");
     return { live: ["pool", "worker"], pool, node: h("div", {},
-      h("h2", {}, "Worker ", code(id), " ", state(w.queued ? "queued" : w.state)),
+      h("h2", {}, "Worker ", code(id), " ", workerState(w)),
       facts([["pool", link("#/pools/" + pool, code(pool))], ["pid, container or job", runsAs(w) || w.handle],
         ["pending", w.pending], ["exit code", w.state === "exited" ? w.exit_code : ""]]),
       w.last_words ? h("pre", { class: "error" }, w.last_words) : null,
@@ -253,7 +262,7 @@ export const views = {
     const p = await get("/v1/processes/" + id);
     const logs = await get("/v1/processes/" + id + "/logs");
     return { live: ["process"], process: id, running: p.state === "running", node: h("div", {},
-      h("h2", {}, "Process ", code(id), " ", state(p.state)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
+      h("h2", {}, "Process ", code(id), " ", exitState(p)), p.reason ? h("p", { class: "reason" }, p.reason) : null,
       p.state === "running" ? h("div", { class: "actions" }, action("terminate", "Terminate process " + id + "?",
         () => change("DELETE", "/v1/processes/" + id), rerender)) : null,
       facts([["what", what(p)], ["backend", p.backend], ["pid, container or job", runsAs(p) || p.handle],
@@ -278,7 +287,7 @@ export const views = {
   async managers() {
     const { managers } = await get("/v1/managers");
     return { live: ["manager", "worker"], node: h("div", {}, h("h2", {}, "Managers"),
-      table(poolColumns, managers.map((m) => poolRow(m, "#/managers/")), "no managers")) };
+      table(managerColumns, managers.map((m) => poolRow(m, "#/managers/")), "no managers")) };
   },
 
   async manager(id, rerender) {
@@ -299,7 +308,7 @@ export const views = {
       table([{ title: "ring" }, { title: "state" }, { title: "size" }, { title: "master", cls: "wide" },
         { title: "members" }],
       rings.map((r) => [code(r.id), state(r.state), r.size, r.master_addr + ":" + r.master_port,
-        h("span", {}, r.members.map((p) => [link("#/processes/" + p.id, code(p.id)), " ", state(p.state), " "]))]),
+        h("span", {}, r.members.map((p) => [link("#/processes/" + p.id, code(p.id)), " ", exitState(p), " "]))]),
       "no rings")) };
   },
 };
@@ -311,6 +320,6 @@ function what(p) {
 function processTable(processes) {
   return table([{ title: "process" }, { title: "state" }, { title: "exit code" }, { title: "what" },
     { title: "backend", cls: "wide" }, { title: "created", cls: "wide" }],
-  processes.map((p) => [link("#/processes/" + p.id, code(p.id)), state(p.state),
+  processes.map((p) => [link("#/processes/" + p.id, code(p.id)), exitState(p),
     p.exit_code ?? "", what(p), p.backend, when(p.created_at)]), "no processes");
 }
