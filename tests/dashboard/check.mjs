@@ -4,7 +4,8 @@
 // shows each failed task's error; a running job is cancelled, a process's
 // output read and the process terminated, a pool resized, each through its
 // confirmation; a job made meanwhile appears by the event stream alone, and
-// a running one counts up in place; a process that exited 0 is not shown
+// a running one counts up in place; jobs filtered by state and paged,
+// ended pools hidden until asked for; a process that exited 0 is not shown
 // failed; managers have their own columns; a page's late answer never
 // draws over the page navigated to; at 420 px
 // nothing scrolls sideways. Screenshots at 1400 and 420 px go to
@@ -62,6 +63,9 @@ await api("POST", `/v1/queues/${queue}/items`, { items: [1, 2, 3] });
 // A manager (its type in its row), and two processes that ended: with code 0
 // (not a failure) and 3.
 const manager = (await api("POST", "/v1/managers", { type: "dict" })).id;
+// A pool that ended: hidden from the landing page until asked for.
+const gone = (await api("POST", "/v1/pools", { processes: 1 })).id;
+await api("DELETE", `/v1/pools/${gone}`);
 const clean = (await api("POST", "/v1/processes", { command: ["true"] })).id;
 const broken = (await api("POST", "/v1/processes", { command: ["sh", "-c", "exit 3"] })).id;
 await until("the processes' ends", async () => (await api("GET", `/v1/processes/${clean}`)).state === "exited" &&
@@ -142,6 +146,37 @@ try {
   }, { timeout: 20000 }, slowRow, first);
   check(await page.evaluate(() => window.stillHere === true), "a running job's row counts up in place, with no reload");
   await until("the slow job", async () => (await api("GET", `/v1/jobs/${slow}`)).state === "done");
+
+  // The jobs of one state; older pages; ended pools hidden until asked.
+  const gone_row = `a[href="#/pools/${gone}"]`;
+  check((await page.$(gone_row)) === null, "an ended pool is not listed at first");
+  await press("#pools-ended");
+  await page.waitForSelector(gone_row);
+  check((await text("#pools-ended")).startsWith("hide the"), "... shown when asked");
+  await press("#pools-ended");
+  await page.waitForFunction((s) => !document.querySelector(s), { timeout: 20000 }, gone_row);
+  await page.select("#job-state", "done");
+  await page.waitForFunction((r) => !document.querySelector(r), { timeout: 20000 }, `tr[data-job="${long}"]`);
+  check((await page.$(row)) !== null, "jobs done: the failing job listed, the running one not");
+  await page.select("#job-state", "");
+  await page.waitForSelector(`tr[data-job="${long}"]`);
+  const paged = (await api("POST", "/v1/pools", { processes: 1 })).id;
+  const many = [];
+  for (let i = 0; i < 50; i++) many.push((await api("POST", `/v1/pools/${paged}/map`, { function: "echo", args: [i], name: "page " + i })).id);
+  await until("the 50 jobs", async () => (await api("GET", `/v1/jobs/${many[49]}`)).state === "done");
+  await page.reload();
+  await waitText("#main h2", "Recent jobs");
+  await page.waitForSelector(`tr[data-job="${many[49]}"]`);
+  check((await page.$(row)) === null, "the failing job is past the newest 50");
+  await press("#jobs-older");
+  await page.waitForSelector(row);
+  check((await page.$(`tr[data-job="${many[49]}"]`)) === null, "older: the next page, the failing job on it");
+  await press("#jobs-newest");
+  await page.waitForSelector(`tr[data-job="${many[49]}"]`);
+  for (const j of many) await api("DELETE", `/v1/jobs/${j}`); // the rest of the test reads the first page
+  await api("DELETE", `/v1/pools/${paged}`);
+  await page.reload();
+  await waitText("#main h2", "Recent jobs");
 
   // The job page: every failed task with its error and attempts.
   await press(`${row} a[href="#/jobs/${failing}"]`);

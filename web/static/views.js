@@ -174,13 +174,39 @@ async function outputPanel(pool, worker) {
   return pre;
 }
 
+// The landing page's choices, kept while the dashboard is open: the jobs'
+// state shown (every one: ""), the cursors of the older pages read
+// through, and whether ended pools are shown (not by default).
+const LANDING_JOBS = 50;
+const ENDED = ["terminated", "failed"];
+const landing = { state: "", cursors: [], ended: false };
+
 export const views = {
   // Recent jobs of every pool, and the pools.
-  async home() {
-    const [{ jobs }, { pools }] = await Promise.all([get("/v1/jobs?limit=50"), get("/v1/pools")]);
+  async home(id, rerender) {
+    const query = "/v1/jobs?limit=" + LANDING_JOBS + (landing.state ? "&state=" + landing.state : "") +
+      (landing.cursors.length ? "&cursor=" + encodeURIComponent(landing.cursors.at(-1)) : "");
+    const [{ jobs, next_cursor: older }, { pools }] = await Promise.all([get(query), get("/v1/pools")]);
+    const again = (f) => () => { f(); rerender(); };
+    const filter = h("select", { id: "job-state", "aria-label": "jobs in state", onchange: (ev) => again(() => {
+      landing.state = ev.target.value;
+      landing.cursors = [];
+    })() }, ["", "running", "submitting", "done", "cancelled"].map((s) =>
+      h("option", { value: s, selected: s === landing.state }, s || "every state")));
+    const paging = h("div", { class: "actions" }, filter,
+      landing.cursors.length ? h("button", { id: "jobs-newest", type: "button",
+        onclick: again(() => { landing.cursors = []; }) }, "newest") : null,
+      older ? h("button", { id: "jobs-older", type: "button", onclick: again(() => landing.cursors.push(older)) },
+        "older") : null);
+    const ended = pools.filter((p) => ENDED.includes(p.state));
+    const shown = landing.ended ? pools : pools.filter((p) => !ENDED.includes(p.state));
+    const toggle = ended.length ? h("button", { id: "pools-ended", type: "button",
+      onclick: again(() => { landing.ended = !landing.ended; }) },
+      landing.ended ? "hide the " + ended.length + " ended" : "show the " + ended.length + " ended") : null;
     return { live: ["job", "pool", "worker"], node: h("div", {},
-      h("h2", {}, "Recent jobs"), jobTable(jobs, "no jobs yet"),
-      h("h2", {}, "Pools"), table(poolColumns, pools.map((p) => poolRow(p, "#/pools/")), "no pools")) };
+      h("h2", {}, "Recent jobs"), paging, jobTable(jobs, landing.state ? "no " + landing.state + " jobs" : "no jobs yet"),
+      h("h2", {}, "Pools"), h("div", { class: "actions" }, toggle),
+      table(poolColumns, shown.map((p) => poolRow(p, "#/pools/")), ended.length ? "no live pools" : "no pools")) };
   },
 
   async pool(id, rerender) {
