@@ -127,6 +127,7 @@ static void handle(engine *e, op *o)
 	case OP_JOB_CANCEL: engine__handle_job_cancel(e, o); break;
 	case OP_JOB_LIST: engine__handle_job_list(e, o); break;
 	case OP_METRICS: engine__handle_metrics(e, o); break;
+	case OP_HISTORY: engine__handle_history(e, o); break;
 	case OP_LEASE_CREATE:
 	case OP_LEASE_RENEW:
 	case OP_LEASE_GET:
@@ -399,6 +400,7 @@ static void *engine_main(void *arg)
 			engine__tick_client_leases(e, now);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
+			engine__history_tick(e, now);
 			engine__events_tick(e, now);
 		}
 		if (closing) { /* readers that wait would hold up the HTTP stop */

@@ -171,6 +171,9 @@ int engine_job_info(engine *e, const char *id, job_info *out);
 
 /* GET /metrics' engine part (Prometheus text), appended to out. */
 int engine_metrics(engine *e, cm_buf *out);
+/* The last hour's samples over all pools (tasks done, queued and in hand,
+ * workers connected), GET /v1/history's body. */
+int engine_history(engine *e, json_t **out);
 
 /* What changed, published after each commit (events.h): for GET
  * /v1/events. Lives as long as the engine. */

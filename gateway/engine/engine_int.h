@@ -136,6 +136,7 @@ typedef enum op_kind {
 	OP_LEASE_LIST,
 	OP_LEASE_DELETE,
 	OP_METRICS,
+	OP_HISTORY,
 	OP_BACKEND_EVENT, /* from an executor: something started, ended, or its logs */
 } op_kind;
 
@@ -150,6 +151,19 @@ typedef struct histogram {
 	uint64_t count;
 	double sum;
 } histogram;
+
+/* The last hour over all pools, for the dashboard's charts (history.c). */
+#define HISTORY_EVERY_MS 10000
+#define HISTORY_SAMPLES 360
+typedef struct history_sample {
+	int64_t at_ms; /* wall clock */
+	int64_t done, queued, pending, workers;
+} history_sample;
+typedef struct history {
+	history_sample ring[HISTORY_SAMPLES];
+	int at, n; /* the next slot; how many are kept */
+	int64_t next_ms; /* when the next is taken (cm_now_ms) */
+} history;
 
 struct pool;
 struct job;
@@ -484,6 +498,7 @@ struct engine {
 	int events_watched; /* somebody reads them: progress is said too */
 	job *progressed; /* jobs whose progress is to be said */
 	histogram commit_time, cycle_time; /* GET /metrics */
+	history history; /* GET /v1/history */
 };
 
 /* ---- shared by the engine's files --------------------------------------- */
@@ -572,6 +587,10 @@ size_t engine__events_end_cycle(engine *e, int committed);
 void engine__observe(histogram *h, double seconds); /* HIST_ENGINE */
 void engine__observe_tasks(histogram *h, double seconds, uint64_t n); /* HIST_TASKS: n tasks so */
 void engine__handle_metrics(engine *e, op *o);
+
+/* history.c: GET /v1/history */
+void engine__history_tick(engine *e, int64_t now);
+void engine__handle_history(engine *e, op *o);
 
 /* upkeep.c: ended jobs past --retain removed, freed pages given back */
 void engine__upkeep(engine *e, int64_t now);

@@ -448,6 +448,11 @@ engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_don
 
 /* ---- what the gateway shows --------------------------------------------- */
 
+int engine_history(engine *e, json_t **out)
+{
+	return run_simple(e, OP_HISTORY, NULL, out, NULL, 0);
+}
+
 int engine_metrics(engine *e, cm_buf *out)
 {
 	json_t *text = NULL;

@@ -195,6 +195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_list_jobs(a, c, url, method);
 	if (strcmp(url, "/v1/events") == 0)
 		return http_get_events(a, c, url, rq);
+	if (strcmp(url, "/v1/history") == 0)
+		return http_get_history(a, c, url);
 	if (strncmp(url, "/v1/leases", 10) == 0 && (url[10] == '\0' || url[10] == '/'))
 		return http_route_leases(a, c, url, method, url[10] ? url + 11 : "", rq);
 	if (strncmp(url, "/v1/code", 8) == 0 && (url[8] == '\0' || url[8] == '/'))

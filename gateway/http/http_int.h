@@ -239,6 +239,7 @@ enum MHD_Result http_get_health(api *a, struct MHD_Connection *c);
 enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *url);
 enum MHD_Result http_get_openapi(struct MHD_Connection *c);
 enum MHD_Result http_get_events(api *a, struct MHD_Connection *c, const char *url, request *rq);
+enum MHD_Result http_get_history(api *a, struct MHD_Connection *c, const char *url);
 enum MHD_Result http_serve_file(api *a, struct MHD_Connection *c, const char *url, const char *name);
 
 #endif

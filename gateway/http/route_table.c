@@ -15,6 +15,7 @@ const api_route route_table[] = {
         {"/v1/openapi.json", "GET"},
         {"/v1/session", "GET POST DELETE"},
         {"/v1/events", "GET"},
+        {"/v1/history", "GET"},
         {"/v1/leases", "GET POST"},
         {"/v1/leases/{id}", "GET DELETE"},
         {"/v1/leases/{id}/renew", "POST"},

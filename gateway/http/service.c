@@ -53,6 +53,17 @@ enum MHD_Result http_get_metrics(api *a, struct MHD_Connection *c, const char *u
 	return http_send_text(c, 200, cm_buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8", NULL);
 }
 
+/* GET /v1/history: the dashboard's charts' samples. */
+enum MHD_Result http_get_history(api *a, struct MHD_Connection *c, const char *url)
+{
+	json_t *out = NULL;
+	int err = engine_history(a->engine, &out);
+
+	if (err != CM_OK)
+		return http_fail(c, err, url, NULL);
+	return http_send_json(c, 200, out, NULL);
+}
+
 /* GET /v1/openapi.json: the API's description, built in. */
 enum MHD_Result http_get_openapi(struct MHD_Connection *c)
 {

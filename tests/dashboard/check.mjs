@@ -106,6 +106,12 @@ try {
   await press("#sign-in button[type=submit]");
   await waitText("#main h2", "Recent jobs");
   check(true, "signed in: the landing page");
+  // The last hour's charts: workers connected (the test's pools have some),
+  // each a line of the gateway's samples.
+  const workersNow = await text("#chart-workers figcaption b");
+  const linePoints = await page.$$eval(".chart polyline", (ls) => ls.map((l) => l.getAttribute("points").split(" ").length));
+  check(Number(workersNow) >= 2 && linePoints.length === 3 && linePoints.every((n) => n >= 1),
+    `the charts: ${workersNow} workers connected, lines of ${linePoints.join(", ")} points`);
 
   // The landing page: the failing job, its counts and a bar all failed.
   const row = `tr[data-job="${failing}"]`;

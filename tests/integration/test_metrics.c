@@ -292,6 +292,37 @@ static void metrics_describe_the_process(void **state)
 	gateway_cleanup(&g);
 }
 
+/* GET /v1/history: the dashboard's charts' samples, over all pools: one
+ * taken at the start, one of the moment asked, in time order. */
+static void history_samples_the_last_hour(void **state)
+{
+	gateway g;
+
+	(void)state;
+	gateway_start(&g, NULL);
+	char *pool = pool_create(&g, 2);
+	pool_wait_connected(&g, pool, 2);
+	char *job = job_submit(&g, pool, json_pack("{s:s, s:[i,i,i,i,i]}", "function", "echo", "args", 1, 2, 3, 4, 5));
+	json_decref(job_results(&g, job, "input", 10));
+	json_t *h = http_get_ok(&g, "/v1/history");
+	assert_int_equal(json_integer_value(json_object_get(h, "every_s")), 10);
+	json_t *samples = json_object_get(h, "samples"), *last;
+	assert_true(json_array_size(samples) >= 2);
+	for (size_t i = 1; i < json_array_size(samples); i++)
+		assert_true(strcmp(json_string_value(json_object_get(json_array_get(samples, i - 1), "at")),
+		                   json_string_value(json_object_get(json_array_get(samples, i), "at"))) <= 0);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(samples, 0), "done")), 0);
+	last = json_array_get(samples, json_array_size(samples) - 1);
+	assert_int_equal(json_integer_value(json_object_get(last, "done")), 5);
+	assert_int_equal(json_integer_value(json_object_get(last, "queued")), 0);
+	assert_int_equal(json_integer_value(json_object_get(last, "pending")), 0);
+	assert_int_equal(json_integer_value(json_object_get(last, "workers")), 2);
+	json_decref(h);
+	free(job);
+	free(pool);
+	gateway_cleanup(&g);
+}
+
 static void metrics_route_errors(void **state)
 {
 	gateway g;
@@ -316,6 +347,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(metrics_count_what_happened),
 	        cmocka_unit_test(metrics_describe_the_process),
+	        cmocka_unit_test(history_samples_the_last_hour),
 	        cmocka_unit_test(metrics_route_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

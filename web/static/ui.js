@@ -84,3 +84,23 @@ export function ask(text, input) {
     (field || yes).focus();
   });
 }
+
+// A chart of one series over time, plain SVG: points are [ms, value], in
+// time order; the caption says the last value (unit after it) and the
+// highest.
+const SVG = "http://www.w3.org/2000/svg";
+export function chart(title, points, unit, id) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 300 60");
+  svg.setAttribute("preserveAspectRatio", "none");
+  const line = document.createElementNS(SVG, "polyline");
+  const t0 = points.length ? points[0][0] : 0, t1 = points.length ? points.at(-1)[0] : 1;
+  const highest = Math.max(0, ...points.map((p) => p[1])), top = Math.max(1, highest);
+  line.setAttribute("points", points.map(([t, v]) =>
+    `${(300 * (t - t0) / Math.max(1, t1 - t0)).toFixed(1)},${(58 - 56 * v / top).toFixed(1)}`).join(" "));
+  svg.append(line);
+  const last = points.length ? points.at(-1)[1] : 0;
+  const fmt = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)) + (unit ? " " + unit : "");
+  return h("figure", { class: "chart", id }, h("figcaption", {}, title, ": ", h("b", {}, fmt(last)),
+    " (highest ", fmt(highest), ")"), svg);
+}

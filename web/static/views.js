@@ -2,7 +2,7 @@
 // and returns its content; `live` says which events make it read again,
 // and job rows are updated in place from progress events.
 import { Refused, change, get } from "./api.js";
-import { ask, bar, code, duration, h, link, rate, state, table, when } from "./ui.js";
+import { ask, bar, chart, code, duration, h, link, rate, state, table, when } from "./ui.js";
 
 // Jobs on screen, by id: a progress event updates their rows in place.
 export const shownJobs = new Map();
@@ -174,6 +174,20 @@ async function outputPanel(pool, worker) {
   return pre;
 }
 
+// The last hour's charts, from GET /v1/history's samples (over all pools):
+// tasks done a second between two samples, tasks queued or in workers'
+// hands, workers connected.
+function charts(samples) {
+  const at = samples.map((s) => Date.parse(s.at));
+  const series = (f) => samples.map((s, i) => [at[i], f(s, i)]);
+  const done = series((s, i) => i && at[i] > at[i - 1] ? (s.done - samples[i - 1].done) * 1000 / (at[i] - at[i - 1]) : 0)
+    .slice(1);
+  return h("div", { class: "charts" },
+    chart("tasks done a second", done, "/s", "chart-done"),
+    chart("tasks queued or in hand", series((s) => s.queued + s.pending), "", "chart-queued"),
+    chart("workers connected", series((s) => s.workers), "", "chart-workers"));
+}
+
 // The landing page's choices, kept while the dashboard is open: the jobs'
 // state shown (every one: ""), the cursors of the older pages read
 // through, and whether ended pools are shown (not by default).
@@ -186,7 +200,8 @@ export const views = {
   async home(id, rerender) {
     const query = "/v1/jobs?limit=" + LANDING_JOBS + (landing.state ? "&state=" + landing.state : "") +
       (landing.cursors.length ? "&cursor=" + encodeURIComponent(landing.cursors.at(-1)) : "");
-    const [{ jobs, next_cursor: older }, { pools }] = await Promise.all([get(query), get("/v1/pools")]);
+    const [{ jobs, next_cursor: older }, { pools }, history] = await Promise.all([get(query), get("/v1/pools"),
+      get("/v1/history")]);
     const again = (f) => () => { f(); rerender(); };
     const filter = h("select", { id: "job-state", "aria-label": "jobs in state", onchange: (ev) => again(() => {
       landing.state = ev.target.value;
@@ -204,6 +219,7 @@ export const views = {
       onclick: again(() => { landing.ended = !landing.ended; }) },
       landing.ended ? "hide the " + ended.length + " ended" : "show the " + ended.length + " ended") : null;
     return { live: ["job", "pool", "worker"], node: h("div", {},
+      h("h2", {}, "The last hour"), charts(history.samples),
       h("h2", {}, "Recent jobs"), paging, jobTable(jobs, landing.state ? "no " + landing.state + " jobs" : "no jobs yet"),
       h("h2", {}, "Pools"), h("div", { class: "actions" }, toggle),
       table(poolColumns, shown.map((p) => poolRow(p, "#/pools/")), ended.length ? "no live pools" : "no pools")) };
