@@ -484,6 +484,21 @@ class QueueTest(WithPool):
         self.assertEqual([q.get(timeout=10) for _ in range(3000)], [("from the child", i) for i in range(3000)])
         self.assertRaises(TimeoutError, q.get, 0.2)
 
+    def test_an_idle_queue_holds_no_thread(self):
+        # Its feeder thread goes once idle, and the next put starts another.
+        import threading
+
+        q = strand.SimpleQueue()
+        q.put(1)
+        self.assertTrue(q.flush(30))
+        feeder = q._fed.thread
+        self.assertIsNotNone(feeder)
+        feeder.join(30)
+        self.assertFalse(feeder.is_alive())
+        self.assertNotIn(feeder, threading.enumerate())
+        q.put(2)
+        self.assertEqual([q.get(timeout=10), q.get(timeout=10)], [1, 2])
+
     def test_a_put_that_failed_is_raised_by_the_next_call(self):
         q = strand.SimpleQueue()
         strand.gateway.default().request("DELETE", "/v1/queues/%s" % q.id)

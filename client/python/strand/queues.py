@@ -123,7 +123,9 @@ class _Feeder:
     def _send(self):
         while True:
             with self.cond:
-                self.cond.wait_for(lambda: self.items)
+                if not self.cond.wait_for(lambda: self.items, FEEDER_IDLE_S):
+                    self.thread = None  # the next put starts another: a program's many queues hold no thread each
+                    return
                 batch, size = [], 0
                 while self.items and (not batch or size + _text_bytes(self.items[0]) <= self.BATCH_BYTES):
                     item = self.items.popleft()
@@ -156,6 +158,7 @@ def _flush_all():
 
 
 FLUSH_AT_EXIT_S = 60
+FEEDER_IDLE_S = 5
 
 
 class SimpleQueue:
