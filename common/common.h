@@ -133,6 +133,9 @@ double cm_now_s(void); /* monotonic, in seconds with ns resolution */
  * process that is not our child (waitpid cannot tell), such as an orphan
  * whose new parent (init, a subreaper) reaps it when it will, or never. */
 int cm_process_running(pid_t pid);
+/* pid's command name (as much as fits comm), state (R, S, Z, ...) and
+ * parent, from /proc/PID/stat: 0, or -1 when there is no such process. */
+int cm_process_stat(pid_t pid, char *comm, size_t comm_len, char *state, pid_t *ppid);
 
 /*
  * Task function names. A task names its function in one of these forms:

@@ -1,18 +1,18 @@
-/* A test's own deadline; see deadline.h. */
+/* A test's own deadline; see deadline.h. A process of its own watches, not
+ * a thread: a test that forks (a client held, then killed) must stay one
+ * thread, as ThreadSanitizer's fork requires. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/common.h"
 #include "tests/support/deadline.h"
-
-static const pid_t *watched;
-static size_t nwatched;
-static int seconds;
 
 /* What process pid is doing: each thread's stack. */
 static void stacks(pid_t pid, const char *what)
@@ -26,20 +26,34 @@ static void stacks(pid_t pid, const char *what)
 		fprintf(stderr, "(no gdb to show them)\n");
 }
 
-static void *watch(void *arg)
+/* Whether pid is a gateway the test started: its child named so. */
+static int test_gateway(pid_t pid, pid_t test)
 {
-	struct timespec left = {.tv_sec = seconds};
+	char comm[64], state;
+	pid_t parent;
 
-	(void)arg;
-	while (nanosleep(&left, &left) != 0)
-		;
+	return cm_process_stat(pid, comm, sizeof(comm), &state, &parent) == 0 && parent == test &&
+	       strcmp(comm, "strand-gateway") == 0;
+}
+
+/* The watcher: the test's end, or its deadline; then where it is. */
+static void watch(pid_t test, int seconds)
+{
+	for (long left = seconds * 5L; left > 0; left--) {
+		struct timespec tick = {.tv_nsec = 200000000};
+		nanosleep(&tick, NULL);
+		if (getppid() != test)
+			_exit(0); /* the test ended */
+	}
 	fprintf(stderr, "--- the test's deadline (%d s) passed; where it is:\n", seconds);
-	stacks(getpid(), "the test");
-	for (size_t i = 0; i < nwatched; i++) {
-		pid_t pid = watched[i];
+	stacks(test, "the test");
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name);
 		char fd[64], log[PATH_MAX], cmd[PATH_MAX + 64];
 		ssize_t len;
-		if (pid <= 0)
+		if (pid <= 0 || !test_gateway(pid, test))
 			continue;
 		stacks(pid, "a gateway it runs");
 		snprintf(fd, sizeof(fd), "/proc/%d/fd/2", (int)pid);
@@ -53,25 +67,23 @@ static void *watch(void *arg)
 		}
 		kill(pid, SIGKILL);
 	}
-	fflush(NULL);
+	if (d)
+		closedir(d);
+	kill(test, SIGKILL);
 	_exit(1);
 }
 
-static void start(void)
+void deadline_arm(void)
 {
+	static int armed;
 	const char *env = getenv("STRAND_TEST_DEADLINE");
-	pthread_t t;
+	int seconds = env ? atoi(env) : 0;
+	pid_t test = getpid();
 
-	if (!env || (seconds = atoi(env)) <= 0 || pthread_create(&t, NULL, watch, NULL) != 0)
+	if (armed || seconds <= 0)
 		return;
-	pthread_detach(t);
-}
-
-void deadline_arm(const pid_t *gateways, size_t n)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	watched = gateways;
-	nwatched = n;
-	pthread_once(&once, start);
+	armed = 1;
+	fflush(NULL);
+	if (fork() == 0)
+		watch(test, seconds); /* never returns */
 }

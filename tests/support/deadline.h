@@ -9,11 +9,8 @@
 #ifndef TESTS_SUPPORT_DEADLINE_H
 #define TESTS_SUPPORT_DEADLINE_H
 
-#include <stddef.h>
-#include <sys/types.h>
-
-/* Arms it once (later calls do nothing); gateways (n slots, 0: free) are
- * read when it passes. */
-void deadline_arm(const pid_t *gateways, size_t n);
+/* Arms it once (later calls do nothing): call it while the test is one
+ * thread (it forks its watcher). The gateways are the test's children. */
+void deadline_arm(void);
 
 #endif

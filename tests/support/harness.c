@@ -47,7 +47,7 @@ static void track(pid_t pid, int add)
 
 	if (!registered) {
 		atexit(stop_leftovers);
-		deadline_arm(running, sizeof(running) / sizeof(running[0]));
+		deadline_arm();
 		registered = 1;
 	}
 	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
