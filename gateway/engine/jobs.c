@@ -371,48 +371,48 @@ void engine__job_free(job *j)
 	free(j);
 }
 
-/* DELETE /v1/jobs/{id}: a running job is cancelled (its queued tasks
- * leave the queue, every missing result fails "cancelled", a slice a
- * cycle) and stays readable; an ended one is removed: gone from every view
- * at once, its tasks deleted a slice a cycle. */
-static void cancel_running(engine *e, job *j, op *o)
+/* The job o names when it has ended. A running one is cancelled (its
+ * queued tasks leave the queue, every missing result fails "cancelled", a
+ * slice a cycle; it stays readable) and o answered with it; none: o's
+ * error. NULL both ways. */
+static job *ended_else_cancel(engine *e, op *o)
 {
+	job *j = engine__job_find(e, o->id);
+
+	if (!j) {
+		o->err = CM_ENOENT;
+		return NULL;
+	}
+	if (j->state != JOB_RUNNING)
+		return j;
 	queue_drop_job(j->pool, j);
 	job_cancel(e, j, "cancelled");
 	cm_info("job %s cancelled with %lld of %lld results; the rest fail in the background", j->id,
 	        (long long)j->done, (long long)j->total);
 	o->out = engine__job_json(j);
+	return NULL;
 }
 
+/* POST /v1/jobs/{id}/cancel: an ended job is left as it is. */
 void engine__handle_job_cancel(engine *e, op *o)
 {
-	job *j = engine__job_find(e, o->id);
+	job *j = ended_else_cancel(e, o);
 
-	if (!j) {
-		o->err = CM_ENOENT;
+	if (!j)
 		return;
-	}
-	if (j->state == JOB_RUNNING) {
-		cancel_running(e, j, o);
-		return;
-	}
 	o->err = CM_ECLOSED;
 	snprintf(o->detail, sizeof(o->detail), "job %s has ended (%s): nothing to cancel; DELETE removes it", j->id,
 	         job_state_names[j->state]);
 }
 
+/* DELETE /v1/jobs/{id}: an ended job is removed: gone from every view at
+ * once, its tasks deleted a slice a cycle. */
 void engine__handle_job_delete(engine *e, op *o)
 {
-	job *j = engine__job_find(e, o->id);
+	job *j = ended_else_cancel(e, o);
 
-	if (!j) {
-		o->err = CM_ENOENT;
+	if (!j)
 		return;
-	}
-	if (j->state == JOB_RUNNING) {
-		cancel_running(e, j, o);
-		return;
-	}
 	json_t *out = engine__job_json(j);
 	if (!out) {
 		o->err = CM_ENOMEM;
@@ -465,12 +465,13 @@ int engine__jobs_remove_ended(engine *e, pool *p, int64_t cutoff, int max)
 	size_t kept = 0, i = 0;
 	int removed = 0;
 
-	/* One pass over the old jobs, kept ones moved down in place, then the
-	 * rest of the array moved once: removing from the front of a million
-	 * jobs costs one move, not one per job. */
-	for (; i < p->njobs && p->jobs[i]->created_ms <= cutoff; i++) {
+	/* One pass over the old jobs, up to the max-th removed, kept ones moved
+	 * down in place, then the rest of the array moved once: removing from
+	 * the front of a million jobs costs one move, not one per job, and
+	 * each cycle looks at no more jobs than it removes and keeps before. */
+	for (; i < p->njobs && p->jobs[i]->created_ms <= cutoff && removed < max; i++) {
 		job *j = p->jobs[i];
-		if (removed < max && j->state != JOB_RUNNING && j->ended_ms <= cutoff) {
+		if (j->state != JOB_RUNNING && j->ended_ms <= cutoff) {
 			if (job_remove_unlisted(e, j) == CM_OK) {
 				removed++;
 				continue;
