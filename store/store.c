@@ -116,6 +116,10 @@ static const char *const migrations[] = {
         "ALTER TABLE jobs ADD COLUMN inputs_failed INTEGER;"
         "CREATE TABLE IF NOT EXISTS job_inputs(job INTEGER NOT NULL, at INTEGER NOT NULL, counts BLOB NOT NULL,"
         "  PRIMARY KEY(job, at)) WITHOUT ROWID;",
+        /* 15: a deleted pool's workers' rows go with it (store_pool_delete):
+         * found by pool, not by a scan of every worker ever started, on
+         * the engine's thread. */
+        "CREATE INDEX IF NOT EXISTS workers_by_pool ON workers(pool_id);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6

@@ -1102,7 +1102,14 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 14);
+	assert_int_equal(sqlite3_column_int(q, 0), 15);
+	sqlite3_finalize(q);
+	/* 15: workers found by pool. */
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN DELETE FROM workers WHERE pool_id = 'p'", -1, &q, NULL),
+	        SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_non_null(strstr((const char *)sqlite3_column_text(q, 3), "workers_by_pool"));
 	sqlite3_finalize(q);
 	/* 13: a job's name; none for one of before. 14: counts by input, none
 	 * for a job of before (one input a task). */
