@@ -30,16 +30,23 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+# What the standard pickler raises for an object cloudpickle takes.
+_NOT_PICKLE = (_NamesMain, pickle.PicklingError, AttributeError, TypeError)
+
+
+def _by_value(obj):
+    import cloudpickle
+
+    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def dumps(obj):
     out = io.BytesIO()
     try:
         _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
         return out.getvalue()
-    except (_NamesMain, pickle.PicklingError, AttributeError, TypeError):
-        pass
-    import cloudpickle
-
-    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except _NOT_PICKLE:
+        return _by_value(obj)
 
 
 def dumps_each(objs):
@@ -52,8 +59,8 @@ def dumps_each(objs):
         try:
             pickler.dump(obj)
             each.append(out.getvalue())
-        except (_NamesMain, pickle.PicklingError, AttributeError, TypeError):
-            each.append(dumps(obj))
+        except _NOT_PICKLE:
+            each.append(_by_value(obj))
             pickler = _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)  # its state after a failure is unsure
         out.seek(0)
         out.truncate()

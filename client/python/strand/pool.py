@@ -180,13 +180,17 @@ def _context(runner, init, func):
     return text, refs
 
 
+def _arg(pickled):
+    """A task's pickled argument as a request carries it: base64 text, or
+    _Upload when it passes CHUNK_BYTES."""
+    return _Upload(pickled) if len(pickled) > CHUNK_BYTES else base64.b64encode(pickled).decode("ascii")
+
+
 def _task(*args):
-    """A task's argument: what its job's context is called with, as base64
-    text, or _Upload when its pickled bytes pass CHUNK_BYTES; _WithRefs
-    when it holds references to values (strand.put)."""
+    """A task's argument: what its job's context is called with (_arg);
+    _WithRefs when it holds references to values (strand.put)."""
     with _refs.collecting() as refs:
-        pickled = _pickling.dumps((args, {}))
-    arg = _Upload(pickled) if len(pickled) > CHUNK_BYTES else base64.b64encode(pickled).decode("ascii")
+        arg = _arg(_pickling.dumps((args, {})))
     return _WithRefs(arg, refs) if refs else arg
 
 
@@ -196,10 +200,7 @@ def _single_tasks(items):
     reference (strand.put), whose names each task must carry (_task)."""
     with _refs.collecting() as refs:
         pickled = _pickling.dumps_each([(([item],), {}) for item in items])
-    if refs:
-        return None
-    b64 = base64.b64encode
-    return [_Upload(p) if len(p) > CHUNK_BYTES else b64(p).decode("ascii") for p in pickled]
+    return None if refs else [_arg(p) for p in pickled]
 
 
 def _chunk_tasks(items, chunksize, tasks=None, counts=None):
