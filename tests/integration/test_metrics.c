@@ -229,7 +229,6 @@ static void metrics_count_what_happened(void **state)
 	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 11);
 	snprintf(labels, sizeof(labels), "pool=\"%s\",le=\"0.5\"", pool);
 	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 13);
-	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
 	assert_true(value(&m, "strand_database_bytes", "") > 0);
 	/* Requests by route template: never an id in a label. */
 	assert_true(value(&m, "strand_http_requests_total",

@@ -92,6 +92,12 @@ static void test_every_v1_request_needs_the_token(void **state)
 	r = http_as(&g, "GET", "/v1/jobs/j-0000000000000000/results", NULL, NULL);
 	assert_problem(&r, 401, NULL);
 	response_free(&r);
+	r = http_as(&g, "POST", "/v1/jobs/j-0000000000000000/cancel", NULL, NULL);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
+	r = http_as(&g, "GET", "/v1/history", NULL, NULL);
+	assert_problem(&r, 401, NULL);
+	response_free(&r);
 	/* Nothing ran. */
 	assert_int_equal(count_of("/v1/processes", "processes"), 0);
 
