@@ -34,6 +34,7 @@ static client_lease *add(engine *e, const char *id, int64_t lease_ms, int64_t cr
 	l->lease_ms = lease_ms;
 	l->expires = cm_now_ms() + lease_ms;
 	l->created_ms = created_ms;
+	l->seq = ++e->made;
 	l->next = e->client_leases;
 	e->client_leases = l;
 	return l;
@@ -46,7 +47,7 @@ void engine__load_client_lease(void *ctx, const char *id, int64_t lease_ms, int6
 
 /* The lease and what it holds now: pools and managers still running, and
  * running processes. */
-static json_t *lease_json(engine *e, const client_lease *l, int ended)
+json_t *engine__lease_json(engine *e, const client_lease *l, int ended)
 {
 	json_t *pools = json_array(), *managers = json_array(), *processes = json_array();
 	int64_t left = l->expires - cm_now_ms();
@@ -74,7 +75,7 @@ static int end(engine *e, client_lease *l, const char *why, json_t **out)
 	if ((err = store_lease_delete(e->st, l->id)) != CM_OK)
 		return err;
 	if (out)
-		*out = lease_json(e, l, 1);
+		*out = engine__lease_json(e, l, 1);
 	for (pool *p = e->pools; p; p = p->next)
 		if (strcmp(p->spec.lease, l->id) == 0 && p->state != POOL_TERMINATED && p->state != POOL_FAILED) {
 			cm_info("%s %s: terminated, its client's lease %s %s", p->spec.manager[0] ? "manager" : "pool",
@@ -109,13 +110,6 @@ void engine__handle_client_lease(engine *e, op *o)
 	client_lease *l = NULL;
 	char id[20];
 
-	if (o->kind == OP_LEASE_LIST) {
-		json_t *a = json_array();
-		for (l = e->client_leases; l; l = l->next)
-			json_array_append_new(a, lease_json(e, l, 0));
-		o->out = json_pack("{s:o}", "leases", a);
-		return;
-	}
 	if (o->kind == OP_LEASE_CREATE) {
 		int64_t now = cm_wall_ms();
 		cm_id_new('l', id);
@@ -126,7 +120,7 @@ void engine__handle_client_lease(engine *e, op *o)
 			o->err = CM_ENOMEM;
 			return;
 		}
-		o->out = lease_json(e, l, 0);
+		o->out = engine__lease_json(e, l, 0);
 		return;
 	}
 	if (!(l = find(e, o->id))) {
@@ -139,9 +133,9 @@ void engine__handle_client_lease(engine *e, op *o)
 		if (o->u.lease_ms)
 			l->lease_ms = o->u.lease_ms;
 		l->expires = cm_now_ms() + l->lease_ms;
-		o->out = lease_json(e, l, 0);
+		o->out = engine__lease_json(e, l, 0);
 		break;
-	case OP_LEASE_GET: o->out = lease_json(e, l, 0); break;
+	case OP_LEASE_GET: o->out = engine__lease_json(e, l, 0); break;
 	case OP_LEASE_DELETE: o->err = end(e, l, "was deleted", &o->out); break;
 	default: break;
 	}

@@ -72,19 +72,17 @@ static void handle(engine *e, op *o)
 	case OP_BACKEND_EVENT: handle_backend_event(e, o); return; /* no one to answer */
 	case OP_QUEUE_CREATE:
 	case OP_QUEUE_INFO:
-	case OP_QUEUE_LIST:
 	case OP_QUEUE_DELETE:
 	case OP_QUEUE_PUT:
 	case OP_QUEUE_GET: engine__handle_queue(e, o); return; /* answers itself, now or later */
 	case OP_PROC_START:
 	case OP_PROC_GET:
-	case OP_PROC_LIST:
 	case OP_PROC_DELETE:
 	case OP_PROC_LOGS: engine__handle_process(e, o); return;
 	case OP_RING_START:
 	case OP_RING_GET:
-	case OP_RING_LIST:
 	case OP_RING_DELETE: engine__handle_ring(e, o); return;
+	case OP_LIST: engine__handle_list(e, o); break;
 	case OP_POOL_CREATE: engine__handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
 		pool *p = engine__pool_find(e, o->id);
@@ -92,15 +90,6 @@ static void handle(engine *e, op *o)
 			o->out = engine__pool_json(p);
 		else
 			o->err = CM_ENOENT;
-		break;
-	}
-	case OP_POOL_LIST: { /* o->id "managers": the managers; NULL: the pools */
-		int managers = o->id != NULL;
-		json_t *a = json_array();
-		for (pool *p = e->pools; p; p = p->next)
-			if ((p->spec.manager[0] != '\0') == managers)
-				json_array_append_new(a, engine__pool_json(p));
-		o->out = json_pack("{s:o}", managers ? "managers" : "pools", a);
 		break;
 	}
 	case OP_POOL_CLOSE: engine__handle_pool_close(e, o); break;
@@ -131,7 +120,6 @@ static void handle(engine *e, op *o)
 	case OP_LEASE_CREATE:
 	case OP_LEASE_RENEW:
 	case OP_LEASE_GET:
-	case OP_LEASE_LIST:
 	case OP_LEASE_DELETE: engine__handle_client_lease(e, o); break;
 	case OP_JOB_GET:
 	case OP_JOB_INFO:

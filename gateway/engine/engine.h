@@ -50,11 +50,35 @@ void engine_quiesce(engine *e);
 /* Stops the engine thread, every worker it started, and frees it all. */
 void engine_free(engine *e);
 
+/* Lists (GET /v1/pools and the like; jobs are paged by number apart): a
+ * page at a time, newest first. A manager is not a pool, and each list
+ * holds only its own kind; a pipe shows with its directions. */
+typedef enum engine_list_kind {
+	LIST_POOLS,
+	LIST_MANAGERS,
+	LIST_PROCESSES,
+	LIST_RINGS,
+	LIST_QUEUES,
+	LIST_PIPES,
+	LIST_LEASES,
+} engine_list_kind;
+typedef struct engine_list_page {
+	unsigned states; /* a bit for each of engine_list_states(kind) shown (0: every state) */
+	/* the cursor: what was made before the last item of the page before,
+	 * its time and count (below_ms 0: from the newest) */
+	int64_t below_ms;
+	uint64_t below_seq;
+	int limit;
+} engine_list_page;
+/* The list's name in its answer ("pools", ...) and the states its items
+ * can be in (NULL-terminated; NULL: its items have none). */
+const char *engine_list_name(engine_list_kind kind);
+const char *const *engine_list_states(engine_list_kind kind);
+/* {NAME: [...], "next_cursor": "MS.SEQ" or null}. */
+int engine_list(engine *e, engine_list_kind kind, const engine_list_page *pg, json_t **out);
+
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len);
 int engine_pool_get(engine *e, const char *id, json_t **out);
-/* {"pools": [...]}, or with managers {"managers": [...]}: a manager is not
- * a pool, and each list holds only its own kind. */
-int engine_pool_list(engine *e, int managers, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Resizes the pool, or sets or ends its autoscale (scale.c): answers
  * at once with its new size; workers start or retire in the cycles after.
@@ -128,7 +152,6 @@ int engine_job_cancel(engine *e, const char *id, json_t **out, char *detail, siz
 int engine_lease_create(engine *e, int64_t lease_ms, json_t **out, char *detail, size_t detail_len);
 int engine_lease_renew(engine *e, const char *id, int64_t lease_ms, json_t **out, char *detail, size_t detail_len);
 int engine_lease_get(engine *e, const char *id, json_t **out);
-int engine_lease_list(engine *e, json_t **out);
 int engine_lease_delete(engine *e, const char *id, json_t **out);
 
 /* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
@@ -138,9 +161,6 @@ int engine_lease_delete(engine *e, const char *id, json_t **out);
  * are served in arrival order. */
 int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len);
 int engine_queue_info(engine *e, const char *id, json_t **out);
-/* Every queue ({"queues": [...]}) or, with pipes, every pipe with its
- * directions ({"pipes": [...]}), newest first. */
-int engine_queue_list(engine *e, int pipes, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
 /* pipe_end -1: id is a queue; 0 or 1: id is a pipe, and the engine picks
  * the queue of that end's direction (CM_ECLOSED if the end cannot do it). */
@@ -154,7 +174,6 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
  * answers once the process has ended. */
 int engine_process_start(engine *e, const process_spec *spec, json_t **out, char *detail, size_t detail_len);
 int engine_process_get(engine *e, const char *id, json_t **out);
-int engine_process_list(engine *e, json_t **out);
 engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 int engine_process_logs(engine *e, const char *id, json_t **out);
 
@@ -163,7 +182,6 @@ int engine_process_logs(engine *e, const char *id, json_t **out);
  * listens on MASTER_PORT + 1 + r). DELETE answers once all have ended. */
 int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **out, char *detail, size_t detail_len);
 int engine_ring_get(engine *e, const char *id, json_t **out);
-int engine_ring_list(engine *e, json_t **out); /* {"rings": [...]}, newest first */
 engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx);
 
 /* The job's place in the store, to page its results. */

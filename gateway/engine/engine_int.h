@@ -11,6 +11,7 @@
  *   queues.c     queues and pipes
  *   processes.c  processes and rings
  *   client_leases.c  clients' leases on what they made
+ *   lists.c      pages of pools, processes, queues, ...
  *   output.c     what pools' tasks printed
  *   recovery.c   load, recover, reload
  *   views.c      JSON
@@ -100,9 +101,9 @@ typedef enum worker_state { W_STARTING, W_CONNECTED, W_STOPPING, W_EXITED } work
 static const char *const worker_state_names[] = {"starting", "connected", "stopping", "exited"};
 
 typedef enum op_kind {
+	OP_LIST,
 	OP_POOL_CREATE,
 	OP_POOL_GET,
-	OP_POOL_LIST,
 	OP_POOL_CLOSE,
 	OP_POOL_PATCH,
 	OP_POOL_DELETE,
@@ -117,23 +118,19 @@ typedef enum op_kind {
 	OP_PULL,
 	OP_QUEUE_CREATE,
 	OP_QUEUE_INFO,
-	OP_QUEUE_LIST,
 	OP_QUEUE_DELETE,
 	OP_QUEUE_PUT,
 	OP_QUEUE_GET,
 	OP_PROC_START,
 	OP_PROC_GET,
-	OP_PROC_LIST,
 	OP_PROC_DELETE,
 	OP_PROC_LOGS,
 	OP_RING_START,
 	OP_RING_GET,
-	OP_RING_LIST,
 	OP_RING_DELETE,
 	OP_LEASE_CREATE,
 	OP_LEASE_RENEW,
 	OP_LEASE_GET,
-	OP_LEASE_LIST,
 	OP_LEASE_DELETE,
 	OP_METRICS,
 	OP_HISTORY,
@@ -219,6 +216,10 @@ typedef struct op {
 			int limit;
 		} job_list; /* OP_JOB_LIST (id: the pool, or NULL: every pool) */
 		struct {
+			engine_list_kind kind;
+			const engine_list_page *page;
+		} list; /* OP_LIST */
+		struct {
 			const char *kind; /* OP_QUEUE_CREATE: "queue", "simplex" or "duplex" */
 			char *const *items; /* OP_QUEUE_PUT: JSON texts (borrowed, or owned_items) */
 			const size_t *lens;
@@ -275,6 +276,7 @@ typedef struct queue {
 	int64_t size;
 	int64_t bytes; /* its items' */
 	int64_t created_ms;
+	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist getters;
 	struct queue *next;
 } queue;
@@ -287,6 +289,7 @@ typedef struct client_lease {
 	int64_t lease_ms;
 	int64_t expires; /* monotonic ms */
 	int64_t created_ms; /* wall clock */
+	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	struct client_lease *next;
 } client_lease;
 
@@ -311,6 +314,7 @@ typedef struct process {
 	char log_path[1100]; /* its output, kept after it ends */
 	char lease[20]; /* the lease it ends with, "" for none */
 	int64_t created_ms, ended_ms, kill_at;
+	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist waiters; /* DELETEs waiting for it to end */
 	struct process *next;
 } process;
@@ -323,6 +327,7 @@ typedef struct ring {
 	int master_port;
 	char members[SPEC_MAX_RING][20];
 	int64_t created_ms;
+	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist waiters; /* DELETEs waiting for every member to end */
 	struct ring *next;
 } ring;
@@ -421,6 +426,7 @@ typedef struct pool {
 	pool_state state;
 	char reason[512];
 	int64_t created_ms;
+	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	worker *workers;
 	/* Its jobs by base (the order they were made in): a task's job is
 	 * found by binary search (a pool that ran a million applies has a
@@ -476,6 +482,7 @@ struct engine {
 	process *processes;
 	ring *rings;
 	client_lease *client_leases;
+	uint64_t made; /* pools, processes, rings, queues and leases made or loaded: their seq */
 	job *jobs[JOB_BUCKETS];
 	op *ready;
 	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
@@ -662,8 +669,13 @@ int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
 
+/* lists.c: a page of pools, processes, queues, ... (OP_LIST) */
+void engine__handle_list(engine *e, op *o);
+
 /* queues.c */
 void engine__handle_queue(engine *e, op *o);
+json_t *engine__queue_json(const queue *q);
+json_t *engine__pipe_json(engine *e, const queue *q0);
 void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
 void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes);
@@ -673,6 +685,9 @@ void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUT
 /* processes.c */
 void engine__handle_process(engine *e, op *o);
 void engine__handle_ring(engine *e, op *o);
+json_t *engine__process_json(const process *pr);
+json_t *engine__ring_json(engine *e, const ring *r);
+const char *engine__ring_state(engine *e, const ring *r); /* running, done or failed */
 void engine__tick_processes(engine *e, int64_t now);
 void engine__tick_rings(engine *e);
 void engine__load_process(void *ctx, const store_process *sp);
@@ -702,6 +717,7 @@ void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines);
 
 /* client_leases.c */
 void engine__handle_client_lease(engine *e, op *o);
+json_t *engine__lease_json(engine *e, const client_lease *l, int ended);
 /* Whether id is a client lease that runs (pools and processes may name it). */
 int engine__client_lease_known(engine *e, const char *id);
 /* Ends the leases whose time ran out, with what they hold. */

@@ -228,6 +228,7 @@ void engine__handle_pool_create(engine *e, op *o)
 	cm_id_new(p->spec.manager[0] ? 'm' : 'p', p->id);
 	p->backend = engine__backend_for(e, p->spec.backend);
 	p->created_ms = cm_wall_ms();
+	p->seq = ++e->made;
 	spec_json = spec_pool_json(&p->spec);
 	if (!p->backend || !spec_json ||
 	    (o->err = store_pool_insert(e->st, p->id, spec_json, "active", p->created_ms)) != CM_OK) {

@@ -26,7 +26,7 @@ int engine__process_may_call(engine *e, const char *id, const char *pool_id)
 	return pr && pr->state == PR_RUNNING && pr->secret_hash[0] && strcmp(id, pool_id) == 0;
 }
 
-static json_t *process_json(const process *pr)
+json_t *engine__process_json(const process *pr)
 {
 	char created[32], ended[32];
 	json_t *o;
@@ -83,6 +83,7 @@ static process *process_add(engine *e, const char *id, bx *b, const char *spec_j
 	snprintf(pr->id, sizeof(pr->id), "%s", id);
 	pr->backend = b;
 	pr->created_ms = created_ms;
+	pr->seq = ++e->made;
 	snprintf(pr->log_path, sizeof(pr->log_path), "%s.logs/%s.log", e->cfg->db, id);
 	spec_string(spec_json, "lease", pr->lease, sizeof(pr->lease));
 	pr->next = e->processes;
@@ -96,7 +97,7 @@ static void answer_waiters(engine *e, process *pr)
 	op *o;
 
 	while ((o = waitlist_take(&pr->waiters))) {
-		o->out = process_json(pr);
+		o->out = engine__process_json(pr);
 		engine__ready(e, o);
 	}
 }
@@ -269,7 +270,6 @@ static int process_start_answered(const process *pr)
 	return pr->handle[0] || pr->state != PR_RUNNING;
 }
 
-static json_t *ring_json(engine *e, const ring *r);
 static ring *ring_find(engine *e, const char *id);
 
 /* A start is answered once its backend started it (or could not), in the
@@ -281,7 +281,7 @@ static int start_answered(engine *e, op *o)
 		process *pr = process_find(e, o->owned_id);
 		if (pr && !process_start_answered(pr))
 			return 0;
-		o->out = pr ? process_json(pr) : NULL;
+		o->out = pr ? engine__process_json(pr) : NULL;
 	} else {
 		ring *r = ring_find(e, o->owned_id);
 		for (int i = 0; r && i < r->size; i++) {
@@ -289,7 +289,7 @@ static int start_answered(engine *e, op *o)
 			if (pr && !process_start_answered(pr))
 				return 0;
 		}
-		o->out = r ? ring_json(e, r) : NULL;
+		o->out = r ? engine__ring_json(e, r) : NULL;
 	}
 	if (!o->out)
 		o->err = CM_ENOMEM;
@@ -453,13 +453,14 @@ static ring *ring_add(engine *e, const char *id, int size, int port, int64_t cre
 	r->size = size;
 	r->master_port = port;
 	r->created_ms = created_ms;
+	r->seq = ++e->made;
 	r->next = e->rings;
 	e->rings = r;
 	return r;
 }
 
 /* running while any member runs; then done if all exited 0, else failed */
-static const char *ring_state(engine *e, const ring *r)
+const char *engine__ring_state(engine *e, const ring *r)
 {
 	int running = 0, bad = 0;
 
@@ -473,36 +474,28 @@ static const char *ring_state(engine *e, const ring *r)
 	return running ? "running" : bad ? "failed" : "done";
 }
 
-static json_t *ring_json(engine *e, const ring *r)
+json_t *engine__ring_json(engine *e, const ring *r)
 {
 	json_t *members = json_array();
 	char created[32];
 
 	for (int i = 0; i < r->size; i++) {
 		process *pr = process_find(e, r->members[i]);
-		json_t *m = pr ? process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
+		json_t *m = pr ? engine__process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
 		json_object_set_new(m, "rank", json_integer(i));
 		json_array_append_new(members, m);
 	}
 	engine__iso_time(r->created_ms, created);
-	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", ring_state(e, r), "size", r->size,
-	                 "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created, "members",
-	                 members);
+	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", engine__ring_state(e, r), "size",
+	                 r->size, "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created,
+	                 "members", members);
 }
 
 void engine__handle_ring(engine *e, op *o)
 {
-	ring *r = o->kind == OP_RING_START || o->kind == OP_RING_LIST ? NULL : ring_find(e, o->id);
+	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
 	char id[20];
 
-	if (o->kind == OP_RING_LIST) { /* newest first */
-		json_t *list = json_array();
-		for (const ring *it = e->rings; it; it = it->next)
-			json_array_append_new(list, ring_json(e, it));
-		o->out = json_pack("{s:o}", "rings", list);
-		engine__ready(e, o);
-		return;
-	}
 	if (o->kind != OP_RING_START && !r) {
 		o->err = CM_ENOENT;
 		engine__ready(e, o);
@@ -551,7 +544,7 @@ void engine__handle_ring(engine *e, op *o)
 		}
 		break;
 	}
-	case OP_RING_GET: o->out = ring_json(e, r); break;
+	case OP_RING_GET: o->out = engine__ring_json(e, r); break;
 	case OP_RING_DELETE:
 		for (int i = 0; i < r->size; i++) {
 			process *pr = process_find(e, r->members[i]);
@@ -561,11 +554,11 @@ void engine__handle_ring(engine *e, op *o)
 				process_stop(pr, 0);
 			}
 		}
-		if (strcmp(ring_state(e, r), "running") == 0) {
+		if (strcmp(engine__ring_state(e, r), "running") == 0) {
 			waitlist_add(&r->waiters, o); /* answered by the tick once every member ended */
 			return;
 		}
-		o->out = ring_json(e, r);
+		o->out = engine__ring_json(e, r);
 		break;
 	default: break;
 	}
@@ -576,10 +569,10 @@ void engine__tick_rings(engine *e)
 {
 	for (ring *r = e->rings; r; r = r->next) {
 		op *o;
-		if (!r->waiters.head || strcmp(ring_state(e, r), "running") == 0)
+		if (!r->waiters.head || strcmp(engine__ring_state(e, r), "running") == 0)
 			continue;
 		while ((o = waitlist_take(&r->waiters))) {
-			o->out = ring_json(e, r);
+			o->out = engine__ring_json(e, r);
 			engine__ready(e, o);
 		}
 	}
@@ -587,23 +580,16 @@ void engine__tick_rings(engine *e)
 
 void engine__handle_process(engine *e, op *o)
 {
-	process *pr = o->kind == OP_PROC_START || o->kind == OP_PROC_LIST ? NULL : process_find(e, o->id);
+	process *pr = o->kind == OP_PROC_START ? NULL : process_find(e, o->id);
 
-	if (o->kind != OP_PROC_START && o->kind != OP_PROC_LIST && !pr) {
+	if (o->kind != OP_PROC_START && !pr) {
 		o->err = CM_ENOENT;
 		engine__ready(e, o);
 		return;
 	}
 	switch (o->kind) {
 	case OP_PROC_START: handle_proc_start(e, o); return;
-	case OP_PROC_GET: o->out = process_json(pr); break;
-	case OP_PROC_LIST: {
-		json_t *a = json_array();
-		for (process *p = e->processes; p; p = p->next)
-			json_array_insert_new(a, 0, process_json(p)); /* oldest first */
-		o->out = json_pack("{s:o}", "processes", a);
-		break;
-	}
+	case OP_PROC_GET: o->out = engine__process_json(pr); break;
 	case OP_PROC_LOGS:
 		/* While it runs its backend has the output; after, the log file.
 		 * Either way its executor reads it: answered by its BX_LOGS. */
@@ -620,7 +606,7 @@ void engine__handle_process(engine *e, op *o)
 			waitlist_add(&pr->waiters, o);
 			return;
 		}
-		o->out = process_json(pr);
+		o->out = engine__process_json(pr);
 		break;
 	default: break;
 	}

@@ -27,13 +27,14 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 	snprintf(q->id, sizeof(q->id), "%s", id);
 	snprintf(q->kind, sizeof(q->kind), "%s", kind);
 	q->created_ms = created_ms;
+	q->seq = ++e->made;
 	q->size = size;
 	q->next = e->queues;
 	e->queues = q;
 	return q;
 }
 
-static json_t *queue_json(const queue *q)
+json_t *engine__queue_json(const queue *q)
 {
 	char created[32];
 
@@ -171,37 +172,19 @@ static int resolve_queue_call(engine *e, op *o)
 /* Every queue (o->id "queue") or every pipe (o->id "pipe", its directions
  * together, found by the pipe's id in a hash: one pass however many),
  * newest first. */
-static json_t *queues_json(engine *e, int pipes)
+/* A pipe, from its first direction "<pipe>.0": with its way back
+ * "<pipe>.1" if it is duplex. */
+json_t *engine__pipe_json(engine *e, const queue *q0)
 {
-	json_t *list = json_array(), *by_pipe = json_object();
+	char pipe_id[48], back[64];
+	const queue *q1;
+	size_t len = strlen(q0->id) - 2;
 
-	for (const queue *q = e->queues; q; q = q->next) {
-		int is_pipe = strcmp(q->kind, "queue") != 0;
-		if (is_pipe != pipes)
-			continue;
-		if (!pipes) {
-			json_array_append_new(list, queue_json(q));
-			continue;
-		}
-		/* "<pipe>.0", and "<pipe>.1" for a duplex pipe's way back */
-		const char *dot = strrchr(q->id, '.');
-		char pipe_id[48];
-		snprintf(pipe_id, sizeof(pipe_id), "%.*s", dot ? (int)(dot - q->id) : (int)strlen(q->id), q->id);
-		json_t *pipe = json_object_get(by_pipe, pipe_id);
-		if (!pipe) {
-			pipe = json_pack("{s:s, s:b, s:[]}", "id", pipe_id, "duplex", strcmp(q->kind, "duplex") == 0,
-			                 "directions");
-			json_object_set_new(by_pipe, pipe_id, pipe);
-			json_array_append(list, pipe);
-		}
-		json_t *dirs = json_object_get(pipe, "directions");
-		if (dot && strcmp(dot, ".0") == 0)
-			json_array_insert_new(dirs, 0, queue_json(q));
-		else
-			json_array_append_new(dirs, queue_json(q));
-	}
-	json_decref(by_pipe);
-	return json_pack("{s:o}", pipes ? "pipes" : "queues", list);
+	snprintf(pipe_id, sizeof(pipe_id), "%.*s", (int)len, q0->id);
+	snprintf(back, sizeof(back), "%s.1", pipe_id);
+	q1 = strcmp(q0->kind, "duplex") == 0 ? queue_find(e, back) : NULL;
+	return json_pack("{s:s, s:b, s:[o*o*]}", "id", pipe_id, "duplex", strcmp(q0->kind, "duplex") == 0, "directions",
+	                 engine__queue_json(q0), q1 ? engine__queue_json(q1) : NULL);
 }
 
 void engine__handle_queue(engine *e, op *o)
@@ -209,11 +192,6 @@ void engine__handle_queue(engine *e, op *o)
 	queue *q;
 	char id[20];
 
-	if (o->kind == OP_QUEUE_LIST) {
-		o->out = queues_json(e, strcmp(o->id, "pipe") == 0);
-		engine__ready(e, o);
-		return;
-	}
 	if ((o->u.queue.call && (o->err = resolve_queue_call(e, o)) != CM_OK) ||
 	    (o->u.queue.pipe && (o->err = resolve_pipe(e, o, o->u.queue.pipe, o->u.queue.pipe_end)) != CM_OK)) {
 		engine__ready(e, o);
@@ -238,7 +216,7 @@ void engine__handle_queue(engine *e, op *o)
 		if (!pipe) {
 			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
 			    (q = queue_add(e, id, "queue", now, 0)))
-				o->out = queue_json(q);
+				o->out = engine__queue_json(q);
 			break;
 		}
 		json_t *dirs = json_array();
@@ -247,12 +225,12 @@ void engine__handle_queue(engine *e, op *o)
 			snprintf(qid, sizeof(qid), "%s.%d", id, i);
 			if ((o->err = store_queue_insert(e->st, qid, o->u.queue.kind, now)) == CM_OK &&
 			    (q = queue_add(e, qid, o->u.queue.kind, now, 0)))
-				json_array_append_new(dirs, queue_json(q));
+				json_array_append_new(dirs, engine__queue_json(q));
 		}
 		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
 		break;
 	}
-	case OP_QUEUE_INFO: o->out = queue_json(q); break;
+	case OP_QUEUE_INFO: o->out = engine__queue_json(q); break;
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;

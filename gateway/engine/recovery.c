@@ -79,6 +79,7 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 	if (!p)
 		return;
 	snprintf(p->id, sizeof(p->id), "%s", id);
+	p->seq = ++e->made; /* the store gives them in the order they were made */
 	for (int s = 0; s <= POOL_FAILED; s++)
 		if (strcmp(state, pool_state_names[s]) == 0)
 			p->state = (pool_state)s;

@@ -189,14 +189,16 @@ int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *det
 	return submit_answer(e, &o, out, detail, detail_len);
 }
 
+int engine_list(engine *e, engine_list_kind kind, const engine_list_page *pg, json_t **out)
+{
+	op o = {.kind = OP_LIST, .u.list = {.kind = kind, .page = pg}};
+
+	return submit_answer(e, &o, out, NULL, 0);
+}
+
 int engine_pool_get(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);
-}
-
-int engine_pool_list(engine *e, int managers, json_t **out)
-{
-	return run_simple(e, OP_POOL_LIST, managers ? "managers" : NULL, out, NULL, 0);
 }
 
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
@@ -330,11 +332,6 @@ int engine_lease_get(engine *e, const char *id, json_t **out)
 	return run_simple(e, OP_LEASE_GET, id, out, NULL, 0);
 }
 
-int engine_lease_list(engine *e, json_t **out)
-{
-	return run_simple(e, OP_LEASE_LIST, NULL, out, NULL, 0);
-}
-
 int engine_lease_delete(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_LEASE_DELETE, id, out, NULL, 0);
@@ -352,11 +349,6 @@ int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail,
 int engine_queue_info(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_QUEUE_INFO, id, out, NULL, 0);
-}
-
-int engine_queue_list(engine *e, int pipes, json_t **out)
-{
-	return run_simple(e, OP_QUEUE_LIST, pipes ? "pipe" : "queue", out, NULL, 0);
 }
 
 int engine_queue_delete(engine *e, const char *id, json_t **out)
@@ -409,11 +401,6 @@ int engine_process_get(engine *e, const char *id, json_t **out)
 	return run_simple(e, OP_PROC_GET, id, out, NULL, 0);
 }
 
-int engine_process_list(engine *e, json_t **out)
-{
-	return run_simple(e, OP_PROC_LIST, NULL, out, NULL, 0);
-}
-
 engine_call *engine_process_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)
 {
 	return start_simple(e, OP_PROC_DELETE, id, done, ctx);
@@ -434,11 +421,6 @@ int engine_ring_start(engine *e, const process_spec *spec, int size, json_t **ou
 int engine_ring_get(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_RING_GET, id, out, NULL, 0);
-}
-
-int engine_ring_list(engine *e, json_t **out)
-{
-	return run_simple(e, OP_RING_LIST, NULL, out, NULL, 0);
 }
 
 engine_call *engine_ring_delete_start(engine *e, const char *id, engine_call_done done, void *ctx)

@@ -137,8 +137,10 @@ enum MHD_Result http_fail(struct MHD_Connection *c, int err, const char *url, co
 int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64_t hi, int64_t *out, char *detail,
                    size_t detail_len);
 void http_first_segment(const char *rest, const char *sub, char *id, size_t id_len);
-enum MHD_Result http_listing(api *a, struct MHD_Connection *c, const char *url, int (*list)(engine *, int, json_t **),
-                             int which);
+
+/* ---- lists.c: GET on a collection, a page of it ------------------------ */
+
+enum MHD_Result http_listing(api *a, struct MHD_Connection *c, const char *url, engine_list_kind kind);
 
 /* ---- long_poll.c: requests that wait ------------------------------------ */
 

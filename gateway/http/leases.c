@@ -27,11 +27,8 @@ enum MHD_Result http_route_leases(api *a, struct MHD_Connection *c, const char *
 	int err;
 
 	if (!rest[0]) {
-		if (strcmp(method, "GET") == 0) {
-			if ((err = engine_lease_list(a->engine, &out)) != CM_OK)
-				return http_fail(c, err, url, NULL);
-			return http_send_json(c, 200, out, NULL);
-		}
+		if (strcmp(method, "GET") == 0)
+			return http_listing(a, c, url, LIST_LEASES);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/leases");
 		if ((err = spec_lease_parse(body, rq->body.len, &lease_ms, detail, sizeof(detail))) != CM_OK)

@@ -22,7 +22,7 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
 	if (!rest[0]) {
 		char location[96];
 		if (strcmp(method, "GET") == 0)
-			return http_listing(a, c, url, engine_queue_list, 1);
+			return http_listing(a, c, url, LIST_PIPES);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/pipes");
 		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, detail,

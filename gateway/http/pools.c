@@ -112,11 +112,8 @@ enum MHD_Result http_pools_collection(api *a, struct MHD_Connection *c, const ch
 	json_t *out = NULL;
 	int err;
 
-	if (strcmp(method, "GET") == 0) {
-		if ((err = engine_pool_list(a->engine, managers, &out)) != CM_OK)
-			return http_fail(c, err, url, NULL);
-		return http_send_json(c, 200, out, NULL);
-	}
+	if (strcmp(method, "GET") == 0)
+		return http_listing(a, c, url, managers ? LIST_MANAGERS : LIST_POOLS);
 	if (strcmp(method, "POST") != 0) {
 		snprintf(detail, sizeof(detail), "use GET or POST on /v1/%s", kind);
 		return http_problem(c, 405, url, detail);

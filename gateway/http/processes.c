@@ -18,11 +18,8 @@ enum MHD_Result http_route_processes(api *a, struct MHD_Connection *c, const cha
 	int err;
 
 	if (!rest[0]) {
-		if (strcmp(method, "GET") == 0) {
-			if ((err = engine_process_list(a->engine, &out)) != CM_OK)
-				return http_fail(c, err, url, NULL);
-			return http_send_json(c, 200, out, NULL);
-		}
+		if (strcmp(method, "GET") == 0)
+			return http_listing(a, c, url, LIST_PROCESSES);
 		if (strcmp(method, "POST") == 0) {
 			process_spec spec;
 			char location[64];

@@ -55,7 +55,7 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 
 	if (!rest[0]) {
 		if (strcmp(method, "GET") == 0)
-			return http_listing(a, c, url, engine_queue_list, 0);
+			return http_listing(a, c, url, LIST_QUEUES);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/queues");
 		char detail[256] = "";

@@ -156,11 +156,3 @@ void http_first_segment(const char *rest, const char *sub, char *id, size_t id_l
 }
 
 /* GET of a collection the engine lists (queues, pipes). */
-enum MHD_Result http_listing(api *a, struct MHD_Connection *c, const char *url, int (*list)(engine *, int, json_t **),
-                             int which)
-{
-	json_t *out = NULL;
-	int err = list(a->engine, which, &out);
-
-	return err == CM_OK ? http_send_json(c, 200, out, NULL) : http_fail(c, err, url, NULL);
-}

@@ -18,11 +18,8 @@ enum MHD_Result http_route_rings(api *a, struct MHD_Connection *c, const char *u
 	if (!rest[0]) {
 		process_spec spec;
 		int size = 0;
-		if (strcmp(method, "GET") == 0) {
-			if ((err = engine_ring_list(a->engine, &out)) != CM_OK)
-				return http_fail(c, err, url, NULL);
-			return http_send_json(c, 200, out, NULL);
-		}
+		if (strcmp(method, "GET") == 0)
+			return http_listing(a, c, url, LIST_RINGS);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/rings");
 		err = spec_ring_parse(rq->body.data ? rq->body.data : "", rq->body.len, a->cfg->backend, a->cfg->image,

@@ -181,6 +181,18 @@ try {
   await page.waitForSelector(`tr[data-job="${many[49]}"]`);
   for (const j of many) await api("DELETE", `/v1/jobs/${j}`); // the rest of the test reads the first page
   await api("DELETE", `/v1/pools/${paged}`);
+  // Pools a page at a time too (these start no worker: autoscaled from 0).
+  const idle = [];
+  for (let i = 0; i < 51; i++) idle.push((await api("POST", "/v1/pools", { autoscale: { min: 0, max: 1 } })).id);
+  await page.reload();
+  await page.waitForSelector(`a[href="#/pools/${idle[50]}"]`);
+  check((await page.$(`a[href="#/pools/${idle[0]}"]`)) === null, "pools: the oldest past the newest 50");
+  await press("#pools-older");
+  await page.waitForSelector(`a[href="#/pools/${idle[0]}"]`);
+  check((await page.$(`a[href="#/pools/${idle[50]}"]`)) === null, "pools, older: the next page, the oldest on it");
+  await press("#pools-newest");
+  await page.waitForSelector(`a[href="#/pools/${idle[50]}"]`);
+  for (const p of idle) await api("DELETE", `/v1/pools/${p}`);
   await page.reload();
   await waitText("#main h2", "Recent jobs");
 

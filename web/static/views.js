@@ -188,41 +188,52 @@ function charts(samples) {
     chart("workers connected", series((s) => s.workers), "", "chart-workers"));
 }
 
-// The landing page's choices, kept while the dashboard is open: the jobs'
-// state shown (every one: ""), the cursors of the older pages read
-// through, and whether ended pools are shown (not by default).
-const LANDING_JOBS = 50;
-const ENDED = ["terminated", "failed"];
-const landing = { state: "", cursors: [], ended: false };
+// A list shown a page at a time, newest first: the cursors of the older
+// pages read through, kept while the dashboard is open, by list.
+const PAGE = 50;
+const paged = {};
+function pageOf(name, path) {
+  const cursors = (paged[name] ??= []);
+  return path + (path.includes("?") ? "&" : "?") + "limit=" + PAGE +
+    (cursors.length ? "&cursor=" + encodeURIComponent(cursors.at(-1)) : "");
+}
+// The buttons to the newest page and the next older one (older: the
+// page's next_cursor, null on the last).
+function pager(name, older, rerender) {
+  const cursors = (paged[name] ??= []);
+  const go = (f) => () => { f(); rerender(); };
+  return [cursors.length ? h("button", { id: name + "-newest", type: "button", onclick: go(() => cursors.splice(0)) },
+    "newest") : null,
+  older ? h("button", { id: name + "-older", type: "button", onclick: go(() => cursors.push(older)) }, "older") : null];
+}
+
+// The landing page's choices: the jobs' state shown (every one: ""), and
+// whether ended pools are shown (not by default).
+const LIVE_POOLS = "active,closed,terminating";
+const landing = { state: "", ended: false };
 
 export const views = {
   // Recent jobs of every pool, and the pools.
   async home(id, rerender) {
-    const query = "/v1/jobs?limit=" + LANDING_JOBS + (landing.state ? "&state=" + landing.state : "") +
-      (landing.cursors.length ? "&cursor=" + encodeURIComponent(landing.cursors.at(-1)) : "");
-    const [{ jobs, next_cursor: older }, { pools }, history] = await Promise.all([get(query), get("/v1/pools"),
-      get("/v1/history")]);
+    const [{ jobs, next_cursor: olderJobs }, { pools, next_cursor: olderPools }, history] = await Promise.all([
+      get(pageOf("jobs", "/v1/jobs" + (landing.state ? "?state=" + landing.state : ""))),
+      get(pageOf("pools", "/v1/pools" + (landing.ended ? "" : "?state=" + LIVE_POOLS))), get("/v1/history")]);
     const again = (f) => () => { f(); rerender(); };
     const filter = h("select", { id: "job-state", "aria-label": "jobs in state", onchange: (ev) => again(() => {
       landing.state = ev.target.value;
-      landing.cursors = [];
+      paged.jobs = [];
     })() }, ["", "running", "submitting", "done", "cancelled"].map((s) =>
       h("option", { value: s, selected: s === landing.state }, s || "every state")));
-    const paging = h("div", { class: "actions" }, filter,
-      landing.cursors.length ? h("button", { id: "jobs-newest", type: "button",
-        onclick: again(() => { landing.cursors = []; }) }, "newest") : null,
-      older ? h("button", { id: "jobs-older", type: "button", onclick: again(() => landing.cursors.push(older)) },
-        "older") : null);
-    const ended = pools.filter((p) => ENDED.includes(p.state));
-    const shown = landing.ended ? pools : pools.filter((p) => !ENDED.includes(p.state));
-    const toggle = ended.length ? h("button", { id: "pools-ended", type: "button",
-      onclick: again(() => { landing.ended = !landing.ended; }) },
-      landing.ended ? "hide the " + ended.length + " ended" : "show the " + ended.length + " ended") : null;
+    const toggle = h("button", { id: "pools-ended", type: "button", onclick: again(() => {
+      landing.ended = !landing.ended;
+      paged.pools = [];
+    }) }, landing.ended ? "hide the ended" : "show the ended");
     return { live: ["job", "pool", "worker"], node: h("div", {},
       h("h2", {}, "The last hour"), charts(history.samples),
-      h("h2", {}, "Recent jobs"), paging, jobTable(jobs, landing.state ? "no " + landing.state + " jobs" : "no jobs yet"),
-      h("h2", {}, "Pools"), h("div", { class: "actions" }, toggle),
-      table(poolColumns, shown.map((p) => poolRow(p, "#/pools/")), ended.length ? "no live pools" : "no pools")) };
+      h("h2", {}, "Recent jobs"), h("div", { class: "actions" }, filter, pager("jobs", olderJobs, rerender)),
+      jobTable(jobs, landing.state ? "no " + landing.state + " jobs" : "no jobs yet"),
+      h("h2", {}, "Pools"), h("div", { class: "actions" }, toggle, pager("pools", olderPools, rerender)),
+      table(poolColumns, pools.map((p) => poolRow(p, "#/pools/")), landing.ended ? "no pools" : "no live pools")) };
   },
 
   async pool(id, rerender) {
@@ -295,9 +306,10 @@ export const views = {
       h("h3", {}, "Failed tasks"), j.failed ? failures : h("p", {}, "none"), more) };
   },
 
-  async processes() {
-    const { processes } = await get("/v1/processes");
-    return { live: ["process"], node: h("div", {}, h("h2", {}, "Processes"), processTable(processes)) };
+  async processes(_, rerender) {
+    const { processes, next_cursor: older } = await get(pageOf("processes", "/v1/processes"));
+    return { live: ["process"], node: h("div", {}, h("h2", {}, "Processes"),
+      h("div", { class: "actions" }, pager("processes", older, rerender)), processTable(processes)) };
   },
 
   async process(id, rerender) {
@@ -313,12 +325,14 @@ export const views = {
   },
 
   async queues(_, rerender) {
-    const [{ queues }, { pipes }] = await Promise.all([get("/v1/queues"), get("/v1/pipes")]);
+    const [{ queues, next_cursor: olderQueues }, { pipes, next_cursor: olderPipes }] = await Promise.all([
+      get(pageOf("queues", "/v1/queues")), get(pageOf("pipes", "/v1/pipes"))]);
     return { live: [], node: h("div", {},
       h("h2", {}, "Queues ", h("button", { type: "button", onclick: rerender }, "refresh")),
+      h("div", { class: "actions" }, pager("queues", olderQueues, rerender)),
       table([{ title: "queue" }, { title: "items" }, { title: "waiting readers" }, { title: "created", cls: "wide" }],
         queues.map((q) => [code(q.id), q.size, q.waiting_readers, when(q.created_at)]), "no queues"),
-      h("h2", {}, "Pipes"),
+      h("h2", {}, "Pipes"), h("div", { class: "actions" }, pager("pipes", olderPipes, rerender)),
       table([{ title: "pipe" }, { title: "kind" }, { title: "0 → 1 items" }, { title: "1 → 0 items" },
         { title: "waiting readers" }],
       pipes.map((p) => [code(p.id), p.duplex ? "duplex" : "simplex", p.directions[0].size,
@@ -326,9 +340,10 @@ export const views = {
       "no pipes")) };
   },
 
-  async managers() {
-    const { managers } = await get("/v1/managers");
+  async managers(_, rerender) {
+    const { managers, next_cursor: older } = await get(pageOf("managers", "/v1/managers"));
     return { live: ["manager", "worker"], node: h("div", {}, h("h2", {}, "Managers"),
+      h("div", { class: "actions" }, pager("managers", older, rerender)),
       table(managerColumns, managers.map((m) => poolRow(m, "#/managers/")), "no managers")) };
   },
 
@@ -344,9 +359,10 @@ export const views = {
       h("h3", {}, "Calls"), jobTable(jobs, "no calls")) };
   },
 
-  async rings() {
-    const { rings } = await get("/v1/rings");
+  async rings(_, rerender) {
+    const { rings, next_cursor: older } = await get(pageOf("rings", "/v1/rings"));
     return { live: ["process"], node: h("div", {}, h("h2", {}, "Rings"),
+      h("div", { class: "actions" }, pager("rings", older, rerender)),
       table([{ title: "ring" }, { title: "state" }, { title: "size" }, { title: "master", cls: "wide" },
         { title: "members" }],
       rings.map((r) => [code(r.id), state(r.state), r.size, r.master_addr + ":" + r.master_port,
