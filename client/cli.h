@@ -21,10 +21,12 @@ int cli_refused(strand_client *c);
 json_t *cli_value_of(const char *text);
 void cli_print_json(json_t *j); /* indented */
 void cli_print_lines(json_t *array); /* each item a compact JSON line */
-/* getopt_long over argv (optind set by the caller). */
+/* getopt_long over argv (optind set by the caller), where a negative number
+ * (-5) is an argument, not an option. */
 int cli_next_opt(int argc, char **argv, const char *shorts, const struct option *longs);
 /* Whether s could be an id (j-…, p-…): nothing that would change a URL. */
 int cli_id_like(const char *s);
+int cli_states_like(const char *s); /* a --state value: lower-case words and commas */
 /* Whether any argument is --help or -h: the command prints its usage and
  * sends nothing. */
 int cli_asks_help(int argc, char **argv);
@@ -34,8 +36,9 @@ double cli_cores(const char *s); /* 0 < n <= 1024, or -1 */
 /* --cpu (opt 'c'), --memory ('m') or --gpu ('g') into res (a resources
  * object); NULL, or what is wrong with value. */
 const char *cli_resource(int opt, const char *value, json_t *res);
-/* GETs path (it has a query) and its next pages, printing each item of key
- * as a JSON line. */
+/* GETs path (it has a query) and its next pages, calling row on each item
+ * of key, or printing each as a JSON line. */
+int cli_each_page(strand_client *c, const char *path, const char *key, void (*row)(json_t *item, void *ctx), void *ctx);
 int cli_print_pages(strand_client *c, const char *path, const char *key);
 /* From cli_catch_interrupt on, Ctrl-C sets cli_interrupted instead of
  * ending the command (a --wait then says the work goes on, and how to

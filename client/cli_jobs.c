@@ -17,6 +17,21 @@ static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
                                 "  rm JOB                        removes an ended job with its results\n"
                                 "  failures JOB                  its failed tasks, one JSON line each\n";
 
+static void job_row(json_t *j, void *ctx)
+{
+	char done[48];
+
+	(void)ctx;
+	snprintf(done, sizeof(done), "%lld/%lld", (long long)json_integer_value(json_object_get(j, "done")),
+	         (long long)json_integer_value(json_object_get(j, "total")));
+	printf("%-12s %-10s %-12s %-15s %-6lld %-20s %s\n", json_string_value(json_object_get(j, "id")) ?: "",
+	       json_string_value(json_object_get(j, "state")) ?: "",
+	       json_string_value(json_object_get(j, "pool")) ?: "", done,
+	       (long long)json_integer_value(json_object_get(j, "failed")),
+	       json_string_value(json_object_get(j, "function")) ?: "",
+	       json_string_value(json_object_get(j, "created_at")) ?: "");
+}
+
 /* method on path, then the job's state as it answered. */
 static int say_state(strand_client *c, const char *method, const char *path)
 {
@@ -34,6 +49,7 @@ int cmd_jobs(strand_client *c, int argc, char **argv)
 	static const struct option opts[] = {
 	        {"pool", required_argument, NULL, 'p'},
 	        {"state", required_argument, NULL, 's'},
+	        {"json", no_argument, NULL, 'j'},
 	        {NULL, 0, NULL, 0},
 	};
 	const char *sub = argc > 1 ? argv[1] : "";
@@ -47,10 +63,13 @@ int cmd_jobs(strand_client *c, int argc, char **argv)
 	optind = 1;
 	if (strcmp(sub, "list") == 0) {
 		const char *pool = NULL, *state = NULL;
+		int as_json = 0;
 		while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
-			if (opt == 'p' && cli_id_like(optarg))
+			if (opt == 'j')
+				as_json = 1;
+			else if (opt == 'p' && cli_id_like(optarg))
 				pool = optarg;
-			else if (opt == 's' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz") == strlen(optarg))
+			else if (opt == 's' && cli_states_like(optarg))
 				state = optarg;
 			else
 				return cli_usage(jobs_help, EXIT_USAGE);
@@ -59,7 +78,11 @@ int cmd_jobs(strand_client *c, int argc, char **argv)
 			return cli_usage(jobs_help, EXIT_USAGE);
 		snprintf(path, sizeof(path), "/v1/jobs?limit=1000%s%.40s%s%.20s", pool ? "&pool=" : "",
 		         pool ? pool : "", state ? "&state=" : "", state ? state : "");
-		return cli_print_pages(c, path, "jobs");
+		if (as_json)
+			return cli_print_pages(c, path, "jobs");
+		printf("%-12s %-10s %-12s %-15s %-6s %-20s %s\n", "ID", "STATE", "POOL", "DONE", "FAILED", "FUNCTION",
+		       "CREATED");
+		return cli_each_page(c, path, "jobs", job_row, NULL);
 	}
 	if (argc != 2 || !cli_id_like(argv[1]))
 		return cli_usage(jobs_help, EXIT_USAGE);

@@ -16,8 +16,11 @@ static const char pool_help[] =
         "         [--memory MB] [--gpu N] [-v SOURCE:PATH[:ro]]... [--max-attempts N]\n"
         "         [--timeout S] [--retry-errors]\n"
         "                                       creates a pool; prints its id\n"
-        "  list [--managers] [--json]           the pools (or managers): id, state, backend, live\n"
-        "                                       workers of its size, when made; --json: a line each\n"
+        "  list [--managers] [--state S[,S...]] [--json]\n"
+        "                                       the pools (or managers) newest first: id, state,\n"
+        "                                       backend, live workers of its size, when made; S:\n"
+        "                                       active, closed, terminating, terminated, failed;\n"
+        "                                       --json: a JSON line each\n"
         "  map POOL FUNCTION [ARG...] [--args FILE] [--chunksize N|auto] [--name NAME] [--wait]\n"
         "  map POOL --command CMD [ARG...] [...]\n"
         "                                       maps FUNCTION (or the program CMD: words, or a JSON\n"
@@ -215,49 +218,51 @@ static int pool_map(strand_client *c, int argc, char **argv)
 	return code ? code : pr.failed ? EXIT_REFUSED : 0;
 }
 
-/* strand pool list [--managers] [--json] */
+static void pool_row(json_t *p, void *ctx)
+{
+	char workers[32];
+
+	(void)ctx;
+	snprintf(workers, sizeof(workers), "%lld/%lld",
+	         (long long)json_integer_value(json_object_get(p, "live_workers")),
+	         (long long)json_integer_value(json_object_get(p, "processes")));
+	printf("%-20s %-12s %-11s %-8s %s\n", json_string_value(json_object_get(p, "id")) ?: "",
+	       json_string_value(json_object_get(p, "state")) ?: "",
+	       json_string_value(json_object_get(p, "backend")) ?: "", workers,
+	       json_string_value(json_object_get(p, "created_at")) ?: "");
+}
+
+/* strand pool list [--managers] [--state S,...] [--json] */
 static int pool_list(strand_client *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	        {"managers", no_argument, NULL, 'm'},
+	        {"state", required_argument, NULL, 's'},
 	        {"json", no_argument, NULL, 'j'},
 	        {NULL, 0, NULL, 0},
 	};
+	const char *state = NULL;
 	int managers = 0, as_json = 0, opt;
-	json_t *reply = NULL, *p;
-	size_t i;
+	char path[160];
 
 	while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
 		if (opt == 'm')
 			managers = 1;
 		else if (opt == 'j')
 			as_json = 1;
+		else if (opt == 's' && cli_states_like(optarg))
+			state = optarg;
 		else
 			return cli_usage(pool_help, EXIT_USAGE);
 	}
 	if (optind != argc)
 		return cli_usage(pool_help, EXIT_USAGE);
 	const char *key = managers ? "managers" : "pools";
-	if (strand_request(c, "GET", managers ? "/v1/managers" : "/v1/pools", NULL, &reply) != 200)
-		return cli_refused(c);
-	if (as_json) {
-		cli_print_lines(json_object_get(reply, key));
-		json_decref(reply);
-		return 0;
-	}
+	snprintf(path, sizeof(path), "/v1/%s?limit=1000%s%s", key, state ? "&state=" : "", state ? state : "");
+	if (as_json)
+		return cli_print_pages(c, path, key);
 	printf("%-20s %-12s %-11s %-8s %s\n", "ID", "STATE", "BACKEND", "WORKERS", "CREATED");
-	json_array_foreach (json_object_get(reply, key), i, p) {
-		char workers[32];
-		snprintf(workers, sizeof(workers), "%lld/%lld",
-		         (long long)json_integer_value(json_object_get(p, "live_workers")),
-		         (long long)json_integer_value(json_object_get(p, "processes")));
-		printf("%-20s %-12s %-11s %-8s %s\n", json_string_value(json_object_get(p, "id")) ?: "",
-		       json_string_value(json_object_get(p, "state")) ?: "",
-		       json_string_value(json_object_get(p, "backend")) ?: "", workers,
-		       json_string_value(json_object_get(p, "created_at")) ?: "");
-	}
-	json_decref(reply);
-	return 0;
+	return cli_each_page(c, path, key, pool_row, NULL);
 }
 
 /* strand pool create [--processes N] [--autoscale MIN:MAX] [--backend B] [--image I] [--cpu N]

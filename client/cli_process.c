@@ -179,33 +179,53 @@ int cmd_run(strand_client *c, int argc, char **argv)
 	return code;
 }
 
+static void process_row(json_t *p, void *ctx)
+{
+	json_t *spec = json_object_get(p, "spec"), *ec = json_object_get(p, "exit_code");
+	char *what = json_object_get(spec, "command")
+	                     ? json_dumps(json_object_get(spec, "command"), JSON_COMPACT)
+	                     : strdup(json_string_value(json_object_get(spec, "function")) ?: "");
+	char code[16] = "-";
+
+	(void)ctx;
+	if (ec)
+		snprintf(code, sizeof(code), "%lld", (long long)json_integer_value(ec));
+	printf("%-20s %-8s %-5s %-8s %s\n", json_string_value(json_object_get(p, "id")) ?: "",
+	       json_string_value(json_object_get(p, "state")) ?: "", code,
+	       json_string_value(json_object_get(p, "backend")) ?: "", what ? what : "");
+	free(what);
+}
+
 int cmd_ps(strand_client *c, int argc, char **argv)
 {
-	json_t *reply = NULL, *p;
-	size_t i;
+	static const char help[] = "usage: strand ps [--state S[,S...]] [--json]\n"
+	                           "Lists processes newest first: id, state, exit code, backend, command.\n"
+	                           "S: running, exited, failed; --json: a JSON line each.\n";
+	static const struct option opts[] = {
+	        {"state", required_argument, NULL, 's'},
+	        {"json", no_argument, NULL, 'j'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	const char *state = NULL;
+	int as_json = 0, opt;
+	char path[160];
 
-	if (argc > 1)
-		return cli_usage("usage: strand ps\nLists processes: id, state, exit code, backend, command.\n",
-		                 strcmp(argv[1], "--help") == 0 ? 0 : EXIT_USAGE);
-	if (strand_request(c, "GET", "/v1/processes", NULL, &reply) != 200)
-		return cli_refused(c);
-	printf("%-20s %-8s %-5s %-8s %s\n", "ID", "STATE", "CODE", "BACKEND", "COMMAND");
-	json_array_foreach (json_object_get(reply, "processes"), i, p) {
-		json_t *spec = json_object_get(p, "spec");
-		char *what = json_object_get(spec, "command")
-		                     ? json_dumps(json_object_get(spec, "command"), JSON_COMPACT)
-		                     : strdup(json_string_value(json_object_get(spec, "function")) ?: "");
-		json_t *ec = json_object_get(p, "exit_code");
-		char code[16] = "-";
-		if (ec)
-			snprintf(code, sizeof(code), "%lld", (long long)json_integer_value(ec));
-		printf("%-20s %-8s %-5s %-8s %s\n", json_string_value(json_object_get(p, "id")),
-		       json_string_value(json_object_get(p, "state")), code,
-		       json_string_value(json_object_get(p, "backend")), what ? what : "");
-		free(what);
+	while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+		if (opt == 'j')
+			as_json = 1;
+		else if (opt == 's' && cli_states_like(optarg))
+			state = optarg;
+		else
+			return cli_usage(help, opt == 'h' ? 0 : EXIT_USAGE);
 	}
-	json_decref(reply);
-	return 0;
+	if (optind != argc)
+		return cli_usage(help, EXIT_USAGE);
+	snprintf(path, sizeof(path), "/v1/processes?limit=1000%s%s", state ? "&state=" : "", state ? state : "");
+	if (as_json)
+		return cli_print_pages(c, path, "processes");
+	printf("%-20s %-8s %-5s %-8s %s\n", "ID", "STATE", "CODE", "BACKEND", "COMMAND");
+	return cli_each_page(c, path, "processes", process_row, NULL);
 }
 
 /* A pool's output (or a manager's), each line "(WORKER) TEXT" on stdout or

@@ -13,7 +13,9 @@
 static const char queue_help[] =
         "usage: strand queue COMMAND ...\n"
         "  create                        creates a queue; prints its id\n"
-        "  list [--pipes]                every queue (or pipe), newest first, one JSON line each\n"
+        "  list [--pipes] [--json]       every queue (or pipe), newest first: id, items (each\n"
+        "                                way of a pipe), waiting readers, when made; --json: a\n"
+        "                                JSON line each\n"
         "  put QUEUE VALUE...            puts the VALUEs (JSON, or strings), in order\n"
         "  get QUEUE [--max N] [--wait S]\n"
         "                                takes up to N items (1), waiting up to S\n"
@@ -61,16 +63,43 @@ static int take_items(strand_client *c, const char *path, int n, char **opts, co
 	return 0;
 }
 
-/* Every queue or pipe, a JSON line each. */
-static int list(strand_client *c, int pipes)
+static void queue_row(json_t *q, void *ctx)
 {
-	json_t *reply = NULL;
+	(void)ctx;
+	printf("%-14s %-8lld %-8lld %s\n", json_string_value(json_object_get(q, "id")) ?: "",
+	       (long long)json_integer_value(json_object_get(q, "size")),
+	       (long long)json_integer_value(json_object_get(q, "waiting_readers")),
+	       json_string_value(json_object_get(q, "created_at")) ?: "");
+}
 
-	if (strand_request(c, "GET", pipes ? "/v1/pipes" : "/v1/queues", NULL, &reply) != 200)
-		return cli_refused(c);
-	cli_print_lines(json_object_get(reply, pipes ? "pipes" : "queues"));
-	json_decref(reply);
-	return 0;
+static void pipe_row(json_t *p, void *ctx)
+{
+	json_t *ways = json_object_get(p, "directions"), *back = json_array_get(ways, 1);
+	char back_items[24] = "-";
+
+	(void)ctx;
+	if (back)
+		snprintf(back_items, sizeof(back_items), "%lld",
+		         (long long)json_integer_value(json_object_get(back, "size")));
+	printf("%-14s %-8s %-8lld %-8s %lld\n", json_string_value(json_object_get(p, "id")) ?: "",
+	       json_is_true(json_object_get(p, "duplex")) ? "duplex" : "simplex",
+	       (long long)json_integer_value(json_object_get(json_array_get(ways, 0), "size")), back_items,
+	       (long long)json_integer_value(json_object_get(json_array_get(ways, 0), "waiting_readers")) +
+	               (long long)json_integer_value(json_object_get(back, "waiting_readers")));
+}
+
+/* Every queue or pipe: a table, or a JSON line each. */
+static int list(strand_client *c, int pipes, int as_json)
+{
+	const char *path = pipes ? "/v1/pipes?limit=1000" : "/v1/queues?limit=1000", *key = pipes ? "pipes" : "queues";
+
+	if (as_json)
+		return cli_print_pages(c, path, key);
+	if (pipes)
+		printf("%-14s %-8s %-8s %-8s %s\n", "ID", "KIND", "0->1", "1->0", "READERS");
+	else
+		printf("%-14s %-8s %-8s %s\n", "ID", "ITEMS", "READERS", "CREATED");
+	return cli_each_page(c, path, key, pipes ? pipe_row : queue_row, NULL);
 }
 
 int cmd_queue(strand_client *c, int argc, char **argv)
@@ -81,8 +110,18 @@ int cmd_queue(strand_client *c, int argc, char **argv)
 
 	if (!sub[0] || cli_asks_help(argc, argv))
 		return cli_usage(queue_help, sub[0] ? 0 : EXIT_USAGE);
-	if (strcmp(sub, "list") == 0 && (argc == 2 || (argc == 3 && strcmp(argv[2], "--pipes") == 0)))
-		return list(c, argc == 3);
+	if (strcmp(sub, "list") == 0) {
+		int pipes = 0, as_json = 0;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--pipes") == 0)
+				pipes = 1;
+			else if (strcmp(argv[i], "--json") == 0)
+				as_json = 1;
+			else
+				return cli_usage(queue_help, EXIT_USAGE);
+		}
+		return list(c, pipes, as_json);
+	}
 	if (strcmp(sub, "create") == 0 && argc == 2) {
 		if (strand_request(c, "POST", "/v1/queues", NULL, &reply) != 201)
 			return cli_refused(c);
@@ -101,14 +140,15 @@ int cmd_queue(strand_client *c, int argc, char **argv)
 	return cli_usage(queue_help, EXIT_USAGE);
 }
 
-static const char pipe_help[] = "usage: strand pipe COMMAND ...\n"
-                                "  create [--simplex]             creates a pipe (duplex unless --simplex: end 0\n"
-                                "                                 sends, end 1 receives); prints its id\n"
-                                "  list                           every pipe, newest first, one JSON line each\n"
-                                "  send PIPE END VALUE...         sends the VALUEs (JSON, or strings) from END (0, 1)\n"
-                                "  recv PIPE END [--max N] [--wait S]\n"
-                                "                                 receives up to N items (1) at END, waiting up to S\n"
-                                "                                 seconds for the first; one JSON line each\n";
+static const char pipe_help[] =
+        "usage: strand pipe COMMAND ...\n"
+        "  create [--simplex]             creates a pipe (duplex unless --simplex: end 0\n"
+        "                                 sends, end 1 receives); prints its id\n"
+        "  list [--json]                  every pipe, newest first: a table, or a JSON line each\n"
+        "  send PIPE END VALUE...         sends the VALUEs (JSON, or strings) from END (0, 1)\n"
+        "  recv PIPE END [--max N] [--wait S]\n"
+        "                                 receives up to N items (1) at END, waiting up to S\n"
+        "                                 seconds for the first; one JSON line each\n";
 
 /* "0" or "1": a pipe's end; else -1. */
 static int end_of(const char *s)
@@ -123,8 +163,8 @@ int cmd_pipe(strand_client *c, int argc, char **argv)
 
 	if (!sub[0] || cli_asks_help(argc, argv))
 		return cli_usage(pipe_help, sub[0] ? 0 : EXIT_USAGE);
-	if (strcmp(sub, "list") == 0 && argc == 2)
-		return list(c, 1);
+	if (strcmp(sub, "list") == 0 && (argc == 2 || (argc == 3 && strcmp(argv[2], "--json") == 0)))
+		return list(c, 1, argc == 3);
 	if (strcmp(sub, "create") == 0 && (argc == 2 || (argc == 3 && strcmp(argv[2], "--simplex") == 0))) {
 		if (strand_pipe_create(c, argc == 2, id) != 0)
 			return cli_refused(c);

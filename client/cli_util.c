@@ -41,22 +41,74 @@ void cli_print_json(json_t *j)
 }
 
 /* getopt_long with "+" (stop at the first operand) from a fresh start. */
+/* A negative number (-5, -0.5, -1e3) is an argument, never an option. */
+static int negative_number(const char *s)
+{
+	char *end;
+
+	if (s[0] != '-' || !(s[1] == '.' || (s[1] >= '0' && s[1] <= '9')))
+		return 0;
+	errno = 0;
+	(void)strtod(s, &end);
+	return !*end;
+}
+
+/* While getopt reads a command's options, each negative number stands in
+ * argv as itself less its '-' (the same bytes, one further: no other
+ * argument's pointer), which getopt passes over as an argument; once the
+ * options end, they are put back wherever getopt moved them. */
+static char *negatives[64];
+static size_t nnegatives;
+static int reading;
+
 int cli_next_opt(int argc, char **argv, const char *shorts, const struct option *longs)
 {
-	return getopt_long(argc, argv, shorts, longs, NULL);
+	int opt;
+
+	if (!reading) {
+		reading = 1;
+		nnegatives = 0;
+		for (int i = 1; i < argc && nnegatives < sizeof(negatives) / sizeof(negatives[0]); i++)
+			if (negative_number(argv[i]))
+				negatives[nnegatives++] = argv[i]++;
+	}
+	opt = getopt_long(argc, argv, shorts, longs, NULL);
+	for (size_t k = 0; k < nnegatives; k++)
+		if (optarg == negatives[k] + 1)
+			optarg = negatives[k]; /* an option's value: --timeout -5 */
+	if (opt == -1) {
+		for (int i = 0; i < argc; i++)
+			for (size_t k = 0; k < nnegatives; k++)
+				if (argv[i] == negatives[k] + 1)
+					argv[i] = negatives[k];
+		reading = 0;
+	}
+	return opt;
 }
 
 /* Each item of array as one compact JSON line. */
+static void print_line(json_t *item, void *ctx)
+{
+	char *line = json_dumps(item, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	(void)ctx;
+	puts(line ? line : "null");
+	free(line);
+}
+
 void cli_print_lines(json_t *array)
 {
 	json_t *it;
 	size_t k;
 
-	json_array_foreach (array, k, it) {
-		char *line = json_dumps(it, JSON_COMPACT | JSON_ENCODE_ANY);
-		puts(line ? line : "null");
-		free(line);
-	}
+	json_array_foreach (array, k, it)
+		print_line(it, NULL);
+}
+
+/* Whether s could be states (running,done): nothing that would change a URL. */
+int cli_states_like(const char *s)
+{
+	return s[0] && strlen(s) < 80 && strspn(s, "abcdefghijklmnopqrstuvwxyz,") == strlen(s);
 }
 
 /* Whether s could be an id (j-…, p-…): nothing that would change a URL. */
@@ -136,26 +188,33 @@ const char *cli_resource(int opt, const char *value, json_t *res)
 }
 
 /* GETs path (which has a query), then its next pages (path&cursor=
- * next_cursor) until the cursor is null or the answer says end, printing
- * each item of key as a JSON line. */
-int cli_print_pages(strand_client *c, const char *path, const char *key)
+ * next_cursor) until the cursor is null or the answer says end, calling
+ * row on each item of key. */
+int cli_each_page(strand_client *c, const char *path, const char *key, void (*row)(json_t *item, void *ctx), void *ctx)
 {
-	char url[400];
-	json_t *reply = NULL;
+	char url[512];
+	json_t *reply = NULL, *item;
+	size_t i;
 
 	snprintf(url, sizeof(url), "%s", path);
 	for (;;) {
 		if (strand_request(c, "GET", url, NULL, &reply) != 200)
 			return cli_refused(c);
-		cli_print_lines(json_object_get(reply, key));
+		json_array_foreach (json_object_get(reply, key), i, item)
+			row(item, ctx);
 		const char *next = json_string_value(json_object_get(reply, "next_cursor"));
 		int end = !next || json_is_true(json_object_get(reply, "end"));
 		if (!end)
-			snprintf(url, sizeof(url), "%s&cursor=%.24s", path, next);
+			snprintf(url, sizeof(url), "%s&cursor=%.80s", path, next);
 		json_decref(reply);
 		if (end)
 			return 0;
 	}
+}
+
+int cli_print_pages(strand_client *c, const char *path, const char *key)
+{
+	return cli_each_page(c, path, key, print_line, NULL);
 }
 
 volatile sig_atomic_t cli_interrupted;

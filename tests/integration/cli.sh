@@ -36,8 +36,12 @@ check "pool list: the pool, its state, backend and size" "$pool active local /2"
   "$("$strand" pool list | awk -v id="$pool" '$1 == id {sub(/^[0-9]+/, "", $4); print $1, $2, $3, $4}')"
 check "pool list --json: a line each" "$pool" "$("$strand" pool list --json | jq -r .id | grep -x "$pool")"
 "$strand" pool list --bogus >/dev/null 2>&1; check "pool list --bogus: usage" 2 $?
+check "pool list --state terminated: not it" "" "$("$strand" pool list --state terminated,failed | awk 'NR > 1 {print $1}' | grep -x "$pool")"
+check "pool list --state active: it" "$pool" "$("$strand" pool list --json --state active | jq -r .id | grep -x "$pool")"
 out=$("$strand" pool map "$pool" echo 1 '"two"' '{"three":3}' --wait | tr '\n' ' ')
 check "map --wait results in order" '1 "two" {"three":3} ' "$out"
+out=$("$strand" pool map "$pool" echo -5 -0.5 -1e3 --wait | tr '\n' ' ')
+check "negative numbers are arguments, not options" '-5 -0.5 -1000.0 ' "$out"
 job=$("$strand" pool map "$pool" fail boom)
 out=$("$strand" pool results "$job"); code=$?
 check "failed task: exit 1" 1 $code
@@ -101,9 +105,12 @@ job=$("$strand" pool map "$pool" sleep 0 '"x"' 0 '"y"')
 "$strand" pool results "$job" >/dev/null 2>&1
 out=$("$strand" jobs failures "$job" | jq -c '[.index, .attempts]' | tr '\n' ' ')
 check "jobs failures" "[1,1] [3,1] " "$out"
-check "jobs list: newest first" "$job" "$("$strand" jobs list --pool "$pool" | head -1 | jq -r .id)"
+check "jobs list: a table" "ID STATE POOL DONE FAILED FUNCTION CREATED" "$("$strand" jobs list | head -1 | tr -s ' ')"
+check "jobs list: newest first, its state, pool, done of total, failed, function" "$job done $pool 4/4 2 sleep" \
+  "$("$strand" jobs list --pool "$pool" | awk 'NR == 2 {print $1, $2, $3, $4, $5, $6}')"
+check "jobs list --json: newest first" "$job" "$("$strand" jobs list --json --pool "$pool" | head -1 | jq -r .id)"
 slow=$("$strand" pool map "$pool" sleep 600000)
-check "jobs list --state running" "$slow" "$("$strand" jobs list --state running | jq -r .id)"
+check "jobs list --state running" "$slow" "$("$strand" jobs list --json --state running | jq -r .id)"
 check "jobs cancel" cancelled "$("$strand" jobs cancel "$slow")"
 # cancel never removes: an ended job stays, and says why nothing was done;
 # rm removes an ended job only.
@@ -121,8 +128,13 @@ check "jobs rm of an ended job" deleted "$("$strand" jobs rm "$running")"
 "$strand" pool delete "$pool"; check "pool delete" 0 $?
 
 q=$("$strand" queue create)
-check "queue list: the new queue first" "$q" "$("$strand" queue list | head -1 | jq -r .id)"
-"$strand" queue list --pipes >/dev/null; check "queue list --pipes" 0 $?
+check "queue list: a table" "ID ITEMS READERS CREATED" "$("$strand" queue list | head -1 | tr -s ' ')"
+check "queue list: the new queue first, empty" "$q 0 0" "$("$strand" queue list | awk 'NR == 2 {print $1, $2, $3}')"
+check "queue list --json: the new queue first" "$q" "$("$strand" queue list --json | head -1 | jq -r .id)"
+x=$("$strand" pipe create)
+check "queue list --pipes: a duplex pipe, empty" "$x duplex 0 0 0" \
+  "$("$strand" queue list --pipes | awk 'NR == 2 {print $1, $2, $3, $4, $5}')"
+check "pipe list --json" "$x" "$("$strand" pipe list --json | head -1 | jq -r .id)"
 "$strand" queue list --bogus >/dev/null 2>&1; check "queue list --bogus: usage" 2 $?
 "$strand" queue get "$q" --max abc >/dev/null 2>&1; check "queue get --max abc: usage" 2 $?
 "$strand" queue get "$q" --wait -1 >/dev/null 2>&1; check "queue get --wait -1: usage" 2 $?
@@ -147,6 +159,9 @@ check "logs MANAGER: what its methods printed (none here)" "0 []" "$code [$out]"
 check "pool list --managers: the manager, not the pools" "$manager" \
   "$("$strand" pool list --managers | awk 'NR > 1 {print $1}' | tr '\n' ' ' | sed 's/ $//')"
 grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
+check "ps --json --state exited: it" "$id" "$("$strand" ps --json --state exited | jq -r .id | grep -x "$id")"
+check "ps --state running: not it" "" "$("$strand" ps --state running | grep "$id")"
+"$strand" ps --state bogus >/dev/null 2>&1; check "ps --state bogus: refused" 1 $?
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code
 check "run --wait: its output" "out" "$out"
