@@ -235,25 +235,37 @@ static void handle_backend_event(engine *e, op *o)
  * recorded, except the backends' events. */
 static void stop_everything(engine *e)
 {
-	int64_t grace_end = cm_now_ms() + TERM_GRACE_MS, give_up = grace_end + STOP_WAIT_MS;
+	int64_t asked_end = cm_now_ms() + STOP_ASKED_MS, grace_end = asked_end + TERM_GRACE_MS,
+	        give_up = grace_end + STOP_WAIT_MS;
 	int hard = 0;
 
+	/* A worker waiting on its pull is told to stop, as when its pool ends,
+	 * and exits by itself (code 0), on any hub: a signal would end it
+	 * with 143, or, in a container or pod, reach only what runs it. */
+	for (pool *p = e->pools; p; p = p->next)
+		for (worker *w = p->workers; w; w = w->next)
+			if (w->state != W_EXITED && w->parked.head) {
+				engine__pull_finish(e, waitlist_take(&w->parked), ENGINE_BATCH_STOP, NULL);
+				w->told_stop = 1;
+			}
 	for (;;) {
+		int64_t now = cm_now_ms();
 		int live = engine__processes_stop(e, hard);
 		for (pool *p = e->pools; p; p = p->next)
 			for (worker *w = p->workers; w; w = w->next)
 				if (w->state != W_EXITED) {
 					w->state = W_STOPPING;
-					engine__worker_stop(p, w, hard);
+					if (!w->told_stop || now >= asked_end)
+						engine__worker_stop(p, w, hard);
 					live++;
 				}
 		if (!live)
 			break;
-		if (cm_now_ms() >= give_up) {
+		if (now >= give_up) {
 			cm_warn("%d workers or processes did not end in time; leaving them", live);
 			break;
 		}
-		hard = cm_now_ms() >= grace_end;
+		hard = now >= grace_end;
 		usleep(10000);
 		pthread_mutex_lock(&e->mu);
 		op *batch = e->inbox;

@@ -48,6 +48,7 @@
 #define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
 #define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
 #define STOP_WAIT_MS 5000 /* at shutdown, how long past the grace ends are awaited */
+#define STOP_ASKED_MS 500 /* at shutdown, how long a worker told to stop has before a signal */
 #define JOB_BUCKETS 16384
 #define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
@@ -386,6 +387,7 @@ typedef struct worker {
 	char handle[BACKEND_HANDLE_MAX]; /* pid, container id; "" until started */
 	worker_state state;
 	int stop_sent; /* the strongest stop sent: 0 none, 1 soft, 2 hard */
+	int told_stop; /* its pull was answered "stop" at the gateway's stop: it ends by itself */
 	int exit_code;
 	int64_t started, last_seen;
 	int64_t pending; /* tasks handed out and not yet reported */

@@ -147,6 +147,10 @@ static void test_sigterm_stops_gateway_and_workers(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	for (int i = 0; i < 2; i++)
 		assert_false(process_alive(pids[i]));
+	/* Told to stop, not signalled: each ended by itself. */
+	char line[96];
+	snprintf(line, sizeof(line), "of pool %s stopped (code 0)", pool);
+	assert_int_equal(gateway_log_count(&g, line), 2);
 	free(pool);
 	gateway_cleanup(&g);
 }

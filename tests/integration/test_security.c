@@ -1125,6 +1125,12 @@ static void test_https(void **state)
 	r = http(&plain, "GET", "/v1/pools", NULL, NULL);
 	assert_int_not_equal(r.status, 200);
 	response_free(&r);
+	/* Stopped, the gateway tells its worker so over the TLS hub as over
+	 * TCP: it ends by itself, not by a signal. */
+	int status = gateway_stop(&h);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(path, sizeof(path), "of pool %s stopped (code 0)", pool);
+	assert_int_equal(gateway_log_count(&h, path), 1);
 	free(pool);
 	gateway_cleanup(&h);
 }

@@ -661,6 +661,20 @@ int pool_fixture_teardown(void **state)
 	return 0;
 }
 
+int gateway_log_count(const gateway *g, const char *text)
+{
+	cm_buf log;
+	int n = 0;
+
+	cm_buf_init(&log);
+	assert_int_equal(cm_read_tail(g->log, 1 << 20, &log), CM_OK);
+	assert_int_equal(cm_buf_append(&log, "", 1), CM_OK);
+	for (const char *at = log.data; (at = strstr(at, text)); at++)
+		n++;
+	cm_buf_fini(&log);
+	return n;
+}
+
 void tls_cert_make(const char *dir, char cert[300], char key[300])
 {
 	char cmd[1024];

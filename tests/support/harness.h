@@ -44,6 +44,8 @@ void gateway_restart(gateway *g);
 void gateway_kill(gateway *g);
 /* SIGTERM and wait; returns the exit status as waitpid gives it. */
 int gateway_stop(gateway *g);
+/* How many times text is in the gateway's log (its last MiB). */
+int gateway_log_count(const gateway *g, const char *text);
 /* Runs strand-gateway with these flags (after loopback addresses and a
  * database in a folder of its own, which they may override) for a start it
  * should refuse: all it printed, then "exit=N". free() it. */
