@@ -120,6 +120,11 @@ static const char *const migrations[] = {
          * found by pool, not by a scan of every worker ever started, on
          * the engine's thread. */
         "CREATE INDEX IF NOT EXISTS workers_by_pool ON workers(pool_id);",
+        /* 16: where a failed task ran and for how long, by task id, for
+         * the failures page (store_failure_note); written only when a task
+         * fails, so a map's results pay nothing for it. */
+        "CREATE TABLE IF NOT EXISTS failure_notes(task INTEGER PRIMARY KEY, worker TEXT NOT NULL,"
+        "  run_us INTEGER NOT NULL);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6

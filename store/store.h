@@ -174,6 +174,10 @@ int store_holder_ref(store *st, const char *worker, int64_t *from);
 int store_task_complete_from(store *st, int64_t id, int64_t seq, int ok, const void *value, size_t len, int64_t from,
                              int *recorded);
 
+/* Notes, for the failures page, where task id that just failed ran and
+ * for how long (a failure the gateway decided, such as a cancel, has none). */
+int store_failure_note(store *st, int64_t id, const char *worker, int64_t run_us);
+
 /* Returns every PENDING task of worker to QUEUED and calls fn(id, attempts)
  * for each. */
 int store_tasks_requeue(store *st, const char *worker, store_task_fn fn, void *ctx);
@@ -229,11 +233,21 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 int store_results_completion(store *st, int64_t job, int64_t cursor, int64_t limit, store_result_fn fn, void *ctx,
                              int64_t *next);
 /* The failed tasks of a job whose tasks are base..base+total-1, in index
- * order from index cursor: up to limit, fn called with each one's index,
- * attempts and error text (borrowed for the call; it may return
- * STORE_PAGE_FULL to end before that one). Only chunks holding a failure
- * are read. *next: the index to go on from; total once none is left. */
-typedef int (*store_failure_fn)(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len);
+ * order from index cursor: up to limit, fn called with each (its texts
+ * borrowed for the call; it may return STORE_PAGE_FULL to end before that
+ * one). Only chunks holding a failure are read. *next: the index to go on
+ * from; total once none is left. */
+typedef struct store_failure {
+	int64_t index;
+	unsigned attempts;
+	const char *error;
+	size_t len;
+	const char *worker; /* where it ran, or NULL (the gateway's verdict: a cancel, a timeout) */
+	int64_t run_us; /* how long, or -1 */
+	const char *arg; /* the task's argument as stored (JSON text), or NULL */
+	size_t arg_len;
+} store_failure;
+typedef int (*store_failure_fn)(void *ctx, const store_failure *f);
 int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, int64_t cursor, int64_t limit,
                          store_failure_fn fn, void *ctx, int64_t *next);
 

@@ -47,6 +47,7 @@ typedef enum store_kept {
 	KEPT_JOB_INSERT,
 	KEPT_JOB_STATE,
 	KEPT_JOB_INPUTS,
+	KEPT_FAILURE_NOTE,
 	KEPT_COUNT
 } store_kept;
 

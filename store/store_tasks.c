@@ -1123,9 +1123,25 @@ int store_tasks_delete(store *st, int64_t lo, int64_t hi)
 	c->last = NULL;
 	/* A chunk starts in one slice [lo, hi] of its job's ids: deleted with
 	 * that slice, whatever its length. */
-	if (store__exec_ints(st, "DELETE FROM chunks WHERE id BETWEEN ?1 AND ?2", lo, hi) != CM_OK)
+	if (store__exec_ints(st, "DELETE FROM chunks WHERE id BETWEEN ?1 AND ?2", lo, hi) != CM_OK ||
+	    store__exec_ints(st,
+	                     "DELETE FROM failure_notes WHERE task BETWEEN ?1 AND"
+	                     " (SELECT COALESCE(MAX(id + n - 1), ?2) FROM chunk_state WHERE id BETWEEN ?1 AND ?2)",
+	                     lo, hi) != CM_OK)
 		return CM_EIO;
 	return store__exec_ints(st, "DELETE FROM chunk_state WHERE id BETWEEN ?1 AND ?2", lo, hi);
+}
+
+int store_failure_note(store *st, int64_t id, const char *worker, int64_t run_us)
+{
+	sqlite3_stmt *s;
+
+	if (store__kept(st, KEPT_FAILURE_NOTE, "INSERT OR REPLACE INTO failure_notes VALUES(?1, ?2, ?3)", &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_text(s, 2, worker, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, run_us);
+	return store__kept_done(st, s);
 }
 
 int store_tasks_queued_each(store *st, int64_t job, store_task_fn fn, void *ctx)
@@ -1290,14 +1306,52 @@ int store_results_input(store *st, int64_t job, int64_t base, int64_t total, int
 	return err == STORE_PAGE_FULL || err == CM_ENOENT ? CM_OK : err;
 }
 
+/* The argument of task i of a chunk of n tasks whose args row is open in
+ * blob, into out (as stored: JSON text). */
+static int failed_arg(store *st, sqlite3_blob *blob, int n, int i, cm_buf *out)
+{
+	uint8_t offs[8];
+	size_t head = ((size_t)n + 1) * 4, size = (size_t)sqlite3_blob_bytes(blob);
+	int rc = size < head ? SQLITE_CORRUPT : sqlite3_blob_read(blob, offs, 8, i * 4);
+	uint32_t lo = rc == SQLITE_OK ? cm_le32_get(offs) : 0, hi = rc == SQLITE_OK ? cm_le32_get(offs + 4) : 0;
+
+	if (rc == SQLITE_OK && (lo > hi || head + hi > size))
+		rc = SQLITE_CORRUPT;
+	out->len = 0;
+	if (rc == SQLITE_OK && cm_buf_reserve(out, hi - lo) != CM_OK)
+		return CM_ENOMEM;
+	if (rc == SQLITE_OK && hi > lo)
+		rc = sqlite3_blob_read(blob, out->data, (int)(hi - lo), (int)(head + lo));
+	if (rc != SQLITE_OK)
+		return store__fail(st, rc);
+	out->len = hi - lo;
+	return CM_OK;
+}
+
+/* Where failed task id ran and for how long, if noted: into f. */
+static int failed_note(store *st, sqlite3_stmt *note, int64_t id, store_failure *f)
+{
+	int rc;
+
+	sqlite3_bind_int64(note, 1, id);
+	rc = sqlite3_step(note);
+	if (rc == SQLITE_ROW) {
+		f->worker = (const char *)sqlite3_column_text(note, 0);
+		f->run_us = sqlite3_column_int64(note, 1);
+	}
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
 int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, int64_t cursor, int64_t limit,
                          store_failure_fn fn, void *ctx, int64_t *next)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s, *note = NULL;
+	sqlite3_blob *args = NULL;
 	group_cursor gc;
 	int64_t found = 0, pos;
 	int rc = SQLITE_DONE, err = CM_OK;
 	trec *recs;
+	cm_buf arg;
 
 	*next = cursor;
 	if (!(recs = malloc(CHUNK_TASKS * sizeof(*recs))))
@@ -1310,17 +1364,20 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 		free(recs);
 		return CM_EIO;
 	}
-	if (group_cursor_open(st, &gc) != CM_OK) {
+	if (group_cursor_open(st, &gc) != CM_OK ||
+	    store__prepare(st, "SELECT worker, run_us FROM failure_notes WHERE task = ?1", &note) != CM_OK) {
 		sqlite3_finalize(s);
+		sqlite3_finalize(gc.find);
 		free(recs);
 		return CM_EIO;
 	}
+	cm_buf_init(&arg);
 	sqlite3_bind_int64(s, 1, job);
 	sqlite3_bind_int64(s, 2, base + cursor - CHUNK_TASKS);
 	pos = total; /* none left, unless a page ends first */
 	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(s, 0);
-		int n;
+		int n, opened = 0;
 		if (sqlite3_column_type(s, 2) == SQLITE_NULL)
 			continue;
 		if ((err = row_records(s, 1, recs, &n)) != CM_OK)
@@ -1328,23 +1385,48 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 		for (int i = id < base + cursor ? (int)(base + cursor - id) : 0; i < n && err == CM_OK; i++) {
 			const trec rec = recs[i];
 			store_result r;
+			store_failure f = {.run_us = -1};
 			if (rec.state != STORE_DONE || rec.ok)
 				continue;
 			if (found == limit) {
 				pos = id + i - base;
 				err = STORE_PAGE_FULL;
-			} else if ((err = result_at(st, &gc, job, base, rec.x, &r)) == CM_OK &&
-			           (err = fn(ctx, r.index, rec.attempts, r.value, r.len)) == CM_OK) {
-				found++;
-			} else if (err == STORE_PAGE_FULL) {
-				pos = id + i - base;
+				break;
 			}
+			if ((err = result_at(st, &gc, job, base, rec.x, &r)) != CM_OK)
+				break;
+			if (!opened) { /* the chunk's arguments: one blob, read in the pieces its failures need */
+				int orc = args ? sqlite3_blob_reopen(args, id)
+				               : sqlite3_blob_open(st->db, "main", "chunks", "args", id, 0, &args);
+				if (orc != SQLITE_OK) {
+					err = store__fail(st, orc);
+					break;
+				}
+				opened = 1;
+			}
+			sqlite3_reset(note);
+			if ((err = failed_arg(st, args, n, i, &arg)) != CM_OK ||
+			    (err = failed_note(st, note, id + i, &f)) != CM_OK)
+				break;
+			f.index = r.index;
+			f.attempts = rec.attempts;
+			f.error = r.value;
+			f.len = r.len;
+			f.arg = arg.data;
+			f.arg_len = arg.len;
+			if ((err = fn(ctx, &f)) == CM_OK)
+				found++;
+			else if (err == STORE_PAGE_FULL)
+				pos = id + i - base;
 		}
 	}
 	if (err == CM_OK && rc != SQLITE_DONE)
 		err = store__fail(st, rc);
 	sqlite3_finalize(s);
+	sqlite3_finalize(note);
 	sqlite3_finalize(gc.find);
+	sqlite3_blob_close(args);
+	cm_buf_fini(&arg);
 	free(recs);
 	if (err == STORE_PAGE_FULL)
 		err = CM_OK;

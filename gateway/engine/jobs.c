@@ -529,20 +529,20 @@ static int record(engine *e, job *j, int64_t id, int64_t from, int ok, const voi
 
 /* A task its runtime died on, out of attempts: its error says how often,
  * then how the last runtime ended (the worker's words). */
-static void record_lost(engine *e, job *j, int64_t id, int64_t from, const engine_result *r)
+static int record_lost(engine *e, job *j, int64_t id, int64_t from, const engine_result *r)
 {
 	char head[48];
 	int n = snprintf(head, sizeof(head), "lost %u time%s: ", r->attempt, r->attempt == 1 ? "" : "s");
 	char *msg = malloc((size_t)n + r->len);
+	int recorded;
 
-	if (!msg) {
-		record(e, j, id, from, 0, r->value, r->len, 0);
-		return;
-	}
+	if (!msg)
+		return record(e, j, id, from, 0, r->value, r->len, 0);
 	memcpy(msg, head, (size_t)n);
 	memcpy(msg + n, r->value, r->len);
-	record(e, j, id, from, 0, msg, (size_t)n + r->len, 0);
+	recorded = record(e, j, id, from, 0, msg, (size_t)n + r->len, 0);
 	free(msg);
+	return recorded;
 }
 
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error)
@@ -922,10 +922,11 @@ void engine__handle_pull(engine *e, op *o)
 			requeue_one(&retry, (int64_t)r->task_id, NULL, 0, (int)r->attempt);
 			continue;
 		}
-		if (r->lost)
-			record_lost(e, j, (int64_t)r->task_id, from, r);
-		else
-			record(e, j, (int64_t)r->task_id, from, r->ok, r->value, r->len, r->failed_inputs);
+		int recorded =
+		        r->lost ? record_lost(e, j, (int64_t)r->task_id, from, r)
+		                : record(e, j, (int64_t)r->task_id, from, r->ok, r->value, r->len, r->failed_inputs);
+		if (recorded && !r->ok) /* for the failures page: where, how long */
+			store_failure_note(e->st, (int64_t)r->task_id, w->id, r->run_us);
 	}
 	if (measured && !measured->ncommand)
 		engine__function_measured(p, measured->function, measured->avg_us);

@@ -192,7 +192,33 @@ static int64_t first_input(failure_page *page, int64_t index)
 	return page->before_t;
 }
 
-static int append_item(cm_buf *b, int64_t index, const int64_t *task, int64_t inputs, unsigned attempts,
+/* What a failure shows of its task's input: the input itself up to this
+ * many bytes of JSON, else its first bytes as text. */
+#define FAILURE_INPUT_MAX 1024
+
+/* Where and how long the task ran, and (whole) its input. */
+static int append_facts(cm_buf *b, const store_failure *f, int with_input)
+{
+	int err = CM_OK;
+
+	if (f->worker)
+		err = cm_buf_printf(b, ",\"worker\":\"%.40s\",\"run_ms\":%.3f", f->worker, f->run_us / 1000.0);
+	if (err != CM_OK || !with_input || !f->arg)
+		return err;
+	if (f->arg_len <= FAILURE_INPUT_MAX) {
+		if ((err = cm_buf_puts(b, ",\"input\":")) == CM_OK)
+			err = cm_buf_append(b, f->arg_len ? f->arg : "null", f->arg_len ? f->arg_len : 4);
+		return err;
+	}
+	size_t head = FAILURE_INPUT_MAX;
+	while (head > 0 && ((unsigned char)f->arg[head] & 0xC0) == 0x80) /* not in the middle of a character */
+		head--;
+	if ((err = cm_buf_puts(b, ",\"input_head\":")) == CM_OK && (err = cm_buf_json_string(b, f->arg, head)) == CM_OK)
+		err = cm_buf_printf(b, ",\"input_bytes\":%zu", f->arg_len);
+	return err;
+}
+
+static int append_item(cm_buf *b, int64_t index, const int64_t *task, int64_t inputs, const store_failure *f,
                        const char *error, size_t len)
 {
 	int err = cm_buf_printf(b, "%s{\"index\":%lld,", b->data[b->len - 1] == '[' ? "" : ",", (long long)index);
@@ -200,22 +226,23 @@ static int append_item(cm_buf *b, int64_t index, const int64_t *task, int64_t in
 	if (err == CM_OK && task)
 		err = cm_buf_printf(b, "\"task\":%lld,\"inputs\":%lld,", (long long)*task, (long long)inputs);
 	if (err == CM_OK)
-		err = cm_buf_printf(b, "\"attempts\":%u,\"error\":", attempts);
+		err = cm_buf_printf(b, "\"attempts\":%u,\"error\":", f->attempts);
 	if (err == CM_OK)
 		err = cm_buf_json_string(b, error ? error : "", len);
+	if (err == CM_OK)
+		err = append_facts(b, f, !task);
 	return err == CM_OK ? cm_buf_puts(b, "}") : err;
 }
 
 /* A task of several inputs whose runtime said which failed alone
  * (docs/tasks.md: {"failed": [[OFFSET, ERROR], ...], "value": ...}): an
  * item for each of those, by its own index. 0 if error is not that. */
-static int append_partly(cm_buf *b, int64_t task, int64_t first, int64_t n, unsigned attempts, const char *error,
-                         size_t len, int *err)
+static int append_partly(cm_buf *b, int64_t task, int64_t first, int64_t n, const store_failure *f, int *err)
 {
 	json_t *j, *failed, *one;
 	size_t i;
 
-	if (len < 2 || error[0] != '{' || !(j = json_loadb(error, len, 0, NULL)))
+	if (f->len < 2 || f->error[0] != '{' || !(j = json_loadb(f->error, f->len, 0, NULL)))
 		return 0;
 	failed = json_object_get(j, "failed");
 	int shaped = json_is_array(failed) && json_array_size(failed) > 0 && json_object_size(j) == 2 &&
@@ -231,29 +258,31 @@ static int append_partly(cm_buf *b, int64_t task, int64_t first, int64_t n, unsi
 		if (!shaped || *err != CM_OK)
 			break;
 		json_t *text = json_array_get(one, 1);
-		*err = append_item(b, first + json_integer_value(json_array_get(one, 0)), &task, 1, attempts,
+		*err = append_item(b, first + json_integer_value(json_array_get(one, 0)), &task, 1, f,
 		                   json_string_value(text), json_string_length(text));
 	}
 	json_decref(j);
 	return shaped;
 }
 
-static int append_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+static int append_failure(void *ctx, const store_failure *f)
 {
 	failure_page *page = ctx;
 	cm_buf *b = page->b;
-	int64_t first = page->counts ? first_input(page, index) : index;
-	int64_t n = page->counts ? page->counts[index] : 1; /* the items it may make at most */
+	int64_t first = page->counts ? first_input(page, f->index) : f->index;
+	int64_t n = page->counts ? page->counts[f->index] : 1; /* the items it may make at most */
 	int err;
 
-	/* An error is escaped: \u00XX at worst. */
-	if (b->data[b->len - 1] != '[' && b->len + 6 * len + 128 * (size_t)n > API_PAGE_BYTES)
+	/* An error is escaped: \u00XX at worst; an input is at most a
+	 * 1 KiB head, escaped. */
+	if (b->data[b->len - 1] != '[' &&
+	    b->len + 6 * f->len + (128 + 6 * FAILURE_INPUT_MAX) * (size_t)n > API_PAGE_BYTES)
 		return STORE_PAGE_FULL;
 	if (!page->counts)
-		return append_item(b, index, NULL, 0, attempts, error, len);
-	if (append_partly(b, index, first, n, attempts, error, len, &err))
+		return append_item(b, f->index, NULL, 0, f, f->error, f->len);
+	if (append_partly(b, f->index, first, n, f, &err))
 		return err;
-	return append_item(b, first, &index, n, attempts, error, len); /* every input of the task failed with it */
+	return append_item(b, first, &f->index, n, f, f->error, f->len); /* every input of the task failed with it */
 }
 
 /* For a job whose tasks carry several inputs: each task's count, read
@@ -270,9 +299,10 @@ static int inputs_of(store *st, const job_info *info, uint32_t **counts)
 }
 
 /* GET /v1/jobs/{id}/failures?cursor=&limit=: a page of the job's failed
- * tasks, in index order, each with its error and attempts; for a job whose
- * tasks carry several inputs, by input (index), with the task it was in
- * (cursor and limit still count tasks). */
+ * tasks, in index order, each with its error and attempts, the worker it
+ * ran on and for how long, and its input; for a job whose tasks carry
+ * several inputs, by input (index), with the task it was in (cursor and
+ * limit still count tasks) and no input (the task's is all of them). */
 enum MHD_Result http_get_failures(api *a, struct MHD_Connection *c, const char *url, const char *job_id)
 {
 	char detail[256] = "";

@@ -653,15 +653,75 @@ static void test_results_input_order_stops_at_gap(void **state)
 	assert_int_equal(next, 4);
 }
 
-static int on_failure(void *ctx, int64_t index, unsigned attempts, const char *error, size_t len)
+static int on_failure(void *ctx, const store_failure *f)
 {
 	seen *s = ctx;
 
-	s->ids[s->n] = index;
-	s->attempts[s->n] = (int)attempts;
-	snprintf(s->args[s->n], 16, "%.*s", (int)len, error);
+	s->ids[s->n] = f->index;
+	s->attempts[s->n] = (int)f->attempts;
+	snprintf(s->args[s->n], 16, "%.*s", (int)f->len, f->error);
 	s->n++;
 	return CM_OK;
+}
+
+typedef struct failure_seen {
+	int n;
+	int64_t index[8], run_us[8];
+	char error[8][16], worker[8][24], arg[8][16];
+} failure_seen;
+
+static int on_failure_facts(void *ctx, const store_failure *f)
+{
+	failure_seen *s = ctx;
+
+	s->index[s->n] = f->index;
+	s->run_us[s->n] = f->run_us;
+	snprintf(s->error[s->n], 16, "%.*s", (int)f->len, f->error);
+	snprintf(s->worker[s->n], 24, "%s", f->worker ? f->worker : "(none)");
+	snprintf(s->arg[s->n], 16, "%.*s", (int)f->arg_len, f->arg ? f->arg : "");
+	s->n++;
+	return CM_OK;
+}
+
+/* A failed task is read back with its input, and where and how long it
+ * ran when that was noted (not for the gateway's own verdicts); the notes
+ * go with the job's tasks. */
+static void test_failures_with_their_input_worker_and_time(void **state)
+{
+	fixture *f = *state;
+	seen a = {0};
+	failure_seen fs = {0};
+	int rec;
+	int64_t next = -1;
+
+	insert_job(f->st, 5);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assign_all(f->st, 1, 5, "w-a", &a);
+	assert_int_equal(complete(f->st, 2, 1, 0, "boom", 4, "w-a", &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_failure_note(f->st, 2, "w-a", 1500), CM_OK);
+	assert_int_equal(complete(f->st, 3, 2, 1, "2", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 5, 3, 0, "timed out", 9, NULL, &rec), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+
+	assert_int_equal(store_results_failed(f->st, 1, 1, 5, 0, 10, on_failure_facts, &fs, &next), CM_OK);
+	assert_int_equal(fs.n, 2);
+	assert_int_equal(next, 5);
+	assert_int_equal(fs.index[0], 1);
+	assert_string_equal(fs.error[0], "boom");
+	assert_string_equal(fs.arg[0], "1");
+	assert_string_equal(fs.worker[0], "w-a");
+	assert_int_equal(fs.run_us[0], 1500);
+	assert_int_equal(fs.index[1], 4);
+	assert_string_equal(fs.error[1], "timed out");
+	assert_string_equal(fs.arg[1], "4");
+	assert_string_equal(fs.worker[1], "(none)");
+	assert_int_equal(fs.run_us[1], -1);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_delete(f->st, 1, 5), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM failure_notes"), 0);
 }
 
 /* A database of schema 8 held its task records fixed, 12 bytes a task:
@@ -1102,7 +1162,12 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 15);
+	assert_int_equal(sqlite3_column_int(q, 0), 16);
+	sqlite3_finalize(q);
+	/* 16: failed tasks' notes, none yet. */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM failure_notes", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 0);
 	sqlite3_finalize(q);
 	/* 15: workers found by pool. */
 	assert_int_equal(
@@ -1584,6 +1649,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_result_recorded_exactly_once, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_failures_with_their_input_worker_and_time, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_reads_fixed_records_of_before, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),

@@ -201,6 +201,20 @@ try {
   await waitText("pre.error", "disk full on /data");
   const errorsShown = await page.$$eval("pre.error", (p) => p.map((x) => x.textContent));
   check(errorsShown.join("|") === "disk full on /data|no such user 'bob'|x", "the job page lists each task's error: " + errorsShown.join("|"));
+  const inputs = await page.$$eval(".failure-group td:nth-child(2) code", (c) => c.map((x) => x.textContent));
+  check(inputs.join("|") === '"disk full on /data"|"no such user \'bob\'"|"x"', "... each with its input: " + inputs.join("|"));
+  check((await page.$$(`.failure-group a[href^="#/pools/${pool}/workers/w-"]`)).length === 3, "... and the worker it ran on");
+  // Failures grouped by error: one heading for each, its tasks beneath.
+  const twice = (await api("POST", `/v1/pools/${pool}/map`, { function: "fail", args: ["same", "other", "same"] })).id;
+  await until("the job failing twice the same", async () => (await api("GET", `/v1/jobs/${twice}`)).state === "done");
+  await page.goto(`${base}/#/jobs/${twice}`);
+  await waitText("pre.error", "same");
+  const grouped = await page.$$eval(".failure-group", (gs) => gs.map((g) => g.querySelector("pre").textContent + ":" +
+    [...g.querySelectorAll("tbody tr")].map((tr) => tr.children[0].textContent).join(",")));
+  check(grouped.join(" ") === "same:0,2 other:1", "failures grouped by error, with their indexes: " + grouped.join(" "));
+  await page.screenshot({ path: `${shots}/job-failures-1400.png`, fullPage: true });
+  await page.goto(`${base}/#/jobs/${failing}`);
+  await waitText("pre.error", "disk full on /data");
   await page.screenshot({ path: `${shots}/job-1400.png`, fullPage: true });
 
   // Cancel the long job, after the confirmation.

@@ -114,7 +114,8 @@ static void test_apply_wait_returns_value(void **state)
 }
 
 /* GET /v1/jobs/{id}/failures: every failed task once, in index order,
- * with its error and attempts, across pages. */
+ * with its error and attempts, its input, the worker it ran on and for
+ * how long, across pages. */
 static void test_failures_paged(void **state)
 {
 	fixture *f = *state;
@@ -128,6 +129,10 @@ static void test_failures_paged(void **state)
 	char *job = submit(f, json_pack("{s:s, s:o, s:b, s:i}", "function", "sleep", "args", args, "retry_errors", 1,
 	                                "max_attempts", 2));
 	json_decref(collect(f, job, "completion", 3000)); /* all done */
+	snprintf(path, sizeof(path), "/v1/pools/%s", f->pool);
+	json_t *pool = http_get_ok(&f->g, path);
+	char *workers = json_dumps(json_object_get(pool, "workers"), JSON_COMPACT);
+	json_decref(pool);
 	const char *cursor = "0";
 	char *next = NULL;
 	for (int page = 0; page < 100; page++) {
@@ -140,6 +145,12 @@ static void test_failures_paged(void **state)
 			assert_int_equal(json_integer_value(json_object_get(it, "attempts")), 2);
 			assert_string_equal(json_string_value(json_object_get(it, "error")),
 			                    "sleep: argument must be milliseconds (0 to 86400000)");
+			assert_int_equal(json_integer_value(json_object_get(it, "input")), -want);
+			const char *worker = json_string_value(json_object_get(it, "worker"));
+			assert_non_null(worker);
+			assert_non_null(strstr(workers, worker)); /* one of the pool's */
+			assert_true(json_is_real(json_object_get(it, "run_ms")));
+			assert_true(json_real_value(json_object_get(it, "run_ms")) >= 0);
 		}
 		assert_true(json_array_size(json_object_get(p, "items")) <= 50);
 		int end = json_is_true(json_object_get(p, "end"));
@@ -153,6 +164,25 @@ static void test_failures_paged(void **state)
 	assert_int_equal(seen, (n + 3) / 7);
 	assert_string_equal(cursor, "3000");
 	free(next);
+	free(workers);
+	free(job);
+
+	/* An input over 1 KiB: its head, cut between characters, and its size. */
+	char big[1200 * 2 + 1] = "";
+	for (int i = 0; i < 1200; i++)
+		strcat(big, "\xc3\xa9"); /* é: two bytes in UTF-8 */
+	json_t *one = json_array();
+	json_array_append_new(one, json_string(big));
+	job = submit(f, json_pack("{s:s, s:o}", "function", "fail", "args", one));
+	json_decref(collect(f, job, "completion", 10));
+	snprintf(path, sizeof(path), "/v1/jobs/%s/failures", job);
+	json_t *p = http_get_ok(&f->g, path), *it = json_array_get(json_object_get(p, "items"), 0);
+	assert_null(json_object_get(it, "input"));
+	assert_int_equal(json_integer_value(json_object_get(it, "input_bytes")), 2 + 1200 * 2);
+	const char *head = json_string_value(json_object_get(it, "input_head"));
+	assert_non_null(head);
+	assert_int_equal(strlen(head), 1023); /* the quote, then 511 whole é */
+	json_decref(p);
 
 	snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=0", job);
 	response r = http(&f->g, "GET", path, NULL, NULL);

@@ -282,11 +282,26 @@ export const views = {
     const j = await get("/v1/jobs/" + id);
     const failures = h("div", {});
     const more = h("button", { type: "button", id: "more-failures" }, "more");
+    const groups = new Map(); // error -> its heading and table, in the order first met
     let cursor = "";
     const page = async () => {
       const f = await get("/v1/jobs/" + id + "/failures?limit=50" + (cursor ? "&cursor=" + cursor : ""));
-      failures.append(table([{ title: "index" }, { title: "attempts" }, { title: "error" }],
-        f.items.map((x) => [x.index, x.attempts, h("pre", { class: "error" }, x.error)]), "no failed task"));
+      for (const x of f.items) {
+        let g = groups.get(x.error);
+        if (!g) {
+          g = { n: 0, count: h("span", {}), rows: [] };
+          g.table = h("div", {});
+          failures.append(h("div", { class: "failure-group" }, h("pre", { class: "error" }, x.error), g.count, g.table));
+          groups.set(x.error, g);
+        }
+        g.n++;
+        g.count.textContent = g.n === 1 ? "1 task" : g.n + " tasks";
+        g.rows.push([x.index, failedInput(x), x.attempts, x.run_ms === undefined ? "" : ms(x.run_ms),
+          x.worker ? link(`#/pools/${j.pool}/workers/${x.worker}`, code(x.worker)) : "gateway"]);
+      }
+      for (const g of groups.values())
+        g.table.replaceChildren(table([{ title: "index" }, { title: "input" }, { title: "attempts" },
+          { title: "ran" }, { title: "worker", cls: "wide" }], g.rows, ""));
       cursor = f.next_cursor;
       more.hidden = f.end;
     };
@@ -370,6 +385,16 @@ export const views = {
       "no rings")) };
   },
 };
+
+// A failed task's input as JSON (its head, and its size, when long);
+// none for a task of several inputs.
+function failedInput(x) {
+  if (x.input !== undefined) return code(JSON.stringify(x.input));
+  if (x.input_head !== undefined) return [code(x.input_head + "…"), " (" + x.input_bytes + " bytes)"];
+  return "";
+}
+
+const ms = (t) => t < 1000 ? t.toFixed(t < 10 ? 2 : 0) + " ms" : (t / 1000).toFixed(1) + " s";
 
 function what(p) {
   return p.spec.command ? code(p.spec.command.join(" ")) : code(p.spec.function || "");
