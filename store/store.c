@@ -561,6 +561,19 @@ int store_pool_delete(store *st, const char *id)
 	static const char *const sql[] = {"DELETE FROM output WHERE pool = ?", "DELETE FROM workers WHERE pool_id = ?",
 	                                  "DELETE FROM pools WHERE id = ?"};
 	sqlite3_stmt *s;
+	int rc, err = CM_OK;
+
+	/* its workers' holders first, found by their rows */
+	if (store__prepare(st, "SELECT id FROM workers WHERE pool_id = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, id);
+	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		err = store__holder_forget(st, (const char *)sqlite3_column_text(s, 0));
+	if (err == CM_OK && rc != SQLITE_DONE)
+		err = store__fail(st, rc);
+	sqlite3_finalize(s);
+	if (err != CM_OK)
+		return err;
 
 	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
 		if (store__prepare(st, sql[i], &s) != CM_OK)
@@ -570,6 +583,17 @@ int store_pool_delete(store *st, const char *id)
 			return CM_EIO;
 	}
 	return CM_OK;
+}
+
+int store_worker_forget(store *st, const char *id)
+{
+	sqlite3_stmt *s;
+
+	if (store__holder_forget(st, id) != CM_OK ||
+	    store__prepare(st, "DELETE FROM workers WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, id);
+	return store__step_done(st, s);
 }
 
 int store_pool_set_spec(store *st, const char *id, const char *spec_json)

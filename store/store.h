@@ -328,6 +328,9 @@ int store_worker_set_state(store *st, const char *id, const char *state, int exi
 int store_worker_set_handle(store *st, const char *id, const char *handle); /* once its backend started it */
 /* What it last wrote, once it ended (docker and kubernetes say). */
 int store_worker_set_last_words(store *st, const char *id, const char *last_words);
+/* Removes an ended worker (its row, and its name in the task records'
+ * table of holders), once its pool's view no longer shows it. */
+int store_worker_forget(store *st, const char *id);
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
                                 const char *secret_hash, int64_t started_ms);

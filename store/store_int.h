@@ -89,6 +89,8 @@ void store__tasks_close(store *st);
 int store__tasks_flush(store *st);
 /* After a rollback: what memory held of the transaction is dropped. */
 void store__tasks_forget(store *st);
+/* A worker gone for good: its holder goes, unless it still holds a task. */
+int store__holder_forget(store *st, const char *name);
 /* Schema 6: the tasks table of before, converted into chunks and results. */
 int store__tasks_convert(store *st);
 

@@ -267,6 +267,27 @@ static int holder_get(store *st, const char *name, holder **out)
 	return CM_OK;
 }
 
+int store__holder_forget(store *st, const char *name)
+{
+	struct task_cache *c = st->tasks;
+	int err = holders_ready(st);
+	holder *h, **at;
+
+	if (err != CM_OK)
+		return err;
+	for (at = &c->holders[name_hash(name)]; (h = *at) && strcmp(h->name, name) != 0; at = &h->next)
+		;
+	/* One that holds a task keeps its ref: its records name it. */
+	if (!h || h->pending > 0)
+		return CM_OK;
+	if ((err = store__exec_ints(st, "DELETE FROM holders WHERE ref = ?1", h->ref, 0)) != CM_OK)
+		return err;
+	*at = h->next;
+	c->by_ref[h->ref] = NULL;
+	free(h);
+	return CM_OK;
+}
+
 /* ---- the chunk cache ---------------------------------------------------- */
 
 /* Index of the first cached chunk with id > task (binary search). */

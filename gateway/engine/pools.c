@@ -383,17 +383,19 @@ int engine__deleted_pools_step(engine *e, int max)
 }
 
 /* Exited workers stay in the pool's view (their exit codes), the
- * EXITED_KEPT most recently started; older ones are forgotten, so a pool
- * that resizes or autoscales for months stays small. Nothing refers to an
- * exited worker: its credentials, pull and backend handle went when it
- * ended. */
-static void forget_old_exited(pool *p)
+ * EXITED_KEPT most recently started; older ones are forgotten, here and in
+ * the store, so a pool that resizes or autoscales for months stays small.
+ * Nothing refers to an exited worker: its credentials, pull and backend
+ * handle went when it ended. */
+static void forget_old_exited(engine *e, pool *p)
 {
 	int kept = 0;
 
 	for (worker **at = &p->workers; *at;) {
 		worker *w = *at;
 		if (w->state == W_EXITED && ++kept > EXITED_KEPT) {
+			if (store_worker_forget(e->st, w->id) != CM_OK)
+				return; /* the cycle's commit fails, and reloads */
 			*at = w->next;
 			free(w);
 		} else {
@@ -426,7 +428,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 {
 	int live = 0;
 
-	forget_old_exited(p);
+	forget_old_exited(e, p);
 	for (worker *w = p->workers; w; w = w->next) {
 		if (w->state == W_EXITED)
 			continue;

@@ -664,6 +664,50 @@ static int on_failure(void *ctx, const store_failure *f)
 	return CM_OK;
 }
 
+/* A worker forgotten (its pool's view no longer shows it) leaves no row and
+ * no holder behind, unless a task record still names it; a deleted pool
+ * takes its workers' holders along. */
+static void test_forgotten_workers_leave_nothing(void **state)
+{
+	fixture *f = *state;
+	seen a = {0};
+	int rec;
+
+	insert_job(f->st, 5);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	for (int i = 0; i < 3; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "w-%c", 'a' + i);
+		assert_int_equal(store_worker_insert(f->st, id, "p-1", "1", "hash", 1), CM_OK);
+	}
+	assign_all(f->st, 1, 2, "w-a", &a);
+	assign_all(f->st, 3, 4, "w-b", &a);
+	assign_all(f->st, 5, 5, "w-c", &a);
+	assert_int_equal(complete(f->st, 1, 1, 1, "0", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 2, 2, 1, "1", 1, "w-a", &rec), CM_OK);
+	assert_int_equal(complete(f->st, 3, 3, 1, "2", 1, "w-b", &rec), CM_OK); /* w-b still holds task 4 */
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM holders"), 3);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_worker_forget(f->st, "w-a"), CM_OK);
+	assert_int_equal(store_worker_forget(f->st, "w-b"), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM workers"), 1);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM holders WHERE name = 'w-a'"), 0);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM holders WHERE name = 'w-b'"), 1);
+	/* Its task still counts as held by it: its result is taken. */
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(complete(f->st, 4, 4, 1, "3", 1, "w-b", &rec), CM_OK);
+	assert_int_equal(rec, 1);
+	/* w-c is still listed: the pool's delete takes its holder along. */
+	assert_int_equal(complete(f->st, 5, 5, 1, "4", 1, "w-c", &rec), CM_OK);
+	assert_int_equal(store_pool_delete(f->st, "p-1"), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM holders WHERE name = 'w-c'"), 0);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM workers"), 0);
+}
+
 typedef struct failure_seen {
 	int n;
 	int64_t index[8], run_us[8];
@@ -1650,6 +1694,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failures_with_their_input_worker_and_time, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_forgotten_workers_leave_nothing, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_reads_fixed_records_of_before, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
