@@ -22,6 +22,10 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+# A fresh machine once hung at the --gpu step with nothing said: past the
+# deadline, the cluster's view of the pods and the scheduler's last words.
+on_deadline "$src/deploy/k8s-cluster.sh" kubectl get pods,events -o wide
+on_deadline tail -30 "${K8S_CACHE:-/var/cache/strand-k8s}/run/log/kube-scheduler.log"
 start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \
   --k8s-start-grace 3 --image strand-worker:test --allow-volumes "strand-cli-claim-*" || exit 1
 strand="$bin/strand"

@@ -20,9 +20,17 @@ GATEWAY_PID=""
 
 # The test's own deadline (STRAND_TEST_DEADLINE s, 20 s below its ctest
 # timeout: tests/CMakeLists.txt): past it, a watcher prints where the test
-# is (its processes, each gateway's threads' stacks and the end of its log)
-# and ends the test's processes, before ctest's timeout would end the test
-# without a word. It goes once the test is gone.
+# is (its processes, each gateway's threads' stacks and the end of its log,
+# and what the test asked for with on_deadline) and ends the test's
+# processes, before ctest's timeout would end the test without a word. It
+# goes once the test is gone.
+deadline_notes="${TMPDIR:-/tmp}/strand-deadline-$$.sh"
+# on_deadline CMD [ARGS...]: a command whose output says more of where the
+# test is, run by the watcher if the deadline passes (a cluster's pods).
+on_deadline() {
+  printf '%q ' "$@" >>"$deadline_notes"
+  echo >>"$deadline_notes"
+}
 # descendants PID SKIP: PID's children, theirs, and so on, but SKIP's.
 descendants() {
   local kid
@@ -37,7 +45,7 @@ if [ -n "${STRAND_TEST_DEADLINE:-}" ]; then
     test_pid=$$ # the test's shell ($$ is not the subshell's own)
     watcher=$BASHPID
     for _ in $(seq $((STRAND_TEST_DEADLINE * 5))); do
-      kill -0 "$test_pid" 2>/dev/null || exit 0
+      kill -0 "$test_pid" 2>/dev/null || { rm -f "$deadline_notes"; exit 0; }
       sleep 0.2
     done
     echo "--- the test's deadline (${STRAND_TEST_DEADLINE} s) passed; where it is:"
@@ -52,6 +60,11 @@ if [ -n "${STRAND_TEST_DEADLINE:-}" ]; then
       echo "--- its log ($log) ends:"
       tail -40 "$log" 2>/dev/null
     done
+    if [ -f "$deadline_notes" ]; then
+      echo "--- what the test asked to be shown:"
+      bash "$deadline_notes" 2>&1 | tail -80
+      rm -f "$deadline_notes"
+    fi
     for pid in $kids; do kill -TERM "$pid" 2>/dev/null; done
     kill -TERM "$test_pid" 2>/dev/null
   ) &
