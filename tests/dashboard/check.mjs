@@ -213,6 +213,12 @@ try {
     [...g.querySelectorAll("tbody tr")].map((tr) => tr.children[0].textContent).join(",")));
   check(grouped.join(" ") === "same:0,2 other:1", "failures grouped by error, with their indexes: " + grouped.join(" "));
   await page.screenshot({ path: `${shots}/job-failures-1400.png`, fullPage: true });
+  for (const [name, hash] of [["processes", "#/processes"], ["queues", "#/queues"], ["managers", "#/managers"],
+    ["manager", `#/managers/${manager}`], ["rings", "#/rings"], ["pool", `#/pools/${pool}`]]) {
+    await page.goto(`${base}/${hash}`);
+    await page.waitForSelector("#main h2");
+    await page.screenshot({ path: `${shots}/${name}-1400.png`, fullPage: true });
+  }
   await page.goto(`${base}/#/jobs/${failing}`);
   await waitText("pre.error", "disk full on /data");
   await page.screenshot({ path: `${shots}/job-1400.png`, fullPage: true });
@@ -311,13 +317,15 @@ try {
   await page.setViewport({ width: 420, height: 800 });
   for (const [name, hash] of [["landing", "#/"], ["job", `#/jobs/${failing}`], ["pool", `#/pools/${pool}`],
     ["worker", `#/pools/${pool}/workers/${(await api("GET", `/v1/pools/${pool}`)).workers[0].id}`],
-    ["processes", "#/processes"], ["queues", "#/queues"], ["managers", "#/managers"], ["rings", "#/rings"]]) {
+    ["processes", "#/processes"], ["process", `#/processes/${proc}`], ["queues", "#/queues"],
+    ["managers", "#/managers"], ["manager", `#/managers/${manager}`], ["rings", "#/rings"],
+    ["job-failures", `#/jobs/${twice}`]]) {
     await page.goto(`${base}/${hash}`);
     await page.waitForSelector("#main h2");
     await sleep(300);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     check(width <= 420, `${name} at 420 px: ${width} px wide`);
-    if (name === "landing" || name === "job") await page.screenshot({ path: `${shots}/${name}-420.png`, fullPage: true });
+    await page.screenshot({ path: `${shots}/${name}-420.png`, fullPage: true });
   }
   // A job's counts stay whole at 420 px: its row shows them.
   await page.goto(`${base}/#/`);
