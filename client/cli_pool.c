@@ -39,7 +39,10 @@ static const char pool_help[] =
         "                                       the gateway sizes the pool from its backlog (drained\n"
         "                                       within S, 10; a worker idle S, 30, goes)\n"
         "  resize POOL --no-autoscale           keeps the size it has\n"
-        "  delete POOL                          terminates the pool\n";
+        "  delete POOL                          terminates the pool\n"
+        "  join POOL [--uses N] [--ttl S]       a join token for an external pool (--backend external):\n"
+        "                                       N workers (its size) may join with it within S seconds\n"
+        "                                       (3600); prints it, and says how a worker joins\n";
 
 typedef struct printer {
 	int failed;
@@ -400,6 +403,49 @@ static int pool_resize(strand_client *c, int argc, char **argv)
 	               : cli_refused(c);
 }
 
+/* strand pool join POOL [--uses N] [--ttl S] */
+static int pool_join(strand_client *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"uses", required_argument, NULL, 'u'},
+	        {"ttl", required_argument, NULL, 't'},
+	        {NULL, 0, NULL, 0},
+	};
+	json_t *body = json_object(), *reply = NULL;
+	long n;
+	int opt, bad = 0;
+	char path[160];
+
+	while (!bad && (opt = cli_next_opt(argc, argv, "", opts)) != -1) {
+		if (opt == 'u' && (n = cli_whole_number(optarg, 1, 1024)) > 0)
+			json_object_set_new(body, "uses", json_integer(n));
+		else if (opt == 't' && (n = cli_whole_number(optarg, 1, 7 * 86400)) > 0)
+			json_object_set_new(body, "ttl_s", json_integer(n));
+		else
+			bad = 1;
+	}
+	if (bad || optind + 1 != argc || !cli_id_like(argv[optind])) {
+		json_decref(body);
+		return cli_usage(pool_help, EXIT_USAGE);
+	}
+	snprintf(path, sizeof(path), "/v1/pools/%.40s/join", argv[optind]);
+	long status = strand_request(c, "POST", path, body, &reply);
+	json_decref(body);
+	if (status != 201)
+		return cli_refused(c);
+	const char *token = json_string_value(json_object_get(reply, "token"));
+	const char *url =
+	        getenv("STRAND_URL") && getenv("STRAND_URL")[0] ? getenv("STRAND_URL") : "http://127.0.0.1:8080";
+	puts(token ? token : "");
+	fprintf(stderr,
+	        "strand: %lld workers may join pool %s until %s; on each host:\n"
+	        "  STRAND_JOIN_TOKEN=%s strand-worker --join %s [--ca FILE]\n",
+	        (long long)json_integer_value(json_object_get(reply, "uses")), argv[optind],
+	        json_string_value(json_object_get(reply, "expires_at")) ?: "", token ? token : "", url);
+	json_decref(reply);
+	return 0;
+}
+
 int cmd_pool(strand_client *c, int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "";
@@ -438,5 +484,7 @@ int cmd_pool(strand_client *c, int argc, char **argv)
 		return pool_resize(c, argc, argv);
 	if (strcmp(sub, "delete") == 0 && argc == 2)
 		return strand_pool_terminate(c, argv[1]) == 0 ? 0 : cli_refused(c);
+	if (strcmp(sub, "join") == 0)
+		return pool_join(c, argc, argv);
 	return cli_usage(pool_help, EXIT_USAGE);
 }

@@ -123,9 +123,9 @@ int main(int argc, char **argv)
 	}
 	if (sb)
 		cm_info("local backend: workers and processes run in bubblewrap sandboxes");
-	backend *backends[4] = {backend_local_new(cfg.gpus, sb),
-	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s)};
-	size_t nbackends = 2;
+	backend *backends[5] = {backend_local_new(cfg.gpus, sb),
+	                        backend_docker_new(cfg.docker_socket, cfg.backend_timeout_s), backend_external_new()};
+	size_t nbackends = 3;
 	if (cfg.k8s.server[0]) {
 		backends[nbackends] = backend_k8s_new(&cfg.k8s, cfg.backend_timeout_s, detail, sizeof(detail));
 		/* The backend keeps its own copy: no other holds the secrets. */

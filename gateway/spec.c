@@ -65,7 +65,8 @@ static int get_argv(json_t *cmd, char ***out, size_t *n, char *detail, size_t de
 	return CM_OK;
 }
 
-static const char *const backends[] = {"local", "docker", "kubernetes", "slurm", NULL};
+/* "external": a pool whose workers join by themselves, from any host. */
+static const char *const backends[] = {"local", "docker", "kubernetes", "slurm", "external", NULL};
 
 /* Counts the JSON values in text without building any, stopping past max:
  * a parsed value costs jansson some 100 bytes, whatever its text's length,
@@ -300,10 +301,18 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 		if (!known) {
 			/* Whether this gateway offers it is the engine's to say. */
 			snprintf(detail, detail_len,
-			         "unknown backend '%.31s' (known: local, docker, kubernetes, slurm)", spec.backend);
+			         "unknown backend '%.31s' (known: local, docker, kubernetes, slurm, external)",
+			         spec.backend);
 			err = CM_EUNSUPPORTED;
 			goto out;
 		}
+	}
+	if (strcmp(spec.backend, "external") == 0 && spec.scale_max) {
+		snprintf(detail, detail_len,
+		         "field 'autoscale' needs a backend that starts workers: an external pool's join (its "
+		         "'processes' is how many may)");
+		err = CM_EINVAL;
+		goto out;
 	}
 	if ((err = get_bool(root, "host_network", &spec.host_network, detail, detail_len)) != CM_OK)
 		goto out;
@@ -436,6 +445,46 @@ int spec_lease_parse(const char *body, size_t len, int64_t *lease_ms, char *deta
 	    (err = check_keys(root, keys, "", detail, detail_len)) == CM_OK &&
 	    (err = get_int(root, "lease_s", "", 1, SPEC_LEASE_MAX_S, &n, detail, detail_len)) == CM_OK)
 		*lease_ms = n * 1000;
+	json_decref(root);
+	return err;
+}
+
+int spec_join_token_parse(const char *body, size_t len, int64_t *uses, int64_t *ttl_s, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"uses", "ttl_s", NULL};
+	json_t *root = NULL;
+	int err;
+
+	*uses = 0;
+	*ttl_s = SPEC_JOIN_TTL_DEFAULT_S;
+	if (len == 0) {
+		body = "{}";
+		len = 2;
+	}
+	if ((err = load(body, len, &root, detail, detail_len)) == CM_OK &&
+	    (err = check_keys(root, keys, "", detail, detail_len)) == CM_OK &&
+	    (err = get_int(root, "uses", "", 1, SPEC_MAX_PROCESSES, uses, detail, detail_len)) == CM_OK)
+		err = get_int(root, "ttl_s", "", 1, SPEC_JOIN_TTL_MAX_S, ttl_s, detail, detail_len);
+	json_decref(root);
+	return err;
+}
+
+int spec_join_parse(const char *body, size_t len, char *token, size_t token_len, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"token", NULL};
+	json_t *root = NULL, *v;
+	int err;
+
+	if ((err = load(body, len, &root, detail, detail_len)) == CM_OK &&
+	    (err = check_keys(root, keys, "", detail, detail_len)) == CM_OK) {
+		v = json_object_get(root, "token");
+		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= token_len) {
+			snprintf(detail, detail_len, "field 'token' must be a join token (POST /v1/pools/{id}/join)");
+			err = CM_EINVAL;
+		} else {
+			snprintf(token, token_len, "%s", json_string_value(v));
+		}
+	}
 	json_decref(root);
 	return err;
 }
@@ -1150,6 +1199,12 @@ int spec_process_parse(const char *body, size_t len, const char *default_backend
 		err = err ? err : CM_ENOMEM;
 		goto out;
 	}
+	if (strcmp(spec.run.backend, "external") == 0) {
+		snprintf(detail, detail_len,
+		         "backend 'external' is for pools, whose workers join: a process is started");
+		err = CM_EUNSUPPORTED;
+		goto out;
+	}
 	fn = json_object_get(root, "function");
 	cmd = json_object_get(root, "command");
 	if ((fn != NULL) == (cmd != NULL)) {
@@ -1296,6 +1351,11 @@ int spec_manager_parse(const char *body, size_t len, const char *default_backend
 		err = CM_ENOMEM;
 	else
 		err = pool_parse(text, strlen(text), default_backend, default_image, 1, out, detail, detail_len);
+	if (err == CM_OK && strcmp(out->backend, "external") == 0) {
+		snprintf(detail, detail_len,
+		         "backend 'external' is for pools, whose workers join: a manager is started");
+		err = CM_EUNSUPPORTED;
+	}
 out:
 	free(text);
 	json_decref(root);

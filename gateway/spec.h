@@ -96,6 +96,14 @@ int spec_pool_patch_parse(const char *body, size_t len, pool_patch *out, char *d
 #define SPEC_LEASE_DEFAULT_S 10
 #define SPEC_LEASE_MAX_S 86400
 int spec_lease_parse(const char *body, size_t len, int64_t *lease_ms, char *detail, size_t detail_len);
+/* POST /v1/pools/{id}/join {uses, ttl_s}: uses 1 to SPEC_MAX_PROCESSES (0
+ * when absent: the pool's processes), ttl_s 1 to a week (default an hour).
+ * POST /v1/join {token}: the token, into token. */
+#define SPEC_JOIN_TTL_DEFAULT_S 3600
+#define SPEC_JOIN_TTL_MAX_S (7 * 86400)
+int spec_join_token_parse(const char *body, size_t len, int64_t *uses, int64_t *ttl_s, char *detail,
+                          size_t detail_len);
+int spec_join_parse(const char *body, size_t len, char *token, size_t token_len, char *detail, size_t detail_len);
 /* Parses a spec the gateway stored (spec_pool_json), which may also carry
  * the manager type its worker hosts. */
 int spec_pool_load(const char *spec_json, const char *default_image, pool_spec *out, char *detail, size_t detail_len);

@@ -125,6 +125,10 @@ static const char *const migrations[] = {
          * fails, so a map's results pay nothing for it. */
         "CREATE TABLE IF NOT EXISTS failure_notes(task INTEGER PRIMARY KEY, worker TEXT NOT NULL,"
         "  run_us INTEGER NOT NULL);",
+        /* 17: join tokens of external pools, kept as their SHA-256: how
+         * many workers each still lets join, and until when (wall clock). */
+        "CREATE TABLE IF NOT EXISTS join_tokens(hash TEXT PRIMARY KEY, pool TEXT NOT NULL,"
+        "  expires_ms INTEGER NOT NULL, uses INTEGER NOT NULL);",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -559,7 +563,7 @@ int store_pool_set_state(store *st, const char *id, const char *state, const cha
 int store_pool_delete(store *st, const char *id)
 {
 	static const char *const sql[] = {"DELETE FROM output WHERE pool = ?", "DELETE FROM workers WHERE pool_id = ?",
-	                                  "DELETE FROM pools WHERE id = ?"};
+	                                  "DELETE FROM join_tokens WHERE pool = ?", "DELETE FROM pools WHERE id = ?"};
 	sqlite3_stmt *s;
 	int rc, err = CM_OK;
 
@@ -992,6 +996,42 @@ int store_lease_delete(store *st, const char *id)
 		return CM_EIO;
 	store__bind_text(s, 1, id);
 	return store__step_done(st, s);
+}
+
+int store_join_token_put(store *st, const char *hash, const char *pool, int64_t expires_ms, int64_t uses)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "INSERT OR REPLACE INTO join_tokens VALUES(?, ?, ?, ?)", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, hash);
+	store__bind_text(s, 2, pool);
+	sqlite3_bind_int64(s, 3, expires_ms);
+	sqlite3_bind_int64(s, 4, uses);
+	return store__step_done(st, s);
+}
+
+int store_join_token_delete(store *st, const char *hash)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "DELETE FROM join_tokens WHERE hash = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, hash);
+	return store__step_done(st, s);
+}
+
+int store_join_token_each(store *st, store_join_token_fn fn, void *ctx)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (store__prepare(st, "SELECT hash, pool, expires_ms, uses FROM join_tokens", &s) != CM_OK)
+		return CM_EIO;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3));
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
 
 int store_lease_each(store *st, store_lease_fn fn, void *ctx)

@@ -295,6 +295,14 @@ int store_lease_delete(store *st, const char *id);
 typedef void (*store_lease_fn)(void *ctx, const char *id, int64_t lease_ms, int64_t created_ms);
 int store_lease_each(store *st, store_lease_fn fn, void *ctx);
 
+/* Join tokens of external pools (the engine's join.c), by their SHA-256:
+ * put writes one (or its uses left), delete removes one; a deleted pool's
+ * go with it. */
+int store_join_token_put(store *st, const char *hash, const char *pool, int64_t expires_ms, int64_t uses);
+int store_join_token_delete(store *st, const char *hash);
+typedef void (*store_join_token_fn)(void *ctx, const char *hash, const char *pool, int64_t expires_ms, int64_t uses);
+int store_join_token_each(store *st, store_join_token_fn fn, void *ctx);
+
 /* ---- processes ---------------------------------------------------------- */
 typedef struct store_process {
 	const char *id;

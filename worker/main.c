@@ -9,6 +9,7 @@
 
 #include "common/tsan_suppressions.h"
 #include "worker/code.h"
+#include "worker/join.h"
 #include "worker/runtime.h"
 #include "worker/values.h"
 #include "worker/worker.h"
@@ -81,6 +82,11 @@ static void usage(FILE *f)
 	           "  (STRAND_CODE: the SHA-256 of the pool's code package, fetched from the hub into a cache\n"
 	           "  (STRAND_CACHE_DIR, default ~/.cache/strand) and the working directory of its tasks)\n"
 	           "  --gateway-timeout S    exit when the gateway is away this long (STRAND_GATEWAY_TIMEOUT, 60)\n"
+	           "  --join URL             join an external pool, from any host: its token (STRAND_JOIN_TOKEN,\n"
+	           "                         or --join-token) is traded at the gateway's API (https://HOST:PORT)\n"
+	           "                         for this worker's identity and the hub's URL\n"
+	           "  --join-token TOKEN     the token POST /v1/pools/{id}/join gave\n"
+	           "  --ca FILE              the CA to check the gateway's certificate by (default: the system's)\n"
 	           "  --run FUNCTION         run one function once instead (a strand Process): its result as\n"
 	           "                         JSON on stdout and exit 0, or its error on stderr and exit 1\n"
 	           "  --arg JSON             the argument for --run (default null); given more than once, its\n"
@@ -131,6 +137,9 @@ int main(int argc, char **argv)
 	        {"gateway-timeout", required_argument, NULL, 't'},
 	        {"run", required_argument, NULL, 'r'},
 	        {"arg", required_argument, NULL, 'a'},
+	        {"join", required_argument, NULL, 'j'},
+	        {"join-token", required_argument, NULL, 'T'},
+	        {"ca", required_argument, NULL, 'C'},
 	        {"help", no_argument, NULL, 'H'},
 	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
@@ -151,7 +160,8 @@ int main(int argc, char **argv)
 	};
 	char why[512];
 	struct sigaction sa;
-	const char *run = NULL;
+	const char *run = NULL, *join_url = NULL, *ca_file = NULL;
+	char *join_token = getenv("STRAND_JOIN_TOKEN");
 	cm_buf arg;
 	int c;
 
@@ -171,6 +181,9 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case 'j': join_url = optarg; break;
+		case 'T': join_token = optarg; break;
+		case 'C': ca_file = optarg; break;
 		case 'H': usage(stdout); return 0;
 		case 'V': printf("strand-worker %s\n", STRAND_VERSION); return 0;
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
@@ -193,6 +206,24 @@ int main(int argc, char **argv)
 		int code = run_once(&cfg, run, arg.len ? arg.data : "null");
 		cm_buf_fini(&arg);
 		return code;
+	}
+	if (join_url) {
+		char token[256];
+		if (!join_token || !join_token[0] || run) {
+			fprintf(stderr,
+			        "strand-worker: --join needs a token (--join-token or STRAND_JOIN_TOKEN), and no "
+			        "--run\n");
+			return 64;
+		}
+		snprintf(token, sizeof(token), "%s", join_token);
+		explicit_bzero(join_token, strlen(join_token)); /* out of /proc/PID/environ and cmdline */
+		unsetenv("STRAND_JOIN_TOKEN");
+		int joined = worker_join(join_url, token, ca_file, &cfg, why, sizeof(why));
+		explicit_bzero(token, sizeof(token));
+		if (joined != 0) {
+			fprintf(stderr, "strand-worker: %s\n", why);
+			return 1;
+		}
 	}
 	if (!cfg.pool_id || !cfg.worker_id) {
 		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");

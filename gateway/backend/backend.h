@@ -85,6 +85,10 @@ backend *backend_local_new(int gpus, struct sandbox *sb);
  * timeout_s fails. */
 backend *backend_docker_new(const char *socket, int timeout_s);
 
+/* Runs nothing: an external pool's workers join by themselves
+ * (external.c says what its stop and poll mean). */
+backend *backend_external_new(void);
+
 /* The exit code of what could never start: not schedulable, no image, a
  * container that cannot be created. Its pool fails with the words. */
 #define BACKEND_NEVER_STARTED (-2)

@@ -83,6 +83,8 @@ static void handle(engine *e, op *o)
 	case OP_RING_GET:
 	case OP_RING_DELETE: engine__handle_ring(e, o); return;
 	case OP_LIST: engine__handle_list(e, o); break;
+	case OP_JOIN_TOKEN:
+	case OP_JOIN: engine__handle_join(e, o); break;
 	case OP_POOL_CREATE: engine__handle_pool_create(e, o); break;
 	case OP_POOL_GET: {
 		pool *p = engine__pool_find(e, o->id);
@@ -398,6 +400,7 @@ static void *engine_main(void *arg)
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
 			engine__tick_client_leases(e, now);
+			engine__tick_join_tokens(e);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 			engine__history_tick(e, now);

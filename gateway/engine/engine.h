@@ -78,6 +78,14 @@ const char *const *engine_list_states(engine_list_kind kind);
 int engine_list(engine *e, engine_list_kind kind, const engine_list_page *pg, json_t **out);
 
 int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *detail, size_t detail_len);
+/* An external pool's join token ({token, pool, uses, expires_at}): good
+ * for uses workers (0: the pool's processes) for ttl_s seconds. */
+int engine_join_token(engine *e, const char *pool_id, int64_t uses, int64_t ttl_s, json_t **out, char *detail,
+                      size_t detail_len);
+/* A worker joins with a token: its identity ({worker, pool, secret, hub,
+ * hub_ca_pem, hub_server_name, code, runtime}). CM_ENOENT: the token is
+ * unknown, used up or expired; CM_ECLOSED: the pool has its workers. */
+int engine_join(engine *e, const char *token, json_t **out, char *detail, size_t detail_len);
 int engine_pool_get(engine *e, const char *id, json_t **out);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Resizes the pool, or sets or ends its autoscale (scale.c): answers

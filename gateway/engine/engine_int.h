@@ -12,6 +12,7 @@
  *   processes.c  processes and rings
  *   client_leases.c  clients' leases on what they made
  *   lists.c      pages of pools, processes, queues, ...
+ *   join.c       workers that join external pools
  *   output.c     what pools' tasks printed
  *   recovery.c   load, recover, reload
  *   views.c      JSON
@@ -103,6 +104,8 @@ static const char *const worker_state_names[] = {"starting", "connected", "stopp
 
 typedef enum op_kind {
 	OP_LIST,
+	OP_JOIN_TOKEN,
+	OP_JOIN,
 	OP_POOL_CREATE,
 	OP_POOL_GET,
 	OP_POOL_CLOSE,
@@ -221,6 +224,10 @@ typedef struct op {
 			const engine_list_page *page;
 		} list; /* OP_LIST */
 		struct {
+			int64_t uses, ttl_s; /* OP_JOIN_TOKEN (id: the pool; uses 0: its processes) */
+			const char *token; /* OP_JOIN */
+		} join;
+		struct {
 			const char *kind; /* OP_QUEUE_CREATE: "queue", "simplex" or "duplex" */
 			char *const *items; /* OP_QUEUE_PUT: JSON texts (borrowed, or owned_items) */
 			const size_t *lens;
@@ -293,6 +300,15 @@ typedef struct client_lease {
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	struct client_lease *next;
 } client_lease;
+
+/* A join token of an external pool (join.c), known by its SHA-256. */
+typedef struct join_token {
+	char hash[CREDENTIALS_HASH_LEN + 1];
+	char pool[20];
+	int64_t expires_ms; /* wall clock */
+	int64_t uses; /* workers it still lets join */
+	struct join_token *next;
+} join_token;
 
 /* A Process: one program or one function run once, on any backend. */
 typedef enum proc_state { PR_RUNNING, PR_EXITED, PR_FAILED } proc_state;
@@ -484,6 +500,7 @@ struct engine {
 	process *processes;
 	ring *rings;
 	client_lease *client_leases;
+	join_token *join_tokens;
 	uint64_t made; /* pools, processes, rings, queues and leases made or loaded: their seq */
 	job *jobs[JOB_BUCKETS];
 	op *ready;
@@ -670,6 +687,12 @@ job_counts engine__job_counts(const job *j);
 int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
 const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
+
+/* join.c: external pools' join tokens, and the workers that join */
+void engine__handle_join(engine *e, op *o);
+void engine__load_join_token(void *ctx, const char *hash, const char *pool_id, int64_t expires_ms, int64_t uses);
+void engine__tick_join_tokens(engine *e);
+void engine__join_tokens_clear(engine *e);
 
 /* lists.c: a page of pools, processes, queues, ... (OP_LIST) */
 void engine__handle_list(engine *e, op *o);

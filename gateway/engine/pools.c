@@ -106,6 +106,11 @@ int engine__worker_spawn(engine *e, pool *p)
 	char secret[CREDENTIALS_SECRET_LEN + 1];
 	int err;
 
+	/* An external pool's workers join by themselves (join.c). */
+	if (strcmp(p->spec.backend, "external") == 0) {
+		free(w);
+		return CM_EUNSUPPORTED;
+	}
 	if (!w)
 		return CM_ENOMEM;
 	cm_id_new('w', w->id);

@@ -260,6 +260,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
 	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
 	    store_lease_each(e->st, engine__load_client_lease, e) != CM_OK ||
+	    store_join_token_each(e->st, engine__load_join_token, e) != CM_OK ||
 	    store_output_counts(e->st, engine__load_output_count, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK ||
 	    store_worker_each_ended(e->st, EXITED_KEPT, load_ended_worker, load_worker_tally, e) != CM_OK ||
@@ -324,4 +325,5 @@ void engine__state_clear(engine *e)
 	engine__processes_clear(e);
 	engine__queues_clear(e);
 	engine__client_leases_clear(e);
+	engine__join_tokens_clear(e);
 }

@@ -196,6 +196,21 @@ int engine_list(engine *e, engine_list_kind kind, const engine_list_page *pg, js
 	return submit_answer(e, &o, out, NULL, 0);
 }
 
+int engine_join_token(engine *e, const char *pool_id, int64_t uses, int64_t ttl_s, json_t **out, char *detail,
+                      size_t detail_len)
+{
+	op o = {.kind = OP_JOIN_TOKEN, .id = pool_id, .u.join = {.uses = uses, .ttl_s = ttl_s}};
+
+	return submit_answer(e, &o, out, detail, detail_len);
+}
+
+int engine_join(engine *e, const char *token, json_t **out, char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_JOIN, .u.join = {.token = token}};
+
+	return submit_answer(e, &o, out, detail, detail_len);
+}
+
 int engine_pool_get(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);

@@ -117,8 +117,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq->route = route_find(url);
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		cm_buf_init(&rq->body);
-		/* The sign-in is the one route without a token: its body is a token. */
-		rq->cap = strcmp(url, "/v1/session") == 0 ? API_SESSION_BODY_MAX : API_BODY_MAX;
+		/* The sign-in and a worker's join carry no API token: their body
+		 * is a token. */
+		rq->cap = strcmp(url, "/v1/session") == 0 || strcmp(url, "/v1/join") == 0 ? API_SESSION_BODY_MAX
+		                                                                          : API_BODY_MAX;
 		*con_cls = rq;
 		deadlines_headers_in(a->deadlines, c, body_length(c), (int64_t)rq->cap);
 		/* Refused before its body is read: an unauthenticated client
@@ -183,6 +185,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return http_get_health(a, c);
 	if (strcmp(url, "/v1/session") == 0)
 		return http_route_session(a, c, url, method, rq);
+	if (strcmp(url, "/v1/join") == 0)
+		return http_post_join(a, c, url, method, rq);
 	if (strcmp(url, "/metrics") == 0)
 		return http_get_metrics(a, c, url);
 	if (strcmp(url, "/v1/openapi.json") == 0)

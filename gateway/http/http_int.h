@@ -138,6 +138,13 @@ int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64
                    size_t detail_len);
 void http_first_segment(const char *rest, const char *sub, char *id, size_t id_len);
 
+/* ---- join.c: workers that join external pools --------------------------- */
+
+enum MHD_Result http_post_join_token(api *a, struct MHD_Connection *c, const char *url, const char *pool_id,
+                                     const request *rq);
+enum MHD_Result http_post_join(api *a, struct MHD_Connection *c, const char *url, const char *method,
+                               const request *rq);
+
 /* ---- lists.c: GET on a collection, a page of it ------------------------ */
 
 enum MHD_Result http_listing(api *a, struct MHD_Connection *c, const char *url, engine_list_kind kind);

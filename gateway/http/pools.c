@@ -187,5 +187,7 @@ enum MHD_Result http_route_pools(api *a, struct MHD_Connection *c, const char *u
 			return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
 		return http_send_json(c, 200, out, NULL);
 	}
-	return http_problem(c, 404, url, "no such pool action (map, apply, close)");
+	if (strcmp(sub, "/join") == 0)
+		return http_post_join_token(a, c, url, id, rq);
+	return http_problem(c, 404, url, "no such pool action (map, apply, close, join)");
 }

@@ -28,6 +28,8 @@ const api_route route_table[] = {
         {"/v1/pools/{id}/map", "POST"},
         {"/v1/pools/{id}/apply", "POST"},
         {"/v1/pools/{id}/close", "POST"},
+        {"/v1/pools/{id}/join", "POST"},
+        {"/v1/join", "POST"},
         {"/v1/pools/{id}/jobs", "GET"},
         {"/v1/pools/{id}/logs", "GET"},
         {"/v1/jobs", "GET"},

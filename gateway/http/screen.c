@@ -108,8 +108,8 @@ int http_screen(api *a, struct MHD_Connection *c, const char *url, const char *m
 		snprintf(detail, detail_len, "request bodies must be 'Content-Type: %s'", want);
 		return 415;
 	}
-	if (!a->token[0] || strcmp(url, "/v1/session") == 0)
-		return 0; /* --no-auth; or the dashboard's sign-in, which checks the token itself */
+	if (!a->token[0] || strcmp(url, "/v1/session") == 0 || strcmp(url, "/v1/join") == 0)
+		return 0; /* --no-auth; or the dashboard's sign-in or a worker's join, which check their token */
 	if (auth_token_equal(a->token, auth_bearer(auth)))
 		return 0;
 	if (!auth && sessions_check(a->sessions, cookie, cm_now_ms())) {

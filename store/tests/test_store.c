@@ -1206,7 +1206,12 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 16);
+	assert_int_equal(sqlite3_column_int(q, 0), 17);
+	sqlite3_finalize(q);
+	/* 17: join tokens, none yet. */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM join_tokens", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 0);
 	sqlite3_finalize(q);
 	/* 16: failed tasks' notes, none yet. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM failure_notes", -1, &q, NULL), SQLITE_OK);

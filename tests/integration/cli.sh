@@ -208,6 +208,20 @@ check "map --command as JSON" '"bbb"' "$out"
 job=$("$strand" pool map "$pool" echo 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)
 check "chunks: auto, four per worker" 3 "$("$strand" pool status "$job" | jq .chunksize)"
 
+# An external pool: a worker started by hand joins it with its token.
+ext=$("$strand" pool create --backend external --processes 1)
+token=$("$strand" pool join "$ext" --uses 1 --ttl 60 2>"$dir/join")
+check "pool join: a token" "jt-" "${token:0:3}"
+grep -q "STRAND_JOIN_TOKEN=$token strand-worker --join $STRAND_URL" "$dir/join"; check "... and how to join" 0 $?
+STRAND_JOIN_TOKEN=$token "$bin/strand-worker" --join "$STRAND_URL" 2>"$dir/joined.log" &
+joined=$!
+out=$("$strand" pool map "$ext" echo 7 8 --wait 2>/dev/null | tr '\n' ' ')
+check "the joined worker runs the map" "7 8 " "$out"
+"$strand" pool join "$pool" >/dev/null 2>&1; check "pool join of a pool that starts its own: refused" 1 $?
+"$strand" pool join "$ext" --uses 0 >/dev/null 2>&1; check "pool join --uses 0: usage" 2 $?
+"$strand" pool delete "$ext" >/dev/null
+wait "$joined"; check "the joined worker stops with its pool" 0 $?
+
 # Pipes.
 pipe=$("$strand" pipe create); check "pipe create" "x-" "${pipe:0:2}"
 "$strand" pipe send "$pipe" 0 hello '{"n":1}'; check "pipe send" 0 $?

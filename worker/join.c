@@ -1,0 +1,138 @@
+/* strand-worker --join: a join token traded for a worker's identity. */
+#define _GNU_SOURCE
+#include "worker/join.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+
+#define ANSWER_MAX (1u << 20) /* an identity with a CA chain: far below */
+
+/* What the gateway answered, kept for the process's life: cfg points here. */
+static struct {
+	char *worker, *pool, *secret, *hub, *hub_ca_pem, *hub_server_name, *code, *runtime;
+} joined;
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	cm_buf *b = ctx;
+
+	if (b->len + size * n > ANSWER_MAX || cm_buf_append(b, p, size * n) != CM_OK)
+		return 0;
+	return size * n;
+}
+
+/* Whether url may carry a token: https, or http to this host. */
+static int url_fit(const char *url)
+{
+	static const char *const local[] = {"http://127.", "http://localhost:", "http://localhost/", "http://[::1]",
+	                                    NULL};
+
+	if (strncmp(url, "https://", 8) == 0)
+		return 1;
+	for (size_t i = 0; local[i]; i++)
+		if (strncmp(url, local[i], strlen(local[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* A string field of the answer, copied (NULL when absent). */
+static char *field(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? strdup(v) : NULL;
+}
+
+int worker_join(const char *url, const char *token, const char *ca_file, worker_config *cfg, char *why, size_t why_len)
+{
+	char endpoint[1100], curl_error[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers = NULL;
+	json_t *body, *answer = NULL;
+	char *text;
+	cm_buf reply;
+	long status = 0;
+	CURL *c;
+	CURLcode rc;
+
+	if (!url_fit(url)) {
+		snprintf(why, why_len,
+		         "--join takes https://HOST:PORT (http:// only to this host: the token must not "
+		         "cross a network in clear)");
+		return -1;
+	}
+	size_t len = strnlen(url, 1000);
+	while (len && url[len - 1] == '/')
+		len--;
+	snprintf(endpoint, sizeof(endpoint), "%.*s/v1/join", (int)len, url);
+	body = json_pack("{s:s}", "token", token);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!text || !(c = curl_easy_init())) {
+		free(text);
+		snprintf(why, why_len, "out of memory");
+		return -1;
+	}
+	cm_buf_init(&reply);
+	headers = curl_slist_append(headers, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, endpoint);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_error);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(c);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	if (rc != CURLE_OK) {
+		snprintf(why, why_len, "cannot reach %s: %s", endpoint,
+		         curl_error[0] ? curl_error : curl_easy_strerror(rc));
+		cm_buf_fini(&reply);
+		return -1;
+	}
+	answer = json_loadb(reply.data ? reply.data : "", reply.len, 0, NULL);
+	if (status != 200) {
+		const char *detail = json_string_value(json_object_get(answer, "detail"));
+		snprintf(why, why_len, "the gateway refused the join (%ld): %s", status,
+		         detail ? detail : "no reason given");
+		json_decref(answer);
+		cm_buf_fini(&reply);
+		return -1;
+	}
+	joined.worker = field(answer, "worker");
+	joined.pool = field(answer, "pool");
+	joined.secret = field(answer, "secret");
+	joined.hub = field(answer, "hub");
+	joined.hub_ca_pem = field(answer, "hub_ca_pem");
+	joined.hub_server_name = field(answer, "hub_server_name");
+	joined.code = field(answer, "code");
+	joined.runtime = field(answer, "runtime");
+	if (reply.data)
+		explicit_bzero(reply.data, reply.len);
+	cm_buf_fini(&reply);
+	json_decref(answer);
+	if (!joined.worker || !joined.pool || !joined.secret || !joined.hub) {
+		snprintf(why, why_len, "the gateway's answer lacks the worker's identity");
+		return -1;
+	}
+	cfg->worker_id = joined.worker;
+	cfg->pool_id = joined.pool;
+	cfg->secret = joined.secret;
+	cfg->hub = joined.hub;
+	cfg->hub_ca_pem = joined.hub_ca_pem;
+	cfg->hub_server_name = joined.hub_server_name;
+	cfg->code = joined.code;
+	cfg->runtime = joined.runtime;
+	return 0;
+}
