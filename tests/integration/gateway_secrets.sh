@@ -31,7 +31,7 @@ start_gateway "$bin" "$dir"
 bearer() { curl -s -H @<(printf 'Authorization: Bearer %s\n' "$token") -H 'Content-Type: application/json' "$@"; }
 
 check "the gateway runs as 65534" "65534" "$(awk '/^Uid:/ {print $2}' "/proc/$GATEWAY_PID/status")"
-check "STRAND_TOKEN still authenticates" '{"pools":[]}' "$(bearer "$STRAND_URL/v1/pools")"
+check "STRAND_TOKEN still authenticates" '{"pools":[],"next_cursor":null}' "$(bearer "$STRAND_URL/v1/pools")"
 check "the token is not in the gateway's /proc/PID/environ" "0" \
   "$(tr '\0' '\n' <"/proc/$GATEWAY_PID/environ" | grep -c "$token" || true)"
 check "not dumpable: its /proc files are root's" "0 0" \

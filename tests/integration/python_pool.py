@@ -415,8 +415,8 @@ class HttpsTest(unittest.TestCase):
             with open(token) as f:
                 secret = f.read().strip()
             gw = strand.gateway.Gateway(url, token=secret, ca_file=cert)
-            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": []})
-            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": []})  # on the same connection
+            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": [], "next_cursor": None})
+            self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": [], "next_cursor": None})  # on the same connection
             gw.close()
             with self.assertRaises(ssl.SSLCertVerificationError):
                 strand.gateway.Gateway(url, token=secret).request("GET", "/v1/pools")
