@@ -129,6 +129,11 @@ static const char *const migrations[] = {
          * many workers each still lets join, and until when (wall clock). */
         "CREATE TABLE IF NOT EXISTS join_tokens(hash TEXT PRIMARY KEY, pool TEXT NOT NULL,"
         "  expires_ms INTEGER NOT NULL, uses INTEGER NOT NULL);",
+        /* 18: a pool's ended workers past the ones its view keeps go from
+         * workers (store_worker_forget); their pool counts them, so its
+         * workers_started and workers_lost stay whole across a restart. */
+        "ALTER TABLE pools ADD COLUMN workers_forgotten INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE pools ADD COLUMN lost_forgotten INTEGER NOT NULL DEFAULT 0;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -591,13 +596,23 @@ int store_pool_delete(store *st, const char *id)
 
 int store_worker_forget(store *st, const char *id)
 {
+	static const char *const sql[] = {
+	        "UPDATE pools SET workers_forgotten = workers_forgotten + 1, lost_forgotten = lost_forgotten +"
+	        " (SELECT state = 'lost' FROM workers WHERE id = ?1) WHERE id = (SELECT pool_id FROM workers WHERE id "
+	        "= ?1)",
+	        "DELETE FROM workers WHERE id = ?1"};
 	sqlite3_stmt *s;
 
-	if (store__holder_forget(st, id) != CM_OK ||
-	    store__prepare(st, "DELETE FROM workers WHERE id = ?", &s) != CM_OK)
+	if (store__holder_forget(st, id) != CM_OK)
 		return CM_EIO;
-	store__bind_text(s, 1, id);
-	return store__step_done(st, s);
+	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+		if (store__prepare(st, sql[i], &s) != CM_OK)
+			return CM_EIO;
+		store__bind_text(s, 1, id);
+		if (store__step_done(st, s) != CM_OK)
+			return CM_EIO;
+	}
+	return CM_OK;
 }
 
 int store_pool_set_spec(store *st, const char *id, const char *spec_json)
@@ -1231,8 +1246,12 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
 		return store__fail(st, rc);
-	if (store__prepare(st, "SELECT pool_id, count(*), sum(state = 'lost') FROM workers GROUP BY pool_id", &s) !=
-	    CM_OK)
+	if (store__prepare(
+	            st,
+	            "SELECT p.id, coalesce(w.n, 0) + p.workers_forgotten, coalesce(w.lost, 0) + p.lost_forgotten"
+	            " FROM pools p LEFT JOIN (SELECT pool_id, count(*) AS n, sum(state = 'lost') AS lost FROM workers"
+	            " GROUP BY pool_id) w ON w.pool_id = p.id",
+	            &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		tally(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
