@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Workers on another host, the hosts made of network namespaces this test
+# creates: "gw" holds the gateway, "far" the workers that join its
+# external pool, a veth pair between them (10.231.N.1 and .2; nothing
+# outside the two namespaces is ever contacted). The API is HTTPS and the
+# hub TLS, checked by a CA the test makes. Over that link, each map's
+# results are checked exact (every index once, its own value, none
+# failed):
+#   - with 1% of the packets dropped each way (iptables' statistic match;
+#     this kernel may lack tc's netem);
+#   - across a 20 s cut of the link in the middle of a map;
+#   - across a gateway killed and restarted while the link is cut.
+# The workers run under a bounded restart loop, as a supervisor would run
+# them: one the gateway gave up on during a cut joins again.
+# Skips (77) without root, ip or iptables.
+#   hosts.sh BIN_DIR
+set -uo pipefail
+bin="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/lib.sh"
+
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
+  echo "skipped: needs root, ip and iptables to make its hosts of network namespaces"
+  exit 77
+fi
+tag="s$$"
+gwns="strand-gw-$tag" farns="strand-far-$tag"
+net="10.231.$((RANDOM % 250))"
+gwip="$net.1" farip="$net.2"
+dir=$(mktemp -d /tmp/strand-test-hosts-XXXXXX)
+chmod 755 "$dir"
+gw_pid="" far_pids=()
+cleanup() {
+  code=$?
+  [ "$code" -ne 0 ] && [ -f "$dir/gateway.log" ] && { echo "--- exit $code; the gateway's log ends:"; tail -30 "$dir/gateway.log"; }
+  # the supervisors' loops, and the workers they run
+  for p in "${far_pids[@]}"; do
+    for k in $(descendants "$p" 0); do kill -TERM "$k" 2>/dev/null; done
+    kill -TERM "$p" 2>/dev/null
+  done
+  [ -n "$gw_pid" ] && kill -TERM "$gw_pid" 2>/dev/null
+  for p in "${far_pids[@]}" $gw_pid; do wait "$p" 2>/dev/null; done
+  ip netns del "$gwns" 2>/dev/null
+  ip netns del "$farns" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+in_gw() { ip netns exec "$gwns" "$@"; }
+in_far() { ip netns exec "$farns" "$@"; }
+
+# Two hosts and a wire.
+ip netns add "$gwns" && ip netns add "$farns" || exit 1
+ip link add "${tag}g" type veth peer name "${tag}f" || exit 1
+ip link set "${tag}g" netns "$gwns" && ip link set "${tag}f" netns "$farns" || exit 1
+in_gw ip addr add "$gwip/24" dev "${tag}g" && in_gw ip link set "${tag}g" up && in_gw ip link set lo up
+in_far ip addr add "$farip/24" dev "${tag}f" && in_far ip link set "${tag}f" up && in_far ip link set lo up
+
+# The gateway's certificate: its address for the API, a name for the hub
+# (the worker's TLS library checks names, not addresses).
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=strand-gw \
+  -addext "subjectAltName=IP:$gwip,DNS:strand-gw" -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || exit 1
+chmod 644 "$dir/key.pem"
+start_gw() { # ip execs the gateway: $! is its pid
+  ip netns exec "$gwns" "$bin/strand-gateway" --db "$dir/strand.db" --http "$gwip:8443" \
+    --hub "tls+tcp://$gwip:8444" --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" --hub-server-name strand-gw \
+    --token-file "$dir/token" </dev/null >/dev/null 2>>"$dir/gateway.log" &
+  gw_pid=$!
+  for _ in $(seq 200); do
+    api GET /healthz >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "FAIL the gateway did not answer"
+  exit 1
+}
+api() { # METHOD PATH [BODY]: from the gateway's own host
+  in_gw curl -sf --cacert "$dir/cert.pem" -H "Authorization: Bearer $(cat "$dir/token" 2>/dev/null)" \
+    -H 'Content-Type: application/json' -X "$1" "https://$gwip:8443$2" ${3:+-d "$3"}
+}
+start_gw
+
+check "the far host reaches the gateway's API" ok \
+  "$(in_far curl -sf --cacert "$dir/cert.pem" "https://$gwip:8443/healthz" | jq -r .status)"
+pool=$(api POST /v1/pools '{"backend": "external", "processes": 2}' | jq -r .id)
+token=$(api POST "/v1/pools/$pool/join" '{"uses": 40, "ttl_s": 600}' | jq -r .token)
+check "an external pool and its token" "jt-" "${token:0:3}"
+# Each worker under a supervisor's loop: at most 8 runs, a second apart.
+for i in 1 2; do
+  ip netns exec "$farns" env STRAND_JOIN_TOKEN="$token" bash -c 'for _ in $(seq 8); do
+      "$0" --join "https://$1:8443" --ca "$2" 2>>"$3"; sleep 1; done' \
+    "$bin/strand-worker" "$gwip" "$dir/cert.pem" "$dir/worker-$i.log" </dev/null >/dev/null &
+  far_pids+=($!)
+done
+connected() { api GET "/v1/pools/$pool" | jq '[.workers[] | select(.state == "connected")] | length'; }
+for _ in $(seq 200); do [ "$(connected)" = 2 ] && break; sleep 0.1; done
+check "two workers from the far host joined over TLS" 2 "$(connected)"
+
+# map N MS: N sleeps of MS ms each (the value of input i is MS + i/1e6,
+# told apart); waits up to LIMIT s for the job, then checks every result.
+map() {
+  local n=$1 ms=$2 job
+  job=$(api POST "/v1/pools/$pool/map" \
+    "$(jq -cn --argjson n "$n" --argjson ms "$ms" '{function: "sleep", chunksize: 1, args: [range($n) | $ms + . / 1e6]}')" |
+    jq -r .id)
+  echo "$job"
+}
+verify() { # JOB N MS LIMIT_S: "exact" or what is wrong
+  local job=$1 n=$2 ms=$3 state
+  for _ in $(seq $(($4 * 10))); do
+    state=$(api GET "/v1/jobs/$job" | jq -r '.state + " " + (.done|tostring) + " " + (.failed|tostring)')
+    [ "${state%% *}" = done ] && break
+    sleep 0.1
+  done
+  [ "$state" = "done $n 0" ] || { echo "job $job: $state"; return; }
+  local cursor=0 all="$dir/results-$job"
+  : >"$all"
+  for _ in $(seq 1000); do
+    page=$(api GET "/v1/jobs/$job/results?cursor=$cursor&limit=1000")
+    jq -c '.items[] | [.index, .ok, .value]' <<<"$page" >>"$all"
+    [ "$(jq -r .complete <<<"$page")" = true ] && break
+    cursor=$(jq -r .next_cursor <<<"$page")
+  done
+  jq -rs --argjson n "$n" --argjson ms "$ms" \
+    'if length == $n and ([.[] | select(.[1] == true and (.[2] - ($ms + .[0] / 1e6) | fabs) < 1e-9)] | length) == $n
+       and ([.[][0]] | unique | length) == $n then "exact" else "wrong: \(length) results" end' "$all"
+}
+
+job=$(map 2000 0); check "a map over the link" exact "$(verify "$job" 2000 0 60)"
+
+# 1% of the packets lost each way, for a whole map.
+for chain in INPUT OUTPUT; do
+  in_far iptables -A "$chain" -m statistic --mode random --probability 0.01 -j DROP
+done
+job=$(map 2000 1); check "a map with 1% of the packets lost" exact "$(verify "$job" 2000 1 120)"
+for chain in INPUT OUTPUT; do in_far iptables -F "$chain"; done
+
+# The link cut for 20 s in the middle of a 4,000-task map.
+job=$(map 4000 2)
+sleep 1.5
+in_gw ip link set "${tag}g" down
+sleep 20
+in_gw ip link set "${tag}g" up
+check "a map across a 20 s cut of the link" exact "$(verify "$job" 4000 2 180)"
+
+# The gateway killed and restarted while the link is cut.
+job=$(map 2000 2)
+sleep 1
+in_gw ip link set "${tag}g" down
+kill -9 "$gw_pid"; wait "$gw_pid" 2>/dev/null
+start_gw
+sleep 3
+in_gw ip link set "${tag}g" up
+check "a map across a gateway restart during a cut" exact "$(verify "$job" 2000 2 180)"
+grep -q "joined pool $pool" "$dir/gateway.log"; check "the joins are in the gateway's log" 0 $?
+
+checks_passed
