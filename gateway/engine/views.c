@@ -66,7 +66,8 @@ json_t *engine__job_json(const job *j)
 }
 
 /* What runs a worker or process, in its backend's terms: a pid, a
- * container or pod, a Slurm job. Nothing before its backend started it. */
+ * container or pod, a Slurm job, or a worker that joined. Nothing before
+ * its backend started it. */
 void engine__runs_as(json_t *o, const bx *b, const char *handle)
 {
 	if (!handle[0])
@@ -75,6 +76,8 @@ void engine__runs_as(json_t *o, const bx *b, const char *handle)
 		json_object_set_new(o, "pid", json_integer(atoi(handle)));
 	else if (strcmp(bx_name(b), "slurm") == 0)
 		json_object_set_new(o, "slurm_job", json_integer(atoll(handle)));
+	else if (strcmp(bx_name(b), "external") == 0)
+		json_object_set_new(o, "joined", json_true()); /* started elsewhere, by someone else */
 	else /* a name (strand-<pool>-<n>, a pod), or a docker id shown short as docker does */
 		json_object_set_new(o, "container",
 		                    json_stringn(handle, strncmp(handle, "strand-", 7) != 0 && strlen(handle) > 12

@@ -149,6 +149,11 @@ static void test_workers_join_and_replace_the_lost(void **state)
 	pid_t a = worker_join(token), b = worker_join(token);
 	pool_wait_connected(&g, pool, 2);
 	map_echo(pool, 500);
+	p = pool_get(&g, pool);
+	json_t *joined = json_array_get(json_object_get(p, "workers"), 0);
+	assert_true(json_is_true(json_object_get(joined, "joined")));
+	assert_null(json_object_get(joined, "container"));
+	json_decref(p);
 
 	/* A third, while two serve: refused, and the token keeps its use. */
 	assert_int_equal(worker_join_refused(token, said, sizeof(said)), 1);

@@ -7,9 +7,10 @@ import { ask, bar, chart, code, duration, h, link, rate, state, table, when } fr
 // Jobs on screen, by id: a progress event updates their rows in place.
 export const shownJobs = new Map();
 
-// What runs a worker or process: its pid, container or pod, or Slurm job.
+// What runs a worker or process: its pid, container or pod, or Slurm job;
+// or a worker that joined from a host of its own.
 function runsAs(x) {
-  return x.pid || x.container || (x.slurm_job ? "slurm job " + x.slurm_job : "");
+  return x.pid || x.container || (x.slurm_job ? "slurm job " + x.slurm_job : "") || (x.joined ? "joined" : "");
 }
 
 function jobRate(job) {
