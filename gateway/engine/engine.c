@@ -237,13 +237,14 @@ static void handle_backend_event(engine *e, op *o)
  * recorded, except the backends' events. */
 static void stop_everything(engine *e)
 {
-	int64_t asked_end = cm_now_ms() + STOP_ASKED_MS, grace_end = asked_end + TERM_GRACE_MS,
-	        give_up = grace_end + STOP_WAIT_MS;
-	int hard = 0;
+	int64_t start = cm_now_ms(), asked_end = start + STOP_ASKED_MS,
+	        give_up = asked_end + TERM_GRACE_MS + STOP_WAIT_MS;
 
 	/* A worker waiting on its pull is told to stop, as when its pool ends,
 	 * and exits by itself (code 0), on any hub: a signal would end it
-	 * with 143, or, in a container or pod, reach only what runs it. */
+	 * with 143, or, in a container or pod, reach only what runs it. It
+	 * gets SIGTERM only if it is still there at asked_end; the others at
+	 * once; SIGKILL follows TERM_GRACE_MS after a SIGTERM. */
 	for (pool *p = e->pools; p; p = p->next)
 		for (worker *w = p->workers; w; w = w->next)
 			if (w->state != W_EXITED && w->parked.head) {
@@ -252,13 +253,14 @@ static void stop_everything(engine *e)
 			}
 	for (;;) {
 		int64_t now = cm_now_ms();
-		int live = engine__processes_stop(e, hard);
+		int live = engine__processes_stop(e, now >= start + TERM_GRACE_MS);
 		for (pool *p = e->pools; p; p = p->next)
 			for (worker *w = p->workers; w; w = w->next)
 				if (w->state != W_EXITED) {
+					int64_t term_at = w->told_stop ? asked_end : start;
 					w->state = W_STOPPING;
-					if (!w->told_stop || now >= asked_end)
-						engine__worker_stop(p, w, hard);
+					if (now >= term_at)
+						engine__worker_stop(p, w, now >= term_at + TERM_GRACE_MS);
 					live++;
 				}
 		if (!live)
@@ -267,7 +269,6 @@ static void stop_everything(engine *e)
 			cm_warn("%d workers or processes did not end in time; leaving them", live);
 			break;
 		}
-		hard = now >= grace_end;
 		usleep(10000);
 		pthread_mutex_lock(&e->mu);
 		op *batch = e->inbox;

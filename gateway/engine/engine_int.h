@@ -49,7 +49,7 @@
 #define CONNECT_GRACE_MS 30000 /* a started worker must say hello by then */
 #define TERM_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
 #define STOP_WAIT_MS 5000 /* at shutdown, how long past the grace ends are awaited */
-#define STOP_ASKED_MS 500 /* at shutdown, how long a worker told to stop has before a signal */
+#define STOP_ASKED_MS 1500 /* at shutdown, how long a worker told to stop has before a signal */
 #define JOB_BUCKETS 16384
 #define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
