@@ -32,7 +32,11 @@ chmod 755 "$dir"
 gw_pid="" far_pids=()
 cleanup() {
   code=$?
-  [ "$code" -ne 0 ] && [ -f "$dir/gateway.log" ] && { echo "--- exit $code; the gateway's log ends:"; tail -30 "$dir/gateway.log"; }
+  if [ "$code" -ne 0 ]; then
+    for f in "$dir"/gateway.log "$dir"/worker-*.log; do
+      [ -f "$f" ] && { echo "--- exit $code; $(basename "$f") ends:"; tail -25 "$f"; }
+    done
+  fi
   # the supervisors' loops, and the workers they run
   for p in "${far_pids[@]}"; do
     for k in $(descendants "$p" 0); do kill -TERM "$k" 2>/dev/null; done
@@ -83,9 +87,9 @@ check "the far host reaches the gateway's API" ok \
 pool=$(api POST /v1/pools '{"backend": "external", "processes": 2}' | jq -r .id)
 token=$(api POST "/v1/pools/$pool/join" '{"uses": 40, "ttl_s": 600}' | jq -r .token)
 check "an external pool and its token" "jt-" "${token:0:3}"
-# Each worker under a supervisor's loop: at most 8 runs, a second apart.
+# Each worker under a supervisor's loop: at most 20 runs, a second apart.
 for i in 1 2; do
-  ip netns exec "$farns" env STRAND_JOIN_TOKEN="$token" bash -c 'for _ in $(seq 8); do
+  ip netns exec "$farns" env STRAND_JOIN_TOKEN="$token" bash -c 'for _ in $(seq 20); do
       "$0" --join "https://$1:8443" --ca "$2" 2>>"$3"; sleep 1; done' \
     "$bin/strand-worker" "$gwip" "$dir/cert.pem" "$dir/worker-$i.log" </dev/null >/dev/null &
   far_pids+=($!)
@@ -139,7 +143,7 @@ sleep 1.5
 in_gw ip link set "${tag}g" down
 sleep 20
 in_gw ip link set "${tag}g" up
-check "a map across a 20 s cut of the link" exact "$(verify "$job" 4000 2 180)"
+check "a map across a 20 s cut of the link" exact "$(verify "$job" 4000 2 240)"
 
 # The gateway killed and restarted while the link is cut.
 job=$(map 2000 2)
@@ -149,7 +153,7 @@ kill -9 "$gw_pid"; wait "$gw_pid" 2>/dev/null
 start_gw
 sleep 3
 in_gw ip link set "${tag}g" up
-check "a map across a gateway restart during a cut" exact "$(verify "$job" 2000 2 180)"
+check "a map across a gateway restart during a cut" exact "$(verify "$job" 2000 2 240)"
 grep -q "joined pool $pool" "$dir/gateway.log"; check "the joins are in the gateway's log" 0 $?
 
 checks_passed
