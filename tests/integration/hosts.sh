@@ -37,10 +37,13 @@ cleanup() {
       [ -f "$f" ] && { echo "--- exit $code; $(basename "$f") ends:"; tail -25 "$f"; }
     done
   fi
-  # the supervisors' loops, and the workers they run
+  # the supervisors' loops, stopped first so that none starts another
+  # worker, then the workers they run, then the loops
   for p in "${far_pids[@]}"; do
+    kill -STOP "$p" 2>/dev/null
     for k in $(descendants "$p" 0); do kill -TERM "$k" 2>/dev/null; done
     kill -TERM "$p" 2>/dev/null
+    kill -CONT "$p" 2>/dev/null
   done
   [ -n "$gw_pid" ] && kill -TERM "$gw_pid" 2>/dev/null
   for p in "${far_pids[@]}" $gw_pid; do wait "$p" 2>/dev/null; done
