@@ -401,7 +401,7 @@ static void *engine_main(void *arg)
 			engine__tick_processes(e, now);
 			engine__tick_rings(e);
 			engine__tick_client_leases(e, now);
-			engine__tick_join_tokens(e);
+			engine__tick_join_tokens(e, now);
 			engine__chores_step(e);
 			engine__upkeep(e, now);
 			engine__history_tick(e, now);

@@ -501,6 +501,7 @@ struct engine {
 	ring *rings;
 	client_lease *client_leases;
 	join_token *join_tokens;
+	int64_t join_tokens_looked; /* when the tokens were last looked over (monotonic ms) */
 	uint64_t made; /* pools, processes, rings, queues and leases made or loaded: their seq */
 	job *jobs[JOB_BUCKETS];
 	op *ready;
@@ -691,7 +692,7 @@ const char *engine__job_state(const job *j); /* submitting, running, done or can
 /* join.c: external pools' join tokens, and the workers that join */
 void engine__handle_join(engine *e, op *o);
 void engine__load_join_token(void *ctx, const char *hash, const char *pool_id, int64_t expires_ms, int64_t uses);
-void engine__tick_join_tokens(engine *e);
+void engine__tick_join_tokens(engine *e, int64_t now); /* once a second at most */
 void engine__join_tokens_clear(engine *e);
 
 /* lists.c: a page of pools, processes, queues, ... (OP_LIST) */

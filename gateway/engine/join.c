@@ -58,15 +58,20 @@ void engine__load_join_token(void *ctx, const char *hash, const char *pool_id, i
 	token_add(ctx, hash, pool_id, expires_ms, uses);
 }
 
-/* Tokens past their time, or of a pool that is gone or ended, go. */
-void engine__tick_join_tokens(engine *e)
+/* Tokens past their time, or of a pool that is gone or ended, go. Each
+ * token looks its pool up: once a second, not every cycle (a join checks
+ * both itself, so a token kept a little longer lets no one in). */
+void engine__tick_join_tokens(engine *e, int64_t now)
 {
-	int64_t now = cm_wall_ms();
+	int64_t wall = cm_wall_ms();
 
+	if (!e->join_tokens || now - e->join_tokens_looked < 1000)
+		return;
+	e->join_tokens_looked = now;
 	for (join_token *t = e->join_tokens, *next; t; t = next) {
 		pool *p = engine__pool_find(e, t->pool);
 		next = t->next;
-		if (now >= t->expires_ms || !p || p->state != POOL_ACTIVE)
+		if (wall >= t->expires_ms || !p || p->state != POOL_ACTIVE)
 			token_drop(e, t);
 	}
 }
@@ -137,9 +142,14 @@ static void join(engine *e, op *o, pool *p, join_token *t)
 	snprintf(w->handle, sizeof(w->handle), "%s", w->id);
 	credentials_new_secret(secret, w->secret_hash);
 	w->pool = p;
-	if ((o->err = credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret_hash)) != CM_OK ||
-	    (o->err = bx_adopt(p->backend, w->id, w->handle)) != CM_OK ||
-	    (o->err = store_worker_insert(e->st, w->id, p->id, w->handle, w->secret_hash, cm_wall_ms())) != CM_OK) {
+	/* The executor watches it last: nothing is left watched if the rest
+	 * failed, and its row goes if the watch fails. */
+	o->err = credentials_add(e->creds, w->id, p->id, p->spec.code, w->secret_hash);
+	if (o->err == CM_OK &&
+	    (o->err = store_worker_insert(e->st, w->id, p->id, w->handle, w->secret_hash, cm_wall_ms())) == CM_OK &&
+	    (o->err = bx_adopt(p->backend, w->id, w->handle)) != CM_OK)
+		store_worker_forget(e->st, w->id);
+	if (o->err != CM_OK) {
 		credentials_remove(e->creds, w->id);
 		explicit_bzero(secret, sizeof(secret));
 		free(w);
