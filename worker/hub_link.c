@@ -104,6 +104,10 @@ int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out)
 	    (rv = tls_config(cfg, &t)) == 0) {
 		rv = nng_stream_dialer_set_ptr(l->dialer, NNG_OPT_TLS_CONFIG, t);
 		nng_tls_config_free(t); /* the dialer holds its own reference */
+		/* A frame's prefix and body are two TLS records: without this
+		 * the body waits for the hub's delayed ACK of the prefix. */
+		if (rv == 0)
+			rv = nng_stream_dialer_set_bool(l->dialer, NNG_OPT_TCP_NODELAY, true);
 	}
 	if (rv == 0)
 		rv = nng_aio_alloc(&l->aio, NULL, NULL);

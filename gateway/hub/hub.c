@@ -688,6 +688,7 @@ static int describe(hub_slot *s, proto_type type)
 	                            .pool_id = p->pool_id,
 	                            .want = p->want,
 	                            .in_hand = p->in_hand,
+	                            .round_trip_us = p->round_trip_us,
 	                            .results = s->results,
 	                            .nresults = n,
 	                            .resync = p->resync,
@@ -1322,6 +1323,14 @@ static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_l
 			explicit_bzero(key.data, key.len);
 		cm_buf_fini(&cert);
 		cm_buf_fini(&key);
+	}
+	/* nng's TLS writes a frame's prefix and body as two records: with
+	 * Nagle's algorithm the body waited for the worker's delayed ACK of
+	 * the prefix, 40 ms an answer. */
+	if (err == CM_OK && strncmp(cfg->hub, "tls+", 4) == 0 &&
+	    (rv = nng_stream_listener_set_bool(h->listener, NNG_OPT_TCP_NODELAY, true)) != 0) {
+		snprintf(detail, detail_len, "hub %s: TCP_NODELAY: %s", cfg->hub, nng_strerror(rv));
+		err = CM_EUNAVAIL;
 	}
 	if (err == CM_OK && (rv = nng_stream_listener_listen(h->listener)) != 0) {
 		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));

@@ -1105,6 +1105,16 @@ static void test_https(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "value")), 2);
 	response_free(&r);
+	/* Both ends of the hub's connection send at once: nng's TLS writes a
+	 * frame's prefix and body as two records, and with Nagle's algorithm
+	 * the second waited for the other end's delayed ACK (40 ms). */
+	pid_t worker;
+	int nodelay;
+	assert_true((worker = process_named_under(h.pid, "strand-worker")) > 0);
+	assert_int_equal(tcp_nodelay_count(h.pid, h.hub_port, &nodelay), 1);
+	assert_int_equal(nodelay, 1);
+	assert_int_equal(tcp_nodelay_count(worker, h.hub_port, &nodelay), 1);
+	assert_int_equal(nodelay, 1);
 	/* The dashboard's cookie is Secure here, and works with the https Origin. */
 	char body[400];
 	const char *json[] = {"Content-Type: application/json", NULL};

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -705,4 +708,120 @@ long proc_status_number(pid_t pid, const char *field)
 	fclose(f);
 	assert_true(n >= 0);
 	return n;
+}
+
+/* The inodes of pid's established TCP sockets with an end on port (its
+ * network namespace's /proc/PID/net/tcp and tcp6); returns how many. */
+static int tcp_socket_inodes(pid_t pid, int port, unsigned long *inodes, int max)
+{
+	const char *tables[] = {"tcp", "tcp6"};
+	int n = 0;
+
+	for (size_t t = 0; t < 2; t++) {
+		char path[64], line[512];
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, tables[t]);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f) && n < max) {
+			char local[64], remote[64];
+			unsigned state;
+			unsigned long inode;
+			if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %*s %*s %lu", local, remote, &state, &inode) !=
+			    4)
+				continue; /* the heading */
+			const char *lp = strrchr(local, ':'), *rp = strrchr(remote, ':');
+			if (state == 1 /* ESTABLISHED */ && lp && rp &&
+			    (strtol(lp + 1, NULL, 16) == port || strtol(rp + 1, NULL, 16) == port))
+				inodes[n++] = inode;
+		}
+		fclose(f);
+	}
+	return n;
+}
+
+int tcp_nodelay_count(pid_t pid, int port, int *nodelay)
+{
+	unsigned long inodes[64];
+	int ninodes = tcp_socket_inodes(pid, port, inodes, 64), found = 0;
+	char dir_path[64];
+	DIR *dir;
+	struct dirent *d;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	*nodelay = 0;
+	assert_true(pidfd >= 0);
+	snprintf(dir_path, sizeof(dir_path), "/proc/%d/fd", (int)pid);
+	assert_non_null(dir = opendir(dir_path));
+	while ((d = readdir(dir))) {
+		char link[320], target[64];
+		unsigned long inode;
+		snprintf(link, sizeof(link), "%s/%s", dir_path, d->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (sscanf(target, "socket:[%lu]", &inode) != 1)
+			continue;
+		for (int i = 0; i < ninodes; i++) {
+			if (inodes[i] != inode)
+				continue;
+			/* A copy of its descriptor, to ask the socket itself. */
+			int fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(d->d_name), 0);
+			int on = 0;
+			socklen_t on_len = sizeof(on);
+			assert_true(fd >= 0);
+			assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &on_len), 0);
+			close(fd);
+			found++;
+			*nodelay += on != 0;
+		}
+	}
+	closedir(dir);
+	close(pidfd);
+	return found;
+}
+
+/* pid's parent and name, from /proc/PID/stat; 0 where it is gone. */
+static pid_t parent_and_name(pid_t pid, char name[32])
+{
+	char path[64], line[512];
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fgets(line, sizeof(line), f)) {
+		/* "PID (NAME) STATE PPID": the name may hold spaces and ')'. */
+		char *open = strchr(line, '('), *close = strrchr(line, ')');
+		if (open && close && close > open) {
+			snprintf(name, 32, "%.*s", (int)(close - open - 1), open + 1);
+			sscanf(close + 1, " %*c %d", &ppid);
+		}
+	}
+	fclose(f);
+	return (pid_t)ppid;
+}
+
+pid_t process_named_under(pid_t root, const char *name)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *d;
+	pid_t found = 0;
+
+	assert_non_null(dir);
+	while (!found && (d = readdir(dir))) {
+		pid_t pid = (pid_t)atoi(d->d_name);
+		char own[32] = "", other[32];
+		if (pid <= 0 || !parent_and_name(pid, own) || strcmp(own, name) != 0)
+			continue;
+		for (pid_t up = pid; up > 1; up = parent_and_name(up, other))
+			if (up == root) {
+				found = pid;
+				break;
+			}
+	}
+	closedir(dir);
+	return found;
 }

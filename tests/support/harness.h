@@ -130,6 +130,15 @@ int pool_fixture_teardown(void **state);
 /* Whether a process exists (kill(pid, 0)). */
 int process_alive(pid_t pid);
 
+/* A process named name (its comm) that descends from root, or 0: a
+ * sandboxed worker under the bwrap whose pid the gateway knows. */
+pid_t process_named_under(pid_t root, const char *name);
+
+/* How many established TCP sockets process pid holds with an end on port
+ * (in its network namespace); *nodelay: how many of them have TCP_NODELAY
+ * set (read from a copy of each descriptor: pidfd_getfd, as root). */
+int tcp_nodelay_count(pid_t pid, int port, int *nodelay);
+
 /* A throwaway self-signed certificate for localhost and 127.0.0.1, made
  * with openssl in dir: dir/cert.pem and dir/key.pem into cert and key.
  * Skips the calling test (saying why) where openssl is missing. */
