@@ -9,6 +9,7 @@
 #             which deploy/slurm-cluster.sh runs as a single-node cluster
 #     test:   also clang and its libFuzzer runtime, for tests/fuzz; openssl
 #             for test certificates; gdb, to show where a hung gateway is;
+#             libnetfilter-queue, the hosts test's link delay;
 #             node and npm (unless some node is installed already), which
 #             fetch the test tools tests/openapi and tests/dashboard pin;
 #             chromium, which the dashboard's test drives
@@ -24,7 +25,7 @@ for extra in "$@"; do
   docker) packages+=(docker.io docker-compose) ;;
   slurm) packages+=(slurm-client slurmctld slurmd munge) ;;
   test)
-    packages+=(clang libclang-rt-14-dev openssl gdb)
+    packages+=(clang libclang-rt-14-dev openssl gdb libnetfilter-queue-dev)
     command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
     packages+=(chromium)
     ;;

@@ -14,10 +14,12 @@
  * batch the other thread keeps talking: heartbeats go on, and results
  * travel while the next task runs.
  *
- * How many tasks the worker asks for adapts to their length: enough to stay
- * busy for BUDGET_MS beyond the one running, so short tasks travel in large
- * batches and long ones one at a time (no tail of tasks stuck behind a slow
- * one). Results stay in the outbox until a Batch answered the Pull carrying
+ * How many tasks the worker asks for adapts to their length and to the
+ * link: enough to stay busy for BUDGET_MS beyond the one running plus two of
+ * the hub's round trips (a batch is asked for while the last one runs, and
+ * lands a round trip later), so short tasks travel in large batches, long
+ * ones one at a time (no tail of tasks stuck behind a slow one), and a far
+ * worker does not wait on its link. Results stay in the outbox until a Batch answered the Pull carrying
  * them; a lost answer means they are sent again, and the gateway drops
  * duplicates.
  */
@@ -158,6 +160,10 @@ typedef struct worker {
 	int quit;
 	int code; /* the process's exit code once quit */
 	double avg_ms; /* moving average of task run time */
+	/* Moving average of an exchange's time when the gateway answers at
+	 * once (the worker held tasks, so its pull could not wait there): the
+	 * link's round trip and the gateway's turn. */
+	double rtt_ms;
 	uint64_t pid; /* this process's, in each task's seed: a getpid() per task was 4 % of a no-op map */
 	proto_arena batches; /* the talking thread's: the last batch, decoded (gone at the next) */
 } worker;
@@ -742,17 +748,18 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 	return err;
 }
 
-/* How many tasks to hold (queued + running): one at a time for tasks longer
- * than the budget, otherwise enough to cover the budget. */
+/* How many tasks to hold (queued + running): enough to cover the budget
+ * (none for tasks longer than it) and two round trips; one more than that
+ * for the one running. Over loopback the round trips are a fraction of a
+ * millisecond: a long task is held alone. */
 static size_t target_in_hand(const worker *w)
 {
-	double n;
+	double cover, n;
 
 	if (w->avg_ms < 0)
 		return 1;
-	if (w->avg_ms >= BUDGET_MS)
-		return 1;
-	n = 1.0 + BUDGET_MS / (w->avg_ms > 0.001 ? w->avg_ms : 0.001);
+	cover = (w->avg_ms < BUDGET_MS ? BUDGET_MS : 0) + 2 * w->rtt_ms;
+	n = 1.0 + cover / (w->avg_ms > 0.001 ? w->avg_ms : 0.001);
 	return n > MAX_BATCH ? MAX_BATCH : (size_t)n;
 }
 
@@ -894,6 +901,7 @@ static void talk(worker *w)
 	if (nsend)
 		memcpy(sent, w->out, nsend * sizeof(*sent));
 	pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
+	pull.round_trip_us = (uint32_t)(w->rtt_ms * 1000.0);
 	/* Finished tasks whose results wait for a later pull are held too. */
 	pull.in_hand = (uint32_t)(in_hand + (w->nout - nsend));
 	if (in_flight(w)) {
@@ -918,8 +926,10 @@ static void talk(worker *w)
 	/* Taken after the results: a line a task printed before it ended is
 	 * sent with its result or before. */
 	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES, MAX_PULL_OUTPUT_LINES);
+	double began = cm_now_s();
 	if (err == CM_OK)
 		err = exchange(w, &pull, sent, nsend, &lines, &batch);
+	double took_ms = (cm_now_s() - began) * 1000.0;
 	free(sent);
 	free(held);
 	if (err == CM_OK && batch->status != STRAND__BATCH__STATUS__RETRY)
@@ -941,6 +951,8 @@ static void talk(worker *w)
 		return;
 	}
 	w->last_ok = cm_now_ms();
+	if (pull.in_hand > 0)
+		w->rtt_ms = w->rtt_ms == 0 ? took_ms : 0.8 * w->rtt_ms + 0.2 * took_ms;
 	if (batch->status == STRAND__BATCH__STATUS__RETRY) {
 		/* The gateway recorded nothing (its store failed): keep the
 		 * results, and say what we hold when we ask again. */

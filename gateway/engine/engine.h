@@ -235,6 +235,7 @@ typedef struct engine_pull_msg {
 	const char *worker_id, *pool_id;
 	uint32_t want; /* more tasks it can take now */
 	uint32_t in_hand; /* tasks it holds: queued, running, or done and not reported yet */
+	uint32_t round_trip_us; /* its exchanges' time: batches cover it */
 	const engine_result *results;
 	size_t nresults;
 	int resync; /* held lists every task it holds */

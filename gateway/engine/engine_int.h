@@ -56,6 +56,7 @@
  * the job's task time is known: long tasks go one at a time, so none waits
  * in one worker's hands while another worker idles. */
 #define BATCH_BUDGET_US 20000.0
+#define ROUND_TRIP_MAX_US 1000000u /* what a worker's round trip may add to it */
 /* ... and about this many bytes (arguments, contexts, commands), so that
  * its frame stays under PROTO_FRAME_MAX: one task always goes, and its
  * argument and its job's context are SPEC_INLINE_MAX (8 MiB) at most each. */
@@ -564,7 +565,8 @@ int engine__cancel_rest(engine *e, job *j, const char *why);
 void engine__chores_step(engine *e);
 void engine__chores_clear(engine *e);
 void engine__requeue_worker(engine *e, pool *p, const char *worker_id, int exit_code); /* its tasks: queue front */
-void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o); /* tasks into o's batch */
+/* Tasks into o's batch (round_trip_us: the worker's, engine_pull_msg). */
+void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, uint32_t round_trip_us, op *o);
 void engine__pull_finish(engine *e, op *o, engine_batch_status status, const char *error);
 int engine__pool_drained(const pool *p); /* nothing queued, no job open */
 /* costs.c: run times measured on a pool. A moving average's next

@@ -737,9 +737,10 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
 
 /* Hands tasks from p's queue to worker w, into o's batch: up to want, no
  * more than its fair share of the queue, and so that the worker holds the
- * task it runs next plus about BATCH_BUDGET_US more, in time, costed job by
- * job from each job's measured task time (the in_hand tasks it already
- * holds count, at the pool's run time). A worker holding nothing always
+ * task it runs next plus about BATCH_BUDGET_US and two of its round trips
+ * more, in time (a far worker's next batch is a round trip away), costed
+ * job by job from each job's measured task time (the in_hand tasks it
+ * already holds count, at the pool's run time). A worker holding nothing always
  * gets one task. Chunks are not split, unless the batch reaches
  * BATCH_BYTES_MAX.
  * Jobs take turns, each its share of the batch among the pool's open jobs:
@@ -749,7 +750,7 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
  * known yet gets one task out, as a probe, which waits at its place for a
  * worker with room; a busy worker's pull passes over it (up to PROBE_SKIPS
  * such jobs) to the work behind. */
-void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, op *o)
+void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_hand, uint32_t round_trip_us, op *o)
 {
 	int skipped = 0;
 	int64_t target;
@@ -767,7 +768,10 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	held_cost = p->est_known ? p->est_us : BATCH_BUDGET_US;
 	if (held_cost < 1.0)
 		held_cost = 1.0;
-	room = BATCH_BUDGET_US + held_cost - (double)in_hand * held_cost;
+	/* A worker says its round trip: one that says more than a second
+	 * (none is that far) gets a second's worth. */
+	room = BATCH_BUDGET_US + 2.0 * (round_trip_us < ROUND_TRIP_MAX_US ? round_trip_us : ROUND_TRIP_MAX_US) +
+	       held_cost - (double)in_hand * held_cost;
 	share = (p->queued + live_workers(p) - 1) / live_workers(p);
 	target = (int64_t)want < share ? (int64_t)want : share;
 	/* A job's turn is its share of the batch among the pool's open jobs:
@@ -975,7 +979,7 @@ void engine__handle_pull(engine *e, op *o)
 		o->u.pull.batch.list_held = (int64_t)m->in_hand < held;
 	}
 	if (!w->retiring) /* one that retires only finishes what it holds */
-		engine__assign(e, p, w, m->want, m->in_hand, o);
+		engine__assign(e, p, w, m->want, m->in_hand, m->round_trip_us, o);
 	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
 		o->u.pull.park_until = cm_now_ms() + PARK_MS;
 		if (!w->idle_since)

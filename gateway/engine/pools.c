@@ -458,7 +458,8 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			engine__pull_finish(e, o, ENGINE_BATCH_STOP, NULL);
 		} else if (p->qhead) {
 			waitlist_take(&w->parked);
-			engine__assign(e, p, w, o->u.pull.msg->want ? o->u.pull.msg->want : 1, 0, o);
+			engine__assign(e, p, w, o->u.pull.msg->want ? o->u.pull.msg->want : 1, 0,
+			               o->u.pull.msg->round_trip_us, o);
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 		} else if (now >= o->u.pull.park_until) {
 			waitlist_take(&w->parked);

@@ -6,13 +6,16 @@
 # hub TLS, checked by a CA the test makes. Over that link, each map's
 # results are checked exact (every index once, its own value, none
 # failed):
-#   - with 1% of the packets dropped each way (iptables' statistic match;
-#     this kernel may lack tc's netem);
+#   - over a link with 10 ms of delay each way (strand-test-link-delay
+#     holds the far host's packets on a netfilter queue: a kernel may lack
+#     tc's netem), 2,000 tasks of 1 ms on the two workers; the time is
+#     printed (bench/hosts compares it with the ideal);
+#   - with 1% of the packets dropped each way (iptables' statistic match);
 #   - across a 20 s cut of the link in the middle of a map;
 #   - across a gateway killed and restarted while the link is cut.
 # The workers run under a bounded restart loop, as a supervisor would run
 # them: one the gateway gave up on during a cut joins again.
-# Skips (77) without root, ip or iptables.
+# Skips (77) without root, ip, iptables or the link delay's program.
 #   hosts.sh BIN_DIR
 set -uo pipefail
 bin="$1"
@@ -23,13 +26,17 @@ if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v iptables >/
   echo "skipped: needs root, ip and iptables to make its hosts of network namespaces"
   exit 77
 fi
+if [ ! -x "$bin/strand-test-link-delay" ]; then
+  echo "skipped: strand-test-link-delay was not built (libnetfilter-queue-dev; deploy/install-deps.sh test)"
+  exit 77
+fi
 tag="s$$"
 gwns="strand-gw-$tag" farns="strand-far-$tag"
 net="10.231.$((RANDOM % 250))"
 gwip="$net.1" farip="$net.2"
 dir=$(mktemp -d /tmp/strand-test-hosts-XXXXXX)
 chmod 755 "$dir"
-gw_pid="" far_pids=()
+gw_pid="" far_pids=() delay_pid=""
 cleanup() {
   code=$?
   if [ "$code" -ne 0 ]; then
@@ -46,7 +53,8 @@ cleanup() {
     kill -CONT "$p" 2>/dev/null
   done
   [ -n "$gw_pid" ] && kill -TERM "$gw_pid" 2>/dev/null
-  for p in "${far_pids[@]}" $gw_pid; do wait "$p" 2>/dev/null; done
+  [ -n "$delay_pid" ] && kill -TERM "$delay_pid" 2>/dev/null
+  for p in "${far_pids[@]}" $gw_pid $delay_pid; do wait "$p" 2>/dev/null; done
   ip netns del "$gwns" 2>/dev/null
   ip netns del "$farns" 2>/dev/null
   rm -rf "$dir"
@@ -132,6 +140,28 @@ verify() { # JOB N MS LIMIT_S: "exact" or what is wrong
 }
 
 job=$(map 2000 0); check "a map over the link" exact "$(verify "$job" 2000 0 60)"
+
+# 10 ms each way: every packet to or from the gateway waits on the far
+# host's netfilter queue 0 (it stops by itself within 5 minutes).
+ip netns exec "$farns" "$bin/strand-test-link-delay" 0 10 300 2>>"$dir/delay.log" &
+delay_pid=$!
+for _ in $(seq 50); do grep -q "queue 0" "$dir/delay.log" 2>/dev/null && break; sleep 0.05; done
+in_far iptables -A OUTPUT -d "$gwip" -j NFQUEUE --queue-num 0
+in_far iptables -A INPUT -s "$gwip" -j NFQUEUE --queue-num 0
+rtt=$(in_far curl -s -o /dev/null -w '%{time_connect}' --cacert "$dir/cert.pem" "https://$gwip:8443/healthz")
+check "a TCP handshake over the delayed link takes its 20 ms round trip" 1 \
+  "$(awk -v t="$rtt" 'BEGIN { print (t >= 0.020 && t < 1) ? 1 : 0 }')"
+began=$(date +%s.%N)
+job=$(map 2000 1)
+for _ in $(seq 3000); do
+  [ "$(api GET "/v1/jobs/$job" | jq -r .state)" = done ] && break
+  sleep 0.02
+done
+echo "2,000 tasks of 1 ms on two workers 10 ms away: $(awk -v b="$began" -v e="$(date +%s.%N)" \
+  'BEGIN { printf "%.2f", e - b }') s (ideal 1.00 s)"
+check "a map over a link with 10 ms of delay each way" exact "$(verify "$job" 2000 1 60)"
+for chain in INPUT OUTPUT; do in_far iptables -F "$chain"; done
+kill -TERM "$delay_pid"; wait "$delay_pid"; delay_pid=""
 
 # 1% of the packets lost each way, for a whole map.
 for chain in INPUT OUTPUT; do

@@ -244,6 +244,7 @@ typedef struct pull_args {
 	uint64_t running_task;
 	uint32_t running_ms;
 	uint32_t run_us; /* each done task's run time; 0: 100 us */
+	uint32_t round_trip_us; /* the worker's exchanges' time */
 } pull_args;
 
 /* One pull of worker w, as the hub hands it over; the batch the engine
@@ -256,6 +257,7 @@ static test_batch *pull(fixture *f, const char *w, pull_args a)
 	                     .pool_id = f->pool,
 	                     .want = a.want,
 	                     .in_hand = a.in_hand,
+	                     .round_trip_us = a.round_trip_us,
 	                     .results = rs,
 	                     .nresults = a.ndone,
 	                     .resync = a.resync,
@@ -321,6 +323,33 @@ static void test_probe_then_batches_within_fair_share(void **state)
 	batch_free(a2);
 	batch_free(b);
 	batch_free(b2);
+}
+
+/* A far worker's batch covers two of its round trips as well as the
+ * budget: the next batch lands a round trip after it asks, while this one
+ * runs. One that says its round trip is an hour gets a second's worth. */
+static void test_batches_cover_the_round_trip(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 100000);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100000, .round_trip_us = 10000});
+	assert_int_equal(a->ntasks, 1); /* the probe */
+	test_batch *a2 =
+	        pull(f, f->w[0], (pull_args){.want = 100000, .done = a->tasks, .ndone = 1, .round_trip_us = 10000});
+	/* room: 20 ms + 2 x 10 ms + one task = 401 tasks of 100 us */
+	assert_int_equal(a2->ntasks, 401);
+	/* holding 201 (the budget's): room for two round trips' more */
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 100000, .in_hand = 201, .round_trip_us = 10000});
+	assert_int_equal(a3->ntasks, 200);
+	/* 3,600 s claimed: 20 ms + 2 s + one task = 20,201 tasks */
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 100000, .round_trip_us = 3600u * 1000000u});
+	assert_int_equal(b->ntasks, 20201);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(a3);
+	batch_free(b);
 }
 
 /* Bytes cap a batch too, so its frame fits what a worker accepts: of 300
@@ -1087,6 +1116,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_applies_priced_by_their_function_beside_another, setup, teardown),
