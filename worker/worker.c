@@ -1011,7 +1011,13 @@ static void *take_turns(void *arg)
 		} else if (!w->talking && has_something_to_say(w)) {
 			talk(w);
 		} else {
-			int64_t wait_ms = w->beat - cm_now_ms();
+			/* Until the heartbeat is due; while the other thread talks
+			 * (an idle pull waits at the gateway for seconds), until it
+			 * wakes this one: it does when its answer brings work to
+			 * share. Waking every millisecond meanwhile, as the past
+			 * heartbeat had it, cost each idle worker a thousand wakes a
+			 * second: a thousand idle workers kept two cores busy. */
+			int64_t wait_ms = w->talking ? 200 : w->beat - cm_now_ms();
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, wait_ms < 1     ? 1
 			                                                    : wait_ms > 200 ? 200
 			                                                                    : wait_ms);
