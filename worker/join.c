@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 
@@ -47,15 +48,61 @@ static char *field(json_t *o, const char *key)
 	return v ? strdup(v) : NULL;
 }
 
+/* Whether a failed post may be tried again: the gateway never took it (no
+ * connection, one closed before an answer: a gateway starting, or at its
+ * limit of connections from one address while many workers join at once)
+ * or said to come back (429, 503). A refusal, a certificate that does not
+ * check, or an answer that came are final. */
+static int transient(CURLcode rc, long status)
+{
+	if (rc == CURLE_OK)
+		return status == 429 || status == 503;
+	return rc == CURLE_COULDNT_CONNECT || rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR ||
+	       rc == CURLE_RECV_ERROR || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SSL_CONNECT_ERROR;
+}
+
+/* One post of text to endpoint: the curl code, the HTTP status and the
+ * answer's body into reply. */
+static CURLcode post_once(const char *endpoint, const char *text, const char *ca_file, cm_buf *reply, long *status,
+                          char curl_error[CURL_ERROR_SIZE])
+{
+	struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	*status = 0;
+	curl_error[0] = '\0';
+	if (!c || !headers) {
+		curl_slist_free_all(headers);
+		if (c)
+			curl_easy_cleanup(c);
+		return CURLE_OUT_OF_MEMORY;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, endpoint);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_error);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(c);
+	return rc;
+}
+
 int worker_join(const char *url, const char *token, const char *ca_file, worker_config *cfg, char *why, size_t why_len)
 {
 	char endpoint[1100], curl_error[CURL_ERROR_SIZE] = "";
-	struct curl_slist *headers = NULL;
 	json_t *body, *answer = NULL;
 	char *text;
 	cm_buf reply;
 	long status = 0;
-	CURL *c;
 	CURLcode rc;
 
 	if (!url_fit(url)) {
@@ -71,28 +118,31 @@ int worker_join(const char *url, const char *token, const char *ca_file, worker_
 	body = json_pack("{s:s}", "token", token);
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
-	if (!text || !(c = curl_easy_init())) {
-		free(text);
+	if (!text) {
 		snprintf(why, why_len, "out of memory");
 		return -1;
 	}
 	cm_buf_init(&reply);
-	headers = curl_slist_append(headers, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, endpoint);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_error);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(headers);
-	curl_easy_cleanup(c);
+	/* Tried again while the failure is transient, for as long as the
+	 * worker waits for an absent gateway (--gateway-timeout), 0.1 s apart
+	 * at first, then up to 2 s, each wait a random half to one and a half
+	 * of that: a thousand workers started together do not come back
+	 * together. */
+	int64_t give_up = cm_now_ms() + (int64_t)cfg->gateway_timeout_s * 1000;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)cm_now_ms();
+	double pause_s = 0.1;
+	for (int tries = 1;; tries++) {
+		reply.len = 0;
+		rc = post_once(endpoint, text, ca_file, &reply, &status, curl_error);
+		if (!transient(rc, status) || cm_now_ms() >= give_up)
+			break;
+		if (tries == 1)
+			cm_warn("joining at %s: %s; trying again for up to %d s", endpoint,
+			        rc != CURLE_OK ? (curl_error[0] ? curl_error : curl_easy_strerror(rc)) : "busy",
+			        cfg->gateway_timeout_s);
+		usleep((useconds_t)(pause_s * (0.5 + (double)rand_r(&seed) / RAND_MAX) * 1e6));
+		pause_s = pause_s * 2 > 2.0 ? 2.0 : pause_s * 2;
+	}
 	explicit_bzero(text, strlen(text));
 	free(text);
 	if (rc != CURLE_OK) {

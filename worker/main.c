@@ -207,6 +207,8 @@ int main(int argc, char **argv)
 		cm_buf_fini(&arg);
 		return code;
 	}
+	if (cfg.gateway_timeout_s <= 0)
+		cfg.gateway_timeout_s = 60;
 	if (join_url) {
 		char token[256];
 		if (!join_token || !join_token[0] || run) {
@@ -229,8 +231,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "strand-worker: --pool and --id (or STRAND_POOL_ID, STRAND_WORKER_ID) are required\n");
 		return 64;
 	}
-	if (cfg.gateway_timeout_s <= 0)
-		cfg.gateway_timeout_s = 60;
 	if (cfg.code && worker_code_enter(&cfg, why, sizeof(why)) != CM_OK) {
 		fprintf(stderr, "strand-worker: code package %.12s: %s\n", cfg.code, why);
 		return 1;

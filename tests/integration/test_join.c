@@ -4,7 +4,8 @@
  * pool takes as many as its processes and refuses more, a worker that is
  * killed is lost (its tasks go back to the queue) and another joins in its
  * place; used-up, expired and unknown tokens get 401, tokens outlive a
- * gateway restart, and a stopping gateway tells joined workers to stop.
+ * gateway restart (a worker started while it is down joins once it is
+ * back), and a stopping gateway tells joined workers to stop.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -206,11 +207,23 @@ static void test_tokens_expire_and_outlive_a_restart(void **state)
 	usleep(1200000);
 	assert_int_equal(worker_join_refused(brief, said, sizeof(said)), 1);
 	assert_non_null(strstr(said, "(401)"));
+	/* A worker started while the gateway is down tries again until it is
+	 * back (the token with it), and says so once. */
 	gateway_kill(&g);
-	gateway_restart(&g);
 	pid_t w = worker_join(kept);
+	usleep(500000);
+	gateway_restart(&g);
 	pool_wait_connected(&g, pool, 1);
 	map_echo(pool, 50);
+	char log[400], line[512];
+	int retries = 0;
+	snprintf(log, sizeof(log), "%s/joined-%d.log", g.dir, (int)w);
+	FILE *f = fopen(log, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		retries += strstr(line, "trying again for up to 60 s") != NULL;
+	fclose(f);
+	assert_int_equal(retries, 1);
 	char path[96];
 	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
 	response r = http(&g, "DELETE", path, NULL, NULL);
