@@ -19,9 +19,9 @@
  * the hub's round trips (a batch is asked for while the last one runs, and
  * lands a round trip later), so short tasks travel in large batches, long
  * ones one at a time (no tail of tasks stuck behind a slow one), and a far
- * worker does not wait on its link. Results stay in the outbox until a Batch answered the Pull carrying
- * them; a lost answer means they are sent again, and the gateway drops
- * duplicates.
+ * worker does not wait on its link. Results stay in the outbox until a
+ * Batch answered the Pull carrying them; a lost answer means they are sent
+ * again, and the gateway drops duplicates.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -740,8 +740,8 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
  * task it runs next plus about BATCH_BUDGET_US and two of its round trips
  * more, in time (a far worker's next batch is a round trip away), costed
  * job by job from each job's measured task time (the in_hand tasks it
- * already holds count, at the pool's run time). A worker holding nothing always
- * gets one task. Chunks are not split, unless the batch reaches
+ * already holds count, at the pool's run time). A worker holding nothing
+ * always gets one task. Chunks are not split, unless the batch reaches
  * BATCH_BYTES_MAX.
  * Jobs take turns, each its share of the batch among the pool's open jobs:
  * a range that gave tasks and still has some goes behind the other jobs'
