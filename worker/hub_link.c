@@ -10,6 +10,7 @@
  */
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@
 #include "worker/hub_link.h"
 #include "worker/hub_socket.h"
 #include "worker/worker.h"
+
+#define DEADLINE_GRACE_MS 2000
 
 struct hub_link {
 	const char *url; /* the worker's configuration's */
@@ -39,6 +42,14 @@ struct hub_link {
 	uint8_t watch_byte;
 	int watching;
 	atomic_int dead;
+	/* A deadline on each exchange of its own: nng's TLS stream (1.5) can
+	 * leave a receive waiting past its aio's timeout, for good, on a
+	 * connection whose peer vanished during a cut (its gateway killed, the
+	 * link back after): at the deadline the stream is closed, which ends
+	 * what waits on it. */
+	nng_aio *deadline;
+	pthread_mutex_t mu;
+	int in_exchange; /* under mu: what the deadline may close */
 };
 
 /* The watch ended: cancelled (the next exchange comes), or the connection
@@ -49,6 +60,21 @@ static void on_watch(void *arg)
 
 	if (nng_aio_result(l->watch) != NNG_ECANCELED)
 		atomic_store(&l->dead, 1);
+}
+
+/* The deadline passed (or was cancelled: the exchange ended first). */
+static void on_deadline(void *arg)
+{
+	hub_link *l = arg;
+
+	if (nng_aio_result(l->deadline) != 0)
+		return;
+	pthread_mutex_lock(&l->mu);
+	if (l->in_exchange) {
+		cm_warn("hub %s: no answer past the exchange's deadline; closing the connection", l->url);
+		nng_stream_close(l->stream);
+	}
+	pthread_mutex_unlock(&l->mu);
 }
 
 static int tls_config(const worker_config *cfg, nng_tls_config **out)
@@ -111,6 +137,9 @@ int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out)
 	}
 	if (rv == 0)
 		rv = nng_aio_alloc(&l->aio, NULL, NULL);
+	if (rv == 0)
+		rv = nng_aio_alloc(&l->deadline, on_deadline, l);
+	pthread_mutex_init(&l->mu, NULL);
 	if (rv == 0 && watch_idle)
 		rv = nng_aio_alloc(&l->watch, on_watch, l);
 	if (rv != 0) {
@@ -163,8 +192,18 @@ int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout
 		return rv;
 	}
 	nng_aio_set_timeout(l->aio, timeout_ms);
+	pthread_mutex_lock(&l->mu);
+	l->in_exchange = 1;
+	pthread_mutex_unlock(&l->mu);
+	/* Each step has timeout_ms (the aio's); the whole, a little more. */
+	nng_sleep_aio(timeout_ms + DEADLINE_GRACE_MS, l->deadline);
 	if ((rv = wire_send(l->stream, l->aio, frame, len)) == 0)
 		rv = wire_recv(l->stream, l->aio, PROTO_FRAME_MAX, reply, reply_len);
+	pthread_mutex_lock(&l->mu);
+	l->in_exchange = 0;
+	pthread_mutex_unlock(&l->mu);
+	nng_aio_cancel(l->deadline);
+	nng_aio_wait(l->deadline);
 	if (rv != 0) {
 		/* A late answer would be taken for the next one's: start over. */
 		nng_stream_free(l->stream);
@@ -189,8 +228,12 @@ void hub_link_free(hub_link *l)
 		nng_stream_free(l->stream);
 	if (l->watch)
 		nng_aio_free(l->watch);
+	if (l->deadline)
+		nng_aio_free(l->deadline);
 	if (l->aio)
 		nng_aio_free(l->aio);
+	if (!l->plain)
+		pthread_mutex_destroy(&l->mu);
 	if (l->dialer)
 		nng_stream_dialer_free(l->dialer);
 	free(l);
