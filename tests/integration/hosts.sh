@@ -148,9 +148,6 @@ delay_pid=$!
 for _ in $(seq 50); do grep -q "queue 0" "$dir/delay.log" 2>/dev/null && break; sleep 0.05; done
 in_far iptables -A OUTPUT -d "$gwip" -j NFQUEUE --queue-num 0
 in_far iptables -A INPUT -s "$gwip" -j NFQUEUE --queue-num 0
-rtt=$(in_far curl -s -o /dev/null -w '%{time_connect}' --cacert "$dir/cert.pem" "https://$gwip:8443/healthz")
-check "a TCP handshake over the delayed link takes its 20 ms round trip" 1 \
-  "$(awk -v t="$rtt" 'BEGIN { print (t >= 0.020 && t < 1) ? 1 : 0 }')"
 began=$(date +%s.%N)
 job=$(map 2000 1)
 for _ in $(seq 3000); do
@@ -162,6 +159,10 @@ echo "2,000 tasks of 1 ms on two workers 10 ms away: $(awk -v b="$began" -v e="$
 check "a map over a link with 10 ms of delay each way" exact "$(verify "$job" 2000 1 60)"
 for chain in INPUT OUTPUT; do in_far iptables -F "$chain"; done
 kill -TERM "$delay_pid"; wait "$delay_pid"; delay_pid=""
+# The map's traffic went through the delay: some hundreds of packets (676
+# in one run, its pulls and their answers); without the queue's rules, none.
+delayed=$(sed -n 's/.* \([0-9]*\) packets delayed$/\1/p' "$dir/delay.log")
+check "the map's packets waited on the delayed link" 1 "$([ "${delayed:-0}" -ge 100 ] && echo 1 || echo 0)"
 
 # 1% of the packets lost each way, for a whole map.
 for chain in INPUT OUTPUT; do

@@ -782,28 +782,6 @@ int tcp_nodelay_count(pid_t pid, int port, int *nodelay)
 	return found;
 }
 
-/* pid's parent and name, from /proc/PID/stat; 0 where it is gone. */
-static pid_t parent_and_name(pid_t pid, char name[32])
-{
-	char path[64], line[512];
-	int ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (fgets(line, sizeof(line), f)) {
-		/* "PID (NAME) STATE PPID": the name may hold spaces and ')'. */
-		char *open = strchr(line, '('), *close = strrchr(line, ')');
-		if (open && close && close > open) {
-			snprintf(name, 32, "%.*s", (int)(close - open - 1), open + 1);
-			sscanf(close + 1, " %*c %d", &ppid);
-		}
-	}
-	fclose(f);
-	return (pid_t)ppid;
-}
-
 pid_t process_named_under(pid_t root, const char *name)
 {
 	DIR *dir = opendir("/proc");
@@ -812,15 +790,15 @@ pid_t process_named_under(pid_t root, const char *name)
 
 	assert_non_null(dir);
 	while (!found && (d = readdir(dir))) {
-		pid_t pid = (pid_t)atoi(d->d_name);
-		char own[32] = "", other[32];
-		if (pid <= 0 || !parent_and_name(pid, own) || strcmp(own, name) != 0)
+		pid_t pid = (pid_t)atoi(d->d_name), up;
+		char comm[64], state;
+		if (pid <= 0 || cm_process_stat(pid, comm, sizeof(comm), &state, &up) != 0 || strcmp(comm, name) != 0)
 			continue;
-		for (pid_t up = pid; up > 1; up = parent_and_name(up, other))
-			if (up == root) {
-				found = pid;
-				break;
-			}
+		/* Its ancestors, up to root or to init. */
+		while (up > 1 && up != root && cm_process_stat(up, comm, sizeof(comm), &state, &up) == 0)
+			;
+		if (up == root)
+			found = pid;
 	}
 	closedir(dir);
 	return found;

@@ -4,7 +4,8 @@
  * kernel may be built without it (this project's test machines are); the
  * netfilter queue is in every kernel that has iptables' NFQUEUE target.
  * It stops by itself after LIFETIME_S, or on SIGTERM or SIGINT; packets
- * still held then are let go.
+ * still held then are let go, and it says how many it held in all (a test
+ * checks its traffic went this way).
  *   strand-test-link-delay QUEUE DELAY_MS LIFETIME_S */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@ typedef struct {
 
 static held_packet held[HELD_MAX];
 static size_t head, count;
+static unsigned long long delayed; /* in all */
 static int64_t delay_us;
 static volatile sig_atomic_t stopping;
 
@@ -58,6 +60,7 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
 		return nfq_set_verdict(qh, id, NF_DROP, 0, NULL);
 	held[(head + count) % HELD_MAX] = (held_packet){.id = id, .due_us = now_us() + delay_us};
 	count++;
+	delayed++;
 	return 0;
 }
 
@@ -118,5 +121,6 @@ int main(int argc, char **argv)
 	release(qh, 1);
 	nfq_destroy_queue(qh);
 	nfq_close(h);
+	fprintf(stderr, "strand-test-link-delay: %llu packets delayed\n", delayed);
 	return 0;
 }
