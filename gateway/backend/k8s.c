@@ -605,12 +605,14 @@ static int k8s_run(backend *b, const backend_run_spec *r, char handle[BACKEND_HA
 	json_t *created = json_loadb(reply.data, reply.len, 0, NULL);
 	cm_buf_fini(&reply);
 	pthread_mutex_lock(&k->mu);
-	if (created) {
+	/* The watch may have told of the pod already, and of what came after
+	 * its creation (unschedulable, say: a state the scheduler does not
+	 * report again): the creation's answer is older than any of that. */
+	if (created && !cache_find(k, name))
 		cache_apply(k, created, 0);
-		pod_state *s = cache_find(k, name);
-		if (s)
-			s->created_ms = cm_now_ms();
-	}
+	pod_state *s = cache_find(k, name);
+	if (s)
+		s->created_ms = cm_now_ms();
 	pthread_mutex_unlock(&k->mu);
 	json_decref(created);
 	snprintf(handle, BACKEND_HANDLE_MAX, "%s", name);

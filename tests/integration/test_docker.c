@@ -285,6 +285,7 @@ static char *failure_of(const gateway *g, const char *pool)
 		json_decref(p);
 		usleep(100000);
 	}
+	gateway_log_print_tail(g);
 	fail_msg("pool %s did not fail", pool);
 	return NULL;
 }

@@ -344,6 +344,8 @@ static void expect_failed(const char *spec, const char *const *words)
 			break;
 		usleep(100000);
 	}
+	if (strcmp(state, "failed") != 0)
+		gateway_log_print_tail(&g);
 	assert_string_equal(state, "failed");
 	const char *reason = json_string_value(json_object_get(p, "reason"));
 	print_message("failed: %s\n", reason);

@@ -678,6 +678,16 @@ int gateway_log_count(const gateway *g, const char *text)
 	return n;
 }
 
+void gateway_log_print_tail(const gateway *g)
+{
+	cm_buf log;
+
+	cm_buf_init(&log);
+	if (cm_read_tail(g->log, 4096, &log) == CM_OK)
+		print_message("--- the gateway's log ends:\n%.*s\n", (int)log.len, log.data);
+	cm_buf_fini(&log);
+}
+
 void tls_cert_make(const char *dir, char cert[300], char key[300])
 {
 	char cmd[1024];

@@ -46,6 +46,9 @@ void gateway_kill(gateway *g);
 int gateway_stop(gateway *g);
 /* How many times text is in the gateway's log (its last MiB). */
 int gateway_log_count(const gateway *g, const char *text);
+/* Prints the end of the gateway's log (about 4 KiB): before a failed wait,
+ * what the gateway did meanwhile. */
+void gateway_log_print_tail(const gateway *g);
 /* Runs strand-gateway with these flags (after loopback addresses and a
  * database in a folder of its own, which they may override) for a start it
  * should refuse: all it printed, then "exit=N". free() it. */
