@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <nng/nng.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 #include "worker/worker.h"
 
 #define BUDGET_MS 20.0
+#define IDLE_TOLERATED 0.05 /* of a task's time, waiting on the link (target_in_hand) */
 /* Tasks held at most: 16,384 no-ops are some 8 ms of work, more than a
  * pull's round trip, so the executor does not wait for the next batch
  * (at 4,096 the CPUs were idle a quarter of a no-op map). */
@@ -160,9 +162,9 @@ typedef struct worker {
 	int quit;
 	int code; /* the process's exit code once quit */
 	double avg_ms; /* moving average of task run time */
-	/* Moving average of an exchange's time when the gateway answers at
-	 * once (the worker held tasks, so its pull could not wait there): the
-	 * link's round trip and the gateway's turn. */
+	/* Moving average of an exchange's time less what its pull waited at
+	 * the gateway for work (Batch.parked_us): the link's round trip and
+	 * the gateway's turn, which grows when the gateway is busy. */
 	double rtt_ms;
 	uint64_t pid; /* this process's, in each task's seed: a getpid() per task was 4 % of a no-op map */
 	proto_arena batches; /* the talking thread's: the last batch, decoded (gone at the next) */
@@ -750,8 +752,11 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 
 /* How many tasks to hold (queued + running): enough to cover the budget
  * (none for tasks longer than it) and two round trips; one more than that
- * for the one running. Over loopback the round trips are a fraction of a
- * millisecond: a long task is held alone. */
+ * for the one running. A part of a task counts as a whole one unless it is
+ * under IDLE_TOLERATED: a task of 50 ms with a 20 ms round trip is held
+ * with the next (or the worker would wait 20 ms each), while over loopback
+ * (a fraction of a millisecond) a long task is held alone, and no task
+ * waits behind a slow one that another worker could have run. */
 static size_t target_in_hand(const worker *w)
 {
 	double cover, n;
@@ -759,8 +764,8 @@ static size_t target_in_hand(const worker *w)
 	if (w->avg_ms < 0)
 		return 1;
 	cover = (w->avg_ms < BUDGET_MS ? BUDGET_MS : 0) + 2 * w->rtt_ms;
-	n = 1.0 + cover / (w->avg_ms > 0.001 ? w->avg_ms : 0.001);
-	return n > MAX_BATCH ? MAX_BATCH : (size_t)n;
+	n = 1.0 + ceil(cover / (w->avg_ms > 0.001 ? w->avg_ms : 0.001) - IDLE_TOLERATED);
+	return n > MAX_BATCH ? MAX_BATCH : n < 1.0 ? 1 : (size_t)n;
 }
 
 /* One exchange with the hub: pull (want, in_hand, resync, held, running
@@ -951,8 +956,13 @@ static void talk(worker *w)
 		return;
 	}
 	w->last_ok = cm_now_ms();
-	if (pull.in_hand > 0)
-		w->rtt_ms = w->rtt_ms == 0 ? took_ms : 0.8 * w->rtt_ms + 0.2 * took_ms;
+	/* A worker that holds one long task at a time exchanges only with
+	 * nothing in hand: its round trip counts too, less any wait for work,
+	 * or it would never learn to ask for the next task before it needs it. */
+	double rtt_ms = took_ms - batch->parked_us / 1000.0;
+	if (rtt_ms < 0)
+		rtt_ms = 0;
+	w->rtt_ms = w->rtt_ms == 0 ? rtt_ms : 0.8 * w->rtt_ms + 0.2 * rtt_ms;
 	if (batch->status == STRAND__BATCH__STATUS__RETRY) {
 		/* The gateway recorded nothing (its store failed): keep the
 		 * results, and say what we hold when we ask again. */

@@ -287,6 +287,7 @@ typedef struct engine_batch {
 	size_t args_len; /* ... so many bytes */
 	uint32_t lease_ms;
 	int list_held; /* it holds fewer than it was handed: list them next time */
+	uint32_t parked_us; /* how long the pull waited for work (Batch.parked_us) */
 } engine_batch;
 
 typedef struct engine_queue_msg {

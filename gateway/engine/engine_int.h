@@ -261,6 +261,7 @@ typedef struct op {
 			uint64_t last_context; /* the context its last task's run carries */
 			int discard; /* answer nothing: the worker will ask again */
 			int64_t park_until;
+			double parked_at; /* cm_now_s() when parked; 0: never */
 		} pull; /* OP_PULL */
 		bx_event *event; /* OP_BACKEND_EVENT (owned) */
 	} u;

@@ -549,6 +549,10 @@ void engine__pull_finish(engine *e, op *o, engine_batch_status status, const cha
 {
 	o->u.pull.batch.status = status;
 	o->u.pull.batch.error = error ? error : "";
+	if (o->u.pull.parked_at > 0) {
+		double us = (cm_now_s() - o->u.pull.parked_at) * 1e6;
+		o->u.pull.batch.parked_us = us < UINT32_MAX ? (uint32_t)us : UINT32_MAX;
+	}
 	engine__ready(e, o);
 }
 
@@ -982,6 +986,7 @@ void engine__handle_pull(engine *e, op *o)
 		engine__assign(e, p, w, m->want, m->in_hand, m->round_trip_us, o);
 	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
 		o->u.pull.park_until = cm_now_ms() + PARK_MS;
+		o->u.pull.parked_at = cm_now_s();
 		if (!w->idle_since)
 			w->idle_since = o->u.pull.park_until - PARK_MS;
 		waitlist_add(&w->parked, o);

@@ -8,7 +8,8 @@
 # failed):
 #   - over a link with 10 ms of delay each way (strand-test-link-delay
 #     holds the far host's packets on a netfilter queue: a kernel may lack
-#     tc's netem), 2,000 tasks of 1 ms on the two workers; the time is
+#     tc's netem), 100 tasks of 30 ms, each worker holding the next while
+#     one runs, then 2,000 tasks of 1 ms on the two workers; the time is
 #     printed (bench/hosts compares it with the ideal);
 #   - with 1% of the packets dropped each way (iptables' statistic match);
 #   - across a 20 s cut of the link in the middle of a map;
@@ -148,6 +149,24 @@ delay_pid=$!
 for _ in $(seq 50); do grep -q "queue 0" "$dir/delay.log" 2>/dev/null && break; sleep 0.05; done
 in_far iptables -A OUTPUT -d "$gwip" -j NFQUEUE --queue-num 0
 in_far iptables -A INPUT -s "$gwip" -j NFQUEUE --queue-num 0
+# Tasks of 30 ms, first: a worker that runs them one at a time exchanges
+# only with nothing in hand, so it learns its round trip (20 ms now) from
+# pulls the gateway may have held waiting for work; it then asks for the
+# next tasks while one runs, and holds three. Alone, it would wait 20 ms
+# after each. (A map of more than 64 tasks: a smaller one of `sleep` would
+# be priced at the earlier map's no-ops and handed out in large batches.)
+job=$(map 100 30)
+most=0
+for _ in $(seq 500); do
+  view=$(api GET "/v1/pools/$pool") || continue
+  held=$(jq '[.workers[].pending] | max' <<<"$view")
+  [ "$held" -gt "$most" ] && most=$held
+  [ "$(api GET "/v1/jobs/$job" | jq -r .state)" = done ] && break
+  sleep 0.01
+done
+check "a map of 30 ms tasks 10 ms away" exact "$(verify "$job" 100 30 60)"
+check "a worker 10 ms away holds the next 30 ms tasks while one runs (held $most)" 1 \
+  "$([ "$most" -ge 2 ] && echo 1 || echo 0)"
 began=$(date +%s.%N)
 job=$(map 2000 1)
 for _ in $(seq 3000); do

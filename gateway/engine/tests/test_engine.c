@@ -38,6 +38,7 @@ typedef struct test_batch {
 	engine_batch_status status;
 	test_task *tasks;
 	size_t ntasks;
+	uint32_t parked_us;
 } test_batch;
 
 struct hub_slot {
@@ -63,6 +64,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	(void)ctx;
 	b->status = eb->status;
 	b->ntasks = eb->ntasks;
+	b->parked_us = eb->parked_us;
 	b->tasks = calloc(eb->ntasks + 1, sizeof(*b->tasks));
 	for (size_t r = 0, i = 0, at = 0; r < eb->nruns; r++) {
 		for (size_t k = 0; k < eb->runs[r].count; k++, i++) {
@@ -247,25 +249,33 @@ typedef struct pull_args {
 	uint32_t round_trip_us; /* the worker's exchanges' time */
 } pull_args;
 
-/* One pull of worker w, as the hub hands it over; the batch the engine
- * answers (batch_free). */
-static test_batch *pull(fixture *f, const char *w, pull_args a)
-{
-	engine_result *rs = calloc(a.ndone + 1, sizeof(*rs));
-	hub_slot slot = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-	engine_pull_msg m = {.worker_id = w,
-	                     .pool_id = f->pool,
-	                     .want = a.want,
-	                     .in_hand = a.in_hand,
-	                     .round_trip_us = a.round_trip_us,
-	                     .results = rs,
-	                     .nresults = a.ndone,
-	                     .resync = a.resync,
-	                     .held = a.held,
-	                     .nheld = a.nheld,
-	                     .running_task = a.running_task,
-	                     .running_ms = a.running_ms};
+/* A pull handed to the engine, its answer not yet taken (pull_end). */
+typedef struct pending_pull {
+	hub_slot slot;
+	engine_pull_msg m;
+	engine_result *rs;
+} pending_pull;
 
+/* Worker w's pull, as the hub hands it over, answered now or later. */
+static pending_pull *pull_begin(fixture *f, const char *w, pull_args a)
+{
+	pending_pull *pp = calloc(1, sizeof(*pp));
+	engine_result *rs = calloc(a.ndone + 1, sizeof(*rs));
+
+	pp->slot = (hub_slot){.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	pp->rs = rs;
+	pp->m = (engine_pull_msg){.worker_id = w,
+	                          .pool_id = f->pool,
+	                          .want = a.want,
+	                          .in_hand = a.in_hand,
+	                          .round_trip_us = a.round_trip_us,
+	                          .results = rs,
+	                          .nresults = a.ndone,
+	                          .resync = a.resync,
+	                          .held = a.held,
+	                          .nheld = a.nheld,
+	                          .running_task = a.running_task,
+	                          .running_ms = a.running_ms};
 	for (size_t i = 0; i < a.ndone; i++)
 		rs[i] = (engine_result){.task_id = a.done[i].id,
 		                        .ok = !a.fail,
@@ -273,14 +283,31 @@ static test_batch *pull(fixture *f, const char *w, pull_args a)
 		                        .len = a.fail ? 4 : a.done[i].arg_len,
 		                        .run_us = a.run_us ? a.run_us : 100,
 		                        .attempt = a.done[i].attempt};
-	assert_int_equal(engine_pull(f->e, &slot, &m), CM_OK);
-	pthread_mutex_lock(&slot.mu);
-	while (!slot.done)
-		pthread_cond_wait(&slot.cv, &slot.mu);
-	pthread_mutex_unlock(&slot.mu);
-	free(rs);
-	assert_non_null(slot.batch);
-	return slot.batch;
+	assert_int_equal(engine_pull(f->e, &pp->slot, &pp->m), CM_OK);
+	return pp;
+}
+
+/* Waits for a pull's answer: the batch (batch_free). */
+static test_batch *pull_end(pending_pull *pp)
+{
+	test_batch *b;
+
+	pthread_mutex_lock(&pp->slot.mu);
+	while (!pp->slot.done)
+		pthread_cond_wait(&pp->slot.cv, &pp->slot.mu);
+	pthread_mutex_unlock(&pp->slot.mu);
+	b = pp->slot.batch;
+	free(pp->rs);
+	free(pp);
+	assert_non_null(b);
+	return b;
+}
+
+/* One pull of worker w, as the hub hands it over; the batch the engine
+ * answers (batch_free). */
+static test_batch *pull(fixture *f, const char *w, pull_args a)
+{
+	return pull_end(pull_begin(f, w, a));
 }
 
 static json_t *job_get(fixture *f)
@@ -349,6 +376,36 @@ static void test_batches_cover_the_round_trip(void **state)
 	batch_free(a);
 	batch_free(a2);
 	batch_free(a3);
+	batch_free(b);
+}
+
+/* A pull that waited at the gateway for work says for how long, so that
+ * its worker leaves the wait out of its round trip: a worker that holds
+ * one long task at a time exchanges only when it holds nothing. A pull
+ * answered from the queue waited for nothing. */
+static void test_parked_pull_says_its_wait(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	/* Nothing queued: parked. The engine takes requests in arrival order,
+	 * so the map below comes after the pull is parked; the sleep makes its
+	 * wait more than a microsecond. */
+	pending_pull *parked = pull_begin(f, f->w[0], (pull_args){.want = 1});
+	usleep(20 * 1000);
+	map_echo(f, 10);
+	test_batch *a = pull_end(parked);
+	assert_int_equal(a->ntasks, 1); /* the probe, handed to the parked pull */
+	assert_true(a->parked_us > 0);
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 1);
+	assert_int_equal(a2->parked_us, 0);
+	/* The other worker's pull while tasks are queued: at once. */
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1});
+	assert_int_equal(b->ntasks, 1);
+	assert_int_equal(b->parked_us, 0);
+	batch_free(a);
+	batch_free(a2);
 	batch_free(b);
 }
 
@@ -1117,6 +1174,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_applies_priced_by_their_function_beside_another, setup, teardown),
