@@ -29,6 +29,9 @@ struct fake_k8s_api {
 	char watch_from[MAX_WATCHES][32];
 	cm_buf pending; /* event lines not yet sent to the open watch */
 	enum watch_end end;
+	char *created; /* what a pod's creation answers */
+	int held; /* creations wait for release */
+	int creations;
 	int stopping;
 };
 
@@ -81,6 +84,34 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 
 	(void)version;
 	(void)data;
+	if (strcmp(method, "POST") == 0) {
+		/* The body is read and dropped (the test knows what it asked
+		 * for); the answer comes once it has all come. */
+		if (!*state) {
+			*state = f;
+			return MHD_YES;
+		}
+		if (*size) {
+			*size = 0;
+			return MHD_YES;
+		}
+		int pod = strcmp(url, "/api/v1/namespaces/default/pods") == 0;
+		char *body = NULL;
+		pthread_mutex_lock(&f->mu);
+		if (pod) {
+			f->creations++;
+			pthread_cond_broadcast(&f->cv);
+			while (f->held && !f->stopping)
+				pthread_cond_wait(&f->cv, &f->mu);
+		}
+		body = strdup(pod && f->created ? f->created : "{}");
+		pthread_mutex_unlock(&f->mu);
+		r = MHD_create_response_from_buffer(body ? strlen(body) : 0, body, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		ret = MHD_queue_response(c, MHD_HTTP_CREATED, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	(void)size;
 	(void)state;
 	if (strcmp(method, "GET") != 0 || strcmp(url, "/api/v1/namespaces/default/pods") != 0) {
@@ -206,6 +237,48 @@ void fake_k8s_api_break(fake_k8s_api *f)
 	end_as(f, WATCH_BREAK);
 }
 
+void fake_k8s_api_set_created(fake_k8s_api *f, const char *pod_json)
+{
+	pthread_mutex_lock(&f->mu);
+	free(f->created);
+	f->created = strdup(pod_json);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void set_held(fake_k8s_api *f, int held)
+{
+	pthread_mutex_lock(&f->mu);
+	f->held = held;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fake_k8s_api_hold(fake_k8s_api *f)
+{
+	set_held(f, 1);
+}
+
+void fake_k8s_api_release(fake_k8s_api *f)
+{
+	set_held(f, 0);
+}
+
+int fake_k8s_api_creations(fake_k8s_api *f)
+{
+	pthread_mutex_lock(&f->mu);
+	int n = f->creations;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+int fake_k8s_api_sent_all(fake_k8s_api *f)
+{
+	pthread_mutex_lock(&f->mu);
+	int all = f->pending.len == 0;
+	pthread_mutex_unlock(&f->mu);
+	return all;
+}
+
 void fake_k8s_api_stop(fake_k8s_api *f)
 {
 	pthread_mutex_lock(&f->mu);
@@ -215,6 +288,7 @@ void fake_k8s_api_stop(fake_k8s_api *f)
 	MHD_stop_daemon(f->d);
 	cm_buf_fini(&f->pending);
 	free(f->items);
+	free(f->created);
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

@@ -2,7 +2,8 @@
  * A fake Kubernetes API server, for the kubernetes backend's watch: the real
  * one cannot be made to break a watch stream or answer 410 Gone on demand.
  * It serves, over HTTPS on 127.0.0.1, a pod list the test sets and watch
- * streams the test writes event by event, and records what was asked.
+ * streams the test writes event by event, creates secrets and pods (whose
+ * answers the test may hold back), and records what was asked.
  */
 #ifndef GATEWAY_BACKEND_TESTS_FAKE_K8S_API_H
 #define GATEWAY_BACKEND_TESTS_FAKE_K8S_API_H
@@ -27,6 +28,16 @@ const char *fake_k8s_api_watch_from(fake_k8s_api *f, int n);
 void fake_k8s_api_send(fake_k8s_api *f, const char *event_json);
 void fake_k8s_api_end(fake_k8s_api *f);
 void fake_k8s_api_break(fake_k8s_api *f);
+/* A pod's creation (POST .../pods) answers 201 with this object (JSON);
+ * while held, the answer waits for fake_k8s_api_release. Secrets are
+ * created at once. */
+void fake_k8s_api_set_created(fake_k8s_api *f, const char *pod_json);
+void fake_k8s_api_hold(fake_k8s_api *f);
+void fake_k8s_api_release(fake_k8s_api *f);
+/* Pods asked to be created so far (those held included). */
+int fake_k8s_api_creations(fake_k8s_api *f);
+/* Whether every event sent has been written to the watch. */
+int fake_k8s_api_sent_all(fake_k8s_api *f);
 void fake_k8s_api_stop(fake_k8s_api *f);
 
 #endif

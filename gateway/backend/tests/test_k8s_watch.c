@@ -3,9 +3,11 @@
  * the real one cannot be made to break a stream or answer 410 on demand):
  * it lists, watches from the list's resourceVersion, resumes from the last
  * version seen when a stream ends, lists again after a 410 Gone or a broken
- * stream, and poll reports what the events and lists said.
+ * stream, and poll reports what the events and lists said, also when a
+ * pod's creation is answered after the watch told what came of it.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +80,25 @@ static int poll_until_gone(backend *b, const char *name, int *code, char *detail
 	return 0;
 }
 
+/* The kubernetes backend on f's API; a pod stuck this long never started. */
+static backend *backend_on(fake_k8s_api *f, int start_grace_s)
+{
+	char detail[256];
+	k8s_config *cfg = calloc(1, sizeof(*cfg));
+
+	snprintf(cfg->server, sizeof(cfg->server), "%s", fake_k8s_api_url(f));
+	snprintf(cfg->token, sizeof(cfg->token), "fake-token");
+	snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", cert);
+	snprintf(cfg->ns, sizeof(cfg->ns), "default");
+	snprintf(cfg->pull_policy, sizeof(cfg->pull_policy), "Never");
+	cfg->start_grace_s = start_grace_s;
+	backend *b = backend_k8s_new(cfg, 5, detail, sizeof(detail));
+	if (!b)
+		fail_msg("backend_k8s_new: %s", detail);
+	free(cfg);
+	return b;
+}
+
 static void test_watch_resumes_and_relists(void **state)
 {
 	char item[512], items[1100], event[700], detail[256];
@@ -92,17 +113,7 @@ static void test_watch_resumes_and_relists(void **state)
 	snprintf(items, sizeof(items), "[%s,%s]", item, item_b);
 	fake_k8s_api_set_pods(f, items, "10");
 
-	k8s_config *cfg = calloc(1, sizeof(*cfg));
-	snprintf(cfg->server, sizeof(cfg->server), "%s", fake_k8s_api_url(f));
-	snprintf(cfg->token, sizeof(cfg->token), "fake-token");
-	snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", cert);
-	snprintf(cfg->ns, sizeof(cfg->ns), "default");
-	snprintf(cfg->pull_policy, sizeof(cfg->pull_policy), "Never");
-	cfg->start_grace_s = 60;
-	backend *b = backend_k8s_new(cfg, 5, detail, sizeof(detail));
-	if (!b)
-		fail_msg("backend_k8s_new: %s", detail);
-	free(cfg);
+	backend *b = backend_on(f, 60);
 
 	/* Listed (the start check, then the watch's list), watched from the
 	 * list's version; the pod runs. */
@@ -160,10 +171,94 @@ static void test_watch_resumes_and_relists(void **state)
 	fake_k8s_api_stop(f);
 }
 
+/* A run on a thread of its own: its pod's creation may be held. */
+typedef struct running {
+	backend *b;
+	backend_run_spec spec;
+	char handle[BACKEND_HANDLE_MAX];
+	char detail[256];
+	int rc;
+} running;
+
+static void *run_main(void *arg)
+{
+	running *r = arg;
+
+	r->rc = r->b->ops->run(r->b, &r->spec, r->handle, r->detail, sizeof(r->detail));
+	return NULL;
+}
+
+/* The watch told of a new pod, and that it cannot be scheduled, before its
+ * creation's answer was taken in (a loaded gateway's executor thread may
+ * be that late): the answer, older than those events, must not hide them.
+ * It did, and a pod that could never run was waited for as one starting
+ * (a pool's worker killed and replaced after 30 s, a Process for ever). */
+static void test_creation_answered_after_the_watch(void **state)
+{
+	char item[512], event[1100], detail[256];
+	int code = 0;
+	static const char name[] = "strand-p-2-1";
+
+	(void)state;
+	fake_k8s_api *f = fake_k8s_api_start(cert, key);
+	assert_non_null(f);
+	pod_json(item, sizeof(item), "strand-p-2-9", "10", "Running");
+	snprintf(event, sizeof(event), "[%s]", item);
+	fake_k8s_api_set_pods(f, event, "10");
+	backend *b = backend_on(f, 1);
+	wait_watches(f, 0);
+
+	/* The creation is held while the watch tells its story. */
+	pod_json(item, sizeof(item), name, "11", "Pending");
+	fake_k8s_api_set_created(f, item);
+	fake_k8s_api_hold(f);
+	pool_spec spec = {0};
+	snprintf(spec.image, sizeof(spec.image), "strand-worker:test");
+	running r = {.b = b, .spec = {.spec = &spec, .name = name, .group = "p-2"}};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, run_main, &r), 0);
+	for (int i = 0; i < 500 && fake_k8s_api_creations(f) < 1; i++)
+		usleep(10000);
+	assert_int_equal(fake_k8s_api_creations(f), 1);
+	snprintf(event, sizeof(event), "{\"type\":\"ADDED\",\"object\":%s}", item);
+	fake_k8s_api_send(f, event);
+	snprintf(event, sizeof(event),
+	         "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"12\"},"
+	         "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":"
+	         "\"False\",\"reason\":\"Unschedulable\",\"message\":\"0/1 nodes are available: 1 Insufficient "
+	         "cpu.\"}]}}}",
+	         name);
+	fake_k8s_api_send(f, event);
+	/* Events are applied in order: once another pod's deletion is known,
+	 * so is the scheduler's word on this one. (Not a pod's end: poll asks
+	 * the API for its last lines, on the curl handle the run is using;
+	 * the backend's calls are made by its one executor thread, not two.) */
+	pod_json(item, sizeof(item), "strand-p-2-9", "13", "Running");
+	snprintf(event, sizeof(event), "{\"type\":\"DELETED\",\"object\":%s}", item);
+	fake_k8s_api_send(f, event);
+	assert_int_equal(poll_until_gone(b, "strand-p-2-9", &code, detail), 1);
+	assert_string_equal(detail, "pod strand-p-2-9 was deleted");
+	fake_k8s_api_release(f);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (r.rc != CM_OK)
+		fail_msg("run: %s", r.detail);
+	assert_string_equal(r.handle, name);
+
+	/* After the grace (1 s), the pod is reported as never started, with
+	 * the scheduler's words. */
+	assert_int_equal(poll_until_gone(b, name, &code, detail), 1);
+	assert_int_equal(code, BACKEND_NEVER_STARTED);
+	assert_non_null(strstr(detail, "Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."));
+
+	b->ops->free(b);
+	fake_k8s_api_stop(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_watch_resumes_and_relists),
+	        cmocka_unit_test(test_creation_answered_after_the_watch),
 	};
 	return cmocka_run_group_tests_name("k8s_watch", tests, setup, teardown);
 }
