@@ -12,7 +12,11 @@
  * result itself, with no hand-off between threads (each cost tens of
  * microseconds of an apply's round trip), while during a long task or a
  * batch the other thread keeps talking: heartbeats go on, and results
- * travel while the next task runs.
+ * travel while the next task runs. While tasks are in hand, a result waits
+ * up to RESULT_WAIT_MS for others to go with it, and more tasks are asked
+ * for once those in hand last only two round trips and a little: tasks of
+ * a few milliseconds go some to an exchange, not one each. A small job's
+ * results (an apply's) and a job's last ones go at once.
  *
  * How many tasks the worker asks for adapts to their length and to the
  * link: enough to stay busy for BUDGET_MS beyond the one running plus two of
@@ -48,6 +52,9 @@
 
 #define BUDGET_MS 20.0
 #define IDLE_TOLERATED 0.05 /* of a task's time, waiting on the link (target_in_hand) */
+/* A result waits this long at most for others to go with it while the
+ * worker has work in hand (has_something_to_say). */
+#define RESULT_WAIT_MS BUDGET_MS
 /* Tasks held at most: 16,384 no-ops are some 8 ms of work, more than a
  * pull's round trip, so the executor does not wait for the next batch
  * (at 4,096 the CPUs were idle a quarter of a no-op map). */
@@ -140,6 +147,9 @@ typedef struct worker {
 	 * large map's batch is held waits for one task, not the batch. */
 	task_ring ahead, others;
 	int took_ahead; /* the last task taken was ahead: one of the others goes next */
+	int taken_ahead; /* what runs was taken from ahead: a client waits for its result */
+	int urgent; /* the outbox holds such a result: it goes now (has_something_to_say) */
+	int64_t out_since; /* when the outbox's oldest result came (ms; about, after a partial send) */
 	result *out; /* finished, not yet acknowledged */
 	size_t nout, capout;
 	/* What a thread took to run (PIPELINE_MAX): [ran, ntaken) not finished
@@ -154,9 +164,12 @@ typedef struct worker {
 	int talking; /* a thread is in an exchange with the hub */
 	int64_t beat; /* when the next pull is due even with nothing to say (ms) */
 	int64_t last_ok; /* when the hub last answered (ms) */
-	/* The last pull brought fewer tasks than it asked for: the gateway
-	 * gave what it had, so asking again before a result is ready would
-	 * only cost a round trip, which the next result would wait behind. */
+	/* The last pull brought nothing of what it asked for, or left the
+	 * gateway's queue empty: asking again before something changes would
+	 * only cost a round trip, which the next result would wait behind,
+	 * and the results may be the last a job waits for. (Not merely fewer
+	 * than asked: the gateway's reckoning of a batch's time and the
+	 * worker's round differently, by a task or so.) */
 	int starved;
 	int resync; /* the last exchange failed: list what we hold */
 	int quit;
@@ -245,6 +258,8 @@ static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32
 		return CM_ENOMEM;
 	if (len)
 		memcpy(len > RESULT_INLINE ? r.value : r.small, value, len);
+	if (!w->nout)
+		w->out_since = cm_now_ms();
 	w->out[w->nout++] = r;
 	return CM_OK;
 }
@@ -311,6 +326,7 @@ static size_t take(worker *w, task_ring *r, int pipelined)
 	}
 	w->ntaken = n;
 	w->ran = 0;
+	w->taken_ahead = r == &w->ahead;
 	w->running_since = cm_now_s();
 	return n;
 }
@@ -335,6 +351,7 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, uint32_t
 		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], failed_inputs, run_us, values + at,
 		                  ends[i] - at);
 	w->ran += n;
+	w->urgent |= w->taken_ahead;
 	w->running_since = now;
 	int quit = w->quit;
 	if (!w->talking && w->ran < w->ntaken)
@@ -750,6 +767,15 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
 	return err;
 }
 
+/* Tasks that cover cover_ms by the worker's average, and the one running
+ * (see target_in_hand on the rounding). */
+static size_t tasks_covering(const worker *w, double cover_ms)
+{
+	double n = 1.0 + ceil(cover_ms / (w->avg_ms > 0.001 ? w->avg_ms : 0.001) - IDLE_TOLERATED);
+
+	return n > MAX_BATCH ? MAX_BATCH : n < 1.0 ? 1 : (size_t)n;
+}
+
 /* How many tasks to hold (queued + running): enough to cover the budget
  * (none for tasks longer than it) and two round trips; one more than that
  * for the one running. A part of a task counts as a whole one unless it is
@@ -759,13 +785,27 @@ static int queue_tasks(worker *w, const Strand__Batch *b)
  * waits behind a slow one that another worker could have run. */
 static size_t target_in_hand(const worker *w)
 {
-	double cover, n;
+	if (w->avg_ms < 0)
+		return 1;
+	return tasks_covering(w, (w->avg_ms < BUDGET_MS ? BUDGET_MS : 0) + 2 * w->rtt_ms);
+}
+
+/* How few tasks in hand make it time to ask for more: those that last two
+ * round trips and a quarter of the budget (a round trip varies), and the
+ * one running. Asked for there, the next batch comes before the last task
+ * runs out and brings the rest of the budget's worth: a worker with tasks
+ * of a millisecond asks every 15 or so, not after each (an exchange costs
+ * the worker and the gateway CPU, which 1,000 workers on a few cores do
+ * not have for every task). Tasks longer than the budget are asked for as
+ * each ends, as before. */
+static size_t refill_in_hand(const worker *w)
+{
+	size_t target = target_in_hand(w), refill;
 
 	if (w->avg_ms < 0)
 		return 1;
-	cover = (w->avg_ms < BUDGET_MS ? BUDGET_MS : 0) + 2 * w->rtt_ms;
-	n = 1.0 + ceil(cover / (w->avg_ms > 0.001 ? w->avg_ms : 0.001) - IDLE_TOLERATED);
-	return n > MAX_BATCH ? MAX_BATCH : n < 1.0 ? 1 : (size_t)n;
+	refill = tasks_covering(w, 2 * w->rtt_ms + (w->avg_ms < BUDGET_MS ? BUDGET_MS / 4 : 0));
+	return refill < target ? refill : target;
 }
 
 /* One exchange with the hub: pull (want, in_hand, resync, held, running
@@ -867,8 +907,14 @@ static int has_something_to_say(const worker *w)
 {
 	size_t in_hand = queued(w) + in_flight(w);
 
-	return w->nout > 0 || in_hand == 0 || (!w->starved && in_hand < target_in_hand(w)) || cm_now_ms() >= w->beat ||
-	       worker_output_due(cm_now_ms());
+	/* While there is work in hand, results wait up to RESULT_WAIT_MS for
+	 * others (so tasks of a few ms go some to an exchange, not one each),
+	 * unless someone waits for them: a small job's (an apply's), or the
+	 * last of a job (the gateway had no more to give). */
+	int64_t now = cm_now_ms();
+	return in_hand == 0 || (!w->starved && in_hand < refill_in_hand(w)) ||
+	       (w->nout > 0 && (w->starved || w->urgent || now - w->out_since >= RESULT_WAIT_MS)) || now >= w->beat ||
+	       worker_output_due(now);
 }
 
 /* Waits ms before the next exchange, w->mu released, still talking: the
@@ -925,6 +971,11 @@ static void talk(worker *w)
 			held[pull.n_held++] = w->out[i].id;
 		pull.held = held;
 	}
+	/* Results a client waits for go now; if the exchange fails, they
+	 * still do at the next. */
+	int urgent = w->urgent;
+	if (nsend == w->nout)
+		w->urgent = 0;
 	w->talking = 1;
 	pthread_mutex_unlock(&w->mu);
 
@@ -945,6 +996,7 @@ static void talk(worker *w)
 	w->beat = cm_now_ms() + HEARTBEAT_MS;
 	if (err != CM_OK) {
 		w->resync = 1;
+		w->urgent |= urgent;
 		if (cm_now_ms() - w->last_ok > (int64_t)w->cfg->gateway_timeout_s * 1000) {
 			cm_error("gateway away for over %d s; exiting", w->cfg->gateway_timeout_s);
 			w->code = 3;
@@ -967,6 +1019,7 @@ static void talk(worker *w)
 		/* The gateway recorded nothing (its store failed): keep the
 		 * results, and say what we hold when we ask again. */
 		w->resync = 1;
+		w->urgent |= urgent;
 		pause_talking(w, 200);
 		w->talking = 0;
 		return;
@@ -979,6 +1032,7 @@ static void talk(worker *w)
 			result_free(&w->out[i]);
 		memmove(w->out, w->out + nsend, (w->nout - nsend) * sizeof(*w->out));
 		w->nout -= nsend;
+		w->out_since = cm_now_ms();
 	}
 	if (batch->status == STRAND__BATCH__STATUS__REFUSED) {
 		cm_error("gateway refused this worker: %s", batch->error);
@@ -992,7 +1046,7 @@ static void talk(worker *w)
 		w->code = 1;
 		w->quit = 1;
 	} else {
-		w->starved = batch->n_task_ids < pull.want;
+		w->starved = batch->queue_empty || (pull.want && !batch->n_task_ids);
 		w->resync = batch->list_held;
 	}
 }
@@ -1026,8 +1080,11 @@ static void *take_turns(void *arg)
 			 * wakes this one: it does when its answer brings work to
 			 * share. Waking every millisecond meanwhile, as the past
 			 * heartbeat had it, cost each idle worker a thousand wakes a
-			 * second: a thousand idle workers kept two cores busy. */
+			 * second: a thousand idle workers kept two cores busy. Results
+			 * that wait for company go when their wait is over. */
 			int64_t wait_ms = w->talking ? 200 : w->beat - cm_now_ms();
+			if (!w->talking && w->nout && w->out_since + RESULT_WAIT_MS - cm_now_ms() < wait_ms)
+				wait_ms = w->out_since + RESULT_WAIT_MS - cm_now_ms();
 			struct timespec ts = cm_timespec_in(CLOCK_REALTIME, wait_ms < 1     ? 1
 			                                                    : wait_ms > 200 ? 200
 			                                                                    : wait_ms);

@@ -288,6 +288,7 @@ typedef struct engine_batch {
 	uint32_t lease_ms;
 	int list_held; /* it holds fewer than it was handed: list them next time */
 	uint32_t parked_us; /* how long the pull waited for work (Batch.parked_us) */
+	int queue_empty; /* nothing left queued in the pool after this batch */
 } engine_batch;
 
 typedef struct engine_queue_msg {

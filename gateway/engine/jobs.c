@@ -764,6 +764,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	double room;
 	range *prev = NULL, *r;
 
+	o->u.pull.batch.queue_empty = !p->qhead;
 	if (!want || !p->qhead)
 		return;
 	/* What the worker holds is priced at the pool's run time over all its
@@ -867,6 +868,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	o->u.pull.batch.ntasks = o->u.pull.ntasks;
 	o->u.pull.batch.args = (const uint8_t *)o->u.pull.args.data;
 	o->u.pull.batch.args_len = o->u.pull.args.len;
+	o->u.pull.batch.queue_empty = !p->qhead;
 	if (o->u.pull.ntasks)
 		w->idle_since = 0;
 }

@@ -527,6 +527,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b.lease_ms = eb->lease_ms;
 	b.list_held = eb->list_held;
 	b.parked_us = eb->parked_us;
+	b.queue_empty = eb->queue_empty;
 	b.contexts = context_ptrs;
 	b.n_contexts = ncontexts;
 	b.runs = run_ptrs;

@@ -3,9 +3,9 @@
  * runs what it is handed. Tasks of a small job (TaskRun.ahead) come while
  * it holds a batch of 50 ms sleeps: the first of them runs once the sleep
  * running then ends, not after the batch, and from there the two kinds
- * take turns, so neither waits for the other to run out. And a stretch of
+ * take turns, so neither waits for the other to run out. A stretch of
  * short tasks whose later ones run long is cut, so their results go as
- * they end.
+ * they end. And the results of short tasks go some to an exchange.
  */
 #define _GNU_SOURCE
 #include <nng/nng.h>
@@ -336,6 +336,33 @@ static void test_a_stretch_that_runs_long_is_cut(void **state)
 	stop_worker(&h);
 }
 
+/* Results of short tasks wait a little for others while the worker holds
+ * more work, so an exchange carries several: 100 sleeps of 2 ms held at
+ * once come in some ten pulls (a result may wait up to 20 ms), not one
+ * pull each, as they did; and not all in one at the end either. */
+static void test_results_of_short_tasks_go_together(void **state)
+{
+	static const char *const two[] = {"2"};
+	fake_hub h = {0};
+	int pull_of[100];
+	int pulls = 0;
+
+	(void)state;
+	start_worker(&h);
+	Strand__Pull *p = next_pull(&h);
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+	answer_run(&h, 1, 100, "sleep", two, 1, 0);
+	collect(&h, 1, 100, pull_of, "sleep", two, 1);
+	for (int i = 0, last = -1; i < 100; i++)
+		if (pull_of[i] != last) {
+			pulls++;
+			last = pull_of[i];
+		}
+	print_message("100 results of 2 ms tasks came in %d pulls\n", pulls);
+	assert_in_range(pulls, 4, 40);
+	stop_worker(&h);
+}
+
 static int kill_worker(void **state)
 {
 	(void)state;
@@ -352,6 +379,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_teardown(test_small_jobs_take_turns_with_a_held_batch, kill_worker),
 	        cmocka_unit_test_teardown(test_a_stretch_that_runs_long_is_cut, kill_worker),
+	        cmocka_unit_test_teardown(test_results_of_short_tasks_go_together, kill_worker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

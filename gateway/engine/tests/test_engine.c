@@ -39,6 +39,7 @@ typedef struct test_batch {
 	test_task *tasks;
 	size_t ntasks;
 	uint32_t parked_us;
+	int queue_empty;
 } test_batch;
 
 struct hub_slot {
@@ -65,6 +66,7 @@ static void on_batch(void *ctx, hub_slot *s, const engine_batch *eb)
 	b->status = eb->status;
 	b->ntasks = eb->ntasks;
 	b->parked_us = eb->parked_us;
+	b->queue_empty = eb->queue_empty;
 	b->tasks = calloc(eb->ntasks + 1, sizeof(*b->tasks));
 	for (size_t r = 0, i = 0, at = 0; r < eb->nruns; r++) {
 		for (size_t k = 0; k < eb->runs[r].count; k++, i++) {
@@ -407,6 +409,34 @@ static void test_parked_pull_says_its_wait(void **state)
 	batch_free(a);
 	batch_free(a2);
 	batch_free(b);
+}
+
+/* A batch says when it leaves the pool's queue empty: its worker then
+ * sends its results at once (the job waits for them) and asks for no more
+ * until something changes. A batch smaller than asked for (the fair share
+ * of two workers) says nothing of the kind while tasks remain. */
+static void test_batch_says_when_the_queue_is_empty(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 3);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
+	assert_int_equal(a->ntasks, 1); /* the probe: 2 left */
+	assert_false(a->queue_empty);
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1});
+	assert_int_equal(a2->ntasks, 1); /* its share of 2 among 2 workers */
+	assert_false(a2->queue_empty);
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 10});
+	assert_int_equal(b->ntasks, 1); /* the last */
+	assert_true(b->queue_empty);
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 10, .in_hand = 1});
+	assert_int_equal(b2->ntasks, 0);
+	assert_true(b2->queue_empty);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(b);
+	batch_free(b2);
 }
 
 /* Bytes cap a batch too, so its frame fits what a worker accepts: of 300
@@ -1175,6 +1205,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_batch_says_when_the_queue_is_empty, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_applies_priced_by_their_function_beside_another, setup, teardown),
