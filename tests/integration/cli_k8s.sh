@@ -22,8 +22,10 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-# A fresh machine once hung at the --gpu step with nothing said: past the
-# deadline, the cluster's view of the pods and the scheduler's last words.
+# A fresh machine once hung at the --gpu step with nothing said (the pod's
+# creation answer, taken in late, hid the scheduler's word that it cannot
+# run: test_k8s_watch makes that happen); past the deadline, the cluster's
+# view of the pods and the scheduler's last words.
 on_deadline "$src/deploy/k8s-cluster.sh" kubectl get pods,events -o wide
 on_deadline tail -30 "${K8S_CACHE:-/var/cache/strand-k8s}/run/log/kube-scheduler.log"
 start_gateway "$bin" "$dir" --kubeconfig "$KUBECONFIG" --k8s-host-network --k8s-pull-policy Never \

@@ -159,7 +159,7 @@ job=$(map 100 30)
 most=0
 for _ in $(seq 500); do
   view=$(api GET "/v1/pools/$pool") || continue
-  held=$(jq '[.workers[].pending] | max' <<<"$view")
+  held=$(jq '[.workers[].pending] | max // 0' <<<"$view")
   [ "$held" -gt "$most" ] && most=$held
   [ "$(api GET "/v1/jobs/$job" | jq -r .state)" = done ] && break
   sleep 0.01
