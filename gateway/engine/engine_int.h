@@ -260,8 +260,7 @@ typedef struct op {
 			size_t bytes; /* what its tasks carry, counted against BATCH_BYTES_MAX */
 			uint64_t last_context; /* the context its last task's run carries */
 			int discard; /* answer nothing: the worker will ask again */
-			int64_t park_until;
-			double parked_at; /* cm_now_s() when parked; 0: never */
+			double parked_at; /* cm_now_s() when parked (up to PARK_MS); 0: never */
 		} pull; /* OP_PULL */
 		bx_event *event; /* OP_BACKEND_EVENT (owned) */
 	} u;

@@ -987,10 +987,9 @@ void engine__handle_pull(engine *e, op *o)
 	if (!w->retiring) /* one that retires only finishes what it holds */
 		engine__assign(e, p, w, m->want, m->in_hand, m->round_trip_us, o);
 	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
-		o->u.pull.park_until = cm_now_ms() + PARK_MS;
 		o->u.pull.parked_at = cm_now_s();
 		if (!w->idle_since)
-			w->idle_since = o->u.pull.park_until - PARK_MS;
+			w->idle_since = cm_now_ms();
 		waitlist_add(&w->parked, o);
 		return;
 	}
