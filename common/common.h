@@ -121,6 +121,9 @@ int64_t cm_wall_ms(void); /* wall clock, for timestamps shown to users */
 /* Appends the last max bytes of the file at path to out (CM_ENOENT: no
  * such file). */
 int cm_read_tail(const char *path, size_t max, cm_buf *out);
+/* Removes path and everything under it, what it can (a link is removed,
+ * not followed). */
+void cm_remove_tree(const char *path);
 /* All len bytes to (or from) fd, through short writes (reads) and EINTR:
  * 0, or -1 (errno set; a read that met the end leaves it 0). */
 int cm_write_all(int fd, const void *p, size_t len);

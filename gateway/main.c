@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 		visible[nvisible++] = d;
 	sandbox *sb = NULL;
 	if (sandbox_new(cfg.sandbox, hidden, sizeof(hidden) / sizeof(hidden[0]), visible, nvisible, cfg.sandbox_uids,
-	                needs, 1, &sb, detail, sizeof(detail)) != CM_OK) {
+	                cfg.db, needs, 1, &sb, detail, sizeof(detail)) != CM_OK) {
 		cm_error("cannot start: %s", detail);
 		return 1;
 	}

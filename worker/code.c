@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <nng/nng.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,20 +27,6 @@ static int is_dir(const char *path)
 {
 	struct stat st;
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Whether a name in the zip stays inside the folder it unpacks into. */
@@ -164,7 +149,7 @@ static int obtain(const worker_config *cfg, const char *cache, const char *dir, 
 	}
 	snprintf(zip, sizeof(zip), "%s/.%s.%d.zip", cache, cfg->code, (int)getpid());
 	snprintf(temp, sizeof(temp), "%s/.%s.%d", cache, cfg->code, (int)getpid());
-	remove_tree(temp);
+	cm_remove_tree(temp);
 	if ((fd = open(zip, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
 		snprintf(why, why_len, "cannot write %s: %s", zip, strerror(errno));
 		close(lock);
@@ -192,7 +177,7 @@ static int obtain(const worker_config *cfg, const char *cache, const char *dir, 
 	if (err == CM_OK)
 		cm_info("code package %.12s: %lld bytes fetched and unpacked in %s", cfg->code, (long long)size, dir);
 	unlink(zip);
-	remove_tree(temp);
+	cm_remove_tree(temp);
 	close(lock);
 	return err;
 }

@@ -128,7 +128,7 @@ void worker_values_trim(const char *dir, int64_t cap, const char *keep)
 	}
 }
 
-/* Fetches the value into path, through a temporary file of this process. */
+/* Fetches the value into path, through a temporary file of this fetch. */
 static int fetch(worker_values *v, const char *dir, const char *sha, const char *path, char *why, size_t why_len)
 {
 	char mac[CM_SHA256_HEX + 1], temp[1200];
@@ -143,7 +143,11 @@ static int fetch(worker_values *v, const char *dir, const char *sha, const char 
 		snprintf(why, why_len, "cannot dial hub %s: %s", v->cfg->hub, nng_strerror(rv));
 		return CM_EUNAVAIL;
 	}
-	snprintf(temp, sizeof(temp), "%s/.%s.%d", dir, sha, (int)getpid());
+	/* A name of this fetch's own: the workers of a sandboxed pool share the
+	 * cache, each in a pid namespace where it is pid 2 (sandbox.h). */
+	char nonce[17];
+	cm_random_hex(nonce, 8);
+	snprintf(temp, sizeof(temp), "%s/.%s.%s", dir, sha, nonce);
 	if ((fd = open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
 		snprintf(why, why_len, "cannot write %s: %s", temp, strerror(errno));
 		return CM_EIO;

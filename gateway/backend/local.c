@@ -37,18 +37,19 @@
 #include "gateway/backend/spawn.h"
 
 #define MAX_GPUS 64
+#define ADOPTED_MAX 4096 /* sandboxes found running at a start */
 
 typedef struct local {
 	backend base; /* first: the engine holds a backend * */
 	sandbox *sandbox; /* NULL: programs run as the gateway's children, unsandboxed */
 	int gpus;
 	pid_t holder[MAX_GPUS]; /* the pid using each device, 0: free */
-	/* The uids of the sandboxed programs that run as one of their own. */
+	/* The sandboxed programs and their groups (sandbox_group_take). */
 	struct {
 		pid_t pid;
-		uid_t uid;
-	} * uids;
-	size_t nuids, capuids;
+		char group[SANDBOX_GROUP_MAX];
+	} * programs;
+	size_t nprograms, capprograms;
 } local;
 
 /* Picks n free devices for a process yet to start; writes their ids
@@ -106,7 +107,7 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	int gpu = spec->spec ? spec->spec->gpu : 0;
 	int picked[MAX_GPUS];
 	char devices[4 * MAX_GPUS] = "", cuda[4 * MAX_GPUS + 32];
-	char **env = calloc(spec->nenv + 1, sizeof(char *));
+	char **env = calloc(spec->nenv + 3, sizeof(char *)); /* and CUDA_VISIBLE_DEVICES, STRAND_CACHE_DIR */
 	spawn_options o = {.argv = spec->argv,
 	                   .argc = spec->argc,
 	                   .env = env,
@@ -157,29 +158,37 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 		free(env);
 		return CM_EUNAVAIL;
 	}
-	if (l->sandbox && l->nuids == l->capuids) {
-		size_t cap = l->capuids ? 2 * l->capuids : 16;
-		void *more = realloc(l->uids, cap * sizeof(*l->uids));
+	if (l->sandbox && l->nprograms == l->capprograms) {
+		size_t cap = l->capprograms ? 2 * l->capprograms : 16;
+		void *more = realloc(l->programs, cap * sizeof(*l->programs));
 		if (more) {
-			l->uids = more;
-			l->capuids = cap;
+			l->programs = more;
+			l->capprograms = cap;
 		}
 	}
-	if (l->sandbox && (l->nuids == l->capuids || !(wrapped = sandbox_wrap(l->sandbox, spec->argv, spec->argc,
-	                                                                      spec->spec, gpu, &o.argc, &held)))) {
+	/* Its group's uid, and the cache its group's programs share: the code
+	 * package one worker unpacked, the others use. */
+	char cache[1200] = "", cache_env[1300];
+	o.uid = l->sandbox ? sandbox_group_take(l->sandbox, spec->group, cache, sizeof(cache)) : 0;
+	if (cache[0]) {
+		snprintf(cache_env, sizeof(cache_env), "STRAND_CACHE_DIR=" SANDBOX_CACHE_DIR);
+		env[o.nenv++] = cache_env;
+	}
+	if (l->sandbox &&
+	    (l->nprograms == l->capprograms ||
+	     !(wrapped = sandbox_wrap(l->sandbox, spec->argv, spec->argc, spec->spec, gpu, cache, &o.argc, &held)))) {
 		snprintf(detail, detail_len, "out of memory");
 		err = CM_ENOMEM;
 	} else {
 		if (wrapped)
 			o.argv = wrapped;
-		o.uid = sandbox_uid_take(l->sandbox, spec->group);
 		err = spawn_process(&o, &pid, detail, detail_len);
-		if (err != CM_OK)
-			sandbox_uid_give(l->sandbox, o.uid);
-		else if (o.uid) {
-			l->uids[l->nuids].pid = pid;
-			l->uids[l->nuids++].uid = o.uid;
-		}
+	}
+	if (l->sandbox && err != CM_OK)
+		sandbox_group_give(l->sandbox, spec->group);
+	else if (l->sandbox) {
+		l->programs[l->nprograms].pid = pid;
+		snprintf(l->programs[l->nprograms++].group, SANDBOX_GROUP_MAX, "%s", spec->group ? spec->group : "");
 	}
 	free(wrapped);
 	free(held);
@@ -245,10 +254,10 @@ static void local_release(backend *b, const char *handle)
 	for (int i = 0; i < l->gpus; i++)
 		if (l->holder[i] == pid)
 			l->holder[i] = 0;
-	for (size_t i = 0; i < l->nuids; i++)
-		if (l->uids[i].pid == pid) {
-			sandbox_uid_give(l->sandbox, l->uids[i].uid);
-			l->uids[i] = l->uids[--l->nuids];
+	for (size_t i = 0; i < l->nprograms; i++)
+		if (l->programs[i].pid == pid) {
+			sandbox_group_give(l->sandbox, l->programs[i].group);
+			l->programs[i] = l->programs[--l->nprograms];
 			break;
 		}
 }
@@ -256,7 +265,7 @@ static void local_release(backend *b, const char *handle)
 static void local_free(backend *b)
 {
 	sandbox_free(((local *)b)->sandbox);
-	free(((local *)b)->uids);
+	free(((local *)b)->programs);
 	free(b);
 }
 
@@ -281,6 +290,19 @@ backend *backend_local_new(int gpus, sandbox *sb)
 		return NULL;
 	}
 	l->sandbox = sb;
+	/* What a restart adopts keeps its group's uid and cache. */
+	if (sb && (l->programs = calloc(ADOPTED_MAX, sizeof(*l->programs)))) {
+		pid_t pids[ADOPTED_MAX];
+		char(*groups)[SANDBOX_GROUP_MAX] = malloc(ADOPTED_MAX * SANDBOX_GROUP_MAX);
+		size_t n = groups ? sandbox_find_running(sb, pids, groups, ADOPTED_MAX) : 0;
+		for (size_t i = 0; i < n; i++) {
+			l->programs[i].pid = pids[i];
+			snprintf(l->programs[i].group, SANDBOX_GROUP_MAX, "%s", groups[i]);
+		}
+		l->nprograms = n;
+		l->capprograms = ADOPTED_MAX;
+		free(groups);
+	}
 	l->gpus = gpus < 0 ? 0 : gpus > MAX_GPUS ? MAX_GPUS : gpus;
 	b->ops = &local_ops;
 	return b;

@@ -3,7 +3,10 @@
  * Debian's bubblewrap (bwrap) with pid, IPC and UTS namespaces of its own,
  * the whole file system read-only, a private /tmp, /var/tmp and /dev, and
  * the gateway's secrets (its database and log, token, code packages, TLS
- * key, Kubernetes credentials) out of sight. A task then cannot read the
+ * key, Kubernetes credentials) out of sight. The programs of one group (a
+ * pool's workers) share a cache folder (SANDBOX_CACHE_DIR: the code
+ * package one of them fetched and unpacked, the values they fetched),
+ * which no other group sees. A task then cannot read the
  * token, another pool's secrets or the gateway's memory, and cannot signal
  * or trace any process outside its own sandbox. The network stays: the
  * worker dials the hub.
@@ -21,6 +24,10 @@
 
 typedef struct sandbox sandbox;
 
+#define SANDBOX_GROUP_MAX 24 /* a group's name (a pool's or a Process's id), its NUL included */
+/* Where a program finds its group's cache folder (its STRAND_CACHE_DIR). */
+#define SANDBOX_CACHE_DIR "/var/tmp/strand-cache"
+
 /* mode: "on" (bwrap must work: else CM_EUNAVAIL with why), "auto" (used
  * where it works, else NULL with a warning logged) or "off" (NULL).
  * hidden: paths no sandboxed program may see (those that do not exist
@@ -31,24 +38,35 @@ typedef struct sandbox sandbox;
  * that no two of them can touch each other's files or processes; used only
  * when a uid of it can run what needs to be run (needs: its paths must be
  * readable by others), else everything runs as root in its sandbox, saying
- * so. */
+ * so. caches_key names this gateway's folder of the groups' caches (its
+ * database's path: two gateways on a host keep theirs apart); NULL: none,
+ * each program caches in its own /tmp. */
 int sandbox_new(const char *mode, const char *const *hidden, size_t nhidden, const char *const *visible,
-                size_t nvisible, const char *uids, const char *const *needs, size_t nneeds, sandbox **out, char *detail,
-                size_t detail_len);
+                size_t nvisible, const char *uids, const char *caches_key, const char *const *needs, size_t nneeds,
+                sandbox **out, char *detail, size_t detail_len);
 void sandbox_free(sandbox *s);
 
 /* The argv that runs argv (argc entries) in the sandbox, with the host
  * paths of spec's volumes bound in ("/host:/path[:ro]"; emptyDir:/path a
- * tmpfs) and, with gpus, the GPU devices. A new array whose strings are
- * argv's or the sandbox's own, and *held, which the caller frees after
- * the start (with the array). NULL when out of memory. */
-char **sandbox_wrap(const sandbox *s, char *const *argv, size_t argc, const pool_spec *spec, int gpus, size_t *argc_out,
-                    char **held);
+ * tmpfs), with gpus the GPU devices and cache (its group's, from
+ * sandbox_group_take; NULL or "": none) at SANDBOX_CACHE_DIR. A new array
+ * whose strings are argv's, cache or the sandbox's own, and *held, which
+ * the caller frees after the start (with the array). NULL when out of
+ * memory. */
+char **sandbox_wrap(const sandbox *s, char *const *argv, size_t argc, const pool_spec *spec, int gpus,
+                    const char *cache, size_t *argc_out, char **held);
 
-/* The uid group's programs run as (0: as the gateway's own), taken for one
- * more program of it; sandbox_uid_give when that program is gone. Two
- * groups running at once never share one. */
-uid_t sandbox_uid_take(sandbox *s, const char *group);
-void sandbox_uid_give(sandbox *s, uid_t uid);
+/* Takes a place for one more program of group, before it starts: the uid
+ * it runs as (0: the gateway's own; two groups running at once never share
+ * one) and, into cache, the host folder the group's programs share as
+ * their cache (made with the group's first program, removed with its
+ * last), or "" for none. sandbox_group_give once that program is gone. */
+uid_t sandbox_group_take(sandbox *s, const char *group, char *cache, size_t cache_len);
+void sandbox_group_give(sandbox *s, const char *group);
+/* The sandboxes of this gateway's groups that run though it just started
+ * (a restart adopts them): their pids and groups, at most max, each
+ * holding its group's place (its uid too) as sandbox_group_take would;
+ * then removes the cache folders of groups none of them is of. */
+size_t sandbox_find_running(sandbox *s, pid_t *pids, char (*groups)[SANDBOX_GROUP_MAX], size_t max);
 
 #endif

@@ -83,11 +83,16 @@ check "a command in its folder" '{"from":"the package"}' \
 check "run in its folder, the package's SHA-256 its name" "\"$sha\"" \
   "$(scurl -s -d '{"command":["sh","-c","basename \"$(pwd)\" | jq -R ."],"arg":null}' \
     "$STRAND_URL/v1/pools/$pool/apply?wait=60" | jq -c .value)"
-# Fetched once per cache: each worker's own in a sandbox (a /tmp of its
-# own), else once for this host's user.
-fetches=1
-grep -q "run in bubblewrap sandboxes" "$dir/gateway.log" && fetches=2
-check "fetched once per cache" "$fetches" "$(grep -c "code package ${sha:0:12}: $size bytes fetched" "$dir/gateway.log")"
+# Fetched once for the two workers: in a sandbox into their pool's cache,
+# else into this host's user's.
+check "fetched once per cache" 1 "$(grep -c "code package ${sha:0:12}: $size bytes fetched" "$dir/gateway.log")"
+# A sandboxed pool's cache is its own (in /dev/shm where it is a tmpfs),
+# gone with its last worker.
+pool_cache=""
+if grep -q "run in bubblewrap sandboxes" "$dir/gateway.log" && ! grep -q "each worker fetches its own" "$dir/gateway.log"; then
+  pool_cache=$(ls -d /dev/shm/strand-cache-*/"$pool" 2>/dev/null)
+  check "the pool's cache, unpacked there" yes "$([ -d "$pool_cache/code/$sha" ] && echo yes || echo no)"
+fi
 
 manager=$(scurl -s -d "{\"type\":\"runtime\",\"runtime\":\"python\",\"code\":\"$sha\"}" "$STRAND_URL/v1/managers" | jq -r .id)
 check "a manager in the package" "m-" "${manager:0:2}"
@@ -110,6 +115,24 @@ done
 check "a pool of a broken package fails" failed "$(scurl -s "$STRAND_URL/v1/pools/$broken" | jq -r .state)"
 grep -q "strand-worker: code package ${bad:0:12}: the package is not a zip" "$dir/gateway.log"
 check "... and its workers say why" 0 $?
+
+if [ -n "$pool_cache" ]; then
+  # A gateway killed while the pool runs: the next adopts its workers,
+  # whose cache stays theirs.
+  kill -KILL "$GATEWAY_PID"
+  wait "$GATEWAY_PID" 2>/dev/null
+  start_gateway "$bin" "$dir" || exit 1
+  check "an adopted pool's cache stays" yes "$([ -d "$pool_cache/code/$sha" ] && echo yes || echo no)"
+  check "... and its tasks read their data" '{"from":"the package"}' \
+    "$(scurl -s -d '{"command":["cat","data/value.json"],"arg":null}' "$STRAND_URL/v1/pools/$pool/apply?wait=60" |
+      jq -c .value)"
+  scurl -s -o /dev/null -X DELETE "$STRAND_URL/v1/pools/$pool"
+  for _ in $(seq 300); do
+    [ -e "$pool_cache" ] || break
+    sleep 0.1
+  done
+  check "a deleted pool's cache goes with its workers" gone "$([ -e "$pool_cache" ] && echo left || echo gone)"
+fi
 
 # Across a restart: the packages stay, the pool's workers fetch nothing anew.
 stop_gateway

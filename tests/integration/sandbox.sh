@@ -57,6 +57,17 @@ else
 fi
 in_pool "$a" "echo secret > /tmp/a-was-here; echo done" >/dev/null
 check "one pool's /tmp is not another's" "absent" "$(in_pool "$b" "test -e /tmp/a-was-here && echo present || echo absent")"
+# A pool's workers share a cache (the code package one of them unpacked),
+# which no other pool's reaches: not by its path, not in /dev/shm.
+if [ -n "$(ls -d /dev/shm/strand-cache-*/"$a" 2>/dev/null)" ]; then
+  in_pool "$a" "echo secret > /var/tmp/strand-cache/a-was-here; echo done" >/dev/null
+  check "a pool's cache, its own" absent \
+    "$(in_pool "$b" "test -e /var/tmp/strand-cache/a-was-here && echo present || echo absent")"
+  check "... and no other's in /dev/shm" 0 "$(in_pool "$b" "ls -A /dev/shm | wc -l")"
+  check "... on the host, a's" yes "$([ -f /dev/shm/strand-cache-*/"$a"/a-was-here ] && echo yes || echo no)"
+else
+  echo "note: no shared cache per pool here: $(grep -o '/dev/shm is no.*\|cannot make /dev/shm.*' "$dir/gateway.log" | head -1)"
+fi
 stop_gateway
 
 # A gateway run as a plain user: its tasks are as far from it.
