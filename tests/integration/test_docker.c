@@ -254,9 +254,13 @@ static void test_gateway_restart_readopts_containers(void **state)
 	gateway_start(&g, image_args);
 	char *pool = pool_create_spec(&g, "{\"processes\":2,\"backend\":\"docker\"}");
 	pool_wait_connected(&g, pool, 2);
+	/* Two workers connected, and no container of a third: under load one
+	 * may be late to connect, be replaced, and end after. */
+	wait_containers(pool, 2);
 	char before[256];
 	snprintf(before, sizeof(before), "%s",
 	         sh("docker ps -q --filter label=strand.pool=%s | sort | tr '\\n' ' '", pool));
+	assert_int_equal(strlen(before), 2 * 13); /* two running: twelve digits and a space each */
 	char *job = job_submit(&g, pool, json_pack("{s:s, s:o}", "function", "sleep", "args", range(3000, 0.5)));
 	assert_true(job_wait_done(&g, job, 100) < 3000);
 	gateway_kill(&g);
