@@ -49,7 +49,6 @@ import os
 import pickle
 import struct
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -132,6 +131,8 @@ def _result_file(data):
     worker stores as a value and removes ({"$value_file": PATH}). Its
     reader removes it once read: 16 random bytes after the pickle (which
     unpickling ignores) name it apart from another result of equal bytes."""
+    import tempfile  # here: a large result is rare, and tempfile slows every start
+
     fd, path = tempfile.mkstemp(prefix="strand-result-")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
