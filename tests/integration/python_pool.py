@@ -786,6 +786,44 @@ class CodeTest(unittest.TestCase):
             self.assertEqual(out["triples"], [0, 3, 6, 9, 12, 15])
             self.assertEqual(out["data"], ["from", "elsewhere"])
 
+    def test_zipped_again_only_once_a_file_changed(self):
+        import tempfile
+        from unittest import mock
+
+        from strand import _code
+
+        with tempfile.TemporaryDirectory() as root, mock.patch.dict(
+            os.environ, {"STRAND_CACHE_DIR": os.path.join(root, "cache")}
+        ):
+            project = os.path.join(root, "project")
+            os.makedirs(project)
+            with open(os.path.join(project, "value.txt"), "w") as f:
+                f.write("one")
+
+            def program():  # a program's first pool: a gateway object of its own
+                gw = strand.gateway.Gateway()
+                gw.working_dir = project
+                return _code.ensure(gw)
+
+            packs = []
+            real_pack = _code._Plan.pack
+
+            def counted(plan):
+                packs.append(plan)
+                return real_pack(plan)
+
+            with mock.patch.object(_code._Plan, "pack", counted):
+                first = program()
+                self.assertEqual(len(packs), 1)
+                self.assertEqual(program(), first)
+                self.assertEqual(len(packs), 1)  # the same files: not zipped again
+                with open(os.path.join(project, "value.txt"), "w") as f:
+                    f.write("two")  # the same size, maybe the same mtime
+                second = program()
+                self.assertEqual(len(packs), 2)
+            self.assertNotEqual(second, first)
+            self.assertEqual(second, hashlib.sha256(_code.build(project)).hexdigest())  # what is there now
+
     def test_over_the_cap_says_how_to_ship_less(self):
         import tempfile
 
