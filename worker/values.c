@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,8 +182,19 @@ int worker_values_path(worker_values *v, const char *sha, char *path, size_t pat
 	}
 	snprintf(path, path_len, "%s/%s", dir, sha);
 	pthread_mutex_lock(&v->fetching);
-	if (utimensat(AT_FDCWD, path, NULL, 0) != 0) /* cached: now its latest use */
-		err = fetch(v, dir, sha, path, why, why_len);
+	if (utimensat(AT_FDCWD, path, NULL, 0) != 0) { /* cached: now its latest use */
+		/* The workers of a sandboxed pool share the cache: the first to
+		 * need a value fetches it, the others wait and use it. */
+		char lock_path[1200];
+		snprintf(lock_path, sizeof(lock_path), "%s/.%s.lock", dir, sha);
+		int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (lock >= 0)
+			flock(lock, LOCK_EX); /* a lock that cannot be had costs only a second fetch */
+		if (utimensat(AT_FDCWD, path, NULL, 0) != 0)
+			err = fetch(v, dir, sha, path, why, why_len);
+		if (lock >= 0)
+			close(lock);
+	}
 	pthread_mutex_unlock(&v->fetching);
 	return err;
 }

@@ -168,12 +168,10 @@ static int local_run(backend *b, const backend_run_spec *spec, char handle[BACKE
 	}
 	/* Its group's uid, and the cache its group's programs share: the code
 	 * package one worker unpacked, the others use. */
-	char cache[1200] = "", cache_env[1300];
+	char cache[1200] = "";
 	o.uid = l->sandbox ? sandbox_group_take(l->sandbox, spec->group, cache, sizeof(cache)) : 0;
-	if (cache[0]) {
-		snprintf(cache_env, sizeof(cache_env), "STRAND_CACHE_DIR=" SANDBOX_CACHE_DIR);
-		env[o.nenv++] = cache_env;
-	}
+	if (cache[0])
+		env[o.nenv++] = (char *)"STRAND_CACHE_DIR=" SANDBOX_CACHE_DIR;
 	if (l->sandbox &&
 	    (l->nprograms == l->capprograms ||
 	     !(wrapped = sandbox_wrap(l->sandbox, spec->argv, spec->argc, spec->spec, gpu, cache, &o.argc, &held)))) {
@@ -264,9 +262,17 @@ static void local_release(backend *b, const char *handle)
 
 static void local_free(backend *b)
 {
-	sandbox_free(((local *)b)->sandbox);
-	free(((local *)b)->programs);
-	free(b);
+	local *l = (local *)b;
+
+	/* The gateway stops: what ended gives its group's place back (its
+	 * cache goes with the group's last); what still runs keeps it for the
+	 * next start to adopt. */
+	for (size_t i = 0; i < l->nprograms; i++)
+		if (!cm_process_running(l->programs[i].pid))
+			sandbox_group_give(l->sandbox, l->programs[i].group);
+	sandbox_free(l->sandbox);
+	free(l->programs);
+	free(l);
 }
 
 static const backend_ops local_ops = {

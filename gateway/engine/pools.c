@@ -461,7 +461,7 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 			engine__assign(e, p, w, o->u.pull.msg->want ? o->u.pull.msg->want : 1, 0,
 			               o->u.pull.msg->round_trip_us, o);
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
-		} else if (cm_now_s() - o->u.pull.parked_at >= PARK_MS / 1000.0) {
+		} else if (now - (int64_t)(o->u.pull.parked_at * 1000) >= PARK_MS) { /* one clock: cm_now_ms's */
 			waitlist_take(&w->parked);
 			engine__pull_finish(e, o, ENGINE_BATCH_OK, NULL);
 		}
