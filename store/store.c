@@ -134,6 +134,12 @@ static const char *const migrations[] = {
          * workers_started and workers_lost stay whole across a restart. */
         "ALTER TABLE pools ADD COLUMN workers_forgotten INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE pools ADD COLUMN lost_forgotten INTEGER NOT NULL DEFAULT 0;",
+        /* 19: a queue item a client took under its lease stays, held (its
+         * hold's name), until the client says it was used or its lease
+         * ends (store_queues.c); found by hold, and only held rows are in
+         * that index. */
+        "ALTER TABLE queue_items ADD COLUMN hold TEXT;"
+        "CREATE INDEX IF NOT EXISTS queue_items_by_hold ON queue_items(hold) WHERE hold IS NOT NULL;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -865,50 +871,6 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
 	return store__step_done(st, s);
 }
 
-int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms)
-{
-	sqlite3_stmt *s;
-
-	if (store__prepare(st, "INSERT INTO queues(id, kind, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, id);
-	store__bind_text(s, 2, kind);
-	sqlite3_bind_int64(s, 3, created_ms);
-	return store__step_done(st, s);
-}
-
-int store_queue_delete(store *st, const char *id)
-{
-	sqlite3_stmt *s;
-
-	if (store__prepare(st, "DELETE FROM queue_items WHERE queue = ?", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, id);
-	if (store__step_done(st, s) != CM_OK || store__prepare(st, "DELETE FROM queues WHERE id = ?", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, id);
-	return store__step_done(st, s);
-}
-
-int store_queue_each(store *st, store_queue_fn fn, void *ctx)
-{
-	sqlite3_stmt *s;
-	int rc;
-
-	/* Items are blobs: length() reads a value's size from its record
-	 * without loading it (a CAST would read every item at start). */
-	if (store__prepare(st,
-	                   "SELECT q.id, q.kind, q.created_ms, count(i.id), coalesce(sum(length(i.value)), 0)"
-	                   " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
-	                   &s) != CM_OK)
-		return CM_EIO;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-		   sqlite3_column_int64(s, 4));
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
-}
-
 int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
                      const uint32_t *lens, const uint32_t *streams)
 {
@@ -1060,50 +1022,6 @@ int store_lease_each(store *st, store_lease_fn fn, void *ctx)
 		fn(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
-}
-
-int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens)
-{
-	sqlite3_stmt *s;
-	int rc = SQLITE_DONE;
-
-	if (store__prepare(st, "INSERT INTO queue_items(queue, value) VALUES(?, ?)", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, queue);
-	for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
-		sqlite3_bind_blob(s, 2, items[i], (int)lens[i], SQLITE_STATIC);
-		rc = sqlite3_step(s);
-		sqlite3_reset(s);
-	}
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
-}
-
-int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped)
-{
-	sqlite3_stmt *s;
-	int64_t last = -1;
-	int rc;
-	int err = CM_OK;
-
-	*popped = 0;
-	if (store__prepare(st, "SELECT id, value FROM queue_items WHERE queue = ? ORDER BY id LIMIT ?", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, queue);
-	sqlite3_bind_int64(s, 2, max);
-	while (err == CM_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		last = sqlite3_column_int64(s, 0);
-		err = fn(ctx, sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1));
-		(*popped)++;
-	}
-	sqlite3_finalize(s);
-	if (err != CM_OK || last < 0)
-		return err;
-	if (store__prepare(st, "DELETE FROM queue_items WHERE queue = ? AND id <= ?", &s) != CM_OK)
-		return CM_EIO;
-	store__bind_text(s, 1, queue);
-	sqlite3_bind_int64(s, 2, last);
-	return store__step_done(st, s);
 }
 
 int store_process_save(store *st, const store_process *p)

@@ -257,16 +257,29 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms);
 /* Removes a queue and its items. */
 int store_queue_delete(store *st, const char *id);
-/* size: its items; bytes: theirs together. */
+/* size: its items not held; bytes: all its items' together. */
 typedef void (*store_queue_fn)(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size,
                                int64_t bytes);
 int store_queue_each(store *st, store_queue_fn fn, void *ctx);
 /* Appends n items (JSON texts, borrowed) in order. */
 int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens);
-/* Removes up to max items from the head, calling fn for each in order (value
- * borrowed for the call); *popped is how many. */
+/* Takes items from the head, in order, calling fn for each (value
+ * borrowed for the call): up to max, and past the first only while they
+ * come to at most max_bytes together. hold NULL: they are removed. Else
+ * they stay, held under that name, out of every take until
+ * store_queue_release. *taken: how many; *bytes: their size. */
 typedef int (*store_item_fn)(void *ctx, const void *value, size_t len);
-int store_queue_pop(store *st, const char *queue, int64_t max, store_item_fn fn, void *ctx, int64_t *popped);
+int store_queue_take(store *st, const char *queue, int64_t max, int64_t max_bytes, const char *hold, store_item_fn fn,
+                     void *ctx, int64_t *taken, int64_t *bytes);
+/* Ends a hold whose items were all used: they are removed. */
+int store_queue_hold_drop(store *st, const char *hold);
+/* Ends a hold: its first `used` items are removed (*removed of them,
+ * *removed_bytes their size), the rest are at the head of their queue
+ * again, in their order. */
+int store_queue_release(store *st, const char *hold, int64_t used, int64_t *removed, int64_t *removed_bytes);
+/* Every hold: its queue, name, items and their size. */
+typedef void (*store_hold_fn)(void *ctx, const char *queue, const char *hold, int64_t n, int64_t bytes);
+int store_queue_holds_each(store *st, store_hold_fn fn, void *ctx);
 
 /* ---- pools' output ------------------------------------------------------ */
 /* What a worker's tasks printed (worker/output.h), a line a row numbered in

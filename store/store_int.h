@@ -1,7 +1,8 @@
 /*
  * The store's inside, shared by store.c (the connection, its transactions,
- * pools, jobs, queues, processes, workers), store_inputs.c (a job's inputs
- * by task), store_tasks.c (tasks and results, kept by chunks),
+ * pools, jobs, processes, workers), store_inputs.c (a job's inputs by
+ * task), store_queues.c (queues' items), store_tasks.c (tasks and results,
+ * kept by chunks),
  * store_checkpoint.c (the writer's checkpoints) and nothing else.
  */
 #ifndef STORE_STORE_INT_H
@@ -48,6 +49,11 @@ typedef enum store_kept {
 	KEPT_JOB_STATE,
 	KEPT_JOB_INPUTS,
 	KEPT_FAILURE_NOTE,
+	KEPT_QUEUE_PUT,
+	KEPT_QUEUE_TAKE,
+	KEPT_QUEUE_REMOVE,
+	KEPT_QUEUE_HOLD,
+	KEPT_QUEUE_HOLD_DROP,
 	KEPT_COUNT
 } store_kept;
 

@@ -3,7 +3,8 @@
  * renews its own every few seconds), and the pools, managers and processes
  * it made with it are terminated when it ends: deleted (the program
  * exited) or not renewed for its lease_ms (the program was killed, its
- * machine lost). Not a worker's lease on the tasks it holds (pools.c).
+ * machine lost); queue items it took ahead and had not used go back. Not a worker's lease on the tasks it holds
+ * (pools.c).
  *
  * A lease is stored (a 201 is kept across a restart); its renewals are
  * not: a gateway that starts gives each lease its whole time again, so a
@@ -87,6 +88,7 @@ static int end(engine *e, client_lease *l, const char *why, json_t **out)
 			cm_info("process %s: terminated, its client's lease %s %s", pr->id, l->id, why);
 			engine__process_terminate(pr);
 		}
+	engine__queue_holds_end(e, l->id);
 	for (client_lease **at = &e->client_leases; *at; at = &(*at)->next)
 		if (*at == l) {
 			*at = l->next;

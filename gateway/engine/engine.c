@@ -74,7 +74,8 @@ static void handle(engine *e, op *o)
 	case OP_QUEUE_INFO:
 	case OP_QUEUE_DELETE:
 	case OP_QUEUE_PUT:
-	case OP_QUEUE_GET: engine__handle_queue(e, o); return; /* answers itself, now or later */
+	case OP_QUEUE_GET:
+	case OP_QUEUE_RELEASE: engine__handle_queue(e, o); return; /* answers itself, now or later */
 	case OP_PROC_START:
 	case OP_PROC_GET:
 	case OP_PROC_DELETE:

@@ -164,9 +164,18 @@ int engine_lease_delete(engine *e, const char *id, json_t **out);
 
 /* SimpleQueues and Pipes. kind: "queue", "simplex" or "duplex" (a pipe of
  * one or two directions, queues "<pipe>.0" and "<pipe>.1"). Items are JSON
- * texts (borrowed). A queue get pops up to max items, waiting up to wait_ms
- * for the first; each item goes to exactly one reader, and waiting readers
- * are served in arrival order. */
+ * texts (borrowed). A queue get pops up to max items (past the first, at
+ * most ENGINE_TAKE_BYTES of them), waiting up to wait_ms for the first;
+ * each item goes to exactly one reader, and waiting readers are served in
+ * arrival order.
+ *
+ * A get with a client's lease takes its items under a hold (answered as
+ * "hold"): out of the queue for others, but stored until the client says
+ * how many it used (engine_queue_release, or used_hold on its next get:
+ * all of them), and back at the queue's head, in order, if the lease ends
+ * first. Such a get takes more than one item only while no other reader
+ * waits: a client reading ahead never keeps items from one waiting. */
+#define ENGINE_TAKE_BYTES (8 << 20)
 int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len);
 int engine_queue_info(engine *e, const char *id, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
@@ -175,7 +184,11 @@ int engine_queue_delete(engine *e, const char *id, json_t **out);
 int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items, const size_t *lens, size_t n,
                      json_t **out, char *detail, size_t detail_len);
 engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
-                                    engine_call_done done, void *ctx);
+                                    const char *lease, const char *used_hold, engine_call_done done, void *ctx);
+/* Ends hold on queue id (or a pipe end's): its first `used` items are
+ * gone, the others at the head again. CM_ENOENT: no such queue or hold. */
+int engine_queue_release(engine *e, const char *id, int pipe_end, const char *hold, int64_t used, json_t **out,
+                         char *detail, size_t detail_len);
 
 /* Processes (multiprocessing.Process, `fiber run`): a program or one
  * function run once on a backend. Logs come back as a JSON string. DELETE

@@ -126,6 +126,7 @@ typedef enum op_kind {
 	OP_QUEUE_DELETE,
 	OP_QUEUE_PUT,
 	OP_QUEUE_GET,
+	OP_QUEUE_RELEASE,
 	OP_PROC_START,
 	OP_PROC_GET,
 	OP_PROC_DELETE,
@@ -235,6 +236,9 @@ typedef struct op {
 			size_t nitems;
 			int64_t max; /* OP_QUEUE_GET: how many at most, waiting until deadline */
 			int64_t deadline;
+			char lease[20]; /* OP_QUEUE_GET: taken under this client's lease ("": removed) */
+			char hold[48]; /* OP_QUEUE_GET: the lease's hold it used up ("": none); OP_QUEUE_RELEASE */
+			int64_t used; /* OP_QUEUE_RELEASE: how many of the hold's first items were used */
 			const char *pipe; /* on an end of this pipe (id unset) ... */
 			int pipe_end;
 			char qid[64]; /* ... resolved to the queue of its direction */
@@ -279,11 +283,22 @@ void waitlist_drop_all(engine *e, waitlist *w); /* each answered now as not reco
 
 /* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
  * memory holds the count and the readers waiting, first come first served. */
+/* Items a client took from a queue under its lease and has not yet said
+ * it used (queues.c): they are back at the queue's head if the lease ends
+ * first. Its id is "<lease>.<its own>". */
+typedef struct queue_hold {
+	char id[48];
+	int64_t n, bytes;
+	struct queue_hold *next;
+} queue_hold;
+
 typedef struct queue {
 	char id[48];
 	char kind[16];
-	int64_t size;
-	int64_t bytes; /* its items' */
+	int64_t size; /* items there to take (not held) */
+	int64_t held; /* items in holds */
+	queue_hold *holds;
+	int64_t bytes; /* all its items' */
 	int64_t created_ms;
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist getters;
@@ -708,6 +723,11 @@ void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
 void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes);
 void engine__queues_clear(engine *e);
+void engine__load_queue_hold(void *ctx, const char *queue, const char *hold, int64_t n, int64_t bytes);
+/* The holds of a client's lease that ended go back to their queues. */
+void engine__queue_holds_end(engine *e, const char *lease);
+/* At start, once leases are loaded: holds of leases gone go back too. */
+void engine__queue_holds_settle(engine *e);
 void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUTDOWN */
 
 /* processes.c */

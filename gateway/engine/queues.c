@@ -6,6 +6,8 @@
  * answered with QueueReply frames.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
+
 #include "gateway/engine/engine_int.h"
 
 /* ---- queues and pipes --------------------------------------------------- */
@@ -34,14 +36,115 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 	return q;
 }
 
+static void holds_free(queue *q)
+{
+	while (q->holds) {
+		queue_hold *h = q->holds;
+		q->holds = h->next;
+		free(h);
+	}
+	q->held = 0;
+}
+
 json_t *engine__queue_json(const queue *q)
 {
 	char created[32];
 
 	int waiting = (int)waitlist_count(&q->getters);
 	engine__iso_time(q->created_ms, created);
-	return json_pack("{s:s, s:s, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
-	                 "waiting_readers", waiting, "created_at", created);
+	return json_pack("{s:s, s:s, s:I, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
+	                 "held", (json_int_t)q->held, "waiting_readers", waiting, "created_at", created);
+}
+
+/* ---- holds: items a client took ahead under its lease ------------------ */
+
+/* Whether hold is one of lease's: "<lease>." and its own id. */
+static int hold_of(const char *hold, const char *lease)
+{
+	size_t n = strlen(lease);
+
+	return n && strncmp(hold, lease, n) == 0 && hold[n] == '.';
+}
+
+static queue_hold **hold_find(queue *q, const char *id)
+{
+	queue_hold **at = &q->holds;
+
+	while (*at && strcmp((*at)->id, id) != 0)
+		at = &(*at)->next;
+	return *at ? at : NULL;
+}
+
+static queue_hold *hold_add(queue *q, const char *id, int64_t n, int64_t bytes)
+{
+	queue_hold *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	snprintf(h->id, sizeof(h->id), "%s", id);
+	h->n = n;
+	h->bytes = bytes;
+	h->next = q->holds;
+	q->holds = h;
+	q->held += n;
+	return h;
+}
+
+/* Ends the hold at *at: its first `used` items are gone, the others are at
+ * q's head again, and readers waiting get them. *used_out: how many went. */
+static int hold_end(engine *e, queue *q, queue_hold **at, int64_t used, int64_t *used_out)
+{
+	queue_hold *h = *at;
+	int64_t removed = h->n, removed_bytes = h->bytes;
+	int err = used >= h->n ? store_queue_hold_drop(e->st, h->id)
+	                       : store_queue_release(e->st, h->id, used, &removed, &removed_bytes);
+
+	if (err != CM_OK)
+		return err;
+	q->held -= h->n;
+	q->size += h->n - removed;
+	q->bytes -= removed_bytes;
+	e->queue_bytes -= removed_bytes;
+	*at = h->next;
+	if (used_out)
+		*used_out = removed;
+	if (h->n > removed)
+		engine__queue_tick(e, q, cm_now_ms());
+	free(h);
+	return CM_OK;
+}
+
+void engine__queue_holds_end(engine *e, const char *lease)
+{
+	for (queue *q = e->queues; q; q = q->next)
+		for (queue_hold **at = &q->holds; *at;)
+			if (hold_of((*at)->id, lease)) {
+				cm_info("queue %s: %" PRId64 " items back from hold %s: its lease ended", q->id,
+				        (*at)->n, (*at)->id);
+				if (hold_end(e, q, at, 0, NULL) != CM_OK)
+					at = &(*at)->next; /* kept, held: the next start gives them back */
+			} else {
+				at = &(*at)->next;
+			}
+}
+
+void engine__load_queue_hold(void *ctx, const char *queue_id, const char *hold, int64_t n, int64_t bytes)
+{
+	queue *q = queue_find(ctx, queue_id);
+
+	if (q)
+		hold_add(q, hold, n, bytes);
+}
+
+void engine__queue_holds_settle(engine *e)
+{
+	for (queue *q = e->queues; q; q = q->next)
+		for (queue_hold **at = &q->holds; *at;) {
+			char lease[20];
+			snprintf(lease, sizeof(lease), "%.*s", (int)strcspn((*at)->id, "."), (*at)->id);
+			if (engine__client_lease_known(e, lease) || hold_end(e, q, at, 0, NULL) != CM_OK)
+				at = &(*at)->next;
+		}
 }
 
 typedef struct collected {
@@ -58,17 +161,43 @@ static int collect_item(void *ctx, const void *value, size_t len)
 	return v && json_array_append_new(c->items, v) == 0 ? CM_OK : CM_ENOMEM;
 }
 
-/* Pops up to o->u.queue.max items for the reader o and readies its answer. */
-static void queue_serve(engine *e, queue *q, op *o)
+/* Takes up to o->u.queue.max items for the reader o (under a hold of its
+ * lease, if it has one) and readies its answer. others: whether other
+ * readers wait behind it. */
+static void queue_serve(engine *e, queue *q, op *o, int others)
 {
 	collected c = {.items = json_array()};
-	int64_t n = 0;
+	const char *lease = o->u.queue.lease;
+	int64_t n = 0, bytes = 0, max = o->u.queue.max;
+	char hold[48] = "", own[20];
 
-	if ((o->err = store_queue_pop(e->st, q->id, o->u.queue.max, collect_item, &c, &n)) == CM_OK) {
+	if (lease[0]) {
+		if (!engine__client_lease_known(e, lease)) { /* it ended while this waited */
+			o->err = CM_ENOENT;
+			snprintf(o->detail, sizeof(o->detail),
+			         "no such lease: it ended (deleted, or not renewed in time)");
+			json_decref(c.items);
+			engine__ready(e, o);
+			return;
+		}
+		if (others)
+			max = 1; /* one each, as they come */
+		cm_id_new('h', own);
+		snprintf(hold, sizeof(hold), "%s.%s", lease, own);
+	}
+	o->err = store_queue_take(e->st, q->id, max, ENGINE_TAKE_BYTES, hold[0] ? hold : NULL, collect_item, &c, &n,
+	                          &bytes);
+	if (o->err == CM_OK && n && hold[0] && !hold_add(q, hold, n, bytes))
+		o->err = CM_ENOMEM;
+	if (o->err == CM_OK) {
 		q->size -= n;
-		q->bytes -= c.bytes;
-		e->queue_bytes -= c.bytes;
+		if (!hold[0]) {
+			q->bytes -= bytes;
+			e->queue_bytes -= bytes;
+		}
 		o->out = json_pack("{s:s, s:o}", "queue", q->id, "items", c.items);
+		if (n && hold[0])
+			json_object_set_new(o->out, "hold", json_string(hold));
 	} else {
 		json_decref(c.items);
 	}
@@ -84,7 +213,7 @@ void engine__queue_tick(engine *e, queue *q, int64_t now)
 
 	while ((o = waitlist_take(&q->getters))) {
 		if (q->size > 0 || now >= o->u.queue.deadline)
-			queue_serve(e, q, o);
+			queue_serve(e, q, o, q->getters.head || still.head);
 		else
 			waitlist_add(&still, o);
 	}
@@ -234,6 +363,7 @@ void engine__handle_queue(engine *e, op *o)
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;
+		holds_free(q);
 		e->queue_bytes -= q->bytes;
 		waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
 		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
@@ -261,13 +391,44 @@ void engine__handle_queue(engine *e, op *o)
 		engine__queue_tick(e, q, cm_now_ms()); /* readers waiting get these now */
 		break;
 	}
-	case OP_QUEUE_GET:
+	case OP_QUEUE_GET: {
+		/* The caller used up its last hold: gone before it takes more (a
+		 * hold not found was released by a first try of this request). */
+		queue_hold **at = o->u.queue.hold[0] ? hold_find(q, o->u.queue.hold) : NULL;
+		if (o->u.queue.hold[0] && !hold_of(o->u.queue.hold, o->u.queue.lease)) {
+			o->err = CM_EINVAL;
+			snprintf(o->detail, sizeof(o->detail), "used: hold %.47s is not one of lease %.19s's",
+			         o->u.queue.hold, o->u.queue.lease);
+			break;
+		}
+		if (at && (o->err = hold_end(e, q, at, INT64_MAX, NULL)) != CM_OK)
+			break;
 		if (q->size > 0 && !q->getters.head) {
-			queue_serve(e, q, o);
+			queue_serve(e, q, o, 0);
 			return;
 		}
 		waitlist_add(&q->getters, o); /* behind the readers already waiting */
 		return;
+	}
+	case OP_QUEUE_RELEASE: {
+		queue_hold **at = hold_find(q, o->u.queue.hold);
+		int64_t n, used = 0;
+		if (!at) {
+			o->err = CM_ENOENT;
+			snprintf(o->detail, sizeof(o->detail), "no such hold (released already, or its lease ended)");
+			break;
+		}
+		if (o->u.queue.used > (n = (*at)->n)) {
+			o->err = CM_EINVAL;
+			snprintf(o->detail, sizeof(o->detail), "used: the hold has %" PRId64 " items", n);
+			break;
+		}
+		if ((o->err = hold_end(e, q, at, o->u.queue.used, &used)) == CM_OK)
+			o->out = json_pack("{s:s, s:s, s:I, s:I, s:I}", "queue", q->id, "hold", o->u.queue.hold, "used",
+			                   (json_int_t)used, "returned", (json_int_t)(n - used), "size",
+			                   (json_int_t)q->size);
+		break;
+	}
 	default: break;
 	}
 	engine__ready(e, o);
@@ -321,6 +482,7 @@ void engine__queues_clear(engine *e)
 	while (e->queues) {
 		queue *q = e->queues;
 		e->queues = q->next;
+		holds_free(q);
 		waitlist_drop_all(e, &q->getters);
 		free(q);
 	}

@@ -260,6 +260,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	    store_process_each(e->st, engine__load_process, e) != CM_OK ||
 	    store_ring_each(e->st, engine__load_ring, e) != CM_OK ||
 	    store_lease_each(e->st, engine__load_client_lease, e) != CM_OK ||
+	    store_queue_holds_each(e->st, engine__load_queue_hold, e) != CM_OK ||
 	    store_join_token_each(e->st, engine__load_join_token, e) != CM_OK ||
 	    store_output_counts(e->st, engine__load_output_count, e) != CM_OK ||
 	    store_next_ids(e->st, &e->next_job, &e->next_task) != CM_OK ||
@@ -272,6 +273,7 @@ int engine__recover(engine *e, char *detail, size_t detail_len)
 	/* What the workers that are gone held goes back to the queue (it was
 	 * handed out, not failed); adopted workers keep theirs. */
 	store_tasks_requeue_orphans(e->st);
+	engine__queue_holds_settle(e); /* and what the clients gone had taken ahead */
 	for (pool *p = e->pools; p; p = p->next) {
 		char why[300], refusal[400];
 		/* The operator may have tightened the policy since the pool was

@@ -386,7 +386,7 @@ int engine_queue_put(engine *e, const char *id, int pipe_end, char *const *items
 }
 
 engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int64_t max, int64_t wait_ms,
-                                    engine_call_done done, void *ctx)
+                                    const char *lease, const char *used_hold, engine_call_done done, void *ctx)
 {
 	op *o = call_new(OP_QUEUE_GET, id, done, ctx);
 
@@ -399,7 +399,22 @@ engine_call *engine_queue_get_start(engine *e, const char *id, int pipe_end, int
 	o->u.queue.pipe_end = pipe_end;
 	o->u.queue.max = max;
 	o->u.queue.deadline = cm_now_ms() + wait_ms;
+	snprintf(o->u.queue.lease, sizeof(o->u.queue.lease), "%s", lease ? lease : "");
+	snprintf(o->u.queue.hold, sizeof(o->u.queue.hold), "%s", used_hold ? used_hold : "");
 	return start(e, o);
+}
+
+int engine_queue_release(engine *e, const char *id, int pipe_end, const char *hold, int64_t used, json_t **out,
+                         char *detail, size_t detail_len)
+{
+	op o = {.kind = OP_QUEUE_RELEASE,
+	        .id = pipe_end < 0 ? id : NULL,
+	        .u.queue.pipe = pipe_end < 0 ? NULL : id,
+	        .u.queue.pipe_end = pipe_end,
+	        .u.queue.used = used};
+
+	snprintf(o.u.queue.hold, sizeof(o.u.queue.hold), "%s", hold);
+	return submit_answer(e, &o, out, detail, detail_len);
 }
 
 /* ---- processes and rings ------------------------------------------------ */

@@ -193,6 +193,8 @@ enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url
                                const request *rq);
 enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
                                 request *rq);
+enum MHD_Result http_queue_release(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                                   const char *hold);
 enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *rest, request *rq);
 enum MHD_Result http_route_managers(api *a, struct MHD_Connection *c, const char *url, const char *method,

@@ -52,7 +52,11 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
 			return http_queue_put(a, c, url, id, end, rq);
 		if (sub && strcmp(sub, "/recv") == 0 && strcmp(method, "POST") == 0)
 			return http_queue_take(a, c, url, id, end, rq);
-		return http_problem(c, 404, url, "use POST .../send or POST .../recv on a pipe end");
+		if (sub && strncmp(sub, "/holds/", 7) == 0 && strcmp(method, "DELETE") == 0)
+			return http_queue_release(a, c, url, id, end, sub + 7);
+		return http_problem(
+		        c, 404, url,
+		        "use POST .../send or POST .../recv on a pipe end, DELETE .../holds/{hold} to release");
 	}
 	if (sub && sub[1])
 		return http_problem(c, 404, url, "no such pipe resource (ends)");

@@ -27,22 +27,69 @@ enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url
 	return http_send_json(c, 201, out, NULL);
 }
 
+/* An id-like query parameter: letters, digits, dots and dashes, shorter than len
+ * ("" when absent). */
+static int query_id(struct MHD_Connection *c, const char *name, char *out, size_t len, char *detail, size_t detail_len)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	out[0] = '\0';
+	if (!v)
+		return CM_OK;
+	if (!v[0] || strlen(v) >= len || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(v)) {
+		snprintf(detail, detail_len,
+		         "query parameter '%s' must be an id (lower-case letters, digits, dots, dashes)", name);
+		return CM_EINVAL;
+	}
+	snprintf(out, len, "%s", v);
+	return CM_OK;
+}
+
 /* Take (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
  * keeps the reader in line and answers when items come or the wait ends.
+ * ?lease=L takes them under a hold of that client lease (the answer's
+ * "hold"), ?used=H first releases the lease's hold H, all of it used.
  * A POST: taking changes the queue, so a browser's cookie alone, or a
  * link followed, cannot take. */
 enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
                                 request *rq)
 {
-	char detail[256] = "";
+	char detail[256] = "", lease[20], used[48];
 	int64_t max = 1, wait_s = 0;
 
 	if (http_query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
-	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK ||
+	    query_id(c, "lease", lease, sizeof(lease), detail, sizeof(detail)) != CM_OK ||
+	    query_id(c, "used", used, sizeof(used), detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
+	if (used[0] && !lease[0])
+		return http_problem(c, 400, url, "query parameter 'used' names a hold: it needs the hold's 'lease'");
 	http_call_hold(a, c, rq, "no such queue");
-	return http_call_started(a, c, rq,
-	                         engine_queue_get_start(a->engine, qid, end, max, wait_s * 1000, http_call_done, rq));
+	return http_call_started(
+	        a, c, rq,
+	        engine_queue_get_start(a->engine, qid, end, max, wait_s * 1000, lease, used, http_call_done, rq));
+}
+
+/* DELETE .../holds/{hold}?used=N: the hold's first N items were used (they
+ * go), the others are at the queue's head again. */
+enum MHD_Result http_queue_release(api *a, struct MHD_Connection *c, const char *url, const char *qid, int end,
+                                   const char *hold)
+{
+	char detail[256] = "";
+	int64_t used = -1;
+	json_t *out = NULL;
+	int err;
+
+	if (http_query_int(c, "used", 0, INT32_MAX, &used, detail, sizeof(detail)) != CM_OK || used < 0)
+		return http_problem(c, 400, url,
+		                    detail[0] ? detail
+		                              : "query parameter 'used' (how many of the hold's items) is required");
+	if (!hold[0] || strlen(hold) >= 48)
+		return http_problem(c, 404, url, "no such hold");
+	err = engine_queue_release(a->engine, qid, end, hold, used, &out, detail, sizeof(detail));
+	if (err != CM_OK)
+		return http_fail(c, err, url, detail);
+	return http_send_json(c, 200, out, NULL);
 }
 
 enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
@@ -79,5 +126,9 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 		return http_queue_put(a, c, url, id, -1, rq);
 	if (strcmp(sub, "/take") == 0 && strcmp(method, "POST") == 0)
 		return http_queue_take(a, c, url, id, -1, rq);
-	return http_problem(c, 404, url, "no such queue resource: POST .../items to put, POST .../take to take");
+	if (strncmp(sub, "/holds/", 7) == 0 && strcmp(method, "DELETE") == 0)
+		return http_queue_release(a, c, url, id, -1, sub + 7);
+	return http_problem(c, 404, url,
+	                    "no such queue resource: POST .../items to put, POST .../take to take, DELETE "
+	                    ".../holds/{hold} to release");
 }

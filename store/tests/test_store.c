@@ -825,6 +825,8 @@ static void test_reads_fixed_records_of_before(void **state)
 	                              "DROP TABLE job_inputs;"
 	                              "ALTER TABLE pools DROP COLUMN workers_forgotten;"
 	                              "ALTER TABLE pools DROP COLUMN lost_forgotten;"
+	                              "DROP INDEX queue_items_by_hold;"
+	                              "ALTER TABLE queue_items DROP COLUMN hold;"
 	                              "PRAGMA user_version = 8",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -1208,7 +1210,14 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 18);
+	assert_int_equal(sqlite3_column_int(q, 0), 19);
+	sqlite3_finalize(q);
+	/* 19: queue items can be held, none are. */
+	assert_int_equal(
+	        sqlite3_prepare_v2(db, "SELECT count(*) FROM queue_items WHERE hold IS NOT NULL", -1, &q, NULL),
+	        SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 0);
 	sqlite3_finalize(q);
 	/* 17: join tokens, none yet. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM join_tokens", -1, &q, NULL), SQLITE_OK);
@@ -1437,6 +1446,92 @@ static void test_failed_write_fails_the_commit(void **state)
 	assert_int_equal(store_commit(f->st), CM_OK);
 	assert_int_equal(store_pool_each(f->st, count_pool, &pools), CM_OK);
 	assert_int_equal(pools, 1);
+}
+
+/* What a take handed out, in order, as one string ("i1 i2 ..."). */
+typedef struct taken_items {
+	char text[256];
+} taken_items;
+
+static int on_item(void *ctx, const void *value, size_t len)
+{
+	taken_items *t = ctx;
+	size_t at = strlen(t->text);
+
+	snprintf(t->text + at, sizeof(t->text) - at, "%s%.*s", at ? " " : "", (int)len, (const char *)value);
+	return CM_OK;
+}
+
+typedef struct queue_row {
+	int64_t size, bytes;
+	char holds[128];
+} queue_row;
+
+static void on_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes)
+{
+	queue_row *r = ctx;
+
+	(void)id, (void)kind, (void)created_ms;
+	r->size = size;
+	r->bytes = bytes;
+}
+
+static void on_hold(void *ctx, const char *queue, const char *hold, int64_t n, int64_t bytes)
+{
+	queue_row *r = ctx;
+	size_t at = strlen(r->holds);
+
+	snprintf(r->holds + at, sizeof(r->holds) - at, "%s:%s:%lld:%lld ", queue, hold, (long long)n, (long long)bytes);
+}
+
+/* A take under a hold leaves the items stored but out of every other take;
+ * releasing it removes the first `used` and puts the rest back at the head
+ * in their order. A take stops past max_bytes (after its first item). */
+static void test_queue_holds(void **state)
+{
+	fixture *f = *state;
+	char *items[] = {"i1", "i2", "i3", "i4", "i5"};
+	size_t lens[] = {2, 2, 2, 2, 2};
+	taken_items t = {""};
+	queue_row r = {0};
+	int64_t n, bytes, removed, removed_bytes;
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1), CM_OK);
+	assert_int_equal(store_queue_put(f->st, "q-1", 5, items, lens), CM_OK);
+	assert_int_equal(store_queue_take(f->st, "q-1", 2, 1 << 20, "l1.h1", on_item, &t, &n, &bytes), CM_OK);
+	assert_string_equal(t.text, "i1 i2");
+	assert_int_equal(n, 2);
+	assert_int_equal(bytes, 4);
+	t.text[0] = '\0';
+	assert_int_equal(store_queue_take(f->st, "q-1", 1, 1 << 20, NULL, on_item, &t, &n, &bytes), CM_OK);
+	assert_string_equal(t.text, "i3"); /* the held ones are passed over */
+	assert_int_equal(store_commit(f->st), CM_OK);
+
+	/* As a start finds it: i4 and i5 to take, i1 and i2 held. */
+	assert_int_equal(store_queue_each(f->st, on_queue, &r), CM_OK);
+	assert_int_equal(r.size, 2);
+	assert_int_equal(r.bytes, 8);
+	assert_int_equal(store_queue_holds_each(f->st, on_hold, &r), CM_OK);
+	assert_string_equal(r.holds, "q-1:l1.h1:2:4 ");
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_queue_release(f->st, "l1.h1", 1, &removed, &removed_bytes), CM_OK);
+	assert_int_equal(removed, 1);
+	assert_int_equal(removed_bytes, 2);
+	t.text[0] = '\0';
+	assert_int_equal(store_queue_take(f->st, "q-1", 10, 5, NULL, on_item, &t, &n, &bytes), CM_OK);
+	assert_string_equal(t.text, "i2 i4"); /* i2 back first; a third would pass 5 bytes */
+	t.text[0] = '\0';
+	assert_int_equal(store_queue_take(f->st, "q-1", 10, 1, NULL, on_item, &t, &n, &bytes), CM_OK);
+	assert_string_equal(t.text, "i5"); /* the first always comes */
+	assert_int_equal(store_queue_release(f->st, "l1.h9", 3, &removed, &removed_bytes), CM_OK);
+	assert_int_equal(removed, 0); /* no such hold: nothing */
+	assert_int_equal(store_commit(f->st), CM_OK);
+	r = (queue_row){0};
+	assert_int_equal(store_queue_each(f->st, on_queue, &r), CM_OK);
+	assert_int_equal(r.size, 0);
+	assert_int_equal(r.bytes, 0);
 }
 
 static void test_open_rejects_corrupt_file(void **state)
@@ -1707,6 +1802,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failed_write_fails_the_commit, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_queue_holds, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_many_chunks_over_transactions, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_migrates_a_version_1_database, setup, teardown),

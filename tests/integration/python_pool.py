@@ -484,6 +484,68 @@ class QueueTest(WithPool):
         self.assertEqual([q.get(timeout=10) for _ in range(3000)], [("from the child", i) for i in range(3000)])
         self.assertRaises(TimeoutError, q.get, 0.2)
 
+    def test_gets_read_ahead_and_a_reader_that_ends_gives_back_the_rest(self):
+        import pickle
+        import subprocess
+
+        gw = strand.gateway.default()
+        q = strand.SimpleQueue()
+        for i in range(3000):
+            q.put(i)
+        q.flush()
+        requests = []
+        send = gw._send
+        gw._send = lambda method, path, *a, **k: requests.append(path) or send(method, path, *a, **k)
+        try:
+            self.assertEqual([q.get(timeout=10) for _ in range(1000)], list(range(1000)))
+        finally:
+            del gw._send
+        takes = [p for p in requests if "/take" in p]
+        # A loop of gets takes ahead: far fewer takes than items (a round
+        # trip each before), and each tells the last hold used.
+        self.assertLess(len(takes), 100, takes)
+        self.assertTrue(all("&lease=" in p for p in takes), takes)
+        self.assertTrue(all("&used=" in p for p in takes[1:]), takes)
+        info = gw.request("GET", "/v1/queues/%s" % q.id)
+        # Read ahead and not used yet: held, not gone (the hold has the used
+        # ones of its batch too, until the next take says so).
+        self.assertEqual(info["size"] + info["held"] - q._read.got, 2000)
+
+        # A reader that gets some and exits: what it read ahead and had not
+        # used is back at the head, in order; one killed outright gives
+        # back its whole batch when its lease ends, the items it had got
+        # among them (it could not say it used them): nothing is lost.
+        q = strand.SimpleQueue()
+        for i in range(3000):
+            q.put(i)
+        q.flush()
+        program = "import base64, pickle, sys, strand\n" \
+                  "q = pickle.loads(base64.b64decode(sys.argv[1]))\n" \
+                  "got = [q.get(timeout=10) for _ in range(int(sys.argv[2]))]\n" \
+                  "print(got[0], got[-1], strand.gateway.default().lease(), q._read.got, flush=True)\n" \
+                  "if sys.argv[3] == 'kill':\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        shipped = base64.b64encode(pickle.dumps(q)).decode()
+        done = subprocess.run([sys.executable, "-c", program, shipped, "50", "exit"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.split()[:2], ["0", "49"])
+        info = gw.request("GET", "/v1/queues/%s" % q.id)
+        self.assertEqual((info["size"], info["held"]), (2950, 0))
+        done = subprocess.run([sys.executable, "-c", program, shipped, "30", "kill"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, -9, done.stderr)
+        first, last, lease, used = done.stdout.split()
+        self.assertEqual((first, last), ("50", "79"))
+        # Its last batch began here; those before it were told used.
+        batch = int(last) - int(used) + 1
+        info = gw.request("GET", "/v1/queues/%s" % q.id)
+        self.assertGreater(info["held"], 0)
+        self.assertEqual(info["size"] + info["held"], 3000 - batch)
+        gw.request("DELETE", "/v1/leases/" + lease)  # as its running out would
+        self.assertEqual([q.get(timeout=10) for _ in range(3000 - batch)], list(range(batch, 3000)))
+        self.assertRaises(TimeoutError, q.get, 0.2)
+
     def test_an_idle_queue_holds_no_thread(self):
         # Its feeder thread goes once idle, and the next put starts another.
         import threading

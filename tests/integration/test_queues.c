@@ -2,7 +2,8 @@
  * SimpleQueue and Pipe over REST, on a real gateway: FIFO from one writer,
  * four readers sharing a queue fairly with every item delivered to exactly
  * one of them, long polling, a duplex pipe both ways and a simplex one one
- * way, items surviving a gateway SIGKILL, and bad requests refused.
+ * way, items surviving a gateway SIGKILL, items held under a client's
+ * lease, and bad requests refused.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -288,6 +289,151 @@ static void test_items_survive_a_gateway_kill(void **state)
 	free(q);
 }
 
+static char *lease_new(void)
+{
+	response r = http(&g, "POST", "/v1/leases", "{\"lease_s\":60}", NULL);
+	char *id;
+
+	assert_int_equal(r.status, 201);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	response_free(&r);
+	return id;
+}
+
+/* A take under a lease's hold: its items (as "1 2 3") and the hold. */
+static void take_held(const char *path, char *items_out, size_t items_len, char *hold_out, size_t hold_len)
+{
+	response r = http(&g, "POST", path, NULL, NULL);
+	json_t *v;
+	size_t k;
+
+	if (r.status != 200)
+		fail_msg("take %s: %ld %s", path, r.status, r.body);
+	items_out[0] = '\0';
+	json_array_foreach (json_object_get(r.json, "items"), k, v) {
+		size_t at = strlen(items_out);
+		snprintf(items_out + at, items_len - at, "%s%lld", at ? " " : "", (long long)json_integer_value(v));
+	}
+	snprintf(hold_out, hold_len, "%s", json_string_value(json_object_get(r.json, "hold")) ?: "");
+	response_free(&r);
+}
+
+static void expect_counts(const char *q, int size, int held)
+{
+	char path[160];
+	response r;
+
+	snprintf(path, sizeof(path), "/v1/queues/%s", q);
+	r = http(&g, "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	if (json_integer_value(json_object_get(r.json, "size")) != size ||
+	    json_integer_value(json_object_get(r.json, "held")) != held)
+		fail_msg("queue %s: %s, expected size %d, held %d", q, r.body, size, held);
+	response_free(&r);
+}
+
+typedef struct waiting_take {
+	char path[200];
+	char items[64], hold[48];
+} waiting_take;
+
+static void *take_in_thread(void *arg)
+{
+	waiting_take *w = arg;
+
+	take_held(w->path, w->items, sizeof(w->items), w->hold, sizeof(w->hold));
+	return NULL;
+}
+
+/* Items taken under a client's lease are held, not removed: out of every
+ * other take, kept across a gateway kill, gone once the client says it
+ * used them, and back at the head, in order, when it gives them back or
+ * its lease ends. A reader taking ahead gets one item while another waits. */
+static void test_holds(void **state)
+{
+	char *q = queue_new(), *lease = lease_new(), *other = lease_new();
+	char path[300], items[64], hold[48], hold2[48];
+	response r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	put(path, json_pack("{s:[i,i,i,i,i,i]}", "items", 1, 2, 3, 4, 5, 6));
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=4&lease=%s", q, lease);
+	take_held(path, items, sizeof(items), hold, sizeof(hold));
+	assert_string_equal(items, "1 2 3 4");
+	assert_true(strncmp(hold, lease, strlen(lease)) == 0 && hold[strlen(lease)] == '.');
+	expect_counts(q, 2, 4);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10", q);
+	json_t *rest = take(path);
+	assert_int_equal(json_array_size(rest), 2); /* 5 and 6: the held are not given twice */
+	assert_int_equal(json_integer_value(json_array_get(rest, 0)), 5);
+	json_decref(rest);
+
+	/* One used: 2, 3 and 4 are the head again. */
+	snprintf(path, sizeof(path), "/v1/queues/%s/holds/%s?used=1", q, hold);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "used")), 1);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "returned")), 3);
+	response_free(&r);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 404); /* released already */
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=2&lease=%s", q, lease);
+	take_held(path, items, sizeof(items), hold, sizeof(hold));
+	assert_string_equal(items, "2 3");
+	/* Used up, said with the next take. */
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10&lease=%s&used=%s", q, lease, hold);
+	take_held(path, items, sizeof(items), hold2, sizeof(hold2));
+	assert_string_equal(items, "4");
+	expect_counts(q, 0, 1);
+
+	/* Held across a kill: the lease outlives its gateway's restart. */
+	gateway_kill(&g);
+	gateway_restart(&g);
+	expect_counts(q, 0, 1);
+	/* Another lease's hold is not this one's to release. */
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?lease=%s&used=%s", q, other, hold2);
+	r = http(&g, "POST", path, NULL, NULL);
+	assert_int_equal(r.status, 400);
+	response_free(&r);
+	/* The lease ends: 4 is back. */
+	snprintf(path, sizeof(path), "/v1/leases/%s", lease);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	expect_counts(q, 1, 0);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10&lease=%s", q, lease);
+	r = http(&g, "POST", path, NULL, NULL);
+	assert_int_equal(r.status, 404); /* an ended lease takes nothing */
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10&lease=%s", q, other);
+	take_held(path, items, sizeof(items), hold, sizeof(hold));
+	assert_string_equal(items, "4");
+
+	/* A reader taking ahead waits first, a plain one behind it: three items
+	 * come at once, and the first gets one of them, not all. */
+	waiting_take ahead = {0}, behind = {0};
+	pthread_t t1, t2;
+	snprintf(ahead.path, sizeof(ahead.path), "/v1/queues/%s/take?max=10&wait=20&lease=%s&used=%s", q, other, hold);
+	snprintf(behind.path, sizeof(behind.path), "/v1/queues/%s/take?max=10&wait=20", q);
+	pthread_create(&t1, NULL, take_in_thread, &ahead);
+	queue_wait_readers(&g, q, 1);
+	pthread_create(&t2, NULL, take_in_thread, &behind);
+	queue_wait_readers(&g, q, 2);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	put(path, json_pack("{s:[i,i,i]}", "items", 7, 8, 9));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	assert_string_equal(ahead.items, "7");
+	assert_string_equal(behind.items, "8 9");
+	assert_string_equal(behind.hold, ""); /* taken without a lease: removed */
+	expect_counts(q, 0, 1);
+	free(q);
+	free(lease);
+	free(other);
+}
+
 static void test_bad_requests(void **state)
 {
 	char *q = queue_new();
@@ -302,6 +448,12 @@ static void test_bad_requests(void **state)
 	        {"POST", "/items", "{\"itme\":3}", 400},
 	        {"POST", "/take?max=0", NULL, 400},
 	        {"POST", "/take?wait=-1", NULL, 400},
+	        {"POST", "/take?used=l-1.h-2", NULL, 400}, /* a hold without its lease */
+	        {"POST", "/take?lease=l%2F..%2Fx", NULL, 400}, /* not an id */
+	        {"POST", "/take?lease=l-0000000000000000", NULL, 404}, /* no such lease */
+	        {"DELETE", "/holds/l-1.h-2?used=1", NULL, 404},
+	        {"DELETE", "/holds/l-1.h-2", NULL, 400}, /* used is required */
+	        {"DELETE", "/holds/l-1.h-2?used=-1", NULL, 400},
 	        {"PUT", "/items", "{}", 405},
 	        /* Taking changes the queue: never a GET (a link, a cookie alone). */
 	        {"GET", "/items", NULL, 405},
@@ -396,6 +548,7 @@ int main(void)
 	        cmocka_unit_test(test_long_poll),
 	        cmocka_unit_test(test_pipes),
 	        cmocka_unit_test(test_items_survive_a_gateway_kill),
+	        cmocka_unit_test(test_holds),
 	        cmocka_unit_test(test_bad_requests),
 	};
 	return cmocka_run_group_tests_name("queues", tests, setup, teardown);

@@ -211,6 +211,14 @@ class Gateway:
                 held = self._lease = _Lease(self)
             return held.id
 
+    def lease_lost(self):
+        """The gateway answered that this program's lease ended (it ran
+        out): the next lease() makes another."""
+        with _lease_lock:
+            held = getattr(self, "_lease", None)
+            if held is not None and held.pid == os.getpid():
+                held.ended.set()
+
     def _send(self, method, path, body, timeout, raw=None, tail=b""):
         data, content_type = raw or (json.dumps(body).encode() if body is not None else b"", "application/json")
         target = self._prefix + path
@@ -261,6 +269,10 @@ class Gateway:
 
 
 LEASE_S = 10  # a program killed (kill -9) ends what it made this long after
+# Called as the program's lease ends at its exit, before the gateway hears
+# it: what the program holds under the lease is settled first (a queue's
+# items read ahead, told used or given back: strand.queues).
+before_lease_ends = []
 
 
 class _Lease:
@@ -292,6 +304,8 @@ class _Lease:
     def end(self, gw):
         if os.getpid() != self.pid or self.ended.is_set():
             return  # a forked child's copy: the parent's lease is the parent's
+        for settle in list(before_lease_ends):
+            settle()
         self.ended.set()
         try:
             gw.request("DELETE", "/v1/leases/" + self.id, timeout=5)

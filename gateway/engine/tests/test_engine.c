@@ -1040,7 +1040,7 @@ static int get_one(fixture *f, const char *id, int end, json_t **out, char *deta
 {
 	get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-	return await_call(engine_queue_get_start(f->e, id, end, 1, 0, get_done, &g), &g, out, detail, detail_len);
+	return await_call(engine_queue_get_start(f->e, id, end, 1, 0, NULL, NULL, get_done, &g), &g, out, detail, detail_len);
 }
 
 /* A pool's DELETE is answered once its backend removed what its workers
