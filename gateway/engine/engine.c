@@ -434,12 +434,16 @@ static void *engine_main(void *arg)
 		/* Long polls look again only when something they read may have
 		 * changed: an idle tick leaves the generation where it was. */
 		int64_t changes = store_total_changes(e->st);
+		int output_stored = e->output_stored;
+		e->output_stored = 0;
 		if (changes != e->changes || !committed || said) {
 			void (*on_commit)(void *);
 			void *ctx;
 			e->changes = changes;
 			pthread_mutex_lock(&e->mu);
 			e->gen++;
+			if (output_stored || !committed)
+				e->output_gen = e->gen;
 			on_commit = e->on_commit;
 			ctx = e->on_commit_ctx;
 			pthread_mutex_unlock(&e->mu);

@@ -503,10 +503,12 @@ struct engine {
 	int stopping;
 	int closing;
 	uint64_t gen;
+	uint64_t output_gen; /* gen when a cycle last stored output */
 	void (*on_commit)(void *ctx);
 	void *on_commit_ctx;
 
 	/* engine thread only */
+	int output_stored; /* this cycle stored pools' output */
 	pool *pools;
 	/* Pools deleted (DELETE of an ended one, or --retain): in no view and
 	 * found by no request, their jobs removed a few a cycle, then freed. */

@@ -29,6 +29,7 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 	if (!keep || store_output_add(e->st, p->id, w->id, cm_wall_ms(), keep, text, m->output_lens + skip,
 	                              m->output_streams + skip) != CM_OK)
 		return;
+	e->output_stored = 1;
 	if (keep < n - skip) {
 		char note[128];
 		uint32_t len = (uint32_t)snprintf(note, sizeof(note),

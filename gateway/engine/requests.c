@@ -152,12 +152,12 @@ void engine__post_backend_event(void *ctx, bx_event *ev)
 	post(ctx, o, POST_ALWAYS);
 }
 
-uint64_t engine_generation(engine *e)
+uint64_t engine_generation(engine *e, engine_watch what)
 {
 	uint64_t g;
 
 	pthread_mutex_lock(&e->mu);
-	g = e->gen;
+	g = what == ENGINE_WATCH_OUTPUT ? e->output_gen : e->gen;
 	pthread_mutex_unlock(&e->mu);
 	return g;
 }

@@ -55,7 +55,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		/* The generation before the look: an event published after it
 		 * moves the generation, which resumes the park below at once. */
-		uint64_t gen = engine_generation(s->e);
+		uint64_t gen = engine_generation(s->e, ENGINE_WATCH_ANY);
 		int64_t now = cm_now_ms();
 		int got = events_read(s->ev, &s->cursor, s->pool, &s->out, STREAM_CHUNK);
 		if (got == EVENTS_GAP) {
@@ -75,7 +75,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			s->ping_at = now + EVENT_PING_MS;
 			continue;
 		}
-		parking_wait(s->pk, s->c, gen, s->ping_at);
+		parking_wait(s->pk, s->c, ENGINE_WATCH_ANY, gen, s->ping_at);
 		return 0;
 	}
 }

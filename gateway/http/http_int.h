@@ -86,6 +86,7 @@ struct request {
 
 	/* A long poll, between its looks: what it waits on and until when. */
 	request_look look;
+	engine_watch watch; /* which commits may bring what it waits for */
 	int64_t deadline;
 	char id[64]; /* the job, call, process or ring */
 	job_info info;

@@ -100,5 +100,6 @@ enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char 
 	json_decref(pool);
 	snprintf(rq->id, sizeof(rq->id), "%s", pool_id);
 	snprintf(rq->worker, sizeof(rq->worker), "%s", worker ? worker : "");
+	rq->watch = ENGINE_WATCH_OUTPUT; /* not every task's result */
 	return http_long_poll_start(a, c, url, rq, look_logs, wait_s);
 }

@@ -27,14 +27,14 @@ void http_count_parked(api *a, request *rq)
  * between the look and the park resumes it at once. */
 enum MHD_Result http_long_poll(api *a, struct MHD_Connection *c, const char *url, request *rq)
 {
-	uint64_t gen = engine_generation(a->engine);
+	uint64_t gen = engine_generation(a->engine, rq->watch);
 	int final = cm_now_ms() >= rq->deadline || engine_closing(a->engine);
 	enum MHD_Result ret;
 
 	if (rq->look(a, c, url, rq, final, &ret))
 		return ret;
 	http_count_parked(a, rq);
-	parking_wait(a->parking, c, gen, rq->deadline);
+	parking_wait(a->parking, c, rq->watch, gen, rq->deadline);
 	return MHD_YES;
 }
 

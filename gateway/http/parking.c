@@ -17,6 +17,7 @@
 
 typedef struct parked {
 	struct MHD_Connection *c;
+	engine_watch what;
 	uint64_t gen;
 	int64_t deadline;
 	struct parked *next;
@@ -55,14 +56,15 @@ static void *resumer_main(void *arg)
 
 	pthread_mutex_lock(&pk->mu);
 	while (!pk->exit) {
-		uint64_t gen = engine_generation(pk->engine);
+		uint64_t gens[] = {[ENGINE_WATCH_ANY] = engine_generation(pk->engine, ENGINE_WATCH_ANY),
+		                   [ENGINE_WATCH_OUTPUT] = engine_generation(pk->engine, ENGINE_WATCH_OUTPUT)};
 		int64_t now = cm_now_ms(), earliest = INT64_MAX;
 		parked *due = NULL;
 
 		pk->kicked = 0;
 		for (parked **pp = &pk->waiting; *pp;) {
 			parked *w = *pp;
-			if (w->gen != gen || w->deadline <= now || pk->stopping) {
+			if (w->gen != gens[w->what] || w->deadline <= now || pk->stopping) {
 				*pp = w->next;
 				w->next = due;
 				due = w;
@@ -121,7 +123,7 @@ int parking_new(engine *e, parking **out)
 	return CM_OK;
 }
 
-void parking_wait(parking *pk, struct MHD_Connection *c, uint64_t gen, int64_t deadline_ms)
+void parking_wait(parking *pk, struct MHD_Connection *c, engine_watch what, uint64_t gen, int64_t deadline_ms)
 {
 	parked *w = malloc(sizeof(*w));
 
@@ -131,6 +133,7 @@ void parking_wait(parking *pk, struct MHD_Connection *c, uint64_t gen, int64_t d
 		return;
 	}
 	w->c = c;
+	w->what = what;
 	w->gen = gen;
 	w->deadline = deadline_ms;
 	pthread_mutex_lock(&pk->mu);

@@ -21,9 +21,10 @@ typedef struct parking parking;
  * e's commits (engine_on_commit). *out is new (parking_free). */
 int parking_new(engine *e, parking **out);
 
-/* From a request handler: suspends c until a commit after gen, deadline_ms
- * (cm_now_ms's clock), or parking_stop, whichever comes first. */
-void parking_wait(parking *pk, struct MHD_Connection *c, uint64_t gen, int64_t deadline_ms);
+/* From a request handler: suspends c until the generation of what it
+ * watches moves past gen, deadline_ms (cm_now_ms's clock), or
+ * parking_stop, whichever comes first. */
+void parking_wait(parking *pk, struct MHD_Connection *c, engine_watch what, uint64_t gen, int64_t deadline_ms);
 
 /* From a request handler: suspends c until parking_resume(c), for an
  * engine call it started. Call it before starting the call: the call's

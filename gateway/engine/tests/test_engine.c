@@ -249,6 +249,7 @@ typedef struct pull_args {
 	uint32_t running_ms;
 	uint32_t run_us; /* each done task's run time; 0: 100 us */
 	uint32_t round_trip_us; /* the worker's exchanges' time */
+	const char *printed; /* a line its tasks printed on stdout, or NULL */
 } pull_args;
 
 /* A pull handed to the engine, its answer not yet taken (pull_end). */
@@ -256,6 +257,7 @@ typedef struct pending_pull {
 	hub_slot slot;
 	engine_pull_msg m;
 	engine_result *rs;
+	uint32_t printed_len, stdout_stream;
 } pending_pull;
 
 /* Worker w's pull, as the hub hands it over, answered now or later. */
@@ -278,6 +280,14 @@ static pending_pull *pull_begin(fixture *f, const char *w, pull_args a)
 	                          .nheld = a.nheld,
 	                          .running_task = a.running_task,
 	                          .running_ms = a.running_ms};
+	if (a.printed) {
+		pp->printed_len = (uint32_t)strlen(a.printed);
+		pp->stdout_stream = 1;
+		pp->m.output = (const uint8_t *)a.printed;
+		pp->m.output_lens = &pp->printed_len;
+		pp->m.output_streams = &pp->stdout_stream;
+		pp->m.noutput = 1;
+	}
 	for (size_t i = 0; i < a.ndone; i++)
 		rs[i] = (engine_result){.task_id = a.done[i].id,
 		                        .ok = !a.fail,
@@ -877,6 +887,37 @@ static void test_lost_worker_tasks_are_requeued(void **state)
 	batch_free(a2);
 }
 
+/* After a call answered in a later cycle, the cycle that answered the
+ * pull before it has moved the generations. */
+static void cycle_done(fixture *f)
+{
+	json_decref(job_get(f));
+}
+
+/* A follower of a pool's output looks again only after a cycle that stored
+ * some: a task's result alone moves the generation, not the output's. */
+static void test_output_generation_moves_only_with_output(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 4);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1});
+	cycle_done(f);
+	uint64_t any = engine_generation(f->e, ENGINE_WATCH_ANY);
+	uint64_t output = engine_generation(f->e, ENGINE_WATCH_OUTPUT);
+	test_batch *b = pull(f, f->w[0], (pull_args){.want = 1, .done = a->tasks, .ndone = 1});
+	cycle_done(f);
+	assert_true(engine_generation(f->e, ENGINE_WATCH_ANY) > any); /* a result: long polls look */
+	assert_int_equal(engine_generation(f->e, ENGINE_WATCH_OUTPUT), output); /* not the output's */
+	test_batch *c = pull(f, f->w[0], (pull_args){.want = 1, .done = b->tasks, .ndone = 1, .printed = "hello"});
+	cycle_done(f);
+	assert_true(engine_generation(f->e, ENGINE_WATCH_OUTPUT) > output);
+	batch_free(a);
+	batch_free(b);
+	batch_free(c);
+}
+
 /* A connected worker silent for two leases is killed. */
 static void test_silent_worker_loses_its_lease(void **state)
 {
@@ -1040,7 +1081,8 @@ static int get_one(fixture *f, const char *id, int end, json_t **out, char *deta
 {
 	get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-	return await_call(engine_queue_get_start(f->e, id, end, 1, 0, NULL, NULL, get_done, &g), &g, out, detail, detail_len);
+	return await_call(engine_queue_get_start(f->e, id, end, 1, 0, NULL, NULL, get_done, &g), &g, out, detail,
+	                  detail_len);
 }
 
 /* A pool's DELETE is answered once its backend removed what its workers
@@ -1217,6 +1259,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_probe_to_a_worker_with_room, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_small_map_of_a_measured_function_is_not_probed, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_lost_worker_tasks_are_requeued, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_output_generation_moves_only_with_output, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_silent_worker_loses_its_lease, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_errors_retried_up_to_max_attempts, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_resync_requeues_what_the_worker_lacks, setup, teardown),
