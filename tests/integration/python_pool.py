@@ -546,6 +546,22 @@ class QueueTest(WithPool):
         self.assertEqual([q.get(timeout=10) for _ in range(3000 - batch)], list(range(batch, 3000)))
         self.assertRaises(TimeoutError, q.get, 0.2)
 
+    def test_a_get_of_under_a_second_waits_between_takes(self):
+        # A take waits whole seconds: with under one left, a get looks
+        # again every 10 ms, not as fast as the gateway answers.
+        gw = strand.gateway.default()
+        q = strand.SimpleQueue()
+        requests = []
+        send = gw._send
+        gw._send = lambda method, path, *a, **k: requests.append(path) or send(method, path, *a, **k)
+        try:
+            self.assertRaises(TimeoutError, q.get, 0.3)
+        finally:
+            del gw._send
+        takes = [p for p in requests if "/take" in p]
+        self.assertGreater(len(takes), 1)
+        self.assertLessEqual(len(takes), 31)
+
     def test_an_idle_queue_holds_no_thread(self):
         # Its feeder thread goes once idle, and the next put starts another.
         import threading

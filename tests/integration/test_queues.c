@@ -215,6 +215,9 @@ static void test_long_poll(void **state)
 	free(q);
 }
 
+static char *lease_new(void);
+static void take_held(const char *path, char *items_out, size_t items_len, char *hold_out, size_t hold_len);
+
 static void test_pipes(void **state)
 {
 	response r;
@@ -264,6 +267,25 @@ static void test_pipes(void **state)
 	r = http(&g, "POST", path, NULL, NULL);
 	assert_int_equal(r.status, 409);
 	response_free(&r);
+
+	/* A receiving end takes ahead under a lease as a queue's reader does:
+	 * released there, the unused item comes again. */
+	char *lease = lease_new(), got[64], hold[48];
+	snprintf(path, sizeof(path), "%s/0/send", base);
+	put(path, json_pack("{s:[i,i]}", "items", 5, 6));
+	snprintf(path, sizeof(path), "%s/1/recv?max=5&lease=%s", base, lease);
+	take_held(path, got, sizeof(got), hold, sizeof(hold));
+	assert_string_equal(got, "5 6");
+	snprintf(path, sizeof(path), "%s/1/holds/%s?used=1", base, hold);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	snprintf(path, sizeof(path), "%s/1/recv?max=5", base);
+	items = take(path);
+	assert_int_equal(json_array_size(items), 1);
+	assert_int_equal(json_integer_value(json_array_get(items, 0)), 6);
+	json_decref(items);
+	free(lease);
 }
 
 static void test_items_survive_a_gateway_kill(void **state)

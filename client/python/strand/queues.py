@@ -107,13 +107,19 @@ class _Reader:
         try:
             while not self.items:
                 self._refill(deadline, timeout)
-            item = self.items.popleft()
-            self.got += 1
+            item = self.items[0]
             if isinstance(item, dict):
-                data = self.gw.get_value(item["$value"])
-                self._release()
-                self.gw.request("DELETE", "/v1/values/" + item["$value"])
+                data = self.gw.get_value(item["$value"])  # failing, the item is still the next
+                self.items.popleft()
+                self.got += 1
+                try:
+                    self._release()
+                    self.gw.request("DELETE", "/v1/values/" + item["$value"])
+                except (_gateway.StrandError, OSError):
+                    pass  # told used with the next take; the value stays, not the item
                 return pickle.loads(data)
+            self.items.popleft()
+            self.got += 1
         finally:
             self.lock.release()
         # cloudpickle's pickles are pickle's (what they name, pickle imports)
@@ -145,8 +151,12 @@ class _Reader:
             _holding.discard(self)
         else:
             _holding.add(self)
-        if not self.items and deadline is not None and time.monotonic() >= deadline:
-            raise TimeoutError("nothing came within %s s" % timeout)
+        if not self.items and deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("nothing came within %s s" % timeout)
+            if left < 1:  # a take waits whole seconds: under one, look again soon, not at once
+                time.sleep(min(left, POLL_S))
 
     def _release(self):
         """Tells the gateway how many of the hold's items were used; the
@@ -169,6 +179,8 @@ class _Reader:
         finally:
             self.lock.release()
 
+
+POLL_S = 0.01  # between takes when under a second is left of a get's timeout
 
 # Readers that hold items: settled before the program's lease ends (the
 # lease's end would put back those it used too).
