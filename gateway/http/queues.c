@@ -27,8 +27,8 @@ enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url
 	return http_send_json(c, 201, out, NULL);
 }
 
-/* An id-like query parameter: letters, digits, dots and dashes, shorter than len
- * ("" when absent). */
+/* An id-like query parameter: letters, digits, dots and dashes, shorter
+ * than len ("" when absent). */
 static int query_id(struct MHD_Connection *c, const char *name, char *out, size_t len, char *detail, size_t detail_len)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);

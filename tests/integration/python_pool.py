@@ -543,7 +543,21 @@ class QueueTest(WithPool):
         self.assertGreater(info["held"], 0)
         self.assertEqual(info["size"] + info["held"], 3000 - batch)
         gw.request("DELETE", "/v1/leases/" + lease)  # as its running out would
-        self.assertEqual([q.get(timeout=10) for _ in range(3000 - batch)], list(range(batch, 3000)))
+        self.assertEqual([q.get(timeout=10) for _ in range(200)], list(range(batch, batch + 200)))
+
+        # A multiprocessing child ends by os._exit, past atexit: it gives
+        # back what it read ahead all the same, at once.
+        import multiprocessing
+
+        q._read.settle()  # what this program read ahead, back: the child reads from batch + 200
+        first = batch + 200
+        child = multiprocessing.get_context("fork").Process(target=_get_some, args=(q, 40))
+        child.start()
+        child.join(60)
+        self.assertEqual(child.exitcode, 0)
+        info = gw.request("GET", "/v1/queues/%s" % q.id)
+        self.assertEqual((info["size"], info["held"]), (3000 - first - 40, 0))
+        self.assertEqual([q.get(timeout=10) for _ in range(3000 - first - 40)], list(range(first + 40, 3000)))
         self.assertRaises(TimeoutError, q.get, 0.2)
 
     def test_a_get_of_under_a_second_waits_between_takes(self):
@@ -599,6 +613,12 @@ def _relay_big(q, out):
     a, b = q.get(timeout=30), q.get(timeout=30)
     out.put(a[::-1])
     return _sha256_hex(a), _sha256_hex(b)
+
+
+def _get_some(q, n):
+    """A multiprocessing child's gets (it leaves by os._exit)."""
+    for _ in range(n):
+        q.get(timeout=10)
 
 
 def _timed_out(q):

@@ -278,9 +278,10 @@ before_lease_ends = []
 class _Lease:
     """This program's lease (POST /v1/leases) on the pools, processes and
     managers it makes: renewed by a daemon thread four times a lease, and
-    deleted at exit (a normal end, an exception, Ctrl-C), which terminates
-    them; a program killed outright stops renewing, and they end one lease
-    later. Resources made with detached=True hold none."""
+    deleted at exit (a normal end, an exception, Ctrl-C, a multiprocessing
+    child's end), which terminates them; a program killed outright stops
+    renewing, and they end one lease later. Resources made with
+    detached=True hold none."""
 
     def __init__(self, gw):
         self.id = gw.request("POST", "/v1/leases", {"lease_s": LEASE_S})["id"]
@@ -288,6 +289,11 @@ class _Lease:
         self.ended = threading.Event()
         threading.Thread(target=self._renew, args=(gw,), name="strand-lease", daemon=True).start()
         atexit.register(self.end, gw)
+        mp_process = sys.modules.get("multiprocessing.process")
+        if mp_process is not None and mp_process.parent_process() is not None:
+            # A multiprocessing child leaves by os._exit, past atexit, after
+            # its own exit hooks: the lease ends there, not a lease later.
+            sys.modules["multiprocessing.util"].Finalize(None, self.end, args=(gw,), exitpriority=0)
 
     def _renew(self, gw):
         while not self.ended.wait(LEASE_S / 4):
