@@ -124,6 +124,10 @@ int cm_read_tail(const char *path, size_t max, cm_buf *out);
 /* Removes path and everything under it, what it can (a link is removed,
  * not followed). */
 void cm_remove_tree(const char *path);
+/* Opens (making it) and locks the file at path for this process alone,
+ * waiting for whoever holds it: the descriptor, whose close unlocks it, or
+ * -1 with errno. Workers sharing a cache do a fetch once so. */
+int cm_lock_file(const char *path);
 /* All len bytes to (or from) fd, through short writes (reads) and EINTR:
  * 0, or -1 (errno set; a read that met the end leaves it 0). */
 int cm_write_all(int fd, const void *p, size_t len);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,10 +136,8 @@ static int obtain(const worker_config *cfg, const char *cache, const char *dir, 
 	int lock, fd, err;
 
 	snprintf(lock_path, sizeof(lock_path), "%s/%s.lock", cache, cfg->code);
-	if ((lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 || flock(lock, LOCK_EX) != 0) {
+	if ((lock = cm_lock_file(lock_path)) < 0) {
 		snprintf(why, why_len, "cannot lock %s: %s", lock_path, strerror(errno));
-		if (lock >= 0)
-			close(lock);
 		return CM_EIO;
 	}
 	if (is_dir(dir)) {

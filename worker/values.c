@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,9 +186,7 @@ int worker_values_path(worker_values *v, const char *sha, char *path, size_t pat
 		 * need a value fetches it, the others wait and use it. */
 		char lock_path[1200];
 		snprintf(lock_path, sizeof(lock_path), "%s/.%s.lock", dir, sha);
-		int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (lock >= 0)
-			flock(lock, LOCK_EX); /* a lock that cannot be had costs only a second fetch */
+		int lock = cm_lock_file(lock_path); /* one that cannot be had costs only a second fetch */
 		if (utimensat(AT_FDCWD, path, NULL, 0) != 0)
 			err = fetch(v, dir, sha, path, why, why_len);
 		if (lock >= 0)

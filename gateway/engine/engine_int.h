@@ -296,7 +296,6 @@ typedef struct queue {
 	char id[48];
 	char kind[16];
 	int64_t size; /* items there to take (not held) */
-	int64_t held; /* items in holds */
 	queue_hold *holds;
 	int64_t bytes; /* all its items' */
 	int64_t created_ms;

@@ -43,7 +43,6 @@ static void holds_free(queue *q)
 		q->holds = h->next;
 		free(h);
 	}
-	q->held = 0;
 }
 
 json_t *engine__queue_json(const queue *q)
@@ -51,9 +50,12 @@ json_t *engine__queue_json(const queue *q)
 	char created[32];
 
 	int waiting = (int)waitlist_count(&q->getters);
+	int64_t held = 0; /* items in holds: a few holds a queue, one a reader */
+	for (const queue_hold *h = q->holds; h; h = h->next)
+		held += h->n;
 	engine__iso_time(q->created_ms, created);
 	return json_pack("{s:s, s:s, s:I, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
-	                 "held", (json_int_t)q->held, "waiting_readers", waiting, "created_at", created);
+	                 "held", (json_int_t)held, "waiting_readers", waiting, "created_at", created);
 }
 
 /* ---- holds: items a client took ahead under its lease ------------------ */
@@ -86,7 +88,6 @@ static queue_hold *hold_add(queue *q, const char *id, int64_t n, int64_t bytes)
 	h->bytes = bytes;
 	h->next = q->holds;
 	q->holds = h;
-	q->held += n;
 	return h;
 }
 
@@ -101,7 +102,6 @@ static int hold_end(engine *e, queue *q, queue_hold **at, int64_t used, int64_t 
 
 	if (err != CM_OK)
 		return err;
-	q->held -= h->n;
 	q->size += h->n - removed;
 	q->bytes -= removed_bytes;
 	e->queue_bytes -= removed_bytes;
