@@ -953,6 +953,21 @@ int store_output_read(store *st, const char *pool, int64_t after, const char *wo
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CM_OK : store__fail(st, rc);
 }
 
+int store_output_last(store *st, const char *pool, int64_t *seq)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	*seq = 0;
+	if (store__prepare(st, "SELECT max(seq) FROM output WHERE pool = ?", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, pool);
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		*seq = sqlite3_column_int64(s, 0); /* NULL (none) reads as 0 */
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? CM_OK : store__fail(st, rc);
+}
+
 int store_lease_insert(store *st, const char *id, int64_t lease_ms, int64_t created_ms)
 {
 	sqlite3_stmt *s;

@@ -298,6 +298,8 @@ typedef int (*store_output_fn)(void *ctx, int64_t seq, const char *worker, int64
                                size_t len);
 int store_output_read(store *st, const char *pool, int64_t after, const char *worker, int64_t limit, int newest,
                       store_output_fn fn, void *ctx);
+/* The number of the pool's last line stored, 0 for none. */
+int store_output_last(store *st, const char *pool, int64_t *seq);
 
 /* ---- leases ------------------------------------------------------------- */
 /* A client's lease: what it made with it ends when it is deleted or not

@@ -63,18 +63,25 @@ static int append_result(void *ctx, const store_result *r)
 	return result_item_append(t->b, r->index, r->ok, r->value, r->len, NULL);
 }
 
-/* Reads one page of results into t. */
-static int read_page(api *a, const job_info *info, const page_query *q, page_text *t, int64_t *next, char *detail,
-                     size_t detail_len)
+/* Reads one page of results into t and, when it is the job's last,
+ * *output_last: the number of the last line its pool printed, read after
+ * the results (a task's lines are stored no later than its result), so
+ * that a client that has shown the lines up to it has every line the
+ * job's tasks printed without asking (-1: not the last page). */
+static int read_page(api *a, const job_info *info, const page_query *q, page_text *t, int64_t *next,
+                     int64_t *output_last, char *detail, size_t detail_len)
 {
 	store *st = http_reader_take(a, detail, detail_len);
 	int err;
 
+	*output_last = -1;
 	if (!st)
 		return CM_EUNAVAIL;
 	err = q->completion ? store_results_completion(st, info->num, q->cursor, q->limit, append_result, t, next)
 	                    : store_results_input(st, info->num, info->base, info->total, q->cursor, q->limit,
 	                                          append_result, t, next);
+	if (err == CM_OK && *next >= info->total)
+		err = store_output_last(st, info->pool, output_last);
 	http_reader_give(a, st);
 	return err;
 }
@@ -84,7 +91,7 @@ static int read_page(api *a, const job_info *info, const page_query *q, page_tex
 static int results_body(api *a, const char *job_id, const job_info *info, const page_query *q, cm_buf *b, int *waitable,
                         char *detail, size_t detail_len)
 {
-	int64_t next = q->cursor;
+	int64_t next = q->cursor, output_last;
 	result_columns columns;
 	page_text t = {.b = b, .columns = q->columns ? &columns : NULL};
 	int err;
@@ -95,15 +102,17 @@ static int results_body(api *a, const char *job_id, const job_info *info, const 
 	if (err != CM_OK)
 		return err;
 	result_columns_init(&columns);
-	err = read_page(a, info, q, &t, &next, detail, detail_len);
+	err = read_page(a, info, q, &t, &next, &output_last, detail, detail_len);
 	if (err == CM_OK)
 		err = q->columns ? result_columns_end(&columns, b) : cm_buf_puts(b, "]");
 	result_columns_fini(&columns);
 	if (err != CM_OK)
 		return err;
 	*waitable = t.n == 0 && next < info->total;
-	return cm_buf_printf(b, ",\"next_cursor\":\"%lld\",\"complete\":%s}", (long long)next,
-	                     next >= info->total ? "true" : "false");
+	if (output_last >= 0)
+		return cm_buf_printf(b, ",\"next_cursor\":\"%lld\",\"complete\":true,\"output_last\":%lld}",
+		                     (long long)next, (long long)output_last);
+	return cm_buf_printf(b, ",\"next_cursor\":\"%lld\",\"complete\":false}", (long long)next);
 }
 
 /* The first page of a job with at most one result, parsed; NULL on error. */

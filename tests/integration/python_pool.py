@@ -1131,6 +1131,47 @@ class OutputTest(unittest.TestCase):
             gw.request("GET", "/v1/pools/p-0000000000000000/logs")
         self.assertEqual(e.exception.status, 404)
 
+    def test_a_map_asks_for_its_output_only_when_its_tasks_printed(self):
+        gw = strand.gateway.default()
+        with strand.Pool(2) as pool:
+            # A job's last results page says where its pool's output ends.
+            printing = pool.map_async(print, ["a", "b", "c"], chunksize=1)
+            printing.get(60)
+            page = gw.request("GET", "/v1/jobs/%s/results?wait=30" % printing._job)
+            self.assertTrue(page["complete"])
+            lines = gw.request("GET", "/v1/pools/%s/logs" % pool.id)
+            self.assertEqual(sorted(l["text"] for l in lines["lines"]), ["a", "b", "c"])
+            self.assertEqual(page["output_last"], lines["next"])
+            # ... only on its last page.
+            slow = pool.apply_async(time.sleep, (2,))
+            self.assertNotIn("output_last", gw.request("GET", "/v1/jobs/%s/results?wait=0" % slow._job))
+            slow.get(60)
+            # A map whose tasks printed nothing asks for no lines when it
+            # returns (the follower's long polls aside); one whose tasks
+            # printed shows them before it returns.
+            asked = []
+            request = gw.request
+
+            def counting(method, path, *args, **kwargs):
+                if "/logs?" in path and "wait=0" in path:
+                    asked.append(path)
+                return request(method, path, *args, **kwargs)
+
+            gw.request = counting
+            try:
+                self.assertEqual(pool.map(abs, range(-50, 50)), [abs(x) for x in range(-50, 50)])
+                self.assertEqual(asked, [])
+                shown = io.StringIO()
+                real_stdout, sys.stdout = sys.stdout, shown
+                try:
+                    pool.map(print, ["d", "e"], chunksize=1)
+                finally:
+                    sys.stdout = real_stdout
+                texts = [l.split(" ", 1)[1] for l in shown.getvalue().splitlines()]
+                self.assertEqual(sorted(t for t in texts if t in ("d", "e")), ["d", "e"])
+            finally:
+                del gw.request
+
 
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2))

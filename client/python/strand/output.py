@@ -53,8 +53,14 @@ class Output:
             except (StrandError, OSError, ValueError):
                 self.ended.wait(1)  # the gateway restarts, or the pool is gone
 
-    def drain(self):
-        """Shows every line stored now."""
+    def drain(self, upto=None):
+        """Shows every line stored now; with upto (a line's number, as a
+        results page's output_last gives it), asks only if a line up to it
+        was not shown yet."""
+        if upto is not None:
+            with self.lock:  # the follower may be showing them: once it has
+                if self.shown >= upto:
+                    return
         try:
             while self._show(self._page(0)):
                 pass

@@ -546,15 +546,27 @@ class Pool:
         completion, an input's index counts in that order)."""
         return _inputs(self._results(job, order), self._gw)
 
-    def _list(self, job):
+    def _list(self, job, ended=None):
         """Every value of job, in input order; the first input that failed
         raises, after every task ended, as multiprocessing's map."""
-        return _all_inputs(list(self._results(job, "input")), self._gw)
+        return _all_inputs(list(self._results(job, "input", ended)), self._gw)
 
-    def _results(self, job, order):
+    def _list_shown(self, job):
+        """_list, and every line its tasks printed shown before it
+        returns or raises: a request only when lines came that the
+        output's follower has not shown yet."""
+        ended = {}
+        try:
+            return self._list(job, ended)
+        finally:
+            self._output.drain(ended.get("output_last"))
+
+    def _results(self, job, order, ended=None):
         """Each result of job as (ok, its value or error text), paged with
         long polls, by columns: a list of values parses faster than an
-        object a result, and is a few bytes a result, not some forty."""
+        object a result, and is a few bytes a result, not some forty.
+        ended (a dict): given the last page's output_last, the number of
+        the last line the pool had printed once every task had ended."""
         cursor = ""
         while True:
             page = self._gw.request(
@@ -565,6 +577,8 @@ class Pool:
             failed = set(page["failed"])
             if page.get("complete"):
                 self._release(job)  # every task ran: its argument values are done with
+                if ended is not None:
+                    ended["output_last"] = page.get("output_last")
             for at, text in enumerate(page["values"]):
                 yield at not in failed, text
             if page.get("complete"):
@@ -618,10 +632,7 @@ class Pool:
 
     def map(self, func, iterable, chunksize=None, name=None):
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
-        try:
-            return self._list(job) if job else []
-        finally:
-            self._output.drain()  # what its tasks printed, before the program goes on
+        return self._list_shown(job) if job else []
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
@@ -629,10 +640,7 @@ class Pool:
 
     def starmap(self, func, iterable, chunksize=None, name=None):
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
-        try:
-            return self._list(job) if job else []
-        finally:
-            self._output.drain()
+        return self._list_shown(job) if job else []
 
     def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
