@@ -2,7 +2,8 @@
 
 #include <string.h>
 
-int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size_t len, const char *job)
+int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size_t len, const char *job,
+                       int64_t output_last)
 {
 	char head[64], digits[24];
 	size_t n = 0, k = 0;
@@ -31,5 +32,7 @@ int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size
 	}
 	if (err == CM_OK && job)
 		err = cm_buf_printf(b, ",\"job\":\"%s\"", job);
+	if (err == CM_OK && output_last >= 0)
+		err = cm_buf_printf(b, ",\"output_last\":%lld", (long long)output_last);
 	return err == CM_OK ? cm_buf_puts(b, "}") : err;
 }

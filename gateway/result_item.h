@@ -12,7 +12,10 @@
 #include "common/common.h"
 
 /* Appends {"index":I,"ok":true,"value":V} or {"index":I,"ok":false,"error":"E"}
- * to b, with "job":"JOB" last when job is not NULL. */
-int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size_t len, const char *job);
+ * to b, with "job":"JOB" when job is not NULL and then, for an apply's
+ * answer, "output_last":N when output_last is not negative (the number of
+ * the pool's last line of output, stored no later than the result). */
+int result_item_append(cm_buf *b, int64_t index, int ok, const void *value, size_t len, const char *job,
+                       int64_t output_last);
 
 #endif

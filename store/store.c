@@ -872,7 +872,7 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
 }
 
 int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
-                     const uint32_t *lens, const uint32_t *streams)
+                     const uint32_t *lens, const uint32_t *streams, int64_t *last)
 {
 	sqlite3_stmt *s;
 	int rc = SQLITE_DONE;
@@ -895,7 +895,10 @@ int store_output_add(store *st, const char *pool, const char *worker, int64_t at
 		sqlite3_reset(s);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+	if (rc != SQLITE_DONE)
+		return store__fail(st, rc);
+	*last = sqlite3_last_insert_rowid(st->db);
+	return CM_OK;
 }
 
 int store_output_trim(store *st, const char *pool, int64_t keep)
@@ -917,10 +920,10 @@ int store_output_counts(store *st, store_output_count_fn fn, void *ctx)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (store__prepare(st, "SELECT pool, count(*) FROM output GROUP BY pool", &s) != CM_OK)
+	if (store__prepare(st, "SELECT pool, count(*), max(seq) FROM output GROUP BY pool", &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		fn(ctx, col_text(s, 0), sqlite3_column_int64(s, 1));
+		fn(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }

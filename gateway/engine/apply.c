@@ -76,7 +76,8 @@ void engine__applies_result(engine *e, job *j, int64_t index, int ok, const void
 	if (index != 0) /* an apply answers with its job's first result */
 		return;
 	for (op *o = e->applies.head; o; o = o->next)
-		if (o->u.map.job == j && result_item_append(&o->u.map.item, index, ok, value, len, j->id) != CM_OK) {
+		if (o->u.map.job == j &&
+		    result_item_append(&o->u.map.item, index, ok, value, len, j->id, j->pool->output_last) != CM_OK) {
 			cm_buf_fini(&o->u.map.item); /* no memory for it: it looks in the store */
 			cm_buf_init(&o->u.map.item);
 		}

@@ -474,6 +474,7 @@ typedef struct pool {
 	int64_t tasks_submitted, tasks_retried; /* since this start (GET /metrics) */
 	int fail_streak; /* workers that exited without ever connecting */
 	int64_t output_lines; /* its lines of output stored (output.c) */
+	int64_t output_last; /* the number of its last line stored, 0 for none: an apply's answer says it */
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
 	int64_t open_small; /* of open_jobs, the small ones (SMALL_JOB_TASKS) */
@@ -762,7 +763,7 @@ void engine__process_terminate(process *pr);
 /* output.c: lines of output kept per pool */
 #define OUTPUT_KEPT 10000
 void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m);
-void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines);
+void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines, int64_t last);
 
 /* client_leases.c */
 void engine__handle_client_lease(engine *e, op *o);

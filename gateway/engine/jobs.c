@@ -905,6 +905,10 @@ void engine__handle_pull(engine *e, op *o)
 		store_worker_set_state(e->st, w->id, "connected", 0);
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
+	/* Its lines first: a task printed them before its result, and an
+	 * apply's answer (apply.c) says the number of the pool's last line. */
+	if (m->noutput)
+		engine__pool_output(e, p, w, m);
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};
 	job *measured = NULL; /* the job of the run of results being read */
 	int64_t from = STORE_FROM_NOBODY; /* the worker, looked up once for all its results */
@@ -941,8 +945,6 @@ void engine__handle_pull(engine *e, op *o)
 	if (measured && !measured->ncommand)
 		engine__function_measured(p, measured->function, measured->avg_us);
 	requeue_splice(p, &retry);
-	if (m->noutput)
-		engine__pool_output(e, p, w, m);
 	if (m->resync) {
 		/* Tasks recorded as ours that the worker does not hold were in an
 		 * answer lost on the way (a gateway restart, a dropped connection). */

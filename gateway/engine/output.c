@@ -27,7 +27,7 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 	w->output_next = m->output_first + n;
 	size_t keep = n - skip > OUTPUT_PER_PULL ? OUTPUT_PER_PULL : n - skip;
 	if (!keep || store_output_add(e->st, p->id, w->id, cm_wall_ms(), keep, text, m->output_lens + skip,
-	                              m->output_streams + skip) != CM_OK)
+	                              m->output_streams + skip, &p->output_last) != CM_OK)
 		return;
 	e->output_stored = 1;
 	if (keep < n - skip) {
@@ -37,8 +37,8 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 		                                  "were dropped]",
 		                                  n - skip - keep, OUTPUT_PER_PULL),
 		         stream = 2;
-		if (store_output_add(e->st, p->id, w->id, cm_wall_ms(), 1, (const uint8_t *)note, &len, &stream) ==
-		    CM_OK)
+		if (store_output_add(e->st, p->id, w->id, cm_wall_ms(), 1, (const uint8_t *)note, &len, &stream,
+		                     &p->output_last) == CM_OK)
 			keep++;
 	}
 	if ((p->output_lines += (int64_t)keep) > OUTPUT_KEPT + OUTPUT_SLACK &&
@@ -46,10 +46,12 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 		p->output_lines = OUTPUT_KEPT;
 }
 
-void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines)
+void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines, int64_t last)
 {
 	pool *p = engine__pool_find(ctx, pool_id);
 
-	if (p)
+	if (p) {
 		p->output_lines = lines;
+		p->output_last = last;
+	}
 }

@@ -29,12 +29,13 @@ static int look_call(api *a, struct MHD_Connection *c, const char *url, request 
 		out = json_pack("{s:s, s:s}", "id", rq->id, "state", "pending");
 	} else if (json_is_true(json_object_get(item, "ok"))) {
 		json_t *v = json_object_get(item, "value");
-		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?, s:O?}", "id", rq->id, "state", "done", "ok", 1, "result",
-		                json_object_get(v, "result"), "started_ms", json_object_get(v, "started_ms"),
-		                "ended_ms", json_object_get(v, "ended_ms"));
+		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?, s:O?, s:O?}", "id", rq->id, "state", "done", "ok", 1,
+		                "result", json_object_get(v, "result"), "started_ms", json_object_get(v, "started_ms"),
+		                "ended_ms", json_object_get(v, "ended_ms"), "output_last",
+		                json_object_get(page, "output_last"));
 	} else {
-		out = json_pack("{s:s, s:s, s:b, s:O?}", "id", rq->id, "state", "done", "ok", 0, "error",
-		                json_object_get(item, "error"));
+		out = json_pack("{s:s, s:s, s:b, s:O?, s:O?}", "id", rq->id, "state", "done", "ok", 0, "error",
+		                json_object_get(item, "error"), "output_last", json_object_get(page, "output_last"));
 	}
 	json_decref(page);
 	*ret = http_send_json(c, 200, out, NULL);

@@ -20,6 +20,7 @@ static enum MHD_Result apply_look(api *a, struct MHD_Connection *c, request *rq)
 
 	if (item) {
 		json_object_set_new(item, "job", json_string(rq->id));
+		json_object_set(item, "output_last", json_object_get(page, "output_last")); /* complete: it is there */
 		json_incref(item);
 		json_decref(page);
 		return http_send_json(c, 200, item, rq->location);

@@ -60,7 +60,7 @@ static int append_result(void *ctx, const store_result *r)
 		return result_columns_add(t->columns, t->b, r->index, r->ok, r->value, r->len);
 	if (t->n > 1 && cm_buf_append(t->b, ",", 1) != CM_OK)
 		return CM_ENOMEM;
-	return result_item_append(t->b, r->index, r->ok, r->value, r->len, NULL);
+	return result_item_append(t->b, r->index, r->ok, r->value, r->len, NULL, -1);
 }
 
 /* Reads one page of results into t and, when it is the job's last,

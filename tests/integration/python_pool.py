@@ -1031,6 +1031,7 @@ with strand.Pool(2) as pool:
         pool.apply(fail, (7,))
     except ValueError:
         print("caught")
+    print("applied", pool.apply(shout, (9,)))
     pool.apply(unfinished, (8,))
 """
 
@@ -1056,6 +1057,28 @@ m.shutdown()
 """
 
 
+class _LinesAsked:
+    """While in it, the requests for a pool's or manager's lines at once
+    (wait=0, a drain's; the follower's long polls wait), in asked."""
+
+    def __init__(self, gw):
+        self.gw, self.asked = gw, []
+
+    def __enter__(self):
+        request = self.gw.request
+
+        def counting(method, path, *args, **kwargs):
+            if "/logs?" in path and "wait=0" in path:
+                self.asked.append(path)
+            return request(method, path, *args, **kwargs)
+
+        self.gw.request = counting
+        return self.asked
+
+    def __exit__(self, *exc):
+        del self.gw.request
+
+
 class OutputTest(unittest.TestCase):
     """What tasks print reaches the program that submitted them."""
 
@@ -1074,6 +1097,37 @@ class OutputTest(unittest.TestCase):
         self.assertRegex(out[2], r"^\(w-[0-9a-f]{16}\) said 4$")
         self.assertEqual(out[3], "result 8")
 
+    def test_a_manager_call_asks_for_its_output_only_when_it_printed(self):
+        class Echo:
+            def say(self, x):
+                print(x)
+                return x
+
+            def same(self, x):
+                return x
+
+        class EchoManager(strand.AsyncManager):
+            pass
+
+        EchoManager.register("Echo", Echo)
+        gw = strand.gateway.default()
+        m = EchoManager()
+        m.start()
+        try:
+            e = m.Echo()
+            handle = e.say("hello")
+            handle.wait(60)
+            view = gw.request("GET", "/v1/managers/%s/calls/%s" % (m.id, handle._call))
+            lines = gw.request("GET", "/v1/managers/%s/logs" % m.id)
+            self.assertEqual([l["text"] for l in lines["lines"]], ["hello"])
+            self.assertEqual(view["output_last"], lines["next"])
+            handle.get(60)
+            with _LinesAsked(gw) as asked:
+                self.assertEqual([e.same(x).get(60) for x in range(5)], list(range(5)))
+            self.assertEqual(asked, [])
+        finally:
+            m.shutdown()
+
     def test_prints_reach_the_program_once(self):
         import re
         import subprocess
@@ -1090,12 +1144,16 @@ class OutputTest(unittest.TestCase):
             self.assertEqual(len([l for l in out if re.fullmatch(worker + "line %d" % x, l)]), 1, out)
             self.assertEqual(len([l for l in err if re.fullmatch(worker + "warn %d" % x, l)]), 1, err)
         # A map's lines come before the program goes on.
-        last_line = max(i for i, l in enumerate(out) if " line " in l)
+        last_line = max(i for i, l in enumerate(out) if re.search(" line [0-5]$", l))
         self.assertLess(last_line, out.index("result [0, 1, 2, 3, 4, 5]"))
         self.assertEqual(len([l for l in out if re.fullmatch(worker + "before failing 7", l)]), 1)
         self.assertLess(next(i for i, l in enumerate(out) if "before failing" in l), out.index("caught"))
+        # An apply's too.
+        self.assertEqual(len([l for l in out if re.fullmatch(worker + "line 9", l)]), 1, out)
+        self.assertLess(next(i for i, l in enumerate(out) if " line 9" in l), out.index("applied 9"))
+        self.assertEqual(len([l for l in err if re.fullmatch(worker + "warn 9", l)]), 1, err)
         self.assertEqual(len([l for l in out if re.fullmatch(worker + "no newline 8", l)]), 1, out)
-        self.assertEqual(len(out), 6 + 1 + 1 + 1 + 1)
+        self.assertEqual(len(out), 6 + 1 + 1 + 1 + 2 + 1)
 
     def test_logs_by_worker_and_followed(self):
         import threading
@@ -1131,10 +1189,11 @@ class OutputTest(unittest.TestCase):
             gw.request("GET", "/v1/pools/p-0000000000000000/logs")
         self.assertEqual(e.exception.status, 404)
 
-    def test_a_map_asks_for_its_output_only_when_its_tasks_printed(self):
+    def test_work_asks_for_its_output_only_when_its_tasks_printed(self):
         gw = strand.gateway.default()
         with strand.Pool(2) as pool:
-            # A job's last results page says where its pool's output ends.
+            # A job's last results page says where its pool's output ends,
+            # and so does an apply's answer.
             printing = pool.map_async(print, ["a", "b", "c"], chunksize=1)
             printing.get(60)
             page = gw.request("GET", "/v1/jobs/%s/results?wait=30" % printing._job)
@@ -1142,6 +1201,13 @@ class OutputTest(unittest.TestCase):
             lines = gw.request("GET", "/v1/pools/%s/logs" % pool.id)
             self.assertEqual(sorted(l["text"] for l in lines["lines"]), ["a", "b", "c"])
             self.assertEqual(page["output_last"], lines["next"])
+            apply = "/v1/pools/%s/apply?wait=30" % pool.id
+            answer = gw.request("POST", apply, {"function": "rt:builtins:print", "arg": "f"})
+            lines = gw.request("GET", "/v1/pools/%s/logs" % pool.id)
+            self.assertEqual(lines["lines"][-1]["text"], "f")
+            self.assertEqual(answer["output_last"], lines["next"])
+            answer = gw.request("POST", apply, {"function": "rt:builtins:abs", "arg": -2})
+            self.assertEqual((answer["value"], answer["output_last"]), (2, lines["next"]))
             # ... only on its last page.
             slow = pool.apply_async(time.sleep, (2,))
             self.assertNotIn("output_last", gw.request("GET", "/v1/jobs/%s/results?wait=0" % slow._job))
@@ -1149,28 +1215,18 @@ class OutputTest(unittest.TestCase):
             # A map whose tasks printed nothing asks for no lines when it
             # returns (the follower's long polls aside); one whose tasks
             # printed shows them before it returns.
-            asked = []
-            request = gw.request
-
-            def counting(method, path, *args, **kwargs):
-                if "/logs?" in path and "wait=0" in path:
-                    asked.append(path)
-                return request(method, path, *args, **kwargs)
-
-            gw.request = counting
-            try:
+            with _LinesAsked(gw) as asked:
                 self.assertEqual(pool.map(abs, range(-50, 50)), [abs(x) for x in range(-50, 50)])
-                self.assertEqual(asked, [])
-                shown = io.StringIO()
-                real_stdout, sys.stdout = sys.stdout, shown
-                try:
-                    pool.map(print, ["d", "e"], chunksize=1)
-                finally:
-                    sys.stdout = real_stdout
-                texts = [l.split(" ", 1)[1] for l in shown.getvalue().splitlines()]
-                self.assertEqual(sorted(t for t in texts if t in ("d", "e")), ["d", "e"])
+                self.assertEqual(pool.apply(abs, (-3,)), 3)
+            self.assertEqual(asked, [])
+            shown = io.StringIO()
+            real_stdout, sys.stdout = sys.stdout, shown
+            try:
+                pool.map(print, ["d", "e"], chunksize=1)
             finally:
-                del gw.request
+                sys.stdout = real_stdout
+            texts = [l.split(" ", 1)[1] for l in shown.getvalue().splitlines()]
+            self.assertEqual(sorted(t for t in texts if t in ("d", "e")), ["d", "e"])
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ class Handle:
         self._uploaded = uploaded  # the value its argument went as, removed once it is done
         self._done = False
         self._value = self._error = None
+        self._output_last = None  # once done: the number of the manager's last line then
 
     def _fetch(self, wait_s):
         if self._done:
@@ -108,6 +109,7 @@ class Handle:
         )
         if view.get("state") != "done":
             return False
+        self._output_last = view.get("output_last", 0)
         from .pool import _error, _decode
 
         if view.get("ok"):
@@ -137,7 +139,7 @@ class Handle:
             from .pool import TimeoutError as _TimeoutError
 
             raise _TimeoutError("the call's result is not there after %s s" % timeout)
-        self._manager._drain()  # what the method printed, before its result
+        self._manager._drain(self._output_last)  # what the method printed, before its result
         if self._error is not None:
             raise self._error
         return self._value
@@ -275,12 +277,12 @@ class BaseManager:
     def _run(self, func, *args):
         return self._submit(func, *args).get()
 
-    def _drain(self):
-        """What the manager's methods printed so far, shown before the
-        caller goes on."""
+    def _drain(self, upto=None):
+        """What the manager's methods printed so far (up to line upto,
+        when given: Output.drain), shown before the caller goes on."""
         output = getattr(self, "_output", None)
         if output is not None:
-            output.drain()
+            output.drain(upto)
 
     def _create(self, typeid, args, kwargs):
         factory, proxytype = self._registry[typeid]

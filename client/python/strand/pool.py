@@ -620,11 +620,10 @@ class Pool:
             self._keep_values(answer["id"], values)
             return AsyncResult(self, answer["id"], True).get()
         values.release()
-        try:
-            return _value(answer, self._gw)[0]
-        except BaseException:
-            self._output.drain()  # what it printed before it failed, before the traceback
-            raise
+        # What it printed, before the program goes on: asked for only when
+        # the follower has not shown the pool's lines up to the answer's.
+        self._output.drain(answer.get("output_last", 0))
+        return _value(answer, self._gw)[0]
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None, name=None):
         job = self._submit(func, _runners.apply, [_task(tuple(args), dict(kwds or {}))], name)
