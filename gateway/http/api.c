@@ -166,7 +166,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	deadlines_body_in(a->deadlines, c);
 	if (rq->calling) /* resumed: the engine answered the call it started */
-		return rq->applying ? http_apply_answer(c, url, rq) : http_call_answer(c, url, rq);
+		return !rq->applying    ? http_call_answer(c, url, rq)
+		       : rq->manager[0] ? http_manager_call_answer(c, url, rq)
+		                        : http_apply_answer(c, url, rq);
 	if (rq->look) /* resumed: a long poll looks again */
 		return http_long_poll(a, c, url, rq);
 	if (rq->too_busy)

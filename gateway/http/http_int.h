@@ -100,6 +100,7 @@ struct request {
 	/* An apply that waits: the engine answers it (engine_apply_start); the
 	 * request holds its spec and key until it completes. */
 	int applying;
+	char manager[24]; /* ... a manager's call (POST .../calls?wait=): its manager, answered as a call */
 	map_spec spec;
 	char idem_key[129];
 
@@ -183,7 +184,12 @@ enum MHD_Result http_route_pools(api *a, struct MHD_Connection *c, const char *u
                                  const char *rest, request *rq);
 enum MHD_Result http_pools_collection(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                       const request *rq, int managers);
+/* The answer of the apply rq waited for, taken from its call (CM_ENOMEM:
+ * there was no memory to start it). */
+int http_apply_take(request *rq, engine_apply_answer *ans, char *detail, size_t detail_len);
 enum MHD_Result http_apply_answer(struct MHD_Connection *c, const char *url, request *rq);
+/* The same for a manager's call that waited (managers.c). */
+enum MHD_Result http_manager_call_answer(struct MHD_Connection *c, const char *url, request *rq);
 enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
                                 request *rq);
 enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method);

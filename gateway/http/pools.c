@@ -33,18 +33,25 @@ static enum MHD_Result apply_look(api *a, struct MHD_Connection *c, request *rq)
 
 /* An apply the engine answered: with its result, or with none, when the
  * store is looked in once (the result, or 202 with the job). */
+int http_apply_take(request *rq, engine_apply_answer *ans, char *detail, size_t detail_len)
+{
+	int err;
+
+	if (!rq->call)
+		return CM_ENOMEM;
+	err = engine_apply_finish(rq->call, ans, detail, detail_len);
+	rq->call = NULL;
+	rq->calling = 0;
+	return err;
+}
+
 enum MHD_Result http_apply_answer(struct MHD_Connection *c, const char *url, request *rq)
 {
 	engine_apply_answer ans;
 	char detail[256] = "";
 	enum MHD_Result ret;
-	int err;
+	int err = http_apply_take(rq, &ans, detail, sizeof(detail));
 
-	if (!rq->call)
-		return http_fail(c, CM_ENOMEM, url, NULL);
-	err = engine_apply_finish(rq->call, &ans, detail, sizeof(detail));
-	rq->call = NULL;
-	rq->calling = 0;
 	if (err != CM_OK)
 		return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : detail);
 	snprintf(rq->id, sizeof(rq->id), "%s", ans.id);

@@ -774,7 +774,47 @@ class LeanRuntimeTest(WithPool):
         self.assertEqual(self.pool.apply(_loaded, (client,)), [])
 
 
+class _Sent:
+    """While in it, the requests gw sends, as (method, path), in the list
+    it gives."""
+
+    def __init__(self, gw):
+        self.gw, self.sent = gw, []
+
+    def __enter__(self):
+        request = self.gw.request
+
+        def counting(method, path, *args, **kwargs):
+            self.sent.append((method, path))
+            return request(method, path, *args, **kwargs)
+
+        self.gw.request = counting
+        return self.sent
+
+    def __exit__(self, *exc):
+        del self.gw.request
+
+
+def _lines_asked(sent):
+    """The requests for a pool's or manager's lines at once (wait=0, a
+    drain's; the output follower's long polls wait)."""
+    return [path for _, path in sent if "/logs?" in path and "wait=0" in path]
+
+
 class ManagerTest(unittest.TestCase):
+    def test_a_synchronous_call_is_one_request(self):
+        # A proxy's call waits for its result in the call's own request
+        # (POST .../calls?wait=), with no read of it after, and asks for
+        # no output when its method printed nothing.
+        gw = strand.gateway.default()
+        with strand.Manager() as m:
+            d = m.dict()
+            with _Sent(gw) as sent:
+                d["a"] = 1
+                self.assertEqual((d["a"], len(d)), (1, 1))
+            path = "/v1/managers/%s/calls?wait=30" % m.id
+            self.assertEqual(sent, [("POST", path)] * 3)
+
     def test_namespace_value_queue(self):
         with strand.Manager() as m:
             ns = m.Namespace()
@@ -1057,28 +1097,6 @@ m.shutdown()
 """
 
 
-class _LinesAsked:
-    """While in it, the requests for a pool's or manager's lines at once
-    (wait=0, a drain's; the follower's long polls wait), in asked."""
-
-    def __init__(self, gw):
-        self.gw, self.asked = gw, []
-
-    def __enter__(self):
-        request = self.gw.request
-
-        def counting(method, path, *args, **kwargs):
-            if "/logs?" in path and "wait=0" in path:
-                self.asked.append(path)
-            return request(method, path, *args, **kwargs)
-
-        self.gw.request = counting
-        return self.asked
-
-    def __exit__(self, *exc):
-        del self.gw.request
-
-
 class OutputTest(unittest.TestCase):
     """What tasks print reaches the program that submitted them."""
 
@@ -1122,9 +1140,9 @@ class OutputTest(unittest.TestCase):
             self.assertEqual([l["text"] for l in lines["lines"]], ["hello"])
             self.assertEqual(view["output_last"], lines["next"])
             handle.get(60)
-            with _LinesAsked(gw) as asked:
+            with _Sent(gw) as sent:
                 self.assertEqual([e.same(x).get(60) for x in range(5)], list(range(5)))
-            self.assertEqual(asked, [])
+            self.assertEqual(_lines_asked(sent), [])
         finally:
             m.shutdown()
 
@@ -1215,10 +1233,10 @@ class OutputTest(unittest.TestCase):
             # A map whose tasks printed nothing asks for no lines when it
             # returns (the follower's long polls aside); one whose tasks
             # printed shows them before it returns.
-            with _LinesAsked(gw) as asked:
+            with _Sent(gw) as sent:
                 self.assertEqual(pool.map(abs, range(-50, 50)), [abs(x) for x in range(-50, 50)])
                 self.assertEqual(pool.apply(abs, (-3,)), 3)
-            self.assertEqual(asked, [])
+            self.assertEqual(_lines_asked(sent), [])
             shown = io.StringIO()
             real_stdout, sys.stdout = sys.stdout, shown
             try:

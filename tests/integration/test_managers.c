@@ -225,6 +225,63 @@ static void test_errors_and_bad_requests(void **state)
 	free(d);
 }
 
+/* A call that waits (POST .../calls?wait=S) answers with its outcome when
+ * it comes in time, as GET of the call would; one that outlives its wait
+ * gets its handle (202), read later as any other. */
+static void test_a_call_that_waits_answers_with_its_outcome(void **state)
+{
+	char path[128], location[160];
+
+	(void)state;
+	char *d = manager("dict");
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls?wait=30", d);
+	response r = http(&g, "POST", path, "{\"method\":\"set\",\"args\":[\"k\",5]}", NULL);
+	assert_int_equal(r.status, 200);
+	const char *cid = json_string_value(json_object_get(r.json, "id"));
+	snprintf(location, sizeof(location), "/v1/managers/%s/calls/%s", d, cid);
+	assert_string_equal(r.location, location);
+	json_t *view = get(d, cid);
+	assert_true(json_equal(r.json, view));
+	assert_true(json_is_true(json_object_get(view, "ok")));
+	json_decref(view);
+	response_free(&r);
+	r = http(&g, "POST", path, "{\"method\":\"get\",\"args\":[\"k\"]}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "result")), 5);
+	response_free(&r);
+	r = http(&g, "POST", path, "{\"method\":\"get\",\"args\":[\"missing\"]}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_true(json_is_false(json_object_get(r.json, "ok")));
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "error")), "KeyError"));
+	response_free(&r);
+
+	char *s = manager("sleeper");
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls?wait=1", s);
+	r = http(&g, "POST", path, "{\"method\":\"sleep\",\"args\":[2500]}", NULL);
+	assert_int_equal(r.status, 202);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "pending");
+	assert_string_equal(json_string_value(json_object_get(r.json, "manager")), s);
+	view = get(s, json_string_value(json_object_get(r.json, "id")));
+	assert_true(json_real_value(json_object_get(view, "result")) == 2500.0);
+	json_decref(view);
+	response_free(&r);
+
+	static const char *const bad[] = {"?wait=-1", "?wait=x", "?wait=100000"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(path, sizeof(path), "/v1/managers/%s/calls%s", d, bad[i]);
+		r = http(&g, "POST", path, "{\"method\":\"len\"}", NULL);
+		assert_int_equal(r.status, 400);
+		response_free(&r);
+	}
+	snprintf(path, sizeof(path), "/v1/managers/m-0000000000000000/calls?wait=5");
+	r = http(&g, "POST", path, "{\"method\":\"len\"}", NULL);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(json_string_value(json_object_get(r.json, "detail")), "no such manager");
+	response_free(&r);
+	free(d);
+	free(s);
+}
+
 /* A manager of type runtime: its object is whatever the runtime keeps
  * between calls (here sys.path of strand's Python runtime), each call one
  * of the runtime's functions; a runtime that dies takes its state with it,
@@ -330,6 +387,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_builtin_types_keep_state),
 	        cmocka_unit_test(test_calls_run_in_order),
+	        cmocka_unit_test(test_a_call_that_waits_answers_with_its_outcome),
 	        cmocka_unit_test(test_four_async_managers_overlap),
 	        cmocka_unit_test(test_errors_and_bad_requests),
 	        cmocka_unit_test(test_runtime_manager),

@@ -107,6 +107,10 @@ class Handle:
         view = self._manager._gw.request(
             "GET", "/v1/managers/%s/calls/%s?wait=%d" % (self._manager.id, self._call, wait_s), timeout=wait_s + 30
         )
+        return self._take(view)
+
+    def _take(self, view):
+        """Whether the call's view says it is done; if so, keeps its result."""
         if view.get("state") != "done":
             return False
         self._output_last = view.get("output_last", 0)
@@ -217,8 +221,10 @@ class BaseManager:
         self.shutdown()
 
     # ---- calls -----------------------------------------------------------
-    def _submit(self, func, *args):
-        """One call running func(*args) in the manager's runtime: a Handle."""
+    def _submit(self, func, *args, wait=False):
+        """One call running func(*args) in the manager's runtime: a Handle;
+        with wait, one whose result came with the call's answer when it was
+        there in time (POST ...?wait=: one round trip, not two)."""
         import cloudpickle
 
         if self._gw is None:
@@ -234,8 +240,16 @@ class BaseManager:
             uploaded = payload["$value"]
         else:
             payload = base64.b64encode(pickled).decode("ascii")
-        call = self._gw.request("POST", "/v1/managers/%s/calls" % self.id, {"method": "pickle", "args": [payload]})
-        return Handle(self, call["id"], uploaded)
+        body = {"method": "pickle", "args": [payload]}
+        if not wait:
+            call = self._gw.request("POST", "/v1/managers/%s/calls" % self.id, body)
+            return Handle(self, call["id"], uploaded)
+        call = self._gw.request(
+            "POST", "/v1/managers/%s/calls?wait=%d" % (self.id, WAIT_S), body, timeout=WAIT_S + 30
+        )
+        handle = Handle(self, call["id"], uploaded)
+        handle._take(call)
+        return handle
 
     def _call_from_task(self, func, args):
         """A call made inside a worker: through the worker, which waits for
@@ -275,7 +289,7 @@ class BaseManager:
         return handle
 
     def _run(self, func, *args):
-        return self._submit(func, *args).get()
+        return self._submit(func, *args, wait=True).get()
 
     def _drain(self, upto=None):
         """What the manager's methods printed so far (up to line upto,
@@ -316,8 +330,9 @@ class BaseProxy:
 
     def _callmethod(self, method, args=(), kwds=None):
         """The method's result (an AsyncManager's proxy: a Handle)."""
-        handle = self._manager._submit(_call, self._id, method, tuple(args), dict(kwds or {}))
-        return handle if self._manager._asynchronous else handle.get()
+        sync = not self._manager._asynchronous
+        handle = self._manager._submit(_call, self._id, method, tuple(args), dict(kwds or {}), wait=sync)
+        return handle.get() if sync else handle
 
     def _sync(self, func, *args):
         return self._manager._run(func, self._id, *args)
