@@ -140,6 +140,11 @@ static const char *const migrations[] = {
          * that index. */
         "ALTER TABLE queue_items ADD COLUMN hold TEXT;"
         "CREATE INDEX IF NOT EXISTS queue_items_by_hold ON queue_items(hold) WHERE hold IS NOT NULL;",
+        /* 20: the number of the next line of output a worker sends that
+         * is not stored yet (it numbers its lines from 0 and sends them
+         * again until a pull's answer comes): a gateway that restarts
+         * stores none of them twice. */
+        "ALTER TABLE workers ADD COLUMN output_next INTEGER NOT NULL DEFAULT 0;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6
@@ -1152,13 +1157,13 @@ int store_worker_each_live(store *st, store_worker_fn fn, void *ctx)
 	int rc;
 
 	if (store__prepare(st,
-	                   "SELECT id, pool_id, handle, state, secret_sha256, started_ms FROM workers"
+	                   "SELECT id, pool_id, handle, state, secret_sha256, started_ms, output_next FROM workers"
 	                   " WHERE state IN ('starting', 'connected')",
 	                   &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), col_text(s, 4),
-		   sqlite3_column_int64(s, 5));
+		   sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }
@@ -1193,6 +1198,17 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 		tally(ctx, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+}
+
+int store_worker_set_output_next(store *st, const char *id, int64_t output_next)
+{
+	sqlite3_stmt *s;
+
+	if (store__prepare(st, "UPDATE workers SET output_next = ? WHERE id = ?", &s) != CM_OK)
+		return CM_EIO;
+	sqlite3_bind_int64(s, 1, output_next);
+	store__bind_text(s, 2, id);
+	return store__step_done(st, s);
 }
 
 int store_worker_set_last_words(store *st, const char *id, const char *last_words)

@@ -352,12 +352,14 @@ int store_worker_set_state(store *st, const char *id, const char *state, int exi
 int store_worker_set_handle(store *st, const char *id, const char *handle); /* once its backend started it */
 /* What it last wrote, once it ended (docker and kubernetes say). */
 int store_worker_set_last_words(store *st, const char *id, const char *last_words);
+/* The number of the next line of output it sends that is not stored yet. */
+int store_worker_set_output_next(store *st, const char *id, int64_t output_next);
 /* Removes an ended worker (its row, and its name in the task records'
  * table of holders), once its pool's view no longer shows it. */
 int store_worker_forget(store *st, const char *id);
 /* Calls fn for each worker stored as starting or connected. */
 typedef void (*store_worker_fn)(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                                const char *secret_hash, int64_t started_ms);
+                                const char *secret_hash, int64_t started_ms, int64_t output_next);
 int store_worker_each_live(store *st, store_worker_fn fn, void *ctx);
 /* Calls fn for the per_pool most recently started workers of each pool
  * that ended ("exited", or "lost": an end nobody asked for), oldest first,

@@ -19,12 +19,17 @@ void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m
 	size_t skip = 0, n = m->noutput;
 	const uint8_t *text = m->output;
 
-	/* Lines sent again after an answer that was lost: stored once. */
+	/* Lines sent again after an answer that was lost (a gateway that
+	 * restarted, too: the number is in the worker's row, in the same
+	 * transaction as the lines): stored once. */
 	if (w->output_next > m->output_first)
 		skip = w->output_next - m->output_first > n ? n : (size_t)(w->output_next - m->output_first);
 	for (size_t i = 0; i < skip; i++)
 		text += m->output_lens[i];
+	if (skip == n)
+		return;
 	w->output_next = m->output_first + n;
+	store_worker_set_output_next(e->st, w->id, (int64_t)w->output_next);
 	size_t keep = n - skip > OUTPUT_PER_PULL ? OUTPUT_PER_PULL : n - skip;
 	if (!keep || store_output_add(e->st, p->id, w->id, cm_wall_ms(), keep, text, m->output_lens + skip,
 	                              m->output_streams + skip, &p->output_last) != CM_OK)

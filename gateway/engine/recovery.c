@@ -218,7 +218,7 @@ static void load_worker_tally(void *ctx, const char *pool_id, int64_t started, i
  * alive is adopted: it keeps its id and tasks, and must reconnect within two
  * leases (it does so on its own, its results kept) or it is replaced. */
 static void load_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                        const char *secret_hash, int64_t started_ms)
+                        const char *secret_hash, int64_t started_ms, int64_t output_next)
 {
 	engine *e = ctx;
 	pool *p = engine__pool_find(e, pool_id);
@@ -243,6 +243,7 @@ static void load_worker(void *ctx, const char *id, const char *pool_id, const ch
 	}
 	w->state = W_STARTING;
 	w->adopted = 1;
+	w->output_next = (uint64_t)output_next; /* the lines it sends again are not stored twice */
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;

@@ -827,6 +827,7 @@ static void test_reads_fixed_records_of_before(void **state)
 	                              "ALTER TABLE pools DROP COLUMN lost_forgotten;"
 	                              "DROP INDEX queue_items_by_hold;"
 	                              "ALTER TABLE queue_items DROP COLUMN hold;"
+	                              "ALTER TABLE workers DROP COLUMN output_next;"
 	                              "PRAGMA user_version = 8",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -967,10 +968,11 @@ static void test_cancel_fills_every_missing_result(void **state)
 typedef struct loaded_worker {
 	int n;
 	char id[20], secret[80];
+	int64_t output_next;
 } loaded_worker;
 
 static void on_worker(void *ctx, const char *id, const char *pool_id, const char *handle, const char *state,
-                      const char *secret, int64_t started_ms)
+                      const char *secret, int64_t started_ms, int64_t output_next)
 {
 	loaded_worker *w = ctx;
 
@@ -982,6 +984,7 @@ static void on_worker(void *ctx, const char *id, const char *pool_id, const char
 	if (strcmp(id, "w-old") == 0) {
 		snprintf(w->id, sizeof(w->id), "%s", id);
 		snprintf(w->secret, sizeof(w->secret), "%s", secret ? secret : "(null)");
+		w->output_next = output_next;
 	}
 }
 
@@ -1210,7 +1213,13 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 19);
+	assert_int_equal(sqlite3_column_int(q, 0), 20);
+	sqlite3_finalize(q);
+	/* 20: workers have stored none of their lines of output. */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM workers WHERE output_next != 0", -1, &q, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 0);
 	sqlite3_finalize(q);
 	/* 19: queue items can be held, none are. */
 	assert_int_equal(
@@ -1315,6 +1324,13 @@ static void test_migration_keeps_only_secret_hashes(void **state)
 	assert_int_equal(store_worker_each_live(st, on_worker, &w), CM_OK);
 	assert_int_equal(w.n, 1);
 	assert_string_equal(w.secret, "a8ae6e6ee929abea3afcfc5258c8ccd6f85273e0d4626d26c7279f3250f77c8e");
+	/* A worker of before version 20 has sent no line stored; one that
+	 * has is read back with the number of its next. */
+	assert_int_equal(w.output_next, 0);
+	assert_int_equal(store_worker_set_output_next(st, "w-old", 42), CM_OK);
+	w = (loaded_worker){0};
+	assert_int_equal(store_worker_each_live(st, on_worker, &w), CM_OK);
+	assert_int_equal(w.output_next, 42);
 	assert_int_equal(store_process_each(st, on_process_hash, proc_hash), CM_OK);
 	assert_string_equal(proc_hash, "7b9d07f2404b102b3c62fede026097c5ab81668f18414abd8ea560cecb008006");
 	snprintf(wal, sizeof(wal), "%s-wal", path);

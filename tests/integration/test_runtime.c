@@ -262,6 +262,42 @@ static void test_job_context(void **state)
 	free(pool);
 }
 
+/* An apply's answer says the number of its pool's last line of output
+ * (output_last), its own task's line among them, as the pool's logs do. A
+ * gateway killed and restarted reads it back from its store, and stores
+ * the line once though the worker sends it again (the pull that brought it
+ * was parked, unanswered, when the gateway died). */
+static void test_an_apply_says_where_output_ends(void **state)
+{
+	char path[128], logs[96];
+
+	(void)state;
+	char *pool = pool_create_spec(&g, "{\"processes\":1,\"runtime\":\"python\"}");
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=60", pool);
+	snprintf(logs, sizeof(logs), "/v1/pools/%s/logs", pool);
+	response r = http(&g, "POST", path, "{\"function\":\"rt:builtins:print\",\"arg\":\"one\"}", NULL);
+	assert_int_equal(r.status, 200);
+	json_int_t last = json_integer_value(json_object_get(r.json, "output_last"));
+	response_free(&r);
+	json_t *out = http_get_ok(&g, logs);
+	json_t *line = json_array_get(json_object_get(out, "lines"), 0);
+	assert_string_equal(json_string_value(json_object_get(line, "text")), "one");
+	assert_true(last > 0);
+	assert_int_equal(json_integer_value(json_object_get(out, "next")), last);
+	json_decref(out);
+	gateway_kill(&g);
+	gateway_restart(&g);
+	r = http(&g, "POST", path, "{\"function\":\"rt:builtins:abs\",\"arg\":-7}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "value")), 7);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "output_last")), last);
+	response_free(&r);
+	out = http_get_ok(&g, logs);
+	assert_int_equal(json_array_size(json_object_get(out, "lines")), 1);
+	json_decref(out);
+	free(pool);
+}
+
 static void test_runtime_that_cannot_start(void **state)
 {
 	(void)state;
@@ -365,6 +401,7 @@ int main(void)
 	        cmocka_unit_test(test_last_words_not_utf8),
 	        cmocka_unit_test(test_runtime_dying_mid_run_loses_one_task_only),
 	        cmocka_unit_test(test_job_context),
+	        cmocka_unit_test(test_an_apply_says_where_output_ends),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
 	        cmocka_unit_test(test_silent_runtime),
 	        cmocka_unit_test(test_refusals),
