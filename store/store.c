@@ -879,13 +879,15 @@ int store_worker_insert(store *st, const char *id, const char *pool_id, const ch
 int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
                      const uint32_t *lens, const uint32_t *streams, int64_t *last)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = NULL;
 	int rc = SQLITE_DONE;
 
 	if (!n)
 		return CM_OK;
-	if (store__prepare(st, "INSERT INTO output(pool, worker, at_ms, stream, text) VALUES(?, ?, ?, ?, ?)", &s) !=
-	    CM_OK)
+	/* Kept prepared, as the worker's number that goes with them: a pull
+	 * that brings lines is no statement's compiling. */
+	if (store__kept(st, KEPT_OUTPUT_ADD,
+	                "INSERT INTO output(pool, worker, at_ms, stream, text) VALUES(?, ?, ?, ?, ?)", &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, pool);
 	store__bind_text(s, 2, worker);
@@ -899,7 +901,7 @@ int store_output_add(store *st, const char *pool, const char *worker, int64_t at
 		rc = sqlite3_step(s);
 		sqlite3_reset(s);
 	}
-	sqlite3_finalize(s);
+	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_DONE)
 		return store__fail(st, rc);
 	*last = sqlite3_last_insert_rowid(st->db);
@@ -1202,13 +1204,13 @@ int store_worker_each_ended(store *st, int per_pool, store_ended_worker_fn fn, s
 
 int store_worker_set_output_next(store *st, const char *id, int64_t output_next)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = NULL;
 
-	if (store__prepare(st, "UPDATE workers SET output_next = ? WHERE id = ?", &s) != CM_OK)
+	if (store__kept(st, KEPT_WORKER_OUTPUT_NEXT, "UPDATE workers SET output_next = ? WHERE id = ?", &s) != CM_OK)
 		return CM_EIO;
 	sqlite3_bind_int64(s, 1, output_next);
 	store__bind_text(s, 2, id);
-	return store__step_done(st, s);
+	return store__kept_done(st, s);
 }
 
 int store_worker_set_last_words(store *st, const char *id, const char *last_words)
