@@ -594,6 +594,27 @@ int strand_manager_get(strand_client *c, const char *manager, const char *call, 
 	return outcome(c, reply, "result", result);
 }
 
+int strand_manager_call_wait(strand_client *c, const char *manager, const char *method, json_t *args, int wait_s,
+                             json_t **result)
+{
+	char path[160];
+	json_t *body = json_pack("{s:s, s:o}", "method", method, "args", args ? json_incref(args) : json_array());
+	json_t *reply = NULL;
+	long status;
+
+	snprintf(path, sizeof(path), "/v1/managers/%s/calls?wait=%d", manager, wait_s);
+	status = strand_request(c, "POST", path, body, &reply);
+	json_decref(body);
+	if (status == 202)
+		snprintf(c->error, sizeof(c->error), "call %s: no result after %d s (it goes on)",
+		         json_string_value(json_object_get(reply, "id")) ?: "", wait_s);
+	if (status != 200) {
+		json_decref(reply);
+		return -1;
+	}
+	return outcome(c, reply, "result", result);
+}
+
 int strand_manager_shutdown(strand_client *c, const char *manager)
 {
 	char path[128];

@@ -140,6 +140,12 @@ int strand_manager_call(strand_client *c, const char *manager, const char *metho
 /* The call's result (*result new), waiting for it up to wait_s. Returns 0,
  * or -1 with the call's error (or the gateway's) in strand_client_error. */
 int strand_manager_get(strand_client *c, const char *manager, const char *call, int wait_s, json_t **result);
+/* strand_manager_call and strand_manager_get in one request (POST
+ * .../calls?wait=): the result (*result new) if it comes within wait_s.
+ * Returns 0, or -1 with the call's error, the gateway's, or that the wait
+ * ran out (the call goes on) in strand_client_error. */
+int strand_manager_call_wait(strand_client *c, const char *manager, const char *method, json_t *args, int wait_s,
+                             json_t **result);
 int strand_manager_shutdown(strand_client *c, const char *manager);
 
 /* ---- values: what is too large to travel inline (over 8 MiB), or what

@@ -199,7 +199,22 @@ static void test_queue_and_manager(void **state)
 	assert_int_equal(strand_manager_call(c, m, "nosuch", NULL, call), 0);
 	assert_int_equal(strand_manager_get(c, m, call, 30, &r), -1);
 	assert_non_null(strstr(strand_client_error(c), "no method"));
+	/* The same in one request each. */
+	a = json_pack("[i]", 5);
+	assert_int_equal(strand_manager_call_wait(c, m, "add", a, 30, &r), 0);
+	json_decref(a);
+	assert_int_equal(json_integer_value(r), 12);
+	json_decref(r);
+	assert_int_equal(strand_manager_call_wait(c, m, "nosuch", NULL, 30, &r), -1);
+	assert_non_null(strstr(strand_client_error(c), "no method"));
 	assert_int_equal(strand_manager_shutdown(c, m), 0);
+	char s[32];
+	assert_int_equal(strand_manager_create(c, "sleeper", NULL, s), 0);
+	a = json_pack("[i]", 2500);
+	assert_int_equal(strand_manager_call_wait(c, s, "sleep", a, 1, &r), -1);
+	json_decref(a);
+	assert_non_null(strstr(strand_client_error(c), ": no result after 1 s (it goes on)"));
+	assert_int_equal(strand_manager_shutdown(c, s), 0);
 }
 
 /* map() into an array, in input order; the first failure by index is the
