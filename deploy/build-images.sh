@@ -37,6 +37,13 @@ chmod 1777 "$w/tmp" # workers run as nobody (65534) unless a pool asks for root
 cp "$build/bin/strand-worker" "$w/usr/bin/"
 add_plugins "$w/usr/lib/strand"
 add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
+# libcurl, which strand-worker loads only to join a pool (--join), so ldd
+# does not name it: it and what it loads.
+curl_lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" {print $NF; exit}')
+[ -n "$curl_lib" ] || { echo "build-images.sh: libcurl.so.4 not found (deploy/install-deps.sh)" >&2; exit 1; }
+mkdir -p "$w$(dirname "$curl_lib")"
+cp -L "$curl_lib" "$w$curl_lib"
+add_with_libs "$w" "$curl_lib"
 printf 'root:x:0:0:root:/:/usr/bin/strand-worker\nnobody:x:65534:65534:nobody:/tmp:/usr/bin/strand-worker\n' \
   >"$w/etc/passwd"
 cp "$here/worker.Dockerfile" "$w/Dockerfile"

@@ -55,4 +55,11 @@ check "the plugin runs in the custom image" '{"ok":true,"value":"hello, world","
 stock=$(run_greet strand-worker:test)
 check "the stock image has no greet.so" "false" "$(jq -r .ok <<<"$stock")"
 check "... and says so" "yes" "$(jq -r '.error | test("greet.so not found") | if . then "yes" else "no" end' <<<"$stock")"
+# strand-worker loads libcurl only to join a pool (--join), so ldd does not
+# name it: the stock image holds it all the same. With no network, the
+# join gets as far as dialing (nothing listens on port 9 of its loopback).
+joined=$(docker run --rm --network none strand-worker:test --join http://127.0.0.1:9 --join-token t \
+  --gateway-timeout 1 2>&1 || true)
+check "the stock image can join" "yes" \
+  "$(grep -q 'cannot reach http://127.0.0.1:9/v1/join' <<<"$joined" && echo yes || echo "no: $joined")"
 checks_passed
