@@ -38,8 +38,10 @@ cp "$build/bin/strand-worker" "$w/usr/bin/"
 add_plugins "$w/usr/lib/strand"
 add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
 # libcurl, which strand-worker loads only to join a pool (--join), so ldd
-# does not name it: it and what it loads.
-curl_lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" {print $NF; exit}')
+# does not name it: it and what it loads. (awk reads ldconfig's whole list:
+# an early exit would leave it a broken pipe, and pipefail would end this
+# script, at random and without a word.)
+curl_lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" && !found {print $NF; found = 1}')
 [ -n "$curl_lib" ] || { echo "build-images.sh: libcurl.so.4 not found (deploy/install-deps.sh)" >&2; exit 1; }
 mkdir -p "$w$(dirname "$curl_lib")"
 cp -L "$curl_lib" "$w$curl_lib"
