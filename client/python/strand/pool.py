@@ -546,18 +546,15 @@ class Pool:
         completion, an input's index counts in that order)."""
         return _inputs(self._results(job, order), self._gw)
 
-    def _list(self, job, ended=None):
+    def _list(self, job):
         """Every value of job, in input order; the first input that failed
-        raises, after every task ended, as multiprocessing's map."""
-        return _all_inputs(list(self._results(job, "input", ended)), self._gw)
-
-    def _list_shown(self, job):
-        """_list, and every line its tasks printed shown before it
-        returns or raises: a request only when lines came that the
-        output's follower has not shown yet."""
+        raises, after every task ended, as multiprocessing's map. Every
+        line its tasks printed is shown before it returns or raises: a
+        request only when lines came that the output's follower has not
+        shown yet."""
         ended = {}
         try:
-            return self._list(job, ended)
+            return _all_inputs(list(self._results(job, "input", ended)), self._gw)
         finally:
             self._output.drain(ended.get("output_last"))
 
@@ -631,7 +628,7 @@ class Pool:
 
     def map(self, func, iterable, chunksize=None, name=None):
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
-        return self._list_shown(job) if job else []
+        return self._list(job) if job else []
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
@@ -639,7 +636,7 @@ class Pool:
 
     def starmap(self, func, iterable, chunksize=None, name=None):
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
-        return self._list_shown(job) if job else []
+        return self._list(job) if job else []
 
     def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)

@@ -108,18 +108,17 @@ class _Reader:
             while not self.items:
                 self._refill(deadline, timeout)
             item = self.items[0]
-            if isinstance(item, dict):
-                data = self.gw.get_value(item["$value"])  # failing, the item is still the next
-                self.items.popleft()
-                self.got += 1
+            # An item sent as a value stays the next until its value came.
+            data = self.gw.get_value(item["$value"]) if isinstance(item, dict) else None
+            self.items.popleft()
+            self.got += 1
+            if data is not None:
                 try:
                     self._release()
                     self.gw.request("DELETE", "/v1/values/" + item["$value"])
                 except (_gateway.StrandError, OSError):
                     pass  # told used with the next take; the value stays, not the item
                 return pickle.loads(data)
-            self.items.popleft()
-            self.got += 1
         finally:
             self.lock.release()
         # cloudpickle's pickles are pickle's (what they name, pickle imports)
