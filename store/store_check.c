@@ -5,6 +5,7 @@
  * any size. The check runs on its own read-only connection and thread while
  * the gateway serves; a damaged file is reported to the caller, which stops.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ static void *check_main(void *arg)
 {
 	store_check *c = arg;
 	char why[512];
+
+	pthread_setname_np(pthread_self(), "store-check");
 	int err = run_check(c->db, why, sizeof(why));
 
 	pthread_mutex_lock(&c->mu);

@@ -30,6 +30,7 @@
  * to nothing (a TRUNCATE checkpoint, which waits on no one: a reader or a
  * commit that comes meanwhile makes it try again at its next look).
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,6 +65,8 @@ struct store_checkpointer {
 static void *checkpointer_main(void *arg)
 {
 	store_checkpointer *c = arg;
+
+	pthread_setname_np(pthread_self(), "checkpoint");
 
 	pthread_mutex_lock(&c->mu);
 	while (!c->stopping) {

@@ -365,6 +365,10 @@ static void *executor_main(void *arg)
 {
 	bx *x = arg;
 	int64_t next_watch = 0;
+	char name[16];
+
+	snprintf(name, sizeof(name), "exec-%s", x->b->ops->name);
+	pthread_setname_np(pthread_self(), name);
 
 	pthread_mutex_lock(&x->mu);
 	for (;;) {

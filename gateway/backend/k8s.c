@@ -355,6 +355,8 @@ static void *watch_main(void *arg)
 	CURL *c = curl_easy_init();
 	watch_ctx w = {.k = k};
 
+	pthread_setname_np(pthread_self(), "k8s-watch");
+
 	cm_buf_init(&w.line);
 	for (;;) {
 		char path[640];

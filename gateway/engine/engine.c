@@ -343,6 +343,8 @@ static void *engine_main(void *arg)
 	double ended = cm_now_s();
 	unsigned taken = 0; /* e->posts when the inbox was last emptied */
 
+	pthread_setname_np(pthread_self(), "engine"); /* each thread named, for top -H and perf */
+
 	for (;;) {
 		op *batch, *rev = NULL;
 		int stop, closing;

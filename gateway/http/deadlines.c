@@ -34,6 +34,8 @@ static void *sweep(void *arg)
 {
 	deadlines *d = arg;
 
+	pthread_setname_np(pthread_self(), "deadlines");
+
 	pthread_mutex_lock(&d->mu);
 	while (!d->stopping) {
 		struct timespec until = cm_timespec_in(CLOCK_MONOTONIC, SWEEP_MS);

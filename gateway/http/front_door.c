@@ -144,6 +144,8 @@ static void *run(void *arg)
 	front_door *f = arg;
 	struct epoll_event ev[64];
 
+	pthread_setname_np(pthread_self(), "front-door");
+
 	for (;;) {
 		int n = epoll_wait(f->epoll_fd, ev, 64, SWEEP_MS);
 		int64_t now = cm_now_ms();

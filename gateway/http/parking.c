@@ -54,6 +54,8 @@ static void *resumer_main(void *arg)
 {
 	parking *pk = arg;
 
+	pthread_setname_np(pthread_self(), "resumer");
+
 	pthread_mutex_lock(&pk->mu);
 	while (!pk->exit) {
 		uint64_t gens[] = {[ENGINE_WATCH_ANY] = engine_generation(pk->engine, ENGINE_WATCH_ANY),

@@ -157,6 +157,8 @@ static void *poll_main(void *arg)
 	struct epoll_event ev[EVENTS];
 	int64_t next_tick = cm_now_ms() + TICK_MS;
 
+	pthread_setname_np(pthread_self(), "hub");
+
 	while (!atomic_load(&p->stopping)) {
 		int64_t wait = next_tick - cm_now_ms();
 		int n = epoll_wait(p->epoll, ev, EVENTS, wait > 0 ? (int)wait : 0);

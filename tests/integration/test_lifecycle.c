@@ -2,8 +2,10 @@
  * Pool and gateway lifecycle: DELETE leaves no worker process (and, once it
  * ended, no pool), a quiet gateway cuts its log, SIGTERM stops
  * the gateway and its workers cleanly, and a restarted gateway (after a
- * clean stop or a SIGKILL) serves everything it had acknowledged.
+ * clean stop or a SIGKILL) serves everything it had acknowledged; its
+ * threads are named.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,6 +154,43 @@ static void test_sigterm_stops_gateway_and_workers(void **state)
 	snprintf(line, sizeof(line), "of pool %s stopped (code 0)", pool);
 	assert_int_equal(gateway_log_count(&g, line), 2);
 	free(pool);
+	gateway_cleanup(&g);
+}
+
+/* Each of the gateway's threads is named (top -H, perf, bench/lists): the
+ * engine, the hub, the executor of each backend, the resumer of parked
+ * requests, the request deadlines' sweeper, the checkpointer, and MHD's. */
+static void test_threads_are_named(void **state)
+{
+	static const char *const named[] = {"engine",    "hub",        "exec-local", "resumer",
+	                                    "deadlines", "checkpoint", "MHD-worker"};
+	gateway g;
+	char path[320], comm[32], seen[1024] = "";
+
+	(void)state;
+	gateway_start(&g, NULL);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)g.pid);
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	for (struct dirent *t; (t = readdir(d));) {
+		if (t->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)g.pid, t->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = '\0';
+			snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "[%s]", comm);
+		}
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+		char want[40];
+		snprintf(want, sizeof(want), "[%s]", named[i]);
+		if (!strstr(seen, want))
+			fail_msg("no thread named %s among %s", named[i], seen);
+	}
 	gateway_cleanup(&g);
 }
 
@@ -353,6 +392,7 @@ int main(void)
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	        cmocka_unit_test(test_ipc_hub),
 	        cmocka_unit_test(test_bad_hub_urls_refused),
+	        cmocka_unit_test(test_threads_are_named),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
 }
