@@ -46,27 +46,6 @@ void engine__load_client_lease(void *ctx, const char *id, int64_t lease_ms, int6
 	add(ctx, id, lease_ms, created_ms);
 }
 
-/* The lease and what it holds now: pools and managers still running, and
- * running processes. */
-json_t *engine__lease_json(engine *e, const client_lease *l, int ended)
-{
-	json_t *pools = json_array(), *managers = json_array(), *processes = json_array();
-	int64_t left = l->expires - cm_now_ms();
-	char created[32];
-
-	for (pool *p = e->pools; p; p = p->next)
-		if (strcmp(p->spec.lease, l->id) == 0 && p->state != POOL_TERMINATED && p->state != POOL_FAILED)
-			json_array_append_new(p->spec.manager[0] ? managers : pools, json_string(p->id));
-	for (process *pr = e->processes; pr; pr = pr->next)
-		if (strcmp(pr->lease, l->id) == 0 && pr->state == PR_RUNNING)
-			json_array_append_new(processes, json_string(pr->id));
-	engine__iso_time(l->created_ms, created);
-	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:o}", "id", l->id, "state", ended ? "ended" : "active",
-	                 "lease_s", (json_int_t)(l->lease_ms / 1000), "expires_in_ms",
-	                 (json_int_t)(left > 0 ? left : 0), "created_at", created, "pools", pools, "managers", managers,
-	                 "processes", processes);
-}
-
 /* Ends l: what it holds is terminated (as DELETE does, answering no one),
  * and it is forgotten. Its view, as it was, into *out when out is set. */
 static int end(engine *e, client_lease *l, const char *why, json_t **out)

@@ -97,21 +97,6 @@ static void handle(engine *e, op *o)
 	}
 	case OP_POOL_CLOSE: engine__handle_pool_close(e, o); break;
 	case OP_POOL_PATCH: engine__handle_pool_patch(e, o); break;
-	case OP_POOL_JOBS: {
-		/* Most recent first, at most 100: jobs are kept in base order. */
-		pool *p = engine__pool_find(e, o->id);
-		json_t *a;
-		size_t n = 0;
-		if (!p) {
-			o->err = CM_ENOENT;
-			break;
-		}
-		a = json_array();
-		for (n = p->njobs; n > 0 && p->njobs - n < 100; n--)
-			json_array_append_new(a, engine__job_json(p->jobs[n - 1]));
-		o->out = json_pack("{s:o}", "jobs", a);
-		break;
-	}
 	case OP_POOL_DELETE: engine__handle_pool_delete(e, o); return;
 	case OP_MAP: engine__handle_map(e, o); return; /* answers itself, now or once its arguments are in */
 	case OP_JOB_ARGS: engine__handle_job_args(e, o); return;

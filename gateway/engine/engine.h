@@ -135,16 +135,15 @@ int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, 
  * offset (detail says why); a part stored before is answered as stored. */
 int engine_job_args(engine *e, const char *job_id, int64_t offset, const spec_args *args, json_t **out, char *detail,
                     size_t detail_len);
-/* The pool's 100 most recent jobs, newest first. */
-int engine_pool_jobs(engine *e, const char *id, json_t **out);
 int engine_job_get(engine *e, const char *id, json_t **out);
 /* Jobs newest first: of pool (NULL: every pool, managers' calls left out),
  * in view state (NULL: any), numbered below cursor (a next_cursor; 0: from
- * the newest), at most limit: {"jobs": [...], "next_cursor": "N" | null}.
+ * the newest), at most limit: {"jobs": [...], "next_cursor": "N" | null},
+ * as JSON text appended to page.
  * A call looks at JOB_LIST_SCAN jobs at most, so a page may be short with
  * a next_cursor; null once none is left. CM_ENOENT: no such pool. */
 #define JOB_LIST_SCAN 20000
-int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out);
+int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, cm_buf *page);
 /* A running job: cancelled, every task without a result failed
  * "cancelled"; *out its view. An ended one: removed (its tasks deleted in
  * the background); *out its last view, state "deleted". */

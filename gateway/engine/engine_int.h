@@ -15,7 +15,7 @@
  *   join.c       workers that join external pools
  *   output.c     what pools' tasks printed
  *   recovery.c   load, recover, reload
- *   views.c      JSON
+ *   item_views.c what clients see of jobs, pools, processes, ... (item_views.h)
  *   wait.c       waitlists
  *   events.c     what changed, for /v1/events
  *   metrics.c    for /metrics
@@ -41,6 +41,7 @@
 #include "common/common.h"
 #include "gateway/backend/executor.h"
 #include "gateway/engine/engine.h"
+#include "gateway/engine/item_views.h"
 #include "gateway/events.h"
 #include "store/store.h"
 
@@ -112,7 +113,6 @@ typedef enum op_kind {
 	OP_POOL_CLOSE,
 	OP_POOL_PATCH,
 	OP_POOL_DELETE,
-	OP_POOL_JOBS,
 	OP_MAP,
 	OP_JOB_GET,
 	OP_JOB_INFO,
@@ -220,10 +220,20 @@ typedef struct op {
 			const char *state; /* a job's view state, or NULL: any */
 			int64_t below; /* jobs numbered below this (0: from the newest) */
 			int limit;
+			/* the answer: the page's jobs copied, and the
+			 * number of the last looked at (0: none left) */
+			job_view *views;
+			size_t nviews;
+			int64_t last;
 		} job_list; /* OP_JOB_LIST (id: the pool, or NULL: every pool) */
 		struct {
 			engine_list_kind kind;
 			const engine_list_page *page;
+			/* the answer: the page's items copied, and the
+			 * next page's cursor ("": none) */
+			item_view *views;
+			size_t nviews;
+			char next[48];
 		} list; /* OP_LIST */
 		struct {
 			int64_t uses, ttl_s; /* OP_JOIN_TOKEN (id: the pool; uses 0: its processes) */
@@ -664,7 +674,6 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out);
 void engine__worker_started(engine *e, pool *p, worker *w, const bx_event *ev); /* its backend answered */
 void engine__worker_queued(worker *w, int queued); /* it waits in its backend's queue, or runs now */
-void engine__runs_as(json_t *o, const bx *b, const char *handle); /* pid, container or slurm_job into o */
 void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_words);
 void engine__handle_pool_create(engine *e, op *o);
 void engine__handle_pool_close(engine *e, op *o);
@@ -694,19 +703,40 @@ int engine__reload(engine *e); /* after a failed commit: memory from the store a
 void engine__state_clear(engine *e); /* frees pools, jobs, workers; what waits is answered as not recorded */
 void engine__forgive_stall(engine *e, int64_t now);
 
-/* views.c: JSON */
-json_t *engine__pool_json(const pool *p);
+/* item_views.c: views of jobs, pools, processes, rings, queues, pipes and
+ * leases copied (item_views.h), and the JSON of one made at once */
 /* What a job's view counts: its inputs when its tasks carry several, else
  * its tasks. */
 typedef struct job_counts {
 	int64_t total, done, failed;
 } job_counts;
 job_counts engine__job_counts(const job *j);
+const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
+/* The job's view, its function and name the job's own (for use at once);
+ * _keep copies them so that the view outlives the job's next change. */
+void engine__job_view(job_view *v, const job *j);
+int engine__job_view_keep(job_view *v);
 /* A job as the API shows it: as JSON text into out (replacing what it
  * held; the events write it so), or as a value. */
 int engine__job_text(const job *j, cm_buf *out);
 json_t *engine__job_json(const job *j);
-const char *engine__job_state(const job *j); /* submitting, running, done or cancelled */
+int engine__pool_view(pool_view *v, const pool *p);
+int engine__process_view(process_view *v, const process *pr);
+/* members: the ring's processes by rank, NULL for one gone */
+int engine__ring_view(ring_view *v, const ring *r, const process *const *members);
+const char *engine__ring_state_of(const ring *r, const process *const *members); /* running, done or failed */
+void engine__queue_view(queue_view *v, const queue *q);
+void engine__pipe_view(pipe_view *v, const queue *q0, const queue *q1); /* q1: a duplex pipe's way back */
+/* A lease's own fields; then what it holds, offered one by one (taken if
+ * still running). */
+void engine__lease_view(lease_view *v, const client_lease *l, int ended);
+int engine__lease_view_pool(lease_view *v, const pool *p);
+int engine__lease_view_process(lease_view *v, const process *pr);
+json_t *engine__pool_json(const pool *p);
+json_t *engine__process_json(const process *pr);
+json_t *engine__ring_json(const ring *r, const process *const *members);
+json_t *engine__queue_json(const queue *q);
+json_t *engine__lease_json(engine *e, const client_lease *l, int ended);
 
 /* join.c: external pools' join tokens, and the workers that join */
 void engine__handle_join(engine *e, op *o);
@@ -714,13 +744,14 @@ void engine__load_join_token(void *ctx, const char *hash, const char *pool_id, i
 void engine__tick_join_tokens(engine *e, int64_t now); /* once a second at most */
 void engine__join_tokens_clear(engine *e);
 
-/* lists.c: a page of pools, processes, queues, ... (OP_LIST) */
+/* lists.c: a page of pools, processes, queues, ... (OP_LIST): copied on
+ * the engine thread, its JSON made by the thread that asked (which frees
+ * the views) */
 void engine__handle_list(engine *e, op *o);
+json_t *engine__list_json(op *o);
 
 /* queues.c */
 void engine__handle_queue(engine *e, op *o);
-json_t *engine__queue_json(const queue *q);
-json_t *engine__pipe_json(engine *e, const queue *q0);
 void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
 void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes);
@@ -735,9 +766,6 @@ void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUT
 /* processes.c */
 void engine__handle_process(engine *e, op *o);
 void engine__handle_ring(engine *e, op *o);
-json_t *engine__process_json(const process *pr);
-json_t *engine__ring_json(engine *e, const ring *r);
-const char *engine__ring_state(engine *e, const ring *r); /* running, done or failed */
 void engine__tick_processes(engine *e, int64_t now);
 void engine__tick_rings(engine *e);
 void engine__load_process(void *ctx, const store_process *sp);
@@ -767,7 +795,6 @@ void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines, in
 
 /* client_leases.c */
 void engine__handle_client_lease(engine *e, op *o);
-json_t *engine__lease_json(engine *e, const client_lease *l, int ended);
 /* Whether id is a client lease that runs (pools and processes may name it). */
 int engine__client_lease_known(engine *e, const char *id);
 /* Ends the leases whose time ran out, with what they hold. */

@@ -1017,23 +1017,26 @@ void engine__handle_job_list(engine *e, op *o)
 {
 	size_t npools = 0, k = 0;
 	int64_t below = o->u.job_list.below > 0 ? o->u.job_list.below : INT64_MAX, last = 0;
-	int found = 0, scanned = 0;
+	int found = 0, scanned = 0, known = 0;
 
 	for (pool *p = e->pools; p; p = p->next)
 		npools++;
 	pool **ps = calloc(npools ? npools : 1, sizeof(*ps));
 	size_t *at = calloc(npools ? npools : 1, sizeof(*at)); /* jobs of ps[i] not looked at yet */
-	json_t *list = json_array();
-	if (!ps || !at || !list) {
+	job_view *views = calloc((size_t)o->u.job_list.limit, sizeof(*views));
+	if (!ps || !at || !views) {
 		o->err = CM_ENOMEM;
 		goto out;
 	}
 	for (pool *p = e->pools; p; p = p->next)
 		if (o->id ? strcmp(p->id, o->id) == 0 : !p->spec.manager[0]) {
-			ps[k] = p;
-			at[k++] = jobs_below(p, below);
+			known = 1;
+			/* only pools with jobs to show: the merge below looks at
+			 * each of them for every job it takes */
+			if ((at[k] = jobs_below(p, below)))
+				ps[k++] = p;
 		}
-	if (o->id && !k) {
+	if (o->id && !known) {
 		o->err = CM_ENOENT;
 		goto out;
 	}
@@ -1053,15 +1056,21 @@ void engine__handle_job_list(engine *e, op *o)
 		last = jb->num;
 		scanned++;
 		if (!o->u.job_list.state || strcmp(engine__job_state(jb), o->u.job_list.state) == 0) {
-			json_array_append_new(list, engine__job_json(jb));
+			/* copied: the page is written by the thread that asked */
+			engine__job_view(&views[found], jb);
+			if ((o->err = engine__job_view_keep(&views[found])) != CM_OK)
+				goto out;
 			found++;
 		}
 	}
-	char cursor[24];
-	snprintf(cursor, sizeof(cursor), "%lld", (long long)last);
-	o->out = json_pack("{s:O, s:o}", "jobs", list, "next_cursor", last ? json_string(cursor) : json_null());
+	o->u.job_list.views = views;
+	o->u.job_list.nviews = (size_t)found;
+	o->u.job_list.last = last;
+	views = NULL;
 out:
-	json_decref(list);
+	for (int i = 0; views && i < found; i++)
+		job_view_fini(&views[i]);
+	free(views);
 	free(ps);
 	free(at);
 }

@@ -1,8 +1,9 @@
 /*
  * Pages of the lists: pools, managers, processes, rings, queues, pipes and
  * clients' leases, newest first. A page costs the engine one pass over the
- * kind's items, comparing two numbers each, and the JSON of what it shows
- * (at most a page): never the JSON of everything a gateway holds.
+ * kind's items, comparing two numbers each, and copies of the plain fields
+ * of what it shows (item_views.h); the page's JSON is made by the HTTP
+ * thread that asked.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -85,8 +86,76 @@ static void offer(picks *ps, int64_t ms, uint64_t seq, const void *item)
 	ps->p[i] = (pick){ms, seq, item};
 }
 
-static void pick_all(engine *e, engine_list_kind kind, picks *ps)
+/* Items by id, sorted, to find a ring's members or a pipe's way back
+ * without a walk of every process or queue for each item of the page. */
+typedef struct by_id {
+	const char *id;
+	const void *item;
+} by_id;
+
+typedef struct id_index {
+	by_id *at;
+	size_t n;
+	int made, failed;
+} id_index;
+
+static int by_id_order(const void *a, const void *b)
 {
+	return strcmp(((const by_id *)a)->id, ((const by_id *)b)->id);
+}
+
+static void index_processes(engine *e, id_index *ix)
+{
+	size_t n = 0;
+
+	ix->made = 1;
+	for (const process *pr = e->processes; pr; pr = pr->next)
+		n++;
+	if (n && !(ix->at = malloc(n * sizeof(*ix->at)))) {
+		ix->failed = 1;
+		return;
+	}
+	for (const process *pr = e->processes; pr; pr = pr->next)
+		ix->at[ix->n++] = (by_id){pr->id, pr};
+	qsort(ix->at, ix->n, sizeof(*ix->at), by_id_order);
+}
+
+static void index_queues(engine *e, id_index *ix)
+{
+	size_t n = 0;
+
+	ix->made = 1;
+	for (const queue *q = e->queues; q; q = q->next)
+		n++;
+	if (n && !(ix->at = malloc(n * sizeof(*ix->at)))) {
+		ix->failed = 1;
+		return;
+	}
+	for (const queue *q = e->queues; q; q = q->next)
+		ix->at[ix->n++] = (by_id){q->id, q};
+	qsort(ix->at, ix->n, sizeof(*ix->at), by_id_order);
+}
+
+static const void *index_find(const id_index *ix, const char *id)
+{
+	by_id key = {id, NULL};
+	const by_id *found = ix->n ? bsearch(&key, ix->at, ix->n, sizeof(*ix->at), by_id_order) : NULL;
+
+	return found ? found->item : NULL;
+}
+
+static void ring_members(engine *e, id_index *processes, const ring *r, const process *members[SPEC_MAX_RING])
+{
+	if (!processes->made)
+		index_processes(e, processes);
+	for (int i = 0; i < r->size; i++)
+		members[i] = index_find(processes, r->members[i]);
+}
+
+static void pick_all(engine *e, engine_list_kind kind, picks *ps, id_index *processes)
+{
+	const process *members[SPEC_MAX_RING];
+
 	switch (kind) {
 	case LIST_POOLS:
 	case LIST_MANAGERS:
@@ -101,9 +170,12 @@ static void pick_all(engine *e, engine_list_kind kind, picks *ps)
 				offer(ps, pr->created_ms, pr->seq, pr);
 		break;
 	case LIST_RINGS:
-		for (const ring *r = e->rings; r; r = r->next)
-			if (state_shown(ps, ring_states, engine__ring_state(e, r)))
+		for (const ring *r = e->rings; r; r = r->next) {
+			if (ps->pg->states)
+				ring_members(e, processes, r, members);
+			if (!ps->pg->states || state_shown(ps, ring_states, engine__ring_state_of(r, members)))
 				offer(ps, r->created_ms, r->seq, r);
+		}
 		break;
 	case LIST_QUEUES:
 	case LIST_PIPES:
@@ -124,18 +196,67 @@ static void pick_all(engine *e, engine_list_kind kind, picks *ps)
 	}
 }
 
-static json_t *item_json(engine *e, engine_list_kind kind, const void *item)
+/* The page's leases by id, given what they hold in one pass over pools
+ * and processes. */
+static int lease_holdings(engine *e, item_view *views, size_t n)
 {
-	switch (kind) {
-	case LIST_POOLS:
-	case LIST_MANAGERS: return engine__pool_json(item);
-	case LIST_PROCESSES: return engine__process_json(item);
-	case LIST_RINGS: return engine__ring_json(e, item);
-	case LIST_QUEUES: return engine__queue_json(item);
-	case LIST_PIPES: return engine__pipe_json(e, item);
-	case LIST_LEASES: return engine__lease_json(e, item, 0);
+	by_id *ix = malloc(n * sizeof(*ix));
+	int err = ix ? CM_OK : CM_ENOMEM;
+
+	for (size_t i = 0; ix && i < n; i++)
+		ix[i] = (by_id){views[i].u.lease.id, &views[i].u.lease};
+	if (ix)
+		qsort(ix, n, sizeof(*ix), by_id_order);
+	id_index leases = {.at = ix, .n = n};
+	for (const pool *p = e->pools; p && err == CM_OK; p = p->next) {
+		lease_view *v = p->spec.lease[0] ? (lease_view *)index_find(&leases, p->spec.lease) : NULL;
+		if (v)
+			err = engine__lease_view_pool(v, p);
 	}
-	return NULL;
+	for (const process *pr = e->processes; pr && err == CM_OK; pr = pr->next) {
+		lease_view *v = pr->lease[0] ? (lease_view *)index_find(&leases, pr->lease) : NULL;
+		if (v)
+			err = engine__lease_view_process(v, pr);
+	}
+	free(ix);
+	return err;
+}
+
+/* The view of a picked item into v (v->kind set). */
+static int copy_item(engine *e, const void *item, item_view *v, id_index *processes, id_index *queues)
+{
+	const process *members[SPEC_MAX_RING];
+
+	switch (v->kind) {
+	case LIST_POOLS:
+	case LIST_MANAGERS: return engine__pool_view(&v->u.pool, item);
+	case LIST_PROCESSES: return engine__process_view(&v->u.process, item);
+	case LIST_RINGS:
+		ring_members(e, processes, item, members);
+		return processes->failed ? CM_ENOMEM : engine__ring_view(&v->u.ring, item, members);
+	case LIST_QUEUES: engine__queue_view(&v->u.queue, item); return CM_OK;
+	case LIST_PIPES: {
+		const queue *q0 = item, *q1 = NULL;
+		if (strcmp(q0->kind, "duplex") == 0) {
+			char back[64];
+			if (!queues->made)
+				index_queues(e, queues);
+			snprintf(back, sizeof(back), "%.*s.1", (int)strlen(q0->id) - 2, q0->id);
+			q1 = index_find(queues, back);
+		}
+		engine__pipe_view(&v->u.pipe, q0, q1);
+		return queues->failed ? CM_ENOMEM : CM_OK;
+	}
+	case LIST_LEASES: engine__lease_view(&v->u.lease, item, 0); return CM_OK;
+	}
+	return CM_EINVAL;
+}
+
+static void views_free(item_view *views, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		item_view_fini(&views[i]);
+	free(views);
 }
 
 void engine__handle_list(engine *e, op *o)
@@ -143,22 +264,52 @@ void engine__handle_list(engine *e, op *o)
 	engine_list_kind kind = o->u.list.kind;
 	const engine_list_page *pg = o->u.list.page;
 	picks ps = {.pg = pg, .cap = (size_t)pg->limit + 1};
-	json_t *items;
-	char cursor[48];
-	const char *name = engine_list_name(kind);
+	id_index processes = {0}, queues = {0};
+	item_view *views = NULL;
+	size_t n = 0;
 
-	if (!(ps.p = calloc(ps.cap, sizeof(*ps.p))) || !(items = json_array())) {
-		free(ps.p);
+	if (!(ps.p = calloc(ps.cap, sizeof(*ps.p)))) {
 		o->err = CM_ENOMEM;
 		return;
 	}
-	pick_all(e, kind, &ps);
-	for (size_t i = 0; i < ps.n && i < (size_t)pg->limit; i++)
-		json_array_append_new(items, item_json(e, kind, ps.p[i].item));
-	if (ps.n > (size_t)pg->limit) /* the last shown */
-		snprintf(cursor, sizeof(cursor), "%lld.%llu", (long long)ps.p[pg->limit - 1].ms,
+	pick_all(e, kind, &ps, &processes);
+	n = ps.n < (size_t)pg->limit ? ps.n : (size_t)pg->limit;
+	if (processes.failed || (n && !(views = calloc(n, sizeof(*views)))))
+		o->err = CM_ENOMEM;
+	for (size_t i = 0; i < n && o->err == CM_OK; i++) {
+		views[i].kind = kind;
+		o->err = copy_item(e, ps.p[i].item, &views[i], &processes, &queues);
+	}
+	if (o->err == CM_OK && kind == LIST_LEASES && n)
+		o->err = lease_holdings(e, views, n);
+	if (o->err == CM_OK && ps.n > (size_t)pg->limit) /* the last shown */
+		snprintf(o->u.list.next, sizeof(o->u.list.next), "%lld.%llu", (long long)ps.p[pg->limit - 1].ms,
 		         (unsigned long long)ps.p[pg->limit - 1].seq);
-	o->out = json_pack("{s:o, s:o}", name, items, "next_cursor",
-	                   ps.n > (size_t)pg->limit ? json_string(cursor) : json_null());
+	if (o->err != CM_OK)
+		views_free(views, views ? n : 0);
+	else {
+		o->u.list.views = views;
+		o->u.list.nviews = n;
+	}
 	free(ps.p);
+	free(processes.at);
+	free(queues.at);
+}
+
+json_t *engine__list_json(op *o)
+{
+	json_t *items = json_array(), *out = NULL;
+
+	for (size_t i = 0; items && i < o->u.list.nviews; i++)
+		if (json_array_append_new(items, item_view_json(&o->u.list.views[i])) != 0) {
+			json_decref(items);
+			items = NULL;
+		}
+	if (items)
+		out = json_pack("{s:o, s:o}", engine_list_name(o->u.list.kind), items, "next_cursor",
+		                o->u.list.next[0] ? json_string(o->u.list.next) : json_null());
+	views_free(o->u.list.views, o->u.list.nviews);
+	o->u.list.views = NULL;
+	o->u.list.nviews = 0;
+	return out;
 }

@@ -19,31 +19,35 @@ static process *process_find(engine *e, const char *id)
 	return NULL;
 }
 
+/* The ring's processes by rank into members (NULL for one gone). */
+static void ring_members(engine *e, const ring *r, const process *members[SPEC_MAX_RING])
+{
+	for (int i = 0; i < r->size; i++)
+		members[i] = process_find(e, r->members[i]);
+}
+
+/* The ring's view, its members found by their ids. */
+static json_t *ring_json(engine *e, const ring *r)
+{
+	const process *members[SPEC_MAX_RING];
+
+	ring_members(e, r, members);
+	return engine__ring_json(r, members);
+}
+
+static const char *ring_state(engine *e, const ring *r)
+{
+	const process *members[SPEC_MAX_RING];
+
+	ring_members(e, r, members);
+	return engine__ring_state_of(r, members);
+}
+
 int engine__process_may_call(engine *e, const char *id, const char *pool_id)
 {
 	process *pr = process_find(e, id);
 
 	return pr && pr->state == PR_RUNNING && pr->secret_hash[0] && strcmp(id, pool_id) == 0;
-}
-
-json_t *engine__process_json(const process *pr)
-{
-	char created[32], ended[32];
-	json_t *o;
-
-	engine__iso_time(pr->created_ms, created);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "id", pr->id, "state", proc_state_names[pr->state],
-	              "backend", bx_name(pr->backend), "handle", pr->handle, "terminated", pr->terminated, "created_at",
-	              created, "spec", json_loads(pr->spec_json, 0, NULL) ?: json_null());
-	if (pr->state != PR_RUNNING) {
-		engine__iso_time(pr->ended_ms, ended);
-		json_object_set_new(o, "exit_code", json_integer(pr->exit_code));
-		json_object_set_new(o, "ended_at", json_string(ended));
-	}
-	if (pr->reason[0])
-		json_object_set_new(o, "reason", json_string(pr->reason));
-	engine__runs_as(o, pr->backend, pr->handle);
-	return o;
 }
 
 static void process_save(engine *e, const process *pr)
@@ -289,7 +293,7 @@ static int start_answered(engine *e, op *o)
 			if (pr && !process_start_answered(pr))
 				return 0;
 		}
-		o->out = r ? engine__ring_json(e, r) : NULL;
+		o->out = r ? ring_json(e, r) : NULL;
 	}
 	if (!o->out)
 		o->err = CM_ENOMEM;
@@ -459,38 +463,6 @@ static ring *ring_add(engine *e, const char *id, int size, int port, int64_t cre
 	return r;
 }
 
-/* running while any member runs; then done if all exited 0, else failed */
-const char *engine__ring_state(engine *e, const ring *r)
-{
-	int running = 0, bad = 0;
-
-	for (int i = 0; i < r->size; i++) {
-		process *pr = process_find(e, r->members[i]);
-		if (!pr || pr->state == PR_FAILED || (pr->state == PR_EXITED && pr->exit_code != 0))
-			bad = 1;
-		else if (pr->state == PR_RUNNING)
-			running = 1;
-	}
-	return running ? "running" : bad ? "failed" : "done";
-}
-
-json_t *engine__ring_json(engine *e, const ring *r)
-{
-	json_t *members = json_array();
-	char created[32];
-
-	for (int i = 0; i < r->size; i++) {
-		process *pr = process_find(e, r->members[i]);
-		json_t *m = pr ? engine__process_json(pr) : json_pack("{s:s}", "id", r->members[i]);
-		json_object_set_new(m, "rank", json_integer(i));
-		json_array_append_new(members, m);
-	}
-	engine__iso_time(r->created_ms, created);
-	return json_pack("{s:s, s:s, s:i, s:s, s:i, s:s, s:o}", "id", r->id, "state", engine__ring_state(e, r), "size",
-	                 r->size, "master_addr", "127.0.0.1", "master_port", r->master_port, "created_at", created,
-	                 "members", members);
-}
-
 void engine__handle_ring(engine *e, op *o)
 {
 	ring *r = o->kind == OP_RING_START ? NULL : ring_find(e, o->id);
@@ -544,7 +516,7 @@ void engine__handle_ring(engine *e, op *o)
 		}
 		break;
 	}
-	case OP_RING_GET: o->out = engine__ring_json(e, r); break;
+	case OP_RING_GET: o->out = ring_json(e, r); break;
 	case OP_RING_DELETE:
 		for (int i = 0; i < r->size; i++) {
 			process *pr = process_find(e, r->members[i]);
@@ -554,11 +526,11 @@ void engine__handle_ring(engine *e, op *o)
 				process_stop(pr, 0);
 			}
 		}
-		if (strcmp(engine__ring_state(e, r), "running") == 0) {
+		if (strcmp(ring_state(e, r), "running") == 0) {
 			waitlist_add(&r->waiters, o); /* answered by the tick once every member ended */
 			return;
 		}
-		o->out = engine__ring_json(e, r);
+		o->out = ring_json(e, r);
 		break;
 	default: break;
 	}
@@ -569,10 +541,10 @@ void engine__tick_rings(engine *e)
 {
 	for (ring *r = e->rings; r; r = r->next) {
 		op *o;
-		if (!r->waiters.head || strcmp(engine__ring_state(e, r), "running") == 0)
+		if (!r->waiters.head || strcmp(ring_state(e, r), "running") == 0)
 			continue;
 		while ((o = waitlist_take(&r->waiters))) {
-			o->out = engine__ring_json(e, r);
+			o->out = ring_json(e, r);
 			engine__ready(e, o);
 		}
 	}

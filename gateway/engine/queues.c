@@ -45,19 +45,6 @@ static void holds_free(queue *q)
 	}
 }
 
-json_t *engine__queue_json(const queue *q)
-{
-	char created[32];
-
-	int waiting = (int)waitlist_count(&q->getters);
-	int64_t held = 0; /* items in holds: a few holds a queue, one a reader */
-	for (const queue_hold *h = q->holds; h; h = h->next)
-		held += h->n;
-	engine__iso_time(q->created_ms, created);
-	return json_pack("{s:s, s:s, s:I, s:I, s:i, s:s}", "id", q->id, "kind", q->kind, "size", (json_int_t)q->size,
-	                 "held", (json_int_t)held, "waiting_readers", waiting, "created_at", created);
-}
-
 /* ---- holds: items a client took ahead under its lease ------------------ */
 
 /* Whether hold is one of lease's: "<lease>." and its own id. */
@@ -296,24 +283,6 @@ static int resolve_queue_call(engine *e, op *o)
 		o->u.queue.lens = o->u.queue.owned_lens;
 	}
 	return CM_OK;
-}
-
-/* Every queue (o->id "queue") or every pipe (o->id "pipe", its directions
- * together, found by the pipe's id in a hash: one pass however many),
- * newest first. */
-/* A pipe, from its first direction "<pipe>.0": with its way back
- * "<pipe>.1" if it is duplex. */
-json_t *engine__pipe_json(engine *e, const queue *q0)
-{
-	char pipe_id[48], back[64];
-	const queue *q1;
-	size_t len = strlen(q0->id) - 2;
-
-	snprintf(pipe_id, sizeof(pipe_id), "%.*s", (int)len, q0->id);
-	snprintf(back, sizeof(back), "%s.1", pipe_id);
-	q1 = strcmp(q0->kind, "duplex") == 0 ? queue_find(e, back) : NULL;
-	return json_pack("{s:s, s:b, s:[o*o*]}", "id", pipe_id, "duplex", strcmp(q0->kind, "duplex") == 0, "directions",
-	                 engine__queue_json(q0), q1 ? engine__queue_json(q1) : NULL);
 }
 
 void engine__handle_queue(engine *e, op *o)

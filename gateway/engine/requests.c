@@ -192,8 +192,12 @@ int engine_pool_create(engine *e, const pool_spec *spec, json_t **out, char *det
 int engine_list(engine *e, engine_list_kind kind, const engine_list_page *pg, json_t **out)
 {
 	op o = {.kind = OP_LIST, .u.list = {.kind = kind, .page = pg}};
+	int err = submit(e, &o);
 
-	return submit_answer(e, &o, out, NULL, 0);
+	/* the page's JSON made here, off the engine thread */
+	if (err == CM_OK && !(*out = engine__list_json(&o)))
+		err = CM_ENOMEM;
+	return err;
 }
 
 int engine_join_token(engine *e, const char *pool_id, int64_t uses, int64_t ttl_s, json_t **out, char *detail,
@@ -289,21 +293,32 @@ int engine_apply_finish(engine_call *c, engine_apply_answer *out, char *detail, 
 	return err;
 }
 
-int engine_pool_jobs(engine *e, const char *id, json_t **out)
-{
-	return run_simple(e, OP_POOL_JOBS, id, out, NULL, 0);
-}
-
 int engine_job_get(engine *e, const char *id, json_t **out)
 {
 	return run_simple(e, OP_JOB_GET, id, out, NULL, 0);
 }
 
-int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, json_t **out)
+int engine_job_list(engine *e, const char *pool_id, const char *state, int64_t cursor, int limit, cm_buf *page)
 {
 	op o = {.kind = OP_JOB_LIST, .id = pool_id, .u.job_list = {.state = state, .below = cursor, .limit = limit}};
+	int err = submit(e, &o);
 
-	return submit_answer(e, &o, out, NULL, 0);
+	/* the page written here, off the engine thread, from its copies */
+	if (err == CM_OK)
+		err = cm_buf_puts(page, "{\"jobs\":[");
+	for (size_t i = 0; i < o.u.job_list.nviews; i++) {
+		if (err == CM_OK && i)
+			err = cm_buf_puts(page, ",");
+		if (err == CM_OK)
+			err = job_view_text(&o.u.job_list.views[i], page);
+		job_view_fini(&o.u.job_list.views[i]);
+	}
+	free(o.u.job_list.views);
+	if (err == CM_OK)
+		err = o.u.job_list.last
+		              ? cm_buf_printf(page, "],\"next_cursor\":\"%lld\"}", (long long)o.u.job_list.last)
+		              : cm_buf_puts(page, "],\"next_cursor\":null}");
+	return err;
 }
 
 int engine_job_delete(engine *e, const char *id, json_t **out)

@@ -193,6 +193,7 @@ enum MHD_Result http_manager_call_answer(struct MHD_Connection *c, const char *u
 enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
                                 request *rq);
 enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method);
+enum MHD_Result http_jobs_page(api *a, struct MHD_Connection *c, const char *url, const char *pool_id);
 enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, request *rq);
 /* end: -1 for a queue's items, else the pipe end (pipes.c). */

@@ -29,19 +29,17 @@ static enum MHD_Result post_args(api *a, struct MHD_Connection *c, const char *u
 	return http_send_json(c, 200, out, NULL);
 }
 
-/* GET /v1/jobs?pool=&state=&cursor=&limit=: jobs newest first. */
-enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method)
+/* A page of jobs, newest first: of pool_id (NULL: every pool's), with
+ * ?state=&cursor=&limit=. */
+enum MHD_Result http_jobs_page(api *a, struct MHD_Connection *c, const char *url, const char *pool_id)
 {
 	static const char *const states[] = {"submitting", "running", "done", "cancelled", NULL};
-	const char *pool_id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool");
 	const char *state = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
 	char detail[256] = "";
 	int64_t cursor = 0, limit = 100;
-	json_t *out = NULL;
+	cm_buf page;
 	int err, known = 0;
 
-	if (strcmp(method, "GET") != 0)
-		return http_problem(c, 405, url, "use GET on /v1/jobs (a job is made by a pool's map or apply)");
 	for (size_t i = 0; state && states[i]; i++)
 		known |= strcmp(state, states[i]) == 0;
 	if (state && !known)
@@ -51,9 +49,20 @@ enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url
 	if (http_query_int(c, "cursor", 1, INT64_MAX, &cursor, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "limit", 1, 1000, &limit, detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
-	if ((err = engine_job_list(a->engine, pool_id, state, cursor, (int)limit, &out)) != CM_OK)
+	cm_buf_init(&page);
+	if ((err = engine_job_list(a->engine, pool_id, state, cursor, (int)limit, &page)) != CM_OK) {
+		cm_buf_fini(&page);
 		return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
-	return http_send_json(c, 200, out, NULL);
+	}
+	return http_send_text(c, 200, page.data, page.len, "application/json", NULL);
+}
+
+/* GET /v1/jobs?pool=&state=&cursor=&limit= */
+enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method)
+{
+	if (strcmp(method, "GET") != 0)
+		return http_problem(c, 405, url, "use GET on /v1/jobs (a job is made by a pool's map or apply)");
+	return http_jobs_page(a, c, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool"));
 }
 
 enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,

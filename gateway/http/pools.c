@@ -180,9 +180,7 @@ enum MHD_Result http_route_pools(api *a, struct MHD_Connection *c, const char *u
 	if (strcmp(sub, "/jobs") == 0) {
 		if (strcmp(method, "GET") != 0)
 			return http_problem(c, 405, url, "use GET on a pool's jobs");
-		if ((err = engine_pool_jobs(a->engine, id, &out)) != CM_OK)
-			return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
-		return http_send_json(c, 200, out, NULL);
+		return http_jobs_page(a, c, url, id);
 	}
 	if (strcmp(method, "POST") != 0)
 		return http_problem(c, 405, url, "use POST on pool actions");

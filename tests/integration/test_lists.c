@@ -1,8 +1,8 @@
 /*
  * The lists (pools, managers, processes, rings, queues, pipes, leases) on a
  * real gateway: paged newest first with a cursor, every item exactly once
- * across pages of any size, filtered by one or more states, and bad
- * queries refused.
+ * across pages of any size, filtered by one or more states, each item
+ * shown as its own view, and bad queries refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,6 +243,136 @@ static void test_pools_and_managers_apart(void **state)
 		free(managers[i]);
 }
 
+/* The item the list shows is the item's own view (GET of its id): the
+ * engine copies a page's items and the HTTP thread writes them, finding a
+ * ring's members, a pipe's way back and what a lease holds its own way.
+ * Compared again a few times where a worker's start moves a pool on
+ * between the two requests. */
+static void assert_listed_as_got(const char *list, const char *name, char **ids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char path[128];
+		int same = 0;
+		snprintf(path, sizeof(path), "%s/%s", list, ids[i]);
+		for (int tries = 0; !same; tries++) {
+			json_t *page = http_get_ok(&g, list), *items = json_object_get(page, name), *it, *mine = NULL;
+			json_t *got = http_get_ok(&g, path);
+			size_t k;
+			json_array_foreach (items, k, it)
+				if (strcmp(json_string_value(json_object_get(it, "id")), ids[i]) == 0)
+					mine = it;
+			assert_non_null(mine);
+			json_object_del(mine, "expires_in_ms"); /* a lease's: counts down between the two */
+			json_object_del(got, "expires_in_ms");
+			same = json_equal(mine, got);
+			if (!same && tries == 50) {
+				char *m = json_dumps(mine, JSON_COMPACT), *o = json_dumps(got, JSON_COMPACT);
+				fail_msg("%s in %s: %s, its own view %s", ids[i], list, m, o);
+			}
+			json_decref(page);
+			json_decref(got);
+			if (!same)
+				usleep(20000);
+		}
+	}
+}
+
+static void test_an_item_listed_is_its_own_view(void **state)
+{
+	(void)state;
+	char body[256], *lease = http_create(&g, "/v1/leases", "{\"lease_s\": 600}"), *pools[2], *managers[1],
+	                *procs[2], *rings[1], *queues[1], *pipes[2];
+
+	snprintf(body, sizeof(body), "{\"processes\": 2, \"lease\": \"%s\"}", lease);
+	pools[0] = pool_create_spec(&g, body);
+	pools[1] = pool_create(&g, 1);
+	snprintf(body, sizeof(body), "{\"type\": \"dict\", \"lease\": \"%s\"}", lease);
+	managers[0] = http_create(&g, "/v1/managers", body);
+	snprintf(body, sizeof(body), "{\"command\": [\"sleep\", \"60\"], \"lease\": \"%s\"}", lease);
+	procs[0] = http_create(&g, "/v1/processes", body);
+	json_decref(process_run(&g, "{\"command\": [\"false\"]}", &procs[1]));
+	rings[0] = http_create(&g, "/v1/rings", "{\"size\": 3, \"command\": [\"sleep\", \"60\"]}");
+	queues[0] = http_create(&g, "/v1/queues", NULL);
+	pipes[0] = http_create(&g, "/v1/pipes", "{\"duplex\": true}");
+	pipes[1] = http_create(&g, "/v1/pipes", "{\"duplex\": false}");
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", queues[0]);
+	response r = http(&g, "POST", path, "{\"items\": [1, 2]}", NULL);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/1/send", pipes[0]);
+	r = http(&g, "POST", path, "{\"items\": [\"back\"]}", NULL);
+	assert_int_equal(r.status, 201);
+	response_free(&r);
+
+	assert_listed_as_got("/v1/pools", "pools", pools, 2);
+	assert_listed_as_got("/v1/managers", "managers", managers, 1);
+	assert_listed_as_got("/v1/processes", "processes", procs, 2);
+	assert_listed_as_got("/v1/rings", "rings", rings, 1);
+	assert_listed_as_got("/v1/queues", "queues", queues, 1);
+	assert_listed_as_got("/v1/pipes", "pipes", pipes, 2);
+	assert_listed_as_got("/v1/leases", "leases", &lease, 1);
+
+	/* what each holds, as the list shows it */
+	json_t *page = http_get_ok(&g, "/v1/leases?limit=1"), *l = json_array_get(json_object_get(page, "leases"), 0);
+	assert_string_equal(json_string_value(json_object_get(l, "id")), lease);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(l, "pools"), 0)), pools[0]);
+	assert_int_equal(json_array_size(json_object_get(l, "pools")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(l, "managers"), 0)), managers[0]);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(l, "processes"), 0)), procs[0]);
+	assert_int_equal(json_array_size(json_object_get(l, "processes")), 1);
+	json_decref(page);
+	page = http_get_ok(&g, "/v1/pipes?limit=2");
+	json_t *dirs = json_object_get(json_array_get(json_object_get(page, "pipes"), 1), "directions");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(dirs, 1), "size")), 1);
+	json_decref(page);
+	page = http_get_ok(&g, "/v1/rings?limit=1");
+	json_t *members = json_object_get(json_array_get(json_object_get(page, "rings"), 0), "members");
+	assert_int_equal(json_array_size(members), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(members, i), "state")), "running");
+	json_decref(page);
+
+	snprintf(path, sizeof(path), "/v1/leases/%s", lease);
+	r = http(&g, "DELETE", path, NULL, NULL); /* ends what it holds */
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	snprintf(path, sizeof(path), "/v1/rings/%s", rings[0]);
+	r = http(&g, "DELETE", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	response_free(&r);
+	free(lease);
+	free(pools[0]);
+	free(pools[1]);
+	free(managers[0]);
+	free(procs[0]);
+	free(procs[1]);
+	free(rings[0]);
+	free(queues[0]);
+	free(pipes[0]);
+	free(pipes[1]);
+}
+
+/* A pool's jobs are paged as every job is, newest first. */
+static void test_a_pools_jobs_paged(void **state)
+{
+	(void)state;
+	char *pool = pool_create(&g, 1), *jobs[5], path[160];
+
+	for (int i = 0; i < 5; i++)
+		jobs[i] = job_submit(&g, pool, json_pack("{s:s, s:[iii]}", "function", "noop", "args", 1, 2, 3));
+	snprintf(path, sizeof(path), "/v1/pools/%s/jobs", pool);
+	assert_pages(path, "jobs", newest_first(jobs, 5));
+	snprintf(path, sizeof(path), "/v1/jobs?pool=%s", pool);
+	assert_pages(path, "jobs", newest_first(jobs, 5));
+	expect_problem(&g, "GET", "/v1/pools/p-nosuchpool/jobs", NULL, 404, "no such pool");
+	snprintf(path, sizeof(path), "/v1/pools/%s/jobs?limit=0", pool);
+	expect_problem(&g, "GET", path, NULL, 400, "'limit' must be an integer from 1 to 1000");
+	for (int i = 0; i < 5; i++)
+		free(jobs[i]);
+	free(pool);
+}
+
 static void test_bad_queries_refused(void **state)
 {
 	(void)state;
@@ -269,6 +399,8 @@ int main(void)
 	        cmocka_unit_test(test_queues_pipes_and_leases_page_newest_first),
 	        cmocka_unit_test(test_processes_and_rings_filter_by_state),
 	        cmocka_unit_test(test_pools_and_managers_apart),
+	        cmocka_unit_test(test_an_item_listed_is_its_own_view),
+	        cmocka_unit_test(test_a_pools_jobs_paged),
 	        cmocka_unit_test(test_bad_queries_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
