@@ -3,7 +3,7 @@
  * http://127.0.0.1:8080), through libstrand.
  *
  *   strand run [--gpu N] [--cpu N] [--memory MB] [-v VOLUME:PATH] [--image I] [--backend B] [--wait] -- CMD...
- *   strand ps | logs [-f] ID (a process's or a pool's) | kill ID
+ *   strand ps [--rings] | logs [-f] ID (a process's or a pool's) | kill ID
  *   strand pool create|map|status|results|resize|delete ...
  *   strand queue create|list|put|get ... ; strand pipe create|list|send|recv ...
  *   strand jobs list|cancel|failures ...
@@ -19,7 +19,7 @@
 static const char main_help[] =
         "usage: strand COMMAND [ARGS...]      (the gateway: $STRAND_URL, default http://127.0.0.1:8080)\n\n"
         "  run [options] -- CMD...   run a program as a strand process; prints its id\n"
-        "  ps                        list processes\n"
+        "  ps [--rings]              list processes (or rings)\n"
         "  logs [-f] ID              what a process wrote, or a pool's tasks printed\n"
         "  kill ID                   terminate a process\n"
         "  pool ...                  create, list, map, status, results, resize, delete\n"

@@ -10,8 +10,10 @@
 #include "client/cli.h"
 
 static const char jobs_help[] = "usage: strand jobs COMMAND ...\n"
-                                "  list [--pool P] [--state S]   jobs newest first (S: submitting, running, done,\n"
-                                "                                cancelled), one JSON line each\n"
+                                "  list [--pool P] [--state S] [--json]\n"
+                                "                                jobs newest first: id, state, pool, done of total,\n"
+                                "                                failed, function, when made; S: submitting,\n"
+                                "                                running, done, cancelled; --json: a JSON line each\n"
                                 "  cancel JOB                    cancels a running job (its unfinished tasks fail\n"
                                 "                                `cancelled`); one that ended stays as it is\n"
                                 "  rm JOB                        removes an ended job with its results\n"

@@ -1,5 +1,5 @@
 /*
- * strand run, ps, logs, kill: processes.
+ * strand run, ps, logs, kill: processes (and ps --rings: rings of them).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -196,24 +196,44 @@ static void process_row(json_t *p, void *ctx)
 	free(what);
 }
 
+static void ring_row(json_t *r, void *ctx)
+{
+	json_t *m;
+	size_t i;
+	int running = 0;
+
+	(void)ctx;
+	json_array_foreach (json_object_get(r, "members"), i, m)
+		running += strcmp(json_string_value(json_object_get(m, "state")) ?: "", "running") == 0;
+	printf("%-20s %-8s %-5lld %-8d %-6lld %s\n", json_string_value(json_object_get(r, "id")) ?: "",
+	       json_string_value(json_object_get(r, "state")) ?: "",
+	       (long long)json_integer_value(json_object_get(r, "size")), running,
+	       (long long)json_integer_value(json_object_get(r, "master_port")),
+	       json_string_value(json_object_get(r, "created_at")) ?: "");
+}
+
 int cmd_ps(strand_client *c, int argc, char **argv)
 {
-	static const char help[] = "usage: strand ps [--state S[,S...]] [--json]\n"
-	                           "Lists processes newest first: id, state, exit code, backend, command.\n"
-	                           "S: running, exited, failed; --json: a JSON line each.\n";
+	static const char help[] = "usage: strand ps [--rings] [--state S[,S...]] [--json]\n"
+	                           "Lists processes newest first: id, state, exit code, backend, command; S: running,\n"
+	                           "exited, failed. --rings: the rings instead: id, state, size, members running,\n"
+	                           "master port, when made; S: running, done, failed. --json: a JSON line each.\n";
 	static const struct option opts[] = {
+	        {"rings", no_argument, NULL, 'r'},
 	        {"state", required_argument, NULL, 's'},
 	        {"json", no_argument, NULL, 'j'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
 	const char *state = NULL;
-	int as_json = 0, opt;
+	int as_json = 0, rings = 0, opt;
 	char path[160];
 
 	while ((opt = cli_next_opt(argc, argv, "", opts)) != -1) {
 		if (opt == 'j')
 			as_json = 1;
+		else if (opt == 'r')
+			rings = 1;
 		else if (opt == 's' && cli_states_like(optarg))
 			state = optarg;
 		else
@@ -221,9 +241,14 @@ int cmd_ps(strand_client *c, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage(help, EXIT_USAGE);
-	snprintf(path, sizeof(path), "/v1/processes?limit=1000%s%s", state ? "&state=" : "", state ? state : "");
+	snprintf(path, sizeof(path), "/v1/%s?limit=1000%s%s", rings ? "rings" : "processes", state ? "&state=" : "",
+	         state ? state : "");
 	if (as_json)
-		return cli_print_pages(c, path, "processes");
+		return cli_print_pages(c, path, rings ? "rings" : "processes");
+	if (rings) {
+		printf("%-20s %-8s %-5s %-8s %-6s %s\n", "ID", "STATE", "SIZE", "RUNNING", "PORT", "CREATED");
+		return cli_each_page(c, path, "rings", ring_row, NULL);
+	}
 	printf("%-20s %-8s %-5s %-8s %s\n", "ID", "STATE", "CODE", "BACKEND", "COMMAND");
 	return cli_each_page(c, path, "processes", process_row, NULL);
 }

@@ -162,6 +162,13 @@ grep -q "$id" <<<"$("$strand" ps)"; check "ps lists it" 0 $?
 check "ps --json --state exited: it" "$id" "$("$strand" ps --json --state exited | jq -r .id | grep -x "$id")"
 check "ps --state running: not it" "" "$("$strand" ps --state running | grep "$id")"
 "$strand" ps --state bogus >/dev/null 2>&1; check "ps --state bogus: refused" 1 $?
+ring=$(scurl -s "$STRAND_URL/v1/rings" -d '{"size": 2, "command": ["sleep", "30"]}' | jq -r .id)
+check "ps --rings: a table" "ID STATE SIZE RUNNING PORT CREATED" "$("$strand" ps --rings | head -1 | tr -s ' ')"
+check "ps --rings: the ring, its state, size and members running" "$ring running 2 2" \
+  "$("$strand" ps --rings | awk -v id="$ring" '$1 == id {print $1, $2, $3, $4}')"
+check "ps --rings --json --state running: it" "$ring" "$("$strand" ps --rings --json --state running | jq -r .id)"
+check "ps --rings --state done: not it" "" "$("$strand" ps --rings --state done | awk 'NR > 1 {print $1}')"
+scurl -s "$STRAND_URL/v1/rings/$ring" -X DELETE >/dev/null
 out=$("$strand" run --wait -- sh -c 'echo out; exit 5'); code=$?
 check "run --wait: its exit code" 5 $code
 check "run --wait: its output" "out" "$out"
