@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import sys
 import time
 import unittest
@@ -758,6 +759,28 @@ class RuntimeTest(unittest.TestCase):
         self.assertEqual(runtime._base64_text(json.dumps(text).encode()), data)
         for escaped in ("\\/", "\\u002f", "\\u002F"):
             self.assertEqual(runtime._base64_text(json.dumps(text).replace("/", escaped).encode()), data)
+
+
+class DumperTest(unittest.TestCase):
+    def test_one_pickler_for_many_values(self):
+        # The runtime's results and a map's inputs are pickled by one
+        # pickler kept from call to call: each value's bytes stand alone.
+        from strand import _pickling
+
+        dump = _pickling.Dumper().dumps
+        shared = [1, 2, 3]
+        first, again = dump([shared, shared]), dump([shared, shared])
+        self.assertEqual(first, again)  # nothing of the first call's memo in the second
+        self.assertEqual(pickle.loads(first), [[1, 2, 3], [1, 2, 3]])
+        for plain in (None, True, -5, 2.5, "text", b"\x00\xff"):
+            self.assertEqual(pickle.loads(dump(plain)), plain)
+        k = 3
+        self.assertEqual(pickle.loads(dump(lambda x: x + k))(1), 4)  # by value, then the plain pickler again
+        got = pickle.loads(dump(Point(1, 2)))  # the script's own class, by value
+        self.assertEqual((got.x, got.y), (1, 2))
+        big = dump(b"x" * (_pickling.Dumper.KEPT_BYTES + 1))  # a buffer let go after it
+        self.assertEqual(len(pickle.loads(big)), _pickling.Dumper.KEPT_BYTES + 1)
+        self.assertEqual(dump((7, "seven")), pickle.dumps((7, "seven"), pickle.HIGHEST_PROTOCOL))
 
 
 def _loaded(names):

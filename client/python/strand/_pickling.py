@@ -49,23 +49,45 @@ def dumps(obj):
         return _by_value(obj)
 
 
-def dumps_each(objs):
-    """[dumps(obj) for obj in objs], by one pickler: making a pickler cost
-    more than pickling a small object (a map of 20,000 inputs a task)."""
-    out = io.BytesIO()
-    pickler = _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
-    each = []
-    for obj in objs:
+class Dumper:
+    """dumps by one pickler, kept from call to call: making a pickler cost
+    more than pickling a small object (a map of 20,000 inputs a task, a
+    runtime's results of no-ops). For one thread at a time."""
+
+    KEPT_BYTES = 1 << 20  # a buffer grown past this is let go after its call
+    # Values that cannot hold anything of the caller's script: pickle's own
+    # dumps at once (a no-op's None, a number).
+    PLAIN = frozenset((type(None), bool, int, float, str, bytes))
+
+    def __init__(self):
+        self._fresh()
+
+    def _fresh(self):
+        self.out = io.BytesIO()
+        self.pickler = _Pickler(self.out, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def dumps(self, obj):
+        if type(obj) in self.PLAIN:
+            return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
         try:
-            pickler.dump(obj)
-            each.append(out.getvalue())
+            self.pickler.dump(obj)
+            data = self.out.getvalue()
         except _NOT_PICKLE:
-            each.append(_by_value(obj))
-            pickler = _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)  # its state after a failure is unsure
-        out.seek(0)
-        out.truncate()
-        pickler.clear_memo()
-    return each
+            self._fresh()  # its state after a failure is unsure
+            return _by_value(obj)
+        if len(data) > self.KEPT_BYTES:
+            self._fresh()
+        else:
+            self.out.seek(0)
+            self.out.truncate()
+            self.pickler.clear_memo()
+        return data
+
+
+def dumps_each(objs):
+    """[dumps(obj) for obj in objs], by one pickler."""
+    dump = Dumper().dumps
+    return [dump(obj) for obj in objs]
 
 
 # The gateway takes a runtime's function name as rt: and at most 200

@@ -163,6 +163,9 @@ def _base64_text(arg):
     return binascii.a2b_base64(json.loads(arg))
 
 
+_result_pickler = _pickling.Dumper()  # the task loop's, for every result
+
+
 def _run(name, arg, contexts):
     arg = _with_refs(arg)
     if _is_pickled(name):
@@ -178,7 +181,7 @@ def _run(name, arg, contexts):
             function, args, kwargs = call
             if isinstance(function, bytes):  # pickled apart, once per call
                 function = _worker.unpickle_function(function)
-        pickled = _pickling.dumps(function(*args, **kwargs))
+        pickled = _result_pickler.dumps(function(*args, **kwargs))
         if len(pickled) > RESULT_INLINE:
             return _result_file(pickled)
         return b'"' + binascii.b2a_base64(pickled, newline=False) + b'"'  # JSON: base64 needs no escape
@@ -251,10 +254,9 @@ class _Line:
         with self.lock:
             if not self.out:
                 self.out_since = time.monotonic()
-            self.out.append(HEADER.pack(kind, ident, len(a), len(b)))
-            self.out.append(a)
-            self.out.append(b)
-            self.out_bytes += HEADER.size + len(a) + len(b)
+            frame = HEADER.pack(kind, ident, len(a), len(b)) + a + b
+            self.out.append(frame)
+            self.out_bytes += len(frame)
             if now or self.out_bytes >= self.FLUSH_BYTES:
                 self._flush()
 
@@ -327,10 +329,15 @@ class _Line:
                 self.reading = False
                 if frame is None:
                     self.ended = True
-                elif frame[0] == b"A":
-                    self.answers[frame[1]] = frame
-                else:
-                    self.waiting.append(frame)
+                # with the rest of the whole frames the read brought: the
+                # worker sends a run of tasks at once, which the task
+                # loop then takes without the lock (next_task)
+                while frame is not None:
+                    if frame[0] == b"A":
+                        self.answers[frame[1]] = frame
+                    else:
+                        self.waiting.append(frame)
+                    frame = self._cut()
                 if self.sleepers:  # none, but while a task's children call
                     self.cond.notify_all()
                 frame = pick()
@@ -338,8 +345,13 @@ class _Line:
                     return frame
 
     def next_task(self):
-        """The next frame for the task loop, in order."""
-        return self._take(lambda: self.waiting.popleft() if self.waiting else None)
+        """The next frame for the task loop, in order. Only the task loop
+        takes from waiting: a frame already there is taken without the
+        lock (a deque's popleft is atomic)."""
+        try:
+            return self.waiting.popleft()
+        except IndexError:
+            return self._take(lambda: self.waiting.popleft() if self.waiting else None)
 
     def answer(self, ident):
         """The answer ('A') to the call of id ident."""
