@@ -61,6 +61,21 @@ def explode(x):
     return x
 
 
+def _refuse_to_load():
+    raise ValueError("this value does not load here")
+
+
+class Unloadable:
+    """A result the worker pickles and the caller cannot unpickle."""
+
+    def __reduce__(self):
+        return (_refuse_to_load, ())
+
+
+def unloadable_at_3(x):
+    return Unloadable() if x == 3 else x
+
+
 def explode_some(x):
     """Inputs 3 and 137 fail alone; 160 takes its whole task with it."""
     if x in (3, 137):
@@ -295,6 +310,19 @@ class PoolTest(WithPool):
         with self.assertRaises(SystemExit) as caught:
             self.pool.starmap(explode_some, [(x,) for x in range(150, 170)], chunksize=10)
         self.assertIn("(strand: the task from input 10 of the map)", caught.exception.__notes__)
+
+    def test_a_value_the_caller_cannot_unpickle(self):
+        # Raised where it came, after the values before it, saying which
+        # task it was: in imap (a value a task) and in map (chunks).
+        values = self.pool.imap(unloadable_at_3, range(6))
+        self.assertEqual([next(values) for _ in range(3)], [0, 1, 2])
+        with self.assertRaises(ValueError) as caught:
+            next(values)
+        self.assertEqual(str(caught.exception), "this value does not load here")
+        self.assertIn("(strand: the task from input 3 of the map)", caught.exception.__notes__)
+        with self.assertRaises(ValueError) as caught:
+            self.pool.map(unloadable_at_3, range(10), chunksize=2)
+        self.assertIn("(strand: the task from input 2 of the map)", caught.exception.__notes__)
 
     def test_function_the_runtime_cannot_unpickle(self):
         # A module only the caller can import: its function is pickled by

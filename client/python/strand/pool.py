@@ -122,6 +122,8 @@ class _JobValues:
         uploaded, and named; one that holds references (or whose function
         does) as {"$refs": [SHA256, ...], "arg": ARG} (docs/tasks.md)."""
         refs = self._context_refs
+        if type(arg) is str and not refs:  # most: base64 text, no reference
+            return arg
         if isinstance(arg, _WithRefs):
             refs, arg = refs | arg.refs, arg.arg
         if isinstance(arg, _Upload):
@@ -183,7 +185,7 @@ def _context(runner, init, func):
 def _arg(pickled):
     """A task's pickled argument as a request carries it: base64 text, or
     _Upload when it passes CHUNK_BYTES."""
-    return _Upload(pickled) if len(pickled) > CHUNK_BYTES else base64.b64encode(pickled).decode("ascii")
+    return _Upload(pickled) if len(pickled) > CHUNK_BYTES else binascii.b2a_base64(pickled, newline=False).decode("ascii")
 
 
 def _task(*args):
@@ -347,7 +349,9 @@ def _chunks(results, gw, decoded=None, single=False):
     index = 0
     for task, (ok, text) in enumerate(results):
         try:
-            if decoded is None:
+            if ok and decoded is None and type(text) is str:  # most: a value inline
+                values = cloudpickle.loads(binascii.a2b_base64(text))
+            elif decoded is None:
                 values = _chunk(ok, text, gw)
             elif task in decoded:
                 values = decoded[task]
