@@ -305,6 +305,13 @@ class PoolTest(WithPool):
         with self.assertRaises(Boom) as caught:
             next(values)
         self.assertIn("(strand: input 3 of the map)", caught.exception.__notes__)
+        values = self.pool.imap(explode_some, range(6))  # a task an input
+        self.assertEqual([next(values) for _ in range(3)], [0, -1, -2])
+        with self.assertRaises(Boom) as caught:
+            next(values)
+        self.assertEqual(str(caught.exception), "input 3 exploded")
+        self.assertIn("(strand: the task from input 3 of the map)", caught.exception.__notes__)
+        self.assertIn("in explode_some", str(caught.exception.__cause__))
         values = self.pool.imap(explode_some, range(4, 137), chunksize=50)
         self.assertEqual(list(values), [-x for x in range(4, 137)])
         with self.assertRaises(SystemExit) as caught:

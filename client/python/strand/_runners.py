@@ -22,6 +22,11 @@ def each(function, items, star=False):
     their values. An input whose call raised fails alone and the others run
     on: the chunk then raises _worker.InputsFailed, which the runtime
     answers with the values and each failure by its input."""
+    if len(items) == 1 and not star:  # imap's chunk of one: no loop to set up
+        try:
+            return [function(items[0])]
+        except Exception as e:
+            raise _worker.InputsFailed([None], [(0, e, traceback.format_exc())]) from None
     values, failures = [], []
     append = values.append
     while True:

@@ -166,9 +166,9 @@ def _base64_text(arg):
 _result_pickler = _pickling.Dumper()  # the task loop's, for every result
 
 
-def _run(name, arg, contexts):
+def _run(name, pickled_task, arg, contexts):
     arg = _with_refs(arg)
-    if _is_pickled(name):
+    if pickled_task:
         # cloudpickle's bytes read back with pickle (they name cloudpickle's
         # helpers, imported then); a value's from its file, mapped.
         if arg.startswith(VALUE_FILE):
@@ -181,10 +181,10 @@ def _run(name, arg, contexts):
             function, args, kwargs = call
             if isinstance(function, bytes):  # pickled apart, once per call
                 function = _worker.unpickle_function(function)
-        pickled = _result_pickler.dumps(function(*args, **kwargs))
-        if len(pickled) > RESULT_INLINE:
-            return _result_file(pickled)
-        return b'"' + binascii.b2a_base64(pickled, newline=False) + b'"'  # JSON: base64 needs no escape
+        result = _result_pickler.dumps(function(*args, **kwargs))
+        if len(result) > RESULT_INLINE:
+            return _result_file(result)
+        return b'"' + binascii.b2a_base64(result, newline=False) + b'"'  # JSON: base64 needs no escape
     value = _value_file(arg)
     value = _resolve(name)(json.loads(value if value is not None else arg))
     return json.dumps(value).encode()
@@ -482,6 +482,7 @@ def main():
     # last registered first).
     atexit.register(_relay.remove, _relay.serve(_worker.call))
     contexts = _Contexts()
+    names = {}  # a task's name as sent: its text, and whether it is a pickle task
     while True:
         frame = line.next_task()
         if frame is None:
@@ -494,12 +495,20 @@ def main():
             continue
         if kind != b"T":
             continue
-        name = name.decode("ascii", "replace")  # the gateway takes printable ASCII only
+        known = names.get(name)
+        if known is None:  # most tasks share a few names
+            if len(names) >= CONTEXTS_KEPT:
+                names.clear()
+            text = name.decode("ascii", "replace")  # the gateway takes printable ASCII only
+            known = names[name] = (text, _is_pickled(text))
+        name, pickled_task = known
         line.running = True
         try:
-            result = _run(name, arg, contexts)
+            result = _run(name, pickled_task, arg, contexts)
             line.running = False
-            _flush_output()
+            out, err = sys.stdout, sys.stderr
+            if type(out) is not _Output or out.pending or type(err) is not _Output or err.pending:
+                _flush_output()
             line.send(b"R", ident, b"", result)
         except _worker.InputsFailed as e:
             line.running = False
