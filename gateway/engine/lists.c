@@ -95,7 +95,7 @@ typedef struct by_id {
 
 typedef struct id_index {
 	by_id *at;
-	size_t n;
+	size_t n, cap;
 	int made, failed;
 } id_index;
 
@@ -104,36 +104,41 @@ static int by_id_order(const void *a, const void *b)
 	return strcmp(((const by_id *)a)->id, ((const by_id *)b)->id);
 }
 
+static void index_add(id_index *ix, const char *id, const void *item)
+{
+	if (ix->n == ix->cap && !ix->failed) {
+		size_t cap = ix->cap ? 2 * ix->cap : 64;
+		by_id *at = realloc(ix->at, cap * sizeof(*at));
+		if (!at) {
+			ix->failed = 1;
+			return;
+		}
+		ix->at = at;
+		ix->cap = cap;
+	}
+	if (!ix->failed)
+		ix->at[ix->n++] = (by_id){id, item};
+}
+
+static void index_sort(id_index *ix)
+{
+	ix->made = 1;
+	if (ix->n)
+		qsort(ix->at, ix->n, sizeof(*ix->at), by_id_order);
+}
+
 static void index_processes(engine *e, id_index *ix)
 {
-	size_t n = 0;
-
-	ix->made = 1;
 	for (const process *pr = e->processes; pr; pr = pr->next)
-		n++;
-	if (n && !(ix->at = malloc(n * sizeof(*ix->at)))) {
-		ix->failed = 1;
-		return;
-	}
-	for (const process *pr = e->processes; pr; pr = pr->next)
-		ix->at[ix->n++] = (by_id){pr->id, pr};
-	qsort(ix->at, ix->n, sizeof(*ix->at), by_id_order);
+		index_add(ix, pr->id, pr);
+	index_sort(ix);
 }
 
 static void index_queues(engine *e, id_index *ix)
 {
-	size_t n = 0;
-
-	ix->made = 1;
 	for (const queue *q = e->queues; q; q = q->next)
-		n++;
-	if (n && !(ix->at = malloc(n * sizeof(*ix->at)))) {
-		ix->failed = 1;
-		return;
-	}
-	for (const queue *q = e->queues; q; q = q->next)
-		ix->at[ix->n++] = (by_id){q->id, q};
-	qsort(ix->at, ix->n, sizeof(*ix->at), by_id_order);
+		index_add(ix, q->id, q);
+	index_sort(ix);
 }
 
 static const void *index_find(const id_index *ix, const char *id)
@@ -200,14 +205,13 @@ static void pick_all(engine *e, engine_list_kind kind, picks *ps, id_index *proc
  * and processes. */
 static int lease_holdings(engine *e, item_view *views, size_t n)
 {
-	by_id *ix = malloc(n * sizeof(*ix));
-	int err = ix ? CM_OK : CM_ENOMEM;
+	id_index leases = {0};
+	int err;
 
-	for (size_t i = 0; ix && i < n; i++)
-		ix[i] = (by_id){views[i].u.lease.id, &views[i].u.lease};
-	if (ix)
-		qsort(ix, n, sizeof(*ix), by_id_order);
-	id_index leases = {.at = ix, .n = n};
+	for (size_t i = 0; i < n; i++)
+		index_add(&leases, views[i].u.lease.id, &views[i].u.lease);
+	index_sort(&leases);
+	err = leases.failed ? CM_ENOMEM : CM_OK;
 	for (const pool *p = e->pools; p && err == CM_OK; p = p->next) {
 		lease_view *v = p->spec.lease[0] ? (lease_view *)index_find(&leases, p->spec.lease) : NULL;
 		if (v)
@@ -218,7 +222,7 @@ static int lease_holdings(engine *e, item_view *views, size_t n)
 		if (v)
 			err = engine__lease_view_process(v, pr);
 	}
-	free(ix);
+	free(leases.at);
 	return err;
 }
 

@@ -185,7 +185,9 @@ def _context(runner, init, func):
 def _arg(pickled):
     """A task's pickled argument as a request carries it: base64 text, or
     _Upload when it passes CHUNK_BYTES."""
-    return _Upload(pickled) if len(pickled) > CHUNK_BYTES else binascii.b2a_base64(pickled, newline=False).decode("ascii")
+    if len(pickled) > CHUNK_BYTES:
+        return _Upload(pickled)
+    return binascii.b2a_base64(pickled, newline=False).decode("ascii")
 
 
 def _task(*args):
