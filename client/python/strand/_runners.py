@@ -28,20 +28,16 @@ def each(function, items, star=False):
         except Exception as e:
             raise _worker.InputsFailed([None], [(0, e, traceback.format_exc())]) from None
     values, failures = [], []
-    append = values.append
     while True:
         try:
+            # extend keeps what it appended before a call raised (CPython
+            # appends as it iterates): the failed input is the next
             rest = itertools.islice(items, len(values), None)
-            if star:
-                for item in rest:
-                    append(function(*item))
-            else:
-                for item in rest:
-                    append(function(item))
+            values.extend(itertools.starmap(function, rest) if star else map(function, rest))
             break
         except Exception as e:
             failures.append((len(values), e, traceback.format_exc()))
-            append(None)
+            values.append(None)
     if failures:
         raise _worker.InputsFailed(values, failures)
     return values
