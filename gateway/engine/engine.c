@@ -424,18 +424,19 @@ static void *engine_main(void *arg)
 		int output_stored = e->output_stored;
 		e->output_stored = 0;
 		if (changes != e->changes || !committed || said) {
-			void (*on_commit)(void *);
+			void (*on_commit)(void *, engine_watch);
 			void *ctx;
+			engine_watch moved = output_stored || !committed ? ENGINE_WATCH_OUTPUT : ENGINE_WATCH_ANY;
 			e->changes = changes;
 			pthread_mutex_lock(&e->mu);
 			e->gen++;
-			if (output_stored || !committed)
+			if (moved == ENGINE_WATCH_OUTPUT)
 				e->output_gen = e->gen;
 			on_commit = e->on_commit;
 			ctx = e->on_commit_ctx;
 			pthread_mutex_unlock(&e->mu);
 			if (on_commit)
-				on_commit(ctx);
+				on_commit(ctx, moved);
 		}
 		if (!committed && engine__reload(e) != CM_OK) {
 			pthread_mutex_lock(&e->mu);
@@ -526,7 +527,7 @@ int engine_start(engine *e)
 
 void engine_quiesce(engine *e)
 {
-	void (*on_commit)(void *);
+	void (*on_commit)(void *, engine_watch);
 	void *ctx;
 
 	pthread_mutex_lock(&e->mu);
@@ -536,7 +537,7 @@ void engine_quiesce(engine *e)
 	ctx = e->on_commit_ctx;
 	pthread_mutex_unlock(&e->mu);
 	if (on_commit)
-		on_commit(ctx);
+		on_commit(ctx, ENGINE_WATCH_OUTPUT);
 }
 
 void engine_free(engine *e)

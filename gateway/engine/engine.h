@@ -221,16 +221,17 @@ events *engine_events(engine *e);
  * cycle that changed the store, published events (or failed to commit);
  * the output's only after those that stored pools' output, so that a
  * program following its pool's output looks again only when there is
- * some, not at every task's result. on_commit(ctx) runs
- * on the engine's thread after each move, and once more at engine_quiesce;
- * it must not block. */
+ * some, not at every task's result. on_commit(ctx, moved) runs on the
+ * engine's thread after each move (moved: ENGINE_WATCH_OUTPUT when both
+ * generations moved, ENGINE_WATCH_ANY when only the first did), and once
+ * more at engine_quiesce (as both); it must not block. */
 typedef enum engine_watch {
 	ENGINE_WATCH_ANY, /* every such cycle */
 	ENGINE_WATCH_OUTPUT, /* those that stored what pools' tasks printed (or failed to commit) */
 } engine_watch;
 uint64_t engine_generation(engine *e, engine_watch what);
 int engine_closing(engine *e); /* engine_quiesce ran */
-void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx);
+void engine_on_commit(engine *e, void (*on_commit)(void *ctx, engine_watch moved), void *ctx);
 
 /* ---- workers, through the hub -------------------------------------------
  * The hub decodes each worker's frame and encodes the engine's answer: the

@@ -514,7 +514,7 @@ struct engine {
 	int closing;
 	uint64_t gen;
 	uint64_t output_gen; /* gen when a cycle last stored output */
-	void (*on_commit)(void *ctx);
+	void (*on_commit)(void *ctx, engine_watch moved);
 	void *on_commit_ctx;
 
 	/* engine thread only */

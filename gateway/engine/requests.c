@@ -172,7 +172,7 @@ int engine_closing(engine *e)
 	return closing;
 }
 
-void engine_on_commit(engine *e, void (*on_commit)(void *ctx), void *ctx)
+void engine_on_commit(engine *e, void (*on_commit)(void *ctx, engine_watch moved), void *ctx)
 {
 	pthread_mutex_lock(&e->mu);
 	e->on_commit = on_commit;

@@ -30,20 +30,25 @@ struct parking {
 	pthread_cond_t wake; /* the thread: a commit, a new park, the stop */
 	pthread_cond_t idle; /* parking_stop: held connections went down */
 	parked *waiting;
+	size_t waiting_any; /* of them, those that watch every commit (ENGINE_WATCH_ANY) */
 	size_t held; /* connections suspended by parking_hold, not resumed yet */
 	int kicked; /* a commit or a park since the thread last looked */
 	int stopping;
 	int exit;
 };
 
-static void on_commit(void *ctx)
+static void on_commit(void *ctx, engine_watch moved)
 {
 	parking *pk = ctx;
 
-	/* Only a waiting connection needs the thread: a commit with none
-	 * waiting wakes nobody (two futex wake-ups an apply, on this path). */
+	/* Only a connection whose generation moved needs the thread: a
+	 * commit with none waiting wakes nobody (two futex wake-ups an
+	 * apply, on this path), nor one that stored no output while only
+	 * output followers wait (a Python program's pool follows its
+	 * output while it applies: two wake-ups an apply, each a look that
+	 * found nothing to resume). */
 	pthread_mutex_lock(&pk->mu);
-	if (pk->waiting) {
+	if (moved == ENGINE_WATCH_OUTPUT ? pk->waiting != NULL : pk->waiting_any > 0) {
 		pk->kicked = 1;
 		pthread_cond_signal(&pk->wake);
 	}
@@ -70,6 +75,7 @@ static void *resumer_main(void *arg)
 				*pp = w->next;
 				w->next = due;
 				due = w;
+				pk->waiting_any -= w->what == ENGINE_WATCH_ANY;
 			} else {
 				if (w->deadline < earliest)
 					earliest = w->deadline;
@@ -141,6 +147,7 @@ void parking_wait(parking *pk, struct MHD_Connection *c, engine_watch what, uint
 	pthread_mutex_lock(&pk->mu);
 	w->next = pk->waiting;
 	pk->waiting = w;
+	pk->waiting_any += what == ENGINE_WATCH_ANY;
 	pk->kicked = 1;
 	pthread_cond_signal(&pk->wake);
 	pthread_mutex_unlock(&pk->mu);
