@@ -330,6 +330,26 @@ static void test_silent_runtime(void **state)
 	json_decref(items);
 }
 
+/* A runtime of the pool's own whose result is not JSON: the worker sends
+ * it as it came, and the gateway fails the task, saying why. */
+static void test_a_result_that_is_not_json(void **state)
+{
+	(void)state;
+	json_t *items = map_on("{\"processes\":1,\"runtime\":[\"python3\",\"-c\",\"import struct,sys\\n"
+	                       "i,o=sys.stdin.buffer,sys.stdout.buffer\\n"
+	                       "o.write(struct.pack('<cQII',b'S',0,3,0)+b'bad');o.flush()\\n"
+	                       "while True:\\n"
+	                       " h=i.read(17)\\n"
+	                       " if len(h)<17: break\\n"
+	                       " k,n,a,b=struct.unpack('<cQII',h);i.read(a+b)\\n"
+	                       " if k==b'T': o.write(struct.pack('<cQII',b'R',n,0,4)+b'{bad');o.flush()\"]}",
+	                       "rt:anything", json_pack("[i, i]", 1, 2), NULL);
+	for (size_t i = 0; i < 2; i++)
+		if (!strstr(error_of(items, i), "invalid result: not one UTF-8 JSON value"))
+			fail_msg("task %zu: not an invalid result's error: %s", i, error_of(items, i));
+	json_decref(items);
+}
+
 static void test_refusals(void **state)
 {
 	static const char *const no_commands[] = {"--no-commands", NULL};
@@ -404,6 +424,7 @@ int main(void)
 	        cmocka_unit_test(test_an_apply_says_where_output_ends),
 	        cmocka_unit_test(test_runtime_that_cannot_start),
 	        cmocka_unit_test(test_silent_runtime),
+	        cmocka_unit_test(test_a_result_that_is_not_json),
 	        cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests_name("runtime", tests, setup, teardown);
