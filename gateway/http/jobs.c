@@ -44,8 +44,6 @@ enum MHD_Result http_jobs_page(api *a, struct MHD_Connection *c, const char *url
 		known |= strcmp(state, states[i]) == 0;
 	if (state && !known)
 		return http_problem(c, 400, url, "query 'state' must be submitting, running, done or cancelled");
-	if (pool_id && (!pool_id[0] || strlen(pool_id) > 40))
-		return http_problem(c, 400, url, "query 'pool' must be a pool's id");
 	if (http_query_int(c, "cursor", 1, INT64_MAX, &cursor, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "limit", 1, 1000, &limit, detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
@@ -60,9 +58,14 @@ enum MHD_Result http_jobs_page(api *a, struct MHD_Connection *c, const char *url
 /* GET /v1/jobs?pool=&state=&cursor=&limit= */
 enum MHD_Result http_list_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method)
 {
+	const char *pool_id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool");
+
 	if (strcmp(method, "GET") != 0)
 		return http_problem(c, 405, url, "use GET on /v1/jobs (a job is made by a pool's map or apply)");
-	return http_jobs_page(a, c, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pool"));
+	/* checked here: a pool's own jobs (/v1/pools/{id}/jobs) name it in the path */
+	if (pool_id && (!pool_id[0] || strlen(pool_id) > 40))
+		return http_problem(c, 400, url, "query 'pool' must be a pool's id");
+	return http_jobs_page(a, c, url, pool_id);
 }
 
 enum MHD_Result http_route_jobs(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,

@@ -366,6 +366,10 @@ static void test_a_pools_jobs_paged(void **state)
 	snprintf(path, sizeof(path), "/v1/jobs?pool=%s", pool);
 	assert_pages(path, "jobs", newest_first(jobs, 5));
 	expect_problem(&g, "GET", "/v1/pools/p-nosuchpool/jobs", NULL, 404, "no such pool");
+	expect_problem(&g, "GET", "/v1/pools/p-0123456789012345678901234567890123456789abcdef/jobs", NULL, 404,
+	               "no such pool");
+	expect_problem(&g, "GET", "/v1/jobs?pool=p-0123456789012345678901234567890123456789", NULL, 400,
+	               "query 'pool' must be a pool's id");
 	snprintf(path, sizeof(path), "/v1/pools/%s/jobs?limit=0", pool);
 	expect_problem(&g, "GET", path, NULL, 400, "'limit' must be an integer from 1 to 1000");
 	for (int i = 0; i < 5; i++)

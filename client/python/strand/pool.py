@@ -351,7 +351,9 @@ def _chunks(results, gw, decoded=None, single=False):
     index = 0
     for task, (ok, text) in enumerate(results):
         try:
-            if ok and decoded is None and type(text) is str:  # most: a value inline
+            if ok and decoded is None and type(text) is str:
+                # most: a value inline, read as _decode reads it, without
+                # its two calls (0.3 us a task of an imap's 2.5)
                 values = cloudpickle.loads(binascii.a2b_base64(text))
             elif decoded is None:
                 values = _chunk(ok, text, gw)

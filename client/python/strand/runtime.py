@@ -381,9 +381,10 @@ class _Line:
 def _flush_output():
     """What the task printed and did not end with a newline goes before its
     result (a task may have replaced sys.stdout: that is its own)."""
-    for stream in (sys.stdout, sys.stderr):
-        if type(stream) is _Output and not stream.pending:
-            continue  # most tasks print nothing
+    out, err = sys.stdout, sys.stderr
+    if type(out) is _Output and not out.pending and type(err) is _Output and not err.pending:
+        return  # most tasks print nothing
+    for stream in (out, err):
         try:
             stream.flush()
         except Exception:
@@ -506,9 +507,7 @@ def main():
         try:
             result = _run(name, pickled_task, arg, contexts)
             line.running = False
-            out, err = sys.stdout, sys.stderr
-            if type(out) is not _Output or out.pending or type(err) is not _Output or err.pending:
-                _flush_output()
+            _flush_output()
             line.send(b"R", ident, b"", result)
         except _worker.InputsFailed as e:
             line.running = False
