@@ -590,19 +590,35 @@ void pool_wait_connected(const gateway *g, const char *pool_id, int processes)
 	char path[128];
 
 	snprintf(path, sizeof(path), "/v1/%s/%s", pool_id[0] == 'm' ? "managers" : "pools", pool_id);
-	for (int i = 0; i < 400; i++) {
+	/* Long enough for a pod on a loaded single-node cluster; a pool that
+	 * fails on the way stops the wait at once. */
+	int64_t deadline = cm_now_ms() + 60000;
+	for (;;) {
 		response r = http(g, "GET", path, NULL, NULL);
 		json_t *w;
 		size_t k;
 		int connected = 0;
 		json_array_foreach (json_object_get(r.json, "workers"), k, w)
 			connected += strcmp(json_string_value(json_object_get(w, "state")), "connected") == 0;
-		response_free(&r);
-		if (connected >= processes)
+		const char *state = json_string_value(json_object_get(r.json, "state"));
+		int ended = state && (strcmp(state, "failed") == 0 || strcmp(state, "terminated") == 0);
+		if (connected >= processes) {
+			response_free(&r);
 			return;
+		}
+		if (ended || cm_now_ms() > deadline) {
+			char *text = json_dumps(r.json, JSON_INDENT(1));
+			fflush(stdout);
+			fprintf(stderr, "pool %s, %d of %d workers connected:\n%s\n", pool_id, connected, processes,
+			        text ? text : r.body);
+			free(text);
+			response_free(&r);
+			gateway_log_print_tail(g);
+			fail_msg("pool %s: workers did not connect", pool_id);
+		}
+		response_free(&r);
 		usleep(25000);
 	}
-	fail_msg("pool %s: workers did not connect", pool_id);
 }
 
 json_t *job_results(const gateway *g, const char *job, const char *order, int limit)
@@ -683,8 +699,10 @@ void gateway_log_print_tail(const gateway *g)
 	cm_buf log;
 
 	cm_buf_init(&log);
+	/* Not print_message: cmocka cuts what it prints at 1 KiB. */
+	fflush(stdout);
 	if (cm_read_tail(g->log, 4096, &log) == CM_OK)
-		print_message("--- the gateway's log ends:\n%.*s\n", (int)log.len, log.data);
+		fprintf(stderr, "--- the gateway's log ends:\n%.*s\n", (int)log.len, log.data);
 	cm_buf_fini(&log);
 }
 

@@ -86,7 +86,8 @@ char *pool_create(const gateway *g, int processes);
 json_t *http_get_ok(const gateway *g, const char *path);
 /* POST body to path, which must answer 201; the new thing's id (new string). */
 char *http_create(const gateway *g, const char *path, const char *body);
-/* Waits until every worker of the pool is connected. */
+/* Waits (60 s at most) until every worker of the pool is connected; a
+ * pool that fails or a wait that runs out prints the pool and the log. */
 void pool_wait_connected(const gateway *g, const char *pool_id, int processes);
 
 /* Pages every result of a job (order "input" or "completion", pages of
