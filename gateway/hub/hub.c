@@ -1,18 +1,18 @@
 /*
  * The hub: a listener and the connections workers dial, each carrying one
- * exchange at a time (proto/wire.h): on sockets of its own for tcp:// and
- * ipc:// (poll.c, whose thread reads every connection), on an nng
- * stream for tls+tcp://. A connection is an explicit state machine driven
- * by its reads and sends finishing (on hub_poll's thread, or in an aio's
- * callback on nng's threads) and by the engine thread's answer
+ * exchange at a time (proto/wire.h), on sockets of its own (poll.c, whose
+ * thread reads every connection), in TLS (tls.c) for tls+tcp://. A
+ * connection is an explicit state machine driven by its reads and sends
+ * finishing (on hub_poll's thread) and by the engine thread's answer
  * (engine_link):
  *
- *   HEAD --sender authenticated--> BODY --> WAIT (engine holds it)
- *     ^                                        | batch / queue_reply
- *     +----------------- sent ------------ SEND <+
+ *   (HANDSHAKE, in TLS) --> HEAD --sender authenticated--> BODY --> WAIT
+ *                            ^                                       |
+ *                            +------------ sent ---------- SEND <----+
+ *                                                (engine: batch / queue_reply)
  *
  * HEAD reads the length and the frame's header in one go (a small frame
- * whole): each read completed is a hand-off to one of nng's threads.
+ * whole).
  *
  * A frame that cannot be read is answered with a refusal: the connection
  * goes on when the whole frame was read, and is closed when what followed
@@ -34,8 +34,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
-#include <nng/nng.h>
-#include <nng/supplemental/tls/tls.h>
+#include <nng/nng.h> /* nng_iov, as wire_iov_advance takes it */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +49,7 @@
 #include "common/sha256.h"
 #include "gateway/hub/hub.h"
 #include "gateway/hub/poll.h"
+#include "gateway/hub/tls.h"
 #include "gateway/result_check.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
@@ -62,13 +62,13 @@
 #define HELD_BYTES_MAX ((size_t)1 << 30)
 #define BLOB_PIECE ((size_t)1 << 20) /* of a code package or a value, a frame */
 
-typedef enum slot_state { SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_state;
+typedef enum slot_state { SLOT_HANDSHAKE, SLOT_HEAD, SLOT_BODY, SLOT_WAIT, SLOT_SEND } slot_state;
 
 /* One worker's connection (the engine's hub_slot: what it answers). */
 struct hub_slot {
 	hub *hub;
-	/* On a socket of the hub's own (poll.c): */
-	int fd; /* -1: on nng's stream */
+	int fd;
+	hub_tls_conn *tls; /* a tls+tcp:// hub's */
 	/* Held by whoever arms the connection, across the arming, and by
 	 * hub_poll's thread as it takes it: so the thread also sees all the
 	 * arming one wrote (the kernel's epoll orders them, but a mutex is what
@@ -81,10 +81,6 @@ struct hub_slot {
 	int64_t armed_until;
 	uint8_t *want; /* the read armed for */
 	size_t want_len;
-	/* On nng's stream: */
-	nng_stream *stream;
-	nng_aio *aio; /* its reads, and sends that waited for room (on_aio) */
-	nng_aio *send_aio; /* sends the socket takes at once: no callback (send_more) */
 	slot_state state;
 	int authenticated; /* a frame of it named a known worker and its secret */
 	int close_after_send; /* what followed a refused header was never read */
@@ -129,9 +125,8 @@ struct hub {
 	/* What value grants are made with: random, for this run of the hub (a
 	 * grant from before a restart is refused, and its task runs again). */
 	char grant_key[CM_SHA256_HEX + 1];
-	hub_poll *poll; /* tcp://, ipc:// */
-	nng_stream_listener *listener; /* tls+tcp:// */
-	nng_aio *accept;
+	hub_poll *poll;
+	hub_tls *tls; /* tls+tcp:// */
 	pthread_mutex_t mu;
 	/* While stopping: frames are refused without reaching the engine, and
 	 * hub_refuse_frames waits until no callback is inside the engine. */
@@ -142,7 +137,7 @@ struct hub {
 	hub_slot *conns; /* open connections */
 	/* What a flood of strangers would log a line each for: a line a
 	 * second at most, with a count. */
-	cm_log_limit refused_log, full_log, accept_log;
+	cm_log_limit refused_log, full_log, handshake_log;
 	int nconns, conns_max;
 	size_t held; /* bytes of frames read or decoded, not yet answered */
 };
@@ -166,21 +161,21 @@ static void arm(hub_slot *s, int out, int64_t until)
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* Arms the connection for the read it wants (out: TLS must write first). */
+static void arm_read(hub_slot *s, int out)
+{
+	int idle = s->state == SLOT_HEAD && s->head_got == 0 && s->authenticated; /* a worker between frames */
+
+	arm(s, out, idle ? INT64_MAX : s->deadline);
+}
+
 static void read_more(hub_slot *s, uint8_t *into, size_t len)
 {
-	int64_t left = s->deadline - cm_now_ms();
-	int idle = s->state == SLOT_HEAD && s->head_got == 0 && s->authenticated; /* a worker between frames */
-	nng_iov iov = {.iov_buf = into, .iov_len = len};
-
-	if (s->fd >= 0) {
-		s->want = into;
-		s->want_len = len;
-		arm(s, 0, idle ? INT64_MAX : s->deadline);
-		return;
-	}
-	nng_aio_set_iov(s->aio, 1, &iov);
-	nng_aio_set_timeout(s->aio, idle ? NNG_DURATION_INFINITE : left > 0 ? (nng_duration)left : 1);
-	nng_stream_recv(s->stream, s->aio);
+	s->want = into;
+	s->want_len = len;
+	/* What TLS decrypted already no poll tells of: armed for writable,
+	 * which a socket that is not sending is at once, the read takes it. */
+	arm_read(s, s->tls && hub_tls_pending(s->tls));
 }
 
 /* Reads on in HEAD: as much as the buffer takes, never past the frame. */
@@ -226,58 +221,31 @@ static void slot_release(hub_slot *s)
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* Sends what is left of the answer on nng's stream, on the calling thread
- * (the engine's, for an answer) while the socket takes it, through
- * send_aio; returns whether all went. An aio
- * without a callback is finished where it completes, and waking nobody.
- * One with a callback is finished on one of nng's threads, woken for it:
- * on every answer, that was three futex wakes on the engine thread and a
- * thread's turn on a small machine, while the worker that got the answer
- * wanted the CPU. What the socket takes nothing of now (it is full: a
- * large batch, a worker not reading) waits for room through the
- * connection's aio, whose callback sends on. */
-static int send_on_stream(hub_slot *s)
-{
-	while (s->niov) {
-		nng_aio_set_iov(s->send_aio, s->niov, s->iov);
-		nng_aio_set_timeout(s->send_aio, FRAME_MS);
-		nng_stream_send(s->stream, s->send_aio);
-		/* A send that went (a part of it, maybe) is finished by now, and
-		 * this cancels nothing. One still queued wrote nothing: nng's
-		 * stream finishes a send at its first write. */
-		nng_aio_cancel(s->send_aio);
-		nng_aio_wait(s->send_aio);
-		int rv = nng_aio_result(s->send_aio);
-		if (rv == NNG_ECANCELED) {
-			nng_aio_set_iov(s->aio, s->niov, s->iov);
-			nng_aio_set_timeout(s->aio, FRAME_MS);
-			nng_stream_send(s->stream, s->aio);
-			return 0;
-		}
-		if (rv != 0) {
-			slot_close(s);
-			return 0;
-		}
-		wire_iov_advance(s->iov, &s->niov, nng_aio_count(s->send_aio));
-	}
-	return 1;
-}
-
-/* The same on a socket of the hub's own: what it takes now, on the calling
- * thread; the rest once it has room, on hub_poll's. */
+/* Sends what is left of the answer, on the calling thread (the engine's,
+ * for an answer) while the socket takes it; the rest once it has room, on
+ * hub_poll's. Returns whether all went. */
 static int send_on_socket(hub_slot *s)
 {
 	while (s->niov) {
 		struct iovec v[2];
+		ssize_t n;
 		for (unsigned i = 0; i < s->niov; i++)
 			v[i] = (struct iovec){.iov_base = s->iov[i].iov_buf, .iov_len = s->iov[i].iov_len};
-		struct msghdr m = {.msg_iov = v, .msg_iovlen = s->niov};
-		ssize_t n = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			arm(s, 1, cm_now_ms() + FRAME_MS);
-			return 0;
+		if (s->tls) {
+			n = hub_tls_writev(s->tls, v, s->niov);
+			if (n == HUB_TLS_WANT_WRITE || n == HUB_TLS_WANT_READ) {
+				arm(s, n == HUB_TLS_WANT_WRITE, cm_now_ms() + FRAME_MS);
+				return 0;
+			}
+		} else {
+			struct msghdr m = {.msg_iov = v, .msg_iovlen = s->niov};
+			n = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				arm(s, 1, cm_now_ms() + FRAME_MS);
+				return 0;
+			}
 		}
 		if (n < 0) {
 			slot_close(s);
@@ -292,7 +260,7 @@ static int send_on_socket(hub_slot *s)
  * (or the connection ends, after a refusal that ends it). */
 static void send_more(hub_slot *s)
 {
-	if (!(s->fd >= 0 ? send_on_socket(s) : send_on_stream(s)))
+	if (!send_on_socket(s))
 		return;
 	free(s->out);
 	s->out = NULL;
@@ -595,8 +563,8 @@ static void on_drop(void *ctx, hub_slot *s)
 }
 
 /* A result that is not readable JSON (or an error that is not UTF-8)
- * becomes a failed task saying so, here on nng's thread rather than on the
- * engine's; the reason goes in the frame's arena. */
+ * becomes a failed task saying so, here on the hub's thread rather than on
+ * the engine's; the reason goes in the frame's arena. */
 static void check_result(hub_slot *s, engine_result *r)
 {
 	char why[200];
@@ -1111,40 +1079,43 @@ static void on_head_bytes(hub_slot *s, size_t n)
 		on_head(s);
 }
 
-/* A read or a send finished: n bytes came or went, unless failed (closed,
- * timed out). */
-static void on_io(hub_slot *s, int failed, size_t n)
+/* n bytes came (0: the peer went). */
+static void on_read(hub_slot *s, size_t n)
 {
-	if (failed || (n == 0 && s->state != SLOT_SEND)) { /* or the peer went */
+	if (n == 0) {
 		slot_close(s);
 		return;
 	}
-	switch (s->state) {
-	case SLOT_HEAD: on_head_bytes(s, n); return;
-	case SLOT_BODY:
-		if ((s->frame_got += n) < s->frame_len)
-			read_more(s, s->frame + s->frame_got, s->frame_len - s->frame_got);
-		else
-			on_frame(s);
-		return;
-	case SLOT_SEND:
-		wire_iov_advance(s->iov, &s->niov, n);
-		send_more(s);
-		return;
-	case SLOT_WAIT: return; /* nothing is read or sent while the engine holds the connection */
+	if (s->state == SLOT_HEAD) {
+		on_head_bytes(s, n);
+	} else if ((s->frame_got += n) < s->frame_len) {
+		read_more(s, s->frame + s->frame_got, s->frame_len - s->frame_got);
+	} else {
+		on_frame(s);
 	}
 }
 
-static void on_aio(void *arg)
+/* The TLS handshake, as far as the socket lets it go now. */
+static void handshake(hub_slot *s)
 {
-	hub_slot *s = arg;
-	int rv = nng_aio_result(s->aio);
+	char detail[300];
+	int r = hub_tls_handshake(s->tls, detail, sizeof(detail));
 
-	on_io(s, rv != 0, rv == 0 ? nng_aio_count(s->aio) : 0);
+	if (r == 0) {
+		next_frame(s);
+	} else if (r == HUB_TLS_WANT_READ || r == HUB_TLS_WANT_WRITE) {
+		arm(s, r == HUB_TLS_WANT_WRITE, s->deadline);
+	} else {
+		/* A worker given another CA says why on its side; this side's
+		 * line says which way it failed (a port scan, plain TCP). */
+		cm_log_limited(&s->hub->handshake_log, CM_LOG_WARN, "hub: %s", detail);
+		slot_close(s);
+	}
 }
 
-/* The event an own socket's connection was armed for, on hub_poll's
- * thread, which holds the connection from here. */
+/* The event a connection was armed for, on hub_poll's thread, which holds
+ * the connection from here. What it does depends on the state, not on
+ * the event: TLS may need to write to read on, or the other way round. */
 static void on_ready(void *ctx, void *conn)
 {
 	hub_slot *s = conn;
@@ -1158,22 +1129,35 @@ static void on_ready(void *ctx, void *conn)
 		send_more(s);
 		return;
 	}
+	if (s->state == SLOT_HANDSHAKE) {
+		handshake(s);
+		return;
+	}
+	if (s->tls) {
+		n = hub_tls_read(s->tls, s->want, s->want_len);
+		if (n == HUB_TLS_WANT_READ || n == HUB_TLS_WANT_WRITE)
+			arm_read(s, n == HUB_TLS_WANT_WRITE);
+		else if (n < 0)
+			slot_close(s);
+		else
+			on_read(s, (size_t)n);
+		return;
+	}
 	while ((n = recv(s->fd, s->want, s->want_len, 0)) < 0 && errno == EINTR)
 		;
 	if (n < 0 && errno == EAGAIN)
 		read_more(s, s->want, s->want_len);
 	else if (n < 0)
-		on_io(s, 1, 0);
+		slot_close(s);
 	else
-		on_io(s, 0, (size_t)n);
+		on_read(s, (size_t)n);
 }
 
 static void slot_free(hub_slot *s)
 {
 	blob_upload_abort(s->upload);
-	if (s->fd >= 0)
-		close(s->fd); /* out of hub_poll's set with it */
-	nng_aio_free(s->send_aio); /* idle: send_more waits for each of its sends */
+	hub_tls_conn_free(s->tls);
+	close(s->fd); /* out of hub_poll's set with it */
 	slot_release(s);
 	free(s->out);
 	pthread_mutex_destroy(&s->mu);
@@ -1200,16 +1184,12 @@ static void slot_close(hub_slot *s)
 		s->next->prev = s->prev;
 	h->nconns--;
 	pthread_mutex_unlock(&h->mu);
-	if (s->stream)
-		nng_stream_free(s->stream);
-	if (s->aio)
-		nng_aio_reap(s->aio); /* freed once this callback returned */
 	slot_free(s);
 }
 
-/* A new connection's slot, in the hub's list: NULL when the hub is full
- * (saying so) or stopping, or out of memory. */
-static hub_slot *slot_add(hub *h)
+/* A new connection's slot for fd, in the hub's list: NULL when the hub is
+ * full (saying so) or stopping, or out of memory. */
+static hub_slot *slot_add(hub *h, int fd)
 {
 	hub_slot *s = NULL;
 	int full;
@@ -1218,7 +1198,7 @@ static hub_slot *slot_add(hub *h)
 	full = h->closing || h->nconns >= h->conns_max;
 	if (!full && (s = calloc(1, sizeof(*s)))) {
 		s->hub = h;
-		s->fd = -1;
+		s->fd = fd;
 		pthread_mutex_init(&s->mu, NULL);
 		s->next = h->conns;
 		if (h->conns)
@@ -1232,22 +1212,33 @@ static hub_slot *slot_add(hub *h)
 	return s;
 }
 
-/* A connection to an own socket's listener (hub_poll's thread). */
+/* A connection to the listener (hub_poll's thread). */
 static void on_accepted(void *ctx, int fd)
 {
-	hub_slot *s = slot_add(ctx);
+	hub *h = ctx;
+	hub_slot *s = slot_add(h, fd);
 
 	if (!s) {
 		close(fd);
 		return;
 	}
-	s->fd = fd;
-	next_frame(s);
+	if (!h->tls) {
+		next_frame(s);
+		return;
+	}
+	if (!(s->tls = hub_tls_conn_new(h->tls, fd))) {
+		slot_close(s);
+		return;
+	}
+	s->state = SLOT_HANDSHAKE;
+	s->deadline = cm_now_ms() + FIRST_FRAME_MS;
+	handshake(s);
 }
 
-/* About once a second on hub_poll's thread: the connections whose read or
- * send took too long end (FIRST_FRAME_MS, FRAME_MS), as nng's timeouts end
- * them on the other side. Only those armed: the thread may take them. */
+/* About once a second on hub_poll's thread: the connections whose
+ * handshake, read or send took too long end (FIRST_FRAME_MS, FRAME_MS), as
+ * nng's timeouts end them on the workers' side. Only those armed: the
+ * thread may take them. */
 static void on_tick(void *ctx)
 {
 	hub *h = ctx;
@@ -1257,8 +1248,6 @@ static void on_tick(void *ctx)
 
 	pthread_mutex_lock(&h->mu);
 	for (hub_slot *s = h->conns; s && n < 64; s = s->next) {
-		if (s->fd < 0)
-			continue;
 		pthread_mutex_lock(&s->mu);
 		if (s->armed_until && s->armed_until < now)
 			late[n++] = s;
@@ -1267,78 +1256,6 @@ static void on_tick(void *ctx)
 	pthread_mutex_unlock(&h->mu);
 	for (int i = 0; i < n; i++)
 		slot_close(late[i]);
-}
-
-static void on_accept(void *arg)
-{
-	hub *h = arg;
-	int rv = nng_aio_result(h->accept);
-	hub_slot *s = NULL;
-
-	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
-		return;
-	if (rv != 0) { /* out of descriptors, say: do not spin on it */
-		cm_log_limited(&h->accept_log, CM_LOG_WARN, "hub: accepting a connection: %s", nng_strerror(rv));
-		usleep(10 * 1000);
-		nng_stream_listener_accept(h->listener, h->accept);
-		return;
-	}
-	nng_stream *stream = nng_aio_get_output(h->accept, 0);
-	if ((s = slot_add(h)) && nng_aio_alloc(&s->aio, on_aio, s) == 0 &&
-	    nng_aio_alloc(&s->send_aio, NULL, NULL) == 0) {
-		s->stream = stream;
-		next_frame(s);
-	} else {
-		if (s)
-			slot_close(s); /* its aio: NULL, or allocated when send_aio was not */
-		nng_stream_free(stream);
-	}
-	nng_stream_listener_accept(h->listener, h->accept);
-}
-
-/* Listens on cfg->hub; a tls+tcp:// hub presents the gateway's certificate
- * (--tls-cert, --tls-key). */
-static int listen_on(hub *h, const gw_config *cfg, char *detail, size_t detail_len)
-{
-	nng_tls_config *t = NULL;
-	cm_buf cert, key;
-	int rv, err = CM_OK;
-
-	cm_buf_init(&cert);
-	cm_buf_init(&key);
-	if ((rv = nng_stream_listener_alloc(&h->listener, cfg->hub)) != 0) {
-		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
-		return CM_EUNAVAIL;
-	}
-	if (strncmp(cfg->hub, "tls+", 4) == 0) {
-		if ((err = cm_read_pem(cfg->tls_cert, &cert, detail, detail_len)) == CM_OK &&
-		    (err = cm_read_pem(cfg->tls_key, &key, detail, detail_len)) == CM_OK &&
-		    ((rv = nng_tls_config_alloc(&t, NNG_TLS_MODE_SERVER)) != 0 ||
-		     (rv = nng_tls_config_own_cert(t, cert.data, key.data, NULL)) != 0 ||
-		     (rv = nng_stream_listener_set_ptr(h->listener, NNG_OPT_TLS_CONFIG, t)) != 0)) {
-			snprintf(detail, detail_len, "hub TLS with %s: %s", cfg->tls_cert, nng_strerror(rv));
-			err = CM_EINVAL;
-		}
-		if (t)
-			nng_tls_config_free(t); /* the listener holds its own reference */
-		if (key.data)
-			explicit_bzero(key.data, key.len);
-		cm_buf_fini(&cert);
-		cm_buf_fini(&key);
-	}
-	/* nng's TLS writes a frame's prefix and body as two records: with
-	 * Nagle's algorithm the body waited for the worker's delayed ACK of
-	 * the prefix, 40 ms an answer. */
-	if (err == CM_OK && strncmp(cfg->hub, "tls+", 4) == 0 &&
-	    (rv = nng_stream_listener_set_bool(h->listener, NNG_OPT_TCP_NODELAY, true)) != 0) {
-		snprintf(detail, detail_len, "hub %s: TCP_NODELAY: %s", cfg->hub, nng_strerror(rv));
-		err = CM_EUNAVAIL;
-	}
-	if (err == CM_OK && (rv = nng_stream_listener_listen(h->listener)) != 0) {
-		snprintf(detail, detail_len, "cannot listen on hub %s: %s", cfg->hub, nng_strerror(rv));
-		err = CM_EUNAVAIL;
-	}
-	return err;
 }
 
 int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *code, blob_store *values, hub **out,
@@ -1361,25 +1278,27 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *c
 	engine_set_link(e, &(engine_link){.ctx = h, .batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
-	if (hub_poll_takes(cfg->hub)) {
-		hub_poll_calls calls = {.ctx = h, .accepted = on_accepted, .ready = on_ready, .tick = on_tick};
-		if ((rv = hub_poll_start(cfg->hub, &calls, &h->poll, detail, detail_len)) != CM_OK) {
+	/* A tls+tcp:// hub presents the gateway's certificate (--tls-cert,
+	 * --tls-key) on a tcp:// listener. */
+	const char *url = cfg->hub;
+	if (strncmp(url, "tls+", 4) == 0) {
+		url += 4;
+		if (strncmp(url, "tcp", 3) != 0) {
+			snprintf(detail, detail_len, "hub %s: TLS is for tls+tcp:// hubs", cfg->hub);
+			rv = CM_EINVAL;
+		} else {
+			rv = hub_tls_new(cfg->tls_cert, cfg->tls_key, &h->tls, detail, detail_len);
+		}
+		if (rv != CM_OK) {
 			hub_free(h);
 			return rv;
 		}
-		*out = h;
-		return CM_OK;
 	}
-	if ((rv = nng_aio_alloc(&h->accept, on_accept, h)) != 0) {
-		snprintf(detail, detail_len, "hub: %s", nng_strerror(rv));
-		hub_free(h);
-		return CM_EIO;
-	}
-	if ((rv = listen_on(h, cfg, detail, detail_len)) != CM_OK) {
+	hub_poll_calls calls = {.ctx = h, .accepted = on_accepted, .ready = on_ready, .tick = on_tick};
+	if ((rv = hub_poll_start(url, &calls, &h->poll, detail, detail_len)) != CM_OK) {
 		hub_free(h);
 		return rv;
 	}
-	nng_stream_listener_accept(h->listener, h->accept);
 	*out = h;
 	return CM_OK;
 }
@@ -1401,34 +1320,17 @@ void hub_free(hub *h)
 		return;
 	/* Every connection the engine held was answered when it stopped. From
 	 * here no callback frees a connection or accepts one: hub_poll's
-	 * thread ends, each aio is stopped (its callback done, and no new
-	 * operation taken), then all is freed here. */
+	 * thread ends, then all is freed here. */
 	pthread_mutex_lock(&h->mu);
 	h->closing = 1;
 	pthread_mutex_unlock(&h->mu);
 	hub_poll_stop(h->poll);
-	if (h->accept)
-		nng_aio_stop(h->accept);
-	if (h->listener)
-		nng_stream_listener_close(h->listener);
-	for (hub_slot *s = h->conns; s; s = s->next) {
-		if (s->stream)
-			nng_stream_close(s->stream);
-		if (s->aio)
-			nng_aio_stop(s->aio);
-	}
 	while (h->conns) {
 		hub_slot *s = h->conns;
 		h->conns = s->next;
-		if (s->stream)
-			nng_stream_free(s->stream);
-		nng_aio_free(s->aio);
 		slot_free(s);
 	}
-	if (h->accept)
-		nng_aio_free(h->accept);
-	if (h->listener)
-		nng_stream_listener_free(h->listener);
+	hub_tls_free(h->tls);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);

@@ -37,13 +37,6 @@ struct hub_poll {
 	cm_log_limit accept_log; /* a line a second at most, EMFILE under a flood */
 };
 
-int hub_poll_takes(const char *url)
-{
-	int family;
-
-	return cm_socket_url(url, &family) != 0;
-}
-
 /* Whether what is at a is a socket nobody listens on any more (a gateway
  * that was killed leaves it); errno is EADDRINUSE when not. Any other
  * file there stays (a connect to it is refused as well). */

@@ -1,11 +1,11 @@
 /*
  * The hub's own sockets for a tcp://, tcp4://, tcp6:// or ipc:// hub
- * (hub.c): its listener, and one thread that waits on every connection
- * with epoll and calls hub.c back. Through nng's stream, each frame a
- * worker sent was read by nng's poller thread and handed to one of nng's
- * task threads for its callback, which gave it to the engine: a thread
- * more between the worker and the engine on every exchange. A tls+tcp://
- * hub stays on nng.
+ * (hub.c; a tls+tcp:// hub's too, TLS added by tls.c): its listener, and
+ * one thread that waits on every connection with epoll and calls hub.c
+ * back. Through nng's stream, each frame a worker sent was read by nng's
+ * poller thread and handed to one of nng's task threads for its callback,
+ * which gave it to the engine: a thread more between the worker and the
+ * engine on every exchange.
  *
  * A connection is armed for one event at a time (EPOLLONESHOT): whoever
  * holds it (this thread in a callback, or the engine while it answers)
@@ -28,8 +28,6 @@ typedef struct hub_poll_calls {
 	void (*tick)(void *ctx);
 } hub_poll_calls;
 
-/* Whether url names a hub this file listens on. */
-int hub_poll_takes(const char *url);
 /* Listens on url and starts the thread (calls are copied); *out is set
  * before the thread's first call. On failure *out is NULL, the reason is
  * in detail, and returns CM_EUNAVAIL (or CM_EINVAL for a URL it cannot

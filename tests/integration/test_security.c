@@ -740,6 +740,28 @@ static int closed_by_server(int fd)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/* Sends what to the gateway's hub as a stranger would; whether the hub
+ * then closed the connection (within 10 s). */
+static int stranger_on_hub(const gateway *gw, const char *what)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct timeval wait = {.tv_sec = 10};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char buf[256];
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons((uint16_t)gw->hub_port);
+	assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait)), 0);
+	assert_int_equal(send(fd, what, strlen(what), MSG_NOSIGNAL), (ssize_t)strlen(what));
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) /* a TLS alert, maybe */
+		;
+	close(fd);
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
 static int count_closed(const int *fds, int n)
 {
 	int closed = 0;
@@ -1105,9 +1127,10 @@ static void test_https(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "value")), 2);
 	response_free(&r);
-	/* Both ends of the hub's connection send at once: nng's TLS writes a
-	 * frame's prefix and body as two records, and with Nagle's algorithm
-	 * the second waited for the other end's delayed ACK (40 ms). */
+	/* Both ends of the hub's connection send at once: the worker's TLS
+	 * (nng's) writes a frame's prefix and body as two records, and with
+	 * Nagle's algorithm the second waited for the other end's delayed ACK
+	 * (40 ms). */
 	pid_t worker;
 	int nodelay;
 	assert_true((worker = process_named_under(h.pid, "strand-worker")) > 0);
@@ -1134,6 +1157,15 @@ static void test_https(void **state)
 	plain.ca_file[0] = '\0';
 	r = http(&plain, "GET", "/v1/pools", NULL, NULL);
 	assert_int_not_equal(r.status, 200);
+	response_free(&r);
+	/* Plain bytes to the TLS hub: that connection ends, the gateway says
+	 * why, and its worker's connection goes on. */
+	assert_int_equal(stranger_on_hub(&h, "GET / HTTP/1.0\r\n\r\n"), 1);
+	assert_int_equal(gateway_log_count(&h, "hub: TLS handshake: "), 1);
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=10", pool);
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"arg\":3}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "value")), 3);
 	response_free(&r);
 	/* Stopped, the gateway tells its worker so over the TLS hub as over
 	 * TCP: it ends by itself, not by a signal. */
