@@ -1,6 +1,7 @@
 #include "proto/wire.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void wire_prefix_put(uint8_t out[WIRE_PREFIX], size_t len)
 {
@@ -60,12 +61,20 @@ int wire_send(nng_stream *s, nng_aio *aio, const uint8_t *frame, size_t len)
 
 int wire_recv(nng_stream *s, nng_aio *aio, size_t max, uint8_t **frame, size_t *len)
 {
+	return wire_recv_after(s, aio, max, NULL, 0, frame, len);
+}
+
+int wire_recv_after(nng_stream *s, nng_aio *aio, size_t max, const uint8_t *got, size_t got_len, uint8_t **frame,
+                    size_t *len)
+{
 	uint8_t prefix[WIRE_PREFIX];
-	nng_iov iov = {.iov_buf = prefix, .iov_len = WIRE_PREFIX};
+	nng_iov iov = {.iov_buf = prefix + got_len, .iov_len = WIRE_PREFIX - got_len};
 	uint8_t *buf;
 	size_t n;
 	int rv;
 
+	if (got_len)
+		memcpy(prefix, got, got_len);
 	if ((rv = move_all(s, aio, &iov, 1, nng_stream_recv)) != 0)
 		return rv;
 	if ((n = wire_prefix_get(prefix)) > max)

@@ -41,5 +41,9 @@ int wire_send(nng_stream *s, nng_aio *aio, const uint8_t *frame, size_t len);
  * over max is NNG_EMSGSIZE: the stream cannot be read further. Returns 0 or
  * nng's error. */
 int wire_recv(nng_stream *s, nng_aio *aio, size_t max, uint8_t **frame, size_t *len);
+/* The same when the frame's first got_len bytes (fewer than WIRE_PREFIX)
+ * were read already. */
+int wire_recv_after(nng_stream *s, nng_aio *aio, size_t max, const uint8_t *got, size_t got_len, uint8_t **frame,
+                    size_t *len);
 
 #endif

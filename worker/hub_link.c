@@ -35,9 +35,11 @@ struct hub_link {
 	nng_stream_dialer *dialer;
 	nng_stream *stream; /* NULL until dialed, and after a failure */
 	nng_aio *aio; /* no callback: each step waited for */
-	/* With watch_idle: a read posted between exchanges, so a connection
-	 * the gateway closed meanwhile (it restarted) is known for dead before
-	 * the next exchange goes out on it. */
+	/* With watch_idle: a read of one byte posted after each exchange, so a
+	 * connection the gateway closed meanwhile (it restarted) is known for
+	 * dead before the next exchange goes out on it. It is never cancelled
+	 * (cancelling a read on nng's TLS stream closes the connection): the
+	 * next exchange's answer ends it, with that answer's first byte. */
 	nng_aio *watch;
 	uint8_t watch_byte;
 	int watching;
@@ -52,14 +54,28 @@ struct hub_link {
 	int in_exchange; /* under mu: what the deadline may close */
 };
 
-/* The watch ended: cancelled (the next exchange comes), or the connection
- * closed or sent what the hub never sends unasked. */
+/* The watch ended: with the first byte of the answer to an exchange, or
+ * the connection closed or sent what the hub never sends unasked. */
 static void on_watch(void *arg)
 {
 	hub_link *l = arg;
 
-	if (nng_aio_result(l->watch) != NNG_ECANCELED)
+	pthread_mutex_lock(&l->mu);
+	int asked = l->in_exchange;
+	pthread_mutex_unlock(&l->mu);
+	if (nng_aio_result(l->watch) != 0 || !asked)
 		atomic_store(&l->dead, 1);
+}
+
+/* Forgets the connection (after a failure, or found dead). */
+static void drop_stream(hub_link *l)
+{
+	nng_stream_free(l->stream); /* ends a watch that waits on it */
+	l->stream = NULL;
+	if (l->watching)
+		nng_aio_wait(l->watch);
+	l->watching = 0;
+	atomic_store(&l->dead, 0);
 }
 
 /* The deadline passed (or was cancelled: the exchange ended first). */
@@ -159,15 +175,8 @@ int hub_link_connect(hub_link *l, int timeout_ms)
 			hub_socket_close(&l->sock);
 		return l->sock.fd >= 0 ? 0 : hub_socket_dial(&l->sock, l->url, timeout_ms);
 	}
-	if (l->watching) {
-		nng_aio_cancel(l->watch);
-		nng_aio_wait(l->watch);
-		l->watching = 0;
-		if (atomic_exchange(&l->dead, 0)) {
-			nng_stream_free(l->stream);
-			l->stream = NULL;
-		}
-	}
+	if (l->stream && atomic_load(&l->dead))
+		drop_stream(l);
 	if (l->stream)
 		return 0;
 	nng_aio_set_timeout(l->aio, timeout_ms);
@@ -197,8 +206,16 @@ int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout
 	pthread_mutex_unlock(&l->mu);
 	/* Each step has timeout_ms (the aio's); the whole, a little more. */
 	nng_sleep_aio(timeout_ms + DEADLINE_GRACE_MS, l->deadline);
-	if ((rv = wire_send(l->stream, l->aio, frame, len)) == 0)
+	if ((rv = wire_send(l->stream, l->aio, frame, len)) == 0 && l->watching) {
+		/* The watch takes the answer's first byte; the deadline ends it
+		 * if none comes. */
+		nng_aio_wait(l->watch);
+		l->watching = 0;
+		if ((rv = atomic_load(&l->dead) ? NNG_ECLOSED : nng_aio_result(l->watch)) == 0)
+			rv = wire_recv_after(l->stream, l->aio, PROTO_FRAME_MAX, &l->watch_byte, 1, reply, reply_len);
+	} else if (rv == 0) {
 		rv = wire_recv(l->stream, l->aio, PROTO_FRAME_MAX, reply, reply_len);
+	}
 	pthread_mutex_lock(&l->mu);
 	l->in_exchange = 0;
 	pthread_mutex_unlock(&l->mu);
@@ -206,8 +223,7 @@ int hub_link_exchange(hub_link *l, const uint8_t *frame, size_t len, int timeout
 	nng_aio_wait(l->deadline);
 	if (rv != 0) {
 		/* A late answer would be taken for the next one's: start over. */
-		nng_stream_free(l->stream);
-		l->stream = NULL;
+		drop_stream(l);
 	} else if (l->watch) {
 		nng_iov iov = {.iov_buf = &l->watch_byte, .iov_len = 1};
 		nng_aio_set_iov(l->watch, 1, &iov);

@@ -2,7 +2,8 @@
  * Values uploaded as their bytes (/v1/values): stored once under their
  * SHA-256 and read back exact, refused whole past a cap (nothing half
  * stored), streamed through the gateway without its memory growing with
- * them, and used by tasks as their arguments: {"$value": "SHA256"}.
+ * them, and used by tasks as their arguments: {"$value": "SHA256"}, over
+ * a tcp:// hub and a tls+tcp:// one.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -232,7 +233,7 @@ static void test_memory_does_not_grow_with_a_value(void **state)
  * value the gateway does not hold fails, saying so; the rest of the job
  * runs. A result past 8 MiB, a command's or a builtin's, is stored as a
  * value and named. */
-static void test_tasks_get_the_values_they_name(void **state)
+static void tasks_get_the_values_they_name(const char *const *args)
 {
 	enum { BIG = 20 << 20 };
 	static const char small[] = "[1,2,3]";
@@ -241,8 +242,7 @@ static void test_tasks_get_the_values_they_name(void **state)
 	gateway g;
 	response r;
 
-	(void)state;
-	gateway_start(&g, NULL);
+	gateway_start(&g, args);
 	big[0] = '"';
 	memset(big + 1, 'v', BIG);
 	big[BIG + 1] = '"';
@@ -271,7 +271,8 @@ static void test_tasks_get_the_values_they_name(void **state)
 	assert_true(json_is_false(json_object_get(json_array_get(items, 2), "ok")));
 	const char *error = json_string_value(json_object_get(json_array_get(items, 2), "error"));
 	assert_non_null(error);
-	assert_non_null(strstr(error, "the gateway holds no such value (it was never uploaded, or was deleted)"));
+	if (!strstr(error, "the gateway holds no such value (it was never uploaded, or was deleted)"))
+		fail_msg("error: %s", error);
 	json_decref(items);
 	free(job);
 
@@ -327,6 +328,20 @@ static void test_tasks_get_the_values_they_name(void **state)
 	gateway_cleanup(&g);
 }
 
+static void test_tasks_get_the_values_they_name(void **state)
+{
+	(void)state;
+	tasks_get_the_values_they_name(NULL);
+}
+
+/* The same through a tls+tcp:// hub: frames of a MiB, each many TLS
+ * records, both ways (pieces of values fetched and stored). */
+static void test_values_through_a_tls_hub(void **state)
+{
+	(void)state;
+	with_tls_args(tasks_get_the_values_they_name);
+}
+
 /* An inline argument past 8 MiB is refused with the way around it. */
 static void test_inline_values_point_to_uploads(void **state)
 {
@@ -364,6 +379,7 @@ int main(void)
 	        cmocka_unit_test(test_memory_does_not_grow_with_a_value),
 	        cmocka_unit_test(test_inline_values_point_to_uploads),
 	        cmocka_unit_test(test_tasks_get_the_values_they_name),
+	        cmocka_unit_test(test_values_through_a_tls_hub),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,36 +91,58 @@ static void test_queue_both_ways(void **state)
 	free(q);
 }
 
-/* A worker keeps its queue connection from task to task. The gateway
- * crashes and starts again, the worker lives on: its next task's queue
- * call finds that connection closed and dials again, instead of failing. */
-static void test_queue_calls_after_a_gateway_restart(void **state)
+/* A put of item by a task of pool on on's queue q, which must succeed. */
+static void put_from_task(const gateway *on, const char *in_pool, const char *q, int item)
+{
+	json_t *t = task_on(on, in_pool, "put", json_pack("{s:s, s:i}", "queue", q, "item", item));
+	if (!json_is_true(json_object_get(t, "ok")))
+		fail_msg("put %d: %s", item, json_string_value(json_object_get(t, "error")));
+	json_decref(t);
+}
+
+/* A worker keeps its queue connection from task to task (two calls on it
+ * here). The gateway crashes and starts again, the worker lives on: its
+ * next task's queue call finds that connection closed and dials again,
+ * instead of failing. */
+static void queue_calls_around_a_restart(const char *const *args)
 {
 	gateway h;
 	char path[160];
 
-	(void)state;
-	gateway_start(&h, NULL);
+	gateway_start(&h, args);
 	char *one = pool_create(&h, 1);
 	pool_wait_connected(&h, one, 1);
 	char *q = http_create(&h, "/v1/queues", NULL);
-	json_t *t = task_on(&h, one, "put", json_pack("{s:s, s:i}", "queue", q, "item", 1));
-	assert_true(json_is_true(json_object_get(t, "ok")));
-	json_decref(t);
+	put_from_task(&h, one, q, 0);
+	put_from_task(&h, one, q, 1);
 	gateway_kill(&h);
 	gateway_restart(&h);
 	pool_wait_connected(&h, one, 1); /* the same worker, adopted */
-	t = task_on(&h, one, "put", json_pack("{s:s, s:i}", "queue", q, "item", 2));
-	if (!json_is_true(json_object_get(t, "ok")))
-		fail_msg("the put after the restart: %s", json_string_value(json_object_get(t, "error")));
-	json_decref(t);
+	put_from_task(&h, one, q, 2);
 	snprintf(path, sizeof(path), "/v1/queues/%s/take?max=10", q);
 	response r = http(&h, "POST", path, NULL, NULL);
-	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
+	json_t *want = json_pack("[iii]", 0, 1, 2);
+	assert_true(json_equal(json_object_get(r.json, "items"), want));
+	json_decref(want);
 	response_free(&r);
 	free(q);
 	free(one);
 	gateway_cleanup(&h);
+}
+
+static void test_queue_calls_after_a_gateway_restart(void **state)
+{
+	(void)state;
+	queue_calls_around_a_restart(NULL);
+}
+
+/* The same through a tls+tcp:// hub, where the watch on an idle
+ * connection is a read on nng's TLS stream (cancelling it closed the
+ * connection: a task's second queue call failed). */
+static void test_queue_calls_over_a_tls_hub(void **state)
+{
+	(void)state;
+	with_tls_args(queue_calls_around_a_restart);
 }
 
 static void test_pipe_between_worker_and_http(void **state)
@@ -166,6 +188,7 @@ int main(void)
 	        cmocka_unit_test(test_pipe_between_worker_and_http),
 	        cmocka_unit_test(test_refusals_are_task_errors),
 	        cmocka_unit_test(test_queue_calls_after_a_gateway_restart),
+	        cmocka_unit_test(test_queue_calls_over_a_tls_hub),
 	};
 	return cmocka_run_group_tests_name("worker_queues", tests, setup, teardown);
 }

@@ -722,6 +722,19 @@ void tls_cert_make(const char *dir, char cert[300], char key[300])
 	}
 }
 
+void with_tls_args(void (*run)(const char *const *args))
+{
+	char dir[] = "/tmp/strand-tls-XXXXXX", cert[300], key[300];
+	const char *args[] = {"--tls-cert", cert, "--tls-key", key, "--hub-server-name", "localhost", NULL};
+
+	assert_non_null(mkdtemp(dir));
+	tls_cert_make(dir, cert, key);
+	run(args);
+	unlink(cert);
+	unlink(key);
+	rmdir(dir);
+}
+
 long proc_status_number(pid_t pid, const char *field)
 {
 	char path[64], line[256];

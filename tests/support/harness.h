@@ -147,5 +147,9 @@ int tcp_nodelay_count(pid_t pid, int port, int *nodelay);
  * with openssl in dir: dir/cert.pem and dir/key.pem into cert and key.
  * Skips the calling test (saying why) where openssl is missing. */
 void tls_cert_make(const char *dir, char cert[300], char key[300]);
+/* Calls run with the arguments of a gateway on HTTPS with a tls+tcp://
+ * hub, by such a certificate (made in a folder of its own, removed
+ * after). */
+void with_tls_args(void (*run)(const char *const *args));
 
 #endif
