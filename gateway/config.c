@@ -187,7 +187,7 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "                       uses them too: workers get the CA to trust in their environment\n"
 	        "  --hub-ca FILE        the CA workers trust for a tls+tcp:// hub (STRAND_HUB_CA, default --tls-cert)\n"
 	        "  --hub-server-name N  the name workers check on the hub's certificate (STRAND_HUB_SERVER_NAME,\n"
-	        "                       default the hub URL's host; mbedtls matches DNS names, not IP addresses)\n"
+	        "                       default the hub URL's host: a DNS name, or an address the certificate lists)\n"
 	        "  --help               this text\n"
 	        "  --version            strand-gateway's version\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "common/tsan_suppressions.h"
 #include "gateway/backend/sandbox.h"
 #include "gateway/blob_store.h"
 #include "gateway/config.h"

@@ -10,13 +10,12 @@
 
 #include "worker/worker.h"
 
-/* A connection to cfg->hub (hub_link.c): a socket of our own for a tcp://
- * or ipc:// hub (hub_socket.h), nng's stream with TLS for a tls+tcp:// one;
- * cfg is borrowed. With watch_idle, one the gateway closed between two
- * exchanges (a restart) is dialed anew before the next, at the cost of a
- * look at the socket (a system call) an exchange, or with TLS of a thread
- * hand-off: for connections that are idle long, not a worker's own.
- * Returns 0 or an nng error. */
+/* A connection to cfg->hub (hub_link.c), a tcp://, ipc:// or tls+tcp://
+ * one (hub_socket.h); cfg is borrowed. With watch_idle, one the gateway
+ * closed between two exchanges (a restart) is dialed anew before the
+ * next, at the cost of a look at the socket (a system call) an exchange:
+ * for connections that are idle long, not a worker's own. Returns 0 or
+ * an nng error (NNG_EADDRINVAL: a hub URL of another scheme). */
 typedef struct hub_link hub_link;
 int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out);
 /* Dials, unless connected, within timeout_ms. Returns 0 or nng's error. */

@@ -1,7 +1,8 @@
 /*
- * A plain socket to the hub (hub_socket.h). Timeouts are the socket's own
- * (SO_RCVTIMEO, SO_SNDTIMEO), so that a wait is one blocking call, set again
- * only when a caller asks for another.
+ * The worker's socket to the hub (hub_socket.h). Timeouts are the
+ * socket's own (SO_RCVTIMEO, SO_SNDTIMEO), so that a wait is one blocking
+ * call, set again only when a caller asks for another; TLS reads and
+ * writes block on the same socket with the same timeouts.
  */
 #define _GNU_SOURCE /* getaddrinfo, NI_MAXHOST, SOCK_CLOEXEC under -std=c11 */
 #include "worker/hub_socket.h"
@@ -12,6 +13,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nng/nng.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +31,20 @@
  * tasks, or an answer to a queue call, whole in one call. */
 #define FIRST_READ 4096
 
+/* A frame's prefix and what follows it go in one TLS record, up to this
+ * much (a record's payload at most). */
+#define RECORD_MAX 16384
+
+int hub_socket_tls(const char *url)
+{
+	return strncmp(url, "tls+tcp", 7) == 0;
+}
+
 int hub_socket_takes(const char *url)
 {
 	int family;
 
-	return cm_socket_url(url, &family) != 0;
+	return cm_socket_url(hub_socket_tls(url) ? url + 4 : url, &family) != 0;
 }
 
 static int nng_error(int err)
@@ -139,17 +151,65 @@ static int dial_tcp(hub_socket *s, const char *at, int family, int timeout_ms)
 	return rv;
 }
 
-int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms)
+int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms, hub_tls *tls)
 {
-	int family;
-	size_t scheme = cm_socket_url(url, &family);
+	int family, in_tls = hub_socket_tls(url), rv;
+	size_t scheme = cm_socket_url(in_tls ? url + 4 : url, &family);
 
 	s->fd = -1;
 	s->timeout_ms = 0; /* none set on a new socket */
-	if (!scheme)
+	s->tls = NULL;
+	if (!scheme || (in_tls && !tls))
 		return NNG_EADDRINVAL;
-	return family == AF_UNIX ? dial_ipc(s, url + scheme, timeout_ms)
-	                         : dial_tcp(s, url + scheme, family, timeout_ms);
+	url += in_tls ? 4 : 0;
+	if ((rv = family == AF_UNIX ? dial_ipc(s, url + scheme, timeout_ms)
+	                            : dial_tcp(s, url + scheme, family, timeout_ms)) != 0 ||
+	    !in_tls)
+		return rv;
+	if ((rv = set_timeout(s, timeout_ms)) != 0 || (rv = hub_tls_start(tls, s->fd, &s->tls)) != 0)
+		hub_socket_close(s);
+	return rv;
+}
+
+/* What a TLS read or write that failed (on this blocking socket) means:
+ * 0 to call it again (a signal came), or nng's error. OpenSSL takes the
+ * socket's timeout (EAGAIN) for a read or write to try again. */
+static int tls_failure(SSL *tls)
+{
+	int err = errno, why = SSL_get_error(tls, 0);
+
+	ERR_clear_error();
+	if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_WANT_WRITE && why != SSL_ERROR_SYSCALL)
+		return NNG_ECONNSHUT; /* a close_notify, or what TLS refused */
+	if (err == EINTR)
+		return 0;
+	return err == EAGAIN || err == EWOULDBLOCK ? NNG_ETIMEDOUT : NNG_ECONNSHUT;
+}
+
+/* Sends len bytes of p on a TLS session: all of them, or an error. */
+static int tls_send(SSL *tls, const void *p, size_t len)
+{
+	size_t wrote = 0;
+	int rv;
+
+	while (SSL_write_ex(tls, p, len, &wrote) != 1)
+		if ((rv = tls_failure(tls)) != 0)
+			return rv;
+	return 0;
+}
+
+/* The same frame in TLS: its prefix and its first bytes in one record. */
+static int send_in_tls(hub_socket *s, const uint8_t prefix[WIRE_PREFIX], const uint8_t *frame, size_t len)
+{
+	uint8_t first[RECORD_MAX];
+	size_t head = len < RECORD_MAX - WIRE_PREFIX ? len : RECORD_MAX - WIRE_PREFIX;
+	int rv;
+
+	memcpy(first, prefix, WIRE_PREFIX);
+	memcpy(first + WIRE_PREFIX, frame, head);
+	if ((rv = tls_send(s->tls, first, WIRE_PREFIX + head)) == 0 && len > head)
+		rv = tls_send(s->tls, frame + head, len - head);
+	return rv;
 }
 
 int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms)
@@ -163,6 +223,8 @@ int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout
 	if ((rv = set_timeout(s, timeout_ms)) != 0)
 		return rv;
 	wire_prefix_put(prefix, len);
+	if (s->tls)
+		return send_in_tls(s, prefix, frame, len);
 	while (m.msg_iovlen) {
 		ssize_t n = sendmsg(s->fd, &m, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -183,11 +245,18 @@ int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout
 }
 
 /* Reads what comes, up to len bytes, waiting up to the socket's timeout. */
-static int read_some(int fd, uint8_t *into, size_t len, size_t *got)
+static int read_some(const hub_socket *s, uint8_t *into, size_t len, size_t *got)
 {
 	ssize_t n;
 
-	while ((n = recv(fd, into, len, 0)) < 0 && errno == EINTR)
+	if (s->tls) {
+		int rv;
+		while (SSL_read_ex(s->tls, into, len, got) != 1)
+			if ((rv = tls_failure(s->tls)) != 0)
+				return rv;
+		return 0;
+	}
+	while ((n = recv(s->fd, into, len, 0)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return nng_error(errno);
@@ -207,7 +276,7 @@ int hub_socket_recv(hub_socket *s, size_t max, int timeout_ms, uint8_t **frame, 
 	if ((rv = set_timeout(s, timeout_ms)) != 0)
 		return rv;
 	while (got < WIRE_PREFIX) {
-		if ((rv = read_some(s->fd, first + got, sizeof(first) - got, &n)) != 0)
+		if ((rv = read_some(s, first + got, sizeof(first) - got, &n)) != 0)
 			return rv;
 		got += n;
 	}
@@ -220,7 +289,7 @@ int hub_socket_recv(hub_socket *s, size_t max, int timeout_ms, uint8_t **frame, 
 	memcpy(buf, first + WIRE_PREFIX, have);
 	while (have < n) {
 		size_t more;
-		if ((rv = read_some(s->fd, buf + have, n - have, &more)) != 0) {
+		if ((rv = read_some(s, buf + have, n - have, &more)) != 0) {
 			free(buf);
 			return rv;
 		}
@@ -235,12 +304,15 @@ int hub_socket_over(const hub_socket *s)
 {
 	struct pollfd p = {.fd = s->fd, .events = POLLIN};
 
-	/* Readable between exchanges: its end, an error, or bytes unasked. */
-	return poll(&p, 1, 0) != 0;
+	/* Readable between exchanges: its end, an error, or bytes unasked (in
+	 * TLS, a record: the hub's close_notify, say). */
+	return (s->tls && SSL_has_pending(s->tls)) || poll(&p, 1, 0) != 0;
 }
 
 void hub_socket_close(hub_socket *s)
 {
+	SSL_free(s->tls); /* no close_notify: the hub takes the end as it comes */
+	s->tls = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;

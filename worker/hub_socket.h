@@ -1,10 +1,10 @@
 /*
- * A plain socket to a tcp:// or ipc:// hub (hub_socket.c): frames
- * (proto/wire.h) sent and read by the calling thread itself, which sleeps
- * in the socket's own recv. Through nng's stream, the answer a worker waits
- * for was read by nng's poller thread and handed to the waiting one: a
- * thread wake-up and a switch more on every exchange. A tls+tcp:// hub
- * (and any other scheme nng knows) stays on nng (hub_link.c).
+ * The worker's socket to a tcp://, ipc:// or tls+tcp:// hub (hub_socket.c;
+ * TLS by hub_tls.c): frames (proto/wire.h) sent and read by the calling
+ * thread itself, which sleeps in the socket's own recv. Through nng's
+ * stream, the answer a worker waits for was read by nng's poller thread
+ * and handed to the waiting one: a thread wake-up and a switch more on
+ * every exchange.
  *
  * Errors are nng's codes, as hub_link's callers print and compare them.
  */
@@ -14,18 +14,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker/hub_tls.h"
+
 typedef struct hub_socket {
 	int fd; /* -1: not connected */
 	int timeout_ms; /* the socket's send and receive timeouts, as set last */
+	struct ssl_st *tls; /* over a tls+tcp:// hub: the session */
 } hub_socket;
 
-/* Whether url names a hub this file dials: tcp://, tcp4://, tcp6:// or
- * ipc://. */
+/* Whether url names a hub this file dials: tcp://, tcp4://, tcp6://,
+ * ipc:// or tls+tcp:// (tls+tcp4://, tls+tcp6://). */
 int hub_socket_takes(const char *url);
+/* Whether url names a hub in TLS. */
+int hub_socket_tls(const char *url);
 /* Connects s to url within timeout_ms: a blocking socket, close-on-exec
- * (nothing a task runs inherits the worker's connection). Returns 0 or
- * nng's error (NNG_EADDRINVAL for a URL it cannot read). */
-int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms);
+ * (nothing a task runs inherits the worker's connection), in TLS by tls
+ * for a tls+tcp:// URL (the handshake within timeout_ms too). Returns 0
+ * or nng's error (NNG_EADDRINVAL for a URL it cannot read). */
+int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms, hub_tls *tls);
 /* Sends len bytes of frame after their prefix; the peer must take some of
  * it every timeout_ms. Returns 0 or nng's error. */
 int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms);

@@ -7,7 +7,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "common/tsan_suppressions.h"
 #include "worker/code.h"
 #include "worker/join.h"
 #include "worker/runtime.h"

@@ -34,7 +34,6 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
-#include <nng/nng.h> /* nng_iov, as wire_iov_advance takes it */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -103,7 +102,7 @@ struct hub_slot {
 	/* sending: the answer, after its prefix */
 	uint8_t out_prefix[WIRE_PREFIX];
 	uint8_t *out;
-	nng_iov iov[2];
+	struct iovec iov[2];
 	unsigned niov;
 	/* while the engine holds it (WAIT): the frame it was given, decoded
 	 * into the arena (one block a frame, not a few allocations a result;
@@ -227,18 +226,15 @@ static void slot_release(hub_slot *s)
 static int send_on_socket(hub_slot *s)
 {
 	while (s->niov) {
-		struct iovec v[2];
 		ssize_t n;
-		for (unsigned i = 0; i < s->niov; i++)
-			v[i] = (struct iovec){.iov_base = s->iov[i].iov_buf, .iov_len = s->iov[i].iov_len};
 		if (s->tls) {
-			n = hub_tls_writev(s->tls, v, s->niov);
+			n = hub_tls_writev(s->tls, s->iov, s->niov);
 			if (n == HUB_TLS_WANT_WRITE || n == HUB_TLS_WANT_READ) {
 				arm(s, n == HUB_TLS_WANT_WRITE, cm_now_ms() + FRAME_MS);
 				return 0;
 			}
 		} else {
-			struct msghdr m = {.msg_iov = v, .msg_iovlen = s->niov};
+			struct msghdr m = {.msg_iov = s->iov, .msg_iovlen = s->niov};
 			n = sendmsg(s->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -275,8 +271,8 @@ static void send_frame(hub_slot *s, uint8_t *frame, size_t len)
 {
 	s->out = frame;
 	wire_prefix_put(s->out_prefix, len);
-	s->iov[0] = (nng_iov){.iov_buf = s->out_prefix, .iov_len = WIRE_PREFIX};
-	s->iov[1] = (nng_iov){.iov_buf = frame, .iov_len = len};
+	s->iov[0] = (struct iovec){.iov_base = s->out_prefix, .iov_len = WIRE_PREFIX};
+	s->iov[1] = (struct iovec){.iov_base = frame, .iov_len = len};
 	s->niov = 2;
 	s->state = SLOT_SEND;
 	send_more(s);
@@ -1237,7 +1233,7 @@ static void on_accepted(void *ctx, int fd)
 
 /* About once a second on hub_poll's thread: the connections whose
  * handshake, read or send took too long end (FIRST_FRAME_MS, FRAME_MS), as
- * nng's timeouts end them on the workers' side. Only those armed: the
+ * the socket timeouts end them on the workers' side. Only those armed: the
  * thread may take them. */
 static void on_tick(void *ctx)
 {

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "common/common.h"
 #include "tests/support/harness.h"
 
 static gateway g;
@@ -41,21 +42,26 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* POST /v1/pools/{pool}/join with body: the token (new string). */
-static char *join_token(const char *pool, const char *body)
+/* POST /v1/pools/{pool}/join with body to gw: the token (new string). */
+static char *join_token_at(const gateway *gw, const char *pool, const char *body)
 {
 	char path[96];
 	response r;
 	char *token;
 
 	snprintf(path, sizeof(path), "/v1/pools/%s/join", pool);
-	r = http(&g, "POST", path, body, NULL);
+	r = http(gw, "POST", path, body, NULL);
 	if (r.status != 201)
 		fail_msg("join token: %ld %s", r.status, r.body);
 	token = strdup(json_string_value(json_object_get(r.json, "token")));
 	assert_int_equal(strncmp(token, "jt-", 3), 0);
 	response_free(&r);
 	return token;
+}
+
+static char *join_token(const char *pool, const char *body)
+{
+	return join_token_at(&g, pool, body);
 }
 
 /* strand-worker --join with token (in its environment) to gw, checking
@@ -299,12 +305,9 @@ static void test_join_over_tls(void **state)
 	tls_cert_make(other_dir, other_cert, other_key);
 	gateway_start(&h, args);
 	char *pool = pool_create_spec(&h, "{\"backend\": \"external\", \"processes\": 1}");
+	char *token = join_token_at(&h, pool, "{\"uses\": 2}");
 	char path[96];
-	snprintf(path, sizeof(path), "/v1/pools/%s/join", pool);
-	response r = http(&h, "POST", path, "{\"uses\": 2}", NULL);
-	assert_int_equal(r.status, 201);
-	char *token = strdup(json_string_value(json_object_get(r.json, "token")));
-	response_free(&r);
+	response r;
 
 	assert_int_equal(worker_join_to_end(&h, token, other_cert, said, sizeof(said)), 1);
 	assert_non_null(strstr(said, "cannot reach"));
@@ -325,6 +328,53 @@ static void test_join_over_tls(void **state)
 	gateway_cleanup(&h);
 }
 
+/* A worker handed a CA that did not sign the hub's certificate (the
+ * gateway's --hub-ca is another's) never talks to the hub: it says why,
+ * and gives up at its --gateway-timeout. */
+static void test_hub_of_another_ca_refused(void **state)
+{
+	(void)state;
+	char cert[300], key[300], other_cert[300], other_key[300], other_dir[400], log[400];
+	const char *args[] = {"--tls-cert",        cert,        "--tls-key", key, "--hub-ca", other_cert,
+	                      "--hub-server-name", "localhost", NULL};
+	gateway h;
+	cm_buf said;
+
+	snprintf(other_dir, sizeof(other_dir), "%s/another-ca", g.dir);
+	assert_int_equal(mkdir(other_dir, 0755), 0);
+	tls_cert_make(other_dir, other_cert, other_key);
+	tls_cert_make(g.dir, cert, key);
+	gateway_start(&h, args);
+	char *pool = pool_create_spec(&h, "{\"backend\": \"external\", \"processes\": 1}");
+	char *token = join_token_at(&h, pool, "{}");
+	char path[96];
+
+	setenv("STRAND_GATEWAY_TIMEOUT", "2", 1);
+	pid_t w = worker_join_to(&h, token, cert);
+	unsetenv("STRAND_GATEWAY_TIMEOUT");
+	int status;
+	assert_int_equal(waitpid(w, &status, 0), w);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	snprintf(log, sizeof(log), "%s/joined-%d.log", h.dir, (int)w);
+	cm_buf_init(&said);
+	assert_int_equal(cm_read_tail(log, 1 << 16, &said), CM_OK);
+	assert_int_equal(cm_buf_append(&said, "", 1), CM_OK);
+	if (!strstr(said.data, "its certificate is not one to trust for localhost") ||
+	    !strstr(said.data, "Peer could not be authenticated"))
+		fail_msg("the worker said: %s", said.data);
+	cm_buf_fini(&said);
+	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
+	json_t *view = http_get_ok(&h, path);
+	json_t *worker;
+	size_t i;
+	json_array_foreach (json_object_get(view, "workers"), i, worker)
+		assert_string_not_equal(json_string_value(json_object_get(worker, "state")), "connected");
+	json_decref(view);
+	free(token);
+	free(pool);
+	gateway_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +382,7 @@ int main(void)
 	        cmocka_unit_test(test_tokens_expire_and_outlive_a_restart),
 	        cmocka_unit_test(test_bad_joins_refused),
 	        cmocka_unit_test(test_join_over_tls),
+	        cmocka_unit_test(test_hub_of_another_ca_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

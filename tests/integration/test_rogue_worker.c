@@ -33,9 +33,10 @@
 
 #include "common/common.h"
 #include "common/sha256.h"
-#include "common/tsan_suppressions.h"
+#include "tests/support/tsan_suppressions.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
+#include "tests/support/stream_frames.h"
 #include "store/store.h"
 #include "store/task_records.h"
 #include "tests/support/harness.h"

@@ -1106,8 +1106,8 @@ static void test_requests_sent_before_a_stop_are_answered(void **state)
 
 /* TLS with the operator's certificate (a throwaway self-signed one here):
  * HTTPS for the API and the dashboard's sign-in, and a tls+tcp:// hub its
- * workers reach after checking the certificate by name (mbedtls matches the
- * DNS name "localhost", not 127.0.0.1). Plain HTTP on that port gets nowhere. */
+ * workers reach after checking the certificate by name ("localhost").
+ * Plain HTTP on that port gets nowhere. */
 static void test_https(void **state)
 {
 	char cert[300], key[300], same_origin[96];

@@ -136,9 +136,9 @@ static void test_queue_calls_after_a_gateway_restart(void **state)
 	queue_calls_around_a_restart(NULL);
 }
 
-/* The same through a tls+tcp:// hub, where the watch on an idle
- * connection is a read on nng's TLS stream (cancelling it closed the
- * connection: a task's second queue call failed). */
+/* The same through a tls+tcp:// hub (on nng's TLS stream, a task's second
+ * queue call failed: cancelling the read that watched the idle connection
+ * closed it). */
 static void test_queue_calls_over_a_tls_hub(void **state)
 {
 	(void)state;

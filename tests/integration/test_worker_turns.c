@@ -28,6 +28,7 @@
 #include "common/common.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
+#include "tests/support/stream_frames.h"
 
 #define HELD 20 /* 50 ms sleeps, ids 1..HELD */
 #define AHEAD 3 /* echoes, ids 1001..1000+AHEAD */

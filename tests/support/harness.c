@@ -725,7 +725,7 @@ void tls_cert_make(const char *dir, char cert[300], char key[300])
 void with_tls_args(void (*run)(const char *const *args))
 {
 	char dir[] = "/tmp/strand-tls-XXXXXX", cert[300], key[300];
-	const char *args[] = {"--tls-cert", cert, "--tls-key", key, "--hub-server-name", "localhost", NULL};
+	const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
 
 	assert_non_null(mkdtemp(dir));
 	tls_cert_make(dir, cert, key);

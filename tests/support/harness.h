@@ -149,7 +149,7 @@ int tcp_nodelay_count(pid_t pid, int port, int *nodelay);
 void tls_cert_make(const char *dir, char cert[300], char key[300]);
 /* Calls run with the arguments of a gateway on HTTPS with a tls+tcp://
  * hub, by such a certificate (made in a folder of its own, removed
- * after). */
+ * after); workers check it by the hub's address, 127.0.0.1. */
 void with_tls_args(void (*run)(const char *const *args));
 
 #endif

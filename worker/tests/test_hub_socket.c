@@ -91,7 +91,7 @@ static int accept_within(int listener)
 /* s dialed to p: the peer's end of the connection. */
 static int dial_peer(peer *p, hub_socket *s)
 {
-	assert_int_equal(hub_socket_dial(s, p->url, TIMEOUT_MS), 0);
+	assert_int_equal(hub_socket_dial(s, p->url, TIMEOUT_MS, NULL), 0);
 	return accept_within(p->listener);
 }
 
@@ -250,7 +250,7 @@ static void test_ipv6(void **state)
 	assert_int_equal(listen(l, 1), 0);
 	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
 	snprintf(url, sizeof(url), "tcp6://[::1]:%u", ntohs(a.sin6_port));
-	assert_int_equal(hub_socket_dial(&s, url, TIMEOUT_MS), 0);
+	assert_int_equal(hub_socket_dial(&s, url, TIMEOUT_MS, NULL), 0);
 	int conn = accept_within(l);
 	assert_true(conn >= 0);
 	assert_int_equal(hub_socket_send(&s, (const uint8_t *)"v6", 2, TIMEOUT_MS), 0);
@@ -267,7 +267,10 @@ static void test_which_urls(void **state)
 	assert_true(hub_socket_takes("tcp4://127.0.0.1:7070"));
 	assert_true(hub_socket_takes("tcp6://[::1]:7070"));
 	assert_true(hub_socket_takes("ipc:///tmp/hub.sock"));
-	assert_false(hub_socket_takes("tls+tcp://127.0.0.1:7070")); /* nng's, with TLS */
+	assert_true(hub_socket_takes("tls+tcp://127.0.0.1:7070"));
+	assert_true(hub_socket_tls("tls+tcp://127.0.0.1:7070"));
+	assert_false(hub_socket_tls("tcp://127.0.0.1:7070"));
+	assert_false(hub_socket_takes("tls+ipc:///tmp/hub.sock"));
 	assert_false(hub_socket_takes("ws://127.0.0.1:7070"));
 	assert_false(hub_socket_takes("TCP://127.0.0.1:7070"));
 }
@@ -295,11 +298,11 @@ static void test_bad_urls(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(hub_socket_dial(&s, bad[i], TIMEOUT_MS), NNG_EADDRINVAL);
+		assert_int_equal(hub_socket_dial(&s, bad[i], TIMEOUT_MS, NULL), NNG_EADDRINVAL);
 		assert_int_equal(s.fd, -1);
 	}
 	snprintf(long_path, sizeof(long_path), "ipc:///tmp/%0150d", 0); /* over sun_path's 108 */
-	assert_int_equal(hub_socket_dial(&s, long_path, TIMEOUT_MS), NNG_EADDRINVAL);
+	assert_int_equal(hub_socket_dial(&s, long_path, TIMEOUT_MS, NULL), NNG_EADDRINVAL);
 	assert_int_equal(s.fd, -1);
 }
 
@@ -311,11 +314,11 @@ static void test_refused(void **state)
 	(void)state;
 	peer_tcp(&p);
 	close(p.listener); /* nobody listens there now */
-	assert_int_equal(hub_socket_dial(&s, p.url, TIMEOUT_MS), NNG_ECONNREFUSED);
+	assert_int_equal(hub_socket_dial(&s, p.url, TIMEOUT_MS, NULL), NNG_ECONNREFUSED);
 	assert_int_equal(s.fd, -1);
 	peer_ipc(&p);
 	close(p.listener);
-	assert_int_equal(hub_socket_dial(&s, p.url, TIMEOUT_MS), NNG_ECONNREFUSED);
+	assert_int_equal(hub_socket_dial(&s, p.url, TIMEOUT_MS, NULL), NNG_ECONNREFUSED);
 	p.listener = -1;
 	peer_fini(&p);
 }
