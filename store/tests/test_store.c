@@ -571,7 +571,12 @@ static void test_the_log_starts_again_under_steady_commits(void **state)
 		longest = now > longest ? now : longest;
 	}
 	assert_true(restarts >= 2);
-	assert_true(longest < 2 * STORE_LOG_CAP_FRAMES);
+	/* Past it only if the writer's own checkpoints, right after its
+	 * commits, kept finding the thread's run going (SQLITE_BUSY): a thread
+	 * starved of the CPU for the whole time. */
+	if (longest >= 2 * STORE_LOG_CAP_FRAMES)
+		fail_msg("the log reached %u pages (the writer checkpoints from %d) in %u restarts", longest,
+		         STORE_LOG_CAP_FRAMES, restarts);
 	/* Just started again: a log of a few pages, in a file of the longest
 	 * one's length, up to the limit. The longest is 32,768 pages or more on
 	 * an idle machine; the thread may have caught up sooner on a busy one. */
