@@ -82,10 +82,10 @@ int cm_secret_equal(const void *a, const void *b, size_t len);
  * host_len bytes at most with its NUL) and port (digits, 1 to 65535; there
  * must be one). Returns CM_OK or CM_EINVAL. */
 int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char port[6]);
-/* A hub URL on a plain socket, which the worker dials and the gateway
- * listens on without nng: tcp://, tcp4://, tcp6:// (HOST:PORT follows;
+/* A hub URL's socket: tcp://, tcp4://, tcp6:// (HOST:PORT follows;
  * *family is AF_UNSPEC, AF_INET or AF_INET6) or ipc:// (a path; AF_UNIX).
- * Returns the length of its scheme, or 0 for any other URL (tls+tcp://). */
+ * Returns the length of its scheme, or 0 for any other URL (a tls+tcp://
+ * hub's is what follows its "tls+"). */
 size_t cm_socket_url(const char *url, int *family);
 /* An ipc:// URL's path as a Unix socket's address (*a, all of it set).
  * Returns CM_OK, or CM_EINVAL for a path that is empty or longer than the
