@@ -83,10 +83,10 @@ int cm_secret_equal(const void *a, const void *b, size_t len);
  * must be one). Returns CM_OK or CM_EINVAL. */
 int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char port[6]);
 /* A hub URL's socket: tcp://, tcp4://, tcp6:// (HOST:PORT follows;
- * *family is AF_UNSPEC, AF_INET or AF_INET6) or ipc:// (a path; AF_UNIX).
- * Returns the length of its scheme, or 0 for any other URL (a tls+tcp://
- * hub's is what follows its "tls+"). */
-size_t cm_socket_url(const char *url, int *family);
+ * *family is AF_UNSPEC, AF_INET or AF_INET6), the same in TLS
+ * (tls+tcp://, tls+tcp4://, tls+tcp6://: *tls set) or ipc:// (a path;
+ * AF_UNIX). Returns the length of its scheme, or 0 for any other URL. */
+size_t cm_socket_url(const char *url, int *family, int *tls);
 /* An ipc:// URL's path as a Unix socket's address (*a, all of it set).
  * Returns CM_OK, or CM_EINVAL for a path that is empty or longer than the
  * address holds (107 bytes). */

@@ -46,17 +46,19 @@ int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char
 	return CM_OK;
 }
 
-size_t cm_socket_url(const char *url, int *family)
+size_t cm_socket_url(const char *url, int *family, int *tls)
 {
 	static const struct {
 		const char *scheme;
 		int family;
 	} schemes[] = {{"tcp://", AF_UNSPEC}, {"tcp4://", AF_INET}, {"tcp6://", AF_INET6}, {"ipc://", AF_UNIX}};
+	size_t in_tls = strncmp(url, "tls+tcp", 7) == 0 ? 4 : 0;
 
+	*tls = in_tls != 0;
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strncmp(url, schemes[i].scheme, strlen(schemes[i].scheme)) == 0) {
+		if (strncmp(url + in_tls, schemes[i].scheme, strlen(schemes[i].scheme)) == 0) {
 			*family = schemes[i].family;
-			return strlen(schemes[i].scheme);
+			return in_tls + strlen(schemes[i].scheme);
 		}
 	return 0;
 }

@@ -602,7 +602,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		         (int)scheme_len, cfg->hub);
 		return CM_EINVAL;
 	}
-	if (strncmp(cfg->hub, "tls+", 4) == 0 && !cfg->tls_cert[0]) {
+	int family, tls;
+	if (cm_socket_url(cfg->hub, &family, &tls) && tls && !cfg->tls_cert[0]) {
 		snprintf(detail, detail_len, "a %s hub needs --tls-cert and --tls-key", cfg->hub);
 		return CM_EINVAL;
 	}

@@ -30,4 +30,14 @@ size_t wire_prefix_get(const uint8_t in[WIRE_PREFIX]);
 /* Drops the n bytes a send moved from the front of iov[*niov]. */
 void wire_iov_advance(struct iovec *iov, unsigned *niov, size_t n);
 
+/* The most a TLS record carries. */
+#define WIRE_RECORD_MAX 16384
+/* What to hand TLS next from the front of iov[n] (n at least 1), in *len
+ * bytes: a short first piece (a frame's prefix) and the start of the next
+ * copied into joined, so that they go in one record (as two, each cost a
+ * segment, and the second waited for a delayed ACK without TCP_NODELAY);
+ * else the first piece as it is. The same bytes for the same iov, as a
+ * TLS write tried again needs. */
+const void *wire_next_write(const struct iovec *iov, unsigned n, uint8_t joined[WIRE_RECORD_MAX], size_t *len);
+
 #endif

@@ -35,11 +35,12 @@ int hub_link_new(const worker_config *cfg, int watch_idle, hub_link **out)
 	/* Its end between exchanges is seen by a look at the socket
 	 * (hub_socket_over). */
 	l->look_first = watch_idle;
-	if (!hub_socket_takes(cfg->hub)) {
+	int family, tls;
+	if (!cm_socket_url(cfg->hub, &family, &tls)) { /* a URL hub_socket does not dial */
 		free(l);
 		return NNG_EADDRINVAL;
 	}
-	if (hub_socket_tls(cfg->hub) && (rv = hub_tls_new(cfg, &l->tls, why, sizeof(why))) != 0) {
+	if (tls && (rv = hub_tls_new(cfg, &l->tls, why, sizeof(why))) != 0) {
 		cm_error("hub %s: %s", cfg->hub, why);
 		free(l);
 		return rv;

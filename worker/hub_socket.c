@@ -31,22 +31,6 @@
  * tasks, or an answer to a queue call, whole in one call. */
 #define FIRST_READ 4096
 
-/* A frame's prefix and what follows it go in one TLS record, up to this
- * much (a record's payload at most). */
-#define RECORD_MAX 16384
-
-int hub_socket_tls(const char *url)
-{
-	return strncmp(url, "tls+tcp", 7) == 0;
-}
-
-int hub_socket_takes(const char *url)
-{
-	int family;
-
-	return cm_socket_url(hub_socket_tls(url) ? url + 4 : url, &family) != 0;
-}
-
 static int nng_error(int err)
 {
 	switch (err) {
@@ -153,15 +137,14 @@ static int dial_tcp(hub_socket *s, const char *at, int family, int timeout_ms)
 
 int hub_socket_dial(hub_socket *s, const char *url, int timeout_ms, hub_tls *tls)
 {
-	int family, in_tls = hub_socket_tls(url), rv;
-	size_t scheme = cm_socket_url(in_tls ? url + 4 : url, &family);
+	int family, in_tls, rv;
+	size_t scheme = cm_socket_url(url, &family, &in_tls);
 
 	s->fd = -1;
 	s->timeout_ms = 0; /* none set on a new socket */
 	s->tls = NULL;
 	if (!scheme || (in_tls && !tls))
 		return NNG_EADDRINVAL;
-	url += in_tls ? 4 : 0;
 	if ((rv = family == AF_UNIX ? dial_ipc(s, url + scheme, timeout_ms)
 	                            : dial_tcp(s, url + scheme, family, timeout_ms)) != 0 ||
 	    !in_tls)
@@ -198,48 +181,33 @@ static int tls_send(SSL *tls, const void *p, size_t len)
 	return 0;
 }
 
-/* The same frame in TLS: its prefix and its first bytes in one record. */
-static int send_in_tls(hub_socket *s, const uint8_t prefix[WIRE_PREFIX], const uint8_t *frame, size_t len)
-{
-	uint8_t first[RECORD_MAX];
-	size_t head = len < RECORD_MAX - WIRE_PREFIX ? len : RECORD_MAX - WIRE_PREFIX;
-	int rv;
-
-	memcpy(first, prefix, WIRE_PREFIX);
-	memcpy(first + WIRE_PREFIX, frame, head);
-	if ((rv = tls_send(s->tls, first, WIRE_PREFIX + head)) == 0 && len > head)
-		rv = tls_send(s->tls, frame + head, len - head);
-	return rv;
-}
-
 int hub_socket_send(hub_socket *s, const uint8_t *frame, size_t len, int timeout_ms)
 {
-	uint8_t prefix[WIRE_PREFIX];
+	uint8_t prefix[WIRE_PREFIX], joined[WIRE_RECORD_MAX];
 	struct iovec iov[2] = {{.iov_base = prefix, .iov_len = WIRE_PREFIX},
 	                       {.iov_base = (void *)frame, .iov_len = len}};
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	unsigned niov = len ? 2 : 1;
 	int rv;
 
 	if ((rv = set_timeout(s, timeout_ms)) != 0)
 		return rv;
 	wire_prefix_put(prefix, len);
-	if (s->tls)
-		return send_in_tls(s, prefix, frame, len);
-	while (m.msg_iovlen) {
-		ssize_t n = sendmsg(s->fd, &m, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return nng_error(errno);
-		while (m.msg_iovlen && (size_t)n >= m.msg_iov->iov_len) {
-			n -= (ssize_t)m.msg_iov->iov_len;
-			m.msg_iov++;
-			m.msg_iovlen--;
+	while (niov) {
+		size_t went;
+		if (s->tls) {
+			const void *from = wire_next_write(iov, niov, joined, &went);
+			if ((rv = tls_send(s->tls, from, went)) != 0)
+				return rv;
+		} else {
+			struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
+			ssize_t n = sendmsg(s->fd, &m, MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return nng_error(errno);
+			went = (size_t)n;
 		}
-		if (m.msg_iovlen) {
-			m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + n;
-			m.msg_iov->iov_len -= (size_t)n;
-		}
+		wire_iov_advance(iov, &niov, went);
 	}
 	return 0;
 }

@@ -22,11 +22,6 @@ typedef struct hub_socket {
 	struct ssl_st *tls; /* over a tls+tcp:// hub: the session */
 } hub_socket;
 
-/* Whether url names a hub this file dials: tcp://, tcp4://, tcp6://,
- * ipc:// or tls+tcp:// (tls+tcp4://, tls+tcp6://). */
-int hub_socket_takes(const char *url);
-/* Whether url names a hub in TLS. */
-int hub_socket_tls(const char *url);
 /* Connects s to url within timeout_ms: a blocking socket, close-on-exec
  * (nothing a task runs inherits the worker's connection), in TLS by tls
  * for a tls+tcp:// URL (the handshake within timeout_ms too). Returns 0

@@ -475,8 +475,10 @@ int engine_new(const gw_config *cfg, credentials *creds, backend *const *backend
 	cm_buf_init(&e->job_text);
 	/* A TLS hub: the workers get the CA to check it by (the certificate
 	 * itself when it is self-signed). */
-	if (strncmp(cfg->hub, "tls+", 4) == 0 && (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert,
-	                                                            &e->hub_ca, detail, detail_len)) != CM_OK) {
+	int family, tls;
+	if (cm_socket_url(cfg->hub, &family, &tls) && tls &&
+	    (err = cm_read_pem(cfg->hub_ca[0] ? cfg->hub_ca : cfg->tls_cert, &e->hub_ca, detail, detail_len)) !=
+	            CM_OK) {
 		cm_buf_fini(&e->hub_ca);
 		for (size_t i = 0; i < n; i++)
 			if (backends[i])

@@ -1275,23 +1275,15 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *c
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->idle, NULL);
 	/* A tls+tcp:// hub presents the gateway's certificate (--tls-cert,
-	 * --tls-key) on a tcp:// listener. */
-	const char *url = cfg->hub;
-	if (strncmp(url, "tls+", 4) == 0) {
-		url += 4;
-		if (strncmp(url, "tcp", 3) != 0) {
-			snprintf(detail, detail_len, "hub %s: TLS is for tls+tcp:// hubs", cfg->hub);
-			rv = CM_EINVAL;
-		} else {
-			rv = hub_tls_new(cfg->tls_cert, cfg->tls_key, &h->tls, detail, detail_len);
-		}
-		if (rv != CM_OK) {
-			hub_free(h);
-			return rv;
-		}
+	 * --tls-key). */
+	int family, tls;
+	if (cm_socket_url(cfg->hub, &family, &tls) && tls &&
+	    (rv = hub_tls_new(cfg->tls_cert, cfg->tls_key, &h->tls, detail, detail_len)) != CM_OK) {
+		hub_free(h);
+		return rv;
 	}
 	hub_poll_calls calls = {.ctx = h, .accepted = on_accepted, .ready = on_ready, .tick = on_tick};
-	if ((rv = hub_poll_start(url, &calls, &h->poll, detail, detail_len)) != CM_OK) {
+	if ((rv = hub_poll_start(cfg->hub, &calls, &h->poll, detail, detail_len)) != CM_OK) {
 		hub_free(h);
 		return rv;
 	}

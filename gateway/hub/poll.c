@@ -173,13 +173,13 @@ static void *poll_main(void *arg)
 
 int hub_poll_start(const char *url, const hub_poll_calls *calls, hub_poll **out, char *detail, size_t detail_len)
 {
-	int family;
-	size_t scheme = cm_socket_url(url, &family);
+	int family, tls;
+	size_t scheme = cm_socket_url(url, &family, &tls);
 	hub_poll *p;
 	struct epoll_event listen_ev = {.events = EPOLLIN}, wake_ev = {.events = EPOLLIN};
 
 	if (!scheme) {
-		snprintf(detail, detail_len, "hub %s: not a tcp:// or ipc:// URL", url);
+		snprintf(detail, detail_len, "hub %s: not a tcp://, tls+tcp:// or ipc:// URL", url);
 		return CM_EINVAL;
 	}
 	if (!(p = calloc(1, sizeof(*p))))

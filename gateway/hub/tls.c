@@ -8,14 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/common.h"
-
-/* A record's payload at most: a frame's prefix and the first of what
- * follows are copied into one (nng's TLS sent the prefix as a record of
- * its own, which also cost a segment each way). */
-#define RECORD_MAX 16384
+#include "proto/wire.h"
 
 struct hub_tls {
 	SSL_CTX *ctx;
@@ -159,19 +154,10 @@ int hub_tls_pending(const hub_tls_conn *c)
 
 ssize_t hub_tls_writev(hub_tls_conn *c, const struct iovec *iov, unsigned n)
 {
-	uint8_t joined[RECORD_MAX];
-	const void *from = n ? iov[0].iov_base : NULL;
-	size_t len = n ? iov[0].iov_len : 0, wrote = 0;
+	uint8_t joined[WIRE_RECORD_MAX];
+	size_t len = 0, wrote = 0;
+	const void *from = n ? wire_next_write(iov, n, joined, &len) : NULL;
 
-	/* A short first piece (a prefix) and the start of the next, together:
-	 * the same bytes each time it is called again with the same iov. */
-	if (n > 1 && len < RECORD_MAX) {
-		size_t more = iov[1].iov_len < RECORD_MAX - len ? iov[1].iov_len : RECORD_MAX - len;
-		memcpy(joined, iov[0].iov_base, len);
-		memcpy(joined + len, iov[1].iov_base, more);
-		from = joined;
-		len += more;
-	}
 	if (!len)
 		return 0;
 	ERR_clear_error();

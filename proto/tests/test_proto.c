@@ -220,6 +220,28 @@ static void test_wire_prefix_and_pieces(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* What goes to TLS next: a prefix joined with what follows, up to one
+ * record; a long piece as it is. */
+static void test_wire_next_write(void **state)
+{
+	static uint8_t big[WIRE_RECORD_MAX + 100], joined[WIRE_RECORD_MAX];
+	uint8_t prefix[WIRE_PREFIX] = {1, 2, 3, 4}, small[3] = {5, 6, 7};
+	struct iovec two[2] = {{.iov_base = prefix, .iov_len = WIRE_PREFIX}, {.iov_base = small, .iov_len = 3}};
+	size_t len = 0;
+
+	(void)state;
+	assert_ptr_equal(wire_next_write(two, 2, joined, &len), joined);
+	assert_int_equal(len, WIRE_PREFIX + 3);
+	assert_memory_equal(joined, "\x01\x02\x03\x04\x05\x06\x07", 7);
+	two[1] = (struct iovec){.iov_base = big, .iov_len = sizeof(big)};
+	big[0] = 9;
+	assert_ptr_equal(wire_next_write(two, 2, joined, &len), joined);
+	assert_int_equal(len, WIRE_RECORD_MAX);
+	assert_int_equal(joined[WIRE_PREFIX], 9);
+	assert_ptr_equal(wire_next_write(&two[1], 1, joined, &len), big); /* one piece: as it is */
+	assert_int_equal(len, sizeof(big));
+}
+
 static void expect_refused(const uint8_t *buf, size_t len, proto_type type, const char *part)
 {
 	ProtobufCMessage *msg = NULL;
@@ -390,6 +412,7 @@ int main(void)
 	        cmocka_unit_test(test_header_length_from_first_bytes),
 	        cmocka_unit_test(test_columns_that_disagree_are_refused),
 	        cmocka_unit_test(test_wire_prefix_and_pieces),
+	        cmocka_unit_test(test_wire_next_write),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_encode_checks_type),
 	        cmocka_unit_test(test_expanding_frame_is_refused_within_budget),

@@ -715,9 +715,9 @@ static void test_result_pages_stop_at_16_mib(void **state)
 	free(pool);
 }
 
-/* Opens a TCP connection to the gateway from source address from (another
- * loopback address: another client), sending nothing. */
-static int idle_connection(const gateway *gw, const char *from)
+/* A TCP connection to port on 127.0.0.1 from source address from
+ * (another loopback address: another client). */
+static int connect_from(const char *from, int port)
 {
 	struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -725,10 +725,16 @@ static int idle_connection(const gateway *gw, const char *from)
 	assert_true(fd >= 0);
 	inet_pton(AF_INET, from, &src.sin_addr);
 	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-	dst.sin_port = htons((uint16_t)gw->http_port);
+	dst.sin_port = htons((uint16_t)port);
 	assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
 	return fd;
+}
+
+/* A connection to the gateway's HTTP port from from, sending nothing. */
+static int idle_connection(const gateway *gw, const char *from)
+{
+	return connect_from(from, gw->http_port);
 }
 
 /* Whether the server closed fd (end of stream or reset). */
@@ -744,16 +750,11 @@ static int closed_by_server(int fd)
  * then closed the connection (within 10 s). */
 static int stranger_on_hub(const gateway *gw, const char *what)
 {
-	struct sockaddr_in dst = {.sin_family = AF_INET};
 	struct timeval wait = {.tv_sec = 10};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = connect_from("127.0.0.1", gw->hub_port);
 	char buf[256];
 	ssize_t n;
 
-	assert_true(fd >= 0);
-	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-	dst.sin_port = htons((uint16_t)gw->hub_port);
-	assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
 	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait)), 0);
 	assert_int_equal(send(fd, what, strlen(what), MSG_NOSIGNAL), (ssize_t)strlen(what));
 	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) /* a TLS alert, maybe */
@@ -1127,10 +1128,10 @@ static void test_https(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "value")), 2);
 	response_free(&r);
-	/* Both ends of the hub's connection send at once: the worker's TLS
-	 * (nng's) writes a frame's prefix and body as two records, and with
-	 * Nagle's algorithm the second waited for the other end's delayed ACK
-	 * (40 ms). */
+	/* Both ends of the hub's connection send at once: small answers,
+	 * each waited for (with nng's TLS, which wrote a frame's prefix and
+	 * body as two records, Nagle's algorithm held the second 40 ms for the
+	 * other end's delayed ACK). */
 	pid_t worker;
 	int nodelay;
 	assert_true((worker = process_named_under(h.pid, "strand-worker")) > 0);

@@ -1,6 +1,7 @@
 /*
  * The worker's own socket to a tcp:// or ipc:// hub (worker/hub_socket.c),
- * against a peer in this test: frames whole however the peer cuts them,
+ * against a peer in this test (its TLS against a real hub: test_values,
+ * test_worker_queues, test_join): frames whole however the peer cuts them,
  * every error as the nng code hub_link's callers compare, the connection's
  * end seen between exchanges, nothing inherited by what a task runs; and
  * hub_link over it dialing again after the hub closed.
@@ -25,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "common/common.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
 #include "worker/hub_link.h"
@@ -260,19 +262,34 @@ static void test_ipv6(void **state)
 	close(l);
 }
 
+/* The hub URLs a worker dials (cm_socket_url, which the hub listens by
+ * too): the scheme's length, the address family, and whether in TLS. */
 static void test_which_urls(void **state)
 {
+	static const struct {
+		const char *url;
+		size_t scheme;
+		int family, tls;
+	} urls[] = {
+	        {"tcp://127.0.0.1:7070", 6, AF_UNSPEC, 0},
+	        {"tcp4://127.0.0.1:7070", 7, AF_INET, 0},
+	        {"tcp6://[::1]:7070", 7, AF_INET6, 0},
+	        {"ipc:///tmp/hub.sock", 6, AF_UNIX, 0},
+	        {"tls+tcp://127.0.0.1:7070", 10, AF_UNSPEC, 1},
+	        {"tls+tcp4://127.0.0.1:7070", 11, AF_INET, 1},
+	        {"tls+tcp6://[::1]:7070", 11, AF_INET6, 1},
+	        {"tls+ipc:///tmp/hub.sock", 0, 0, 0},
+	        {"ws://127.0.0.1:7070", 0, 0, 0},
+	        {"TCP://127.0.0.1:7070", 0, 0, 0},
+	};
+
 	(void)state;
-	assert_true(hub_socket_takes("tcp://127.0.0.1:7070"));
-	assert_true(hub_socket_takes("tcp4://127.0.0.1:7070"));
-	assert_true(hub_socket_takes("tcp6://[::1]:7070"));
-	assert_true(hub_socket_takes("ipc:///tmp/hub.sock"));
-	assert_true(hub_socket_takes("tls+tcp://127.0.0.1:7070"));
-	assert_true(hub_socket_tls("tls+tcp://127.0.0.1:7070"));
-	assert_false(hub_socket_tls("tcp://127.0.0.1:7070"));
-	assert_false(hub_socket_takes("tls+ipc:///tmp/hub.sock"));
-	assert_false(hub_socket_takes("ws://127.0.0.1:7070"));
-	assert_false(hub_socket_takes("TCP://127.0.0.1:7070"));
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		int family = -1, tls = -1;
+		size_t scheme = cm_socket_url(urls[i].url, &family, &tls);
+		if (scheme != urls[i].scheme || (scheme && (family != urls[i].family || tls != urls[i].tls)))
+			fail_msg("%s: scheme %zu, family %d, tls %d", urls[i].url, scheme, family, tls);
+	}
 }
 
 static void test_bad_urls(void **state)
