@@ -188,6 +188,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --hub-ca FILE        the CA workers trust for a tls+tcp:// hub (STRAND_HUB_CA, default --tls-cert)\n"
 	        "  --hub-server-name N  the name workers check on the hub's certificate (STRAND_HUB_SERVER_NAME,\n"
 	        "                       default the hub URL's host: a DNS name, or an address the certificate lists)\n"
+	        "  --hub-per-address N  hub connections one address (an IPv6 /64) may hold before they name a\n"
+	        "                       worker, and open a second, twice that at once (default 128)\n"
 	        "  --help               this text\n"
 	        "  --version            strand-gateway's version\n",
 	        cfg && cfg->token_file[0] ? cfg->token_file : "./strand.token");
@@ -371,6 +373,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"tls-key", required_argument, NULL, 'K'},
 	        {"hub-ca", required_argument, NULL, 'a'},
 	        {"hub-server-name", required_argument, NULL, 'n'},
+	        {"hub-per-address", required_argument, NULL, 1041},
 	        {"help", no_argument, NULL, 'H'},
 	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
@@ -413,6 +416,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->gpus = -1;
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
+	cfg->hub_per_address = 128;
 	cfg->http_header_s = 10;
 	cfg->http_min_rate = 65536;
 	snprintf(cfg->sandbox, sizeof(cfg->sandbox), "auto");
@@ -529,6 +533,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'c': cfg->http_per_client = atoi(optarg); break;
 		case 1021: cfg->http_header_s = atoi(optarg); break;
 		case 1022: cfg->http_min_rate = atoi(optarg); break;
+		case 1041: cfg->hub_per_address = atoi(optarg); break;
 		case 'm': cfg->http_max = atoi(optarg); break;
 		case 'T': set(cfg->tls_cert, sizeof(cfg->tls_cert), optarg); break;
 		case 'K': set(cfg->tls_key, sizeof(cfg->tls_key), optarg); break;
@@ -611,6 +616,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	    cfg->http_min_rate < 1) {
 		snprintf(detail, detail_len,
 		         "--http-idle, --http-per-client, --http-header-s and --http-min-rate must be at least 1");
+		return CM_EINVAL;
+	}
+	if (cfg->hub_per_address < 1 || cfg->hub_per_address > 100000) {
+		snprintf(detail, detail_len, "--hub-per-address must be 1 to 100000");
 		return CM_EINVAL;
 	}
 	if (cfg->kubeconfig[0] && (err = with_kubeconfig(cfg, &given, detail, detail_len)) != CM_OK)

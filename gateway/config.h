@@ -58,6 +58,7 @@ typedef struct gw_config {
 	int64_t session_idle_ms; /* a dashboard sign-in unused this long ends */
 	int http_idle_s; /* a connection idle this long (a slow header, a silent keep-alive) is closed */
 	int http_per_client; /* connections one client address may hold open */
+	int hub_per_address; /* hub connections one address may hold before they name a worker, and open a second */
 	int http_header_s; /* a request's headers arrive within this, however they trickle */
 	int http_min_rate; /* and its body at this many bytes a second at least */
 	int http_max; /* connections in all; 0: from the file-descriptor limit */

@@ -23,7 +23,9 @@
  * frame's header is read first (PROTO_HEADER_MAX bytes at most) and its sender
  * checked before the rest is allocated, and a connection must bring its
  * first frame within FIRST_FRAME_MS. Any frame, once begun, must arrive
- * within FRAME_MS. At most conns_max connections are open, and the frames
+ * within FRAME_MS. One address holds at most per_address connections that
+ * have not named a worker yet, and opens at most per_address a second
+ * (address_limits.h). At most conns_max connections are open, and the frames
  * held in memory at once (read, decoded, waiting for the engine) are within
  * HELD_BYTES_MAX: past it, a connection is closed and its worker, which
  * keeps its results, asks again.
@@ -46,6 +48,7 @@
 
 #include "common/common.h"
 #include "common/sha256.h"
+#include "gateway/hub/address_limits.h"
 #include "gateway/hub/hub.h"
 #include "gateway/hub/poll.h"
 #include "gateway/hub/tls.h"
@@ -82,6 +85,10 @@ struct hub_slot {
 	size_t want_len;
 	slot_state state;
 	int authenticated; /* a frame of it named a known worker and its secret */
+	/* Where it came from (has_addr: a TCP peer), and whether it has yet
+	 * to name a worker (stranger; under hub.mu, which counts them). */
+	hub_address addr;
+	int has_addr, stranger;
 	int close_after_send; /* what followed a refused header was never read */
 	int64_t deadline; /* of the frame being read */
 	char worker[256]; /* the worker the frame's header named */
@@ -136,8 +143,10 @@ struct hub {
 	hub_slot *conns; /* open connections */
 	/* What a flood of strangers would log a line each for: a line a
 	 * second at most, with a count. */
-	cm_log_limit refused_log, full_log, handshake_log;
+	cm_log_limit refused_log, full_log, handshake_log, stranger_log;
 	int nconns, conns_max;
+	int per_address; /* --hub-per-address */
+	hub_pace *pace; /* new connections an address, under mu */
 	size_t held; /* bytes of frames read or decoded, not yet answered */
 };
 
@@ -1010,6 +1019,7 @@ static void on_head(hub_slot *s)
 	s->authenticated = 1;
 	snprintf(s->worker, sizeof(s->worker), "%.*s", (int)h.worker_id_len, h.worker_id);
 	pthread_mutex_lock(&s->hub->mu);
+	s->stranger = 0;
 	if ((room = s->hub->held + held <= HELD_BYTES_MAX))
 		s->hub->held += held;
 	pthread_mutex_unlock(&s->hub->mu);
@@ -1183,18 +1193,55 @@ static void slot_close(hub_slot *s)
 	slot_free(s);
 }
 
-/* A new connection's slot for fd, in the hub's list: NULL when the hub is
- * full (saying so) or stopping, or out of memory. */
-static hub_slot *slot_add(hub *h, int fd)
+/* Whether the hub refuses a connection from a (h->mu held): the address
+ * opens connections too fast, or holds per_address that have not named a
+ * worker yet (saying so, a line a second at most). */
+static int refuse_stranger(hub *h, const hub_address *a)
+{
+	char text[64];
+	int strangers = 0;
+
+	if (hub_pace_take(h->pace, a, cm_now_ms())) {
+		for (hub_slot *s = h->conns; s && strangers < h->per_address; s = s->next)
+			strangers += s->stranger && hub_address_same(&s->addr, a);
+		if (strangers < h->per_address)
+			return 0;
+	}
+	hub_address_text(a, text, sizeof(text));
+	if (strangers)
+		cm_log_limited(&h->stranger_log, CM_LOG_WARN,
+		               "hub: %s holds %d connections that have named no worker yet; refusing one more "
+		               "(--hub-per-address)",
+		               text, strangers);
+	else
+		cm_log_limited(&h->stranger_log, CM_LOG_WARN,
+		               "hub: %s opens connections faster than %d a second; refusing one (--hub-per-address)",
+		               text, h->per_address);
+	return 1;
+}
+
+/* A new connection's slot for fd from addr, in the hub's list: NULL when
+ * the hub is full or the address at its limits (saying so), stopping, or
+ * out of memory. */
+static hub_slot *slot_add(hub *h, int fd, const struct sockaddr_storage *addr, socklen_t len)
 {
 	hub_slot *s = NULL;
+	hub_address from;
+	int has_addr = hub_address_of(addr, len, &from);
 	int full;
 
 	pthread_mutex_lock(&h->mu);
 	full = h->closing || h->nconns >= h->conns_max;
+	if (!full && has_addr && refuse_stranger(h, &from)) {
+		pthread_mutex_unlock(&h->mu);
+		return NULL;
+	}
 	if (!full && (s = calloc(1, sizeof(*s)))) {
 		s->hub = h;
 		s->fd = fd;
+		s->addr = from;
+		s->has_addr = has_addr;
+		s->stranger = has_addr;
 		pthread_mutex_init(&s->mu, NULL);
 		s->next = h->conns;
 		if (h->conns)
@@ -1209,10 +1256,10 @@ static hub_slot *slot_add(hub *h, int fd)
 }
 
 /* A connection to the listener (hub_poll's thread). */
-static void on_accepted(void *ctx, int fd)
+static void on_accepted(void *ctx, int fd, const struct sockaddr_storage *addr, socklen_t len)
 {
 	hub *h = ctx;
-	hub_slot *s = slot_add(h, fd);
+	hub_slot *s = slot_add(h, fd, addr, len);
 
 	if (!s) {
 		close(fd);
@@ -1269,6 +1316,13 @@ int hub_start(const gw_config *cfg, engine *e, credentials *creds, blob_store *c
 	h->values = values;
 	cm_random_hex(h->grant_key, CM_SHA256_HEX / 2);
 	h->conns_max = CONNS_MAX;
+	h->per_address = cfg->hub_per_address;
+	/* A burst of twice the pace: a host's workers all connecting at once
+	 * (a new pool, a gateway back from a restart). */
+	if (!(h->pace = hub_pace_new((unsigned)cfg->hub_per_address, 2 * (unsigned)cfg->hub_per_address))) {
+		free(h);
+		return CM_ENOMEM;
+	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < CONNS_MAX)
 		h->conns_max = (int)(rl.rlim_cur / 4);
 	engine_set_link(e, &(engine_link){.ctx = h, .batch = on_batch, .queue_reply = on_queue_reply, .drop = on_drop});
@@ -1319,6 +1373,7 @@ void hub_free(hub *h)
 		slot_free(s);
 	}
 	hub_tls_free(h->tls);
+	hub_pace_free(h->pace);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);

@@ -126,7 +126,9 @@ static int listen_tcp(const char *url, const char *at, int family, char *detail,
 static void accept_all(hub_poll *p)
 {
 	for (;;) {
-		int fd = accept4(p->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct sockaddr_storage addr;
+		socklen_t len = sizeof(addr);
+		int fd = accept4(p->listener, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -140,7 +142,7 @@ static void accept_all(hub_poll *p)
 		/* Answers are small and each waited for: none waits for more. */
 		if (p->tcp)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		p->calls.accepted(p->calls.ctx, fd);
+		p->calls.accepted(p->calls.ctx, fd, &addr, len);
 	}
 }
 

@@ -15,13 +15,15 @@
 #define GATEWAY_HUB_POLL_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 typedef struct hub_poll hub_poll;
 
 typedef struct hub_poll_calls {
 	void *ctx;
-	/* A new connection (non-blocking, close-on-exec), now the callee's. */
-	void (*accepted)(void *ctx, int fd);
+	/* A new connection (non-blocking, close-on-exec), now the callee's,
+	 * from the peer addr (len bytes; a Unix socket's has no address). */
+	void (*accepted)(void *ctx, int fd, const struct sockaddr_storage *addr, socklen_t len);
 	/* The event conn was armed for. */
 	void (*ready)(void *ctx, void *conn);
 	/* About once a second, after the events: for deadlines. */

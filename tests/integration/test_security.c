@@ -820,6 +820,44 @@ static void test_idle_connection_flood(void **state)
 	gateway_cleanup(&h);
 }
 
+/* Strangers of one address (connections to the hub that name no worker)
+ * hold at most --hub-per-address of the hub's slots: past that, the
+ * address's connections are closed at once, the log says why, and the
+ * workers of another address still connect and work. Bounded: loopback
+ * only, 40 sockets. */
+static void test_hub_strangers_held_per_address(void **state)
+{
+	static const char *const args[] = {"--hub-per-address", "16", NULL};
+	enum { STRANGERS = 40, HELD = 16 };
+	int fds[STRANGERS], closed = 0;
+	char path[96];
+	gateway h;
+	response r;
+
+	(void)state;
+	gateway_start(&h, args);
+	for (int i = 0; i < STRANGERS; i++)
+		fds[i] = connect_from("127.0.0.2", h.hub_port);
+	for (int i = 0; i < 100 && (closed = count_closed(fds, STRANGERS)) < STRANGERS - HELD; i++)
+		usleep(20000);
+	assert_int_equal(closed, STRANGERS - HELD);
+	assert_true(gateway_log_count(&h, "hub: 127.0.0.2 holds 16 connections that have named no worker yet; "
+	                                  "refusing one more (--hub-per-address)") >= 1);
+
+	/* Workers from 127.0.0.1 connect beside them, and work. */
+	char *pool = pool_create(&h, 2);
+	pool_wait_connected(&h, pool, 2);
+	snprintf(path, sizeof(path), "/v1/pools/%s/apply?wait=10", pool);
+	r = http(&h, "POST", path, "{\"function\":\"echo\",\"arg\":7}", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "value")), 7);
+	response_free(&r);
+	for (int i = 0; i < STRANGERS; i++)
+		close(fds[i]);
+	free(pool);
+	gateway_cleanup(&h);
+}
+
 /* 256 clients of one address trickle a byte a second, half into their
  * headers and half into a body: libmicrohttpd's idle timeout, restarted by
  * every byte, never ends them, but the deadlines for a whole request's
@@ -1194,6 +1232,7 @@ int main(void)
 	        cmocka_unit_test(test_bodies_held_at_once_are_bounded),
 	        cmocka_unit_test(test_idle_connection_flood),
 	        cmocka_unit_test(test_trickling_clients_are_cut_off),
+	        cmocka_unit_test(test_hub_strangers_held_per_address),
 	        cmocka_unit_test(test_long_polls_hold_no_thread),
 	        cmocka_unit_test(test_long_polls_answer_when_the_gateway_stops),
 	        cmocka_unit_test(test_requests_sent_before_a_stop_are_answered),
