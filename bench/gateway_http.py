@@ -1,7 +1,8 @@
 """What the bench drivers share: one keep-alive connection to a gateway
 (HTTPS checked against ca_file when the URL says https),
 as a function that sends a request with the API token and returns the
-parsed answer (any status of 300 or more ends the bench with it); a GET
+parsed answer, or its text when it is not JSON (/metrics) (any status
+of 300 or more ends the bench with it); a GET
 on a connection the gateway closed meanwhile is sent again."""
 
 import http.client
@@ -19,13 +20,19 @@ def connect(url, token, ca_file=None):
     headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
 
     def request(method, path, body=None):
+        # The gateway closes a keep-alive connection idle past its
+        # --http-idle (a client starved of CPU by a thousand workers, or
+        # one that ran something else meanwhile, waits that long): a
+        # request whose sending failed never reached it and goes again on
+        # a new connection; one whose answer did not come, only if a GET.
         try:
             conn.request(method, path, body=body, headers=headers)
+        except (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError):
+            conn.close()
+            conn.request(method, path, body=body, headers=headers)
+        try:
             r = conn.getresponse()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            # The gateway closes a keep-alive connection idle past its
-            # --http-idle; a GET is asked again on a new one (a client
-            # starved of CPU by a thousand workers waits that long).
             if method != "GET":
                 raise
             conn.close()
@@ -34,6 +41,8 @@ def connect(url, token, ca_file=None):
         data = r.read()
         if r.status >= 300:
             raise SystemExit("%s %s: %d %s" % (method, path, r.status, data[:300]))
+        if not r.getheader("Content-Type", "").startswith("application/json"):
+            return data.decode()
         return json.loads(data)
 
     return request

@@ -6,11 +6,18 @@ joining it from the worker hosts (network namespaces, taken in turn; 100
 at a time, each wave connected before the next),
 and a map of 1,000 sleeps of TASK_MS a worker. Checks every result (each
 index once, its own value, none failed) and prints a line a count:
-  workers tasks join_s map_s ideal_s busy_pct gateway_cpu_us_per_task
-busy_pct is the ideal time (tasks x TASK_MS / workers) over the map's:
-100 when no worker waited while tasks did. The last line is each count's
-gateway CPU per task over the 10 workers' figure.
-  hosts_driver.py URL TOKEN_FILE CA_FILE GATEWAY_PID WORKER_BIN MAX TASK_MS LOG_DIR FAR_HOST HOST...
+  workers tasks join_s map_s ideal_s alone_s busy_pct in_task_pct host_cpu_pct gw_cpu_us/task
+busy_pct is the ideal time (tasks x TASK_MS / workers) over the map's;
+in_task_pct the time the workers spent in tasks by their own clocks (the
+gateway's strand_task_run_seconds) over the map's: what is left of 100 is
+the time workers waited for tasks while tasks waited. Between the two,
+sleeps that ran late: host_cpu_pct is how busy this host's CPUs were
+during the map (everything on them: the hosts are namespaces of one
+kernel). alone_s is the same sleeps in as many plain processes, with no
+strand (SLEEPERS_BIN; its CPUs' use follows it): what this host allows at
+best. The last lines are each count's map over alone_s, and its gateway
+CPU per task over the 10 workers' figure.
+  hosts_driver.py URL TOKEN_FILE CA_FILE GATEWAY_PID WORKER_BIN SLEEPERS_BIN MAX TASK_MS LOG_DIR FAR_HOST HOST...
 """
 
 import json
@@ -30,6 +37,32 @@ def cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_cpu():
+    """This host's CPU time, busy and in all, in clock ticks (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(t) for t in f.readline().split()[1:9]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def alone(sleepers_bin, processes, count, task_ms):
+    """The same sleeps with no strand: seconds until the last ended, and
+    how busy this host's CPUs were meanwhile (percent)."""
+    busy0, all0 = host_cpu()
+    took = float(subprocess.run([sleepers_bin, str(processes), str(count), str(task_ms)], check=True,
+                                capture_output=True, text=True).stdout.split()[0])
+    busy, all_ticks = host_cpu()
+    return took, 100.0 * (busy - busy0) / (all_ticks - all0)
+
+
+def in_tasks_s(request, pool):
+    """The seconds pool's workers have spent in tasks, by their own clocks."""
+    sample = 'strand_task_run_seconds_sum{pool="%s"} ' % pool
+    for line in request("GET", "/metrics").splitlines():
+        if line.startswith(sample):
+            return float(line[len(sample):])
+    raise SystemExit("bench/hosts: /metrics has no strand_task_run_seconds_sum for pool %s" % pool)
 
 
 def wait_for(what, test, limit_s):
@@ -130,8 +163,8 @@ class JoinedPool:
 
 
 def main():
-    url, token_file, ca, gw_pid, worker_bin = sys.argv[1:6]
-    most, task_ms, log_dir, far, hosts = int(sys.argv[6]), float(sys.argv[7]), sys.argv[8], sys.argv[9], sys.argv[10:]
+    url, token_file, ca, gw_pid, worker_bin, sleepers_bin = sys.argv[1:7]
+    most, task_ms, log_dir, far, hosts = int(sys.argv[7]), float(sys.argv[8]), sys.argv[9], sys.argv[10], sys.argv[11:]
     gw_pid = int(gw_pid)
     request = connect(url, open(token_file).read().strip(), ca)
 
@@ -141,20 +174,28 @@ def main():
             print("2,000 tasks of 1 ms on 2 workers %s: %.2f s (ideal 1.00 s)" %
                   (name, pool.map(ms1, 0.005)), flush=True)
 
-    print("workers     tasks  join_s   map_s ideal_s busy_pct gw_cpu_us/task", flush=True)
-    costs = []
+    print("workers     tasks  join_s   map_s ideal_s alone_s busy_pct in_task_pct host_cpu_pct gw_cpu_us/task",
+          flush=True)
+    costs, against_alone, alone_cpu = [], [], []
     for n in (10, 100, 1000):
         if n > most:
             break
         with JoinedPool(request, url, ca, worker_bin, n, log_dir, hosts) as pool:
             args = [task_ms + i / 1e7 for i in range(TASKS_PER_WORKER * n)]
-            cpu0 = cpu_s(gw_pid)
+            cpu0, in_tasks0, (busy0, all0) = cpu_s(gw_pid), in_tasks_s(request, pool.id), host_cpu()
             took = pool.map(args, 0.2)
-            cpu = cpu_s(gw_pid) - cpu0
+            cpu, in_tasks = cpu_s(gw_pid) - cpu0, in_tasks_s(request, pool.id) - in_tasks0
+            busy, all_ticks = host_cpu()
             ideal = len(args) * task_ms / 1000.0 / n
             costs.append(cpu / len(args) * 1e6)
-            print("%7d %9d %7.1f %7.1f %7.1f %8.0f %11.1f" %
-                  (n, len(args), pool.join_s, took, ideal, 100.0 * ideal / took, costs[-1]), flush=True)
+        alone_s, alone_busy = alone(sleepers_bin, n, TASKS_PER_WORKER, task_ms)
+        against_alone.append(took / alone_s)
+        alone_cpu.append(alone_busy)
+        print("%7d %9d %7.1f %7.1f %7.1f %7.1f %8.0f %11.0f %12.0f %14.1f" %
+              (n, len(args), pool.join_s, took, ideal, alone_s, 100.0 * ideal / took, 100.0 * in_tasks / n / took,
+               100.0 * (busy - busy0) / (all_ticks - all0), costs[-1]), flush=True)
+    print("map against the sleeps alone: %s (the sleeps alone kept this host's CPUs %s busy)" %
+          (", ".join("%.2fx" % a for a in against_alone), ", ".join("%.0f %%" % c for c in alone_cpu)))
     # What grows with the number of workers shows here: each count's
     # cost over the smallest count's (a few workers' tasks come at a
     # lower rate, so fewer share each of the gateway's cycles).
