@@ -212,7 +212,29 @@ def fails_on_seven(x):
     return x * 2
 
 
+HELLO_PROGRAM = """
+import strand.fiber as fiber
+
+if __name__ == "__main__":
+    p = fiber.Process(target=print, args=("Hello, Fiber!",))
+    p.start()
+    p.join()
+"""
+
+
 class FiberExamples(unittest.TestCase):
+    def test_hello_fiber_as_a_program_says_nothing_else(self):
+        # Run to its exit as a program of its own: the one line its Process
+        # printed on stdout, nothing on stderr.
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        done = subprocess.run(
+            [sys.executable, "-c", HELLO_PROGRAM], env=env, capture_output=True, text=True, timeout=120
+        )
+        self.assertEqual((done.returncode, done.stderr), (0, ""))
+        self.assertRegex(done.stdout, r"^\(r-[0-9a-f]{16}\) Hello, Fiber!\n$")
+
     def test_hello_fiber(self):
         # What it prints is shown in the program before join() returns,
         # after its id, as a pool's output is; and stays in its log.
@@ -375,6 +397,11 @@ def wait_for_word(q_in, q_out):
     q_out.put(q_in.get(timeout=60))
 
 
+def echo_until_none(q_in, q_out, tag):
+    while (item := q_in.get(timeout=60)) is not None:
+        q_out.put((tag, item))
+
+
 def flaky(x):
     """Fails about a third of its runs: error_handling runs it again."""
     if random.random() < 0.35:
@@ -447,11 +474,34 @@ class FiberSurface(unittest.TestCase):
         self.assertIs(strand.fiber.pool.Pool, fiber.Pool)
         self.assertIs(strand.fiber.process.Process, fiber.Process)
         self.assertIs(strand.fiber.queues.SimpleQueue, fiber.SimpleQueue)
+        # Fiber's two kinds of queue by name: here both are the one queue.
+        self.assertIs(strand.fiber.queues.SimpleQueuePush, fiber.SimpleQueue)
+        self.assertIs(strand.fiber.queues.SimpleQueuePull, fiber.SimpleQueue)
         self.assertIs(strand.fiber.experimental.Ring, strand.fiber.experimental.ring.Ring)
         self.assertEqual(fiber.cpu_count(), os.cpu_count())
         for name in ("Process", "Pool", "SimpleQueue", "Pipe", "Manager", "current_process", "active_children",
                      "cpu_count", "get_context", "init", "reset", "meta"):
             self.assertTrue(callable(getattr(fiber, name)), name)
+
+    def test_a_push_queue_read_by_processes(self):
+        # Each item reaches exactly one of the readers, none lost or twice
+        # (which reader: the one that asks first, not Fiber's strict turn).
+        import strand.fiber.queues
+
+        q_in, q_out = strand.fiber.queues.SimpleQueuePush(), strand.fiber.queues.SimpleQueuePush()
+        readers = [Process(target=echo_until_none, args=(q_in, q_out, i)) for i in range(2)]
+        for p in readers:
+            p.start()
+        for item in range(100):
+            q_in.put(item)
+        got = [q_out.get(timeout=60) for _ in range(100)]
+        for _ in readers:
+            q_in.put(None)
+        for p in readers:
+            p.join()
+            self.assertEqual(p.exitcode, 0)
+        self.assertEqual(sorted(item for _, item in got), list(range(100)))
+        self.assertTrue({tag for tag, _ in got} <= {0, 1})
 
     def test_current_process_and_children(self):
         main = fiber.current_process()

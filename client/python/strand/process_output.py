@@ -135,6 +135,6 @@ class Receiver:
         if wait:
             self.done.wait(FINISH_S)
         try:
-            self.queue._gw.request("DELETE", "/v1/queues/%s" % self.queue.id)
+            self.queue._remove()
         except Exception:
             pass  # the gateway is gone: its queue with it, or kept for nobody

@@ -165,6 +165,11 @@ class _Reader:
             self.hold, self.items = None, collections.deque()
             _holding.discard(self)
 
+    def drop(self):
+        """The queue is gone, and its hold with it: nothing to release."""
+        self.hold, self.items = None, collections.deque()
+        _holding.discard(self)
+
     def settle(self):
         """At the program's exit: its hold released. A get still waiting
         for its take (a thread blocked in get) told the hold before it used
@@ -173,7 +178,10 @@ class _Reader:
             return
         try:
             self._release()
-        except (_gateway.StrandError, OSError) as e:
+        except _gateway.StrandError as e:
+            if e.status != 404:  # 404: the queue is gone (another removed it), its items with it
+                sys.stderr.write("strand: items read ahead went back with the lease: %s\n" % e)
+        except OSError as e:
             sys.stderr.write("strand: items read ahead went back with the lease: %s\n" % e)
         finally:
             self.lock.release()
@@ -344,6 +352,14 @@ class SimpleQueue:
         return self
 
     writer = reader
+
+    def _remove(self):
+        """Removes the queue from the gateway; what this program read ahead
+        goes with it."""
+        self._gw.request("DELETE", "/v1/queues/%s" % self.id)
+        read = self.__dict__.get("_read")
+        if read is not None and read.pid == os.getpid():
+            read.drop()
 
     def __repr__(self):
         return "<strand.SimpleQueue %s>" % self.id
