@@ -21,7 +21,12 @@
  * So a kick needs KICK_AGAIN_FRAMES more since the last, and a log that
  * reaches STORE_LOG_CAP_FRAMES is checkpointed by the writer itself right
  * after its commit, as SQLite would (a few ms, once per that many pages of
- * steady load): its next write starts the log again.
+ * steady load): its next write starts the log again. That checkpoint finds
+ * SQLITE_BUSY while this thread's run still goes, and tries again at the
+ * next commit; a run starved of the CPU (other work on a small machine) let
+ * the log pass twice the cap. From WAIT_FRAMES on, the writer waits for the
+ * run to end instead: the log stays bounded, and only a starved thread
+ * ever makes the writer wait.
  *
  * A log that started again keeps its file's size (up to
  * STORE_LOG_LIMIT_BYTES: reused, not grown, under load); a gateway used
@@ -47,12 +52,15 @@
 #define IDLE_MS 5000
 /* No commit for this long: the log is cut to nothing. */
 #define QUIET_MS 10000
+/* The writer waits for this thread's run from here (above). */
+#define WAIT_FRAMES (STORE_LOG_CAP_FRAMES + STORE_LOG_CAP_FRAMES / 2)
 
 struct store_checkpointer {
 	sqlite3 *db;
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t wake; /* a kick, the stop */
+	pthread_mutex_t run; /* held by this thread through each checkpoint */
 	int kicked;
 	int stopping;
 	atomic_llong last_commit_ms; /* set by the writer's commits (cm_now_ms) */
@@ -60,6 +68,7 @@ struct store_checkpointer {
 	/* the writer's thread only: */
 	int kicked_at; /* the log's length at the last kick */
 	int due; /* the log reached STORE_LOG_CAP_FRAMES: the writer checkpoints */
+	int frames; /* the log's length at the last commit */
 };
 
 static void *checkpointer_main(void *arg)
@@ -82,8 +91,10 @@ static void *checkpointer_main(void *arg)
 		int quiet = last != c->cut_after && cm_now_ms() - last >= QUIET_MS;
 		/* Fewer copied than there are: a reader still needs the rest; the
 		 * writer's next commits kick again. */
+		pthread_mutex_lock(&c->run);
 		int rc = sqlite3_wal_checkpoint_v2(
 		        c->db, "main", quiet ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_unlock(&c->run);
 		if (rc == SQLITE_OK && quiet)
 			c->cut_after = last;
 		if (rc != SQLITE_OK && rc != SQLITE_BUSY)
@@ -101,6 +112,7 @@ int store__checkpointer_start(const char *path, int mode, store_checkpointer **o
 	if (!c)
 		return CM_ENOMEM;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->run, NULL);
 	pthread_cond_init(&c->wake, NULL);
 	/* A connection sees the log once it has read the database: asked for
 	 * its journal mode, it reads the header (WAL, which the writer set). */
@@ -110,6 +122,7 @@ int store__checkpointer_start(const char *path, int mode, store_checkpointer **o
 		sqlite3_close(c->db);
 		pthread_cond_destroy(&c->wake);
 		pthread_mutex_destroy(&c->mu);
+		pthread_mutex_destroy(&c->run);
 		free(c);
 		return CM_EIO;
 	}
@@ -120,6 +133,7 @@ int store__checkpointer_start(const char *path, int mode, store_checkpointer **o
 void store__checkpointer_kick(store_checkpointer *c, int frames)
 {
 	atomic_store_explicit(&c->last_commit_ms, cm_now_ms(), memory_order_relaxed);
+	c->frames = frames;
 	if (frames < c->kicked_at)
 		c->kicked_at = 0; /* the log started again */
 	if ((c->due = frames >= STORE_LOG_CAP_FRAMES)) {
@@ -144,8 +158,13 @@ void store__checkpointer_after_commit(store_checkpointer *c, sqlite3 *writer)
 	if (!c || !c->due)
 		return;
 	/* SQLITE_BUSY while the thread's run still goes: the next commit tries
-	 * again. */
+	 * again, or past WAIT_FRAMES waits for the run to end. */
 	rc = sqlite3_wal_checkpoint_v2(writer, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (rc == SQLITE_BUSY && c->frames >= WAIT_FRAMES) {
+		pthread_mutex_lock(&c->run);
+		rc = sqlite3_wal_checkpoint_v2(writer, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_unlock(&c->run);
+	}
 	if (rc != SQLITE_OK && rc != SQLITE_BUSY)
 		cm_warn("checkpoint: %s (%d)", sqlite3_errmsg(writer), rc);
 }
@@ -162,5 +181,6 @@ void store__checkpointer_stop(store_checkpointer *c)
 	sqlite3_close(c->db);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->run);
 	free(c);
 }

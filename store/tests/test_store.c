@@ -545,8 +545,9 @@ static uint32_t log_frames(const char *db_path)
  * reaches 32,768 pages is checkpointed by the writer itself, and its next
  * write starts the log from the beginning. Commits of 12 pages, back to
  * back, make a log of 32,768 pages and what one run of the checkpoint
- * thread lets through (it holds the writer's checkpoint off), never twice
- * that; kicked at every commit, the thread kept the log from starting
+ * thread lets through (it holds the writer's checkpoint off), never more
+ * than half as much again (the writer then waits for the run); kicked at
+ * every commit, the thread kept the log from starting
  * again and it grew past 88,000. The file is not cut when the log starts
  * again (it was, to 64 MiB, holding the writer 28 ms each time): it keeps
  * the length of the longest log. */
@@ -571,9 +572,9 @@ static void test_the_log_starts_again_under_steady_commits(void **state)
 		longest = now > longest ? now : longest;
 	}
 	assert_true(restarts >= 2);
-	/* Past it only if the writer's own checkpoints, right after its
-	 * commits, kept finding the thread's run going (SQLITE_BUSY): a thread
-	 * starved of the CPU for the whole time. */
+	/* The writer's own checkpoints, right after its commits, find the
+	 * thread's run going (SQLITE_BUSY) while it is starved of the CPU; at
+	 * one and a half times the cap the writer waits for the run to end. */
 	if (longest >= 2 * STORE_LOG_CAP_FRAMES)
 		fail_msg("the log reached %u pages (the writer checkpoints from %d) in %u restarts", longest,
 		         STORE_LOG_CAP_FRAMES, restarts);
