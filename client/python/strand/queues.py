@@ -178,11 +178,10 @@ class _Reader:
             return
         try:
             self._release()
-        except _gateway.StrandError as e:
-            if e.status != 404:  # 404: the queue is gone (another removed it), its items with it
+        except (_gateway.StrandError, OSError) as e:
+            # 404: the queue is gone (another removed it), its items with it.
+            if getattr(e, "status", None) != 404:
                 sys.stderr.write("strand: items read ahead went back with the lease: %s\n" % e)
-        except OSError as e:
-            sys.stderr.write("strand: items read ahead went back with the lease: %s\n" % e)
         finally:
             self.lock.release()
 
