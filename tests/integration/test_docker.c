@@ -154,8 +154,24 @@ static void test_docker_kill_is_a_crash(void **state)
 	/* Containers are named strand-<pool>-<n>, and shown by that name. */
 	char names[200];
 	snprintf(names, sizeof(names), "strand-%s-1 strand-%s-2 ", pool, pool);
-	assert_string_equal(
-	        sh("docker ps --filter label=strand.pool=%s --format '{{.Names}}' | sort | tr '\\n' ' '", pool), names);
+	char running[200];
+	snprintf(running, sizeof(running), "%s",
+	         sh("docker ps --filter label=strand.pool=%s --format '{{.Names}}' | sort | tr '\\n' ' '", pool));
+	if (strcmp(running, names) != 0) {
+		/* Both connected, yet not both running: say what Docker and the
+		 * gateway saw of them. */
+		json_t *seen = pool_get(&g, pool);
+		char *text = json_dumps(seen, JSON_INDENT(1));
+		fprintf(stderr, "running: %s\nall: %s\npool: %s\n", running,
+		        sh("docker ps -a --filter label=strand.pool=%s --format '{{.Names}} {{.Status}}' | tr '\\n' "
+		           "';'",
+		           pool),
+		        text ? text : "?");
+		free(text);
+		json_decref(seen);
+		gateway_log_print_tail(&g);
+		fail_msg("containers running: \"%s\", not \"%s\"", running, names);
+	}
 	json_t *view = pool_get(&g, pool), *vw;
 	size_t k;
 	json_array_foreach (json_object_get(view, "workers"), k, vw)
