@@ -72,6 +72,8 @@ char *cm_buf_steal(cm_buf *b);
 
 /* Fills out (at least 19 bytes) with "<prefix>-" and 16 random hex digits. */
 void cm_id_new(char prefix, char out[20]);
+/* n random bytes (getrandom, a pool per thread). */
+void cm_random_bytes(void *out, size_t n);
 /* Random hex string of 2*nbytes digits, for secrets. out holds 2*nbytes+1. */
 void cm_random_hex(char *out, size_t nbytes);
 /* Whether a and b, len bytes each, are equal, in a time that does not say

@@ -28,8 +28,10 @@ static void pool_register(void)
 	pthread_atfork(NULL, NULL, pool_forget);
 }
 
-static void random_bytes(unsigned char *out, size_t n)
+void cm_random_bytes(void *into, size_t n)
 {
+	unsigned char *out = into;
+
 	pthread_once(&pool_once, pool_register);
 	while (n) {
 		if (pool_left == 0) {
@@ -58,7 +60,7 @@ void cm_random_hex(char *out, size_t nbytes)
 
 	if (nbytes > sizeof(raw))
 		nbytes = sizeof(raw);
-	random_bytes(raw, nbytes);
+	cm_random_bytes(raw, nbytes);
 	for (size_t i = 0; i < nbytes; i++) {
 		out[2 * i] = hex[raw[i] >> 4];
 		out[2 * i + 1] = hex[raw[i] & 15];

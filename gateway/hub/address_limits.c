@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+
+#include "common/common.h"
 
 /* Entries of the pace table: twice the hub's most connections, so that
  * the addresses of a full hub rarely meet. */
@@ -71,8 +72,7 @@ hub_pace *hub_pace_new(unsigned per_s, unsigned burst)
 		return NULL;
 	p->per_ms = per_s / 1000.0;
 	p->burst = burst;
-	if (getrandom(&p->seed, sizeof(p->seed), 0) != (ssize_t)sizeof(p->seed))
-		p->seed = (uint64_t)(uintptr_t)p; /* no entropy yet: still differs between runs */
+	cm_random_bytes(&p->seed, sizeof(p->seed));
 	return p;
 }
 
