@@ -125,14 +125,23 @@ static void parse(const char *text, metrics *m)
 	free(copy);
 }
 
-/* The value of the sample name{labels}; fails the test if there is none. */
-static double value(const metrics *m, const char *name, const char *labels)
+/* The sample name{labels}, or NULL. */
+static const sample *find(const metrics *m, const char *name, const char *labels)
 {
 	for (size_t i = 0; i < m->n; i++)
 		if (strcmp(m->s[i].name, name) == 0 && strcmp(m->s[i].labels, labels) == 0)
-			return m->s[i].value;
-	fail_msg("no sample %s{%s}", name, labels);
-	return -1;
+			return &m->s[i];
+	return NULL;
+}
+
+/* The value of the sample name{labels}; fails the test if there is none. */
+static double value(const metrics *m, const char *name, const char *labels)
+{
+	const sample *s = find(m, name, labels);
+
+	if (!s)
+		fail_msg("no sample %s{%s}", name, labels);
+	return s->value;
 }
 
 /* A histogram's buckets (of the samples labelled of, "" or pool="P"):
@@ -199,7 +208,17 @@ static void metrics_count_what_happened(void **state)
 	assert_int_equal(r.status, 404);
 	response_free(&r);
 
-	scrape(&g, &m);
+	/* A request is counted once its answer has gone out, which may be just
+	 * after the client read it: the scrape waits (10 s at most) for the
+	 * last two made to be counted. */
+	for (int tries = 0;; tries++) {
+		scrape(&g, &m);
+		if ((find(&m, "strand_http_requests_total", "route=\"other\",method=\"GET\",code=\"404\"") &&
+		     find(&m, "strand_http_requests_total", "route=\"/metrics\",method=\"GET\",code=\"401\"")) ||
+		    tries == 200)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+	}
 	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
 	assert_true(value(&m, "strand_tasks_submitted_total", labels) == 11);
 	assert_true(value(&m, "strand_tasks_done_total", labels) == 11);
