@@ -1123,6 +1123,33 @@ int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, siz
 	return err;
 }
 
+int spec_queue_parse(const char *body, size_t len, const char **kind, char *detail, size_t detail_len)
+{
+	static const char *const keys[] = {"kind", NULL};
+	json_t *root = NULL, *k;
+	int err;
+
+	*kind = "queue";
+	if (len == 0)
+		return CM_OK;
+	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
+		return err;
+	if ((err = check_keys(root, keys, "", detail, detail_len)) == CM_OK && (k = json_object_get(root, "kind"))) {
+		const char *v = json_string_value(k);
+		if (v && strcmp(v, "turns") == 0)
+			*kind = "turns";
+		else if (!v || strcmp(v, "queue") != 0) {
+			snprintf(
+			        detail, detail_len,
+			        "field 'kind' must be \"queue\" (each item to the reader that asks first) or \"turns\" "
+			        "(items dealt to the readers in turn)");
+			err = CM_EINVAL;
+		}
+	}
+	json_decref(root);
+	return err;
+}
+
 void spec_process_fini(process_spec *spec)
 {
 	free(spec->function);

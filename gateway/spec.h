@@ -101,8 +101,7 @@ int spec_lease_parse(const char *body, size_t len, int64_t *lease_ms, char *deta
  * POST /v1/join {token}: the token, into token. */
 #define SPEC_JOIN_TTL_DEFAULT_S 3600
 #define SPEC_JOIN_TTL_MAX_S (7 * 86400)
-int spec_join_token_parse(const char *body, size_t len, int64_t *uses, int64_t *ttl_s, char *detail,
-                          size_t detail_len);
+int spec_join_token_parse(const char *body, size_t len, int64_t *uses, int64_t *ttl_s, char *detail, size_t detail_len);
 int spec_join_parse(const char *body, size_t len, char *token, size_t token_len, char *detail, size_t detail_len);
 /* Parses a spec the gateway stored (spec_pool_json), which may also carry
  * the manager type its worker hosts. */
@@ -198,6 +197,9 @@ void spec_items_fini(items_spec *spec);
  * *arg is the task argument the hosting worker reads, {"method","args"} as
  * compact JSON (new; free() it). */
 int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size_t detail_len);
+/* POST /v1/queues: {"kind": "queue" | "turns"} (default "queue"); *kind
+ * is a static string. */
+int spec_queue_parse(const char *body, size_t len, const char **kind, char *detail, size_t detail_len);
 /* POST /v1/pipes: {"duplex": BOOL} (default true, as multiprocessing.Pipe). */
 int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len);
 

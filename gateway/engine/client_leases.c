@@ -67,6 +67,7 @@ static int end(engine *e, client_lease *l, const char *why, json_t **out)
 			cm_info("process %s: terminated, its client's lease %s %s", pr->id, l->id, why);
 			engine__process_terminate(pr);
 		}
+	engine__queue_reader_gone(e, l->id);
 	engine__queue_holds_end(e, l->id);
 	for (client_lease **at = &e->client_leases; *at; at = &(*at)->next)
 		if (*at == l) {

@@ -291,8 +291,6 @@ size_t waitlist_count(const waitlist *w);
 void waitlist_answer_all(engine *e, waitlist *w, int err, const char *detail); /* each readied with err */
 void waitlist_drop_all(engine *e, waitlist *w); /* each answered now as not recorded */
 
-/* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
- * memory holds the count and the readers waiting, first come first served. */
 /* Items a client took from a queue under its lease and has not yet said
  * it used (queues.c): they are back at the queue's head if the lease ends
  * first. Its id is "<lease>.<its own>". */
@@ -302,17 +300,45 @@ typedef struct queue_hold {
 	struct queue_hold *next;
 } queue_hold;
 
+/* A reader of a queue dealt in turns (queue_turns.c): a client's lease, a
+ * worker's or a process's id, or "" for the readers that name none; and
+ * how many of the queue's items are dealt to it, not yet taken. */
+typedef struct queue_reader {
+	char id[48];
+	int64_t dealt;
+} queue_reader;
+
+/* How a "turns" queue deals its items (queue_turns.c); memory only: after
+ * a restart every item is undealt until its readers ask again. */
+typedef struct queue_turns {
+	queue_reader *readers; /* in the order they first asked */
+	size_t n, cap;
+	size_t next; /* whose turn the next item is */
+	int64_t undealt; /* anyone's: no reader had room (or none had asked) */
+} queue_turns;
+
+/* A SimpleQueue, or one direction of a Pipe. Its items live in the store;
+ * memory holds the count and the readers waiting: first come first served
+ * (kind "queue" and the pipes), or, in a queue of kind "turns", items
+ * dealt to its readers in turn, as Fiber's SimpleQueuePush does. */
 typedef struct queue {
 	char id[48];
-	char kind[16];
+	char kind[16]; /* "queue", "turns", "simplex" or "duplex" */
 	int64_t size; /* items there to take (not held) */
 	queue_hold *holds;
 	int64_t bytes; /* all its items' */
 	int64_t created_ms;
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist getters;
+	queue_turns *turns; /* kind "turns" only */
 	struct queue *next;
 } queue;
+
+/* Whether q is a direction of a pipe, not a SimpleQueue. */
+static inline int engine__queue_is_pipe(const queue *q)
+{
+	return strcmp(q->kind, "simplex") == 0 || strcmp(q->kind, "duplex") == 0;
+}
 
 /* A client's lease (client_leases.c; not a worker's lease on its tasks):
  * the pools, managers and processes made with it are terminated when it is
@@ -762,6 +788,27 @@ void engine__queue_holds_end(engine *e, const char *lease);
 /* At start, once leases are loaded: holds of leases gone go back too. */
 void engine__queue_holds_settle(engine *e);
 void engine__queues_quiesce(engine *e); /* answers every waiting reader CM_ESHUTDOWN */
+/* A lease, worker or process ended: it reads no queue in turns any more;
+ * what was dealt to it is dealt to the others. */
+void engine__queue_reader_gone(engine *e, const char *reader);
+
+/* queue_turns.c: the readers of a queue of kind "turns" and the items
+ * dealt to each. Items are taken from the queue's head in order; what is
+ * dealt is how many each reader may take. */
+#define TURNS_READERS_MAX 4096 /* readers of one queue */
+#define TURNS_DEALT_MAX 4096 /* items dealt to one reader and not taken: its share waits at most this many */
+queue_turns *turns_new(void);
+void turns_free(queue_turns *t);
+/* Adds reader (if new). CM_EQUOTA: the queue has TURNS_READERS_MAX. */
+int turns_join(queue_turns *t, const char *reader);
+/* n more items to deal: each to the next reader in turn with room. */
+void turns_deal(queue_turns *t, int64_t n);
+/* How many items reader may take now: its own and the undealt. */
+int64_t turns_allowance(const queue_turns *t, const char *reader);
+/* reader took n (at most its allowance): its own first. */
+void turns_took(queue_turns *t, const char *reader, int64_t n);
+/* reader is gone: its items are dealt to the others. Whether it was one. */
+int turns_leave(queue_turns *t, const char *reader);
 
 /* processes.c */
 void engine__handle_process(engine *e, op *o);

@@ -188,7 +188,7 @@ static void pick_all(engine *e, engine_list_kind kind, picks *ps, id_index *proc
 		 * picked by its first */
 		for (const queue *q = e->queues; q; q = q->next) {
 			size_t len = strlen(q->id);
-			if (strcmp(q->kind, "queue") == 0
+			if (!engine__queue_is_pipe(q)
 			            ? kind == LIST_QUEUES
 			            : kind == LIST_PIPES && len > 2 && strcmp(q->id + len - 2, ".0") == 0)
 				offer(ps, q->created_ms, q->seq, q);

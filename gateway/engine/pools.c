@@ -196,6 +196,7 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 		cm_info("worker %s of pool %s stopped (code %d)", w->id, p->id, exit_code);
 	}
 	engine__requeue_worker(e, p, w->id, exit_code);
+	engine__queue_reader_gone(e, w->id);
 	w->pending = 0;
 	if (last_words && last_words[0]) {
 		snprintf(p->last_words, sizeof(p->last_words), "%.255s", last_words);

@@ -349,6 +349,7 @@ static void process_ended(engine *e, process *pr, int code, const char *why)
 	else if (why && why[0] && code != 0 && !pr->reason[0])
 		snprintf(pr->reason, sizeof(pr->reason), "%s", why);
 	bx_release(pr->backend, pr->id);
+	engine__queue_reader_gone(e, pr->id);
 	process_save(e, pr);
 	engine__event_process(e, pr);
 	cm_info("process %s exited with code %d", pr->id, code);

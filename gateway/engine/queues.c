@@ -2,8 +2,9 @@
  * SimpleQueues and Pipes in the engine; see engine.h. Runs on the engine
  * thread; requests (HTTP and hub threads) come in through requests.c. Items live in the store;
  * memory holds counts and the readers waiting, served first come, first
- * served. Calls from code inside workers arrive from the hub and are
- * answered with QueueReply frames.
+ * served (a queue of kind "turns" serves each its share: queue_turns.c).
+ * Calls from code inside workers arrive from the hub and are answered
+ * with QueueReply frames.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -26,6 +27,13 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 
 	if (!q)
 		return NULL;
+	if (strcmp(kind, "turns") == 0) {
+		if (!(q->turns = turns_new())) {
+			free(q);
+			return NULL;
+		}
+		turns_deal(q->turns, size); /* no reader yet: every reader's */
+	}
 	snprintf(q->id, sizeof(q->id), "%s", id);
 	snprintf(q->kind, sizeof(q->kind), "%s", kind);
 	q->created_ms = created_ms;
@@ -36,13 +44,41 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 	return q;
 }
 
-static void holds_free(queue *q)
+static void queue_free(queue *q)
 {
 	while (q->holds) {
 		queue_hold *h = q->holds;
 		q->holds = h->next;
 		free(h);
 	}
+	turns_free(q->turns);
+	free(q);
+}
+
+/* Who asks: the lease a client reads under, the worker or process whose
+ * code calls, or "" for a reader that names neither. */
+static const char *reader_of(const op *o)
+{
+	if (o->u.queue.lease[0])
+		return o->u.queue.lease;
+	return o->u.queue.call ? o->u.queue.call->worker_id : "";
+}
+
+/* How many items o's reader may take from q now (a "turns" queue's
+ * readers are looked up one by one: none when it is empty). */
+static int64_t may_take(const queue *q, const op *o)
+{
+	int64_t n = q->turns && q->size > 0 ? turns_allowance(q->turns, reader_of(o)) : q->size;
+
+	return n < q->size ? n : q->size;
+}
+
+/* n more items at q's head to take (put, or given back). */
+static void items_came(queue *q, int64_t n)
+{
+	q->size += n;
+	if (q->turns)
+		turns_deal(q->turns, n);
 }
 
 /* ---- holds: items a client took ahead under its lease ------------------ */
@@ -89,7 +125,7 @@ static int hold_end(engine *e, queue *q, queue_hold **at, int64_t used, int64_t 
 
 	if (err != CM_OK)
 		return err;
-	q->size += h->n - removed;
+	items_came(q, h->n - removed);
 	q->bytes -= removed_bytes;
 	e->queue_bytes -= removed_bytes;
 	*at = h->next;
@@ -149,13 +185,13 @@ static int collect_item(void *ctx, const void *value, size_t len)
 }
 
 /* Takes up to o->u.queue.max items for the reader o (under a hold of its
- * lease, if it has one) and readies its answer. others: whether other
- * readers wait behind it. */
+ * lease, if it has one; in a "turns" queue, of its share) and readies its
+ * answer. others: whether other readers wait behind it. */
 static void queue_serve(engine *e, queue *q, op *o, int others)
 {
 	collected c = {.items = json_array()};
 	const char *lease = o->u.queue.lease;
-	int64_t n = 0, bytes = 0, max = o->u.queue.max;
+	int64_t n = 0, bytes = 0, max = o->u.queue.max, share = may_take(q, o);
 	char hold[48] = "", own[20];
 
 	if (lease[0]) {
@@ -167,17 +203,22 @@ static void queue_serve(engine *e, queue *q, op *o, int others)
 			engine__ready(e, o);
 			return;
 		}
-		if (others)
-			max = 1; /* one each, as they come */
+		if (others && !q->turns)
+			max = 1; /* one each, as they come; in turns each has its own */
 		cm_id_new('h', own);
 		snprintf(hold, sizeof(hold), "%s.%s", lease, own);
 	}
-	o->err = store_queue_take(e->st, q->id, max, ENGINE_TAKE_BYTES, hold[0] ? hold : NULL, collect_item, &c, &n,
-	                          &bytes);
+	if (max > share)
+		max = share; /* none at a wait's end with nothing for it */
+	if (max > 0)
+		o->err = store_queue_take(e->st, q->id, max, ENGINE_TAKE_BYTES, hold[0] ? hold : NULL, collect_item, &c,
+		                          &n, &bytes);
 	if (o->err == CM_OK && n && hold[0] && !hold_add(q, hold, n, bytes))
 		o->err = CM_ENOMEM;
 	if (o->err == CM_OK) {
 		q->size -= n;
+		if (q->turns)
+			turns_took(q->turns, reader_of(o), n);
 		if (!hold[0]) {
 			q->bytes -= bytes;
 			e->queue_bytes -= bytes;
@@ -191,15 +232,15 @@ static void queue_serve(engine *e, queue *q, op *o, int others)
 	engine__ready(e, o);
 }
 
-/* Serves waiting readers in arrival order while there are items, and
- * answers those whose wait is over with nothing. */
+/* Serves waiting readers in arrival order while there are items for
+ * them, and answers those whose wait is over with nothing. */
 void engine__queue_tick(engine *e, queue *q, int64_t now)
 {
 	waitlist still = {0};
 	op *o;
 
 	while ((o = waitlist_take(&q->getters))) {
-		if (q->size > 0 || now >= o->u.queue.deadline)
+		if (may_take(q, o) > 0 || now >= o->u.queue.deadline)
 			queue_serve(e, q, o, q->getters.head || still.head);
 		else
 			waitlist_add(&still, o);
@@ -306,15 +347,18 @@ void engine__handle_queue(engine *e, op *o)
 		/* A queue, or a pipe: one direction per queue, "<pipe>.0" and
 		 * (duplex) "<pipe>.1". */
 		int64_t now = cm_wall_ms();
-		int pipe = strcmp(o->u.queue.kind, "queue") != 0;
+		int pipe = strcmp(o->u.queue.kind, "queue") != 0 && strcmp(o->u.queue.kind, "turns") != 0;
 		int ends = strcmp(o->u.queue.kind, "duplex") == 0 ? 2 : 1;
 		if ((o->err = engine__quota_queue(e, pipe, o->detail, sizeof(o->detail))) != CM_OK)
 			break;
 		cm_id_new(pipe ? 'x' : 'q', id);
 		if (!pipe) {
-			if ((o->err = store_queue_insert(e->st, id, "queue", now)) == CM_OK &&
-			    (q = queue_add(e, id, "queue", now, 0)))
-				o->out = engine__queue_json(q);
+			if ((o->err = store_queue_insert(e->st, id, o->u.queue.kind, now)) == CM_OK) {
+				if ((q = queue_add(e, id, o->u.queue.kind, now, 0)))
+					o->out = engine__queue_json(q);
+				else
+					o->err = CM_ENOMEM;
+			}
 			break;
 		}
 		json_t *dirs = json_array();
@@ -332,7 +376,6 @@ void engine__handle_queue(engine *e, op *o)
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;
-		holds_free(q);
 		e->queue_bytes -= q->bytes;
 		waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
 		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
@@ -341,7 +384,7 @@ void engine__handle_queue(engine *e, op *o)
 				break;
 			}
 		o->out = json_pack("{s:s, s:b}", "id", q->id, "deleted", 1);
-		free(q);
+		queue_free(q);
 		break;
 	}
 	case OP_QUEUE_PUT: {
@@ -352,7 +395,7 @@ void engine__handle_queue(engine *e, op *o)
 		    (o->err = store_queue_put(e->st, q->id, o->u.queue.nitems, o->u.queue.items, o->u.queue.lens)) !=
 		            CM_OK)
 			break;
-		q->size += (int64_t)o->u.queue.nitems;
+		items_came(q, (int64_t)o->u.queue.nitems);
 		q->bytes += bytes;
 		e->queue_bytes += bytes;
 		o->out = json_pack("{s:s, s:I, s:I}", "queue", q->id, "put", (json_int_t)o->u.queue.nitems, "size",
@@ -372,8 +415,16 @@ void engine__handle_queue(engine *e, op *o)
 		}
 		if (at && (o->err = hold_end(e, q, at, INT64_MAX, NULL)) != CM_OK)
 			break;
-		if (q->size > 0 && !q->getters.head) {
-			queue_serve(e, q, o, 0);
+		if (q->turns && (o->err = turns_join(q->turns, reader_of(o))) != CM_OK) {
+			if (o->err == CM_EQUOTA)
+				snprintf(o->detail, sizeof(o->detail),
+				         "queue %s has %d readers, the most a queue dealt in turns has", q->id,
+				         TURNS_READERS_MAX);
+			break;
+		}
+		/* In turns, readers waiting have nothing of theirs: none is passed. */
+		if (may_take(q, o) > 0 && (q->turns || !q->getters.head)) {
+			queue_serve(e, q, o, q->getters.head != NULL);
 			return;
 		}
 		waitlist_add(&q->getters, o); /* behind the readers already waiting */
@@ -451,11 +502,17 @@ void engine__queues_clear(engine *e)
 	while (e->queues) {
 		queue *q = e->queues;
 		e->queues = q->next;
-		holds_free(q);
 		waitlist_drop_all(e, &q->getters);
-		free(q);
+		queue_free(q);
 	}
 	e->queue_bytes = 0;
+}
+
+void engine__queue_reader_gone(engine *e, const char *reader)
+{
+	for (queue *q = e->queues; q; q = q->next)
+		if (q->turns && turns_leave(q->turns, reader))
+			engine__queue_tick(e, q, cm_now_ms()); /* its share is theirs now */
 }
 
 void engine__queues_quiesce(engine *e)

@@ -69,8 +69,7 @@ int engine__quota_queue(engine *e, int pipe, char *detail, size_t detail_len)
 
 	/* A pipe is one queue per direction, named "<pipe>.0" and "<pipe>.1". */
 	for (const queue *q = e->queues; q; q = q->next)
-		n += pipe ? strcmp(q->kind, "queue") != 0 && q->id[strlen(q->id) - 1] == '0'
-		          : strcmp(q->kind, "queue") == 0;
+		n += pipe ? engine__queue_is_pipe(q) && q->id[strlen(q->id) - 1] == '0' : !engine__queue_is_pipe(q);
 	if (pipe && n >= e->cfg->max_pipes)
 		return refuse(detail, detail_len, "pipes", e->cfg->max_pipes, "--max-pipes");
 	if (!pipe && n >= e->cfg->max_queues)
