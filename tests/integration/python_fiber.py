@@ -5,10 +5,12 @@ CartPole comes from fiber_examples/gym.py (pure Python, gym's physics),
 which the gateway's workers import too (python_pool.sh puts it on their
 PYTHONPATH)."""
 
+import collections
 import io
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import random
 import sys
 import tempfile
@@ -474,34 +476,57 @@ class FiberSurface(unittest.TestCase):
         self.assertIs(strand.fiber.pool.Pool, fiber.Pool)
         self.assertIs(strand.fiber.process.Process, fiber.Process)
         self.assertIs(strand.fiber.queues.SimpleQueue, fiber.SimpleQueue)
-        # Fiber's two kinds of queue by name: here both are the one queue.
-        self.assertIs(strand.fiber.queues.SimpleQueuePush, fiber.SimpleQueue)
-        self.assertIs(strand.fiber.queues.SimpleQueuePull, fiber.SimpleQueue)
+        # Fiber's two kinds of queue, each a SimpleQueue.
+        self.assertTrue(issubclass(strand.fiber.queues.SimpleQueuePush, fiber.SimpleQueue))
+        self.assertTrue(issubclass(strand.fiber.queues.SimpleQueuePull, fiber.SimpleQueue))
         self.assertIs(strand.fiber.experimental.Ring, strand.fiber.experimental.ring.Ring)
         self.assertEqual(fiber.cpu_count(), os.cpu_count())
         for name in ("Process", "Pool", "SimpleQueue", "Pipe", "Manager", "current_process", "active_children",
                      "cpu_count", "get_context", "init", "reset", "meta"):
             self.assertTrue(callable(getattr(fiber, name)), name)
 
-    def test_a_push_queue_read_by_processes(self):
-        # Each item reaches exactly one of the readers, none lost or twice
-        # (which reader: the one that asks first, not Fiber's strict turn).
+    def test_a_push_queue_deals_in_turn(self):
+        # Fiber's SimpleQueuePush deals its items to its readers in turn:
+        # four readers get exactly a quarter each, and each item once.
         import strand.fiber.queues
 
         q_in, q_out = strand.fiber.queues.SimpleQueuePush(), strand.fiber.queues.SimpleQueuePush()
-        readers = [Process(target=echo_until_none, args=(q_in, q_out, i)) for i in range(2)]
+        self.assertIsInstance(q_in, SimpleQueue)
+        readers = [Process(target=echo_until_none, args=(q_in, q_out, i)) for i in range(4)]
         for p in readers:
             p.start()
-        for item in range(100):
+        gw = strand.gateway.default()
+        deadline = time.monotonic() + 60
+        while gw.request("GET", "/v1/queues/%s" % q_in.id)["waiting_readers"] < 4:
+            self.assertLess(time.monotonic(), deadline, "the four readers did not ask within 60 s")
+            time.sleep(0.05)
+        for item in range(400):
             q_in.put(item)
-        got = [q_out.get(timeout=60) for _ in range(100)]
+        got = [q_out.get(timeout=60) for _ in range(400)]
         for _ in readers:
-            q_in.put(None)
+            q_in.put(None)  # one each, in turn
         for p in readers:
             p.join()
             self.assertEqual(p.exitcode, 0)
-        self.assertEqual(sorted(item for _, item in got), list(range(100)))
-        self.assertTrue({tag for tag, _ in got} <= {0, 1})
+        self.assertEqual(sorted(item for _, item in got), list(range(400)))
+        self.assertEqual(sorted(collections.Counter(tag for tag, _ in got).items()), [(i, 100) for i in range(4)])
+
+    def test_simple_queue_kind_follows_use_push_queue(self):
+        import strand.fiber.queues
+
+        push = SimpleQueue()
+        self.assertIsInstance(push, strand.fiber.queues.SimpleQueuePush)
+        gw = strand.gateway.default()
+        self.assertEqual(gw.request("GET", "/v1/queues/%s" % push.id)["kind"], "turns")
+        fiber.config.use_push_queue = False
+        try:
+            pull = SimpleQueue()
+        finally:
+            fiber.config.use_push_queue = True
+        self.assertIsInstance(pull, strand.fiber.queues.SimpleQueuePull)
+        self.assertEqual(gw.request("GET", "/v1/queues/%s" % pull.id)["kind"], "queue")
+        # A queue handed to a Process keeps its kind.
+        self.assertIs(type(pickle.loads(pickle.dumps(push))), strand.fiber.queues.SimpleQueuePush)
 
     def test_current_process_and_children(self):
         main = fiber.current_process()

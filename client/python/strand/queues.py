@@ -301,9 +301,18 @@ FEEDER_IDLE_S = 5
 
 
 class SimpleQueue:
-    def __init__(self, gateway=None):
+    """multiprocessing's SimpleQueue: each item goes to the reader that
+    asks first. turns=True deals the items to the queue's readers in turn
+    instead (a reader is a process that asked it for an item, until it
+    ends), as Fiber's SimpleQueuePush does: with four readers each gets a
+    quarter, however fast it reads."""
+
+    _turns = False
+
+    def __init__(self, gateway=None, turns=None):
         self._gw = gateway or _gateway.default()
-        self.id = self._gw.request("POST", "/v1/queues")["id"]
+        turns = self._turns if turns is None else turns
+        self.id = self._gw.request("POST", "/v1/queues", {"kind": "turns"} if turns else None)["id"]
 
     def __getstate__(self):
         return {"id": self.id}

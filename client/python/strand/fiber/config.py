@@ -6,8 +6,9 @@ The ones that mean something here: backend and image (default_backend and
 default_image when they are unset) become strand.init's defaults for new
 pools, processes and managers ("kubernetes" is strand's "k8s"), and
 cpu_per_job and mem_per_job size each pool worker and Process (strand's
-"resources": cpu, memory_mb), when set. The others (log_level, log_file,
-debug, the ipc_* ports, use_push_queue, ...) name parts of Fiber that
+"resources": cpu, memory_mb), when set, and use_push_queue picks the kind
+of queue SimpleQueue() makes. The others (log_level, log_file,
+debug, the ipc_* ports, ...) name parts of Fiber that
 strand does not have: they are kept and shown, and setting one warns once
 (docs/fiber.md says why each has no meaning here)."""
 
@@ -43,7 +44,7 @@ DEFAULTS = {
     "merge_output": False,
     "use_bash": False,
 }
-MEANINGFUL = {"backend", "default_backend", "image", "default_image", "cpu_per_job", "mem_per_job"}
+MEANINGFUL = {"backend", "default_backend", "image", "default_image", "cpu_per_job", "mem_per_job", "use_push_queue"}
 _warned = set()
 
 globals().update(DEFAULTS)

@@ -1,15 +1,36 @@
 """fiber.queues over strand: SimpleQueue and Pipe (their items travel
 through the gateway; one past 1 MiB pickled goes as a value).
 
-Fiber has two kinds of SimpleQueue: SimpleQueuePush sends each item to
-its readers in turn as soon as it is put, SimpleQueuePull to the reader
-that asks. Both names are strand's one SimpleQueue, which gives each item
-to the reader that asks first: Pull's meaning; a Push queue's readers are
-not served in strict turn (docs/fiber.md)."""
+Fiber has two kinds of SimpleQueue: SimpleQueuePush deals its items to
+its readers in turn (a gateway queue of kind "turns"), SimpleQueuePull
+gives each to the reader that asks first. SimpleQueue() is one or the
+other as fiber.config.use_push_queue says (True, Push, unless set)."""
 
-from ..queues import Connection, Pipe, SimpleQueue
+from .. import queues as _queues
+from ..queues import Connection, Pipe
+from . import config
 
-SimpleQueuePush = SimpleQueue
-SimpleQueuePull = SimpleQueue
+
+class SimpleQueue(_queues.SimpleQueue):
+    def __new__(cls, *args, **kwargs):
+        if cls is SimpleQueue:
+            cls = SimpleQueuePush if config.use_push_queue else SimpleQueuePull
+        return super().__new__(cls)
+
+
+class SimpleQueuePush(SimpleQueue):
+    """Items dealt to the queue's readers in turn: with four readers, each
+    gets every fourth item put, whether it reads fast or slowly. A reader
+    that stops reading holds back its share (4,096 items at most; then the
+    others get them), as a Fiber push socket's peer does."""
+
+    _turns = True
+
+
+class SimpleQueuePull(SimpleQueue):
+    """Each item to the reader that asks first."""
+
+    _turns = False
+
 
 __all__ = ["SimpleQueue", "SimpleQueuePush", "SimpleQueuePull", "Pipe", "Connection"]
