@@ -32,7 +32,7 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 			free(q);
 			return NULL;
 		}
-		turns_deal(q->turns, size); /* no reader yet: every reader's */
+		turns_deal(q->turns, size); /* no reader yet: anyone's */
 	}
 	snprintf(q->id, sizeof(q->id), "%s", id);
 	snprintf(q->kind, sizeof(q->kind), "%s", kind);
