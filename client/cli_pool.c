@@ -204,8 +204,8 @@ static int pool_map(strand_client *c, int argc, char **argv)
 		puts(job);
 		return 0;
 	}
+	cli_catch_interrupt(); /* first: a Ctrl-C once the id shows is caught */
 	fprintf(stderr, "strand: job %s\n", job);
-	cli_catch_interrupt();
 	printer pr = {.errors = stderr};
 	code = wait_job(c, job);
 	if (!code && !cli_interrupted && strand_imap(c, job, 0, 10000, print_result, &pr) != 0 && !cli_interrupted)

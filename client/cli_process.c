@@ -156,8 +156,8 @@ int cmd_run(strand_client *c, int argc, char **argv)
 		puts(id);
 		return 0;
 	}
+	cli_catch_interrupt(); /* first: a Ctrl-C once the id shows is caught */
 	fprintf(stderr, "strand: process %s\n", id);
-	cli_catch_interrupt();
 	if ((code = follow_output(c, id, 1, &last)) != 0)
 		return code;
 	if (cli_interrupted) {

@@ -12,6 +12,24 @@ trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 start_gateway "$bin" "$dir" || exit 1
 strand="$bin/strand"
 
+# Ctrl-C to the background command pid once `$@` says it is ready (it
+# catches SIGINT before it says so; the shell has a background command
+# ignore SIGINT until then). Ready within 60 s under any load, or the
+# check fails and the command is killed rather than left to hang the test.
+interrupt_when() {
+  local pid=$1 what=$2
+  shift 2
+  for _ in $(seq 1200); do
+    if "$@"; then
+      kill -INT "$pid"
+      return
+    fi
+    sleep 0.05
+  done
+  check "$what within 60 s" ready "not ready"
+  kill -KILL "$pid"
+}
+
 "$strand" >/dev/null 2>&1; check "no command: usage" 2 $?
 # --version on every program: the project's version, as CMakeLists.txt sets it.
 version=$(sed -n 's/^project(strand VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")
@@ -65,9 +83,8 @@ check "map --wait: a failure's error on stderr, exit 1" "1  1" "$code $out $(gre
 # Ctrl-C: the job goes on, and the command says how to stop it.
 "$strand" pool map "$pool" sleep 600000 --wait >/dev/null 2>"$dir/int" &
 waiting=$!
-for _ in $(seq 100); do grep -q '^strand: job' "$dir/int" && break; sleep 0.05; done
-sleep 0.3
-kill -INT "$waiting"; wait "$waiting"; code=$?
+interrupt_when "$waiting" "map --wait says its job" grep -q '^strand: job' "$dir/int"
+wait "$waiting"; code=$?
 stopped=$(sed -n 's/^strand: job \(j-[0-9a-f]*\)$/\1/p' "$dir/int")
 check "map --wait, Ctrl-C: exit 130" 130 "$code"
 grep -q "job $stopped goes on in the gateway: \`strand jobs cancel $stopped\` stops it" "$dir/int"
@@ -195,8 +212,8 @@ check "... to the end" "first second" "$(tr '\n' ' ' <"$dir/stream" | sed 's/ $/
 # Ctrl-C: the process goes on, and the command says how to stop it.
 "$strand" run --wait -- sh -c 'echo up; sleep 600' >"$dir/stream" 2>"$dir/int" &
 streamer=$!
-for _ in $(seq 100); do [ -s "$dir/stream" ] && break; sleep 0.05; done
-kill -INT "$streamer"; wait "$streamer"; code=$?
+interrupt_when "$streamer" "run --wait streams what its process printed" test -s "$dir/stream"
+wait "$streamer"; code=$?
 running=$(sed -n 's/^strand: process \(r-[0-9a-f]*\)$/\1/p' "$dir/int")
 check "run --wait, Ctrl-C: exit 130, what came printed" "130 up" "$code $(cat "$dir/stream")"
 grep -q "process $running goes on in the gateway: \`strand kill $running\` stops it" "$dir/int"
