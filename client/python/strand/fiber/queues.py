@@ -12,7 +12,11 @@ from . import config
 
 
 class SimpleQueue(_queues.SimpleQueue):
-    def __new__(cls, *args, **kwargs):
+    """Fiber's SimpleQueue(): a SimpleQueuePush, or a SimpleQueuePull when
+    fiber.config.use_push_queue is false; put(obj), get(timeout=None),
+    empty(), as multiprocessing's."""
+
+    def __new__(cls, gateway=None, turns=None):
         if cls is SimpleQueue:
             cls = SimpleQueuePush if config.use_push_queue else SimpleQueuePull
         return super().__new__(cls)
