@@ -26,6 +26,18 @@ def _sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
 
 
+LIMIT = 1
+SEEN = [1]  # a list: what a function reading it sends is pickled each time
+
+
+def over_limit(x):
+    return x > LIMIT
+
+
+def first_seen(x):
+    return SEEN[0]
+
+
 def _digest_and(pair):
     data, i = pair
     return _sha256_hex(data), i
@@ -101,6 +113,38 @@ class PoolTest(WithPool):
 
     def test_map_exact(self):
         self.assertEqual(self.pool.map(square, range(500)), [x * x for x in range(500)])
+
+    def test_a_function_is_pickled_again_only_when_it_may_differ(self):
+        # A pool keeps a function's pickle while what the pickle is made
+        # of is the same unchangeable objects; a global it reads rebound,
+        # or one it reads that may change in place (a list), and it is
+        # pickled again: the bytes sent are those a new pickle would be.
+        global LIMIT
+        from strand import pool as pool_module
+
+        made = []
+        real = pool_module._context
+
+        def counted(*args):
+            made.append(args[2])
+            return real(*args)
+
+        pool_module._context = counted
+        try:
+            self.assertEqual([self.pool.apply(over_limit, (3,)) for _ in range(3)], [True] * 3)
+            self.assertEqual(made, [over_limit])  # pickled once, sent three times
+            # A map's context is another (its runner): once for two maps.
+            self.assertEqual([self.pool.map(over_limit, [0, 3]) for _ in range(2)], [[False, True]] * 2)
+            self.assertEqual(made, [over_limit] * 2)
+            LIMIT = 2
+            self.pool.apply(over_limit, (3,))
+            self.pool.apply(over_limit, (3,))
+            self.assertEqual(made, [over_limit] * 3)
+            self.assertEqual([self.pool.apply(first_seen, (0,)) for _ in range(2)], [1, 1])
+            self.assertEqual(made[3:], [first_seen] * 2)
+        finally:
+            pool_module._context = real
+            LIMIT = 1
 
     def test_map_sent_in_parts(self):
         # More tasks than a request brings go in parts; made small here.

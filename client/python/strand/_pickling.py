@@ -13,6 +13,8 @@ for "__main__" instead cost as much as pickling them: 0.7 s a GiB.)"""
 
 import io
 import pickle
+import sys
+import types
 
 
 class _NamesMain(Exception):
@@ -105,3 +107,66 @@ def function_name(func):
     name = "".join(c if " " < c < "\x7f" else "?" for c in "%s.%s" % (module, qualname))
     return "rt:pickle:" + name[:NAME_MAX]
 
+
+# Types whose values cannot change (exactly these: a subclass may have
+# attributes that can).
+_IMMUTABLE = frozenset((type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis)))
+
+
+def _by_name(obj):
+    """Whether cloudpickle pickles obj by its name (a module, or a function
+    or class its module gives back by its qualified name): its pickle is
+    the name, whatever it holds."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__ != "__main__"
+    if not isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return False
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    found = module
+    for part in getattr(obj, "__qualname__", "<>").split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+def _code_names(code, names):
+    names.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, names)
+
+
+def captured(func):
+    """What cloudpickle's pickle of func is made of (its code, the globals
+    it names, its defaults, closure, annotations and names), as a tuple of
+    those objects, when each is a value that cannot change (a number, a
+    string, a tuple of such) or is pickled by its name; None when one is
+    not (a list, an object, a function of the script), whose pickle must be
+    made again to hold what it holds now. Two calls that give tuples of the
+    same objects (compared with `is`, the first kept alive meanwhile) give
+    the same pickle."""
+    import cloudpickle.cloudpickle as _cp
+
+    # (Modules registered to go by value, or a cloudpickle that does not
+    # say which: their functions and classes are not pickled by name.)
+    if type(func) is not types.FunctionType or func.__dict__ or getattr(_cp, "_PICKLE_BY_VALUE_MODULES", True):
+        return None
+    names = set()
+    _code_names(func.__code__, names)
+    held = [func.__code__, func.__name__, func.__qualname__, func.__module__, func.__doc__]
+    held += [func.__globals__[n] for n in sorted(names) if n in func.__globals__]
+    held += func.__defaults__ or ()
+    held += (func.__kwdefaults__ or {}).values()
+    try:
+        held += (cell.cell_contents for cell in func.__closure__ or ())
+    except ValueError:  # a cell not yet set
+        return None
+    held += func.__annotations__.values()
+
+    def fixed(value, depth=0):
+        if type(value) in _IMMUTABLE or _by_name(value):
+            return True
+        return type(value) in (tuple, frozenset) and depth < 4 and all(fixed(v, depth + 1) for v in value)
+
+    return tuple(held) if all(fixed(v) for v in held[1:]) else None
