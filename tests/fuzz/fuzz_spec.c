@@ -73,7 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int duplex;
 		pool_spec p;
 		char *arg = NULL;
+		const char *kind;
 		spec_pipe_parse(body, len, &duplex, detail, sizeof(detail));
+		spec_queue_parse(body, len, &kind, detail, sizeof(detail));
 		if (spec_call_parse(body, len, &arg, detail, sizeof(detail)) == CM_OK)
 			free(arg);
 		spec_pool_load(text, "img", &p, detail, sizeof(detail));
