@@ -41,7 +41,8 @@ int main(int argc, char **argv)
 			return 1; /* those started end by themselves */
 		}
 		if (pid == 0) {
-			struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000.0 * (double)(time_t)(ms / 1000)) * 1e6)};
+			long ns = (long)(ms * 1e6);
+			struct timespec ts = {ns / 1000000000, ns % 1000000000};
 			for (long k = 0; k < count; k++)
 				nanosleep(&ts, NULL);
 			_exit(0);
@@ -52,6 +53,7 @@ int main(int argc, char **argv)
 	double took = now_s() - began;
 	getrusage(RUSAGE_CHILDREN, &ru);
 	printf("%.3f %.3f\n", took,
-	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	return 0;
 }

@@ -313,6 +313,9 @@ typedef struct queue_reader {
 typedef struct queue_turns {
 	queue_reader *readers; /* in the order they first asked */
 	size_t n, cap;
+	/* readers by id: 2 * cap entries, each a reader's index + 1 or 0 (a
+	 * take looks its reader up, as each reader waiting does at a put) */
+	uint32_t *index;
 	size_t next; /* whose turn the next item is */
 	int64_t undealt; /* anyone's: no reader had room (or none had asked) */
 } queue_turns;
@@ -594,6 +597,7 @@ pool *engine__pool_find(engine *e, const char *id);
 void engine__post_backend_event(void *ctx, bx_event *ev); /* an executor's: see bx_post_fn */
 
 /* jobs.c: jobs, the task queue, pulls */
+unsigned engine__id_hash(const char *id); /* FNV-1a: ids the gateway made, not chosen from outside */
 job *engine__job_find(engine *e, const char *id);
 int engine__job_reserve(pool *p); /* room for one more job in p: before anything of it is stored */
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */
@@ -801,7 +805,8 @@ queue_turns *turns_new(void);
 void turns_free(queue_turns *t);
 /* Adds reader (if new). CM_EQUOTA: the queue has TURNS_READERS_MAX. */
 int turns_join(queue_turns *t, const char *reader);
-/* n more items to deal: each to the next reader in turn with room. */
+/* n more items to deal: each to the next reader in turn with room; those
+ * no reader has room for are anyone's. */
 void turns_deal(queue_turns *t, int64_t n);
 /* How many items reader may take now: its own and the undealt. */
 int64_t turns_allowance(const queue_turns *t, const char *reader);

@@ -11,12 +11,17 @@
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"
 
-static unsigned hash_id(const char *s)
+unsigned engine__id_hash(const char *s)
 {
 	unsigned h = 2166136261u;
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h % JOB_BUCKETS;
+	return h;
+}
+
+static unsigned hash_id(const char *s)
+{
+	return engine__id_hash(s) % JOB_BUCKETS;
 }
 
 job *engine__job_find(engine *e, const char *id)

@@ -22,22 +22,69 @@ queue_turns *turns_new(void)
 
 void turns_free(queue_turns *t)
 {
-	if (t)
+	if (t) {
 		free(t->readers);
+		free(t->index);
+	}
 	free(t);
+}
+
+/* The index entry of reader: the one naming it, or the empty one where
+ * it would go. */
+static uint32_t *index_entry(const queue_turns *t, const char *reader)
+{
+	size_t mask = 2 * t->cap - 1, at = engine__id_hash(reader) & mask;
+
+	while (t->index[at] && strcmp(t->readers[t->index[at] - 1].id, reader) != 0)
+		at = (at + 1) & mask;
+	return &t->index[at];
+}
+
+/* Indexes every reader again (after one left, or the array grew). */
+static void index_all(queue_turns *t)
+{
+	memset(t->index, 0, 2 * t->cap * sizeof(*t->index));
+	for (size_t i = 0; i < t->n; i++)
+		*index_entry(t, t->readers[i].id) = (uint32_t)i + 1;
 }
 
 static queue_reader *reader_find(const queue_turns *t, const char *reader)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (strcmp(t->readers[i].id, reader) == 0)
-			return &t->readers[i];
-	return NULL;
+	if (!t->cap)
+		return NULL;
+	uint32_t at = *index_entry(t, reader);
+	return at ? &t->readers[at - 1] : NULL;
 }
 
-/* Deals n items, one each to the next reader with room; those no reader
- * has room for are anyone's. */
-static void deal(queue_turns *t, int64_t n)
+int turns_join(queue_turns *t, const char *reader)
+{
+	if (reader_find(t, reader))
+		return CM_OK;
+	if (t->n == TURNS_READERS_MAX)
+		return CM_EQUOTA;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 8; /* a power of two: the index's mask */
+		queue_reader *grown = realloc(t->readers, cap * sizeof(*grown));
+		uint32_t *index = calloc(2 * cap, sizeof(*index));
+		if (grown)
+			t->readers = grown;
+		if (!grown || !index) {
+			free(index);
+			return CM_ENOMEM;
+		}
+		free(t->index);
+		t->index = index;
+		t->cap = cap;
+		index_all(t);
+	}
+	t->readers[t->n] = (queue_reader){.dealt = 0};
+	snprintf(t->readers[t->n].id, sizeof(t->readers[t->n].id), "%s", reader);
+	*index_entry(t, t->readers[t->n].id) = (uint32_t)t->n + 1;
+	t->n++;
+	return CM_OK;
+}
+
+void turns_deal(queue_turns *t, int64_t n)
 {
 	size_t misses = 0;
 
@@ -53,31 +100,6 @@ static void deal(queue_turns *t, int64_t n)
 		misses = 0;
 	}
 	t->undealt += n;
-}
-
-int turns_join(queue_turns *t, const char *reader)
-{
-	if (reader_find(t, reader))
-		return CM_OK;
-	if (t->n == TURNS_READERS_MAX)
-		return CM_EQUOTA;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 8;
-		queue_reader *grown = realloc(t->readers, cap * sizeof(*grown));
-		if (!grown)
-			return CM_ENOMEM;
-		t->readers = grown;
-		t->cap = cap;
-	}
-	t->readers[t->n] = (queue_reader){.dealt = 0};
-	snprintf(t->readers[t->n].id, sizeof(t->readers[t->n].id), "%s", reader);
-	t->n++;
-	return CM_OK;
-}
-
-void turns_deal(queue_turns *t, int64_t n)
-{
-	deal(t, n);
 }
 
 int64_t turns_allowance(const queue_turns *t, const char *reader)
@@ -100,18 +122,18 @@ void turns_took(queue_turns *t, const char *reader, int64_t n)
 int turns_leave(queue_turns *t, const char *reader)
 {
 	queue_reader *r = reader_find(t, reader);
-	size_t i;
 
 	if (!r)
 		return 0;
-	i = (size_t)(r - t->readers);
+	size_t i = (size_t)(r - t->readers);
 	int64_t share = r->dealt;
 	memmove(r, r + 1, (t->n - i - 1) * sizeof(*r));
 	t->n--;
+	index_all(t); /* the readers after it moved */
 	if (i < t->next)
 		t->next--;
 	if (t->next >= t->n)
 		t->next = 0;
-	deal(t, share);
+	turns_deal(t, share);
 	return 1;
 }

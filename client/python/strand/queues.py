@@ -162,11 +162,10 @@ class _Reader:
         others are back at the queue's head, no longer here."""
         if self.hold is not None:
             self.gw.request("DELETE", "%s/holds/%s?used=%d" % (self.base, self.hold, self.got), timeout=SETTLE_S)
-            self.hold, self.items = None, collections.deque()
-            _holding.discard(self)
+            self.drop()
 
     def drop(self):
-        """The queue is gone, and its hold with it: nothing to release."""
+        """What it held is settled (released, or gone with its queue)."""
         self.hold, self.items = None, collections.deque()
         _holding.discard(self)
 

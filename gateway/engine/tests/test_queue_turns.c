@@ -131,6 +131,12 @@ static void readers_are_capped(void **state)
 	assert_int_equal(turns_join(t, "one-more"), CM_EQUOTA);
 	assert_int_equal(turns_leave(t, "r7"), 1);
 	assert_int_equal(turns_join(t, "one-more"), CM_OK);
+	/* Every other reader is still found by its id (it moved): none new. */
+	for (int i = 0; i < TURNS_READERS_MAX; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		assert_int_equal(turns_join(t, name), i == 7 ? CM_EQUOTA : CM_OK);
+	}
+	assert_int_equal(t->n, TURNS_READERS_MAX);
 	turns_free(t);
 }
 
