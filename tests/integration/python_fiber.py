@@ -276,6 +276,40 @@ class FiberExamples(unittest.TestCase):
         view = p._gw.request("GET", "/v1/processes/%s" % p.id)
         self.assertEqual(view["spec"]["resources"], {"cpu": 1})
 
+    def test_cpu_per_job_sizes_a_job_and_a_workers_share(self):
+        # A Process is a Fiber job of cpu_per_job CPUs and mem_per_job
+        # MiB (@meta over them); a Pool's workers are Fiber's cpu_per_job
+        # to a job (fewer in a smaller pool), each sized as its share.
+        def resources(kind, made):
+            view = made._gw.request("GET", "/v1/%s/%s" % (kind, made.id))
+            asked = view["spec"].get("resources") if kind == "processes" else view.get("resources")
+            return {k: v for k, v in (asked or {}).items() if v} or None  # a pool's shows "gpu": 0
+
+        fiber.init(cpu_per_job=3, mem_per_job=3000)
+        try:
+            plain = Process(target=prints_three)
+            marked = Process(target=inside, args=(0,))
+            for p in (plain, marked):
+                p.start()
+            for p in (plain, marked):
+                p.join()
+            self.assertEqual(resources("processes", plain), {"cpu": 3, "memory_mb": 3000})
+            self.assertEqual(resources("processes", marked), {"cpu": 1, "memory_mb": 3000})
+            for processes, share in ((2, {"cpu": 1.5, "memory_mb": 1500}), (4, {"cpu": 1, "memory_mb": 1000})):
+                pool = Pool(processes)
+                try:
+                    self.assertEqual(resources("pools", pool), share)
+                    self.assertEqual(pool.map(abs, [-1, 2, -3]), [1, 2, 3])
+                finally:
+                    pool.terminate()
+        finally:
+            fiber.reset()
+        pool = Pool(1)
+        try:
+            self.assertIsNone(resources("pools", pool))
+        finally:
+            pool.terminate()
+
     def test_process_and_simple_queue(self):
         q = SimpleQueue()
         p = Process(target=foo, args=(q, 42, 21))

@@ -123,6 +123,11 @@ class Process:
         if self._target:
             self._target(*self._args, **self._kwargs)
 
+    def _resources(self, what):
+        """What the process's job asks of its backend (the gateway's
+        "resources"): what strand.meta marked what runs with, or None."""
+        return resources_of(what)
+
     def start(self):
         import cloudpickle
 
@@ -142,7 +147,7 @@ class Process:
             spec["backend"] = backend
         if image:
             spec["image"] = image
-        resources = resources_of(what)
+        resources = self._resources(what)
         if resources:
             spec["resources"] = resources
         code = _code.ensure(self._gw)

@@ -5,8 +5,9 @@ FIBER_<KEY> variables, then init()'s arguments), as module attributes.
 The ones that mean something here: backend and image (default_backend and
 default_image when they are unset) become strand.init's defaults for new
 pools, processes and managers ("kubernetes" is strand's "k8s"), and
-cpu_per_job and mem_per_job size each pool worker and Process (strand's
-"resources": cpu, memory_mb), when set, and use_push_queue picks the kind
+cpu_per_job and mem_per_job size each Process as Fiber sizes its job
+(strand's "resources": cpu, memory_mb), and each pool worker as its share
+of a job Fiber would run cpu_per_job of them in, when set; use_push_queue picks the kind
 of queue SimpleQueue() makes. The others (log_level, log_file,
 debug, the ipc_* ports, ...) name parts of Fiber that
 strand does not have: they are kept and shown, and setting one warns once
@@ -152,11 +153,24 @@ def image_name():
     return _set_or_default("image")
 
 
-def resources():
-    """Each worker's and Process's size these settings ask, or {}."""
+def resources(sharing=1):
+    """The size these settings ask of a Fiber job (cpu_per_job CPUs,
+    mem_per_job MiB), as the gateway's "resources", or {}: a Process's.
+    sharing: how many pool workers
+    Fiber runs in that job, each then sized as its share."""
     sizes = {}
-    if globals()["cpu_per_job"] not in (None, DEFAULTS["cpu_per_job"]):
-        sizes["cpu"] = globals()["cpu_per_job"]
-    if globals()["mem_per_job"] is not None:
-        sizes["memory"] = globals()["mem_per_job"]
+    cpu, memory = globals()["cpu_per_job"], globals()["mem_per_job"]
+    if cpu not in (None, DEFAULTS["cpu_per_job"]):
+        share = cpu / sharing
+        sizes["cpu"] = int(share) if share == int(share) else share
+    if memory is not None:
+        sizes["memory_mb"] = max(1, memory // sharing)
     return sizes
+
+
+def workers_per_job(processes):
+    """How many of a Pool's processes Fiber runs in one job: cpu_per_job of
+    them, forked there (fewer in a smaller pool). processes None: the
+    gateway's choice, taken to fill a job."""
+    per_job = max(1, globals()["cpu_per_job"] or 1)
+    return min(processes or per_job, per_job)

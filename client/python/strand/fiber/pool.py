@@ -19,7 +19,8 @@ ERROR_HANDLING_ATTEMPTS = 20
 class Pool(_pool.Pool):
     """fiber.Pool(processes, initializer, initargs, maxtasksperchild,
     error_handling): strand.Pool with Fiber's settings (fiber.config's
-    cpu_per_job and mem_per_job size each worker). error_handling=True
+    cpu_per_job and mem_per_job: each worker is sized as its share of a
+    Fiber job). error_handling=True
     runs a task whose function raised again, up to ERROR_HANDLING_ATTEMPTS
     in all (Fiber's ResilientZPool resubmits a failed task); a worker that
     dies loses its tasks to another in any case. maxtasksperchild has no
@@ -27,9 +28,14 @@ class Pool(_pool.Pool):
 
     def __init__(self, processes=None, initializer=None, initargs=(), maxtasksperchild=None, error_handling=False,
                  **kwargs):
-        sizes = config.resources()
+        # Fiber forks cpu_per_job workers in each job of cpu_per_job CPUs
+        # and mem_per_job MiB; a strand worker is a job of its own, sized
+        # as its share, so that the pool asks what Fiber's would in all (a
+        # worker sized as a whole job would make Pool(64) with
+        # cpu_per_job=8 ask 512 CPUs where Fiber's asks 64).
+        sizes = config.resources(config.workers_per_job(processes))
         kwargs.setdefault("cpu", sizes.get("cpu"))
-        kwargs.setdefault("memory", sizes.get("memory"))
+        kwargs.setdefault("memory", sizes.get("memory_mb"))
         if error_handling:
             kwargs.setdefault("retry_errors", True)
             kwargs.setdefault("max_attempts", ERROR_HANDLING_ATTEMPTS)
