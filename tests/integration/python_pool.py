@@ -52,6 +52,15 @@ class Boom(Exception):
     pass
 
 
+class TwoPartBoom(Exception):
+    """An exception whose __init__ its args (the message alone) do not fit:
+    unpickling it calls TwoPartBoom("...") and fails."""
+
+    def __init__(self, what, code):
+        super().__init__(what)
+        self.code = code
+
+
 class Point:
     """A class of the script itself (its __main__), as arguments and results."""
 
@@ -71,6 +80,14 @@ def explode(x):
     if x == 3:
         raise Boom("task %d exploded" % x)
     return x
+
+
+def explode_in_two_parts(x):
+    raise TwoPartBoom("task %d exploded" % x, 7)
+
+
+def makes_a_pool(x):
+    return strand.Pool(1).map(abs, [x])
 
 
 def _refuse_to_load():
@@ -345,6 +362,29 @@ class PoolTest(WithPool):
         r.wait(30)
         self.assertFalse(r.successful())
         self.assertRaises(Boom, r.get)
+
+    def test_an_exception_that_cannot_be_unpickled_says_what_it_was(self):
+        # multiprocessing's result thread dies on it and its map hangs.
+        with self.assertRaises(strand.pool.RemoteError) as caught:
+            self.pool.map(explode_in_two_parts, [4])
+        text = str(caught.exception)
+        self.assertTrue(text.startswith("TwoPartBoom: task 4 exploded\n\nremote traceback:\n"), text)
+        self.assertIn("in explode_in_two_parts", text)
+        self.assertTrue(text.endswith("(the exception itself could not be unpickled here: TypeError: "
+                                      "TwoPartBoom.__init__() missing 1 required positional argument: 'code')"), text)
+        self.assertNotIn(strand.pool.EXCEPTION_MARK, text)
+
+    def test_a_task_that_makes_a_pool_is_told_why_it_cannot(self):
+        # Its sandbox holds no API token: not a refused connection to a
+        # default URL, but what to do instead.
+        with self.assertRaises(RuntimeError) as caught:
+            self.pool.apply(makes_a_pool, (-1,))
+        self.assertEqual(
+            str(caught.exception),
+            "strand: a task (or a process it started) cannot make pools, processes, managers or queues: "
+            "make them in the program and pass them to it, or name a gateway with strand.init(url, token)",
+        )
+        self.assertIn("in makes_a_pool", str(caught.exception.__cause__))
 
     def test_a_failing_input_fails_alone(self):
         gw = strand.gateway.default()

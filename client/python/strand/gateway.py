@@ -24,6 +24,8 @@ import ssl
 import threading
 import urllib.parse
 
+from . import _worker
+
 
 BODY_APART = 1 << 20  # a body larger than this is written apart from its head, not copied behind it
 HEAD_MAX = 64 << 10  # an answer's status line and headers, at most (the gateway's are a few hundred bytes)
@@ -359,5 +361,12 @@ def init(url=None, token=None, ca_file=None, backend=None, image=None, working_d
 def default():
     global _default
     if _default is None:
+        if _worker.inside() and not os.environ.get("STRAND_URL"):
+            # A task holds no API token (it reaches its own work only):
+            # said plainly, not as a refused connection to the default URL.
+            raise RuntimeError(
+                "strand: a task (or a process it started) cannot make pools, processes, managers or queues: "
+                "make them in the program and pass them to it, or name a gateway with strand.init(url, token)"
+            )
         init()
     return _default

@@ -296,14 +296,15 @@ def _raise_at(exc, index, what):
 def _error(text):
     """The exception a failed task's error text stands for."""
     head, mark, pickled = text.rpartition(EXCEPTION_MARK)
-    if mark:
-        try:
-            exc = cloudpickle.loads(base64.b64decode(pickled.strip()))
-            exc.__cause__ = RemoteTraceback(head.rstrip())
-            return exc
-        except Exception:  # unpicklable here: the text still says what it was
-            pass
-    return RemoteError(text)
+    if not mark:
+        return RemoteError(text)
+    try:
+        exc = cloudpickle.loads(base64.b64decode(pickled.strip()))
+    except Exception as e:  # (an __init__ its args do not fit): the text still says what it was
+        return RemoteError("%s\n\n(the exception itself could not be unpickled here: %s: %s)"
+                           % (head.rstrip(), type(e).__name__, e))
+    exc.__cause__ = RemoteTraceback(head.rstrip())
+    return exc
 
 
 def _decode(text, gw=None):
