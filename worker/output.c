@@ -56,25 +56,33 @@ static int push(worker_output_lines *l, int stream, const char *text, size_t len
 	return CM_OK;
 }
 
+#define NOTE_MAX 128
+
+/* The line that says how many were dropped, once there is room for it;
+ * with the lock held. */
+static void say_dropped(void)
+{
+	char note[NOTE_MAX];
+
+	if (!out.dropped || out.held.text.len + sizeof(note) > WORKER_OUTPUT_HELD_MAX)
+		return;
+	int n = snprintf(note, sizeof(note),
+	                 "[strand: %llu lines dropped: they came faster than the worker could send them]",
+	                 (unsigned long long)out.dropped);
+	if (push(&out.held, WORKER_OUTPUT_STDERR, note, (size_t)n) == CM_OK)
+		out.dropped = 0;
+}
+
 /* A whole line into the held ones, or counted as dropped when they fill
  * their room; with the lock held. */
 static void keep(int stream, const char *text, size_t len)
 {
-	char note[128];
-
-	if (out.held.text.len + len + sizeof(note) > WORKER_OUTPUT_HELD_MAX) {
+	if (out.held.text.len + len + NOTE_MAX > WORKER_OUTPUT_HELD_MAX) {
 		out.dropped++;
 		return;
 	}
-	if (out.dropped) {
-		int n = snprintf(note, sizeof(note),
-		                 "[strand: %llu lines dropped: they came faster than the worker could send them]",
-		                 (unsigned long long)out.dropped);
-		if (push(&out.held, WORKER_OUTPUT_STDERR, note, (size_t)n) != CM_OK)
-			return;
-		out.dropped = 0;
-	}
-	if (push(&out.held, stream, text, len) != CM_OK)
+	say_dropped();
+	if (out.dropped || push(&out.held, stream, text, len) != CM_OK)
 		out.dropped++;
 	atomic_store(&out.waiting, out.held.text.len);
 }
@@ -113,6 +121,16 @@ int worker_output_due(int64_t now_ms)
 	return since && (now_ms - since >= DUE_MS || atomic_load(&out.waiting) >= DUE_BYTES);
 }
 
+uint64_t worker_output_mark(void)
+{
+	pthread_mutex_lock(&out.mu);
+	/* An unfinished line and the note of lines dropped count as the
+	 * lines the next peek makes of them. */
+	uint64_t mark = out.sent + out.held.n + (out.partial_len[0] > 0) + (out.partial_len[1] > 0) + (out.dropped > 0);
+	pthread_mutex_unlock(&out.mu);
+	return mark;
+}
+
 int worker_output_peek(worker_output_lines *l, size_t max_bytes, size_t max_lines)
 {
 	size_t bytes = 0, at = 0;
@@ -128,6 +146,7 @@ int worker_output_peek(worker_output_lines *l, size_t max_bytes, size_t max_line
 			keep(s ? WORKER_OUTPUT_STDERR : WORKER_OUTPUT_STDOUT, out.partial[s], out.partial_len[s]);
 			out.partial_len[s] = 0;
 		}
+	say_dropped(); /* the last lines were dropped: no line after them said so */
 	for (size_t i = 0; i < out.held.n && i < max_lines && err == CM_OK; i++) {
 		if (i && bytes + out.held.lens[i] > max_bytes)
 			break;
@@ -135,6 +154,7 @@ int worker_output_peek(worker_output_lines *l, size_t max_bytes, size_t max_line
 		bytes += out.held.lens[i];
 		at += out.held.lens[i];
 	}
+	l->more = out.held.n > l->n || out.dropped;
 	pthread_mutex_unlock(&out.mu);
 	return err;
 }

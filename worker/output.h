@@ -4,7 +4,7 @@
  * it to the gateway with its next pull (worker.c), which stores it for
  * GET /v1/pools/{id}/logs, so it reaches the program that submitted the
  * work. A line a task printed before it returned is sent no later than
- * the task's result.
+ * the task's result (worker_output_mark).
  *
  * One per process (the runtime and exec code reach it without a handle,
  * as plugin_api.c's queues); thread-safe. Until worker_output_capture,
@@ -39,7 +39,13 @@ typedef struct worker_output_lines {
 	uint32_t *lens, *streams;
 	size_t n, cap;
 	uint64_t first; /* the number of its first line: the worker counts every line it sent from 0 */
+	int more; /* lines waited that did not fit */
 } worker_output_lines;
+/* How many lines were written so far (the number the next will have): a
+ * task's result, marked so as it ends, goes to the gateway only once every
+ * line before its mark has, so its lines are readable before its result,
+ * however many it printed. */
+uint64_t worker_output_mark(void);
 /* Copies the first lines waiting, up to max_lines and max_bytes of text,
  * into out (emptied first); an unfinished line waiting goes as a line. */
 int worker_output_peek(worker_output_lines *out, size_t max_bytes, size_t max_lines);

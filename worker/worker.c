@@ -125,6 +125,7 @@ typedef struct result {
 	uint32_t attempt;
 	Strand__Outcome outcome;
 	uint32_t failed_inputs; /* of a task of several inputs that failed: those that failed alone */
+	uint64_t output_mark; /* the lines written before it ended (worker_output_mark): sent first */
 	size_t len;
 	char *value; /* len > RESULT_INLINE: an allocation of its own */
 	char small[RESULT_INLINE]; /* else here */
@@ -244,6 +245,7 @@ static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32
 	            .attempt = t->attempt,
 	            .outcome = outcome,
 	            .failed_inputs = failed_inputs,
+	            .output_mark = worker_output_mark(),
 	            .len = len};
 
 	if (w->nout == w->capout) {
@@ -942,9 +944,13 @@ static void talk(worker *w)
 	worker_output_lines lines = {0};
 	int err;
 
-	while (nsend < w->nout && bytes < MAX_PULL_RESULTS_BYTES)
+	/* The lines first: a result goes with every line printed before it
+	 * ended, or waits for a later pull that has room for them. */
+	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES, MAX_PULL_OUTPUT_LINES);
+	while (nsend < w->nout && bytes < MAX_PULL_RESULTS_BYTES && w->out[nsend].output_mark <= lines.first + lines.n)
 		bytes += w->out[nsend++].len + 16;
 	if (nsend && !(sent = malloc(nsend * sizeof(*sent)))) {
+		worker_output_lines_fini(&lines);
 		w->code = 1;
 		w->quit = 1;
 		return;
@@ -952,6 +958,7 @@ static void talk(worker *w)
 	if (nsend)
 		memcpy(sent, w->out, nsend * sizeof(*sent));
 	pull.want = target > in_hand ? (uint32_t)(target - in_hand) : 0;
+	pull.output_more = lines.more;
 	pull.round_trip_us = (uint32_t)(w->rtt_ms * 1000.0);
 	/* Finished tasks whose results wait for a later pull are held too. */
 	pull.in_hand = (uint32_t)(in_hand + (w->nout - nsend));
@@ -979,9 +986,6 @@ static void talk(worker *w)
 	w->talking = 1;
 	pthread_mutex_unlock(&w->mu);
 
-	/* Taken after the results: a line a task printed before it ended is
-	 * sent with its result or before. */
-	err = worker_output_peek(&lines, MAX_PULL_OUTPUT_BYTES, MAX_PULL_OUTPUT_LINES);
 	double began = cm_now_s();
 	if (err == CM_OK)
 		err = exchange(w, &pull, sent, nsend, &lines, &batch);

@@ -270,6 +270,7 @@ typedef struct engine_pull_msg {
 	const uint32_t *output_lens, *output_streams;
 	size_t noutput;
 	uint64_t output_first; /* the worker's number for the first line */
+	int output_more; /* more lines wait in the worker: its pull is not parked */
 } engine_pull_msg;
 
 /* Consecutive tasks of one job in a batch: what they share (valid until

@@ -993,7 +993,7 @@ void engine__handle_pull(engine *e, op *o)
 	}
 	if (!w->retiring) /* one that retires only finishes what it holds */
 		engine__assign(e, p, w, m->want, m->in_hand, m->round_trip_us, o);
-	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held) {
+	if (o->u.pull.ntasks == 0 && m->in_hand == 0 && !o->u.pull.batch.list_held && !m->output_more) {
 		o->u.pull.parked_at = cm_now_s();
 		if (!w->idle_since)
 			w->idle_since = cm_now_ms();

@@ -675,7 +675,8 @@ static int describe(hub_slot *s, proto_type type)
 	                            .output_lens = p->output_lens,
 	                            .output_streams = p->output_streams,
 	                            .noutput = p->n_output_lens,
-	                            .output_first = p->output_first};
+	                            .output_first = p->output_first,
+	                            .output_more = p->output_more};
 	return CM_OK;
 }
 

@@ -90,6 +90,12 @@ def makes_a_pool(x):
     return strand.Pool(1).map(abs, [x])
 
 
+def print_lines(n):
+    for i in range(n):
+        print("line", i)
+    return n
+
+
 def _refuse_to_load():
     raise ValueError("this value does not load here")
 
@@ -1340,6 +1346,40 @@ class OutputTest(unittest.TestCase):
         self.assertEqual(len([l for l in err if re.fullmatch(worker + "warn 9", l)]), 1, err)
         self.assertEqual(len([l for l in out if re.fullmatch(worker + "no newline 8", l)]), 1, out)
         self.assertEqual(len(out), 6 + 1 + 1 + 1 + 2 + 1)
+
+    def test_thousands_of_lines_all_come_before_the_result(self):
+        # A pull brings at most 1,024 lines: the result waits for those
+        # after them, which go at once (not a pull a second, behind it).
+        from contextlib import redirect_stdout
+
+        shown = io.StringIO()
+        with strand.Pool(1) as pool:
+            with redirect_stdout(shown):
+                self.assertEqual(pool.map(print_lines, [5000]), [5000])
+                lines = shown.getvalue().splitlines()
+        self.assertEqual([l.split(") ", 1)[1] for l in lines], ["line %d" % i for i in range(5000)])
+
+    def test_lines_gone_before_they_were_shown_are_counted(self):
+        # The gateway keeps a pool's newest lines: a program that fell
+        # that far behind says how many it could not show.
+        import threading
+        from contextlib import redirect_stderr, redirect_stdout
+
+        import strand.output
+
+        follower = strand.output.Output.__new__(strand.output.Output)  # no thread: a page is given
+        follower.pool_id, follower.shown, follower.lock = "p-0123456789abcdef", 2, threading.Lock()
+        out, err = io.StringIO(), io.StringIO()
+        page = {"lines": [{"seq": n, "stream": "stdout", "worker": "w-1", "text": "t%d" % n} for n in (2, 6, 7)]}
+        with redirect_stdout(out), redirect_stderr(err):
+            follower._show(page)
+        self.assertEqual(
+            err.getvalue(),
+            "(strand) 3 lines of p-0123456789abcdef were gone before they could be shown: "
+            "the gateway keeps each one's newest lines\n",
+        )
+        self.assertEqual(out.getvalue(), "(w-1) t6\n(w-1) t7\n")
+        self.assertEqual(follower.shown, 7)
 
     def test_logs_by_worker_and_followed(self):
         import threading

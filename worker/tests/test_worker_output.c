@@ -1,8 +1,9 @@
 /*
  * What tasks print, kept for the gateway: cut into lines (a newline ends
  * one, WORKER_OUTPUT_LINE_MAX bytes cut one), each on its stream, an
- * unfinished line sent as it is, the lines numbered across sends, and a
- * flood beyond the room dropped with one line saying how many.
+ * unfinished line sent as it is, the lines numbered across sends, a
+ * flood beyond the room dropped with one line saying how many, and the
+ * marks that hold a result until the lines before it are sent.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,11 +120,55 @@ static void test_flood_dropped_with_a_count(void **state)
 	worker_output_lines_fini(&l);
 }
 
+static void test_marks_count_the_lines_a_result_waits_for(void **state)
+{
+	worker_output_lines l = {0};
+	char text[1001];
+
+	(void)state;
+	worker_output_capture();
+	uint64_t start = worker_output_mark();
+	worker_output_write(WORKER_OUTPUT_STDOUT, "one\ntwo\nthr", 11);
+	assert_int_equal(worker_output_mark(), start + 3); /* the unfinished line counts */
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 2), CM_OK);
+	assert_int_equal(l.first, start);
+	assert_int_equal(l.n, 2);
+	assert_true(l.more); /* one did not fit */
+	worker_output_sent(2);
+	assert_int_equal(worker_output_peek(&l, 1 << 20, 2), CM_OK);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.lens[0], 3);
+	assert_string_equal(line(&l, 0), "thr");
+	assert_false(l.more);
+	worker_output_sent(1);
+	assert_int_equal(worker_output_mark(), start + 3);
+
+	/* A flood with no line after it: the line that says how many went
+	 * comes all the same, and the mark counts it. */
+	memset(text, 'z', 1000);
+	text[1000] = '\n';
+	for (int i = 0; i < 2000; i++)
+		worker_output_write(WORKER_OUTPUT_STDOUT, text, sizeof(text));
+	uint64_t mark = worker_output_mark();
+	assert_int_equal(worker_output_peek(&l, 1 << 30, 1 << 20), CM_OK);
+	assert_int_equal(l.first + l.n, mark);
+	assert_false(l.more);
+	char expected[160];
+	snprintf(expected, sizeof(expected),
+	         "[strand: %zu lines dropped: they came faster than the worker could send them]",
+	         (size_t)2000 - (l.n - 1));
+	assert_string_equal(line(&l, l.n - 1), expected);
+	worker_output_sent(l.n);
+	assert_int_equal(worker_output_mark(), mark);
+	worker_output_lines_fini(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_lines_streams_and_numbers),
 	        cmocka_unit_test(test_flood_dropped_with_a_count),
+	        cmocka_unit_test(test_marks_count_the_lines_a_result_waits_for),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

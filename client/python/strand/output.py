@@ -18,6 +18,7 @@ import threading
 from .gateway import StrandError
 
 FOLLOW_WAIT_S = 5
+PAGE_LINES = 10000  # the gateway's most a page: a chatty pool is read in few requests
 
 
 class Output:
@@ -32,7 +33,9 @@ class Output:
 
     def _page(self, wait):
         return self.gw.request(
-            "GET", "/v1/%s/%s/logs?after=%d&wait=%d" % (self.kind, self.pool_id, self.shown, wait), timeout=wait + 30
+            "GET",
+            "/v1/%s/%s/logs?after=%d&limit=%d&wait=%d" % (self.kind, self.pool_id, self.shown, PAGE_LINES, wait),
+            timeout=wait + 30,
         )
 
     def _show(self, page):
@@ -40,6 +43,11 @@ class Output:
             for line in page["lines"]:
                 if line["seq"] <= self.shown:
                     continue  # the other reader showed it
+                if line["seq"] > self.shown + 1:  # lines are numbered one by one: these went first
+                    sys.stderr.write(
+                        "(strand) %d lines of %s were gone before they could be shown: "
+                        "the gateway keeps each one's newest lines\n" % (line["seq"] - self.shown - 1, self.pool_id)
+                    )
                 stream = sys.stderr if line["stream"] == "stderr" else sys.stdout
                 stream.write("(%s) %s\n" % (line["worker"], line["text"]))
                 self.shown = line["seq"]

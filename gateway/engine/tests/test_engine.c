@@ -250,6 +250,7 @@ typedef struct pull_args {
 	uint32_t run_us; /* each done task's run time; 0: 100 us */
 	uint32_t round_trip_us; /* the worker's exchanges' time */
 	const char *printed; /* a line its tasks printed on stdout, or NULL */
+	int output_more; /* more lines wait in the worker */
 } pull_args;
 
 /* A pull handed to the engine, its answer not yet taken (pull_end). */
@@ -279,7 +280,8 @@ static pending_pull *pull_begin(fixture *f, const char *w, pull_args a)
 	                          .held = a.held,
 	                          .nheld = a.nheld,
 	                          .running_task = a.running_task,
-	                          .running_ms = a.running_ms};
+	                          .running_ms = a.running_ms,
+	                          .output_more = a.output_more};
 	if (a.printed) {
 		pp->printed_len = (uint32_t)strlen(a.printed);
 		pp->stdout_stream = 1;
@@ -395,6 +397,20 @@ static void test_batches_cover_the_round_trip(void **state)
  * its worker leaves the wait out of its round trip: a worker that holds
  * one long task at a time exchanges only when it holds nothing. A pull
  * answered from the queue waited for nothing. */
+/* An idle worker whose lines did not all fit its pull is answered at once,
+ * so that its next pull brings the rest, not after a park of PARK_MS: a
+ * result waits for the lines printed before it (worker/output.h). */
+static void test_pull_with_more_lines_is_not_parked(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1, .printed = "one of many", .output_more = 1});
+	assert_int_equal(a->ntasks, 0);
+	assert_int_equal(a->parked_us, 0);
+	batch_free(a);
+}
+
 static void test_parked_pull_says_its_wait(void **state)
 {
 	fixture *f = *state;
@@ -1247,6 +1263,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_pull_with_more_lines_is_not_parked, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_says_when_the_queue_is_empty, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
