@@ -29,7 +29,8 @@ static const char *env_or(const char *name, const char *fallback)
 	return v && v[0] ? v : fallback;
 }
 
-/* --run: one function, once, as the body of a strand Process. With an
+/* --run: one function, once, as the body of a strand Process, whose exit
+ * code is the runtime's (a Python Process's sys.exit) or 1 when it failed. With an
  * identity (STRAND_WORKER_ID, STRAND_POOL_ID, STRAND_SECRET: the process's
  * own, which the gateway gives a function) it reaches queues and pipes as a
  * pool's task does; with STRAND_RUNTIME, rt: functions run in the runtime. */
@@ -39,7 +40,7 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 	/* With an identity, its large queue items go as values, as a task's. */
 	worker_values *values = cfg->worker_id && cfg->secret ? worker_values_new(cfg) : NULL;
 	cm_buf out;
-	int ok = 0;
+	int ok = 0, code = 0;
 
 	cm_buf_init(&out);
 	int runtime_err = fns && cfg->runtime ? worker_fns_set_runtime(fns, cfg->runtime) : CM_OK;
@@ -57,13 +58,13 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 		fprintf(ok ? stdout : stderr, "%s\n", out.data ? out.data : "");
 		fflush(ok ? stdout : stderr);
 		if (cfg->runtime) /* the processes its function started may still call through it */
-			worker_runtime_finish(worker_fns_runtime(fns));
+			code = worker_runtime_finish(worker_fns_runtime(fns));
 	}
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
 	worker_values_free(values);
 	worker_api_fini();
-	return ok ? 0 : 1;
+	return ok ? code : 1;
 }
 
 static void usage(FILE *f)

@@ -785,15 +785,19 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
 	return worker_runtime_run_many(rt, &t, 1, keep_one, &r);
 }
 
-void worker_runtime_finish(worker_runtime *rt)
+int worker_runtime_finish(worker_runtime *rt)
 {
 	frame f;
 	char why[256];
 
-	if (rt->child.pid <= 0 || queue_frame(rt, 'X', 0, "", 0, "", 0) != CM_OK)
-		return;
+	if (rt->child.pid <= 0)
+		return 0; /* it answered, and went */
+	if (queue_frame(rt, 'X', 0, "", 0, "", 0) != CM_OK)
+		return 1;
 	/* No heartbeat comes now: only its exit ends the wait, as a
 	 * multiprocessing parent waits for its children. */
 	while (exchange(rt, 0, INT32_MAX, &f, why, sizeof(why)) == EX_FRAME)
 		consume(rt, &f); /* nothing else is asked of it now */
+	int status = stop(rt, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

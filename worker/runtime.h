@@ -63,8 +63,10 @@ worker_runtime *worker_runtime_new(const char *argv_json);
 void worker_runtime_free(worker_runtime *rt);
 /* Ends it as a Process's body ends: an 'X' frame asks its task loop to
  * return, and the calls its task's own processes make (it waits for them
- * at exit, as multiprocessing does) are served until it exits. */
-void worker_runtime_finish(worker_runtime *rt);
+ * at exit, as multiprocessing does) are served until it exits. Its exit
+ * code: the Process's (sys.exit's, 1 when it raised; 128 + a signal that
+ * ended it; 0 when it had gone already). */
+int worker_runtime_finish(worker_runtime *rt);
 /* Starts it now, ahead of its first task, so that the program loads (a
  * Python runtime imports for tens of milliseconds) while the worker dials
  * the hub; its ready frame is read when the first task comes. CM_OK also

@@ -854,12 +854,30 @@ class ProcessTest(unittest.TestCase):
         self.assertEqual(p.exitcode, 0)
         self.assertEqual(gw.request("GET", "/v1/values")["total"], before)
 
-    def test_exception_is_exit_code_one_with_traceback_in_logs(self):
-        p = strand.Process(target=_raise)
-        p.start()
-        p.join()
+    def test_exit_codes_and_tracebacks_as_multiprocessing_children_end(self):
+        import re
+        from contextlib import redirect_stderr
+
+        def ended(target, *args):
+            said = io.StringIO()
+            with redirect_stderr(said):
+                p = strand.Process(target=target, args=args)
+                p.start()
+                p.join()
+            prefix = r"\(%s\) " % p.id
+            return p, [re.sub(prefix, "", l) for l in said.getvalue().splitlines() if re.match(prefix, l)]
+
+        # Raised: 1, and "Process NAME:" and the traceback on the program's
+        # stderr (multiprocessing's child prints them), and in its log.
+        p, said = ended(_raise)
         self.assertEqual(p.exitcode, 1)
+        self.assertEqual(said[:2], ["Process %s:" % p.name, "Traceback (most recent call last):"])
+        self.assertTrue(said[-1].endswith("Boom: in a process"), said)  # its module's name before it but for __main__
         self.assertIn("Boom: in a process", p.logs())
+        # sys.exit's code is the exit code; a text is said on stderr, and 1.
+        for code, exitcode, words in ((3, 3, []), (0, 0, []), (None, 0, []), ("leaving now", 1, ["leaving now"])):
+            p, said = ended(sys.exit, code)
+            self.assertEqual((p.exitcode, said), (exitcode, words), code)
 
     def test_subclass_run(self):
         q = strand.SimpleQueue()

@@ -12,6 +12,7 @@ import os
 from . import _relay
 
 line = None  # strand.runtime's line to the worker, while it runs
+exit_code = 0  # a Process's, as multiprocessing's child ends (strand.process): the runtime's
 
 _functions = {}  # a task's function, by its pickled bytes: unpickled once per runtime
 FUNCTIONS_KEPT = 64

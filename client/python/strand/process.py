@@ -10,6 +10,7 @@ import base64
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -84,10 +85,31 @@ def _run_process(process):
     _current = process
     lines = _output.Sender(process._lines) if process._lines is not None else None
     try:
-        process.run()
+        _worker.exit_code = _exit_code(process)
     finally:
         if lines is not None:
             lines.close()
+
+
+def _exit_code(process):
+    """Runs the process as multiprocessing's child does: its exit code is
+    sys.exit's (a text said on stderr, and 1), or 1 with "Process NAME:"
+    and the traceback on stderr when run raised, where its caller sees
+    them. The runtime exits with it once the process's children ended."""
+    try:
+        process.run()
+        return 0
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        sys.stderr.write("%s\n" % (e.code,))
+        return 1
+    except BaseException:
+        import traceback
+
+        sys.stderr.write("Process %s:\n" % process.name)
+        traceback.print_exc()
+        return 1
 
 
 class Process:

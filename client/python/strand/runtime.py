@@ -490,7 +490,7 @@ def main():
             return 0  # the worker closed our input: done
         kind, ident, name, arg = frame
         if kind == b"X":  # a Process's body is done: its children are waited for at exit
-            return 0
+            return _worker.exit_code
         if kind == b"C":
             contexts.name(ident, arg)
             continue
