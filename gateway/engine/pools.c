@@ -50,8 +50,10 @@ size_t engine__hub_env(engine *e, const char *pool_id, const char *id, const cha
 /* What starts a worker of pool p: strand-worker with its identity in the
  * environment (the program by its path where the backend runs programs, in
  * a container the image's entrypoint), named strand-<pool>-<n>, the pool's
- * nth worker, and labelled with its pool and id. The strings live in
- * env_text (room for 9), labels, name and *ca (free it). */
+ * nth worker, which STRAND_WORKER_NUMBER says to its tasks too (a Python
+ * task's multiprocessing.current_process() is PoolWorker-<n>, as in a
+ * multiprocessing pool), and labelled with its pool and id. The strings
+ * live in env_text (room for 10), labels, name and *ca (free it). */
 static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, const char *secret, char env_text[][600],
                                         char **envp, char **argv, char labels[][160], char **labelp, char name[64],
                                         char **ca)
@@ -73,6 +75,8 @@ static backend_run_spec worker_run_spec(engine *e, pool *p, worker *w, const cha
 		snprintf(env_text[t], 600, "STRAND_RUNTIME=%s", p->spec.runtime);
 		envp[n++] = env_text[t++];
 	}
+	snprintf(env_text[t], 600, "STRAND_WORKER_NUMBER=%lld", (long long)p->workers_started + 1);
+	envp[n++] = env_text[t++];
 	run.nenv = n;
 	if (native)
 		argv[run.argc++] = (char *)e->cfg->worker_bin;
@@ -101,8 +105,8 @@ void engine__worker_stop(pool *p, worker *w, int hard)
 int engine__worker_spawn(engine *e, pool *p)
 {
 	worker *w = calloc(1, sizeof(*w));
-	char env[9][600], labels[2][160], name[64];
-	char *envp[10], *argv[1], *labelp[2], *ca = NULL;
+	char env[10][600], labels[2][160], name[64];
+	char *envp[11], *argv[1], *labelp[2], *ca = NULL;
 	char secret[CREDENTIALS_SECRET_LEN + 1];
 	int err;
 

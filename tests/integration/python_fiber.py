@@ -427,6 +427,16 @@ def name_of_current(q):
     q.put((fiber.current_process().name, fiber.current_process().authkey))
 
 
+def names_of_current(_):
+    """What strand's and multiprocessing's current_process() say here."""
+    mine = multiprocessing.current_process()
+    return fiber.current_process().name, mine.name, mine._identity
+
+
+def names_to(q):
+    q.put(names_of_current(None))
+
+
 def pid_of_current(q):
     q.put(fiber.current_process().pid)
 
@@ -590,6 +600,29 @@ class FiberSurface(unittest.TestCase):
         self.assertEqual(multiprocessing.connection.wait([waiting.sentinel], timeout=60), [waiting.sentinel])
         self.assertEqual(waiting.exitcode, 0)
         self.assertEqual(fiber.active_children(), [])
+
+    def test_multiprocessing_names_a_process_and_a_pool_worker(self):
+        # As in multiprocessing's child and pool worker: programs tell their
+        # workers apart by current_process()._identity (a GPU each, say).
+        q = SimpleQueue()
+        p = Process(target=names_to, args=(q,))
+        p.start()
+        number = int(p.name.split("-")[1])
+        self.assertEqual(q.get(timeout=60), (p.name, p.name, (number,)))
+        p.join()
+        named = Process(target=names_to, args=(q,), name="reporter")
+        named.start()
+        self.assertEqual(q.get(timeout=60), ("reporter", "reporter", (number + 1,)))
+        named.join()
+        pool = Pool(2)
+        try:
+            seen = set(pool.map(names_of_current, range(40), chunksize=1))
+        finally:
+            pool.terminate()
+        self.assertTrue(seen)
+        for name, mp_name, identity in seen:
+            self.assertIn(identity, [(1,), (2,)])
+            self.assertEqual((name, mp_name), ("PoolWorker-%d" % identity[0],) * 2)
 
     def test_get_context_and_timeout(self):
         ctx = fiber.get_context("spawn")

@@ -86,6 +86,27 @@ def read_once_file(pickled):
     return {"$value_file": path}
 
 
+def pool_worker_number():
+    """In a pool's worker, its number in the pool (1 for its first worker;
+    one that replaced another has the next), else None."""
+    number = os.environ.get("STRAND_WORKER_NUMBER", "")
+    return int(number) if number.isdigit() else None
+
+
+def name_pool_worker():
+    """Makes a pool worker's runtime what multiprocessing's pool worker is
+    to its tasks: current_process() named PoolWorker-N, its _identity (N,)
+    (which programs use to tell workers apart: a GPU each, say)."""
+    number = pool_worker_number()
+    if number is None:
+        return
+    import multiprocessing.process
+
+    me = multiprocessing.process.current_process()
+    me.name = "PoolWorker-%d" % number
+    me._identity = (number,)
+
+
 def inside():
     """In a worker's runtime, or a process a task of it started."""
     return line is not None or _relay.ENV in os.environ

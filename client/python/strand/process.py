@@ -51,11 +51,13 @@ _current = _MainProcess()
 
 def current_process():
     """The Process this code runs in: in a Process's run(), that Process;
-    in a pool's task, its worker's runtime process; elsewhere the
-    program's own."""
+    in a pool's task, its worker's runtime process (PoolWorker-N, the
+    pool's Nth worker, as multiprocessing's current_process() says there
+    too); elsewhere the program's own."""
     global _current
     if isinstance(_current, _MainProcess) and _worker.inside() and _current.name == "MainProcess":
-        _current.name = "StrandPoolWorker-%d" % os.getpid()
+        number = _worker.pool_worker_number()
+        _current.name = "PoolWorker-%d" % number if number else "StrandPoolWorker-%d" % os.getpid()
         _current.ident = _current.pid = os.getpid()
     return _current
 
@@ -83,6 +85,11 @@ def _run_process(process):
     host_pid = os.environ.get("STRAND_HOST_PID", "")
     process._pid_inside = int(host_pid) if host_pid.isdigit() else os.environ.get("STRAND_POOL_ID")
     _current = process
+    # multiprocessing's own current_process() says so too, as in its child.
+    import multiprocessing.process
+
+    me = multiprocessing.process.current_process()
+    me.name, me._identity = process.name, process._identity
     lines = _output.Sender(process._lines) if process._lines is not None else None
     try:
         _worker.exit_code = _exit_code(process)
@@ -119,7 +126,8 @@ class Process:
         if group is not None:
             raise ValueError("group must be None (as in multiprocessing)")
         self._target, self._args, self._kwargs = target, tuple(args), dict(kwargs or {})
-        self.name = name or "Process-%d" % next(_counter)
+        self._identity = (next(_counter),)  # multiprocessing's, for a child of the program
+        self.name = name or "Process-%d" % self._identity
         self.daemon = bool(daemon)
         self.authkey = current_process().authkey  # inherited, as multiprocessing's
         self._gw = gateway

@@ -474,6 +474,7 @@ def main():
     # What every pickle task needs, imported while the worker waits for
     # work, not in a pool's first task (some 25 ms of CPU).
     importlib.import_module("cloudpickle")
+    _worker.name_pool_worker()
     threading.Thread(target=line.keep_flowing, daemon=True).start()
     # Queues, pipes and managers passed to a task reach the gateway through
     # the worker: from the task on the line, from its children through here.
