@@ -908,18 +908,31 @@ int store_output_add(store *st, const char *pool, const char *worker, int64_t at
 	return CM_OK;
 }
 
-int store_output_trim(store *st, const char *pool, int64_t keep)
+int store_output_trim(store *st, const char *pool, int64_t keep, int64_t *gone)
 {
 	sqlite3_stmt *s;
+	int64_t newest = 0;
+	int rc;
 
-	if (store__prepare(st,
-	                   "DELETE FROM output WHERE pool = ?1 AND seq < (SELECT seq FROM output WHERE pool = ?1"
-	                   " ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
-	                   &s) != CM_OK)
+	/* The pool's lines are numbered in the order stored (with other
+	 * pools' between them): the newest to go is the keep+1th newest. */
+	if (store__prepare(st, "SELECT seq FROM output WHERE pool = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2", &s) !=
+	    CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, pool);
-	sqlite3_bind_int64(s, 2, keep - 1);
-	return store__step_done(st, s);
+	sqlite3_bind_int64(s, 2, keep);
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		newest = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
+	if (store__prepare(st, "DELETE FROM output WHERE pool = ?1 AND seq <= ?2", &s) != CM_OK)
+		return CM_EIO;
+	store__bind_text(s, 1, pool);
+	sqlite3_bind_int64(s, 2, newest);
+	if ((rc = store__step_done(st, s)) == CM_OK)
+		*gone = newest;
+	return rc;
 }
 
 int store_output_counts(store *st, store_output_count_fn fn, void *ctx)

@@ -287,8 +287,9 @@ int store_queue_holds_each(store *st, store_hold_fn fn, void *ctx);
  * stdout, 2 stderr); *last: the number of the last one (set when n > 0). */
 int store_output_add(store *st, const char *pool, const char *worker, int64_t at_ms, size_t n, const uint8_t *text,
                      const uint32_t *lens, const uint32_t *streams, int64_t *last);
-/* Keeps only the pool's keep newest lines. */
-int store_output_trim(store *st, const char *pool, int64_t keep);
+/* Keeps only the pool's keep newest lines; *gone: the number of the newest
+ * removed (left as it is when none was). */
+int store_output_trim(store *st, const char *pool, int64_t keep, int64_t *gone);
 /* Each pool's count of lines and the number of its last one. */
 typedef void (*store_output_count_fn)(void *ctx, const char *pool, int64_t lines, int64_t last);
 int store_output_counts(store *st, store_output_count_fn fn, void *ctx);

@@ -95,6 +95,7 @@ static void handle(engine *e, op *o)
 			o->err = CM_ENOENT;
 		break;
 	}
+	case OP_POOL_OUTPUT_READ: engine__pool_output_read(e, o); break;
 	case OP_POOL_CLOSE: engine__handle_pool_close(e, o); break;
 	case OP_POOL_PATCH: engine__handle_pool_patch(e, o); break;
 	case OP_POOL_DELETE: engine__handle_pool_delete(e, o); return;

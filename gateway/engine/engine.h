@@ -87,6 +87,13 @@ int engine_join_token(engine *e, const char *pool_id, int64_t uses, int64_t ttl_
  * unknown, used up or expired; CM_ECLOSED: the pool has its workers. */
 int engine_join(engine *e, const char *token, json_t **out, char *detail, size_t detail_len);
 int engine_pool_get(engine *e, const char *id, json_t **out);
+/* A reader of pool id's output asks for its lines after line after (GET
+ * /v1/pools/{id}/logs); lease: the client lease it follows under, "" for
+ * none. The follower of the program that made the pool (its lease) holds
+ * the pool's workers back while it is a kept page of lines behind
+ * (output.c). *missed: lines after after were trimmed before they were
+ * read. CM_ENOENT: no such pool. */
+int engine_pool_output_read(engine *e, const char *id, int64_t after, const char *lease, int *missed);
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len);
 /* Resizes the pool, or sets or ends its autoscale (scale.c): answers
  * at once with its new size; workers start or retire in the cycles after.

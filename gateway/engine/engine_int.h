@@ -110,6 +110,7 @@ typedef enum op_kind {
 	OP_JOIN,
 	OP_POOL_CREATE,
 	OP_POOL_GET,
+	OP_POOL_OUTPUT_READ,
 	OP_POOL_CLOSE,
 	OP_POOL_PATCH,
 	OP_POOL_DELETE,
@@ -260,6 +261,11 @@ typedef struct op {
 			const process_spec *spec;
 			int ring_size;
 		} proc; /* OP_PROC_START, OP_RING_START */
+		struct {
+			int64_t after;
+			const char *lease;
+			int missed; /* the answer: lines after after were trimmed */
+		} output_read; /* OP_POOL_OUTPUT_READ */
 		int64_t lease_ms; /* OP_LEASE_CREATE, OP_LEASE_RENEW (0: as it was) */
 		struct {
 			const engine_pull_msg *msg; /* the hub's */
@@ -514,6 +520,10 @@ typedef struct pool {
 	int fail_streak; /* workers that exited without ever connecting */
 	int64_t output_lines; /* its lines of output stored (output.c) */
 	int64_t output_last; /* the number of its last line stored, 0 for none: an apply's answer says it */
+	/* How far the program that made it read its output, and when it last
+	 * asked (output.c): its workers wait for it a kept page behind. */
+	int64_t output_read, output_read_ms;
+	int64_t output_gone; /* the number of its newest line trimmed since this start, 0: none */
 	char scale_reason[200]; /* autoscale's last decision, and why */
 	int64_t scale_next; /* when autoscale looks again */
 	int64_t open_small; /* of open_jobs, the small ones (SMALL_JOB_TASKS) */
@@ -843,6 +853,11 @@ void engine__process_terminate(process *pr);
 /* output.c: lines of output kept per pool */
 #define OUTPUT_KEPT 10000
 void engine__pool_output(engine *e, pool *p, worker *w, const engine_pull_msg *m);
+/* Whether the lines m brings would push out of the kept ones lines the
+ * program that made p has not read while it follows them: the worker
+ * keeps them, and the results after them, and asks again. */
+int engine__pool_output_held_back(const pool *p, const worker *w, const engine_pull_msg *m, int64_t now);
+void engine__pool_output_read(engine *e, op *o);
 void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines, int64_t last);
 
 /* client_leases.c */

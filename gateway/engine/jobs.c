@@ -911,7 +911,14 @@ void engine__handle_pull(engine *e, op *o)
 		cm_info("worker %s of pool %s connected", w->id, p->id);
 	}
 	/* Its lines first: a task printed them before its result, and an
-	 * apply's answer (apply.c) says the number of the pool's last line. */
+	 * apply's answer (apply.c) says the number of the pool's last line.
+	 * While they would push out lines the program has not read, nothing
+	 * of the pull is taken: the worker keeps it all and asks again. */
+	if ((p->state == POOL_ACTIVE || p->state == POOL_CLOSED) &&
+	    engine__pool_output_held_back(p, w, m, w->last_seen)) {
+		engine__pull_finish(e, o, ENGINE_BATCH_RETRY, "the program is behind with the pool's output");
+		return;
+	}
 	if (m->noutput)
 		engine__pool_output(e, p, w, m);
 	requeue_ctx retry = {.e = e, .p = p, .exit_code = -1};

@@ -220,6 +220,15 @@ int engine_pool_get(engine *e, const char *id, json_t **out)
 	return run_simple(e, OP_POOL_GET, id, out, NULL, 0);
 }
 
+int engine_pool_output_read(engine *e, const char *id, int64_t after, const char *lease, int *missed)
+{
+	op o = {.kind = OP_POOL_OUTPUT_READ, .id = id, .u.output_read = {.after = after, .lease = lease}};
+	int err = submit(e, &o);
+
+	*missed = o.u.output_read.missed;
+	return err;
+}
+
 int engine_pool_close(engine *e, const char *id, json_t **out, char *detail, size_t detail_len)
 {
 	return run_simple(e, OP_POOL_CLOSE, id, out, detail, detail_len);

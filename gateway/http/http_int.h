@@ -92,6 +92,7 @@ struct request {
 	job_info info;
 	page_query page;
 	char worker[24]; /* a pool's logs: of this worker only ("": all) */
+	int missed; /* ... of which lines after the reader's were trimmed before it read them */
 	int (*get)(engine *, const char *, json_t **); /* a join's */
 	const char *missing; /* 404's detail */
 	char *accepted; /* apply: the 202 answer when no result comes in time (JSON text) */
@@ -138,6 +139,10 @@ enum MHD_Result http_fail(struct MHD_Connection *c, int err, const char *url, co
  * when absent; CM_EINVAL with detail otherwise. */
 int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64_t hi, int64_t *out, char *detail,
                    size_t detail_len);
+/* An id-like query parameter: lower-case letters, digits, dots and dashes,
+ * shorter than len, into out ("" when absent); CM_EINVAL with detail
+ * otherwise. */
+int http_query_id(struct MHD_Connection *c, const char *name, char *out, size_t len, char *detail, size_t detail_len);
 void http_first_segment(const char *rest, const char *sub, char *id, size_t id_len);
 
 /* ---- join.c: workers that join external pools --------------------------- */

@@ -4,11 +4,16 @@
  * (tail=N instead of limit: the newest N, as the dashboard shows them):
  *
  *   {"lines": [{"seq", "worker", "stream": "stdout" | "stderr", "at",
- *               "text"}], "next": SEQ}
+ *               "text"}], "next": SEQ, "missed": true}
  *
- * "next" is the after= of the next request; with wait=S one that finds no
+ * "next" is the after= of the next request; "missed" (only when so): lines
+ * after the reader's were gone (past the kept ones) before it read them.
+ * With wait=S one that finds no
  * line waits (parked, no thread held) until a commit brings some, or S
  * seconds: strand logs --follow and the Python client follow a pool so.
+ * lease=L: the reader is the program that made the pool under lease L,
+ * whose workers then wait for it rather than push out lines it has not
+ * read (engine/output.c).
  * Text that is not UTF-8 is shown with '?' for its bad bytes.
  */
 #define _GNU_SOURCE
@@ -69,23 +74,27 @@ static int look_logs(api *a, struct MHD_Connection *c, const char *url, request 
 		json_decref(pg.lines);
 		return 0;
 	}
-	*ret = http_send_json(c, 200, json_pack("{s:o, s:I}", "lines", pg.lines, "next", (json_int_t)pg.last), NULL);
+	json_t *body = json_pack("{s:o, s:I}", "lines", pg.lines, "next", (json_int_t)pg.last);
+	if (rq->missed && !rq->page.completion)
+		json_object_set_new(body, "missed", json_true());
+	*ret = http_send_json(c, 200, body, NULL);
 	return 1;
 }
 
 enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char *url, const char *pool_id, request *rq)
 {
 	const char *worker = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "worker");
+	char lease[20];
 	char detail[256] = "";
 	int64_t wait_s = 0, tail = 0;
-	json_t *pool = NULL;
 	int err;
 
 	rq->page.limit = LOGS_PAGE;
 	if (http_query_int(c, "after", 0, INT64_MAX / 2, &rq->page.cursor, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "limit", 1, LOGS_PAGE_MAX, &rq->page.limit, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "tail", 1, LOGS_PAGE_MAX, &tail, detail, sizeof(detail)) != CM_OK ||
-	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK)
+	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK ||
+	    http_query_id(c, "lease", lease, sizeof(lease), detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
 	if (tail && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit"))
 		return http_problem(c, 400, url, "give 'limit' (the first lines) or 'tail' (the newest), not both");
@@ -95,9 +104,9 @@ enum MHD_Result http_get_pool_logs(api *a, struct MHD_Connection *c, const char 
 	}
 	if (worker && (strlen(worker) >= sizeof(rq->worker) || !worker[0]))
 		return http_problem(c, 400, url, "query parameter 'worker' must be a worker's id");
-	if ((err = engine_pool_get(a->engine, pool_id, &pool)) != CM_OK)
+	if ((err = engine_pool_output_read(a->engine, pool_id, tail ? 0 : rq->page.cursor, lease, &rq->missed)) !=
+	    CM_OK)
 		return http_fail(c, err, url, err == CM_ENOENT ? "no such pool" : NULL);
-	json_decref(pool);
 	snprintf(rq->id, sizeof(rq->id), "%s", pool_id);
 	snprintf(rq->worker, sizeof(rq->worker), "%s", worker ? worker : "");
 	rq->watch = ENGINE_WATCH_OUTPUT; /* not every task's result */

@@ -27,24 +27,6 @@ enum MHD_Result http_queue_put(api *a, struct MHD_Connection *c, const char *url
 	return http_send_json(c, 201, out, NULL);
 }
 
-/* An id-like query parameter: letters, digits, dots and dashes, shorter
- * than len ("" when absent). */
-static int query_id(struct MHD_Connection *c, const char *name, char *out, size_t len, char *detail, size_t detail_len)
-{
-	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-
-	out[0] = '\0';
-	if (!v)
-		return CM_OK;
-	if (!v[0] || strlen(v) >= len || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(v)) {
-		snprintf(detail, detail_len,
-		         "query parameter '%s' must be an id (lower-case letters, digits, dots, dashes)", name);
-		return CM_EINVAL;
-	}
-	snprintf(out, len, "%s", v);
-	return CM_OK;
-}
-
 /* Take (pop) items from queue qid: ?max=N (1) and ?wait=S (0). The engine
  * keeps the reader in line and answers when items come or the wait ends.
  * ?lease=L takes them under a hold of that client lease (the answer's
@@ -59,8 +41,8 @@ enum MHD_Result http_queue_take(api *a, struct MHD_Connection *c, const char *ur
 
 	if (http_query_int(c, "max", 1, 10000, &max, detail, sizeof(detail)) != CM_OK ||
 	    http_query_int(c, "wait", 0, API_WAIT_MAX_S, &wait_s, detail, sizeof(detail)) != CM_OK ||
-	    query_id(c, "lease", lease, sizeof(lease), detail, sizeof(detail)) != CM_OK ||
-	    query_id(c, "used", used, sizeof(used), detail, sizeof(detail)) != CM_OK)
+	    http_query_id(c, "lease", lease, sizeof(lease), detail, sizeof(detail)) != CM_OK ||
+	    http_query_id(c, "used", used, sizeof(used), detail, sizeof(detail)) != CM_OK)
 		return http_problem(c, 400, url, detail);
 	if (used[0] && !lease[0])
 		return http_problem(c, 400, url, "query parameter 'used' names a hold: it needs the hold's 'lease'");

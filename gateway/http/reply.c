@@ -149,6 +149,22 @@ int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64
 	return CM_OK;
 }
 
+int http_query_id(struct MHD_Connection *c, const char *name, char *out, size_t len, char *detail, size_t detail_len)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	out[0] = '\0';
+	if (!v)
+		return CM_OK;
+	if (!v[0] || strlen(v) >= len || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(v)) {
+		snprintf(detail, detail_len,
+		         "query parameter '%s' must be an id (lower-case letters, digits, dots, dashes)", name);
+		return CM_EINVAL;
+	}
+	snprintf(out, len, "%s", v);
+	return CM_OK;
+}
+
 /* The first path segment of rest (sub: where it ends, or NULL) into id. */
 void http_first_segment(const char *rest, const char *sub, char *id, size_t id_len)
 {

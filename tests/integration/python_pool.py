@@ -1377,6 +1377,45 @@ class OutputTest(unittest.TestCase):
                 lines = shown.getvalue().splitlines()
         self.assertEqual([l.split(") ", 1)[1] for l in lines], ["line %d" % i for i in range(5000)])
 
+    def test_a_program_behind_its_pools_lines_is_waited_for(self):
+        # A slow terminal: the program shows the lines slower than its task
+        # prints them and falls more than the 10,000 kept behind; the
+        # worker waits for it, as a child printing to a full pipe does.
+        from contextlib import redirect_stderr, redirect_stdout
+
+        class SlowTerminal(io.StringIO):
+            def write(self, text):
+                time.sleep(0.0002)
+                return super().write(text)
+
+        shown, said = SlowTerminal(), io.StringIO()
+        with strand.Pool(1) as pool:
+            with redirect_stdout(shown), redirect_stderr(said):
+                self.assertEqual(pool.map(print_lines, [15000]), [15000])
+                lines = shown.getvalue().splitlines()
+        self.assertEqual([l.split(") ", 1)[1] for l in lines], ["line %d" % i for i in range(15000)])
+        self.assertNotIn("were gone", said.getvalue())
+
+    def test_a_reader_is_told_of_lines_gone_before_it_read_them(self):
+        # A pool no program follows (detached) is not waited for: past the
+        # 10,000 lines kept, the oldest go, and a reader from before them
+        # is told so.
+        from contextlib import redirect_stdout
+
+        gw = strand.gateway.default()
+        pool = strand.Pool(1, detached=True)
+        try:
+            with redirect_stdout(io.StringIO()):
+                self.assertEqual(pool.apply(print_lines, (12000,)), 12000)
+            page = gw.request("GET", "/v1/pools/%s/logs?after=0&limit=1" % pool.id)
+            self.assertTrue(page["missed"])
+            oldest = int(page["lines"][0]["text"].split()[1])  # 10,000 to 11,000 kept, as pulls brought them
+            self.assertTrue(1000 <= oldest <= 2000, oldest)
+            page = gw.request("GET", "/v1/pools/%s/logs?after=%d&limit=1" % (pool.id, page["next"]))
+            self.assertEqual((page.get("missed"), page["lines"][0]["text"]), (None, "line %d" % (oldest + 1)))
+        finally:
+            pool.terminate()
+
     def test_lines_gone_before_they_were_shown_are_counted(self):
         # The gateway keeps a pool's newest lines: a program that fell
         # that far behind says how many it could not show.
@@ -1387,17 +1426,19 @@ class OutputTest(unittest.TestCase):
 
         follower = strand.output.Output.__new__(strand.output.Output)  # no thread: a page is given
         follower.pool_id, follower.shown, follower.lock = "p-0123456789abcdef", 2, threading.Lock()
+        lines = [{"seq": n, "stream": "stdout", "worker": "w-1", "text": "t%d" % n} for n in (2, 6, 9)]
         out, err = io.StringIO(), io.StringIO()
-        page = {"lines": [{"seq": n, "stream": "stdout", "worker": "w-1", "text": "t%d" % n} for n in (2, 6, 7)]}
         with redirect_stdout(out), redirect_stderr(err):
-            follower._show(page)
+            follower._show({"lines": lines[:2], "next": 6})  # numbers skip other pools' lines
+            follower._show({"lines": lines[2:], "next": 9, "missed": True})
+            follower._show({"lines": lines[2:], "next": 9, "missed": True})  # shown by the other reader
         self.assertEqual(
             err.getvalue(),
-            "(strand) 3 lines of p-0123456789abcdef were gone before they could be shown: "
-            "the gateway keeps each one's newest lines\n",
+            "(strand) lines of p-0123456789abcdef were gone before they could be shown: "
+            "the gateway keeps each one's newest 10,000\n",
         )
-        self.assertEqual(out.getvalue(), "(w-1) t6\n(w-1) t7\n")
-        self.assertEqual(follower.shown, 7)
+        self.assertEqual(out.getvalue(), "(w-1) t6\n(w-1) t9\n")
+        self.assertEqual(follower.shown, 9)
 
     def test_logs_by_worker_and_followed(self):
         import threading

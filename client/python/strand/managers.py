@@ -202,7 +202,7 @@ class BaseManager:
         if not self._detached:
             spec["lease"] = self._gw.lease()
         self.id = self._gw.request("POST", "/v1/managers", spec)["id"]
-        self._output = _output.Output(self._gw, self.id, "managers")
+        self._output = _output.Output(self._gw, self.id, "managers", spec.get("lease"))
         if initializer:
             self._run(initializer, initargs, {})
 

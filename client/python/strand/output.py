@@ -9,7 +9,11 @@ poll) so lines come as they are printed; drain() catches up at once, and
 the pool calls it when a map returns and when it ends, and at the
 program's exit, so that every line a task printed before its result is
 shown before the program goes on or ends. Lines are shown once each, by
-their number, whichever reader got them first."""
+their number, whichever reader got them first. While the program follows
+a pool (its reads name the program's lease), the pool's workers wait for
+it rather than print past the newest lines the gateway keeps, as a child
+waits on a full pipe; lines gone all the same (the program stopped
+reading for a while) are said to be gone where they were."""
 
 import atexit
 import sys
@@ -18,13 +22,20 @@ import threading
 from .gateway import StrandError
 
 FOLLOW_WAIT_S = 5
-PAGE_LINES = 10000  # the gateway's most a page: a chatty pool is read in few requests
+# Lines a page: a chatty pool is read in few requests, and a page shows
+# well within the minute after which the gateway no longer holds the
+# pool's workers back for this program (a terminal at 40 lines a second).
+PAGE_LINES = 2000
 
 
 class Output:
-    def __init__(self, gw, pool_id, kind="pools"):
-        """kind: "pools", or "managers" for a manager's (its id's)."""
+    def __init__(self, gw, pool_id, kind="pools", lease=None):
+        """kind: "pools", or "managers" for a manager's (its id's); lease:
+        the program's lease the pool was made under, which its reads name:
+        the pool's workers then wait for this program rather than print
+        past what the gateway keeps of lines it has not shown."""
         self.gw, self.pool_id, self.kind = gw, pool_id, kind
+        self.lease = "&lease=" + lease if lease else ""
         self.shown = 0  # the number of the last line shown
         self.lock = threading.Lock()
         self.ended = threading.Event()
@@ -34,20 +45,21 @@ class Output:
     def _page(self, wait):
         return self.gw.request(
             "GET",
-            "/v1/%s/%s/logs?after=%d&limit=%d&wait=%d" % (self.kind, self.pool_id, self.shown, PAGE_LINES, wait),
+            "/v1/%s/%s/logs?after=%d&limit=%d&wait=%d%s"
+            % (self.kind, self.pool_id, self.shown, PAGE_LINES, wait, self.lease),
             timeout=wait + 30,
         )
 
     def _show(self, page):
         with self.lock:
+            if page.get("missed") and page["lines"] and page["lines"][-1]["seq"] > self.shown:
+                sys.stderr.write(
+                    "(strand) lines of %s were gone before they could be shown: "
+                    "the gateway keeps each one's newest 10,000\n" % self.pool_id
+                )
             for line in page["lines"]:
                 if line["seq"] <= self.shown:
                     continue  # the other reader showed it
-                if line["seq"] > self.shown + 1:  # lines are numbered one by one: these went first
-                    sys.stderr.write(
-                        "(strand) %d lines of %s were gone before they could be shown: "
-                        "the gateway keeps each one's newest lines\n" % (line["seq"] - self.shown - 1, self.pool_id)
-                    )
                 stream = sys.stderr if line["stream"] == "stderr" else sys.stdout
                 stream.write("(%s) %s\n" % (line["worker"], line["text"]))
                 self.shown = line["seq"]

@@ -490,7 +490,7 @@ class Pool:
             spec["lease"] = self._gw.lease()
         view = self._gw.request("POST", "/v1/pools", spec)
         self.id = view["id"]
-        self._output = _output.Output(self._gw, self.id)
+        self._output = _output.Output(self._gw, self.id, lease=spec.get("lease"))
         self._processes = view.get("processes") or 1
         self._state = "running"
         self._job_values = {}  # job: its _JobValues, until its results are read

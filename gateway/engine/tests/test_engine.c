@@ -249,7 +249,9 @@ typedef struct pull_args {
 	uint32_t running_ms;
 	uint32_t run_us; /* each done task's run time; 0: 100 us */
 	uint32_t round_trip_us; /* the worker's exchanges' time */
-	const char *printed; /* a line its tasks printed on stdout, or NULL */
+	const char *printed; /* a line its tasks printed on stdout, or NULL ... */
+	size_t nprinted; /* ... so many times (0: once) */
+	uint64_t output_first; /* the worker's number for the first of them */
 	int output_more; /* more lines wait in the worker */
 } pull_args;
 
@@ -258,7 +260,8 @@ typedef struct pending_pull {
 	hub_slot slot;
 	engine_pull_msg m;
 	engine_result *rs;
-	uint32_t printed_len, stdout_stream;
+	uint32_t *printed_lens, *printed_streams;
+	char *printed_text;
 } pending_pull;
 
 /* Worker w's pull, as the hub hands it over, answered now or later. */
@@ -283,12 +286,20 @@ static pending_pull *pull_begin(fixture *f, const char *w, pull_args a)
 	                          .running_ms = a.running_ms,
 	                          .output_more = a.output_more};
 	if (a.printed) {
-		pp->printed_len = (uint32_t)strlen(a.printed);
-		pp->stdout_stream = 1;
-		pp->m.output = (const uint8_t *)a.printed;
-		pp->m.output_lens = &pp->printed_len;
-		pp->m.output_streams = &pp->stdout_stream;
-		pp->m.noutput = 1;
+		size_t n = a.nprinted ? a.nprinted : 1, len = strlen(a.printed);
+		pp->printed_lens = calloc(n, sizeof(*pp->printed_lens));
+		pp->printed_streams = calloc(n, sizeof(*pp->printed_streams));
+		pp->printed_text = malloc(n * len + 1);
+		for (size_t i = 0; i < n; i++) {
+			pp->printed_lens[i] = (uint32_t)len;
+			pp->printed_streams[i] = 1;
+			memcpy(pp->printed_text + i * len, a.printed, len);
+		}
+		pp->m.output = (const uint8_t *)pp->printed_text;
+		pp->m.output_lens = pp->printed_lens;
+		pp->m.output_streams = pp->printed_streams;
+		pp->m.noutput = n;
+		pp->m.output_first = a.output_first;
 	}
 	for (size_t i = 0; i < a.ndone; i++)
 		rs[i] = (engine_result){.task_id = a.done[i].id,
@@ -312,6 +323,9 @@ static test_batch *pull_end(pending_pull *pp)
 	pthread_mutex_unlock(&pp->slot.mu);
 	b = pp->slot.batch;
 	free(pp->rs);
+	free(pp->printed_lens);
+	free(pp->printed_streams);
+	free(pp->printed_text);
 	free(pp);
 	assert_non_null(b);
 	return b;
@@ -409,6 +423,84 @@ static void test_pull_with_more_lines_is_not_parked(void **state)
 	assert_int_equal(a->ntasks, 0);
 	assert_int_equal(a->parked_us, 0);
 	batch_free(a);
+}
+
+/* The done count of f->job. */
+static int64_t job_done(fixture *f)
+{
+	json_t *j = job_get(f);
+	int64_t done = json_integer_value(json_object_get(j, "done"));
+
+	json_decref(j);
+	return done;
+}
+
+/* While the program that made a pool follows its output (reads that name
+ * its lease), a pull whose lines would push out of the kept ones lines it
+ * has not read is answered RETRY, and its result is not recorded either;
+ * once the program read on, the same pull goes through. A reader that
+ * names no lease, or another, holds nothing back; a reader is told when
+ * lines after its own went before it read them. */
+static void test_output_waits_for_the_program_following_it(void **state)
+{
+	fixture *f = *state;
+	char detail[256] = "", more[64], lease[20];
+	json_t *out = NULL;
+	uint64_t first = 0;
+	int missed = -1;
+
+	assert_int_equal(engine_lease_create(f->e, 60000, &out, detail, sizeof(detail)), CM_OK);
+	snprintf(lease, sizeof(lease), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+	snprintf(more, sizeof(more), "\"lease\":\"%s\"", lease);
+	pool_of_two(f, more);
+	assert_int_equal(engine_pool_output_read(f->e, "p-0000000000000000", 0, lease, &missed), CM_ENOENT);
+	/* Read by others only: 12,288 lines go, past the 10,000 kept (a
+	 * flood: more wait in the worker, so no pull is parked). */
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 0, "", &missed), CM_OK);
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 0, "l-0000000000000000", &missed), CM_OK);
+	for (int i = 0; i < 12; i++, first += 1024) {
+		test_batch *b =
+		        pull(f, f->w[0],
+		             (pull_args){.printed = "x", .nprinted = 1024, .output_first = first, .output_more = 1});
+		assert_int_equal(b->status, ENGINE_BATCH_OK);
+		batch_free(b);
+	}
+	/* The oldest went (the pool keeps 10,000, trimmed past 11,000): lines
+	 * after 0 were missed, none after 2,288, the newest gone. */
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 0, "", &missed), CM_OK);
+	assert_int_equal(missed, 1);
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 2287, "", &missed), CM_OK);
+	assert_int_equal(missed, 1);
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 2288, "", &missed), CM_OK);
+	assert_int_equal(missed, 0);
+	map_echo(f, 1);
+	test_batch *t = pull(f, f->w[0], (pull_args){.want = 1});
+	assert_int_equal(t->ntasks, 1);
+	/* The program has shown 3,000: 1,024 more would leave 11,312 it has
+	 * not, past the 10,000 kept. */
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 3000, lease, &missed), CM_OK);
+	pull_args with_result = {.done = t->tasks,
+	                         .ndone = 1,
+	                         .printed = "x",
+	                         .nprinted = 1024,
+	                         .output_first = first,
+	                         .output_more = 1};
+	test_batch *b = pull(f, f->w[0], with_result);
+	assert_int_equal(b->status, ENGINE_BATCH_RETRY);
+	assert_int_equal(job_done(f), 0);
+	batch_free(b);
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 12288, "", &missed), CM_OK); /* another reader */
+	b = pull(f, f->w[0], with_result);
+	assert_int_equal(b->status, ENGINE_BATCH_RETRY);
+	batch_free(b);
+	/* It has shown 3,312: room for them. */
+	assert_int_equal(engine_pool_output_read(f->e, f->pool, 3312, lease, &missed), CM_OK);
+	b = pull(f, f->w[0], with_result);
+	assert_int_equal(b->status, ENGINE_BATCH_OK);
+	assert_int_equal(job_done(f), 1);
+	batch_free(b);
+	batch_free(t);
 }
 
 static void test_parked_pull_says_its_wait(void **state)
@@ -1264,6 +1356,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pull_with_more_lines_is_not_parked, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_output_waits_for_the_program_following_it, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_says_when_the_queue_is_empty, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batch_bytes_are_capped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_one_task_jobs_batched_at_their_function_cost, setup, teardown),
