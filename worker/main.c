@@ -30,10 +30,11 @@ static const char *env_or(const char *name, const char *fallback)
 }
 
 /* --run: one function, once, as the body of a strand Process, whose exit
- * code is the runtime's (a Python Process's sys.exit) or 1 when it failed. With an
- * identity (STRAND_WORKER_ID, STRAND_POOL_ID, STRAND_SECRET: the process's
- * own, which the gateway gives a function) it reaches queues and pipes as a
- * pool's task does; with STRAND_RUNTIME, rt: functions run in the runtime. */
+ * code is the runtime's (a Python Process's sys.exit), or 1 when it failed.
+ * With an identity (STRAND_WORKER_ID, STRAND_POOL_ID, STRAND_SECRET: the
+ * process's own, which the gateway gives a function) it reaches queues and
+ * pipes as a pool's task does; with STRAND_RUNTIME, rt: functions run in
+ * the runtime. */
 static int run_once(const worker_config *cfg, const char *function, const char *arg)
 {
 	worker_fns *fns = worker_fns_new(cfg->plugin_path);
