@@ -7,8 +7,8 @@ default_image when they are unset) become strand.init's defaults for new
 pools, processes and managers ("kubernetes" is strand's "k8s"), and
 cpu_per_job and mem_per_job size each Process as Fiber sizes its job
 (strand's "resources": cpu, memory_mb), and each pool worker as its share
-of a job Fiber would run cpu_per_job of them in, when set; use_push_queue picks the kind
-of queue SimpleQueue() makes. The others (log_level, log_file,
+of a job Fiber would run cpu_per_job of them in, when set; use_push_queue
+picks the kind of queue SimpleQueue() makes. The others (log_level, log_file,
 debug, the ipc_* ports, ...) name parts of Fiber that
 strand does not have: they are kept and shown, and setting one warns once
 (docs/fiber.md says why each has no meaning here)."""
@@ -156,8 +156,8 @@ def image_name():
 def resources(sharing=1):
     """The size these settings ask of a Fiber job (cpu_per_job CPUs,
     mem_per_job MiB), as the gateway's "resources", or {}: a Process's.
-    sharing: how many pool workers
-    Fiber runs in that job, each then sized as its share."""
+    sharing: how many pool workers Fiber runs in that job, each then sized
+    as its share."""
     sizes = {}
     cpu, memory = globals()["cpu_per_job"], globals()["mem_per_job"]
     if cpu not in (None, DEFAULTS["cpu_per_job"]):
