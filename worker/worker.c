@@ -236,16 +236,18 @@ static void result_free(result *r)
 		free(r->value);
 }
 
-/* A task's result into the outbox, its value a copy of value[0..len). */
+/* A task's result into the outbox, its value a copy of value[0..len);
+ * output_mark: worker_output_mark() as it ended (a stretch's results take
+ * one, not a lock each). */
 static int push_result(worker *w, const task *t, Strand__Outcome outcome, uint32_t failed_inputs, uint32_t run_us,
-                       const char *value, size_t len)
+                       uint64_t output_mark, const char *value, size_t len)
 {
 	result r = {.id = t->id,
 	            .run_us = run_us,
 	            .attempt = t->attempt,
 	            .outcome = outcome,
 	            .failed_inputs = failed_inputs,
-	            .output_mark = worker_output_mark(),
+	            .output_mark = output_mark,
 	            .len = len};
 
 	if (w->nout == w->capout) {
@@ -348,9 +350,10 @@ static int finish(worker *w, size_t n, const Strand__Outcome *outcomes, uint32_t
 	double now = cm_now_s(), ms = (now - w->running_since) * 1000.0 / (double)n;
 	w->avg_ms = w->avg_ms < 0 ? ms : 0.8 * w->avg_ms + 0.2 * ms;
 	uint32_t run_us = ms * 1000.0 > 4e9 ? UINT32_MAX : (uint32_t)(ms * 1000.0);
+	uint64_t mark = worker_output_mark();
 	for (size_t i = 0, at = 0; i < n; at = ends[i++])
 		/* Out of memory: the task runs again after its lease. */
-		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], failed_inputs, run_us, values + at,
+		(void)push_result(w, &w->taken[w->ran + i], outcomes[i], failed_inputs, run_us, mark, values + at,
 		                  ends[i] - at);
 	w->ran += n;
 	w->urgent |= w->taken_ahead;
@@ -705,9 +708,10 @@ static int queue_run(worker *w, const Strand__Batch *b, const Strand__TaskRun *m
 		/* Never so from a gateway of this version: the tasks fail saying so. */
 		static const char why[] = "the gateway sent this task without its job's context";
 		int err = CM_OK;
+		uint64_t mark = worker_output_mark();
 		for (size_t i = first; i < first + m->count && err == CM_OK; i++) {
 			task t = {.id = b->task_ids[i], .attempt = b->attempts[i]};
-			err = push_result(w, &t, STRAND__OUTCOME__FAILED, 0, 0, why, sizeof(why) - 1);
+			err = push_result(w, &t, STRAND__OUTCOME__FAILED, 0, 0, mark, why, sizeof(why) - 1);
 		}
 		return err;
 	}

@@ -93,18 +93,22 @@ def pool_worker_number():
     return int(number) if number.isdigit() else None
 
 
-def name_pool_worker():
-    """Makes a pool worker's runtime what multiprocessing's pool worker is
-    to its tasks: current_process() named PoolWorker-N, its _identity (N,)
-    (which programs use to tell workers apart: a GPU each, say)."""
-    number = pool_worker_number()
-    if number is None:
-        return
+def name_current_process(name, identity):
+    """What multiprocessing's current_process() says here: its name and its
+    _identity (which programs use to tell workers apart: a GPU each, say),
+    as in a multiprocessing child or pool worker."""
     import multiprocessing.process
 
     me = multiprocessing.process.current_process()
-    me.name = "PoolWorker-%d" % number
-    me._identity = (number,)
+    me.name, me._identity = name, identity
+
+
+def name_pool_worker():
+    """A pool worker's runtime is multiprocessing's pool worker to its
+    tasks: PoolWorker-N, _identity (N,)."""
+    number = pool_worker_number()
+    if number is not None:
+        name_current_process("PoolWorker-%d" % number, (number,))
 
 
 def inside():

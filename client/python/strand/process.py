@@ -85,11 +85,7 @@ def _run_process(process):
     host_pid = os.environ.get("STRAND_HOST_PID", "")
     process._pid_inside = int(host_pid) if host_pid.isdigit() else os.environ.get("STRAND_POOL_ID")
     _current = process
-    # multiprocessing's own current_process() says so too, as in its child.
-    import multiprocessing.process
-
-    me = multiprocessing.process.current_process()
-    me.name, me._identity = process.name, process._identity
+    _worker.name_current_process(process.name, process._identity)  # as in multiprocessing's child
     lines = _output.Sender(process._lines) if process._lines is not None else None
     try:
         _worker.exit_code = _exit_code(process)
