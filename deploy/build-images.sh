@@ -53,21 +53,21 @@ docker build -q -t "strand-worker:$tag" "$w" >"$ctx/build.log" 2>&1 || { cat "$c
 
 # worker-python: the worker's root plus this machine's Debian python3 (the
 # interpreter, its standard library and the libraries its modules load),
-# python3-cloudpickle and strand's Python package, where strand-worker
-# looks for it (../share/strand/python): workers of pools with
-# "runtime": "python". No registry and no debootstrap: the files are the
-# ones this machine runs.
+# python3-cloudpickle and strand's Python package, both where Debian's
+# python3 finds its own packages (/usr/lib/python3/dist-packages): workers
+# of pools with "runtime": "python". No registry and no debootstrap: the
+# files are the ones this machine runs.
 p="$ctx/worker-python"
 cp -a "$w" "$p"
 python=$(readlink -f /usr/bin/python3)
 pyver=$(basename "$python")
-mkdir -p "$p/usr/lib/python3/dist-packages" "$p/usr/share/strand"
+mkdir -p "$p/usr/lib/python3/dist-packages"
 cp "$python" "$p/usr/bin/"
 ln -s "$pyver" "$p/usr/bin/python3"
 cp -a "/usr/lib/$pyver" "$p/usr/lib/"
 rm -rf "$p/usr/lib/$pyver/test" "$p/usr/lib/$pyver/idlelib" "$p/usr/lib/$pyver/tkinter"
 cp -a /usr/lib/python3/dist-packages/cloudpickle "$p/usr/lib/python3/dist-packages/"
-cp -a "$build/lib/python" "$p/usr/share/strand/python"
+cp -a "$build/lib/python/strand" "$p/usr/lib/python3/dist-packages/"
 add_with_libs "$p" "$python" "$p/usr/lib/$pyver"/lib-dynload/*.so
 docker build -q -t "strand-worker-python:$tag" "$p" >"$ctx/build.log" 2>&1 || { cat "$ctx/build.log"; exit 1; }
 

@@ -12,7 +12,8 @@
 #             libnetfilter-queue, the hosts test's link delay;
 #             node and npm (unless some node is installed already), which
 #             fetch the test tools tests/openapi and tests/dashboard pin;
-#             chromium, which the dashboard's test drives
+#             chromium, which the dashboard's test drives; pip, venv and
+#             setuptools, with which python_install installs the package
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -25,7 +26,7 @@ for extra in "$@"; do
   docker) packages+=(docker.io docker-compose) ;;
   slurm) packages+=(slurm-client slurmctld slurmd munge) ;;
   test)
-    packages+=(clang libclang-rt-14-dev openssl gdb libnetfilter-queue-dev)
+    packages+=(clang libclang-rt-14-dev openssl gdb libnetfilter-queue-dev python3-pip python3-venv python3-setuptools)
     command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
     packages+=(chromium)
     ;;

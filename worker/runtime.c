@@ -148,8 +148,10 @@ void worker_runtime_free(worker_runtime *rt)
 
 /* Its environment: the worker's, where PYTHONPATH leads first to strand's
  * own modules (the Python package) next to the worker: ../lib/python in a
- * build tree, ../share/strand/python installed. Built before fork: the child
- * of a threaded process may call only async-signal-safe functions. */
+ * build tree, ../STRAND_PYTHON_INSTALL_DIR installed (where python3 looks
+ * anyway under the default prefix; not under another). Built before fork:
+ * the child of a threaded process may call only async-signal-safe
+ * functions. */
 static char **runtime_env(void)
 {
 	extern char **environ;
@@ -168,7 +170,7 @@ static char **runtime_env(void)
 	if (len > 0) {
 		self[len] = '\0';
 		dir = dirname(self);
-		if (asprintf(&env[k], "PYTHONPATH=%s/../lib/python:%s/../share/strand/python%s%s", dir, dir,
+		if (asprintf(&env[k], "PYTHONPATH=%s/../lib/python:%s/../" STRAND_PYTHON_INSTALL_DIR "%s%s", dir, dir,
 		             old && old[0] ? ":" : "", old && old[0] ? old : "") < 0)
 			env[k] = NULL;
 	}

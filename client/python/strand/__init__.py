@@ -8,6 +8,9 @@
 Functions run in strand's Python runtime (strand.runtime) on the pool's
 workers; they and their arguments travel as cloudpickle bytes."""
 
+# The project's version (CMakeLists.txt's project() must say the same).
+__version__ = "0.3.0"
+
 from .meta import meta
 
 __all__ = [
