@@ -126,9 +126,12 @@ class Handle:
         return True
 
     def ready(self):
+        """Whether the call's result is in."""
         return self._fetch(0)
 
     def wait(self, timeout=None):
+        """Waits until the result is in, or timeout seconds (None: no
+        limit)."""
         self._wait_done(timeout)
 
     def _wait_done(self, timeout):
@@ -139,6 +142,9 @@ class Handle:
         return True
 
     def get(self, timeout=None):
+        """The call's value, or its exception raised here;
+        multiprocessing.TimeoutError when it is not in within timeout seconds
+        (None: no limit)."""
         if not self._wait_done(timeout):
             from .pool import TimeoutError as _TimeoutError
 
@@ -161,6 +167,9 @@ class BaseManager:
 
     @classmethod
     def register(cls, typeid, callable=None, proxytype=None, exposed=None, method_to_typeid=None, create_method=True):
+        """Registers a type the manager can make: callable(*args, **kwargs)
+        makes it in the manager's process, and manager.TYPEID(...) returns a
+        proxytype (AutoProxy: every public method) to it."""
         if "_registry" not in cls.__dict__:
             cls._registry = dict(cls._registry)
         cls._registry[typeid] = (callable, proxytype or AutoProxy)
@@ -170,6 +179,10 @@ class BaseManager:
                 return self._create(typeid, args, kwargs)
 
             create.__name__ = typeid
+            create.__doc__ = "A new %s in the manager's process, as %s(*args, **kwargs) makes it: its proxy." % (
+                typeid,
+                getattr(callable, "__name__", typeid),
+            )
             setattr(cls, typeid, create)
 
     def __init__(self, address=None, authkey=None, backend=None, image=None, gateway=None, detached=False):
@@ -186,6 +199,8 @@ class BaseManager:
         self._gw = None if _worker.inside() else _gateway.default()
 
     def start(self, initializer=None, initargs=()):
+        """Starts the manager's process on the gateway's backend;
+        initializer(*initargs) runs there first."""
         if self.id is not None:
             raise RuntimeError("the manager has already started")
         self._gw = self._gw or _gateway.default()
@@ -207,17 +222,21 @@ class BaseManager:
             self._run(initializer, initargs, {})
 
     def shutdown(self):
+        """Ends the manager's process and the objects in it, after showing what
+        it printed."""
         if self.id is not None and self._gw is not None:
             self._drain()
             self._gw.request("DELETE", "/v1/managers/%s" % self.id)
             self._gw = None
 
     def __enter__(self):
+        """The manager, started if it was not."""
         if self.id is None:
             self.start()
         return self
 
     def __exit__(self, *exc):
+        """shutdown()."""
         self.shutdown()
 
     # ---- calls -----------------------------------------------------------
@@ -447,6 +466,8 @@ class ValueProxy(BaseProxy):
 
 
 class Namespace:
+    """The object behind a manager's Namespace(): attributes only."""
+
     def __init__(self, **kwds):
         self.__dict__.update(kwds)
 
@@ -455,6 +476,8 @@ class Namespace:
 
 
 class Value:
+    """The object behind a manager's Value(typecode, value): get, set."""
+
     def __init__(self, typecode, value, lock=True):
         self._typecode, self._value = typecode, value
 

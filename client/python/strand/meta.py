@@ -12,6 +12,9 @@ ATTRIBUTE = "__strand_meta__"
 
 
 def meta(cpu=None, memory=None, gpu=None):
+    """A decorator: a function marked with what it needs where it runs (cpu
+    cores, memory in MiB, gpu GPUs), which a Process whose target it is asks
+    its backend for."""
     def mark(func):
         wants = {}
         if cpu is not None:

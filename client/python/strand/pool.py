@@ -416,17 +416,25 @@ class AsyncResult:
                 self._error_callback(e)
 
     def ready(self):
+        """Whether the result is in: a value or an error."""
         return self._event.is_set()
 
     def wait(self, timeout=None):
+        """Waits until the result is in, or timeout seconds (None: no
+        limit)."""
         self._event.wait(timeout)
 
     def successful(self):
+        """Whether every task returned without raising; ValueError while the
+        result is not in."""
         if not self.ready():
             raise ValueError("the result is not ready")
         return not isinstance(self._items, Exception) and all(ok for ok, _ in self._items)
 
     def get(self, timeout=None):
+        """The value (a list, for a map), or the exception a task raised,
+        raised here; multiprocessing.TimeoutError when it is not in within
+        timeout seconds (None: no limit)."""
         if not self._event.wait(timeout):
             raise TimeoutError("the result is not ready after %s s" % timeout)
         if isinstance(self._items, Exception):
@@ -445,7 +453,9 @@ class Pool:
     gpu size each worker; max_attempts and retry_errors as the gateway's
     pool fields (a task whose function raised runs again, up to
     max_attempts). It ends with the program (its lease,
-    strand.gateway._Lease) unless detached."""
+    strand.gateway._Lease) unless detached. Each method that submits work
+    also takes name=, what its job is called where jobs are listed (the
+    dashboard, strand jobs)."""
 
     def __init__(
         self,
@@ -639,10 +649,12 @@ class Pool:
         return self._submit(func, runner, tasks, name, counts if len(tasks) < len(items) else None)
 
     # ---- multiprocessing.Pool -------------------------------------------
-    # name (strand's own, keyword): what the job is called, shown with it.
     def apply(self, func, args=(), kwds=None, name=None):
-        """One request that answers with the result (POST …/apply?wait=),
-        not a job and a poll: a round trip, as multiprocessing's."""
+        """func(*args, **kwds) run on one of the workers: its value, or
+        what it raised, raised here (the worker's traceback as its cause).
+        What it printed is shown before it returns."""
+        # One request that answers with the result (POST …/apply?wait=),
+        # not a job and a poll: a round trip, as multiprocessing's.
         if self._state != "running":
             raise ValueError("Pool not running")
         context, refs = self._context(_runners.apply, func)
@@ -666,39 +678,58 @@ class Pool:
         return _value(answer, self._gw)[0]
 
     def apply_async(self, func, args=(), kwds=None, callback=None, error_callback=None, name=None):
+        """apply, returning an AsyncResult at once. Once the result is in,
+        callback is called with the value, or error_callback with the
+        exception, on a thread of this program's."""
         job = self._submit(func, _runners.apply, [_task(tuple(args), dict(kwds or {}))], name)
         return AsyncResult(self, job, True, callback, error_callback)
 
     def map(self, func, iterable, chunksize=None, name=None):
+        """[func(x) for x in iterable], run on the workers chunksize inputs a
+        task (None: about four tasks a worker, as multiprocessing's). The first
+        input that failed raises its exception, once every task has ended; what
+        the tasks printed is shown before it returns."""
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return self._list(job) if job else []
 
     def map_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
+        """map, returning an AsyncResult at once; callback and error_callback
+        as apply_async's."""
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
     def starmap(self, func, iterable, chunksize=None, name=None):
+        """map with each item unpacked into func's arguments: func(*item)."""
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
         return self._list(job) if job else []
 
     def starmap_async(self, func, iterable, chunksize=None, callback=None, error_callback=None, name=None):
+        """starmap, returning an AsyncResult at once; callback and
+        error_callback as apply_async's."""
         job = self._map_job(func, _runners.starmap_chunk, iterable, chunksize, name)
         return AsyncResult(self, job, False, callback, error_callback)
 
     def imap(self, func, iterable, chunksize=1, name=None):
+        """An iterator of func(x) for x in iterable, in their order, each value
+        as soon as it and those before it are in; chunksize inputs a task. An
+        input that failed raises its exception when the iterator reaches it."""
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return self._values(job, "input") if job else iter(())
 
     def imap_unordered(self, func, iterable, chunksize=1, name=None):
+        """As imap, in the order the values come in."""
         job = self._map_job(func, _runners.map_chunk, iterable, chunksize, name)
         return self._values(job, "completion") if job else iter(())
 
     def close(self):
+        """No more work: the workers stop once what was submitted has run."""
         if self._state == "running":
             self._gw.request("POST", "/v1/pools/%s/close" % self.id)
             self._state = "closed"
 
     def terminate(self):
+        """Stops the workers now, dropping work not done; what they printed is
+        shown first. Leaving a with block calls it."""
         if self._state != "terminated":
             self._output.drain()
             self._gw.request("DELETE", "/v1/pools/%s" % self.id)
@@ -706,6 +737,8 @@ class Pool:
             self._output.end()
 
     def join(self):
+        """Waits for a closed or terminated pool's workers to end; ValueError
+        while it is still running."""
         if self._state == "running":
             raise ValueError("Pool is still running (close or terminate it first)")
         # A closed pool's workers stop once its queued work is done.
@@ -716,7 +749,9 @@ class Pool:
         self._output.end()
 
     def __enter__(self):
+        """The pool itself, for with."""
         return self
 
     def __exit__(self, *exc):
+        """terminate(), as multiprocessing's."""
         self.terminate()

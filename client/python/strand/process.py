@@ -116,6 +116,11 @@ def _exit_code(process):
 
 
 class Process:
+    """multiprocessing.Process: run() (target(*args, **kwargs) unless
+    overridden) in a process of its own on the gateway's backend, with the
+    program's code and data (docs/python.md); what it prints is shown in
+    this program. It ends with the program unless detached."""
+
     def __init__(
         self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None, gateway=None, detached=False
     ):
@@ -155,6 +160,8 @@ class Process:
         return resources_of(what)
 
     def start(self):
+        """Starts the process on the gateway's backend: run() in a worker of
+        its own, with the program's code and its own output shown here."""
         import cloudpickle
 
         if self.id is not None:
@@ -199,6 +206,8 @@ class Process:
         return self._view
 
     def join(self, timeout=None):
+        """Waits until the process has ended, or timeout seconds (None: no
+        limit); every line it printed is shown before it returns."""
         if self.id is None:
             raise AssertionError("can only join a started process")
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -211,6 +220,7 @@ class Process:
             self._shown.finish()  # every line it printed, before join returns
 
     def is_alive(self):
+        """Whether it was started and has not ended."""
         return self.id is not None and self._refresh()["state"] == "running"
 
     @property

@@ -327,6 +327,9 @@ class SimpleQueue:
         return feeder
 
     def put(self, obj):
+        """Puts obj at the queue's end. From the program it returns at once: a
+        thread of its own sends what was put, in order (flush waits for it); in
+        a task it returns once the item is in the queue."""
         if _worker.inside():
             if _worker.call("put", queue=self.id, item=_enc(obj, None))[0] != "ok":
                 raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
@@ -340,12 +343,16 @@ class SimpleQueue:
         return True
 
     def get(self, timeout=None):
+        """The item at the queue's head, waiting for one up to timeout seconds
+        (None: no limit); TimeoutError when none came."""
         reader = _reader(self, "/v1/queues/%s" % self.id, "/v1/queues/%s/take" % self.id)
         if reader is None:
             return _take(self._gw, "get", timeout, queue=self.id)
         return reader.get(timeout)
 
     def empty(self):
+        """Whether the queue holds no item now, counting what this program put
+        and has not read."""
         self.flush()  # what this program put counts, and what it read ahead
         read = self.__dict__.get("_read")
         if read is not None and read.pid == os.getpid() and read.items:
@@ -395,6 +402,7 @@ class Connection:
             raise OSError("handle is closed")
 
     def send(self, obj):
+        """Sends obj to the other end."""
         self._check_open()
         if _worker.inside():
             if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj, None))[0] != "ok":
@@ -403,6 +411,8 @@ class Connection:
             self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj, self._gw)})
 
     def recv(self, timeout=None):
+        """The next object the other end sent, waiting up to timeout seconds
+        (None: no limit); TimeoutError when none came."""
         self._check_open()
         base = "/v1/pipes/%s/ends/%d" % (self.pipe, self.end)
         reader = _reader(self, base, base + "/recv")

@@ -63,6 +63,8 @@ def reset():
 
 
 def cpu_count():
+    """The number of CPUs of this machine, as Fiber's cpu_count()
+    (os.cpu_count())."""
     return os.cpu_count() or 1
 
 
@@ -83,9 +85,12 @@ class _Context:
         self._name = method or "strand"
 
     def get_context(self, method=None):
+        """Another context of the same names (every method is the same
+        here)."""
         return _Context(method)
 
     def get_start_method(self, allow_none=False):
+        """The method the context was asked for ("strand" when none was)."""
         return self._name
 
 

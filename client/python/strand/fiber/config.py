@@ -64,6 +64,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, kv):
+        """A Config of Fiber's defaults with kv's values over them."""
         obj = cls.__new__(cls)
         obj.__dict__.update(DEFAULTS)
         obj.__dict__.update(kv)
@@ -150,6 +151,7 @@ def backend_name():
 
 
 def image_name():
+    """The container image these settings name, or None for the gateway's."""
     return _set_or_default("image")
 
 

@@ -66,6 +66,9 @@ class Ring:
         return state
 
     def run(self):
+        """Starts the members as one strand ring and returns once every member
+        has ended; RuntimeError, with the member's output, when one failed. A
+        Ring of no members does nothing, as Fiber's."""
         import cloudpickle
 
         if self.size <= 0:
