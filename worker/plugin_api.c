@@ -159,6 +159,21 @@ int worker_api_get(const char *queue, int end, int wait_ms, char **item, char gr
 	return rc;
 }
 
+int worker_api_size(const char *queue, int end, int64_t *size)
+{
+	Strand__QueueCall c = STRAND__QUEUE_CALL__INIT;
+	Strand__QueueReply *reply;
+
+	c.op = STRAND__QUEUE_CALL__OP__SIZE;
+	c.queue = (char *)queue;
+	c.pipe_end = end;
+	if (call(&c, 0, &reply) != 0)
+		return -1;
+	*size = reply->size > INT64_MAX ? INT64_MAX : (int64_t)reply->size;
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return 0;
+}
+
 /* A plugin's get: an item that names a value is its JSON, as any. */
 static int get(const char *queue, int end, int wait_ms, char **item)
 {
@@ -182,6 +197,14 @@ int strand_task_pipe_send(const char *pipe, int end, const char *item)
 int strand_task_pipe_recv(const char *pipe, int end, int wait_ms, char **item)
 {
 	return get(pipe, end, wait_ms, item);
+}
+int strand_task_queue_size(const char *queue, int64_t *size)
+{
+	return worker_api_size(queue, -1, size);
+}
+int strand_task_pipe_size(const char *pipe, int end, int64_t *size)
+{
+	return worker_api_size(pipe, end, size);
 }
 
 int worker_api_manager_call(const char *manager, const char *call_json, const char *value_grant, int wait_ms,

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <poll.h>
@@ -429,9 +430,10 @@ static int manager_call(worker_runtime *rt, json_t *args, char **got, char got_g
 /* A task's call on a queue or pipe ('Q' frame: a the operation, b its JSON
  * arguments), made through the worker's own connection to the gateway
  * (plugin_api.c) and answered with an 'A' frame: a "ok" (b: the item, for
- * get and recv), "empty" (nothing came within wait_ms) or "error". An
- * item past what goes inline travels as a value, both ways. A call on a
- * manager goes the same way (manager_call), its result as the item. */
+ * get and recv; the number of items waiting, for size), "empty" (nothing
+ * came within wait_ms) or "error". An item past what goes inline travels
+ * as a value, both ways. A call on a manager goes the same way
+ * (manager_call), its result as the item. */
 static int relay(worker_runtime *rt, const frame *f)
 {
 	char op[16];
@@ -468,7 +470,14 @@ static int relay(worker_runtime *rt, const frame *f)
 		rc = worker_api_put(pipe, end, item_text, put_grant[0] ? put_grant : NULL);
 	else if (strcmp(op, "recv") == 0 && pipe)
 		rc = worker_api_get(pipe, end, wait_ms, &got, got_grant);
-	else
+	else if (strcmp(op, "size") == 0 && (queue || pipe)) {
+		int64_t size = 0;
+		if ((rc = worker_api_size(queue ? queue : pipe, queue ? -1 : end, &size)) == 0 &&
+		    asprintf(&got, "%" PRId64, size) < 0) {
+			got = NULL;
+			rc = -1;
+		}
+	} else
 		fprintf(stderr, "strand: the runtime asked for '%s', which is not a queue or pipe call\n", op);
 	if (rc == 0 && got && !item_fetched(rt, &got, got_grant, why, sizeof(why))) {
 		fprintf(stderr, "strand: the item got could not be read: %s\n", why);

@@ -18,6 +18,7 @@
 #define STRAND_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef int strand_plugin_fn(const char *arg, size_t arg_len, char **out);
 
@@ -34,6 +35,10 @@ int strand_task_queue_put(const char *queue, const char *item);
 int strand_task_queue_get(const char *queue, int wait_ms, char **item);
 int strand_task_pipe_send(const char *pipe, int end, const char *item);
 int strand_task_pipe_recv(const char *pipe, int end, int wait_ms, char **item);
+/* How many items wait in a queue, or for a pipe's end to receive: 0 with
+ * *size, or -1. */
+int strand_task_queue_size(const char *queue, int64_t *size);
+int strand_task_pipe_size(const char *pipe, int end, int64_t *size);
 
 /*
  * A manager type (the object an AsyncManager hosts), named LIB.so:TYPE:

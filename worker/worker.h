@@ -45,6 +45,9 @@ int worker_api_put(const char *queue, int end, const char *item, const char *gra
  * (else ""). */
 #define WORKER_API_GRANT_LEN (3 * 64 + 2)
 int worker_api_get(const char *queue, int end, int wait_ms, char **item, char grant[WORKER_API_GRANT_LEN + 1]);
+/* How many items wait in queue (end -1), or for that end of pipe queue to
+ * receive: 0 with *size, or -1 (stderr says why). */
+int worker_api_size(const char *queue, int end, int64_t *size);
 /* A call on a manager's object (call_json: the body POST
  * /v1/managers/{id}/calls takes; value_grant: "SHA256 GRANT" when its
  * argument names a value, else NULL), waiting up to wait_ms for its

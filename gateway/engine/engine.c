@@ -138,7 +138,8 @@ void engine__answer(engine *e, op *o, int committed)
 		free(o);
 		return;
 	}
-	if ((o->kind == OP_QUEUE_PUT || o->kind == OP_QUEUE_GET) && o->u.queue.call) { /* a worker's */
+	if ((o->kind == OP_QUEUE_PUT || o->kind == OP_QUEUE_GET || o->kind == OP_QUEUE_INFO) &&
+	    o->u.queue.call) { /* a worker's */
 		engine__answer_queue_call(e, o, committed);
 		return;
 	}

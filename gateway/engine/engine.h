@@ -321,7 +321,8 @@ typedef struct engine_batch {
 
 typedef struct engine_queue_msg {
 	const char *worker_id, *pool_id;
-	int put; /* else a get */
+	int put; /* else a get, or ... */
+	int size; /* ... how many items wait */
 	const char *queue; /* a queue id, or a pipe id with pipe_end 0 or 1 */
 	int pipe_end; /* -1: a queue */
 	const uint8_t *const *items; /* put: JSON texts */
@@ -337,6 +338,7 @@ typedef struct engine_queue_reply {
 	char *const *items; /* get: JSON texts */
 	const size_t *lens;
 	size_t nitems;
+	int64_t size; /* size: how many items wait */
 } engine_queue_reply;
 
 /* How the engine answers the hub, on the engine's thread: each pull or

@@ -464,6 +464,7 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 	engine_queue_reply reply = {.ok = committed && o->err == CM_OK};
 
 	reply.error = reply.ok ? "" : o->detail[0] ? o->detail : committed ? cm_strerror(o->err) : "not recorded";
+	reply.size = (int64_t)json_integer_value(json_object_get(o->out, "size"));
 	if (reply.ok && n && (texts = calloc(n, sizeof(*texts))) && (lens = calloc(n, sizeof(*lens)))) {
 		for (size_t i = 0; i < n; i++) {
 			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);

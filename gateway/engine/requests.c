@@ -541,7 +541,7 @@ int engine_queue_call(engine *e, hub_slot *slot, const engine_queue_msg *call)
 
 	if (!o)
 		return CM_ENOMEM;
-	o->kind = call->put ? OP_QUEUE_PUT : OP_QUEUE_GET;
+	o->kind = call->put ? OP_QUEUE_PUT : call->size ? OP_QUEUE_INFO : OP_QUEUE_GET;
 	o->u.queue.call = call;
 	o->u.queue.max = call->max ? call->max : 1;
 	o->u.queue.deadline = cm_now_ms() + call->wait_ms;

@@ -535,6 +535,7 @@ static void on_queue_reply(void *ctx, hub_slot *s, const engine_queue_reply *r)
 	slot_release(s);
 	reply.ok = r->ok;
 	reply.error = (char *)(r->error ? r->error : "");
+	reply.size = r->size > 0 ? (uint64_t)r->size : 0;
 	for (size_t i = 0; bins && i < r->nitems; i++) {
 		char sha[CM_SHA256_HEX + 1], read[CM_SHA256_HEX + 1], take[CM_SHA256_HEX + 1];
 		bins[i].data = (uint8_t *)r->items[i];
@@ -632,6 +633,7 @@ static int describe(hub_slot *s, proto_type type)
 		s->call = (engine_queue_msg){.worker_id = c->worker_id,
 		                             .pool_id = c->pool_id,
 		                             .put = c->op == STRAND__QUEUE_CALL__OP__PUT,
+		                             .size = c->op == STRAND__QUEUE_CALL__OP__SIZE,
 		                             .queue = c->queue,
 		                             .pipe_end = c->pipe_end,
 		                             .items = s->items,

@@ -168,6 +168,52 @@ static void test_pipe_between_worker_and_http(void **state)
 	free(p);
 }
 
+/* The size of what task fn's arg names: its value, an integer. */
+static json_int_t size_seen(json_t *arg)
+{
+	json_t *t = task("size", arg);
+	if (!json_is_integer(json_object_get(t, "value")))
+		fail_msg("size: %s", json_dumps(t, 0));
+	json_int_t n = json_integer_value(json_object_get(t, "value"));
+	json_decref(t);
+	return n;
+}
+
+/* A task asks how many items wait: in a queue (as they are put and
+ * taken over HTTP), and for each end of a pipe to receive. */
+static void test_sizes_from_a_task(void **state)
+{
+	char path[200];
+	(void)state;
+	char *q = http_create(&g, "/v1/queues", NULL);
+	assert_int_equal(size_seen(json_pack("{s:s}", "queue", q)), 0);
+	snprintf(path, sizeof(path), "/v1/queues/%s/items", q);
+	response r = http(&g, "POST", path, "{\"items\":[1,2,3]}", NULL);
+	response_free(&r);
+	assert_int_equal(size_seen(json_pack("{s:s}", "queue", q)), 3);
+	snprintf(path, sizeof(path), "/v1/queues/%s/take", q);
+	r = http(&g, "POST", path, NULL, NULL);
+	response_free(&r);
+	assert_int_equal(size_seen(json_pack("{s:s}", "queue", q)), 2);
+
+	/* A duplex pipe: what end 1 sent waits for end 0, nothing for end 1. */
+	char *p = http_create(&g, "/v1/pipes", "{\"duplex\":true}");
+	snprintf(path, sizeof(path), "/v1/pipes/%s/ends/1/send", p);
+	r = http(&g, "POST", path, "{\"item\":\"one\"}", NULL);
+	response_free(&r);
+	r = http(&g, "POST", path, "{\"item\":\"two\"}", NULL);
+	response_free(&r);
+	assert_int_equal(size_seen(json_pack("{s:s, s:i}", "pipe", p, "end", 0)), 2);
+	assert_int_equal(size_seen(json_pack("{s:s, s:i}", "pipe", p, "end", 1)), 0);
+
+	/* No such queue: the task fails, as any refused call. */
+	json_t *t = task("size", json_pack("{s:s}", "queue", "q-0000000000000000"));
+	assert_true(json_is_false(json_object_get(t, "ok")));
+	json_decref(t);
+	free(p);
+	free(q);
+}
+
 static void test_refusals_are_task_errors(void **state)
 {
 	(void)state;
@@ -186,6 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_queue_both_ways),
 	        cmocka_unit_test(test_pipe_between_worker_and_http),
+	        cmocka_unit_test(test_sizes_from_a_task),
 	        cmocka_unit_test(test_refusals_are_task_errors),
 	        cmocka_unit_test(test_queue_calls_after_a_gateway_restart),
 	        cmocka_unit_test(test_queue_calls_over_a_tls_hub),

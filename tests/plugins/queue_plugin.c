@@ -5,6 +5,7 @@
  *   qp.so:get  {"queue": Q, "wait_ms": N}              -> the item, or null
  *   qp.so:pipe_send {"pipe": P, "end": E, "item": X}        -> true
  *   qp.so:pipe_recv {"pipe": P, "end": E, "wait_ms": N}     -> the item, or null
+ *   qp.so:size {"queue": Q} or {"pipe": P, "end": E}      -> how many items wait
  * The argument is parsed by hand (sscanf) so the plugin needs no JSON
  * library: the tests send exactly these shapes.
  */
@@ -16,7 +17,7 @@
 
 #include "strand_plugin.h"
 
-strand_plugin_fn put, get, pipe_send, pipe_recv;
+strand_plugin_fn put, get, pipe_send, pipe_recv, size;
 
 /* The text of "key": value in arg (a flat object), as a new string. */
 static char *field(const char *arg, const char *key)
@@ -107,5 +108,21 @@ int pipe_recv(const char *arg, size_t len, char **out)
 	free(p);
 	free(e);
 	free(w);
+	return done(rc, got, out);
+}
+
+int size(const char *arg, size_t len, char **out)
+{
+	char *q = field(arg, "queue"), *p = field(arg, "pipe"), *e = field(arg, "end");
+	int64_t n = 0;
+	int rc = q ? strand_task_queue_size(q, &n) : p && e ? strand_task_pipe_size(p, atoi(e), &n) : -1;
+	char *got = NULL;
+
+	(void)len;
+	if (rc == 0 && asprintf(&got, "%lld", (long long)n) < 0)
+		rc = -1;
+	free(q);
+	free(p);
+	free(e);
 	return done(rc, got, out);
 }
