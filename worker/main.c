@@ -45,9 +45,10 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 
 	cm_buf_init(&out);
 	int runtime_err = fns && cfg->runtime ? worker_fns_set_runtime(fns, cfg->runtime) : CM_OK;
+	struct worker_runtime *rt = runtime_err == CM_OK && fns && cfg->runtime ? worker_fns_runtime(fns) : NULL;
 
-	if (runtime_err == CM_OK && fns && cfg->runtime)
-		worker_runtime_use_values(worker_fns_runtime(fns), values);
+	if (rt)
+		worker_runtime_use_values(rt, values);
 	if (runtime_err != CM_OK) {
 		fprintf(stderr, "strand-worker: the runtime is not \"python\" or a JSON array of strings: %s\n",
 		        cfg->runtime);
@@ -58,14 +59,17 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 	} else {
 		fprintf(ok ? stdout : stderr, "%s\n", out.data ? out.data : "");
 		fflush(ok ? stdout : stderr);
-		if (cfg->runtime) /* the processes its function started may still call through it */
-			code = worker_runtime_finish(worker_fns_runtime(fns));
+		if (rt) /* the processes its function started may still call through it */
+			code = worker_runtime_finish(rt);
 	}
+	/* A runtime that ended under its function (os._exit(3)) says the code. */
+	if (!ok)
+		code = rt && worker_runtime_lost_code(rt) >= 0 ? worker_runtime_lost_code(rt) : 1;
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
 	worker_values_free(values);
 	worker_api_fini();
-	return ok ? code : 1;
+	return code;
 }
 
 static void usage(FILE *f)

@@ -38,6 +38,7 @@ struct worker_runtime {
 	size_t ndefined; /* texts sent since it started (the newest at (ndefined - 1) % KEPT) */
 	uint64_t current; /* the context its next task runs with */
 	int ready; /* its ready frame came */
+	int lost_code; /* how the runtime a task took with it ended (worker_runtime_lost_code), or -1 */
 	worker_values *values; /* where a large queue item goes (worker_runtime_use_values), or NULL */
 };
 
@@ -68,6 +69,7 @@ worker_runtime *worker_runtime_new(const char *argv_json)
 	}
 	json_decref(v);
 	rt->child = (worker_child){.pid = -1, .in = -1, .out = -1, .err = -1};
+	rt->lost_code = -1;
 	cm_buf_init(&rt->rbuf);
 	cm_buf_init(&rt->wbuf);
 	return rt;
@@ -590,12 +592,16 @@ static void ended(int status, char *out, size_t len)
 }
 
 /* The runtime is done for (why): it is stopped, and the task it was on ends
- * saying so with its last words. The next task starts a new one. */
-static int fail_task(worker_runtime *rt, const char *why, cm_buf *out)
+ * saying so with its last words. The next task starts a new one. *status:
+ * how it ended, as waitpid's (one that exited by itself keeps its code: a
+ * zombie outlives SIGKILL). */
+static int fail_task(worker_runtime *rt, const char *why, cm_buf *out, int *status_out)
 {
 	char how[64], msg[512];
 
 	int status = stop(rt, 1);
+	if (status_out)
+		*status_out = status;
 	ended(status, how, sizeof(how));
 	snprintf(msg, sizeof(msg), "runtime %s: %s (%s; it is started again for the next task)", rt->argv[0], why, how);
 	const char *words = last_words(rt);
@@ -619,9 +625,9 @@ static int await_ready(worker_runtime *rt, cm_buf *out)
 	frame f;
 
 	if (exchange(rt, cm_now_ms() + START_TIMEOUT_MS, START_TIMEOUT_MS, &f, why, sizeof(why)) != EX_FRAME)
-		return fail_task(rt, "did not start", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+		return fail_task(rt, "did not start", out, NULL) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	if (f.type != 'S')
-		return fail_task(rt, "did not start with a ready frame", out) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
+		return fail_task(rt, "did not start with a ready frame", out, NULL) == CM_OK ? CM_EUNAVAIL : CM_ENOMEM;
 	consume(rt, &f);
 	rt->ready = 1;
 	return CM_OK;
@@ -704,6 +710,7 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 {
 	size_t next = 0; /* the first task not answered */
 
+	rt->lost_code = -1;
 	while (next < n) {
 		cm_buf out;
 		int err;
@@ -747,10 +754,13 @@ int worker_runtime_run_many(worker_runtime *rt, const worker_runtime_task *tasks
 				else if (ex == EX_FRAME)
 					snprintf(why, sizeof(why), "answered with a frame it should not send");
 				how = ex == EX_GONE ? RT_LOST : RT_ERROR;
-				if (fail_task(rt, why, &out) != CM_OK) {
+				int status = 0;
+				if (fail_task(rt, why, &out, &status) != CM_OK) {
 					cm_buf_fini(&out);
 					return CM_ENOMEM; /* fail_task stopped it */
 				}
+				if (how == RT_LOST)
+					rt->lost_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 				if ((err = done(ctx, next++, how, 0, &out)) != CM_OK)
 					return err;
 				break;
@@ -794,6 +804,11 @@ int worker_runtime_run(worker_runtime *rt, const char *function, const char *arg
 
 	*ok = 0;
 	return worker_runtime_run_many(rt, &t, 1, keep_one, &r);
+}
+
+int worker_runtime_lost_code(const worker_runtime *rt)
+{
+	return rt->lost_code;
 }
 
 int worker_runtime_finish(worker_runtime *rt)

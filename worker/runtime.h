@@ -67,6 +67,10 @@ void worker_runtime_free(worker_runtime *rt);
  * code: the Process's (sys.exit's, 1 when it raised; 128 + a signal that
  * ended it; 0 when it had gone already). */
 int worker_runtime_finish(worker_runtime *rt);
+/* When the last call's runtime ended while it ran a task (a Process's
+ * os._exit(3), a crash), the code it ended with (128 + a signal): a
+ * Process's exit code then, as multiprocessing's child's; else -1. */
+int worker_runtime_lost_code(const worker_runtime *rt);
 /* Starts it now, ahead of its first task, so that the program loads (a
  * Python runtime imports for tens of milliseconds) while the worker dials
  * the hub; its ready frame is read when the first task comes. CM_OK also

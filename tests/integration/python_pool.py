@@ -779,6 +779,10 @@ def _timed_out(q):
         return "timed out"
 
 
+def _exits(code):
+    os._exit(code)
+
+
 class ContextTest(unittest.TestCase):
     def test_with_and_close_join(self):
         with strand.Pool(1) as p:
@@ -878,6 +882,10 @@ class ProcessTest(unittest.TestCase):
         for code, exitcode, words in ((3, 3, []), (0, 0, []), (None, 0, []), ("leaving now", 1, ["leaving now"])):
             p, said = ended(sys.exit, code)
             self.assertEqual((p.exitcode, said), (exitcode, words), code)
+        # os._exit's code too, though the runtime ended under it.
+        for code in (4, 0):
+            p, _ = ended(_exits, code)
+            self.assertEqual(p.exitcode, code)
 
     def test_subclass_run(self):
         q = strand.SimpleQueue()

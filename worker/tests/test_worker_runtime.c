@@ -80,6 +80,7 @@ static void test_contexts_and_a_death(void **state)
 	}
 	assert_int_equal(worker_runtime_run_many(rt, tasks, 40, keep, &o), CM_OK);
 	assert_int_equal(o.n, 40);
+	assert_int_equal(worker_runtime_lost_code(rt), -1); /* no runtime ended */
 	for (int k = 1; k <= 40; k++) {
 		char want[64];
 		snprintf(want, sizeof(want), "[\"c%d\", %d, 1]", k, k * 10);
@@ -112,6 +113,13 @@ static void test_contexts_and_a_death(void **state)
 	if (!strstr(o.text[4], "runtime python3: the runtime exited (exited with code 7; it is started again for the "
 	                       "next task); its last words:\ndying on purpose"))
 		fail_msg("not the runtime's end: %s", o.text[4]);
+	assert_int_equal(worker_runtime_lost_code(rt), 7); /* os._exit(7)'s: a Process's exit code */
+	outcomes_fini(&o);
+	/* The next call's runtime ended under none of its tasks. */
+	tasks[0] = task_of(0, "8", texts);
+	assert_int_equal(worker_runtime_run_many(rt, tasks, 1, keep, &o), CM_OK);
+	assert_int_equal(o.how[0], RT_OK);
+	assert_int_equal(worker_runtime_lost_code(rt), -1);
 	outcomes_fini(&o);
 	worker_runtime_free(rt);
 }

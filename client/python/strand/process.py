@@ -225,8 +225,9 @@ class Process:
 
     @property
     def exitcode(self):
-        """None while it runs; 0 when run() returned, 1 when it raised;
-        -N when signal N ended it (terminate: -SIGTERM), as multiprocessing."""
+        """None while it runs; 0 when run() returned, sys.exit's or os._exit's
+        code, 1 when it raised; -N when signal N ended it (terminate:
+        -SIGTERM), as multiprocessing."""
         view = self._refresh() if self.id is not None else None
         if not view or view["state"] == "running":
             return None
