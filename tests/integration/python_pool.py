@@ -593,6 +593,109 @@ class QueueTest(WithPool):
         # Nothing there: the task's get times out, as the caller's would.
         self.assertEqual(self.pool.apply(lambda: _timed_out(q)), "timed out")
 
+    def test_empty_in_a_task_and_close(self):
+        q = strand.SimpleQueue()
+        self.assertTrue(self.pool.apply(q.empty))
+        for i in range(5):
+            q.put(i)
+        q.flush()
+        self.assertEqual(self.pool.apply(_drain, (q,)), [0, 1, 2, 3, 4])
+        self.assertTrue(q.empty())
+        # close(): what was put goes first; then this process's calls are
+        # refused, the queue lives on for the others.
+        q.put("last")
+        q.close()
+        q.close()
+        for call in (lambda: q.put(1), lambda: q.get(timeout=1), q.empty):
+            with self.assertRaises(OSError) as e:
+                call()
+            self.assertEqual(str(e.exception), "handle is closed")
+        self.assertEqual(self.pool.apply(_drain, (q,)), ["last"])
+
+    def test_a_closed_queue_gives_back_what_it_read_ahead(self):
+        q = strand.SimpleQueue()
+        for i in range(50):
+            q.put(i)
+        self.assertEqual([q.get(timeout=10) for _ in range(2)], [0, 1])
+        q.close()
+        self.assertEqual(self.pool.apply(_drain, (q,)), list(range(2, 50)))
+
+    def test_pipe_connections_as_multiprocessing(self):
+        import multiprocessing
+
+        a, b = strand.Pipe()
+        self.assertEqual((a.readable, a.writable, b.readable, b.writable, a.closed), (True, True, True, True, False))
+        self.assertFalse(a.poll())
+        self.assertFalse(a.poll(0.3))
+        b.send({"k": 1})
+        self.assertTrue(a.poll(10))
+        self.assertTrue(a.poll())  # still there: poll took nothing
+        self.assertEqual(a.recv(), {"k": 1})
+        # Bytes go as they are; those of a send are its pickle.
+        b.send_bytes(b"0123456789", 2, 5)
+        self.assertEqual(a.recv_bytes(), b"23456")
+        b.send([1, 2])
+        self.assertEqual(pickle.loads(a.recv_bytes()), [1, 2])
+        b.send_bytes(memoryview(bytearray(b"abcdef")))
+        buffer = bytearray(10)
+        self.assertEqual(a.recv_bytes_into(buffer, 3), 6)
+        self.assertEqual(bytes(buffer), b"\x00\x00\x00abcdef\x00")
+        b.send_bytes(b"0123456789")
+        with self.assertRaises(multiprocessing.BufferTooShort) as e:
+            a.recv_bytes_into(bytearray(4))
+        self.assertEqual(e.exception.args[0], b"0123456789")
+        b.send_bytes(b"too long")
+        with self.assertRaises(OSError) as e:
+            a.recv_bytes(3)
+        self.assertEqual(str(e.exception), "bad message length")
+        for bad, words in (
+            (lambda: b.send_bytes(b"ab", -1), "offset is negative"),
+            (lambda: b.send_bytes(b"ab", 3), "buffer length < offset"),
+            (lambda: b.send_bytes(b"ab", 1, 2), "buffer length < offset + size"),
+            (lambda: b.send_bytes(b"ab", 0, -1), "size is negative"),
+        ):
+            with self.assertRaises(ValueError) as e:
+                bad()
+            self.assertEqual(str(e.exception), words)
+        # Large bytes travel as a value, as they are.
+        big = os.urandom(3 << 20)
+        b.send_bytes(big)
+        self.assertEqual(a.recv_bytes(), big)
+        with b:
+            pass
+        self.assertTrue(b.closed)
+        with self.assertRaises(OSError) as e:
+            b.send(1)
+        self.assertEqual(str(e.exception), "handle is closed")
+
+    def test_a_simplex_pipe_receives_first_sends_second(self):
+        r, w = strand.Pipe(duplex=False)
+        self.assertEqual((r.readable, r.writable, w.readable, w.writable), (True, False, False, True))
+        w.send("one way")
+        self.assertEqual(r.recv(timeout=10), "one way")
+        with self.assertRaises(OSError) as e:
+            r.send(1)
+        self.assertEqual(str(e.exception), "connection is read-only")
+        with self.assertRaises(OSError) as e:
+            w.recv()
+        self.assertEqual(str(e.exception), "connection is write-only")
+        # The ends keep their direction in a task.
+        self.pool.apply(lambda: w.send("from a task"))
+        self.assertEqual(r.recv(timeout=10), "from a task")
+
+    def test_poll_and_bytes_in_a_task(self):
+        a, b = strand.Pipe()
+        done = self.pool.apply_async(_polls_and_bytes, (b,))
+        self.assertEqual(a.recv(timeout=60), "ready")
+        a.send_bytes(b"abc")
+        self.assertEqual(a.recv_bytes(), b"cba")
+        a.send_bytes(b"1234")
+        self.assertEqual(a.recv(timeout=60), (False, True, 4, b"\x00\x001234\x00\x00"))
+        a.send("left")
+        self.assertTrue(done.get(60))
+        self.assertTrue(b.poll(10))  # the task's poll left it in the pipe
+        self.assertEqual(b.recv(), "left")
+
     def test_items_of_any_size_both_ways(self):
         gw = strand.gateway.default()
         before = gw.request("GET", "/v1/values")["total"]
@@ -777,6 +880,28 @@ def _timed_out(q):
         return "got something"
     except TimeoutError:
         return "timed out"
+
+
+def _drain(q):
+    """A task that empties a queue as multiprocessing's workers do."""
+    got = []
+    while not q.empty():
+        got.append(q.get(timeout=10))
+    return got
+
+
+def _polls_and_bytes(c):
+    """A task's end of a pipe: polls (the caller sent nothing yet, then
+    one message), bytes both ways, a message polled and left."""
+    first = c.poll()
+    c.send("ready")
+    waited = c.poll(30)
+    data = c.recv_bytes()
+    c.send_bytes(bytearray(b"xx" + data[::-1] + b"yy"), 2, len(data))
+    buffer = bytearray(8)
+    n = c.recv_bytes_into(buffer, 2)
+    c.send((first, waited, n, bytes(buffer)))
+    return c.poll(30)  # the caller's last message stays in the pipe
 
 
 def _exits(code):

@@ -27,16 +27,26 @@ WAIT_S = 30
 ITEM_INLINE = 1 << 20
 
 
+# What follows the bytes of an item that went as a value: 16 random bytes
+# (_worker.read_once_file's too), which unpickling ignores.
+VALUE_TAIL = 16
+
+
 def _enc(obj, gw):
-    """An item as a put carries it: base64 text, or the value holding it.
-    A value read once is named uniquely (16 random bytes after the pickle,
-    which unpickling ignores), so that its reader may remove it."""
-    pickled = _pickling.dumps(obj)
-    if len(pickled) <= ITEM_INLINE:
-        return base64.b64encode(pickled).decode("ascii")
+    """An item as a put carries it: base64 text, or the value holding it."""
+    return _enc_bytes(_pickling.dumps(obj), gw)
+
+
+def _enc_bytes(data, gw):
+    """An item of these bytes (a pickle, or send_bytes's as they are):
+    base64 text, or the value holding them. A value read once is named
+    uniquely (VALUE_TAIL random bytes after them), so that its reader may
+    remove it."""
+    if len(data) <= ITEM_INLINE:
+        return base64.b64encode(data).decode("ascii")
     if _worker.inside():  # the worker stores it (as a task's large result)
-        return _worker.read_once_file(pickled)
-    return gw.put_value(pickled, fresh=True, tail=os.urandom(16))
+        return _worker.read_once_file(data)
+    return gw.put_value(data, fresh=True, tail=os.urandom(VALUE_TAIL))
 
 
 def _dec(item, gw):
@@ -52,14 +62,24 @@ def _dec(item, gw):
     return cloudpickle.loads(base64.b64decode(item))
 
 
+def _dec_bytes(item, gw):
+    """The bytes an item carries, unpickled or not (recv_bytes)."""
+    if isinstance(item, dict) and "$value_file" in item:
+        with open(item["$value_file"], "rb") as f:
+            return f.read()[:-VALUE_TAIL]
+    if isinstance(item, dict):
+        return gw.take_value(item["$value"])[:-VALUE_TAIL]
+    return base64.b64decode(item)
+
+
 class QueueError(Exception):
     """A queue or pipe call failed inside a worker (its log says why)."""
 
 
-def _take(gw, relay_op, timeout, **relay_args):
+def _take(gw, relay_op, timeout, raw=False, **relay_args):
     """One item from a queue or pipe end, inside a worker (through it),
     waiting up to timeout (None: forever); queue.Empty-like TimeoutError
-    when nothing came."""
+    when nothing came. raw: its bytes, not unpickled."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         left = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
@@ -67,7 +87,7 @@ def _take(gw, relay_op, timeout, **relay_args):
         if status == "error":
             raise QueueError("strand: the %s call failed (see the worker's log)" % relay_op)
         if status == "ok":
-            return _dec(json.loads(item), gw)
+            return (_dec_bytes if raw else _dec)(json.loads(item), gw)
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError("nothing came within %s s" % timeout)
 
@@ -100,7 +120,8 @@ class _Reader:
         self.asked = 1
         self.since = 0.0  # when it came
 
-    def get(self, timeout):
+    def get(self, timeout, raw=False):
+        """The next item, unpickled (raw: its bytes as they came)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         if not self.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             raise TimeoutError("nothing came within %s s" % timeout)
@@ -118,11 +139,28 @@ class _Reader:
                     self.gw.request("DELETE", "/v1/values/" + item["$value"])
                 except (_gateway.StrandError, OSError):
                     pass  # told used with the next take; the value stays, not the item
-                return pickle.loads(data)
+                return data[:-VALUE_TAIL] if raw else pickle.loads(data)
         finally:
             self.lock.release()
+        data = binascii.a2b_base64(item)
         # cloudpickle's pickles are pickle's (what they name, pickle imports)
-        return pickle.loads(binascii.a2b_base64(item))
+        return data if raw else pickle.loads(data)
+
+    def poll(self, timeout):
+        """Whether an item is here, or came within timeout (None: waits
+        for one); it stays for the next get."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        if not self.lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            return False
+        try:
+            while not self.items:
+                try:
+                    self._refill(deadline, timeout)
+                except TimeoutError:
+                    return False
+            return True
+        finally:
+            self.lock.release()
 
     def _refill(self, deadline, timeout):
         now = time.monotonic()
@@ -326,10 +364,15 @@ class SimpleQueue:
             feeder = self._fed = _Feeder(self._gw, "/v1/queues/%s/items" % self.id)
         return feeder
 
+    def _check_open(self):
+        if self.__dict__.get("_closed"):
+            raise OSError("handle is closed")
+
     def put(self, obj):
         """Puts obj at the queue's end. From the program it returns at once: a
         thread of its own sends what was put, in order (flush waits for it); in
         a task it returns once the item is in the queue."""
+        self._check_open()
         if _worker.inside():
             if _worker.call("put", queue=self.id, item=_enc(obj, None))[0] != "ok":
                 raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
@@ -345,6 +388,7 @@ class SimpleQueue:
     def get(self, timeout=None):
         """The item at the queue's head, waiting for one up to timeout seconds
         (None: no limit); TimeoutError when none came."""
+        self._check_open()
         reader = _reader(self, "/v1/queues/%s" % self.id, "/v1/queues/%s/take" % self.id)
         if reader is None:
             return _take(self._gw, "get", timeout, queue=self.id)
@@ -353,11 +397,29 @@ class SimpleQueue:
     def empty(self):
         """Whether the queue holds no item now, counting what this program put
         and has not read."""
+        self._check_open()
+        if _worker.inside():
+            return _size_inside(queue=self.id) == 0
         self.flush()  # what this program put counts, and what it read ahead
         read = self.__dict__.get("_read")
         if read is not None and read.pid == os.getpid() and read.items:
             return False
         return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
+
+    def close(self):
+        """Closes the queue here, as multiprocessing's close() does: what
+        this process put is sent first and what it read ahead goes back to
+        the queue's head; then put, get and empty raise OSError. The queue
+        lives on for the other processes that have it."""
+        if self.__dict__.get("_closed"):
+            return
+        fed = self.__dict__.get("_fed")
+        if fed is not None and fed.pid == os.getpid():
+            fed.flush()
+        read = self.__dict__.get("_read")
+        if read is not None and read.pid == os.getpid():
+            read.settle()
+        self._closed = True
 
     @property
     def reader(self):
@@ -380,45 +442,171 @@ class SimpleQueue:
 
 
 class Connection:
-    """One end of a Pipe: send and recv, as multiprocessing's Connection."""
+    """One end of a Pipe, as multiprocessing's Connection: send and recv
+    objects (pickled), send_bytes and recv_bytes bytes as they are (the
+    bytes recv_bytes gives of a send are its pickle), poll, close, with."""
 
-    def __init__(self, pipe, end, gw):
+    def __init__(self, pipe, end, gw, readable=True, writable=True):
         self.pipe, self.end, self._gw = pipe, end, gw
+        self._readable, self._writable = readable, writable
 
     def __getstate__(self):
-        return {"pipe": self.pipe, "end": self.end}
+        return {"pipe": self.pipe, "end": self.end, "readable": self._readable, "writable": self._writable}
 
     def __setstate__(self, state):
         self.pipe, self.end = state["pipe"], state["end"]
+        self._readable, self._writable = state.get("readable", True), state.get("writable", True)
         self._gw = None if _worker.inside() else _gateway.default()
+
+    @property
+    def closed(self):
+        """Whether close() was called on this end here."""
+        return self.__dict__.get("_closed", False)
+
+    @property
+    def readable(self):
+        """Whether this end receives (not the sending end of Pipe(False))."""
+        return self._readable
+
+    @property
+    def writable(self):
+        """Whether this end sends (not the receiving end of Pipe(False))."""
+        return self._writable
 
     def close(self):
         """This end is done here (the pipe lives on for the other end and
         for copies of this one, as a multiprocessing Connection's peer)."""
         self._closed = True
 
-    def _check_open(self):
-        if getattr(self, "_closed", False):
+    def __enter__(self):
+        """The connection, closed when the with block ends."""
+        return self
+
+    def __exit__(self, *exc):
+        """close()."""
+        self.close()
+
+    def _check(self, receiving):
+        if self.closed:
             raise OSError("handle is closed")
+        if receiving and not self._readable:
+            raise OSError("connection is write-only")
+        if not receiving and not self._writable:
+            raise OSError("connection is read-only")
+
+    def _send_item(self, item):
+        if _worker.inside():
+            if _worker.call("send", pipe=self.pipe, end=self.end, item=item)[0] != "ok":
+                raise QueueError("strand: send on %s failed (see the worker's log)" % self.pipe)
+        else:
+            self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": item})
+
+    def _recv(self, timeout, raw):
+        base = "/v1/pipes/%s/ends/%d" % (self.pipe, self.end)
+        reader = _reader(self, base, base + "/recv")
+        if reader is None:
+            return _take(self._gw, "recv", timeout, raw, pipe=self.pipe, end=self.end)
+        return reader.get(timeout, raw)
 
     def send(self, obj):
         """Sends obj to the other end."""
-        self._check_open()
-        if _worker.inside():
-            if _worker.call("send", pipe=self.pipe, end=self.end, item=_enc(obj, None))[0] != "ok":
-                raise QueueError("strand: send on %s failed (see the worker's log)" % self.pipe)
-        else:
-            self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": _enc(obj, self._gw)})
+        self._check(False)
+        self._send_item(_enc(obj, self._gw))
 
     def recv(self, timeout=None):
         """The next object the other end sent, waiting up to timeout seconds
         (None: no limit); TimeoutError when none came."""
-        self._check_open()
+        self._check(True)
+        return self._recv(timeout, False)
+
+    def send_bytes(self, buf, offset=0, size=None):
+        """Sends size bytes of buf (a bytes-like object) from offset, as they
+        are."""
+        self._check(False)
+        with memoryview(buf) as view:
+            data = view.cast("B") if view.itemsize > 1 else view
+            n = data.nbytes
+            if offset < 0:
+                raise ValueError("offset is negative")
+            if n < offset:
+                raise ValueError("buffer length < offset")
+            if size is None:
+                size = n - offset
+            elif size < 0:
+                raise ValueError("size is negative")
+            elif offset + size > n:
+                raise ValueError("buffer length < offset + size")
+            chunk = bytes(data[offset : offset + size])
+        self._send_item(_enc_bytes(chunk, self._gw))
+
+    def recv_bytes(self, maxlength=None):
+        """The next message's bytes (a send's: its pickle), waiting for one;
+        OSError when it is longer than maxlength."""
+        if maxlength is not None and maxlength < 0:
+            raise ValueError("negative maxlength")
+        self._check(True)
+        data = self._recv(None, True)
+        if maxlength is not None and len(data) > maxlength:
+            raise OSError("bad message length")
+        return data
+
+    def recv_bytes_into(self, buf, offset=0):
+        """Writes the next message's bytes into buf (a writable bytes-like
+        object) from byte offset, and returns their number;
+        multiprocessing.BufferTooShort, holding them, when they do not fit."""
+        self._check(True)
+        with memoryview(buf) as view:
+            data = view.cast("B") if view.itemsize > 1 else view
+            if offset < 0:
+                raise ValueError("negative offset")
+            if offset > data.nbytes:
+                raise ValueError("offset too large")
+            message = self._recv(None, True)
+            if data.nbytes - offset < len(message):
+                import multiprocessing
+
+                raise multiprocessing.BufferTooShort(message)
+            data[offset : offset + len(message)] = message
+        return len(message)
+
+    def poll(self, timeout=0.0):
+        """Whether a message is waiting, or comes within timeout seconds
+        (None: waits for one); it stays for the next recv."""
+        self._check(True)
+        if _worker.inside():
+            return _poll_inside(timeout, pipe=self.pipe, end=self.end)
         base = "/v1/pipes/%s/ends/%d" % (self.pipe, self.end)
-        reader = _reader(self, base, base + "/recv")
-        if reader is None:
-            return _take(self._gw, "recv", timeout, pipe=self.pipe, end=self.end)
-        return reader.get(timeout)
+        return _reader(self, base, base + "/recv").poll(timeout)
+
+
+def _size_inside(**names):
+    """In a task: how many items wait in the queue, or for the pipe's end,
+    names names (asked through the worker)."""
+    status, item = _worker.call("size", **names)
+    if status != "ok":
+        raise QueueError("strand: the size call failed (see the worker's log)")
+    return int(item)
+
+
+POLL_PAUSE_MAX_S = 0.05
+
+
+def _poll_inside(timeout, **names):
+    """In a task: whether an item waits, asking again, the pause growing
+    from 1 ms to POLL_PAUSE_MAX_S, until timeout (None: until one does).
+    Nothing is taken: an item a task polled and never received is not
+    lost with it."""
+    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    pause = 0.001
+    while _size_inside(**names) == 0:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            pause = min(pause, left)
+        time.sleep(pause)
+        pause = min(2 * pause, POLL_PAUSE_MAX_S)
+    return True
 
 
 def Pipe(duplex=True, gateway=None):
@@ -426,4 +614,7 @@ def Pipe(duplex=True, gateway=None):
     second only sends, as in multiprocessing."""
     gw = gateway or _gateway.default()
     pipe = gw.request("POST", "/v1/pipes", {"duplex": duplex})["id"]
-    return Connection(pipe, 0, gw), Connection(pipe, 1, gw)
+    if duplex:
+        return Connection(pipe, 0, gw), Connection(pipe, 1, gw)
+    # The gateway's simplex pipe sends at end 0 and receives at end 1.
+    return Connection(pipe, 1, gw, writable=False), Connection(pipe, 0, gw, readable=False)
