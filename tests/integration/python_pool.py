@@ -1124,7 +1124,75 @@ def _lines_asked(sent):
     return [path for _, path in sent if "/logs?" in path and "wait=0" in path]
 
 
+def _put_later(q, item):
+    time.sleep(0.5)
+    q.put(item)
+
+
+def _hold_then_release(lock, event, log):
+    with lock:
+        event.set()
+        time.sleep(0.5)
+        log.append("released")
+
+
+def _work_then_done(q, n):
+    for _ in range(n):
+        q.get()
+        q.task_done()
+
+
 class ManagerTest(unittest.TestCase):
+    def test_waits_do_not_hold_up_the_manager(self):
+        import queue
+
+        with strand.Manager() as m:
+            # A get that waits for a put from a Process (the manager runs
+            # one call at a time: a get waiting inside it held up that put).
+            q = m.Queue()
+            p = strand.Process(target=_put_later, args=(q, "came"))
+            p.start()
+            self.assertEqual(q.get(timeout=60), "came")
+            p.join()
+            self.assertRaises(queue.Empty, q.get, True, 0.2)
+            self.assertRaises(queue.Empty, q.get_nowait)
+            self.assertRaises(queue.Empty, q.get, False)
+            self.assertRaises(ValueError, q.get, True, -1)
+            full = m.Queue(1)
+            full.put(1)
+            self.assertRaises(queue.Full, full.put, 2, True, 0.2)
+            self.assertRaises(queue.Full, full.put_nowait, 2)
+            # A lock and an event shared with a Process.
+            lock, event, log = m.Lock(), m.Event(), m.list()
+            self.assertFalse(event.wait(0.1))
+            p = strand.Process(target=_hold_then_release, args=(lock, event, log))
+            p.start()
+            self.assertTrue(event.wait(60))
+            self.assertFalse(lock.acquire(timeout=0.1))  # the Process holds it
+            self.assertFalse(lock.acquire(False))
+            with lock:  # waits for its release
+                self.assertEqual(list(log), ["released"])
+            p.join()
+            self.assertEqual(p.exitcode, 0)
+            # Semaphores count; a bounded one refuses a release too many.
+            s = m.Semaphore(2)
+            self.assertEqual([s.acquire(timeout=0.1) for _ in range(3)], [True, True, False])
+            s.release()
+            self.assertTrue(s.acquire(False))
+            b = m.BoundedSemaphore(1)
+            self.assertRaises(ValueError, b.release)
+            # A joinable queue's join waits for every task_done.
+            jq = m.JoinableQueue()
+            for i in range(3):
+                jq.put(i)
+            p = strand.Process(target=_work_then_done, args=(jq, 3))
+            p.start()
+            jq.join()
+            self.assertEqual(jq.qsize(), 0)
+            p.join()
+            self.assertFalse(hasattr(m, "RLock"))
+
+
     def test_a_synchronous_call_is_one_request(self):
         # A proxy's call waits for its result in the call's own request
         # (POST .../calls?wait=), with no read of it after, and asks for

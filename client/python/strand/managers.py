@@ -31,6 +31,7 @@ import itertools
 import json
 import os
 import queue as _queue
+import threading
 import time
 
 from . import _code, _worker
@@ -85,6 +86,15 @@ def _copy(oid):
 
 def _release(oid):
     _objects.pop(oid, None)
+
+
+def _attempt(oid, method, args, busy):
+    """The method's (True, result), or (False, None) when it raised busy:
+    what it raises instead of waiting (queue.Empty for get(False))."""
+    try:
+        return True, getattr(_objects[oid], method)(*args)
+    except busy:
+        return False, None
 
 
 # ---- handles ---------------------------------------------------------------
@@ -465,6 +475,111 @@ class ValueProxy(BaseProxy):
         self._callmethod("set", (v,))
 
 
+# ---- waiting without holding up the manager --------------------------------
+# A manager runs one call at a time: a get that waited inside it for an
+# item would hold up the put it waits for, and the program would hang. So
+# a queue's get and put, a lock's acquire and an event's wait that would
+# wait ask their manager again and again without waiting, the pause
+# growing from POLL_FIRST_S to POLL_MAX_S. An AsyncManager's proxies call
+# as they are: each call is a Handle, whose wait is the caller's choice.
+POLL_FIRST_S = 0.001
+POLL_MAX_S = 0.05
+
+
+def _until(attempt, timeout):
+    """attempt() again and again until it returns (True, result), or
+    timeout seconds pass (None or below 0: no limit): (True, result), or
+    (False, None)."""
+    deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+    pause = POLL_FIRST_S
+    while True:
+        done, result = attempt()
+        if done:
+            return True, result
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False, None
+            pause = min(pause, left)
+        time.sleep(pause)
+        pause = min(2 * pause, POLL_MAX_S)
+
+
+def _check_timeout(timeout):
+    if timeout is not None and timeout < 0:
+        raise ValueError("'timeout' must be a non-negative number")
+
+
+class QueueProxy(AutoProxy):
+    """A managed queue.Queue (Queue() and JoinableQueue()): get, put, qsize,
+    empty, full, get_nowait, put_nowait, task_done and join, as
+    multiprocessing's proxies have them."""
+
+    def get(self, block=True, timeout=None):
+        """The item at the queue's head, waiting up to timeout seconds (None:
+        no limit) when block; queue.Empty when none came."""
+        if not block or self._manager._asynchronous:
+            return self._callmethod("get", (block, timeout))
+        _check_timeout(timeout)
+        got, item = _until(lambda: self._manager._run(_attempt, self._id, "get", (False,), _queue.Empty), timeout)
+        if not got:
+            raise _queue.Empty
+        return item
+
+    def put(self, obj, block=True, timeout=None):
+        """Puts obj at the queue's end, waiting up to timeout seconds (None: no
+        limit) while a queue of maxsize is full, when block; queue.Full when
+        it stayed full."""
+        if not block or self._manager._asynchronous:
+            return self._callmethod("put", (obj, block, timeout))
+        _check_timeout(timeout)
+        put, _ = _until(lambda: self._manager._run(_attempt, self._id, "put", (obj, False), _queue.Full), timeout)
+        if not put:
+            raise _queue.Full
+
+    def join(self):
+        """Waits until task_done() was called for every item put."""
+        if self._manager._asynchronous:
+            return self._callmethod("join")
+        _until(lambda: (self._sync(_getattr, "unfinished_tasks") == 0, None), None)
+
+
+class AcquirerProxy(AutoProxy):
+    """A managed Lock, Semaphore or BoundedSemaphore: acquire, release, with."""
+
+    def acquire(self, blocking=True, timeout=None):
+        """Takes it, waiting up to timeout seconds (None: no limit) when
+        blocking: whether it was taken."""
+        if not blocking or self._manager._asynchronous:
+            return self._callmethod("acquire", (blocking,) if timeout is None else (blocking, timeout))
+        taken, _ = _until(lambda: (self._callmethod("acquire", (False,)), None), timeout)
+        return taken
+
+    def release(self):
+        """Gives it back."""
+        return self._callmethod("release")
+
+    def __enter__(self):
+        """acquire()."""
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        """release()."""
+        self.release()
+
+
+class EventProxy(AutoProxy):
+    """A managed Event: is_set, set, clear, wait."""
+
+    def wait(self, timeout=None):
+        """Waits until the event is set, or timeout seconds pass (None: no
+        limit): whether it is set."""
+        if self._manager._asynchronous:
+            return self._callmethod("wait", (timeout,))
+        is_set, _ = _until(lambda: (self._callmethod("is_set"), None), timeout)
+        return is_set
+
+
 class Namespace:
     """The object behind a manager's Namespace(): attributes only."""
 
@@ -492,14 +607,22 @@ class Value:
 
 
 class SyncManager(BaseManager):
-    """multiprocessing's Manager(): dict, list, Namespace, Queue, Value."""
+    """multiprocessing's Manager(): dict, list, Namespace, Value, Queue,
+    JoinableQueue, Lock, Semaphore, BoundedSemaphore and Event. Not RLock,
+    Condition or Barrier: the manager runs every call on one thread, so
+    their owner would be every caller at once (docs/python.md)."""
 
 
 SyncManager.register("dict", dict, DictProxy)
 SyncManager.register("list", list, ListProxy)
 SyncManager.register("Namespace", Namespace, NamespaceProxy)
-SyncManager.register("Queue", _queue.Queue, AutoProxy)
 SyncManager.register("Value", Value, ValueProxy)
+SyncManager.register("Queue", _queue.Queue, QueueProxy)
+SyncManager.register("JoinableQueue", _queue.Queue, QueueProxy)
+SyncManager.register("Lock", threading.Lock, AcquirerProxy)
+SyncManager.register("Semaphore", threading.Semaphore, AcquirerProxy)
+SyncManager.register("BoundedSemaphore", threading.BoundedSemaphore, AcquirerProxy)
+SyncManager.register("Event", threading.Event, EventProxy)
 
 
 class AsyncManager(SyncManager):
