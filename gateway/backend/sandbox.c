@@ -145,6 +145,23 @@ static void choose_uids(sandbox *s, const char *uids, const char *const *needs, 
 }
 
 /* Whether path lies in a folder every sandbox has its own of. */
+/* path as bwrap must be given it: absolute. A relative one (--db
+ * strand.db, the default ./strand.db) is under the gateway's working
+ * directory, its leading "./" dropped; bwrap took "strand.db" as a path in
+ * the sandbox's read-only root and refused to start anything. */
+static void absolute(const char *path, char *out, size_t len)
+{
+	char here[1024];
+
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; path[0] == '/'; path++)
+			;
+	if (path[0] == '/' || !getcwd(here, sizeof(here)))
+		snprintf(out, len, "%s", path);
+	else
+		snprintf(out, len, "%s/%s", here, path);
+}
+
 static int under_private(const char *path)
 {
 	return strncmp(path, "/tmp/", 5) == 0 || strncmp(path, "/var/tmp/", 9) == 0;
@@ -174,13 +191,13 @@ static int caches_folder(const char *path)
  * where /dev/shm is no tmpfs or is small (a container's 64 MiB). */
 static void choose_caches(sandbox *s, const char *key)
 {
-	char here[1100], named[sizeof(s->caches) + 1100], hex[CM_SHA256_HEX + 1];
+	char named[sizeof(s->caches) + 1100], hex[CM_SHA256_HEX + 1];
 	struct statfs fs;
 	cm_sha256 h;
 
-	if (!key || !key[0] || (key[0] != '/' && !getcwd(here, sizeof(here))))
+	if (!key || !key[0])
 		return;
-	snprintf(named, sizeof(named), "%s%s%s", key[0] == '/' ? "" : here, key[0] == '/' ? "" : "/", key);
+	absolute(key, named, sizeof(named));
 	if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
 	    (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < CACHES_SPACE_MIN) {
 		cm_info("local backend: /dev/shm is no tmpfs of 1 GiB free: each worker fetches its own code and "
@@ -226,10 +243,14 @@ int sandbox_new(const char *mode, const char *const *hidden, size_t nhidden, con
 	}
 	for (size_t i = 0; i < nhidden && s->nhidden < HIDDEN_MAX; i++)
 		if (hidden[i] && hidden[i][0])
-			snprintf(s->hidden[s->nhidden++], sizeof(s->hidden[0]), "%s", hidden[i]);
-	for (size_t i = 0; i < nvisible && s->nvisible < HIDDEN_MAX; i++)
-		if (visible[i] && under_private(visible[i]))
-			snprintf(s->visible[s->nvisible++], sizeof(s->visible[0]), "%s", visible[i]);
+			absolute(hidden[i], s->hidden[s->nhidden++], sizeof(s->hidden[0]));
+	for (size_t i = 0; i < nvisible && s->nvisible < HIDDEN_MAX; i++) {
+		if (!visible[i] || !visible[i][0])
+			continue;
+		absolute(visible[i], s->visible[s->nvisible], sizeof(s->visible[0]));
+		if (under_private(s->visible[s->nvisible]))
+			s->nvisible++;
+	}
 	s->unprivileged = geteuid() != 0;
 	choose_uids(s, uids, needs, nneeds);
 	choose_caches(s, caches_key);

@@ -70,6 +70,18 @@ else
 fi
 stop_gateway
 
+# A gateway given its database by a relative path (as --db strand.db, or
+# the default ./strand.db, from its folder): its files are as hidden, and
+# its workers start (bwrap refused the relative path: none did).
+dir="$top/relative"
+mkdir "$dir"
+GATEWAY_LAUNCH=(env -C "$dir" -u STRAND_TOKEN -u STRAND_TOKEN_FILE)
+start_gateway "$bin" "$dir" --sandbox on --db ./strand.db || exit 1
+unset GATEWAY_LAUNCH
+d=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
+check "--db ./strand.db: a task reaches nothing of the gateway's" "$verdict" "$(probe "$d" "$GATEWAY_PID")"
+stop_gateway
+
 # A gateway run as a plain user: its tasks are as far from it.
 as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 if [ "$(id -u)" != 0 ] || ! as_user test -x "$bin/strand-gateway"; then
