@@ -44,9 +44,8 @@ def undocumented():
             missing.append(module_name)
         names = getattr(module, "__all__", None)
         if names is None:  # fiber.config: its own functions and classes
-            names = [
-                n for n, v in vars(module).items() if not n.startswith("_") and getattr(v, "__module__", None) == module_name
-            ]
+            names = [n for n, v in vars(module).items() if getattr(v, "__module__", None) == module_name]
+            names = [n for n in names if not n.startswith("_")]
         for name in names:
             obj = getattr(module, name)
             where = "%s.%s" % (module_name, name)
