@@ -132,15 +132,16 @@ static void test_a_quiet_gateway_cuts_its_log(void **state)
 	gateway_cleanup(&g);
 }
 
-static void test_sigterm_stops_gateway_and_workers(void **state)
+/* SIGTERM to a gateway (with args) stops it and, by telling them, its
+ * workers. */
+static void sigterm_stops(const char *const *args)
 {
 	gateway g;
 	pid_t pids[8];
 	char *pool;
 	int status;
 
-	(void)state;
-	gateway_start(&g, NULL);
+	gateway_start(&g, args);
 	pool = pool_create(&g, 2);
 	pool_wait_connected(&g, pool, 2);
 	assert_int_equal(pool_worker_pids(&g, pool, pids, 8), 2);
@@ -155,6 +156,20 @@ static void test_sigterm_stops_gateway_and_workers(void **state)
 	assert_int_equal(gateway_log_count(&g, line), 2);
 	free(pool);
 	gateway_cleanup(&g);
+}
+
+static void test_sigterm_stops_gateway_and_workers(void **state)
+{
+	(void)state;
+	sigterm_stops(NULL);
+}
+
+/* The same over a tls+tcp:// hub: its workers hear "stop" too, and are
+ * not killed after the grace (issue 39 saw "stopped (code 137)"). */
+static void test_sigterm_stops_workers_on_a_tls_hub(void **state)
+{
+	(void)state;
+	with_tls_args(sigterm_stops);
 }
 
 /* Each of the gateway's threads is named (top -H, perf, bench/lists): the
@@ -387,6 +402,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_delete_leaves_no_worker),
 	        cmocka_unit_test(test_sigterm_stops_gateway_and_workers),
+	        cmocka_unit_test(test_sigterm_stops_workers_on_a_tls_hub),
 	        cmocka_unit_test(test_a_quiet_gateway_cuts_its_log),
 	        cmocka_unit_test(test_restart_after_kill_loses_nothing),
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
