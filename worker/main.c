@@ -63,8 +63,9 @@ static int run_once(const worker_config *cfg, const char *function, const char *
 			code = worker_runtime_finish(rt);
 	}
 	/* A runtime that ended under its function (os._exit(3)) says the code. */
+	int lost = rt ? worker_runtime_lost_code(rt) : -1;
 	if (!ok)
-		code = rt && worker_runtime_lost_code(rt) >= 0 ? worker_runtime_lost_code(rt) : 1;
+		code = lost >= 0 ? lost : 1;
 	cm_buf_fini(&out);
 	worker_fns_free(fns);
 	worker_values_free(values);

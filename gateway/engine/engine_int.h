@@ -254,6 +254,7 @@ typedef struct op {
 			int pipe_end;
 			char qid[64]; /* ... resolved to the queue of its direction */
 			const engine_queue_msg *call; /* from a worker: its call (the hub's) */
+			int64_t size; /* a worker's OP_QUEUE_INFO: the answer, without a view */
 			char **owned_items; /* ... whose items are checked and copied */
 			size_t *owned_lens;
 		} queue; /* OP_QUEUE_* */

@@ -372,7 +372,12 @@ void engine__handle_queue(engine *e, op *o)
 		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
 		break;
 	}
-	case OP_QUEUE_INFO: o->out = engine__queue_json(q); break;
+	case OP_QUEUE_INFO:
+		if (o->u.queue.call) /* a task's size call: a number, no view */
+			o->u.queue.size = q->size;
+		else
+			o->out = engine__queue_json(q);
+		break;
 	case OP_QUEUE_DELETE: {
 		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
 			break;
@@ -464,7 +469,7 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 	engine_queue_reply reply = {.ok = committed && o->err == CM_OK};
 
 	reply.error = reply.ok ? "" : o->detail[0] ? o->detail : committed ? cm_strerror(o->err) : "not recorded";
-	reply.size = (int64_t)json_integer_value(json_object_get(o->out, "size"));
+	reply.size = o->u.queue.size;
 	if (reply.ok && n && (texts = calloc(n, sizeof(*texts))) && (lens = calloc(n, sizeof(*lens)))) {
 		for (size_t i = 0; i < n; i++) {
 			texts[i] = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_ENCODE_ANY);
