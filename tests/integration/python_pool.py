@@ -1129,10 +1129,10 @@ def _put_later(q, item):
     q.put(item)
 
 
-def _hold_then_release(lock, event, log):
+def _hold_then_release(lock, held, go, log):
     with lock:
-        event.set()
-        time.sleep(0.5)
+        held.set()
+        go.wait(60)
         log.append("released")
 
 
@@ -1162,14 +1162,16 @@ class ManagerTest(unittest.TestCase):
             full.put(1)
             self.assertRaises(queue.Full, full.put, 2, True, 0.2)
             self.assertRaises(queue.Full, full.put_nowait, 2)
-            # A lock and an event shared with a Process.
-            lock, event, log = m.Lock(), m.Event(), m.list()
-            self.assertFalse(event.wait(0.1))
-            p = strand.Process(target=_hold_then_release, args=(lock, event, log))
+            # A lock and events shared with a Process, which holds the lock
+            # until told to let go.
+            lock, held, go, log = m.Lock(), m.Event(), m.Event(), m.list()
+            self.assertFalse(held.wait(0.1))
+            p = strand.Process(target=_hold_then_release, args=(lock, held, go, log))
             p.start()
-            self.assertTrue(event.wait(60))
-            self.assertFalse(lock.acquire(timeout=0.1))  # the Process holds it
+            self.assertTrue(held.wait(60))
+            self.assertFalse(lock.acquire(timeout=0.1))
             self.assertFalse(lock.acquire(False))
+            go.set()
             with lock:  # waits for its release
                 self.assertEqual(list(log), ["released"])
             p.join()

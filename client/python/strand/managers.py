@@ -34,7 +34,7 @@ import queue as _queue
 import threading
 import time
 
-from . import _code, _worker
+from . import _code, _polling, _worker
 from . import gateway as _gateway
 from . import output as _output
 
@@ -479,35 +479,9 @@ class ValueProxy(BaseProxy):
 # A manager runs one call at a time: a get that waited inside it for an
 # item would hold up the put it waits for, and the program would hang. So
 # a queue's get and put, a lock's acquire and an event's wait that would
-# wait ask their manager again and again without waiting, the pause
-# growing from POLL_FIRST_S to POLL_MAX_S, and past that to a twentieth of
-# the time waited so far, up to POLL_LONG_MAX_S: each ask is a call the
-# gateway records, so a get that waits an hour makes some 3,700 of them,
-# not 72,000. An AsyncManager's proxies call as they are: each call is a
-# Handle, whose wait is the caller's choice.
-POLL_FIRST_S = 0.001
-POLL_MAX_S = 0.05
-POLL_LONG_MAX_S = 1.0
-
-
-def _until(attempt, timeout):
-    """attempt() again and again until it returns (True, result), or
-    timeout seconds pass (None or below 0: no limit): (True, result), or
-    (False, None)."""
-    began = time.monotonic()
-    deadline = None if timeout is None or timeout < 0 else began + timeout
-    pause = POLL_FIRST_S
-    while True:
-        done, result = attempt()
-        if done:
-            return True, result
-        now = time.monotonic()
-        if deadline is not None:
-            if now >= deadline:
-                return False, None
-            pause = min(pause, deadline - now)
-        time.sleep(pause)
-        pause = min(2 * pause, max(POLL_MAX_S, min(POLL_LONG_MAX_S, (now - began) / 20)))
+# wait ask their manager again and again without waiting (_polling). An
+# AsyncManager's proxies call as they are: each call is a Handle, whose
+# wait is the caller's choice.
 
 
 def _check_timeout(timeout):
@@ -526,7 +500,7 @@ class QueueProxy(AutoProxy):
         if not block or self._manager._asynchronous:
             return self._callmethod("get", (block, timeout))
         _check_timeout(timeout)
-        got, item = _until(lambda: self._manager._run(_attempt, self._id, "get", (False,), _queue.Empty), timeout)
+        got, item = _polling.until(lambda: self._manager._run(_attempt, self._id, "get", (False,), _queue.Empty), timeout)
         if not got:
             raise _queue.Empty
         return item
@@ -538,7 +512,7 @@ class QueueProxy(AutoProxy):
         if not block or self._manager._asynchronous:
             return self._callmethod("put", (obj, block, timeout))
         _check_timeout(timeout)
-        put, _ = _until(lambda: self._manager._run(_attempt, self._id, "put", (obj, False), _queue.Full), timeout)
+        put, _ = _polling.until(lambda: self._manager._run(_attempt, self._id, "put", (obj, False), _queue.Full), timeout)
         if not put:
             raise _queue.Full
 
@@ -546,7 +520,7 @@ class QueueProxy(AutoProxy):
         """Waits until task_done() was called for every item put."""
         if self._manager._asynchronous:
             return self._callmethod("join")
-        _until(lambda: (self._sync(_getattr, "unfinished_tasks") == 0, None), None)
+        _polling.until(lambda: (self._sync(_getattr, "unfinished_tasks") == 0, None), None)
 
 
 class AcquirerProxy(AutoProxy):
@@ -557,7 +531,9 @@ class AcquirerProxy(AutoProxy):
         blocking: whether it was taken."""
         if not blocking or self._manager._asynchronous:
             return self._callmethod("acquire", (blocking,) if timeout is None else (blocking, timeout))
-        taken, _ = _until(lambda: (self._callmethod("acquire", (False,)), None), timeout)
+        if timeout is not None and timeout < 0:  # threading's -1: no limit
+            timeout = None
+        taken, _ = _polling.until(lambda: (self._callmethod("acquire", (False,)), None), timeout)
         return taken
 
     def release(self):
@@ -581,7 +557,7 @@ class EventProxy(AutoProxy):
         limit): whether it is set."""
         if self._manager._asynchronous:
             return self._callmethod("wait", (timeout,))
-        is_set, _ = _until(lambda: (self._callmethod("is_set"), None), timeout)
+        is_set, _ = _polling.until(lambda: (self._callmethod("is_set"), None), timeout)
         return is_set
 
 

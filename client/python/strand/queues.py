@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 
-from . import _pickling, _worker
+from . import _pickling, _polling, _worker
 from . import gateway as _gateway
 
 WAIT_S = 30
@@ -66,7 +66,7 @@ def _dec_bytes(item, gw):
     """The bytes an item carries, unpickled or not (recv_bytes)."""
     if isinstance(item, dict) and "$value_file" in item:
         with open(item["$value_file"], "rb") as f:
-            return f.read()[:-VALUE_TAIL]
+            return f.read(os.fstat(f.fileno()).st_size - VALUE_TAIL)
     if isinstance(item, dict):
         return gw.take_value(item["$value"])[:-VALUE_TAIL]
     return base64.b64decode(item)
@@ -501,9 +501,13 @@ class Connection:
         else:
             self._gw.request("POST", "/v1/pipes/%s/ends/%d/send" % (self.pipe, self.end), {"item": item})
 
-    def _recv(self, timeout, raw):
+    def _end_reader(self):
+        """This end's reader in this program, or None in a task."""
         base = "/v1/pipes/%s/ends/%d" % (self.pipe, self.end)
-        reader = _reader(self, base, base + "/recv")
+        return _reader(self, base, base + "/recv")
+
+    def _recv(self, timeout, raw):
+        reader = self._end_reader()
         if reader is None:
             return _take(self._gw, "recv", timeout, raw, pipe=self.pipe, end=self.end)
         return reader.get(timeout, raw)
@@ -573,10 +577,10 @@ class Connection:
         """Whether a message is waiting, or comes within timeout seconds
         (None: waits for one); it stays for the next recv."""
         self._check(True)
-        if _worker.inside():
+        reader = self._end_reader()
+        if reader is None:
             return _poll_inside(timeout, pipe=self.pipe, end=self.end)
-        base = "/v1/pipes/%s/ends/%d" % (self.pipe, self.end)
-        return _reader(self, base, base + "/recv").poll(timeout)
+        return reader.poll(timeout)
 
 
 def _size_inside(**names):
@@ -588,25 +592,11 @@ def _size_inside(**names):
     return int(item)
 
 
-POLL_PAUSE_MAX_S = 0.05
-
-
 def _poll_inside(timeout, **names):
-    """In a task: whether an item waits, asking again, the pause growing
-    from 1 ms to POLL_PAUSE_MAX_S, until timeout (None: until one does).
-    Nothing is taken: an item a task polled and never received is not
-    lost with it."""
-    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-    pause = 0.001
-    while _size_inside(**names) == 0:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            pause = min(pause, left)
-        time.sleep(pause)
-        pause = min(2 * pause, POLL_PAUSE_MAX_S)
-    return True
+    """In a task: whether an item waits, asking again and again until
+    timeout (None: until one does; _polling). Nothing is taken: an item a
+    task polled and never received is not lost with it."""
+    return _polling.until(lambda: (_size_inside(**names) > 0, None), timeout)[0]
 
 
 def Pipe(duplex=True, gateway=None):
