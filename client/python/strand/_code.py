@@ -19,14 +19,15 @@ version control, virtual environments, and a gateway's own files: its
 token and database must never reach a task)."""
 
 import fnmatch
-import hashlib
 import io
 import os
 import site
 import stat
 import sys
-import sysconfig
-import zipfile
+
+# hashlib, sysconfig and zipfile are imported where a package is made: a
+# program's modules import strand on every worker too, where these were 26
+# ms of a runtime's start (python3 -X importtime), and no worker makes one.
 
 MODULES_DIR = ".strand-py-modules"  # in the zip: modules from outside the folder (worker/code.h)
 DEFAULT_EXCLUDES = (
@@ -60,6 +61,8 @@ class CodeTooLarge(ValueError):
 def _library_roots():
     """Where the interpreter's own modules live: its standard library and
     site-packages, and every lib folder of its prefixes."""
+    import sysconfig
+
     roots = set()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)
@@ -169,6 +172,8 @@ class _Plan:
         """What names these files as they are now: each one's name in the
         zip, size, mode, inode and times (a write changes its ctime, which
         nothing sets back), and the zip's format."""
+        import hashlib
+
         h = hashlib.sha256(b"strand-code-1")
         for _, arcname, st in self.entries:
             h.update(
@@ -180,6 +185,8 @@ class _Plan:
     def pack(self):
         """The zip's bytes: the same bytes for the same files (sorted names,
         fixed dates and modes)."""
+        import zipfile
+
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as package:
             for path, arcname, st in self.entries:
@@ -300,6 +307,8 @@ def ensure(gw):
         fingerprint = plan.fingerprint()
         name = _remembered(fingerprint)
         if name is None or not _held(gw, name):
+            import hashlib
+
             data = plan.pack()
             name = hashlib.sha256(data).hexdigest()
             if not _held(gw, name):

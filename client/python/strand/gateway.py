@@ -15,14 +15,11 @@ goes once more on a new one. A process forked from one that had a
 connection makes its own: the socket it inherited is its parent's."""
 
 import atexit
-import hashlib
 import json
 import os
 import sys
 import socket
-import ssl
 import threading
-import urllib.parse
 
 from . import _worker
 
@@ -100,13 +97,23 @@ class StrandError(Exception):
         self.detail = detail
 
 
+def _ssl():
+    """ssl, imported when first needed: a program's modules import this one
+    on every worker, and ssl is 7 ms of a runtime's start."""
+    import ssl
+
+    return ssl
+
+
 class Gateway:
     def __init__(self, url=None, token=None, ca_file=None):
         self.url = (url or os.environ.get("STRAND_URL") or "http://127.0.0.1:8080").rstrip("/")
         self._value_max = None  # the gateway's --max-value-bytes, asked once
         self.token = token or os.environ.get("STRAND_TOKEN") or self._token_file()
         ca = ca_file or os.environ.get("STRAND_CA_FILE")
-        self.context = ssl.create_default_context(cafile=ca) if ca else None
+        self.context = _ssl().create_default_context(cafile=ca) if ca else None
+        import urllib.parse  # here: a worker imports this module, and seldom reaches a gateway
+
         where = urllib.parse.urlsplit(self.url)
         if where.scheme not in ("http", "https") or not where.hostname or where.query or where.fragment:
             raise ValueError("a gateway URL is http:// or https://HOST[:PORT][/PATH], not %r" % self.url)
@@ -153,6 +160,8 @@ class Gateway:
                 % (len(data) + len(tail), self._value_max),
             )
         if name is None:
+            import hashlib
+
             hashed = hashlib.sha256(data)
             hashed.update(tail)
             name = hashed.hexdigest()
@@ -191,7 +200,7 @@ class Gateway:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._https:
-                context = self.context or ssl.create_default_context()
+                context = self.context or _ssl().create_default_context()
                 sock = context.wrap_socket(sock, server_hostname=self._host)
         except BaseException:
             sock.close()

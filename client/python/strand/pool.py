@@ -7,9 +7,7 @@ import base64
 import binascii
 import builtins
 import collections
-import concurrent.futures
 import functools
-import hashlib
 import json
 import multiprocessing
 import os
@@ -96,12 +94,17 @@ class _JobValues:
             upload = arg.arg if isinstance(arg, _WithRefs) else arg
             if isinstance(upload, _Upload) and not hasattr(upload, "future"):
                 if self._pool is None:
+                    import concurrent.futures  # here, as hashlib below: see _code's imports
+
                     self._pool = concurrent.futures.ThreadPoolExecutor(self.UPLOADS, "strand-upload")
                 upload.future = self._pool.submit(self._upload, upload.data)
 
     def _upload(self, data):
         """One pass over the bytes: their hash (equal ones go once) and,
         from it, that of the bytes with the job's nonce after them."""
+        import concurrent.futures
+        import hashlib
+
         hashed = hashlib.sha256(data)
         key = hashed.digest()
         with self._lock:

@@ -5,14 +5,30 @@ experimental). fiber.init's settings are fiber.config's (backend and
 image become strand.init's defaults); the gateway comes from $STRAND_URL
 and $STRAND_TOKEN (or init(url=, token=, ca_file=))."""
 
+import importlib
 import os
 
-from . import config, experimental, managers, pool, process, queues
-from ..managers import Manager
+from . import config
 from .meta import meta  # the decorator, as fiber.meta is (its module: strand.fiber.meta)
-from .pool import Pool
-from .process import Process, active_children, current_process
-from .queues import Pipe, SimpleQueue
+
+# The names below come at first use. A program's own modules import this
+# package on every worker too, before its first task: importing all of it
+# there was 40 ms of CPU a runtime (zipfile, ssl, configparser, logging;
+# python3 -X importtime), four runtimes of a new Pool(4) on two cores.
+_LAZY = {
+    "experimental": (".experimental", None),
+    "managers": (".managers", None),
+    "pool": (".pool", None),
+    "process": (".process", None),
+    "queues": (".queues", None),
+    "Manager": ("..managers", "Manager"),
+    "Pool": (".pool", "Pool"),
+    "Process": (".process", "Process"),
+    "active_children": (".process", "active_children"),
+    "current_process": (".process", "current_process"),
+    "Pipe": (".queues", "Pipe"),
+    "SimpleQueue": (".queues", "SimpleQueue"),
+}
 
 __all__ = [
     "init",
@@ -36,6 +52,25 @@ __all__ = [
 ]
 
 _STRAND_KEYS = ("url", "token", "ca_file")
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return _load(name)
+
+
+def _load(name):
+    module, attribute = _LAZY[name]
+    found = importlib.import_module(module, __name__)
+    if attribute is not None:
+        found = getattr(found, attribute)
+    globals()[name] = found  # asked once
+    return found
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def init(**kwargs):
@@ -72,17 +107,20 @@ class _Context:
     """What get_context() gives: multiprocessing's context surface, over
     strand (Fiber has one context; every start method is it)."""
 
-    Process = Process
-    Pool = Pool
-    SimpleQueue = SimpleQueue
-    Pipe = staticmethod(Pipe)
-    Manager = staticmethod(Manager)
-    current_process = staticmethod(current_process)
-    active_children = staticmethod(active_children)
-    cpu_count = staticmethod(cpu_count)
+    _NAMES = frozenset(
+        ("Process", "Pool", "SimpleQueue", "Pipe", "Manager", "current_process", "active_children", "cpu_count")
+    )
 
     def __init__(self, method=None):
         self._name = method or "strand"
+
+    def __getattr__(self, name):
+        if name not in self._NAMES:
+            raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+        return globals()[name] if name in globals() else _load(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | self._NAMES)
 
     def get_context(self, method=None):
         """Another context of the same names (every method is the same

@@ -13,18 +13,12 @@ debug, the ipc_* ports, ...) name parts of Fiber that
 strand does not have: they are kept and shown, and setting one warns once
 (docs/fiber.md says why each has no meaning here)."""
 
-import configparser
-import logging
 import os
 import warnings
 
-LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-}
+# logging's levels, by their values: every worker imports this module before
+# its first task, and importing logging (5 ms) would only give these numbers.
+LOG_LEVELS = {"notset": 0, "debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 # Fiber's keys and defaults; those strand reads come first.
 DEFAULTS = {
@@ -35,7 +29,7 @@ DEFAULTS = {
     "cpu_per_job": 1,
     "mem_per_job": None,
     "debug": False,
-    "log_level": logging.INFO,
+    "log_level": LOG_LEVELS["info"],
     "log_file": "/tmp/fiber.log",
     "ipc_active": True,
     "ipc_admin_master_port": 0,
@@ -76,7 +70,7 @@ def _typed(key, value):
     if not isinstance(value, str):
         return value
     if key == "log_level":
-        return LOG_LEVELS.get(value.lower(), logging.NOTSET)
+        return LOG_LEVELS.get(value.lower(), LOG_LEVELS["notset"])
     if isinstance(DEFAULTS[key], bool):
         return value.strip().lower() in ("1", "true", "yes", "on")
     if key in ("cpu_per_job", "mem_per_job", "ipc_admin_master_port", "ipc_admin_worker_port"):
@@ -88,6 +82,8 @@ def _read(conf_file=".fiberconfig"):
     """The settings a file and the environment give, as Fiber reads them."""
     values = dict(DEFAULTS)
     if os.path.exists(conf_file):
+        import configparser
+
         parser = configparser.ConfigParser()
         parser.read(conf_file)
         for key in parser["default"] if "default" in parser else ():
