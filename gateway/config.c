@@ -126,6 +126,8 @@ void gw_config_usage(FILE *f, const gw_config *cfg)
 	        "  --lease-ms MS        worker lease (STRAND_LEASE_MS, default 5000)\n"
 	        "  --gpus N             GPUs on this host for the local backend (STRAND_GPUS, default:\n"
 	        "                       the /dev/nvidiaN devices found)\n"
+	        "  --local-starts N     local workers starting at once, the next as soon as one is up\n"
+	        "                       (STRAND_LOCAL_STARTS, default: this host's CPUs)\n"
 	        "\nQuotas: what the gateway holds at once; past one a request gets 429 naming it\n"
 	        "  --max-pools N        pools not ended (STRAND_MAX_POOLS, default 256)\n"
 	        "  --max-managers N     managers not ended (STRAND_MAX_MANAGERS, default 256)\n"
@@ -337,6 +339,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	        {"slurm-partition", required_argument, NULL, 1012},
 	        {"slurm-output-dir", required_argument, NULL, 1013},
 	        {"gpus", required_argument, NULL, 'g'},
+	        {"local-starts", required_argument, NULL, 1042},
 	        {"token-file", required_argument, NULL, 't'},
 	        {"no-auth", no_argument, NULL, 'N'},
 	        {"public-host", required_argument, NULL, 'P'},
@@ -414,6 +417,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	snprintf(cfg->k8s.ns, sizeof(cfg->k8s.ns), "default");
 	in_cluster(cfg);
 	cfg->gpus = -1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cfg->local_starts = cpus > 0 ? (int)cpus : 1;
+	if (getenv("STRAND_LOCAL_STARTS") && getenv("STRAND_LOCAL_STARTS")[0])
+		cfg->local_starts = atoi(getenv("STRAND_LOCAL_STARTS"));
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
 	cfg->hub_per_address = 128;
@@ -502,6 +509,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1012: set(cfg->slurm.partition, sizeof(cfg->slurm.partition), optarg); break;
 		case 1013: set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), optarg); break;
 		case 'g': cfg->gpus = atoi(optarg); break;
+		case 1042: cfg->local_starts = atoi(optarg); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
 		case 'P': set(cfg->public_hosts, sizeof(cfg->public_hosts), optarg); break;
@@ -654,6 +662,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->slurm.timeout_s = cfg->backend_timeout_s;
 	if (cfg->lease_ms < 100) {
 		snprintf(detail, detail_len, "lease must be at least 100 ms");
+		return CM_EINVAL;
+	}
+	if (cfg->local_starts < 1 || cfg->local_starts > 4096) {
+		snprintf(detail, detail_len, "--local-starts must be 1 to 4096");
 		return CM_EINVAL;
 	}
 	if (cfg->gpus > CONFIG_GPUS_MAX) {

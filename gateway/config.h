@@ -37,6 +37,7 @@ typedef struct gw_config {
 	char web_root[1024]; /* dashboard files */
 	int lease_ms; /* a worker silent this long loses its tasks */
 	int gpus; /* GPUs the local backend hands out: --gpus, else the /dev/nvidiaN found */
+	int local_starts; /* local workers starting at once (engine/scale.c): --local-starts, else the CPUs */
 	char token_file[1100]; /* the API token: read, or created 0600 */
 	char token[256]; /* STRAND_TOKEN, taken out of the environment so no child inherits it */
 	int no_auth; /* --no-auth: no token asked (loopback only) */

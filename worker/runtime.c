@@ -638,6 +638,25 @@ int worker_runtime_start(worker_runtime *rt, char *why, size_t why_len)
 	return rt->child.pid > 0 ? CM_OK : start(rt, why, why_len);
 }
 
+int worker_runtime_await_start(worker_runtime *rt, unsigned wait_ms)
+{
+	char why[256];
+	frame f;
+
+	if (rt->child.pid <= 0 || rt->ready)
+		return CM_OK;
+	/* The deadline comes no later than the silence, so EX_GONE is an
+	 * exit, not a wait too short for a heartbeat. */
+	exchanged ex = exchange(rt, cm_now_ms() + wait_ms, (int)wait_ms, &f, why, sizeof(why));
+	if (ex == EX_TIMEOUT)
+		return CM_ETIMEDOUT;
+	if (ex != EX_FRAME || f.type != 'S')
+		return CM_EUNAVAIL; /* left as it is, for the first task's await_ready */
+	consume(rt, &f);
+	rt->ready = 1;
+	return CM_OK;
+}
+
 /* Makes it ready for a task: the one started ahead (worker_runtime_start)
  * once its ready frame comes, else a new one. One started ahead that did
  * not come up is started once more, as if it never was: its trouble is the

@@ -72,11 +72,16 @@ int worker_runtime_finish(worker_runtime *rt);
  * Process's exit code then, as multiprocessing's child's; else -1. */
 int worker_runtime_lost_code(const worker_runtime *rt);
 /* Starts it now, ahead of its first task, so that the program loads (a
- * Python runtime imports for tens of milliseconds) while the worker dials
- * the hub; its ready frame is read when the first task comes. CM_OK also
- * when it runs already; else why says why, and the first task tries
- * again. */
+ * Python runtime imports for tens of milliseconds) before any task waits
+ * for it; its ready frame is read by worker_runtime_await_start, or when
+ * the first task comes. CM_OK also when it runs already; else why says
+ * why, and the first task tries again. */
 int worker_runtime_start(worker_runtime *rt, char *why, size_t why_len);
+/* Waits at most wait_ms for the ready frame of the one started ahead.
+ * CM_OK once it came (or none runs, or it came before); CM_ETIMEDOUT
+ * while it still loads; CM_EUNAVAIL when it ended or said something
+ * else: the first task then finds out and starts it again. */
+int worker_runtime_await_start(worker_runtime *rt, unsigned wait_ms);
 /* A task for worker_runtime_run_many. */
 typedef struct worker_runtime_task {
 	const char *function; /* NAME, without "rt:" */

@@ -74,6 +74,10 @@
  * 1 s, so never less than 2 s; never more than half the time after which the
  * worker gives the gateway up. */
 #define RECV_TIMEOUT_MAX_MS 10000
+/* How long a worker waits for its runtime to load before it dials anyway
+ * (its first task then waits for the rest): well inside the gateway's
+ * time to connect (CONNECT_GRACE_MS). */
+#define RUNTIME_LOAD_WAIT_MS 5000
 #define RECV_TIMEOUT_MIN_MS 2000
 #define MAX_PULL_RESULTS_BYTES (8u << 20)
 #define MAX_PULL_OUTPUT_BYTES (1u << 20)
@@ -1105,6 +1109,17 @@ static void *take_turns(void *arg)
 	return NULL;
 }
 
+/* Waits for the runtime started ahead to load, in slices that hear a
+ * stop, for at most RUNTIME_LOAD_WAIT_MS. */
+static void await_runtime(worker_runtime *rt, atomic_int *stop)
+{
+	for (int waited = 0; waited < RUNTIME_LOAD_WAIT_MS && !*stop; waited += 100)
+		if (worker_runtime_await_start(rt, 100) != CM_ETIMEDOUT)
+			return;
+	if (!*stop)
+		cm_info("the runtime is still loading after %d s: dialing meanwhile", RUNTIME_LOAD_WAIT_MS / 1000);
+}
+
 int worker_run(const worker_config *cfg, atomic_int *stop)
 {
 	worker w = {.cfg = cfg, .stop = stop, .avg_ms = -1, .pid = (uint64_t)getpid(), .last_ok = cm_now_ms()};
@@ -1131,12 +1146,19 @@ int worker_run(const worker_config *cfg, atomic_int *stop)
 		return 1;
 	}
 	if (cfg->runtime) {
-		/* It loads while the worker dials and pulls: the first map's
-		 * tasks do not wait for an interpreter to start. */
+		/* Started before the worker asks for work, and waited for: a
+		 * task taken while the interpreter loads waits in this worker's
+		 * hand though another's may be up, and a local gateway starts a
+		 * pool's next workers once this one connects (engine/scale.c),
+		 * so that a new pool's first runtimes load on cores of their
+		 * own, not all at once. */
 		char why[128];
-		worker_runtime_use_values(worker_fns_runtime(w.fns), w.values);
-		if (worker_runtime_start(worker_fns_runtime(w.fns), why, sizeof(why)) != CM_OK)
+		worker_runtime *rt = worker_fns_runtime(w.fns);
+		worker_runtime_use_values(rt, w.values);
+		if (worker_runtime_start(rt, why, sizeof(why)) != CM_OK)
 			cm_warn("%s (the first task tries again)", why);
+		else
+			await_runtime(rt, stop);
 	}
 	if (cfg->manager) {
 		worker_manager *m = NULL;

@@ -909,6 +909,9 @@ void engine__handle_pull(engine *e, op *o)
 		p->fail_streak = 0;
 		store_worker_set_state(e->st, w->id, "connected", 0);
 		cm_info("worker %s of pool %s connected", w->id, p->id);
+		/* A local pool's next worker may start now (scale.c). */
+		if (p->state == POOL_ACTIVE || (p->state == POOL_CLOSED && !engine__pool_drained(p)))
+			engine__pool_converge(e, p, w->last_seen);
 	}
 	/* Its lines first: a task printed them before its result, and an
 	 * apply's answer (apply.c) says the number of the pool's last line.

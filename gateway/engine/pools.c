@@ -257,8 +257,7 @@ void engine__handle_pool_create(engine *e, op *o)
 	p->next = e->pools;
 	e->pools = p;
 	cm_info("pool %s created: %d %s workers", p->id, p->spec.processes, p->spec.backend);
-	for (int i = 0; i < p->spec.processes && p->state == POOL_ACTIVE; i++)
-		engine__worker_spawn(e, p);
+	engine__pool_converge(e, p, cm_now_ms());
 	o->out = engine__pool_json(p);
 }
 

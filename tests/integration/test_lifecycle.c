@@ -397,6 +397,20 @@ static void test_bad_hub_urls_refused(void **state)
 	}
 }
 
+/* --local-starts is a number of workers, 1 to 4096: else a usage error (64). */
+static void test_bad_local_starts_refused(void **state)
+{
+	static const char *const flags[] = {"--local-starts 0", "--local-starts 4097", "--local-starts two"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		char *out = gateway_output(flags[i]);
+		if (!strstr(out, "--local-starts must be 1 to 4096") || !strstr(out, "exit=64"))
+			fail_msg("%s: '%s' does not refuse it and exit 64", flags[i], out);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +422,7 @@ int main(void)
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	        cmocka_unit_test(test_ipc_hub),
 	        cmocka_unit_test(test_bad_hub_urls_refused),
+	        cmocka_unit_test(test_bad_local_starts_refused),
 	        cmocka_unit_test(test_threads_are_named),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);

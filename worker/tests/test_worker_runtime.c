@@ -4,7 +4,7 @@
  * runtime dropped them (it keeps the last 32); a runtime that dies on a
  * task losing that task only, the tasks after it going to a new runtime
  * with their contexts sent again; a task of several inputs that partly
- * failed. */
+ * failed; a runtime started ahead, and waited for before the worker dials. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
@@ -239,11 +239,70 @@ static void test_started_ahead(void **state)
 	rmdir(dir);
 }
 
+/* The worker waits for a runtime started ahead before it asks for work:
+ * not there while the runtime still loads, there once its ready frame came
+ * (its first task then runs in it); one that ended before it was ready is
+ * left to the first task, which starts it anew. */
+static void test_awaited_start(void **state)
+{
+	char dir[] = "/tmp/strand-test-rt-XXXXXX", go[64], path[64], argv_json[640], why[128];
+	worker_runtime_outcome how;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(go, sizeof(go), "%s/go", dir);
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	/* It loads until the test makes the file go. */
+	snprintf(argv_json, sizeof(argv_json),
+	         "[\"sh\", \"-c\", \"echo $$ > %s; while [ ! -e %s ]; do sleep 0.01; done; "
+	         "exec python3 %s/context_runtime.py\"]",
+	         path, go, STRAND_FIXTURES);
+	worker_runtime *rt = worker_runtime_new(argv_json);
+	assert_non_null(rt);
+	assert_int_equal(worker_runtime_await_start(rt, 10), CM_OK); /* none started: nothing to wait for */
+	assert_int_equal(worker_runtime_start(rt, why, sizeof(why)), CM_OK);
+	long ahead = pid_written(path);
+	assert_true(ahead > 0);
+	assert_int_equal(worker_runtime_await_start(rt, 50), CM_ETIMEDOUT);
+	FILE *fp = fopen(go, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(worker_runtime_await_start(rt, 30000), CM_OK);
+	assert_int_equal(worker_runtime_await_start(rt, 0), CM_OK); /* ready stays ready */
+	assert_int_equal(task_pid(rt, &how), ahead);
+	assert_int_equal(how, RT_OK);
+	worker_runtime_free(rt);
+
+	/* Ended before its ready frame: the first task starts another. */
+	unlink(go);
+	unlink(path);
+	snprintf(argv_json, sizeof(argv_json),
+	         "[\"sh\", \"-c\", \"echo $$ > %s; [ -e %s ] || exit 3; exec python3 %s/context_runtime.py\"]", path,
+	         go, STRAND_FIXTURES);
+	rt = worker_runtime_new(argv_json);
+	assert_non_null(rt);
+	assert_int_equal(worker_runtime_start(rt, why, sizeof(why)), CM_OK);
+	ahead = pid_written(path);
+	assert_int_equal(worker_runtime_await_start(rt, 30000), CM_EUNAVAIL);
+	fp = fopen(go, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	unlink(path);
+	long pid = task_pid(rt, &how);
+	assert_int_equal(how, RT_OK);
+	assert_true(pid > 0 && pid != ahead);
+	worker_runtime_free(rt);
+	unlink(go);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_contexts_and_a_death),
 	        cmocka_unit_test(test_started_ahead),
+	        cmocka_unit_test(test_awaited_start),
 	        cmocka_unit_test(test_partly_failed),
 	};
 	return cmocka_run_group_tests_name("worker_runtime", tests, NULL, NULL);

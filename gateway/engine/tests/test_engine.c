@@ -112,8 +112,9 @@ typedef struct fixture {
 	char w[2][32]; /* the pool's workers, as the fake started them */
 } fixture;
 
-/* An engine on an in-memory store whose ended jobs are kept retain_ms. */
-static int setup_retaining(void **state, int64_t retain_ms)
+/* An engine on an in-memory store whose ended jobs are kept retain_ms,
+ * starting local_starts workers at once. */
+static int setup_engine(void **state, int64_t retain_ms, int local_starts)
 {
 	fixture *f = calloc(1, sizeof(*f));
 	char *argv[] = {"test_engine", NULL};
@@ -127,6 +128,7 @@ static int setup_retaining(void **state, int64_t retain_ms)
 	snprintf(f->cfg.db, sizeof(f->cfg.db), ":memory:");
 	f->cfg.lease_ms = 150;
 	f->cfg.retain_ms = retain_ms;
+	f->cfg.local_starts = local_starts;
 	assert_int_equal(credentials_new(&f->creds), CM_OK);
 	f->fake = fake_backend_new("local");
 	backend *backends[] = {fake_backend_base(f->fake)};
@@ -137,14 +139,20 @@ static int setup_retaining(void **state, int64_t retain_ms)
 	return 0;
 }
 
+/* Every worker starts at once, whatever this host's CPUs. */
 static int setup(void **state)
 {
-	return setup_retaining(state, 7 * 86400000LL);
+	return setup_engine(state, 7 * 86400000LL, 64);
 }
 
 static int setup_retain_2s(void **state)
 {
-	return setup_retaining(state, 2000);
+	return setup_engine(state, 2000, 64);
+}
+
+static int setup_two_starts(void **state)
+{
+	return setup_engine(state, 7 * 86400000LL, 2);
 }
 
 static int teardown(void **state)
@@ -1027,6 +1035,38 @@ static void test_output_generation_moves_only_with_output(void **state)
 }
 
 /* A connected worker silent for two leases is killed. */
+/* A local pool's workers start --local-starts at a time (here 2): the
+ * third once one of the first two connected, the fourth once the other
+ * did, and no more than the pool's size. */
+static void test_local_workers_start_a_few_at_a_time(void **state)
+{
+	fixture *f = *state;
+	char body[] = "{\"processes\":4}", detail[256] = "", w[4][32];
+	pool_spec spec;
+	json_t *out = NULL;
+
+	assert_int_equal(spec_pool_parse(body, strlen(body), "local", "img", &spec, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(engine_pool_create(f->e, &spec, &out, detail, sizeof(detail)), CM_OK);
+	snprintf(f->pool, sizeof(f->pool), "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
+	assert_string_not_equal(fake_backend_worker(f->fake, 0, w[0]), "");
+	assert_string_not_equal(fake_backend_worker(f->fake, 1, w[1]), "");
+	usleep(200000); /* time for a third to come, were it started (a start holds its place for 1 s) */
+	assert_int_equal(fake_backend_runs(f->fake), 2);
+
+	map_echo(f, 8);
+	batch_free(pull(f, w[0], (pull_args){.want = 1}));
+	assert_string_not_equal(fake_backend_worker(f->fake, 2, w[2]), "");
+	assert_int_equal(fake_backend_runs(f->fake), 3); /* w[1] still starting holds the other place */
+
+	batch_free(pull(f, w[1], (pull_args){.want = 1}));
+	assert_string_not_equal(fake_backend_worker(f->fake, 3, w[3]), "");
+	batch_free(pull(f, w[2], (pull_args){.want = 1}));
+	batch_free(pull(f, w[3], (pull_args){.want = 1}));
+	usleep(100000);
+	assert_int_equal(fake_backend_runs(f->fake), 4);
+}
+
 static void test_silent_worker_loses_its_lease(void **state)
 {
 	fixture *f = *state;
@@ -1352,6 +1392,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_local_workers_start_a_few_at_a_time, setup_two_starts, teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
