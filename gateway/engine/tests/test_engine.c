@@ -1034,7 +1034,6 @@ static void test_output_generation_moves_only_with_output(void **state)
 	batch_free(c);
 }
 
-/* A connected worker silent for two leases is killed. */
 /* A local pool's workers start --local-starts at a time (here 2): the
  * third once one of the first two connected, the fourth once the other
  * did, and no more than the pool's size. */
@@ -1067,6 +1066,7 @@ static void test_local_workers_start_a_few_at_a_time(void **state)
 	assert_int_equal(fake_backend_runs(f->fake), 4);
 }
 
+/* A connected worker silent for two leases is killed. */
 static void test_silent_worker_loses_its_lease(void **state)
 {
 	fixture *f = *state;
