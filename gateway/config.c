@@ -419,6 +419,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	cfg->gpus = -1;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg->local_starts = cpus > 0 ? (int)cpus : 1;
+	cfg->local_start_slot_ms = 1000; /* a start slower than this waits on a disk, not the CPU */
 	if (getenv("STRAND_LOCAL_STARTS") && getenv("STRAND_LOCAL_STARTS")[0])
 		cfg->local_starts = atoi(getenv("STRAND_LOCAL_STARTS"));
 	cfg->http_idle_s = 10;

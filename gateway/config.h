@@ -38,6 +38,7 @@ typedef struct gw_config {
 	int lease_ms; /* a worker silent this long loses its tasks */
 	int gpus; /* GPUs the local backend hands out: --gpus, else the /dev/nvidiaN found */
 	int local_starts; /* local workers starting at once (engine/scale.c): --local-starts, else the CPUs */
+	int local_start_slot_ms; /* a start taking longer stops holding back the next: 1000 (tests lengthen it) */
 	char token_file[1100]; /* the API token: read, or created 0600 */
 	char token[256]; /* STRAND_TOKEN, taken out of the environment so no child inherits it */
 	int no_auth; /* --no-auth: no token asked (loopback only) */

@@ -27,10 +27,9 @@
  * four starts' time: 340 ms to its first map's results. Now at most one a
  * core starts at a time, gateway-wide (--local-starts; a worker connects
  * once its runtime is up, and the next starts then): the first are up in
- * one start's time, 180 ms to the same results.
- * A start slower than this (a slow disk, not the CPU) stops holding back
- * the next. */
-#define LOCAL_START_SLOT_MS 1000
+ * one start's time, 180 ms to the same results. A start slower than
+ * local_start_slot_ms (a slow disk, not the CPU) stops holding back the
+ * next. */
 #define UNKNOWN_TASK_US 500000.0 /* a task never measured is taken to take this (Dask's default) */
 
 static int store_size(engine *e, pool *p)
@@ -201,16 +200,21 @@ static int retire_one(engine *e, pool *p)
 	return 1;
 }
 
-/* How many more local workers may start now (LOCAL_START_SLOT_MS). */
-static int local_starts_free(const engine *e, int64_t now)
+/* How many more of local pool p's workers may start now. A pool with none
+ * starting may always start one: a pool of many slow starts does not hold
+ * back another pool's first worker. */
+static int local_starts_free(const engine *e, const pool *p, int64_t now)
 {
-	int starting = 0;
+	int starting = 0, own = 0;
 
 	for (const pool *q = e->pools; q; q = q->next)
 		if (q->backend == e->local)
 			for (const worker *w = q->workers; w; w = w->next)
-				starting += w->state == W_STARTING && !w->adopted && now - w->started < LOCAL_START_SLOT_MS;
-	return e->cfg->local_starts - starting;
+				if (w->state == W_STARTING && !w->adopted && now - w->started < e->cfg->local_start_slot_ms) {
+					starting++;
+					own += q == p;
+				}
+	return starting < e->cfg->local_starts ? e->cfg->local_starts - starting : !own;
 }
 
 void engine__pool_converge(engine *e, pool *p, int64_t now)
@@ -227,7 +231,7 @@ void engine__pool_converge(engine *e, pool *p, int64_t now)
 		active--;
 	if (active >= p->spec.processes)
 		return;
-	int room = p->backend == e->local ? local_starts_free(e, now) : INT_MAX;
+	int room = p->backend == e->local ? local_starts_free(e, p, now) : INT_MAX;
 	while (active < p->spec.processes && room > 0 && p->state != POOL_FAILED && engine__worker_spawn(e, p) == CM_OK) {
 		active++;
 		room--;

@@ -129,6 +129,7 @@ static int setup_engine(void **state, int64_t retain_ms, int local_starts)
 	f->cfg.lease_ms = 150;
 	f->cfg.retain_ms = retain_ms;
 	f->cfg.local_starts = local_starts;
+	f->cfg.local_start_slot_ms = 60000; /* a start holds its place until it connects */
 	assert_int_equal(credentials_new(&f->creds), CM_OK);
 	f->fake = fake_backend_new("local");
 	backend *backends[] = {fake_backend_base(f->fake)};
@@ -184,6 +185,20 @@ static void pool_of_two(fixture *f, const char *more)
 	json_decref(out);
 	for (int i = 0; i < 2; i++)
 		assert_string_not_equal(fake_backend_worker(f->fake, i, f->w[i]), "");
+}
+
+/* A local pool of n workers, its id in id. */
+static void pool_of(fixture *f, int n, char id[32])
+{
+	char body[64], detail[256] = "";
+	pool_spec spec;
+	json_t *out = NULL;
+
+	snprintf(body, sizeof(body), "{\"processes\":%d}", n);
+	assert_int_equal(spec_pool_parse(body, strlen(body), "local", "img", &spec, detail, sizeof(detail)), CM_OK);
+	assert_int_equal(engine_pool_create(f->e, &spec, &out, detail, sizeof(detail)), CM_OK);
+	snprintf(id, 32, "%s", json_string_value(json_object_get(out, "id")));
+	json_decref(out);
 }
 
 /* Maps function over n arguments, argument i the JSON text arg(i) prints
@@ -1040,17 +1055,12 @@ static void test_output_generation_moves_only_with_output(void **state)
 static void test_local_workers_start_a_few_at_a_time(void **state)
 {
 	fixture *f = *state;
-	char body[] = "{\"processes\":4}", detail[256] = "", w[4][32];
-	pool_spec spec;
-	json_t *out = NULL;
+	char w[4][32];
 
-	assert_int_equal(spec_pool_parse(body, strlen(body), "local", "img", &spec, detail, sizeof(detail)), CM_OK);
-	assert_int_equal(engine_pool_create(f->e, &spec, &out, detail, sizeof(detail)), CM_OK);
-	snprintf(f->pool, sizeof(f->pool), "%s", json_string_value(json_object_get(out, "id")));
-	json_decref(out);
+	pool_of(f, 4, f->pool);
 	assert_string_not_equal(fake_backend_worker(f->fake, 0, w[0]), "");
 	assert_string_not_equal(fake_backend_worker(f->fake, 1, w[1]), "");
-	usleep(200000); /* time for a third to come, were it started (a start holds its place for 1 s) */
+	usleep(200000); /* time for a third to come, were it started */
 	assert_int_equal(fake_backend_runs(f->fake), 2);
 
 	map_echo(f, 8);
@@ -1064,6 +1074,21 @@ static void test_local_workers_start_a_few_at_a_time(void **state)
 	batch_free(pull(f, w[3], (pull_args){.want = 1}));
 	usleep(100000);
 	assert_int_equal(fake_backend_runs(f->fake), 4);
+}
+
+/* While one pool's starts take every place, another pool still starts
+ * its workers, one at a time. */
+static void test_a_pool_starts_beside_another_holding_the_starts(void **state)
+{
+	fixture *f = *state;
+	char other[32], w[4][32];
+
+	pool_of(f, 4, f->pool);
+	assert_string_not_equal(fake_backend_worker(f->fake, 1, w[1]), "");
+	pool_of(f, 2, other);
+	assert_string_not_equal(fake_backend_worker(f->fake, 2, w[2]), "");
+	usleep(200000); /* time for a fourth to come, were it started */
+	assert_int_equal(fake_backend_runs(f->fake), 3);
 }
 
 /* A connected worker silent for two leases is killed. */
@@ -1393,6 +1418,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_probe_then_batches_within_fair_share, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_local_workers_start_a_few_at_a_time, setup_two_starts, teardown),
+	        cmocka_unit_test_setup_teardown(test_a_pool_starts_beside_another_holding_the_starts, setup_two_starts,
+	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
