@@ -1046,6 +1046,45 @@ class ChunkTest(unittest.TestCase):
             self.assertEqual(pool.apply(pow, (2,), {"exp": 5}), 32)
 
 
+class SlicedInputsTest(WithPool):
+    def test_a_range_or_tuple_goes_as_its_slices(self):
+        # A range, tuple or list is chunked as it is, each chunk a slice
+        # of it (a range's pickle is its three numbers); anything else is
+        # made a list first. The values are the same either way.
+        from strand import pool as pool_module
+
+        sent = []
+        real = pool_module._chunk_tasks
+
+        def kept(items, chunksize, *rest):
+            sent.append(items)
+            return real(items, chunksize, *rest)
+
+        pool_module._chunk_tasks = kept
+        try:
+            stepped = range(10, -7, -3)
+            self.assertEqual(self.pool.map(square, stepped, chunksize=2), [x * x for x in stepped])
+            self.assertIs(sent[-1], stepped)
+            self.assertEqual(self.pool.map(square, range(100000)), [x * x for x in range(100000)])
+            self.assertEqual(type(sent[-1]), range)
+            numbers = tuple(range(0, 60, 7))
+            self.assertEqual(self.pool.starmap(pow, tuple((x, 2) for x in numbers)), [x * x for x in numbers])
+            self.assertEqual(type(sent[-1]), tuple)
+            self.assertEqual(list(self.pool.imap(square, range(5))), [0, 1, 4, 9, 16])
+            self.assertEqual(type(sent[-1]), range)
+            self.assertEqual(self.pool.map(square, (x for x in range(4))), [0, 1, 4, 9])
+            self.assertEqual(sent[-1], [0, 1, 2, 3])
+        finally:
+            pool_module._chunk_tasks = real
+        # Each of the 8 default chunks of range(100000) is a range: a few
+        # dozen bytes of pickle, not 12,500 numbers' worth.
+        tasks, counts = real(range(100000), 12500)
+        self.assertEqual(counts, [12500] * 8)
+        firsts = [pickle.loads(base64.b64decode(t))[0][0] for t in tasks]
+        self.assertEqual(firsts, [range(i, i + 12500) for i in range(0, 100000, 12500)])
+        self.assertTrue(all(len(t) < 100 for t in tasks), [len(t) for t in tasks])
+
+
 class RuntimeTest(unittest.TestCase):
     def test_a_pickled_argument_read_with_json_escapes(self):
         # The runtime reads a pickle task's base64 as it is, but a REST

@@ -640,7 +640,10 @@ class Pool:
 
     def _map_job(self, func, runner, iterable, chunksize, name):
         """The job of a map or starmap, or None for no input."""
-        items = iterable if isinstance(iterable, list) else list(iterable)
+        # A list, tuple or range is chunked as it is: its slices are of its
+        # own type, and a range's pickle is its bounds, not its numbers
+        # (list(range(100000)) alone took 2.4 to 6 ms of a 20 ms map).
+        items = iterable if type(iterable) in (list, tuple, range) else list(iterable)
         if chunksize is None:
             chunksize = self._default_chunksize(len(items))
         if chunksize < 1:
