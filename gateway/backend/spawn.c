@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <grp.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,13 +72,45 @@ static char **environment(char *const *env, size_t nenv, int env_only)
 
 #define PID_ENV "STRAND_HOST_PID="
 
-/* Writes the child's pid after PID_ENV in pid_env (room for 20 digits):
- * by hand, as snprintf is not async-signal-safe. */
-static void put_pid(char *pid_env)
+/* What the child needs, prepared by the parent: the child reads it from
+ * the parent's memory, which it shares until execve. */
+typedef struct child_args {
+	const spawn_options *o;
+	const char *path;
+	char **argv, **envp;
+	int null_fd, err_fd, secret_fd;
+	char *pid_env;
+} child_args;
+
+/* The child runs on the parent's memory (clone with CLONE_VM): a fork
+ * would copy the gateway's page tables and make every page of it
+ * copy-on-write, so that each of its threads' next writes took a page
+ * fault and a TLB flush of every CPU, for each worker started (perf of a
+ * gateway starting pools: the engine thread spent a third of its time in
+ * those faults). So the child makes system calls only, directly: libc's
+ * wrappers may touch state it shares with the parent (errno excepted:
+ * the parent thread, suspended until execve, sets its own again):
+ * setuid's, for one, takes libc's lock on the list of the gateway's
+ * threads and signals each of them to change its uid too.
+ * A sanitizer's bookkeeping is the parent's too: none is compiled in. */
+#define RAW __attribute__((no_sanitize("address", "thread", "undefined")))
+
+RAW static long sys(long nr, long a, long b, long c, long d)
+{
+	return syscall(nr, a, b, c, d);
+}
+
+RAW static int raw_errno(long rv)
+{
+	return rv < 0 ? errno : 0;
+}
+
+/* Writes the child's pid after PID_ENV in pid_env (room for 20 digits). */
+RAW static void put_pid(char *pid_env)
 {
 	char digits[24];
 	int n = 0;
-	unsigned long v = (unsigned long)getpid();
+	unsigned long v = (unsigned long)sys(SYS_getpid, 0, 0, 0, 0);
 
 	do
 		digits[n++] = (char)('0' + v % 10);
@@ -87,49 +121,69 @@ static void put_pid(char *pid_env)
 	*at = '\0';
 }
 
-/* In the child, between fork and execve: async-signal-safe calls only. */
-static void child(const spawn_options *o, const char *path, char **argv, char **envp, int null_fd, int err_fd,
-                  int secret_fd, char *pid_env)
+/* fd as the child's fd to, inherited across execve (dup3 refuses a move
+ * onto itself, so that one only loses close-on-exec). */
+RAW static void move_fd(int fd, int to)
 {
-	sigset_t none;
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	if (fd == to)
+		sys(SYS_fcntl, to, F_SETFD, 0, 0);
+	else
+		sys(SYS_dup3, fd, to, 0, 0);
+}
+
+/* The kernel's struct sigaction: SIG_DFL, no flags, an empty mask. */
+struct kernel_sigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+
+/* In the child, until execve; never returns. */
+RAW static int child(void *arg)
+{
+	const child_args *a = arg;
+	const spawn_options *o = a->o;
+	struct kernel_sigaction dfl = {0};
+	unsigned long none = 0;
 	int e;
 
-	if (pid_env)
-		put_pid(pid_env);
-	setpgid(0, 0);
-	umask(022); /* the gateway's own 077 is for its files, not a program's */
-	sigaction(SIGPIPE, &dfl, NULL); /* the gateway ignores it; a program must not inherit that */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (a->pid_env)
+		put_pid(a->pid_env);
+	sys(SYS_setpgid, 0, 0, 0, 0);
+	sys(SYS_umask, 022, 0, 0, 0); /* the gateway's own 077 is for its files, not a program's */
+	/* the gateway ignores SIGPIPE; a program must not inherit that */
+	sys(SYS_rt_sigaction, SIGPIPE, (long)&dfl, 0, sizeof(none));
+	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none));
 	if (o->output_fd >= 0) {
-		dup2(null_fd, 0);
-		dup2(o->output_fd, 1);
-		dup2(o->error_fd > 0 ? o->error_fd : o->output_fd, 2);
+		move_fd(a->null_fd, 0);
+		move_fd(o->output_fd, 1);
+		move_fd(o->error_fd > 0 ? o->error_fd : o->output_fd, 2);
 	}
 	/* Nothing of the gateway's (its database, sockets, pipes) leaks in; the
 	 * error pipe stays open until execve closes it. */
-	close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-	if (secret_fd >= 0)
-		fcntl(secret_fd, F_SETFD, 0); /* the one fd it inherits */
+	sys(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC, 0);
+	if (a->secret_fd >= 0)
+		sys(SYS_fcntl, a->secret_fd, F_SETFD, 0, 0); /* the one fd it inherits */
 	if (o->memory_bytes) {
 		struct rlimit rl = {.rlim_cur = o->memory_bytes, .rlim_max = o->memory_bytes};
-		setrlimit(RLIMIT_AS, &rl);
+		sys(SYS_prlimit64, 0, RLIMIT_AS, (long)&rl, 0);
 	}
 	/* A uid of its own: groups first, the uid last (it takes the right to
 	 * change the others). A step that fails fails the start. */
-	if (o->uid && (setgroups(0, NULL) != 0 || setgid((gid_t)o->uid) != 0 || setuid(o->uid) != 0)) {
-		e = errno;
-		while (write(err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+	if (o->uid && ((e = raw_errno(sys(SYS_setgroups, 0, 0, 0, 0))) != 0 ||
+	               (e = raw_errno(sys(SYS_setgid, (long)o->uid, 0, 0, 0))) != 0 ||
+	               (e = raw_errno(sys(SYS_setuid, (long)o->uid, 0, 0, 0))) != 0)) {
+		while (sys(SYS_write, a->err_fd, (long)&e, sizeof(e), 0) < 0 && errno == EINTR)
 			;
-		_exit(127);
+		sys(SYS_exit, 127, 0, 0, 0);
 	}
-	execve(path, argv, envp);
-	e = errno;
-	while (write(err_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+	e = raw_errno(sys(SYS_execve, (long)a->path, (long)a->argv, (long)a->envp, 0));
+	while (sys(SYS_write, a->err_fd, (long)&e, sizeof(e), 0) < 0 && errno == EINTR)
 		;
-	_exit(127);
+	sys(SYS_exit, 127, 0, 0, 0);
+	return 127;
 }
+
+/* The child's stack: its calls are system calls, with few locals. */
+#define CHILD_STACK (64 * 1024)
 
 int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t detail_len)
 {
@@ -187,11 +241,27 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 		err = CM_EUNAVAIL;
 		goto out;
 	}
-	pid = fork();
-	if (pid == 0)
-		child(o, path, argv, envp, null_fd, pipe_fd[1], secret_fd[0], o->pid_in_env ? pid_env : NULL);
+	child_args args = {.o = o,
+	                   .path = path,
+	                   .argv = argv,
+	                   .envp = envp,
+	                   .null_fd = null_fd,
+	                   .err_fd = pipe_fd[1],
+	                   .secret_fd = secret_fd[0],
+	                   .pid_env = o->pid_in_env ? pid_env : NULL};
+	void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		snprintf(detail, detail_len, "cannot start %s: %s", o->argv[0], strerror(errno));
+		err = CM_EUNAVAIL;
+		goto out;
+	}
+	/* This thread waits (CLONE_VFORK) until the child has called execve
+	 * or exited: its stack and args are free again then. */
+	pid = clone(child, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	int clone_errno = errno;
+	munmap(stack, CHILD_STACK);
 	if (pid < 0) {
-		snprintf(detail, detail_len, "fork: %s", strerror(errno));
+		snprintf(detail, detail_len, "clone: %s", strerror(clone_errno));
 		err = CM_EUNAVAIL;
 		goto out;
 	}
