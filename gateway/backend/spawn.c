@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -82,17 +80,19 @@ typedef struct child_args {
 	char *pid_env;
 } child_args;
 
-/* The child runs on the parent's memory (clone with CLONE_VM): a fork
- * would copy the gateway's page tables and make every page of it
- * copy-on-write, so that each of its threads' next writes took a page
- * fault and a TLB flush of every CPU, for each worker started (perf of a
- * gateway starting pools: the engine thread spent a third of its time in
- * those faults). So the child makes system calls only, directly: libc's
- * wrappers may touch state it shares with the parent (errno excepted:
- * the parent thread, suspended until execve, sets its own again):
- * setuid's, for one, takes libc's lock on the list of the gateway's
- * threads and signals each of them to change its uid too.
- * A sanitizer's bookkeeping is the parent's too: none is compiled in. */
+/* The child runs on the parent's memory and stack (vfork, which glibc
+ * makes a clone with CLONE_VM and CLONE_VFORK): a fork would copy the
+ * gateway's page tables and make every page of it copy-on-write, so that
+ * each of its threads' next writes took a page fault and a TLB flush of
+ * every CPU, for each worker started (perf of a gateway starting pools:
+ * the engine thread spent a third of its time in those faults). So the
+ * child makes system calls only, directly: libc's wrappers may touch
+ * state it shares with the parent (errno excepted: the parent thread,
+ * suspended until execve, sets its own again): setuid's, for one, takes
+ * libc's lock on the list of the gateway's threads and signals each of
+ * them to change its uid too. A sanitizer's bookkeeping is the parent's
+ * too: none is compiled in. (ThreadSanitizer makes vfork a fork, and
+ * starts a thread of its own in the child: an exit ends every thread.) */
 #define RAW __attribute__((no_sanitize("address", "thread", "undefined")))
 
 RAW static long sys(long nr, long a, long b, long c, long d)
@@ -136,10 +136,9 @@ struct kernel_sigaction {
 	unsigned long handler, flags, restorer, mask;
 };
 
-/* In the child, until execve; never returns. */
-RAW static int child(void *arg)
+/* In the child, until execve. */
+RAW __attribute__((noreturn)) static void child(const child_args *a)
 {
-	const child_args *a = arg;
 	const spawn_options *o = a->o;
 	struct kernel_sigaction dfl = {0};
 	unsigned long none = 0;
@@ -173,17 +172,26 @@ RAW static int child(void *arg)
 	               (e = raw_errno(sys(SYS_setuid, (long)o->uid, 0, 0, 0))) != 0)) {
 		while (sys(SYS_write, a->err_fd, (long)&e, sizeof(e), 0) < 0 && errno == EINTR)
 			;
-		sys(SYS_exit, 127, 0, 0, 0);
+		for (;;)
+			sys(SYS_exit_group, 127, 0, 0, 0);
 	}
 	e = raw_errno(sys(SYS_execve, (long)a->path, (long)a->argv, (long)a->envp, 0));
 	while (sys(SYS_write, a->err_fd, (long)&e, sizeof(e), 0) < 0 && errno == EINTR)
 		;
-	sys(SYS_exit, 127, 0, 0, 0);
-	return 127;
+	for (;;)
+		sys(SYS_exit_group, 127, 0, 0, 0);
 }
 
-/* The child's stack: its calls are system calls, with few locals. */
-#define CHILD_STACK (64 * 1024)
+/* The child started, apart from spawn_process so that none of its
+ * variables lives through vfork's second return. This thread waits until
+ * the child has called execve or exited. */
+static pid_t start_child(const child_args *a)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		child(a);
+	return pid;
+}
 
 int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t detail_len)
 {
@@ -249,19 +257,9 @@ int spawn_process(const spawn_options *o, pid_t *pid_out, char *detail, size_t d
 	                   .err_fd = pipe_fd[1],
 	                   .secret_fd = secret_fd[0],
 	                   .pid_env = o->pid_in_env ? pid_env : NULL};
-	void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		snprintf(detail, detail_len, "cannot start %s: %s", o->argv[0], strerror(errno));
-		err = CM_EUNAVAIL;
-		goto out;
-	}
-	/* This thread waits (CLONE_VFORK) until the child has called execve
-	 * or exited: its stack and args are free again then. */
-	pid = clone(child, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-	int clone_errno = errno;
-	munmap(stack, CHILD_STACK);
+	pid = start_child(&args);
 	if (pid < 0) {
-		snprintf(detail, detail_len, "clone: %s", strerror(clone_errno));
+		snprintf(detail, detail_len, "vfork: %s", strerror(errno));
 		err = CM_EUNAVAIL;
 		goto out;
 	}

@@ -2,8 +2,8 @@
  * spawn: starting a program the way libuv does. Everything the child needs
  * (its path, argv, environment) is prepared before the child is made, since
  * the gateway is multi-threaded; the child runs on the gateway's memory
- * until execve, as posix_spawn's does (clone with CLONE_VM and
- * CLONE_VFORK), and makes system calls only (spawn.c says why). An exec
+ * until execve, as posix_spawn's does (vfork), and makes system calls
+ * only (spawn.c says why). An exec
  * that fails is reported to the parent over a close-on-exec pipe, so a
  * missing program fails the spawn at once with its errno rather than as an
  * exit 127 later. Each program leads a process group of its own, so a stop
