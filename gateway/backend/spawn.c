@@ -150,7 +150,6 @@ RAW __attribute__((noreturn)) static void child(const child_args *a)
 	sys(SYS_umask, 022, 0, 0, 0); /* the gateway's own 077 is for its files, not a program's */
 	/* the gateway ignores SIGPIPE; a program must not inherit that */
 	sys(SYS_rt_sigaction, SIGPIPE, (long)&dfl, 0, sizeof(none));
-	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none));
 	if (o->output_fd >= 0) {
 		move_fd(a->null_fd, 0);
 		move_fd(o->output_fd, 1);
@@ -175,6 +174,10 @@ RAW __attribute__((noreturn)) static void child(const child_args *a)
 		for (;;)
 			sys(SYS_exit_group, 127, 0, 0, 0);
 	}
+	/* The gateway's threads block every signal (its main thread takes
+	 * them with sigwait); the program's mask is empty. Last, so that no
+	 * signal comes to this child before it is the program. */
+	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none));
 	e = raw_errno(sys(SYS_execve, (long)a->path, (long)a->argv, (long)a->envp, 0));
 	while (sys(SYS_write, a->err_fd, (long)&e, sizeof(e), 0) < 0 && errno == EINTR)
 		;
@@ -185,7 +188,7 @@ RAW __attribute__((noreturn)) static void child(const child_args *a)
 /* The child started, apart from spawn_process so that none of its
  * variables lives through vfork's second return. This thread waits until
  * the child has called execve or exited. */
-static pid_t start_child(const child_args *a)
+__attribute__((noinline)) static pid_t start_child(const child_args *a)
 {
 	pid_t pid = vfork();
 	if (pid == 0)
