@@ -3,11 +3,10 @@
  * (its path, argv, environment) is prepared before the child is made, since
  * the gateway is multi-threaded; the child runs on the gateway's memory
  * until execve, as posix_spawn's does (vfork), and makes system calls
- * only (spawn.c says why). An exec
- * that fails is reported to the parent over a close-on-exec pipe, so a
- * missing program fails the spawn at once with its errno rather than as an
- * exit 127 later. Each program leads a process group of its own, so a stop
- * reaches everything it started.
+ * only (spawn.c says why). An exec that fails is reported to the parent
+ * over a close-on-exec pipe, so a missing program fails the spawn at once
+ * with its errno rather than as an exit 127 later. Each program leads a
+ * process group of its own, so a stop reaches everything it started.
  */
 #ifndef GATEWAY_BACKEND_SPAWN_H
 #define GATEWAY_BACKEND_SPAWN_H
