@@ -420,8 +420,6 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg->local_starts = cpus > 0 ? (int)cpus : 1;
 	cfg->local_start_slot_ms = 1000; /* a start slower than this waits on a disk, not the CPU */
-	if (getenv("STRAND_LOCAL_STARTS") && getenv("STRAND_LOCAL_STARTS")[0])
-		cfg->local_starts = atoi(getenv("STRAND_LOCAL_STARTS"));
 	cfg->http_idle_s = 10;
 	cfg->http_per_client = 256;
 	cfg->hub_per_address = 128;
@@ -480,6 +478,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		cfg->lease_ms = atoi(getenv("STRAND_LEASE_MS"));
 	if (getenv("STRAND_GPUS") && getenv("STRAND_GPUS")[0])
 		cfg->gpus = atoi(getenv("STRAND_GPUS"));
+	if (getenv("STRAND_LOCAL_STARTS") && getenv("STRAND_LOCAL_STARTS")[0])
+		cfg->local_starts = atoi(getenv("STRAND_LOCAL_STARTS"));
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

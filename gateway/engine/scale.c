@@ -21,15 +21,6 @@
 #include "gateway/engine/engine_int.h"
 
 #define SCALE_EVERY_MS 250 /* autoscale looks this often */
-/* A local worker's start is CPU on this host: its sandbox, the worker and,
- * for a Python pool, an interpreter importing its modules (some 100 ms).
- * All started at once, a new Pool(4) on two cores had no runtime up before
- * four starts' time: 340 ms to its first map's results. Now at most one a
- * core starts at a time, gateway-wide (--local-starts; a worker connects
- * once its runtime is up, and the next starts then): the first are up in
- * one start's time, 180 ms to the same results. A start slower than
- * local_start_slot_ms (a slow disk, not the CPU) stops holding back the
- * next. */
 #define UNKNOWN_TASK_US 500000.0 /* a task never measured is taken to take this (Dask's default) */
 
 static int store_size(engine *e, pool *p)
@@ -200,6 +191,15 @@ static int retire_one(engine *e, pool *p)
 	return 1;
 }
 
+/* A local worker's start is CPU on this host: its sandbox, the worker and,
+ * for a Python pool, an interpreter importing its modules (some 100 ms).
+ * All started at once, a new Pool(4) on two cores had no runtime up before
+ * four starts' time: 340 ms to its first map's results. Now at most one a
+ * core starts at a time, gateway-wide (--local-starts; a worker connects
+ * once its runtime is up, and the next starts then): the first are up in
+ * one start's time, 180 ms to the same results. A start slower than
+ * local_start_slot_ms (a slow disk, not the CPU) stops holding back the
+ * next. */
 /* How many more of local pool p's workers may start now. A pool with none
  * starting may always start one: a pool of many slow starts does not hold
  * back another pool's first worker. */

@@ -97,22 +97,22 @@ class StrandError(Exception):
         self.detail = detail
 
 
-def _ssl():
-    """ssl, imported when first needed: a program's modules import this one
-    on every worker, and ssl is 7 ms of a runtime's start."""
-    import ssl
-
-    return ssl
-
-
 class Gateway:
     def __init__(self, url=None, token=None, ca_file=None):
         self.url = (url or os.environ.get("STRAND_URL") or "http://127.0.0.1:8080").rstrip("/")
         self._value_max = None  # the gateway's --max-value-bytes, asked once
         self.token = token or os.environ.get("STRAND_TOKEN") or self._token_file()
         ca = ca_file or os.environ.get("STRAND_CA_FILE")
-        self.context = _ssl().create_default_context(cafile=ca) if ca else None
-        import urllib.parse  # here: a worker imports this module, and seldom reaches a gateway
+        # ssl and urllib.parse here, not at the top: a program's modules
+        # import this one on every worker (ssl alone is 7 ms of a runtime's
+        # start), and a worker seldom reaches a gateway itself.
+        if ca:
+            import ssl
+
+            self.context = ssl.create_default_context(cafile=ca)
+        else:
+            self.context = None
+        import urllib.parse
 
         where = urllib.parse.urlsplit(self.url)
         if where.scheme not in ("http", "https") or not where.hostname or where.query or where.fragment:
@@ -200,7 +200,9 @@ class Gateway:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._https:
-                context = self.context or _ssl().create_default_context()
+                import ssl  # see __init__
+
+                context = self.context or ssl.create_default_context()
                 sock = context.wrap_socket(sock, server_hostname=self._host)
         except BaseException:
             sock.close()
