@@ -7,12 +7,14 @@ Each thread keeps one keep-alive connection, as libstrand does: urllib
 opened and closed a TCP connection for every request, a handshake and an
 accept on the gateway per apply. A request goes in one write (http.client
 writes its head and its body apart: two segments, and the gateway's HTTP
-thread woken for each), unless its body is large. Its answer is read here
-(_read_answer): http.client parses headers with the email package, a
-third of a small request's time in the client. A request that finds its reused connection closed before any byte of the
-answer came (the gateway closed it idle, past --http-idle, or restarted)
-goes once more on a new one. A process forked from one that had a
-connection makes its own: the socket it inherited is its parent's."""
+thread woken for each), its body in pieces (strand._body) that are never
+joined into one buffer. Its answer is read here (_read_answer):
+http.client parses headers with the email package, a third of a small
+request's time in the client. A request that finds its reused connection
+closed before any byte of the answer came (the gateway closed it idle,
+past --http-idle, or restarted) goes once more on a new one. A process
+forked from one that had a connection makes its own: the socket it
+inherited is its parent's."""
 
 import atexit
 import json
@@ -21,10 +23,11 @@ import sys
 import socket
 import threading
 
-from . import _worker
+from . import _body, _worker
 
 
-BODY_APART = 1 << 20  # a body larger than this is written apart from its head, not copied behind it
+IOV_MAX = 1024  # pieces a write takes (Linux's)
+JOIN_MAX = 1 << 20  # a request over TLS up to this is copied into one write
 HEAD_MAX = 64 << 10  # an answer's status line and headers, at most (the gateway's are a few hundred bytes)
 
 
@@ -79,6 +82,25 @@ def _read_answer(rfile, method):
     if length is None:  # to the connection's end
         return status, reason, rfile.read(), True
     return status, reason, _read_exactly(rfile, length), close
+
+
+def _write(sock, pieces, tls):
+    """Writes pieces (bytes-like) in order: a request, its head and body
+    in one system call (and one segment) when they fit, never copied into
+    one buffer. A TLS socket has no sendmsg: a request up to JOIN_MAX is
+    joined and written at once, a larger one a piece at a time."""
+    if tls:
+        for piece in [b"".join(pieces)] if sum(map(len, pieces)) <= JOIN_MAX else pieces:
+            sock.sendall(piece)
+        return
+    at = 0
+    while at < len(pieces):
+        sent = sock.sendmsg(pieces[at : at + IOV_MAX])
+        while at < len(pieces) and sent >= len(pieces[at]):
+            sent -= len(pieces[at])
+            at += 1
+        if sent:
+            pieces[at] = memoryview(pieces[at])[sent:]
 
 
 def _read_exactly(rfile, n):
@@ -233,7 +255,13 @@ class Gateway:
                 held.ended.set()
 
     def _send(self, method, path, body, timeout, raw=None, tail=b""):
-        data, content_type = raw or (json.dumps(body).encode() if body is not None else b"", "application/json")
+        if raw:
+            data, content_type = raw
+            pieces = [data]
+        else:
+            pieces, content_type = (_body.pieces(body) if body is not None else []), "application/json"
+        if tail:
+            pieces.append(tail)
         target = self._prefix + path
         # Written into the request as they are: nothing in them may end a
         # line or a field (a pool id from the caller, a token from a file).
@@ -249,17 +277,12 @@ class Gateway:
         if self.token:
             head += "Authorization: Bearer %s\r\n" % self.token
         if body is not None or raw or method in ("POST", "PUT", "PATCH"):
-            head += "Content-Length: %d\r\n" % (len(data) + len(tail))
-        # One write for most requests; a large body is not copied behind its head.
-        request = head.encode("latin-1") + b"\r\n" + (data if len(data) <= BODY_APART else b"")
+            head += "Content-Length: %d\r\n" % sum(map(len, pieces))
+        head = (head + "\r\n").encode("latin-1")
         for attempt in (0, 1):
             line, reused = self._connection(timeout)
             try:
-                line.sock.sendall(request)
-                if len(data) > BODY_APART:
-                    line.sock.sendall(data)
-                if tail:
-                    line.sock.sendall(tail)
+                _write(line.sock, [head] + pieces, self._https)
                 status, reason, text, close = _read_answer(line.rfile, method)
             except (_Closed, BrokenPipeError, ConnectionResetError):
                 # Nothing of the answer came: the gateway had closed it.

@@ -128,7 +128,7 @@ class _JobValues:
         uploaded, and named; one that holds references (or whose function
         does) as {"$refs": [SHA256, ...], "arg": ARG} (docs/tasks.md)."""
         refs = self._context_refs
-        if type(arg) is str and not refs:  # most: base64 text, no reference
+        if type(arg) is bytes and not refs:  # most: base64 text, no reference
             return arg
         if isinstance(arg, _WithRefs):
             refs, arg = refs | arg.refs, arg.arg
@@ -189,11 +189,12 @@ def _context(runner, init, func):
 
 
 def _arg(pickled):
-    """A task's pickled argument as a request carries it: base64 text, or
+    """A task's pickled argument as a request carries it: base64 text (as
+    bytes, which a request's body holds as they are: strand._body), or
     _Upload when it passes CHUNK_BYTES."""
     if len(pickled) > CHUNK_BYTES:
         return _Upload(pickled)
-    return binascii.b2a_base64(pickled, newline=False).decode("ascii")
+    return binascii.b2a_base64(pickled, newline=False)
 
 
 def _task(*args):
