@@ -15,6 +15,8 @@ import socket
 import struct
 import threading
 
+from . import _pid
+
 ENV = "STRAND_RUNTIME_RELAY"
 SOCKET = "socket"  # the folder holds nothing else
 LENGTH = struct.Struct("!I")
@@ -109,10 +111,10 @@ def call(op, args):
     """In a child: one call through the runtime, ("ok", item JSON text),
     ("empty", "") or ("error", why). One connection a thread and process."""
     conn = getattr(_client, "conn", None)
-    if conn is None or _client.pid != os.getpid():
+    if conn is None or _client.pid != _pid.current():
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(os.environ[ENV])
-        _client.conn, _client.pid = conn, os.getpid()
+        _client.conn, _client.pid = conn, _pid.current()
     try:
         _send(conn, {"op": op, "args": args})
         answer = _recv(conn)

@@ -23,7 +23,7 @@ import sys
 import socket
 import threading
 
-from . import _body, _worker
+from . import _body, _pid, _worker
 
 
 IOV_MAX = 1024  # pieces a write takes (Linux's)
@@ -215,7 +215,7 @@ class Gateway:
     def _connection(self, timeout):
         """This thread's socket to the gateway, and whether it served before."""
         line = getattr(self._local, "line", None)
-        if line is not None and line.pid == os.getpid():
+        if line is not None and line.pid == _pid.current():
             line.sock.settimeout(timeout)
             return line, True
         sock = socket.create_connection((self._host, self._port or (443 if self._https else 80)), timeout)
@@ -242,7 +242,7 @@ class Gateway:
         """The id of this program's lease, made at its first use."""
         with _lease_lock:
             held = getattr(self, "_lease", None)
-            if held is None or held.pid != os.getpid() or held.ended.is_set():
+            if held is None or held.pid != _pid.current() or held.ended.is_set():
                 held = self._lease = _Lease(self)
             return held.id
 
@@ -251,7 +251,7 @@ class Gateway:
         out): the next lease() makes another."""
         with _lease_lock:
             held = getattr(self, "_lease", None)
-            if held is not None and held.pid == os.getpid():
+            if held is not None and held.pid == _pid.current():
                 held.ended.set()
 
     def _send(self, method, path, body, timeout, raw=None, tail=b""):
@@ -321,7 +321,7 @@ class _Lease:
 
     def __init__(self, gw):
         self.id = gw.request("POST", "/v1/leases", {"lease_s": LEASE_S})["id"]
-        self.pid = os.getpid()
+        self.pid = _pid.current()
         self.ended = threading.Event()
         threading.Thread(target=self._renew, args=(gw,), name="strand-lease", daemon=True).start()
         atexit.register(self.end, gw)
@@ -344,7 +344,7 @@ class _Lease:
                 pass  # the gateway restarts: it gives the lease its whole time again
 
     def end(self, gw):
-        if os.getpid() != self.pid or self.ended.is_set():
+        if _pid.current() != self.pid or self.ended.is_set():
             return  # a forked child's copy: the parent's lease is the parent's
         for settle in list(before_lease_ends):
             settle()
@@ -362,7 +362,7 @@ class _Line:
     def __init__(self, sock):
         self.sock = sock
         self.rfile = sock.makefile("rb")
-        self.pid = os.getpid()
+        self.pid = _pid.current()
 
     def __del__(self):
         self.rfile.close()

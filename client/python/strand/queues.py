@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 
-from . import _pickling, _polling, _worker
+from . import _pickling, _pid, _polling, _worker
 from . import gateway as _gateway
 
 WAIT_S = 30
@@ -112,7 +112,7 @@ class _Reader:
 
     def __init__(self, gw, base, take):
         self.gw, self.base, self.take_path = gw, base, take
-        self.pid = os.getpid()
+        self.pid = _pid.current()
         self.lock = threading.Lock()
         self.items = collections.deque()
         self.hold = None  # what self.items came under: the last batch
@@ -211,7 +211,7 @@ class _Reader:
         """At the program's exit: its hold released. A get still waiting
         for its take (a thread blocked in get) told the hold before it used
         on arrival, and what its take brings goes back with the lease."""
-        if self.pid != os.getpid() or not self.lock.acquire(timeout=0.2):
+        if self.pid != _pid.current() or not self.lock.acquire(timeout=0.2):
             return
         try:
             self._release()
@@ -243,7 +243,7 @@ def _reader(owner, base, take):
     """owner's reader in this program (a forked child reads for itself),
     or None inside a worker (which reads through the worker)."""
     reader = owner.__dict__.get("_read")
-    if reader is None or reader.pid != os.getpid():
+    if reader is None or reader.pid != _pid.current():
         if _worker.inside():
             return None
         reader = owner._read = _Reader(owner._gw, base, take)
@@ -266,7 +266,7 @@ class _Feeder:
     BATCH_BYTES = 8 << 20  # of item text a request; the gateway takes 64 MiB
 
     def __init__(self, gw, path):
-        self.gw, self.path, self.pid = gw, path, os.getpid()
+        self.gw, self.path, self.pid = gw, path, _pid.current()
         self.cond = threading.Condition()
         self.items = collections.deque()
         self.sending = False
@@ -326,7 +326,7 @@ def _flush_all():
     """At exit, what was put reaches the gateway first (registered before
     a program's first pool or queue: atexit runs it after their own)."""
     for feeder in list(_feeders):
-        if feeder.pid == os.getpid():
+        if feeder.pid == _pid.current():
             try:
                 feeder.flush(FLUSH_AT_EXIT_S)
             except Exception as e:
@@ -360,7 +360,7 @@ class SimpleQueue:
 
     def _feeder(self):
         feeder = self.__dict__.get("_fed")
-        if feeder is None or feeder.pid != os.getpid():  # a forked child starts its own
+        if feeder is None or feeder.pid != _pid.current():  # a forked child starts its own
             feeder = self._fed = _Feeder(self._gw, "/v1/queues/%s/items" % self.id)
         return feeder
 
@@ -402,7 +402,7 @@ class SimpleQueue:
             return _size_inside(queue=self.id) == 0
         self.flush()  # what this program put counts, and what it read ahead
         read = self.__dict__.get("_read")
-        if read is not None and read.pid == os.getpid() and read.items:
+        if read is not None and read.pid == _pid.current() and read.items:
             return False
         return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
 
@@ -414,10 +414,10 @@ class SimpleQueue:
         if self.__dict__.get("_closed"):
             return
         fed = self.__dict__.get("_fed")
-        if fed is not None and fed.pid == os.getpid():
+        if fed is not None and fed.pid == _pid.current():
             fed.flush()
         read = self.__dict__.get("_read")
-        if read is not None and read.pid == os.getpid():
+        if read is not None and read.pid == _pid.current():
             read.settle()
         self._closed = True
 
@@ -434,7 +434,7 @@ class SimpleQueue:
         goes with it."""
         self._gw.request("DELETE", "/v1/queues/%s" % self.id)
         read = self.__dict__.get("_read")
-        if read is not None and read.pid == os.getpid():
+        if read is not None and read.pid == _pid.current():
             read.drop()
 
     def __repr__(self):

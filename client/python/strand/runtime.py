@@ -53,7 +53,7 @@ import threading
 import time
 import traceback
 
-from strand import _pickling, _relay, _worker
+from strand import _pickling, _pid, _relay, _worker
 
 HEADER = struct.Struct("<cQII")
 EXCEPTION_MARK = "strand-pickled-exception: "  # strand.pool reads it
@@ -232,7 +232,7 @@ class _Line:
 
     def __init__(self, fd_in, fd_out):
         self.fd_in, self.fd_out = fd_in, fd_out
-        self.pid = os.getpid()  # a forked child's copy is not its to use
+        self.pid = _pid.current()  # a forked child's copy is not its to use
         self.inbuf = bytearray()
         self.pos = 0  # where the next frame starts in inbuf
         # One thread reads at a time (the task loop, a task's call, a
@@ -425,7 +425,7 @@ class _Output(io.TextIOBase):
         if self.pending:
             data = "".join(self.pending).encode("utf-8", "replace")
             self.pending = []
-            if os.getpid() != self.line.pid:  # a forked child: the line is its parent's
+            if _pid.current() != self.line.pid:  # a forked child: the line is its parent's
                 while data:
                     data = data[os.write(self.stream, data) :]
                 return
