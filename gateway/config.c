@@ -1,6 +1,7 @@
 /* Flags and environment for strand-gateway. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -62,6 +63,29 @@ static int quotas_load(gw_config *cfg, char quota_text[][32], char *detail, size
 		}
 	}
 	return CM_OK;
+}
+
+/* The first whole-number flag (or variable) whose text is not one: atoi
+ * took "4abc" as 4, "two" as 0 and 2^32 + 4 as 4. */
+typedef struct {
+	const char *name, *text;
+} not_whole;
+
+/* *out from text, a whole number that fits an int (a sign allowed, no
+ * space, nothing after it); else it stays as it was and *bad names it. */
+static void whole(const char *text, const char *name, int *out, not_whole *bad)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || text[0] == ' ' || text[0] == '\t' || v < INT_MIN || v > INT_MAX) {
+		if (!bad->name)
+			*bad = (not_whole){name, text};
+		return;
+	}
+	*out = (int)v;
 }
 
 void gw_config_usage(FILE *f, const gw_config *cfg)
@@ -472,14 +496,21 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), getenv("STRAND_SLURM_OUTPUT_DIR"));
 	cfg->no_commands = getenv("STRAND_NO_COMMANDS") && strcmp(getenv("STRAND_NO_COMMANDS"), "1") == 0;
 	cfg->db_shared = getenv("STRAND_DB_SHARED") && strcmp(getenv("STRAND_DB_SHARED"), "1") == 0;
-	if (getenv("STRAND_BACKEND_TIMEOUT"))
-		cfg->backend_timeout_s = atoi(getenv("STRAND_BACKEND_TIMEOUT"));
-	if (getenv("STRAND_LEASE_MS"))
-		cfg->lease_ms = atoi(getenv("STRAND_LEASE_MS"));
-	if (getenv("STRAND_GPUS") && getenv("STRAND_GPUS")[0])
-		cfg->gpus = atoi(getenv("STRAND_GPUS"));
-	if (getenv("STRAND_LOCAL_STARTS") && getenv("STRAND_LOCAL_STARTS")[0])
-		cfg->local_starts = atoi(getenv("STRAND_LOCAL_STARTS"));
+	static const struct {
+		const char *name;
+		size_t field;
+	} whole_env[] = {
+	        {"STRAND_BACKEND_TIMEOUT", offsetof(gw_config, backend_timeout_s)},
+	        {"STRAND_LEASE_MS", offsetof(gw_config, lease_ms)},
+	        {"STRAND_GPUS", offsetof(gw_config, gpus)},
+	        {"STRAND_LOCAL_STARTS", offsetof(gw_config, local_starts)},
+	};
+	not_whole bad = {0};
+	for (size_t i = 0; i < sizeof(whole_env) / sizeof(whole_env[0]); i++) {
+		const char *text = getenv(whole_env[i].name);
+		if (text && text[0]) /* set but empty: the default */
+			whole(text, whole_env[i].name, (int *)((char *)cfg + whole_env[i].field), &bad);
+	}
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -491,16 +522,16 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 'w': set(cfg->worker_bin, sizeof(cfg->worker_bin), optarg); break;
 		case 'p': set(cfg->plugin_path, sizeof(cfg->plugin_path), optarg); break;
 		case 'r': set(cfg->web_root, sizeof(cfg->web_root), optarg); break;
-		case 'l': cfg->lease_ms = atoi(optarg); break;
+		case 'l': whole(optarg, "--lease-ms", &cfg->lease_ms, &bad); break;
 		case 'i': set(cfg->image, sizeof(cfg->image), optarg); break;
 		case 's': set(cfg->docker_socket, sizeof(cfg->docker_socket), optarg); break;
-		case 'o': cfg->backend_timeout_s = atoi(optarg); break;
+		case 'o': whole(optarg, "--backend-timeout", &cfg->backend_timeout_s, &bad); break;
 		case 1000: given.server = set(cfg->k8s.server, sizeof(cfg->k8s.server), optarg); break;
 		case 1001: given.token = set(cfg->k8s.token_file, sizeof(cfg->k8s.token_file), optarg); break;
 		case 1002: given.ca = set(cfg->k8s.ca_file, sizeof(cfg->k8s.ca_file), optarg); break;
 		case 1003: given.ns = set(cfg->k8s.ns, sizeof(cfg->k8s.ns), optarg); break;
 		case 1004: cfg->k8s.host_network = 1; break;
-		case 1005: cfg->k8s.start_grace_s = atoi(optarg); break;
+		case 1005: whole(optarg, "--k8s-start-grace", &cfg->k8s.start_grace_s, &bad); break;
 		case 1006: set(cfg->k8s.pull_policy, sizeof(cfg->k8s.pull_policy), optarg); break;
 		case 1007: set(cfg->kubeconfig, sizeof(cfg->kubeconfig), optarg); break;
 		case 1008: set(cfg->hub_advertise, sizeof(cfg->hub_advertise), optarg); break;
@@ -509,8 +540,8 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1011: cfg->slurm.enabled = 1; break;
 		case 1012: set(cfg->slurm.partition, sizeof(cfg->slurm.partition), optarg); break;
 		case 1013: set(cfg->slurm.output_dir, sizeof(cfg->slurm.output_dir), optarg); break;
-		case 'g': cfg->gpus = atoi(optarg); break;
-		case 1042: cfg->local_starts = atoi(optarg); break;
+		case 'g': whole(optarg, "--gpus", &cfg->gpus, &bad); break;
+		case 1042: whole(optarg, "--local-starts", &cfg->local_starts, &bad); break;
 		case 't': set(cfg->token_file, sizeof(cfg->token_file), optarg); break;
 		case 'N': cfg->no_auth = 1; break;
 		case 'P': set(cfg->public_hosts, sizeof(cfg->public_hosts), optarg); break;
@@ -538,12 +569,12 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		case 1038:
 		case 1039:
 		case 1040: snprintf(quota_text[c - 1030], sizeof(quota_text[0]), "%.31s", optarg); break;
-		case 'I': cfg->http_idle_s = atoi(optarg); break;
-		case 'c': cfg->http_per_client = atoi(optarg); break;
-		case 1021: cfg->http_header_s = atoi(optarg); break;
-		case 1022: cfg->http_min_rate = atoi(optarg); break;
-		case 1041: cfg->hub_per_address = atoi(optarg); break;
-		case 'm': cfg->http_max = atoi(optarg); break;
+		case 'I': whole(optarg, "--http-idle", &cfg->http_idle_s, &bad); break;
+		case 'c': whole(optarg, "--http-per-client", &cfg->http_per_client, &bad); break;
+		case 1021: whole(optarg, "--http-header-s", &cfg->http_header_s, &bad); break;
+		case 1022: whole(optarg, "--http-min-rate", &cfg->http_min_rate, &bad); break;
+		case 1041: whole(optarg, "--hub-per-address", &cfg->hub_per_address, &bad); break;
+		case 'm': whole(optarg, "--http-max", &cfg->http_max, &bad); break;
 		case 'T': set(cfg->tls_cert, sizeof(cfg->tls_cert), optarg); break;
 		case 'K': set(cfg->tls_key, sizeof(cfg->tls_key), optarg); break;
 		case 'a': set(cfg->hub_ca, sizeof(cfg->hub_ca), optarg); break;
@@ -555,6 +586,10 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 	}
 	if (optind < argc) {
 		snprintf(detail, detail_len, "unexpected argument '%s' (see --help)", argv[optind]);
+		return CM_EINVAL;
+	}
+	if (bad.name) {
+		snprintf(detail, detail_len, "%s must be a whole number, not '%.40s'", bad.name, bad.text);
 		return CM_EINVAL;
 	}
 	if (strcmp(sync, "normal") != 0 && strcmp(sync, "full") != 0) {

@@ -397,16 +397,33 @@ static void test_bad_hub_urls_refused(void **state)
 	}
 }
 
-/* --local-starts is a number of workers, 1 to 4096: else a usage error (64). */
-static void test_bad_local_starts_refused(void **state)
+/* A whole-number flag or variable is one, whole, and in its range: else a
+ * usage error (64) that names it (atoi took "4abc" as 4 and "two" as 0). */
+static void test_bad_whole_numbers_refused(void **state)
 {
-	static const char *const flags[] = {"--local-starts 0", "--local-starts 4097", "--local-starts two"};
+	static const struct {
+		const char *env, *flags, *words;
+	} cases[] = {
+	        {NULL, "--local-starts 0", "--local-starts must be 1 to 4096"},
+	        {NULL, "--local-starts 4097", "--local-starts must be 1 to 4096"},
+	        {NULL, "--local-starts two", "--local-starts must be a whole number, not 'two'"},
+	        {NULL, "--local-starts 4abc", "--local-starts must be a whole number, not '4abc'"},
+	        {NULL, "--lease-ms 5s", "--lease-ms must be a whole number, not '5s'"},
+	        {NULL, "--http-idle ''", "--http-idle must be a whole number, not ''"},
+	        {NULL, "--http-per-client ' 8'", "--http-per-client must be a whole number, not ' 8'"},
+	        {NULL, "--gpus 4294967297", "--gpus must be a whole number, not '4294967297'"},
+	        {"2x", "", "STRAND_LOCAL_STARTS must be a whole number, not '2x'"},
+	        {"3", "--local-starts 1e3", "--local-starts must be a whole number, not '1e3'"},
+	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		char *out = gateway_output(flags[i]);
-		if (!strstr(out, "--local-starts must be 1 to 4096") || !strstr(out, "exit=64"))
-			fail_msg("%s: '%s' does not refuse it and exit 64", flags[i], out);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].env)
+			setenv("STRAND_LOCAL_STARTS", cases[i].env, 1);
+		char *out = gateway_output(cases[i].flags);
+		unsetenv("STRAND_LOCAL_STARTS");
+		if (!strstr(out, cases[i].words) || !strstr(out, "exit=64"))
+			fail_msg("%s: '%s' does not say '%s' and exit 64", cases[i].flags, out, cases[i].words);
 		free(out);
 	}
 }
@@ -422,7 +439,7 @@ int main(void)
 	        cmocka_unit_test(test_closed_pool_finishes_then_stops_workers),
 	        cmocka_unit_test(test_ipc_hub),
 	        cmocka_unit_test(test_bad_hub_urls_refused),
-	        cmocka_unit_test(test_bad_local_starts_refused),
+	        cmocka_unit_test(test_bad_whole_numbers_refused),
 	        cmocka_unit_test(test_threads_are_named),
 	};
 	return cmocka_run_group_tests_name("lifecycle", tests, NULL, NULL);
