@@ -1,5 +1,7 @@
 /* strand-worker: flags and environment, signals, then worker_run. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +103,20 @@ static void usage(FILE *f)
 	           "  --version              strand-worker's version\n");
 }
 
+/* Seconds from text, strictly: a whole number, nothing after it (atoi took
+ * "5m" as 5 and "abc" as 0); -1 for anything else. */
+static int whole_seconds(const char *text)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || text[0] == ' ' || v < 0 || v > INT_MAX)
+		return -1;
+	return (int)v;
+}
+
 /* The worker's own secret, which every frame to the hub carries: read from
  * the pipe STRAND_SECRET_FD names (the local backend's way: no environment
  * ever holds it), or taken out of the environment at once (STRAND_SECRET),
@@ -156,7 +172,7 @@ int main(int argc, char **argv)
 	        .worker_id = env_or("STRAND_WORKER_ID", NULL),
 	        .secret = take_secret(),
 	        .plugin_path = env_or("STRAND_PLUGIN_PATH", NULL),
-	        .gateway_timeout_s = atoi(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
+	        .gateway_timeout_s = whole_seconds(env_or("STRAND_GATEWAY_TIMEOUT", "60")),
 	        .manager = env_or("STRAND_MANAGER_TYPE", NULL),
 	        .runtime = env_or("STRAND_RUNTIME", NULL),
 	        .hub_ca_pem = env_or("STRAND_HUB_CA_PEM", NULL),
@@ -168,6 +184,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	const char *run = NULL, *join_url = NULL, *ca_file = NULL;
 	char *join_token = getenv("STRAND_JOIN_TOKEN");
+	const char *timeout_from = "STRAND_GATEWAY_TIMEOUT";
 	cm_buf arg;
 	int c;
 
@@ -179,7 +196,10 @@ int main(int argc, char **argv)
 		case 'p': cfg.pool_id = optarg; break;
 		case 'i': cfg.worker_id = optarg; break;
 		case 'P': cfg.plugin_path = optarg; break;
-		case 't': cfg.gateway_timeout_s = atoi(optarg); break;
+		case 't':
+			cfg.gateway_timeout_s = whole_seconds(optarg);
+			timeout_from = "--gateway-timeout";
+			break;
 		case 'r': run = optarg; break;
 		case 'a':
 			if (cm_buf_puts(&arg, optarg) != CM_OK) {
@@ -194,6 +214,10 @@ int main(int argc, char **argv)
 		case 'V': printf("strand-worker %s\n", STRAND_VERSION); return 0;
 		default: fprintf(stderr, "strand-worker: bad arguments (see --help)\n"); return 64;
 		}
+	}
+	if (cfg.gateway_timeout_s < 0) {
+		fprintf(stderr, "strand-worker: %s must be a whole number of seconds\n", timeout_from);
+		return 64;
 	}
 	if (run) {
 		signal(SIGPIPE, SIG_IGN);

@@ -375,6 +375,36 @@ static void test_hub_of_another_ca_refused(void **state)
 	gateway_cleanup(&h);
 }
 
+/* --gateway-timeout (or STRAND_GATEWAY_TIMEOUT) is whole seconds: "5m"
+ * or "abc" is a usage error (64) before any join, not 5 s or the default. */
+static void test_bad_gateway_timeout_refused(void **state)
+{
+	static const char *const runs[] = {
+	        "strand-worker --gateway-timeout 5m --join http://127.0.0.1:9",
+	        "STRAND_GATEWAY_TIMEOUT=abc strand-worker --join http://127.0.0.1:9",
+	        "STRAND_GATEWAY_TIMEOUT=-3 strand-worker --join http://127.0.0.1:9",
+	};
+	static const char *const words[] = {
+	        "strand-worker: --gateway-timeout must be a whole number of seconds",
+	        "strand-worker: STRAND_GATEWAY_TIMEOUT must be a whole number of seconds",
+	        "strand-worker: STRAND_GATEWAY_TIMEOUT must be a whole number of seconds",
+	};
+	char cmd[512], out[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "cd %s && STRAND_JOIN_TOKEN=t PATH=%s:$PATH %s 2>&1; echo exit=$?",
+		         g.dir, STRAND_BIN_DIR, runs[i]);
+		FILE *p = popen(cmd, "r");
+		assert_non_null(p);
+		size_t n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = '\0';
+		pclose(p);
+		if (!strstr(out, words[i]) || !strstr(out, "exit=64"))
+			fail_msg("%s said '%s', not '%s' and exit 64", runs[i], out, words[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +413,7 @@ int main(void)
 	        cmocka_unit_test(test_bad_joins_refused),
 	        cmocka_unit_test(test_join_over_tls),
 	        cmocka_unit_test(test_hub_of_another_ca_refused),
+	        cmocka_unit_test(test_bad_gateway_timeout_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
