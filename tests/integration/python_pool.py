@@ -566,6 +566,16 @@ class HttpsTest(unittest.TestCase):
             gw = strand.gateway.Gateway(url, token=secret, ca_file=cert)
             self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": [], "next_cursor": None})
             self.assertEqual(gw.request("GET", "/v1/pools"), {"pools": [], "next_cursor": None})  # on the same connection
+            # Bodies over TLS, which has no sendmsg: one under JOIN_MAX in
+            # one write, one over it a piece at a time; every byte in, in order.
+            queue = gw.request("POST", "/v1/queues")["id"]
+            small = [base64.b64encode(os.urandom(3000)) for _ in range(5)]
+            large = [base64.b64encode(os.urandom(400000)) for _ in range(4)]
+            self.assertGreater(sum(map(len, large)), strand.gateway.JOIN_MAX)
+            for items in (small, large):
+                gw.request("POST", "/v1/queues/%s/items" % queue, {"items": items})
+                got = gw.request("POST", "/v1/queues/%s/take?max=100" % queue)["items"]
+                self.assertEqual(got, [item.decode() for item in items])
             gw.close()
             with self.assertRaises(ssl.SSLCertVerificationError):
                 strand.gateway.Gateway(url, token=secret).request("GET", "/v1/pools")
