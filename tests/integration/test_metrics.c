@@ -240,14 +240,15 @@ static void metrics_count_what_happened(void **state)
 	assert_true(check_histogram(&m, "strand_cycle_seconds", "") > 0);
 	/* Every run of a task (4 echoes, 3 failures, 2 failures run twice, 2
 	 * sleeps of 30 ms): how long it ran, how long it waited to be handed
-	 * out; the sleeps in the buckets above 10 ms. */
+	 * out. The sleeps are never in the buckets up to 10 ms and together
+	 * ran 60 ms at least; how fast the others ran is not bounded (under
+	 * ASan, beside other tests, an echo took over 10 ms). */
 	snprintf(labels, sizeof(labels), "pool=\"%s\"", pool);
 	assert_true(check_histogram(&m, "strand_task_run_seconds", labels) == 13);
 	assert_true(check_histogram(&m, "strand_task_queue_wait_seconds", labels) == 13);
+	assert_true(value(&m, "strand_task_run_seconds_sum", labels) >= 0.06);
 	snprintf(labels, sizeof(labels), "pool=\"%s\",le=\"0.01\"", pool);
-	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 11);
-	snprintf(labels, sizeof(labels), "pool=\"%s\",le=\"0.5\"", pool);
-	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) == 13);
+	assert_true(value(&m, "strand_task_run_seconds_bucket", labels) <= 11);
 	assert_true(value(&m, "strand_database_bytes", "") > 0);
 	/* Requests by route template: never an id in a label. */
 	assert_true(value(&m, "strand_http_requests_total",
