@@ -84,6 +84,10 @@ int cm_secret_equal(const void *a, const void *b, size_t len);
  * host_len bytes at most with its NUL) and port (digits, 1 to 65535; there
  * must be one). Returns CM_OK or CM_EINVAL. */
 int cm_host_port(const char *text, size_t len, char *host, size_t host_len, char port[6]);
+
+/* text as a whole number from lo to hi: digits after an optional sign,
+ * nothing before or after them. Returns CM_OK (and *out) or CM_EINVAL. */
+int cm_whole(const char *text, int64_t lo, int64_t hi, int64_t *out);
 /* A hub URL's socket: tcp://, tcp4://, tcp6:// (HOST:PORT follows;
  * *family is AF_UNSPEC, AF_INET or AF_INET6), the same in TLS
  * (tls+tcp://, tls+tcp4://, tls+tcp6://: *tls set) or ipc:// (a path;

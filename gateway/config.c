@@ -1,6 +1,5 @@
 /* Flags and environment for strand-gateway. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <getopt.h>
@@ -51,13 +50,10 @@ static int quotas_load(gw_config *cfg, char quota_text[][32], char *detail, size
 	for (int i = 0; i < QUOTA_FLAGS; i++) {
 		const char *text = quota_text[i][0] ? quota_text[i] : getenv(quota_flags[i].env);
 		int64_t *v = (int64_t *)((char *)cfg + quota_flags[i].field);
-		char *end;
 		*v = quota_flags[i].fallback;
 		if (!text || !text[0])
 			continue;
-		errno = 0;
-		*v = strtoll(text, &end, 10);
-		if (errno || end == text || *end || *v < 1) {
+		if (cm_whole(text, 1, INT64_MAX, v) != CM_OK) {
 			snprintf(detail, detail_len, "%s must be a whole number, 1 or more", quota_flags[i].flag);
 			return CM_EINVAL;
 		}
@@ -71,16 +67,13 @@ typedef struct {
 	const char *name, *text;
 } not_whole;
 
-/* *out from text, a whole number that fits an int (a sign allowed, no
- * space, nothing after it); else it stays as it was and *bad names it. */
+/* *out from text, a whole number that fits an int (cm_whole); else it
+ * stays as it was and *bad names it. */
 static void whole(const char *text, const char *name, int *out, not_whole *bad)
 {
-	char *end;
-	long v;
+	int64_t v;
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || text[0] == ' ' || text[0] == '\t' || v < INT_MIN || v > INT_MAX) {
+	if (cm_whole(text, INT_MIN, INT_MAX, &v) != CM_OK) {
 		if (!bad->name)
 			*bad = (not_whole){name, text};
 		return;
@@ -617,10 +610,7 @@ int gw_config_load(gw_config *cfg, int argc, char **argv, char *detail, size_t d
 		next_to_db(cfg, "strand-code", cfg->code_dir, sizeof(cfg->code_dir));
 	if (!cfg->value_dir[0])
 		next_to_db(cfg, "strand-values", cfg->value_dir, sizeof(cfg->value_dir));
-	char *end;
-	errno = 0;
-	cfg->max_code_bytes = strtoll(max_code, &end, 10);
-	if (errno || end == max_code || *end || cfg->max_code_bytes < 1 || cfg->max_code_bytes > ((int64_t)1 << 40)) {
+	if (cm_whole(max_code, 1, (int64_t)1 << 40, &cfg->max_code_bytes) != CM_OK) {
 		snprintf(detail, detail_len, "--max-code-bytes must be a number of bytes, 1 to 2^40");
 		return CM_EINVAL;
 	}

@@ -1,5 +1,4 @@
 /* strand-worker: flags and environment, signals, then worker_run. */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -103,18 +102,12 @@ static void usage(FILE *f)
 	           "  --version              strand-worker's version\n");
 }
 
-/* Seconds from text, strictly: a whole number, nothing after it (atoi took
- * "5m" as 5 and "abc" as 0); -1 for anything else. */
+/* Seconds from text, a whole number (cm_whole); -1 for anything else. */
 static int whole_seconds(const char *text)
 {
-	char *end;
-	long v;
+	int64_t v;
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || text[0] == ' ' || v < 0 || v > INT_MAX)
-		return -1;
-	return (int)v;
+	return cm_whole(text, 0, INT_MAX, &v) == CM_OK ? (int)v : -1;
 }
 
 /* The worker's own secret, which every frame to the hub carries: read from

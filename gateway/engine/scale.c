@@ -199,8 +199,9 @@ static int retire_one(engine *e, pool *p)
  * once its runtime is up, and the next starts then): the first are up in
  * one start's time, 180 ms to the same results. A start slower than
  * local_start_slot_ms (a slow disk, not the CPU) stops holding back the
- * next. */
-/* How many more of local pool p's workers may start now. A pool with none
+ * next.
+ *
+ * How many more of local pool p's workers may start now. A pool with none
  * starting may always start one: a pool of many slow starts does not hold
  * back another pool's first worker. */
 static int local_starts_free(const engine *e, const pool *p, int64_t now)

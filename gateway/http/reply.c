@@ -3,7 +3,6 @@
  * problem+json for errors, and the query parameters handlers read.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,19 +132,14 @@ int http_query_int(struct MHD_Connection *c, const char *name, int64_t lo, int64
                    size_t detail_len)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-	char *end;
-	long long n;
 
 	if (!v || !v[0])
 		return CM_OK;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno || *end || n < lo || n > hi) {
+	if (cm_whole(v, lo, hi, out) != CM_OK) {
 		snprintf(detail, detail_len, "query parameter '%s' must be an integer from %lld to %lld", name,
 		         (long long)lo, (long long)hi);
 		return CM_EINVAL;
 	}
-	*out = n;
 	return CM_OK;
 }
 
