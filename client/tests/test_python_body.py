@@ -38,6 +38,12 @@ class PiecesTest(unittest.TestCase):
         for body in ({}, [], {"a": None, "b": [1, 2.5, True], "é": "ü\n\"\\"}, {"n": list(range(1000))}):
             self.same_json(body)
 
+    def test_keys_that_are_not_strings_become_json_s_strings(self):
+        body = {1: "a", None: 2, 2.5: [b"eA=="], False: {3: b""}}
+        got = b"".join(_body.pieces(body))
+        self.assertEqual(got, json.dumps(as_text(body), separators=(",", ":")).encode())
+        self.assertEqual(json.loads(got), {"1": "a", "null": 2, "2.5": ["eA=="], "false": {"3": ""}})
+
     def test_a_map_of_a_few_large_arguments(self):
         self.same_json({"function": "m.f", "context": "eA==", "args": [b64(70000, s) for s in range(8)], "total": 8})
 

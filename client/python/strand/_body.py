@@ -32,6 +32,8 @@ def _add(value, out):
     elif kind is dict:
         out.append(b"{")
         for n, (key, item) in enumerate(value.items()):
+            # A key that is not a string becomes one, as json makes it (1: "1").
+            key = key if type(key) is str else _dumps(key)
             out.append((b"," if n else b"") + _dumps(key).encode() + b":")
             _add(item, out)
         out.append(b"}")
