@@ -46,9 +46,19 @@ int sandbox_new(const char *mode, const char *const *hidden, size_t nhidden, con
                 sandbox **out, char *detail, size_t detail_len);
 void sandbox_free(sandbox *s);
 
+/* Whether a sandbox can bind each of spec's volumes on this host: its
+ * host path exists (and, for a gateway run as root with uids, the
+ * gateway's --sandbox-uids, no folder on its way shuts others out), and
+ * bwrap can make its path (one that exists here, one in the sandbox's own
+ * /tmp, /var/tmp or /dev, or one whose first folder this host lacks; the
+ * rest of the host is read-only). CM_OK, or CM_EUNSUPPORTED with the
+ * field and why. */
+int sandbox_volumes_check(const pool_spec *spec, const char *uids, char *detail, size_t detail_len);
+
 /* The argv that runs argv (argc entries) in the sandbox, with the host
  * paths of spec's volumes bound in ("/host:/path[:ro]"; emptyDir:/path a
- * tmpfs), with gpus the GPU devices and cache (its group's, from
+ * tmpfs; at a path this host lacks, on a read-only root of the sandbox's
+ * own that shows the host's top-level folders), with gpus the GPU devices and cache (its group's, from
  * sandbox_group_take; NULL or "": none) at SANDBOX_CACHE_DIR. A new array
  * whose strings are argv's, cache or the sandbox's own, and *held, which
  * the caller frees after the start (with the array). NULL when out of

@@ -10,6 +10,7 @@
  *   pools.c, jobs.c, queues.c, pipes.c, managers.c, rings.c, processes.c,
  *   session.c, code.c, values.c, leases.c  one resource each: its routes
  *                                under /v1; uploads.c streams their bodies
+ *   run_check.c    what only this host can say of what a pool or process asks
  *   service.c      health, metrics, the OpenAPI document, the event stream
  *                  (event_stream.c) and the dashboard's files
  * Handlers run on libmicrohttpd's threads, so none may wait long: a short
@@ -244,13 +245,16 @@ enum MHD_Result http_upload_end(struct MHD_Connection *c, const char *url, const
 /* {"sha256", "size"} */
 json_t *http_blob_json(const char *sha256, int64_t size);
 
-/* ---- code.c and values.c: code packages and values ---------------------- */
+/* ---- code.c, run_check.c and values.c: code packages and values --------- */
 
 enum MHD_Result http_route_code(api *a, struct MHD_Connection *c, const char *url, const char *method, const char *rest,
                                 request *rq);
 /* CM_OK when spec names no code package or one stored; CM_EUNSUPPORTED
  * (422) with the reason otherwise. */
 int http_code_check(api *a, const pool_spec *spec, char *detail, size_t detail_len);
+/* http_code_check, and for the local backend's sandbox its volumes
+ * (sandbox_volumes_check): CM_OK or CM_EUNSUPPORTED (422) with why. */
+int http_run_check(api *a, const pool_spec *spec, char *detail, size_t detail_len);
 enum MHD_Result http_route_values(api *a, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *rest, request *rq);
 

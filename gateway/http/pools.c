@@ -132,7 +132,7 @@ enum MHD_Result http_pools_collection(api *a, struct MHD_Connection *c, const ch
 	if (err == CM_OK)
 		err = policy_check_run(a->cfg, &spec, detail, sizeof(detail));
 	if (err == CM_OK)
-		err = http_code_check(a, &spec, detail, sizeof(detail));
+		err = http_run_check(a, &spec, detail, sizeof(detail));
 	if (err == CM_OK)
 		err = engine_pool_create(a->engine, &spec, &out, detail, sizeof(detail));
 	if (err != CM_OK)

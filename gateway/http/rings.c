@@ -27,7 +27,7 @@ enum MHD_Result http_route_rings(api *a, struct MHD_Connection *c, const char *u
 		if (err != CM_OK)
 			return http_fail(c, err, url, detail);
 		if ((err = policy_check_process(a->cfg, &spec, detail, sizeof(detail))) != CM_OK ||
-		    (err = http_code_check(a, &spec.run, detail, sizeof(detail))) != CM_OK) {
+		    (err = http_run_check(a, &spec.run, detail, sizeof(detail))) != CM_OK) {
 			spec_process_fini(&spec);
 			return http_fail(c, err, url, detail);
 		}

@@ -82,6 +82,44 @@ d=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
 check "--db ./strand.db: a task reaches nothing of the gateway's" "$verdict" "$(probe "$d" "$GATEWAY_PID")"
 stop_gateway
 
+# Volumes: a host path the operator allowed and a tmpfs, bound at paths
+# this host lacks (bwrap makes them on the sandbox's own root, which is
+# read-only once they are made); what the sandbox could not bind is
+# refused when the pool is asked for, not failed start after start.
+dir="$top/volumes"
+mkdir -p "$dir" "$top/data"
+chmod 777 "$top/data"
+start_gateway "$bin" "$dir" --sandbox on --allow-host-paths "$top/data" || exit 1
+v=$(scurl -s "$STRAND_URL/v1/pools" -d "$(jq -nc --arg d "$top/data" \
+  '{processes: 1, volumes: [($d + ":/strand-test-out/a"), "emptyDir:/strand-test-scratch", ($d + ":/var/tmp/in:ro")]}')" | jq -r .id)
+check "with volumes: a task reaches nothing of the gateway's" "$verdict" "$(probe "$v" "$GATEWAY_PID")"
+check "volumes bound where the host has no such path" "out scratch in:read-only root:read-only" "$(in_pool "$v" "
+    { echo hello > /strand-test-out/a/made && echo out; }
+    { touch /strand-test-scratch/s && echo scratch; }
+    { test -f /var/tmp/in/made && ! touch /var/tmp/in/x 2>/dev/null && echo in:read-only; }
+    { touch /strand-test-root 2>/dev/null || echo root:read-only; }
+  " | tr '\n' ' ' | sed 's/ $//')"
+check "... the file on the host" "hello" "$(cat "$top/data/made")"
+check "... no tmpfs left on the host" "absent" "$(test -e /strand-test-scratch && echo present || echo absent)"
+refused() {
+  scurl -s "$STRAND_URL/v1/pools" -d "$(jq -nc --arg v "$1" '{processes: 1, volumes: [$v]}')" | jq -r '"\(.status) \(.detail)"'
+}
+check "a host path this host lacks: 422" \
+  "422 field 'volumes[0]': host path '$top/data/nope' is not on this host (No such file or directory)" \
+  "$(refused "$top/data/nope:/x")"
+check "a path the read-only host would have to hold: 422" \
+  "422 field 'volumes[0]': the sandbox cannot make '/usr/share/strand-test': this host's '/usr/share' is read-only there (choose a path this host has, one under /tmp, or one whose first folder this host lacks)" \
+  "$(refused "emptyDir:/usr/share/strand-test")"
+if grep -q "runs as a uid of its own" "$dir/gateway.log"; then
+  mkdir -m 700 "$top/data/closed"
+  mkdir -m 777 "$top/data/closed/open"
+  check "a host path a pool's own uid cannot reach: 422" \
+    "422 field 'volumes[0]': host path '$top/data/closed/open' is out of the pool's reach: it runs as a uid of its own, and '$top/data/closed' lets only its owner and group in" \
+    "$(refused "$top/data/closed/open:/x")"
+fi
+check "no pool was made of them" 1 "$(scurl -s "$STRAND_URL/v1/pools" | jq '.pools | length')"
+stop_gateway
+
 # A gateway run as a plain user: its tasks are as far from it.
 as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 if [ "$(id -u)" != 0 ] || ! as_user test -x "$bin/strand-gateway"; then
@@ -98,4 +136,7 @@ unset GATEWAY_LAUNCH
 c=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1}' | jq -r .id)
 check "as 65534: a task reaches nothing of the gateway's" "$verdict" "$(probe "$c" "$GATEWAY_PID")"
 check "as 65534: the task is 65534 too" "65534" "$(in_pool "$c" "id -u")"
+e=$(scurl -s "$STRAND_URL/v1/pools" -d '{"processes":1,"volumes":["emptyDir:/strand-test-scratch"]}' | jq -r .id)
+check "as 65534, a root of its own: a task reaches nothing of the gateway's" "$verdict" "$(probe "$e" "$GATEWAY_PID")"
+check "as 65534: its tmpfs" "scratch" "$(in_pool "$e" "touch /strand-test-scratch/s && echo scratch")"
 checks_passed
