@@ -612,22 +612,35 @@ static void test_bodies_held_at_once_are_bounded(void **state)
 
 static void test_operator_policy_flags(void **state)
 {
-	static const char *const args[] = {"--allow-host-paths", "/srv/data:/var/tmp", "--no-commands",
-	                                   "--allow-root-containers", NULL};
+	/* The allowed host path exists, and the pool's own uid reaches it, so
+	 * its worker starts: had its start failed, the pool would fail before
+	 * the restart below for that reason instead. */
+	char allowed[] = "/tmp/strand-policy-XXXXXX", allow[64], body[256];
+	assert_non_null(mkdtemp(allowed));
+	assert_int_equal(chmod(allowed, 0755), 0);
+	snprintf(body, sizeof(body), "%s/x", allowed);
+	assert_int_equal(mkdir(body, 0755), 0);
+	snprintf(allow, sizeof(allow), "%s:/var/tmp", allowed);
+	const char *const args[] = {"--allow-host-paths", allow, "--no-commands", "--allow-root-containers", NULL};
 	gateway h;
 	response r;
 
 	(void)state;
 	gateway_start(&h, args);
-	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"root\":true,\"volumes\":[\"/srv/data/x:/x\"]}", NULL);
+	snprintf(body, sizeof(body), "{\"processes\":1,\"root\":true,\"volumes\":[\"%s/x:/x\"]}", allowed);
+	r = http(&h, "POST", "/v1/pools", body, NULL);
 	assert_int_equal(r.status, 201);
 	char *pool = strdup(json_string_value(json_object_get(r.json, "id")));
 	response_free(&r);
 	/* Prefixes are whole path steps, after "..": no way out. */
-	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"/srv/data/../../etc:/x\"]}", NULL);
-	assert_problem(&r, 403, "/srv/data/../../etc");
+	char escape[96];
+	snprintf(escape, sizeof(escape), "%s/../../etc", allowed);
+	snprintf(body, sizeof(body), "{\"processes\":1,\"volumes\":[\"%s:/x\"]}", escape);
+	r = http(&h, "POST", "/v1/pools", body, NULL);
+	assert_problem(&r, 403, escape);
 	response_free(&r);
-	r = http(&h, "POST", "/v1/pools", "{\"processes\":1,\"volumes\":[\"/srv/database:/x\"]}", NULL);
+	snprintf(body, sizeof(body), "{\"processes\":1,\"volumes\":[\"%sbase:/x\"]}", allowed);
+	r = http(&h, "POST", "/v1/pools", body, NULL);
 	assert_problem(&r, 403, NULL);
 	response_free(&r);
 	/* --no-commands: neither command tasks nor command processes. */
@@ -659,6 +672,9 @@ static void test_operator_policy_flags(void **state)
 	json_decref(p);
 	free(pool);
 	gateway_cleanup(&h);
+	snprintf(body, sizeof(body), "%s/x", allowed);
+	assert_int_equal(rmdir(body), 0);
+	assert_int_equal(rmdir(allowed), 0);
 }
 
 static void test_no_auth_only_on_loopback(void **state)
