@@ -239,6 +239,27 @@ static int get_autoscale(json_t *v, pool_spec *spec, char *detail, size_t detail
 	return CM_OK;
 }
 
+/* Whether a volume's path inside ("/", "//:ro", "/a/..") is the root,
+ * its ".." steps taken. */
+static int is_root(const char *path)
+{
+	size_t len = strlen(path), depth = 0;
+
+	if (len >= 3 && strcmp(path + len - 3, ":ro") == 0)
+		len -= 3;
+	for (size_t at = 0; at < len;) {
+		size_t step = strcspn(path + at, "/");
+		if (step > len - at)
+			step = len - at;
+		if (step == 2 && path[at] == '.' && path[at + 1] == '.')
+			depth -= depth > 0;
+		else if (step > 0 && !(step == 1 && path[at] == '.'))
+			depth++;
+		at += step + 1;
+	}
+	return depth == 0;
+}
+
 /* stored: a spec the gateway wrote itself (spec_pool_json), which may name
  * the manager type its worker hosts; a client's request may not. */
 static int pool_parse(const char *body, size_t len, const char *default_backend, const char *default_image, int stored,
@@ -383,6 +404,17 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 				snprintf(detail, detail_len,
 				         "field 'volumes[%zu]' must be \"NAME:/path\" (a claim or named volume), "
 				         "\"emptyDir:/path\" or \"/host/path:/path\", optionally \":ro\"",
+				         i);
+				err = CM_EINVAL;
+				goto out;
+			}
+			/* Mounted over the root, it would hide every program the
+			 * worker runs (Docker refuses it too); a stored spec from
+			 * before this check still loads, and fails at its start. */
+			if (!stored && is_root(colon + 1)) {
+				snprintf(detail, detail_len,
+				         "field 'volumes[%zu]': its path inside cannot be the root, which would hide "
+				         "everything the worker runs",
 				         i);
 				err = CM_EINVAL;
 				goto out;

@@ -98,6 +98,10 @@ static void test_pool_refusals(void **state)
 	        {"{\"host_network\":true}", CM_EINVAL, "'host_network' is for backend kubernetes"},
 	        {"{\"backend\":\"kubernetes\",\"host_network\":1}", CM_EINVAL, "'host_network' must be true or false"},
 	        {"{\"volumes\":[\"emptyDir\"]}", CM_EINVAL, "\"emptyDir:/path\""},
+	        {"{\"volumes\":[\"/srv/data:/\"]}", CM_EINVAL,
+	         "field 'volumes[0]': its path inside cannot be the root"},
+	        {"{\"volumes\":[\"emptyDir:/x\",\"data:/./..//:ro\"]}", CM_EINVAL, "'volumes[1]': its path inside"},
+	        {"{\"volumes\":[\"emptyDir:/a/b/../..\"]}", CM_EINVAL, "'volumes[0]': its path inside"},
 	        {"{\"code\":\"BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\"}", CM_EINVAL,
 	         "field 'code' must be the SHA-256 of an uploaded code package"},
 	        {"{\"code\":\"../../etc\"}", CM_EINVAL, "64 lowercase hex digits"},
@@ -112,6 +116,11 @@ static void test_pool_refusals(void **state)
 			fail_msg("%s: got %d '%s', expected %d '%s'", cases[i].body, err, detail, cases[i].err,
 			         cases[i].part);
 	}
+	/* Paths that only look like the root are paths. */
+	pool_spec s;
+	char detail[256] = "";
+	assert_int_equal(pool("{\"volumes\":[\"emptyDir:/.x\",\"emptyDir:/..x:ro\",\"emptyDir:/a/../b\"]}", &s, detail),
+	                 CM_OK);
 }
 
 static void test_pool_autoscale(void **state)
