@@ -519,6 +519,7 @@ typedef struct pool {
 	int64_t tasks_done, tasks_failed, workers_started, workers_lost;
 	int64_t tasks_submitted, tasks_retried; /* since this start (GET /metrics) */
 	int fail_streak; /* workers that exited without ever connecting */
+	int fail_exit_code; /* the last of them's */
 	int64_t output_lines; /* its lines of output stored (output.c) */
 	int64_t output_last; /* the number of its last line stored, 0 for none: an apply's answer says it */
 	/* How far the program that made it read its output, and when it last

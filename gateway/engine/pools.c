@@ -182,8 +182,10 @@ void engine__worker_gone(engine *e, worker *w, int exit_code, const char *last_w
 	pool *p = w->pool;
 	int expected = w->state == W_STOPPING || p->state == POOL_TERMINATING || p->state == POOL_TERMINATED;
 
-	if (w->state == W_STARTING && !expected)
+	if (w->state == W_STARTING && !expected) {
 		p->fail_streak++;
+		p->fail_exit_code = exit_code;
+	}
 	w->state = W_EXITED;
 	w->exit_code = exit_code;
 	credentials_remove(e->creds, w->id);
@@ -495,10 +497,18 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 		return;
 	}
 	if (p->fail_streak >= 3 + p->spec.processes) {
-		char reason[480];
-		snprintf(reason, sizeof(reason),
-		         "%d workers in a row exited before connecting to the hub %.60s%s%.256s", p->fail_streak,
-		         e->cfg->hub_advertise, p->last_words[0] ? "; the last one said: " : "", p->last_words);
+		/* A local worker's output is the gateway's own: said where to
+		 * look, as the backend has no last words of it. */
+		int local = strcmp(bx_name(p->backend), "local") == 0;
+		char reason[560];
+		snprintf(
+		        reason, sizeof(reason),
+		        "%d workers in a row exited before connecting to the hub %.60s (the last with code %d)%s%.256s",
+		        p->fail_streak, e->cfg->hub_advertise, p->fail_exit_code,
+		        p->last_words[0] ? "; the last one said: "
+		        : local          ? "; what they wrote is in the gateway's own output"
+		                         : "",
+		        p->last_words);
 		engine__pool_set_state(e, p, POOL_FAILED, reason);
 		return;
 	}

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -316,6 +317,54 @@ static void test_workers_exit_when_gateway_stays_away(void **state)
 	gateway_cleanup(&g);
 }
 
+/* Workers that exit before they connect (here a worker program that only
+ * complains) fail their pool after a few, saying how many, the last one's
+ * exit code, and where a local worker's output went; what it wrote is
+ * there. */
+static void test_workers_that_never_connect_fail_the_pool(void **state)
+{
+	/* In a tree of its own, as strand-worker is: the sandbox shows it. */
+	char dir[] = "/tmp/strand-test-badworker-XXXXXX", bin_dir[64], bin[80];
+	const char *const args[] = {"--worker-bin", bin, NULL};
+	gateway g;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(bin_dir, sizeof(bin_dir), "%s/bin", dir);
+	assert_int_equal(mkdir(bin_dir, 0755), 0);
+	snprintf(bin, sizeof(bin), "%s/strand-worker", bin_dir);
+	FILE *f = fopen(bin, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\necho 'strand-test: this worker gives up' >&2\nexit 3\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(bin, 0755), 0);
+	gateway_start(&g, args);
+	char *pool = pool_create_spec(&g, "{\"processes\":1}");
+	json_t *p = NULL;
+	for (int i = 0; i < 200; i++) { /* bounded: 20 s */
+		json_decref(p);
+		p = pool_get(&g, pool);
+		if (strcmp(json_string_value(json_object_get(p, "state")), "active") != 0)
+			break;
+		usleep(100000);
+	}
+	char want[256];
+	snprintf(want, sizeof(want),
+	         "4 workers in a row exited before connecting to the hub tcp://127.0.0.1:%d (the last with code 3); "
+	         "what they wrote is in the gateway's own output",
+	         g.hub_port);
+	assert_string_equal(json_string_value(json_object_get(p, "state")), "failed");
+	assert_string_equal(json_string_value(json_object_get(p, "reason")), want);
+	assert_int_equal(gateway_log_count(&g, "strand-test: this worker gives up"), 4);
+	json_decref(p);
+	free(pool);
+	gateway_cleanup(&g);
+	assert_int_equal(unlink(bin), 0);
+	assert_int_equal(rmdir(bin_dir), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +376,7 @@ int main(void)
 	        cmocka_unit_test(test_gateway_sigkill_readopts_workers),
 	        cmocka_unit_test(test_a_stop_sees_its_adopted_workers_end),
 	        cmocka_unit_test(test_workers_exit_when_gateway_stays_away),
+	        cmocka_unit_test(test_workers_that_never_connect_fail_the_pool),
 	};
 	return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }
