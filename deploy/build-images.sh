@@ -30,6 +30,22 @@ add_with_libs() {
   done
 }
 
+# Copies into a root the libraries strand-worker loads only when it needs
+# them, which ldd does not name: libcurl (to join a pool, --join) and
+# libarchive (to unpack a code package); each and what it loads. (awk
+# reads ldconfig's whole list: an early exit would leave it a broken pipe,
+# and pipefail would end this script, at random and without a word.)
+add_loaded_later() {
+  local soname lib
+  for soname in libcurl.so.4 libarchive.so.13; do
+    lib=$(ldconfig -p | awk -v name="$soname" '$1 == name && !found {print $NF; found = 1}')
+    [ -n "$lib" ] || { echo "build-images.sh: $soname not found (deploy/install-deps.sh)" >&2; exit 1; }
+    mkdir -p "$1$(dirname "$lib")"
+    cp -L "$lib" "$1$lib"
+    add_with_libs "$1" "$lib"
+  done
+}
+
 # worker: strand-worker, the example plugins, a /tmp.
 w="$ctx/worker"
 mkdir -p "$w/usr/bin" "$w/usr/lib/strand" "$w/tmp" "$w/etc"
@@ -37,15 +53,7 @@ chmod 1777 "$w/tmp" # workers run as nobody (65534) unless a pool asks for root
 cp "$build/bin/strand-worker" "$w/usr/bin/"
 add_plugins "$w/usr/lib/strand"
 add_with_libs "$w" "$w/usr/bin/strand-worker" "$w"/usr/lib/strand/*.so
-# libcurl, which strand-worker loads only to join a pool (--join), so ldd
-# does not name it: it and what it loads. (awk reads ldconfig's whole list:
-# an early exit would leave it a broken pipe, and pipefail would end this
-# script, at random and without a word.)
-curl_lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" && !found {print $NF; found = 1}')
-[ -n "$curl_lib" ] || { echo "build-images.sh: libcurl.so.4 not found (deploy/install-deps.sh)" >&2; exit 1; }
-mkdir -p "$w$(dirname "$curl_lib")"
-cp -L "$curl_lib" "$w$curl_lib"
-add_with_libs "$w" "$curl_lib"
+add_loaded_later "$w"
 printf 'root:x:0:0:root:/:/usr/bin/strand-worker\nnobody:x:65534:65534:nobody:/tmp:/usr/bin/strand-worker\n' \
   >"$w/etc/passwd"
 cp "$here/worker.Dockerfile" "$w/Dockerfile"
@@ -83,6 +91,7 @@ cp "$build/bin/strand-gateway" "$build/bin/strand-worker" "$r/usr/bin/"
 add_plugins "$r/usr/lib/strand"
 cp -r "$build/share/strand/web" "$r/usr/share/strand/web"
 add_with_libs "$r" "$r/usr/bin/strand-gateway" "$r/usr/bin/strand-worker" "$r"/usr/lib/strand/*.so
+add_loaded_later "$r"
 # libcurl resolves names through NSS; the Docker socket needs none, but the
 # resolver must find its files.
 for f in /etc/nsswitch.conf /etc/hosts; do [ -f "$f" ] && cp "$f" "$r/etc/"; done

@@ -16,6 +16,7 @@
 #include "proto/frame.h"
 #include "worker/code.h"
 #include "worker/blobs.h"
+#include "worker/library.h"
 
 /* What a package may unpack to: a zip of highly repetitive bytes (a "zip
  * bomb") fills no disk. */
@@ -43,11 +44,96 @@ static int name_inside(const char *name)
 	return 1;
 }
 
+/* libarchive, loaded when a package is first unpacked (library.h): most
+ * workers find theirs unpacked by another, and libarchive's 13 libraries
+ * (ICU's among them, through libxml2) were about half of a worker's start.
+ * Its functions used here, each as archive.h declares it. */
+static struct {
+	__typeof__(&archive_read_new) read_new;
+	__typeof__(&archive_write_disk_new) write_disk_new;
+	__typeof__(&archive_read_support_format_zip) read_support_format_zip;
+	__typeof__(&archive_write_disk_set_options) write_disk_set_options;
+	__typeof__(&archive_read_open_filename) read_open_filename;
+	__typeof__(&archive_error_string) error_string;
+	__typeof__(&archive_read_next_header) read_next_header;
+	__typeof__(&archive_entry_pathname) entry_pathname;
+	__typeof__(&archive_entry_filetype) entry_filetype;
+	__typeof__(&archive_entry_hardlink) entry_hardlink;
+	__typeof__(&archive_entry_set_pathname) entry_set_pathname;
+	__typeof__(&archive_entry_set_perm) entry_set_perm;
+	__typeof__(&archive_entry_perm) entry_perm;
+	__typeof__(&archive_write_header) write_header;
+	__typeof__(&archive_read_data_block) read_data_block;
+	__typeof__(&archive_write_data_block) write_data_block;
+	__typeof__(&archive_write_finish_entry) write_finish_entry;
+	__typeof__(&archive_write_close) write_close;
+	__typeof__(&archive_write_free) write_free;
+	__typeof__(&archive_read_free) read_free;
+} la;
+
+/* Loads libarchive's functions into la, once; or says why not. */
+static int archive_load(char *why, size_t why_len)
+{
+	static const char *const names[] = {
+	        "archive_read_new",
+	        "archive_write_disk_new",
+	        "archive_read_support_format_zip",
+	        "archive_write_disk_set_options",
+	        "archive_read_open_filename",
+	        "archive_error_string",
+	        "archive_read_next_header",
+	        "archive_entry_pathname",
+	        "archive_entry_filetype",
+	        "archive_entry_hardlink",
+	        "archive_entry_set_pathname",
+	        "archive_entry_set_perm",
+	        "archive_entry_perm",
+	        "archive_write_header",
+	        "archive_read_data_block",
+	        "archive_write_data_block",
+	        "archive_write_finish_entry",
+	        "archive_write_close",
+	        "archive_write_free",
+	        "archive_read_free",
+	};
+	void **const slots[] = {
+	        (void **)&la.read_new,
+	        (void **)&la.write_disk_new,
+	        (void **)&la.read_support_format_zip,
+	        (void **)&la.write_disk_set_options,
+	        (void **)&la.read_open_filename,
+	        (void **)&la.error_string,
+	        (void **)&la.read_next_header,
+	        (void **)&la.entry_pathname,
+	        (void **)&la.entry_filetype,
+	        (void **)&la.entry_hardlink,
+	        (void **)&la.entry_set_pathname,
+	        (void **)&la.entry_set_perm,
+	        (void **)&la.entry_perm,
+	        (void **)&la.write_header,
+	        (void **)&la.read_data_block,
+	        (void **)&la.write_data_block,
+	        (void **)&la.write_finish_entry,
+	        (void **)&la.write_close,
+	        (void **)&la.write_free,
+	        (void **)&la.read_free,
+	};
+	static int loaded;
+
+	_Static_assert(sizeof(names) / sizeof(*names) == sizeof(slots) / sizeof(*slots), "a slot a name");
+	if (!loaded && library_load("libarchive.so.13", "libarchive13", names, slots, sizeof(names) / sizeof(*names),
+	                            why, why_len) == 0)
+		loaded = 1;
+	return loaded ? 0 : -1;
+}
+
 /* The zip's files and folders into dir: nothing else (no links, no
  * devices), nothing outside it, no more than the unpacked cap. */
 static int unpack(const char *zip, int64_t zip_size, const char *dir, char *why, size_t why_len)
 {
-	struct archive *in = archive_read_new(), *out = archive_write_disk_new();
+	if (archive_load(why, why_len) != 0)
+		return CM_EUNAVAIL;
+	struct archive *in = la.read_new(), *out = la.write_disk_new();
 	struct archive_entry *e;
 	int64_t total = 0, cap = zip_size * UNPACKED_RATIO;
 	int err = CM_OK, r = ARCHIVE_FATAL;
@@ -59,25 +145,24 @@ static int unpack(const char *zip, int64_t zip_size, const char *dir, char *why,
 		err = CM_ENOMEM;
 		goto done;
 	}
-	archive_read_support_format_zip(in);
-	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-	                                            ARCHIVE_EXTRACT_SECURE_SYMLINKS);
-	if (archive_read_open_filename(in, zip, 1 << 16) != ARCHIVE_OK) {
-		snprintf(why, why_len, "the package is not a zip: %s", archive_error_string(in));
+	la.read_support_format_zip(in);
+	la.write_disk_set_options(out, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	                                       ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+	if (la.read_open_filename(in, zip, 1 << 16) != ARCHIVE_OK) {
+		snprintf(why, why_len, "the package is not a zip: %s", la.error_string(in));
 		err = CM_EINVAL;
 		goto done;
 	}
-	while (err == CM_OK && (r = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(e);
-		int folder = archive_entry_filetype(e) == AE_IFDIR;
+	while (err == CM_OK && (r = la.read_next_header(in, &e)) == ARCHIVE_OK) {
+		const char *name = la.entry_pathname(e);
+		int folder = la.entry_filetype(e) == AE_IFDIR;
 		char path[2048];
 		const void *buf;
 		size_t len;
 		la_int64_t at;
 
 		/* A hard link would be a link to any file of this host. */
-		if (!name_inside(name) || (!folder && archive_entry_filetype(e) != AE_IFREG) ||
-		    archive_entry_hardlink(e)) {
+		if (!name_inside(name) || (!folder && la.entry_filetype(e) != AE_IFREG) || la.entry_hardlink(e)) {
 			snprintf(why, why_len,
 			         "the package holds '%.200s': only files and folders inside it are unpacked",
 			         name ? name : "");
@@ -85,45 +170,45 @@ static int unpack(const char *zip, int64_t zip_size, const char *dir, char *why,
 			break;
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		archive_entry_set_pathname(e, path);
-		archive_entry_set_perm(e, folder || (archive_entry_perm(e) & 0100) ? 0755 : 0644);
-		if (archive_write_header(out, e) != ARCHIVE_OK) {
-			snprintf(why, why_len, "cannot unpack '%.200s': %s", name, archive_error_string(out));
+		la.entry_set_pathname(e, path);
+		la.entry_set_perm(e, folder || (la.entry_perm(e) & 0100) ? 0755 : 0644);
+		if (la.write_header(out, e) != ARCHIVE_OK) {
+			snprintf(why, why_len, "cannot unpack '%.200s': %s", name, la.error_string(out));
 			err = CM_EIO;
 			break;
 		}
-		while (!folder && (r = archive_read_data_block(in, &buf, &len, &at)) == ARCHIVE_OK) {
+		while (!folder && (r = la.read_data_block(in, &buf, &len, &at)) == ARCHIVE_OK) {
 			if ((total += (int64_t)len) > cap) {
 				snprintf(why, why_len, "the package unpacks to over %lld bytes", (long long)cap);
 				err = CM_ETOOBIG;
 				break;
 			}
-			if (archive_write_data_block(out, buf, len, at) != ARCHIVE_OK) {
-				snprintf(why, why_len, "cannot unpack '%.200s': %s", name, archive_error_string(out));
+			if (la.write_data_block(out, buf, len, at) != ARCHIVE_OK) {
+				snprintf(why, why_len, "cannot unpack '%.200s': %s", name, la.error_string(out));
 				err = CM_EIO;
 				break;
 			}
 		}
 		if (err == CM_OK && !folder && r != ARCHIVE_EOF) {
-			snprintf(why, why_len, "the package's '%.200s' is damaged: %s", name, archive_error_string(in));
+			snprintf(why, why_len, "the package's '%.200s' is damaged: %s", name, la.error_string(in));
 			err = CM_EINVAL;
 		}
-		if (err == CM_OK && archive_write_finish_entry(out) != ARCHIVE_OK) {
-			snprintf(why, why_len, "cannot unpack '%.200s': %s", name, archive_error_string(out));
+		if (err == CM_OK && la.write_finish_entry(out) != ARCHIVE_OK) {
+			snprintf(why, why_len, "cannot unpack '%.200s': %s", name, la.error_string(out));
 			err = CM_EIO;
 		}
 	}
 	if (err == CM_OK && r != ARCHIVE_EOF) {
-		snprintf(why, why_len, "the package is damaged: %s", archive_error_string(in));
+		snprintf(why, why_len, "the package is damaged: %s", la.error_string(in));
 		err = CM_EINVAL;
 	}
 done:
 	if (out) {
-		archive_write_close(out);
-		archive_write_free(out);
+		la.write_close(out);
+		la.write_free(out);
 	}
 	if (in)
-		archive_read_free(in);
+		la.read_free(in);
 	return err;
 }
 

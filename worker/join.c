@@ -3,7 +3,6 @@
 #include "worker/join.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "worker/library.h"
 
 #define ANSWER_MAX (1u << 20) /* an identity with a CA chain: far below */
 
@@ -34,21 +34,17 @@ static int curl_load(char *why, size_t why_len)
 	static const char *const names[] = {"curl_easy_init",    "curl_easy_setopt",   "curl_easy_perform",
 	                                    "curl_easy_getinfo", "curl_easy_cleanup",  "curl_easy_strerror",
 	                                    "curl_slist_append", "curl_slist_free_all"};
-	void **slots[] = {(void **)&curl.easy_init,    (void **)&curl.easy_setopt,   (void **)&curl.easy_perform,
-	                  (void **)&curl.easy_getinfo, (void **)&curl.easy_cleanup,  (void **)&curl.easy_strerror,
-	                  (void **)&curl.slist_append, (void **)&curl.slist_free_all};
-	void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	void **const slots[] = {(void **)&curl.easy_init,    (void **)&curl.easy_setopt,   (void **)&curl.easy_perform,
+	                        (void **)&curl.easy_getinfo, (void **)&curl.easy_cleanup,  (void **)&curl.easy_strerror,
+	                        (void **)&curl.slist_append, (void **)&curl.slist_free_all};
+	char detail[300];
 
 	_Static_assert(sizeof(names) / sizeof(*names) == sizeof(slots) / sizeof(*slots), "a slot a name");
-	if (!lib) {
-		snprintf(why, why_len, "--join needs libcurl (libcurl.so.4, Debian's libcurl4): %s", dlerror());
+	if (library_load("libcurl.so.4", "libcurl4", names, slots, sizeof(names) / sizeof(*names), detail,
+	                 sizeof(detail)) != 0) {
+		snprintf(why, why_len, "--join needs libcurl: %s", detail);
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-		if (!(*slots[i] = dlsym(lib, names[i]))) {
-			snprintf(why, why_len, "libcurl.so.4 lacks %s", names[i]);
-			return -1;
-		}
 	return 0;
 }
 

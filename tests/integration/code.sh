@@ -4,7 +4,7 @@
 # bytes, one over --max-code-bytes, one of another type) with problem+json;
 # a pool, a manager and a Process that name one run in it: a module of its
 # package imported, a data file read by its relative path, from a cache
-# the workers fill once.
+# the workers fill once, with libarchive loaded only then.
 set -uo pipefail
 bin="$1"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -13,6 +13,10 @@ dir=$(mktemp -d /tmp/strand-test-code-XXXXXX)
 trap 'show_log_on_failure; stop_gateway; rm -rf "$dir"' EXIT
 export STRAND_PYTHON=/usr/bin/python3
 start_gateway "$bin" "$dir" --max-code-bytes 4096 || exit 1
+# Every start of a worker would load libarchive (and ICU, through libxml2)
+# were it linked; the worker loads it when it first unpacks a package.
+check "strand-worker links no libarchive nor libcurl" "" \
+  "$(readelf -d "$bin/strand-worker" | grep -oE 'lib(archive|curl)[^]]*' || true)"
 
 # A project: a package reading a data file by its relative path.
 mkdir -p "$dir/project/pkg" "$dir/project/data"
