@@ -128,10 +128,8 @@ int policy_check_run(const gw_config *cfg, const pool_spec *run, char *detail, s
 		return CM_EPERM;
 	}
 	for (int i = 0; i < run->nvolumes; i++) {
-		char source[256];
-		const char *colon = strchr(run->volumes[i], ':');
-		snprintf(source, sizeof(source), "%.*s", (int)(colon - run->volumes[i]), run->volumes[i]);
-		if (strcmp(source, "emptyDir") == 0)
+		char source[SPEC_VOLUME_MAX], target[SPEC_VOLUME_MAX];
+		if (spec_volume_split(run->volumes[i], source, target) < 0 || strcmp(source, "emptyDir") == 0)
 			continue; /* scratch space of its own */
 		if (source[0] != '/') {
 			/* A named volume or claim: another pool's data, or the

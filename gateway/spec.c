@@ -239,18 +239,29 @@ static int get_autoscale(json_t *v, pool_spec *spec, char *detail, size_t detail
 	return CM_OK;
 }
 
-/* Whether a volume's path inside ("/", "//:ro", "/a/..") is the root,
- * its ".." steps taken. */
+int spec_volume_split(const char *v, char source[SPEC_VOLUME_MAX], char target[SPEC_VOLUME_MAX])
+{
+	const char *colon = strchr(v, ':');
+
+	if (!colon)
+		return -1;
+	snprintf(source, SPEC_VOLUME_MAX, "%.*s", (int)(colon - v), v);
+	snprintf(target, SPEC_VOLUME_MAX, "%s", colon + 1);
+	char *ro = strstr(target, ":ro");
+	if (ro && ro[3] == '\0') {
+		*ro = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether a path ("/", "//", "/a/..") is the root, its ".." steps taken. */
 static int is_root(const char *path)
 {
 	size_t len = strlen(path), depth = 0;
 
-	if (len >= 3 && strcmp(path + len - 3, ":ro") == 0)
-		len -= 3;
 	for (size_t at = 0; at < len;) {
 		size_t step = strcspn(path + at, "/");
-		if (step > len - at)
-			step = len - at;
 		if (step == 2 && path[at] == '.' && path[at + 1] == '.')
 			depth -= depth > 0;
 		else if (step > 0 && !(step == 1 && path[at] == '.'))
@@ -411,7 +422,8 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 			/* Mounted over the root, it would hide every program the
 			 * worker runs (Docker refuses it too); a stored spec from
 			 * before this check still loads, and fails at its start. */
-			if (!stored && is_root(colon + 1)) {
+			char source[SPEC_VOLUME_MAX], target[SPEC_VOLUME_MAX];
+			if (!stored && spec_volume_split(s, source, target) >= 0 && is_root(target)) {
 				snprintf(detail, detail_len,
 				         "field 'volumes[%zu]': its path inside cannot be the root, which would hide "
 				         "everything the worker runs",

@@ -31,6 +31,7 @@
  * parts), so it has this cap below the value cap. */
 #define SPEC_PROCESS_ARG_MAX (1u << 20)
 #define SPEC_MAX_VOLUMES 16
+#define SPEC_VOLUME_MAX 256 /* a volume, and each of its halves, its NUL included */
 #define SPEC_RUNTIME_MAX 500 /* a runtime's argv, as JSON */
 /* "runtime": "python", kept as this JSON text: the worker runs strand's
  * Python runtime with its own Python ($STRAND_PYTHON, default python3). */
@@ -64,7 +65,7 @@ typedef struct pool_spec {
 	/* "name:/path" (a named volume; on kubernetes a PersistentVolumeClaim),
 	 * "emptyDir:/path" (scratch space that goes with the container or pod)
 	 * or "/host:/path", each optionally ":ro" */
-	char volumes[SPEC_MAX_VOLUMES][256];
+	char volumes[SPEC_MAX_VOLUMES][SPEC_VOLUME_MAX];
 	int nvolumes;
 	char manager[300]; /* a manager: the type its one worker hosts; "" for a pool */
 	int root; /* containers run as root (only with --allow-root-containers) */
@@ -202,5 +203,10 @@ int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size
 int spec_queue_parse(const char *body, size_t len, const char **kind, char *detail, size_t detail_len);
 /* POST /v1/pipes: {"duplex": BOOL} (default true, as multiprocessing.Pipe). */
 int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len);
+
+/* A volume's halves ("SOURCE:PATH[:ro]"): its source (a host path,
+ * "emptyDir", or a named volume or claim) and its path inside, without
+ * ":ro". Returns 1 for a read-only one, 0 for another, -1 for none. */
+int spec_volume_split(const char *v, char source[SPEC_VOLUME_MAX], char target[SPEC_VOLUME_MAX]);
 
 #endif

@@ -546,25 +546,6 @@ static size_t gpu_devices(char (*names)[64], size_t max)
 	return n;
 }
 
-/* A volume's halves: its source (a host path, "emptyDir", or a named
- * volume, which is Docker's and Kubernetes') and its path inside, without
- * ":ro". Returns 1 for a read-only one, 0 for another, -1 for none. */
-static int volume_split(const char *v, char source[260], char target[260])
-{
-	const char *colon = strchr(v, ':');
-
-	if (!colon)
-		return -1;
-	snprintf(source, 260, "%.*s", (int)(colon - v), v);
-	snprintf(target, 260, "%s", colon + 1);
-	char *ro = strstr(target, ":ro");
-	if (ro && ro[3] == '\0') {
-		*ro = '\0';
-		return 1;
-	}
-	return 0;
-}
-
 /* Whether path is in one of the sandbox's own folders (base_args). */
 static int in_own_folder(const char *path)
 {
@@ -627,8 +608,8 @@ int sandbox_volumes_check(const pool_spec *spec, const char *uids, char *detail,
 	int as_other = geteuid() == 0 && uids && uids[0];
 
 	for (int i = 0; i < spec->nvolumes; i++) {
-		char source[260], target[260], folder[260];
-		if (volume_split(spec->volumes[i], source, target) < 0)
+		char source[SPEC_VOLUME_MAX], target[SPEC_VOLUME_MAX], folder[SPEC_VOLUME_MAX];
+		if (spec_volume_split(spec->volumes[i], source, target) < 0)
 			continue;
 		if (source[0] == '/' && stat(source, &st) != 0) {
 			snprintf(detail, detail_len, "field 'volumes[%d]': host path '%.200s' is not on this host (%s)",
@@ -660,8 +641,8 @@ static int needs_own_root(const pool_spec *spec)
 	struct stat st;
 
 	for (int i = 0; spec && i < spec->nvolumes; i++) {
-		char source[260], target[260];
-		if (volume_split(spec->volumes[i], source, target) >= 0 &&
+		char source[SPEC_VOLUME_MAX], target[SPEC_VOLUME_MAX];
+		if (spec_volume_split(spec->volumes[i], source, target) >= 0 &&
 		    (source[0] == '/' || strcmp(source, "emptyDir") == 0) && !in_own_folder(target) &&
 		    lstat(target, &st) != 0)
 			return 1;
@@ -682,7 +663,7 @@ char **sandbox_wrap(const sandbox *s, char *const *argv, size_t argc, const pool
 	char **out = nroot < 0 ? NULL : calloc(cap, sizeof(char *));
 	/* Strings made here: the volumes' halves, the devices' names, and
 	 * the root's entries last. */
-	size_t root_at = nvol * 2 * 260 + GPU_DEVICES_MAX * 64;
+	size_t root_at = nvol * 2 * SPEC_VOLUME_MAX + GPU_DEVICES_MAX * 64;
 	char *store = out ? malloc(root_at + root.len) : NULL;
 	size_t n = 0, at = 0;
 	struct stat st;
@@ -736,11 +717,11 @@ char **sandbox_wrap(const sandbox *s, char *const *argv, size_t argc, const pool
 	/* The pool's host paths (the operator allowed them, policy.c), and its
 	 * scratch space. Named volumes are Docker's and Kubernetes'. */
 	for (size_t i = 0; i < nvol; i++) {
-		char *source = store + at, *target = source + 260;
-		int read_only = volume_split(spec->volumes[i], source, target);
+		char *source = store + at, *target = source + SPEC_VOLUME_MAX;
+		int read_only = spec_volume_split(spec->volumes[i], source, target);
 		if (read_only < 0)
 			continue;
-		at += 520;
+		at += 2 * SPEC_VOLUME_MAX;
 		if (strcmp(source, "emptyDir") == 0) {
 			out[n++] = "--tmpfs";
 		} else if (source[0] == '/') {
