@@ -54,9 +54,15 @@ def seconds(fn):
     return time.perf_counter() - t0
 
 
-def queue_rate(make_queue):
-    """Items a second through a SimpleQueue, put and got by the caller."""
+def queue_rate(make_queue, shared=False):
+    """Items a second through a SimpleQueue, put and got by the caller.
+    shared: a strand queue handed on first (flush), so that its items go
+    through the gateway, as once a Process or a task has it; a queue of
+    the program's own keeps them in it (docs/python.md), as
+    multiprocessing's and Fiber's are the same either way."""
     q = make_queue()
+    if shared and hasattr(q, "flush"):
+        q.flush()
 
     def pairs():
         for i in range(QUEUE_PAIRS):
@@ -66,10 +72,12 @@ def queue_rate(make_queue):
     return QUEUE_PAIRS / seconds(pairs)
 
 
-def queue_stream_rate(make_queue):
+def queue_stream_rate(make_queue, shared=False):
     """Items a second through a SimpleQueue, all put by the caller, then
-    all got."""
+    all got (shared: as queue_rate's)."""
     q = make_queue()
+    if shared and hasattr(q, "flush"):
+        q.flush()
 
     def stream():
         for i in range(QUEUE_PAIRS):
@@ -110,7 +118,9 @@ def main():
         keep("map_100k_list s", seconds(lambda: pool.map(noop, inputs)))
         keep("imap_c1_20k_noops s", seconds(lambda: sum(1 for _ in pool.imap(noop, range(IMAP_INPUTS), chunksize=1))))
         keep("queue_put_get items/s", queue_rate(make_queue), lower_is_better=False)
+        keep("queue_shared_put_get items/s", queue_rate(make_queue, shared=True), lower_is_better=False)
         keep("queue_puts_then_gets items/s", queue_stream_rate(make_queue), lower_is_better=False)
+        keep("queue_shared_puts_then_gets items/s", queue_stream_rate(make_queue, shared=True), lower_is_better=False)
     pool.terminate()
     for _ in range(ROUNDS):
         keep("pool4_first_map ms", pool4_first_map_ms(make_pool))

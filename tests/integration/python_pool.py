@@ -827,6 +827,7 @@ class QueueTest(WithPool):
         # again every 10 ms, not as fast as the gateway answers.
         gw = strand.gateway.default()
         q = strand.SimpleQueue()
+        queue_id = q.id  # (so shared: a queue of the program's own waits in it)
         requests = []
         send = gw._send
         gw._send = lambda method, path, *a, **k: requests.append(path) or send(method, path, *a, **k)
@@ -835,7 +836,7 @@ class QueueTest(WithPool):
         finally:
             del gw._send
         # (this queue's: another test's reader may still take from its own)
-        takes = [p for p in requests if p.startswith("/v1/queues/%s/take" % q.id)]
+        takes = [p for p in requests if p.startswith("/v1/queues/%s/take" % queue_id)]
         self.assertGreater(len(takes), 1)
         self.assertLessEqual(len(takes), 31)
 
@@ -862,6 +863,68 @@ class QueueTest(WithPool):
             q.flush(30)
         self.assertEqual(failed.exception.status, 404)
         self.assertTrue(q.flush(30))  # said once
+
+    def test_a_queue_of_the_programs_own_stays_in_it_until_handed_on(self):
+        import threading
+
+        gw = strand.gateway.default()
+        q = strand.SimpleQueue()
+        requests = []
+        send = gw._send
+        gw._send = lambda method, path, *a, **k: requests.append(path) or send(method, path, *a, **k)
+        try:
+            for i in range(200):
+                q.put({"i": i})
+                self.assertEqual(q.get(timeout=5), {"i": i})
+            self.assertTrue(q.empty())
+            self.assertRaises(TimeoutError, q.get, 0.05)
+            got = []
+            reader = threading.Thread(target=lambda: got.extend(q.get(timeout=30) for _ in range(300)))
+            reader.start()
+            for i in range(300):
+                q.put(i)
+            reader.join(60)
+            self.assertEqual(got, list(range(300)))
+            item = [1, 2]
+            q.put(item)
+            item.append(3)  # a put is a copy, as multiprocessing's pickle
+            self.assertEqual(q.get(), [1, 2])
+            for i in range(5):
+                q.put(i)
+        finally:
+            del gw._send
+        # No other process could have it: not one request.
+        self.assertEqual(requests, [])
+        # Handed on to a task: what was put goes first, in order.
+        q.put("after")
+        self.assertEqual(self.pool.apply(_drain, (q,)), [0, 1, 2, 3, 4, "after"])
+
+        # A get waiting here when the queue is handed on takes from the
+        # gateway's queue, within what is left of its timeout.
+        q = strand.SimpleQueue()
+        got = []
+        reader = threading.Thread(target=lambda: got.append(q.get(timeout=30)))
+        reader.start()
+        time.sleep(0.2)
+        queue_id = q.id
+        gw.request("POST", "/v1/queues/%s/items" % queue_id,
+                   {"item": base64.b64encode(pickle.dumps("by REST")).decode()})
+        reader.join(60)
+        self.assertEqual(got, ["by REST"])
+
+        # A fork hands it on first: parent and child share one queue, its
+        # items in the gateway's, not a copy in each.
+        import multiprocessing
+
+        q = strand.SimpleQueue()
+        for i in range(4):
+            q.put(i)
+        child = multiprocessing.get_context("fork").Process(target=_get_some, args=(q, 3))
+        child.start()
+        child.join(60)
+        self.assertEqual(child.exitcode, 0)
+        self.assertEqual(q.get(timeout=10), 3)
+        self.assertRaises(TimeoutError, q.get, 0.2)
 
     def test_pipe_between_caller_and_task(self):
         a, b = strand.Pipe()

@@ -320,6 +320,19 @@ class _Feeder:
 
 _feeders = weakref.WeakSet()
 
+# The queues that are still their program's own: handed on before it
+# forks, so that parent and child do not each keep a copy of their items.
+_own_queues = weakref.WeakSet()
+
+
+def _share_own():
+    for queue in list(_own_queues):
+        if queue._owner == _pid.current():
+            queue._share()
+
+
+os.register_at_fork(before=_share_own)
+
 
 @atexit.register
 def _flush_all():
@@ -342,26 +355,67 @@ class SimpleQueue:
     asks first. turns=True deals the items to the queue's readers in turn
     instead (a reader is a process that asked it for an item, until it
     ends), as Fiber's SimpleQueuePush does: with four readers each gets a
-    quarter, however fast it reads."""
+    quarter, however fast it reads.
+
+    A queue the program made is its own until it is handed on (pickled for
+    a task, a Process or another queue, its id read, the program forked,
+    flush or close called): until then no other process can reach it, and
+    its items stay in the program (pickled, as a put's are), as
+    multiprocessing's queue is a pipe of its own: a put and a get in turn
+    cost microseconds, not two round trips. Handing it on sends them to
+    the gateway's queue first, in order."""
 
     _turns = False
 
     def __init__(self, gateway=None, turns=None):
         self._gw = gateway or _gateway.default()
         turns = self._turns if turns is None else turns
-        self.id = self._gw.request("POST", "/v1/queues", {"kind": "turns"} if turns else None)["id"]
+        self._id = self._gw.request("POST", "/v1/queues", {"kind": "turns"} if turns else None)["id"]
+        self._cond = threading.Condition()
+        # The items while the queue is the program's own; None once handed on.
+        self._own = None if _worker.inside() else collections.deque()
+        if self._own is not None:
+            self._owner = _pid.current()
+            _own_queues.add(self)
+
+    @property
+    def id(self):
+        """The gateway's id of the queue. Whoever reads it may hand it on:
+        the queue is shared from then on."""
+        self._share()
+        return self._id
 
     def __getstate__(self):
-        return {"id": self.id}
+        self._share()
+        return {"id": self._id}
 
     def __setstate__(self, state):
-        self.id = state["id"]
+        self._id = state["id"]
         self._gw = None if _worker.inside() else _gateway.default()
+        self._cond = threading.Condition()
+        self._own = None
+
+    def _share(self):
+        """From now on other processes may have the queue: the items put
+        while it was the program's own go to the gateway's queue, in order,
+        before any put after (gets waiting here take from there)."""
+        if self._own is None:
+            return
+        with self._cond:
+            if self._own is None:
+                return
+            own, self._own = self._own, None
+            _own_queues.discard(self)
+            if own:
+                feeder = self._feeder()
+                for data in own:
+                    feeder.put(_enc_bytes(data, self._gw))
+            self._cond.notify_all()
 
     def _feeder(self):
         feeder = self.__dict__.get("_fed")
         if feeder is None or feeder.pid != _pid.current():  # a forked child starts its own
-            feeder = self._fed = _Feeder(self._gw, "/v1/queues/%s/items" % self.id)
+            feeder = self._fed = _Feeder(self._gw, "/v1/queues/%s/items" % self._id)
         return feeder
 
     def _check_open(self):
@@ -374,14 +428,23 @@ class SimpleQueue:
         a task it returns once the item is in the queue."""
         self._check_open()
         if _worker.inside():
-            if _worker.call("put", queue=self.id, item=_enc(obj, None))[0] != "ok":
-                raise QueueError("strand: put on %s failed (see the worker's log)" % self.id)
-        else:
-            self._feeder().put(_enc(obj, self._gw))
+            if _worker.call("put", queue=self._id, item=_enc(obj, None))[0] != "ok":
+                raise QueueError("strand: put on %s failed (see the worker's log)" % self._id)
+            return
+        data = _pickling.dumps(obj)
+        if self._own is not None:
+            with self._cond:
+                if self._own is not None:
+                    self._own.append(data)
+                    self._cond.notify()
+                    return
+        self._feeder().put(_enc_bytes(data, self._gw))
 
     def flush(self, timeout=None):
-        """strand's own: waits until every item put here is in the queue."""
+        """strand's own: waits until every item put here is in the gateway's
+        queue (the queue is shared from then on)."""
         if not _worker.inside():
+            self._share()
             return self._feeder().flush(timeout)
         return True
 
@@ -389,9 +452,22 @@ class SimpleQueue:
         """The item at the queue's head, waiting for one up to timeout seconds
         (None: no limit); TimeoutError when none came."""
         self._check_open()
-        reader = _reader(self, "/v1/queues/%s" % self.id, "/v1/queues/%s/take" % self.id)
+        if self._own is not None:
+            deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+            with self._cond:
+                while self._own is not None and not self._own:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TimeoutError("nothing came within %s s" % timeout)
+                    self._cond.wait(left)
+                if self._own is not None:
+                    return pickle.loads(self._own.popleft())
+            # Handed on while this get waited: the rest of its wait there.
+            if deadline is not None:
+                timeout = max(0.0, deadline - time.monotonic())
+        reader = _reader(self, "/v1/queues/%s" % self._id, "/v1/queues/%s/take" % self._id)
         if reader is None:
-            return _take(self._gw, "get", timeout, queue=self.id)
+            return _take(self._gw, "get", timeout, queue=self._id)
         return reader.get(timeout)
 
     def empty(self):
@@ -399,12 +475,16 @@ class SimpleQueue:
         and has not read."""
         self._check_open()
         if _worker.inside():
-            return _size_inside(queue=self.id) == 0
+            return _size_inside(queue=self._id) == 0
+        if self._own is not None:
+            with self._cond:
+                if self._own is not None:
+                    return not self._own
         self.flush()  # what this program put counts, and what it read ahead
         read = self.__dict__.get("_read")
         if read is not None and read.pid == _pid.current() and read.items:
             return False
-        return self._gw.request("GET", "/v1/queues/%s" % self.id)["size"] == 0
+        return self._gw.request("GET", "/v1/queues/%s" % self._id)["size"] == 0
 
     def close(self):
         """Closes the queue here, as multiprocessing's close() does: what
@@ -413,6 +493,8 @@ class SimpleQueue:
         lives on for the other processes that have it."""
         if self.__dict__.get("_closed"):
             return
+        if not _worker.inside():
+            self._share()
         fed = self.__dict__.get("_fed")
         if fed is not None and fed.pid == _pid.current():
             fed.flush()
@@ -432,7 +514,7 @@ class SimpleQueue:
     def _remove(self):
         """Removes the queue from the gateway; what this program read ahead
         goes with it."""
-        self._gw.request("DELETE", "/v1/queues/%s" % self.id)
+        self._gw.request("DELETE", "/v1/queues/%s" % self._id)
         read = self.__dict__.get("_read")
         if read is not None and read.pid == _pid.current():
             read.drop()
