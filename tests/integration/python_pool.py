@@ -926,6 +926,23 @@ class QueueTest(WithPool):
         self.assertEqual(q.get(timeout=10), 3)
         self.assertRaises(TimeoutError, q.get, 0.2)
 
+        # Past OWN_BYTES held, the items go to the gateway's queue, in
+        # order: the program's memory holds no more.
+        q = strand.SimpleQueue()
+        own_bytes = strand.queues.OWN_BYTES
+        strand.queues.OWN_BYTES = 10 * len(pickle.dumps(("x", 0), pickle.HIGHEST_PROTOCOL))
+        try:
+            for i in range(30):
+                q.put(("x", i))
+        finally:
+            strand.queues.OWN_BYTES = own_bytes
+        # (its id not read here: that alone would hand it on)
+        deadline = time.monotonic() + 30
+        while gw.request("GET", "/v1/queues/%s" % q._id)["size"] < 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(gw.request("GET", "/v1/queues/%s" % q._id)["size"], 30)
+        self.assertEqual([q.get(timeout=10) for _ in range(30)], [("x", i) for i in range(30)])
+
     def test_pipe_between_caller_and_task(self):
         a, b = strand.Pipe()
         r = self.pool.apply_async(lambda: b.send(b.recv(timeout=10) * 2))

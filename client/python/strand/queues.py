@@ -27,6 +27,13 @@ WAIT_S = 30
 ITEM_INLINE = 1 << 20
 
 
+# A queue that is its program's own holds up to this many bytes of items
+# (pickled) in the program; past it, it goes to the gateway's queue as if
+# handed on: a program that puts gigabytes before it starts their readers
+# keeps them on the gateway's disk, not in its memory.
+OWN_BYTES = 64 << 20
+
+
 # What follows the bytes of an item that went as a value: 16 random bytes
 # (_worker.read_once_file's too), which unpickling ignores.
 VALUE_TAIL = 16
@@ -359,11 +366,11 @@ class SimpleQueue:
 
     A queue the program made is its own until it is handed on (pickled for
     a task, a Process or another queue, its id read, the program forked,
-    flush or close called): until then no other process can reach it, and
-    its items stay in the program (pickled, as a put's are), as
-    multiprocessing's queue is a pipe of its own: a put and a get in turn
-    cost microseconds, not two round trips. Handing it on sends them to
-    the gateway's queue first, in order."""
+    flush or close called, OWN_BYTES of items held): until then no other
+    process can reach it, and its items stay in the program (pickled, as a
+    put's are), as multiprocessing's queue is a pipe of its own: a put and
+    a get in turn cost microseconds, not two round trips. Handing it on
+    sends them to the gateway's queue first, in order."""
 
     _turns = False
 
@@ -376,6 +383,7 @@ class SimpleQueue:
         self._own = None if _worker.inside() else collections.deque()
         if self._own is not None:
             self._owner = _pid.current()
+            self._own_bytes = 0
             _own_queues.add(self)
 
     @property
@@ -434,8 +442,11 @@ class SimpleQueue:
         data = _pickling.dumps(obj)
         if self._own is not None:
             with self._cond:
+                if self._own is not None and self._own_bytes + len(data) > OWN_BYTES:
+                    self._share()
                 if self._own is not None:
                     self._own.append(data)
+                    self._own_bytes += len(data)
                     self._cond.notify()
                     return
         self._feeder().put(_enc_bytes(data, self._gw))
@@ -461,7 +472,9 @@ class SimpleQueue:
                         raise TimeoutError("nothing came within %s s" % timeout)
                     self._cond.wait(left)
                 if self._own is not None:
-                    return pickle.loads(self._own.popleft())
+                    data = self._own.popleft()
+                    self._own_bytes -= len(data)
+                    return pickle.loads(data)
             # Handed on while this get waited: the rest of its wait there.
             if deadline is not None:
                 timeout = max(0.0, deadline - time.monotonic())
