@@ -36,14 +36,6 @@ bx *engine__backend_for(engine *e, const char *name)
 	return NULL;
 }
 
-pool *engine__pool_find(engine *e, const char *id)
-{
-	for (pool *p = e->pools; p; p = p->next)
-		if (strcmp(p->id, id) == 0)
-			return p;
-	return NULL;
-}
-
 void engine__iso_time(int64_t ms, char out[32])
 {
 	time_t t = (time_t)(ms / 1000);
@@ -381,8 +373,8 @@ static void *engine_main(void *arg)
 		 * in the cycle (handling, the commit, the wait) is forgiven. */
 		int64_t now = cm_now_ms();
 		engine__forgive_stall(e, now);
-		for (pool *p = e->pools; p && committed && store_in_transaction(e->st); p = p->next)
-			engine__tick_pool(e, p, now);
+		if (committed && store_in_transaction(e->st))
+			engine__tick_pools(e, now);
 		for (queue *q = e->queues; q && committed && store_in_transaction(e->st); q = q->next)
 			if (q->getters.head)
 				engine__queue_tick(e, q, now);

@@ -52,6 +52,7 @@
 #define STOP_WAIT_MS 5000 /* at shutdown, how long past the grace ends are awaited */
 #define STOP_ASKED_MS 1500 /* at shutdown, how long a worker told to stop has before a signal */
 #define JOB_BUCKETS 16384
+#define POOL_BUCKETS 4096
 #define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
@@ -537,6 +538,11 @@ typedef struct pool {
 	waitlist delete_waiters;
 	int shown; /* what its last event said (events.c) */
 	struct pool *next;
+	struct pool *hash_next; /* in e->pool_ids */
+	/* In e->ticked while a cycle has anything to do for it: every pool
+	 * but an ended one whose workers all exited and were said (pools.c). */
+	struct pool *ticked_next;
+	int ticked;
 } pool;
 
 struct engine {
@@ -561,6 +567,12 @@ struct engine {
 	/* engine thread only */
 	int output_stored; /* this cycle stored pools' output */
 	pool *pools;
+	/* The pools of e->pools by id; and those each cycle ticks. Ended pools
+	 * stay for --retain (a week unless told): a gateway that ran
+	 * thousands of programs looked through them all at every request
+	 * and every cycle. */
+	pool *pool_ids[POOL_BUCKETS];
+	pool *ticked;
 	/* Pools deleted (DELETE of an ended one, or --retain): in no view and
 	 * found by no request, their jobs removed a few a cycle, then freed. */
 	pool *deleted_pools;
@@ -678,6 +690,8 @@ void engine__job_progressed(engine *e, job *j); /* a result of j was recorded */
 void engine__job_unlist(job *j); /* j is freed: its progress is not said */
 /* Pools and workers that changed; progress that is due. */
 void engine__events_tick(engine *e, int64_t now);
+/* Whether p's state and its workers' were all said. */
+int engine__events_said(const pool *p);
 /* Published (returns how many), or dropped with the cycle. */
 size_t engine__events_end_cycle(engine *e, int committed);
 
@@ -729,6 +743,9 @@ int engine__deleted_pools_step(engine *e, int max);
 /* The pool of a stored job, deleted ones included (recovery). */
 pool *engine__pool_find_any(engine *e, const char *id);
 void engine__pool_free(engine *e, pool *p);
+void engine__pool_link(engine *e, pool *p);
+void engine__pool_tick_again(engine *e, pool *p);
+void engine__tick_pools(engine *e, int64_t now);
 /* Its backend removed what its ended workers left (BX_SETTLED). */
 void engine__pool_settled(engine *e, const char *pool_id);
 void engine__tick_pool(engine *e, pool *p, int64_t now); /* leases, parked pulls, terminations, replacements */

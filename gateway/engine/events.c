@@ -1,9 +1,9 @@
 /*
- * Events (events.h) from engine state. Pools and their workers are few and
- * already walked each cycle, so their changes are found by comparing each
- * with what was last shown of it (its 'shown': that state plus one, 0 for
- * nothing yet, so a new one is said too): no state change anywhere can
- * forget to say so. Processes are never forgotten and jobs can be millions,
+ * Events (events.h) from engine state. The pools a cycle ticks and their
+ * workers are few and walked anyway, so their changes are found by
+ * comparing each with what was last shown of it (its 'shown': that state
+ * plus one, 0 for nothing yet, so a new one is said too): no state change
+ * anywhere can forget to say so. Processes are never forgotten and jobs can be millions,
  * so theirs are said where they happen (a process started, failed, ended;
  * a job made, done, cancelled, removed), and no cycle walks them all. A
  * job's progress is said only while somebody reads, at most every
@@ -124,11 +124,22 @@ static void progress_due(engine *e, int64_t now)
 	}
 }
 
+int engine__events_said(const pool *p)
+{
+	if (p->shown != (int)p->state + 1)
+		return 0;
+	for (const worker *w = p->workers; w; w = w->next)
+		if (w->shown != worker_shown(w) + 1)
+			return 0;
+	return 1;
+}
+
 void engine__events_tick(engine *e, int64_t now)
 {
 	/* A pool is said before its first workers, and after the workers
-	 * whose end ended it. */
-	for (pool *p = e->pools; p; p = p->next) {
+	 * whose end ended it. A pool that is not ticked has nothing new: it
+	 * leaves e->ticked only once all of it was said (pools.c). */
+	for (pool *p = e->ticked; p; p = p->ticked_next) {
 		int changed = p->shown != (int)p->state + 1, made = p->shown == 0;
 		p->shown = (int)p->state + 1;
 		if (changed && made)

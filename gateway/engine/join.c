@@ -158,6 +158,7 @@ static void join(engine *e, op *o, pool *p, join_token *t)
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;
+	engine__pool_tick_again(e, p);
 	p->workers_started++;
 	if (--t->uses > 0)
 		store_join_token_put(e->st, t->hash, t->pool, t->expires_ms, t->uses);

@@ -8,8 +8,89 @@
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"
 
+static unsigned pool_bucket(const char *id)
+{
+	return engine__id_hash(id) % POOL_BUCKETS;
+}
+
+void engine__pool_link(engine *e, pool *p)
+{
+	unsigned b = pool_bucket(p->id);
+
+	p->next = e->pools;
+	e->pools = p;
+	p->hash_next = e->pool_ids[b];
+	e->pool_ids[b] = p;
+	engine__pool_tick_again(e, p);
+}
+
+/* p out of e->pools, e->pool_ids and e->ticked. */
+static void pool_unlink(engine *e, pool *p)
+{
+	pool **at = &e->pools;
+
+	while (*at != p)
+		at = &(*at)->next;
+	*at = p->next;
+	for (at = &e->pool_ids[pool_bucket(p->id)]; *at != p; at = &(*at)->hash_next)
+		;
+	*at = p->hash_next;
+	if (p->ticked) {
+		for (at = &e->ticked; *at != p; at = &(*at)->ticked_next)
+			;
+		*at = p->ticked_next;
+		p->ticked = 0;
+	}
+}
+
+pool *engine__pool_find(engine *e, const char *id)
+{
+	for (pool *p = e->pool_ids[pool_bucket(id)]; p; p = p->hash_next)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+void engine__pool_tick_again(engine *e, pool *p)
+{
+	if (!p->ticked) {
+		p->ticked = 1;
+		p->ticked_next = e->ticked;
+		e->ticked = p;
+	}
+}
+
+/* Whether an ended pool has nothing left for a cycle to do: every worker
+ * exited, no DELETE waits, and all of it was said. */
+static int pool_at_rest(const pool *p)
+{
+	if ((p->state != POOL_TERMINATED && p->state != POOL_FAILED) || p->delete_waiters.head)
+		return 0;
+	for (const worker *w = p->workers; w; w = w->next)
+		if (w->state != W_EXITED)
+			return 0;
+	return engine__events_said(p);
+}
+
+void engine__tick_pools(engine *e, int64_t now)
+{
+	for (pool *p = e->ticked; p && store_in_transaction(e->st); p = p->ticked_next)
+		engine__tick_pool(e, p, now);
+	/* Apart from the ticks, which may put pools back. */
+	for (pool **at = &e->ticked; *at;) {
+		pool *p = *at;
+		if (pool_at_rest(p)) {
+			*at = p->ticked_next;
+			p->ticked = 0;
+		} else {
+			at = &p->ticked_next;
+		}
+	}
+}
+
 void engine__pool_set_state(engine *e, pool *p, pool_state s, const char *reason)
 {
+	engine__pool_tick_again(e, p);
 	p->state = s;
 	if (s == POOL_TERMINATED || s == POOL_FAILED)
 		p->ended_ms = cm_wall_ms();
@@ -143,6 +224,7 @@ int engine__worker_spawn(engine *e, pool *p)
 	w->started = w->last_seen = cm_now_ms();
 	w->next = p->workers;
 	p->workers = w;
+	engine__pool_tick_again(e, p);
 	p->workers_started++;
 	store_worker_insert(e->st, w->id, p->id, "", w->secret_hash, cm_wall_ms());
 	return CM_OK;
@@ -256,8 +338,7 @@ void engine__handle_pool_create(engine *e, op *o)
 		return;
 	}
 	free(spec_json);
-	p->next = e->pools;
-	e->pools = p;
+	engine__pool_link(e, p);
 	cm_info("pool %s created: %d %s workers", p->id, p->spec.processes, p->spec.backend);
 	engine__pool_converge(e, p, cm_now_ms());
 	o->out = engine__pool_json(p);
@@ -329,13 +410,9 @@ void engine__handle_pool_delete(engine *e, op *o)
 
 int engine__pool_delete(engine *e, pool *p, const char *why)
 {
-	pool **at = &e->pools;
-
 	if (store_pool_set_state(e->st, p->id, "deleted", NULL) != CM_OK)
 		return CM_EIO;
-	while (*at != p)
-		at = &(*at)->next;
-	*at = p->next;
+	pool_unlink(e, p);
 	p->next = e->deleted_pools;
 	e->deleted_pools = p;
 	p->deleted = 1;
@@ -517,14 +594,30 @@ void engine__tick_pool(engine *e, pool *p, int64_t now)
 		engine__pool_converge(e, p, now);
 }
 
-/* The worker that owner names, and its pool; NULL if none. */
+static worker *worker_in(pool *p, const char *owner)
+{
+	for (worker *w = p->workers; w; w = w->next)
+		if (strcmp(w->id, owner) == 0)
+			return w;
+	return NULL;
+}
+
+/* The worker that owner names, and its pool; NULL if none. A worker that
+ * has not exited is in a ticked pool: the rest are looked through only
+ * when it is not there. */
 worker *engine__worker_find(engine *e, const char *owner, pool **pool_out)
 {
+	worker *w;
+
+	for (pool *p = e->ticked; p; p = p->ticked_next)
+		if ((w = worker_in(p, owner))) {
+			*pool_out = p;
+			return w;
+		}
 	for (pool *p = e->pools; p; p = p->next)
-		for (worker *w = p->workers; w; w = w->next)
-			if (strcmp(w->id, owner) == 0) {
-				*pool_out = p;
-				return w;
-			}
+		if (!p->ticked && (w = worker_in(p, owner))) {
+			*pool_out = p;
+			return w;
+		}
 	return NULL;
 }

@@ -34,7 +34,7 @@ int engine__quota_pool(engine *e, const pool *resizing, const pool_spec *next, c
 {
 	int64_t pools = 0, managers = 0, workers = workers_of(next);
 
-	for (const pool *p = e->pools; p; p = p->next) {
+	for (const pool *p = e->ticked; p; p = p->ticked_next) { /* a live pool is ticked */
 		if (!live(p) || p == resizing)
 			continue;
 		pools += !p->spec.manager[0];

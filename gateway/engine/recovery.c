@@ -103,8 +103,7 @@ static void load_pool(void *ctx, const char *id, const char *spec_json, const ch
 		e->deleted_pools = p;
 		return;
 	}
-	p->next = e->pools;
-	e->pools = p;
+	engine__pool_link(e, p);
 }
 
 static void load_job(void *ctx, const store_job *sj)
@@ -324,6 +323,8 @@ void engine__state_clear(engine *e)
 		e->deleted_pools = p->next;
 		engine__pool_free(e, p);
 	}
+	memset(e->pool_ids, 0, sizeof(e->pool_ids));
+	e->ticked = NULL;
 	memset(e->jobs, 0, sizeof(e->jobs));
 	engine__processes_clear(e);
 	engine__queues_clear(e);

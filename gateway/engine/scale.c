@@ -208,10 +208,11 @@ static int local_starts_free(const engine *e, const pool *p, int64_t now)
 {
 	int starting = 0, own = 0;
 
-	for (const pool *q = e->pools; q; q = q->next)
+	for (const pool *q = e->ticked; q; q = q->ticked_next) /* a pool with a worker starting is ticked */
 		if (q->backend == e->local)
 			for (const worker *w = q->workers; w; w = w->next)
-				if (w->state == W_STARTING && !w->adopted && now - w->started < e->cfg->local_start_slot_ms) {
+				if (w->state == W_STARTING && !w->adopted &&
+				    now - w->started < e->cfg->local_start_slot_ms) {
 					starting++;
 					own += q == p;
 				}
@@ -233,7 +234,8 @@ void engine__pool_converge(engine *e, pool *p, int64_t now)
 	if (active >= p->spec.processes)
 		return;
 	int room = p->backend == e->local ? local_starts_free(e, p, now) : INT_MAX;
-	while (active < p->spec.processes && room > 0 && p->state != POOL_FAILED && engine__worker_spawn(e, p) == CM_OK) {
+	while (active < p->spec.processes && room > 0 && p->state != POOL_FAILED &&
+	       engine__worker_spawn(e, p) == CM_OK) {
 		active++;
 		room--;
 	}

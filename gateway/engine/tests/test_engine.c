@@ -1242,11 +1242,62 @@ static void test_failed_pool_delete_answered(void **state)
 		}
 	}
 	assert_true(failed);
+	/* Some cycles on: a failed pool whose workers all ended is no longer
+	 * ticked, and its DELETE must wake it. */
+	usleep(200000);
 	fake_backend_set_release_ms(f->fake, 300);
 	engine_call *c = engine_pool_delete_start(f->e, f->pool, get_done, &g);
 	assert_int_equal(await_call(c, &g, &out, detail, sizeof(detail)), CM_OK);
 	assert_string_equal(json_string_value(json_object_get(out, "state")), "terminated");
 	json_decref(out);
+}
+
+/* The state of id as get (engine_pool_get, engine_job_get) shows it, or
+ * "gone". */
+static const char *state_of(fixture *f, int (*get)(engine *, const char *, json_t **), const char *id)
+{
+	static char state[32];
+	json_t *out = NULL;
+
+	if (get(f->e, id, &out) != CM_OK)
+		return "gone";
+	snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(out, "state")));
+	json_decref(out);
+	return state;
+}
+
+/* Terminated pools stay for --retain but are no longer ticked once at
+ * rest: each is still found by its id, among many, and removed by a
+ * second DELETE; the others stay. */
+static void test_terminated_pools_found_and_removed_at_rest(void **state)
+{
+	fixture *f = *state;
+	char ids[40][32], detail[256] = "";
+	json_t *out = NULL;
+
+	for (int i = 0; i < 40; i++) {
+		get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+		pool_of(f, 1, ids[i]);
+		engine_call *c = engine_pool_delete_start(f->e, ids[i], get_done, &g);
+		assert_int_equal(await_call(c, &g, &out, detail, sizeof(detail)), CM_OK);
+		assert_string_equal(json_string_value(json_object_get(out, "state")), "terminated");
+		json_decref(out);
+	}
+	usleep(200000); /* cycles on: at rest */
+	for (int i = 0; i < 40; i++)
+		assert_string_equal(state_of(f, engine_pool_get, ids[i]), "terminated");
+	for (int i = 0; i < 40; i += 3) {
+		get_wait g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+		engine_call *c = engine_pool_delete_start(f->e, ids[i], get_done, &g);
+		assert_int_equal(await_call(c, &g, &out, detail, sizeof(detail)), CM_OK);
+		assert_string_equal(json_string_value(json_object_get(out, "state")), "deleted");
+		json_decref(out);
+	}
+	for (int i = 0; i < 40; i++)
+		assert_string_equal(state_of(f, engine_pool_get, ids[i]), i % 3 ? "terminated" : "gone");
+	/* and a new pool among them runs its work */
+	pool_of_two(f, "");
+	assert_string_equal(state_of(f, engine_pool_get, f->pool), "active");
 }
 
 /* Pops one item from end (or a queue with end -1); its error, *out the answer. */
@@ -1277,21 +1328,6 @@ static void test_pool_delete_answered_after_release(void **state)
 	json_decref(out);
 }
 
-/* A pipe's ends resolve to the queue of their direction: in a duplex pipe
- * what end 0 sends end 1 receives and back; in a simplex one only end 0
- * sends and only end 1 receives. */
-static const char *job_state(fixture *f, const char *id)
-{
-	static char state[32];
-	json_t *out = NULL;
-
-	if (engine_job_get(f->e, id, &out) != CM_OK)
-		return "gone";
-	snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(out, "state")));
-	json_decref(out);
-	return state;
-}
-
 /* A result finds its task's job among many, jobs of no task (which share
  * their base with the next job) included, also after jobs before and
  * between were removed: each job ends with exactly its own results. */
@@ -1306,7 +1342,7 @@ static void test_results_find_their_job_among_many(void **state)
 		map_echo(f, k % 3 == 1 ? 0 : 2 + k); /* jobs 1 and 4 have no task */
 		snprintf(ids[k], sizeof(ids[k]), "%s", f->job);
 	}
-	assert_string_equal(job_state(f, ids[1]), "done");
+	assert_string_equal(state_of(f, engine_job_get, ids[1]), "done");
 	assert_int_equal(engine_job_delete(f->e, ids[1], &out), CM_OK); /* removed: between two others */
 	json_decref(out);
 	test_batch *b = pull(f, f->w[0], (pull_args){.want = 100});
@@ -1319,7 +1355,7 @@ static void test_results_find_their_job_among_many(void **state)
 	batch_free(b);
 	static const char *const want[6] = {"done", "gone", "done", "done", "done", "done"};
 	for (int k = 0; k < 6; k++) {
-		assert_string_equal(job_state(f, ids[k]), want[k]);
+		assert_string_equal(state_of(f, engine_job_get, ids[k]), want[k]);
 		if (k == 1)
 			continue;
 		assert_int_equal(engine_job_get(f->e, ids[k], &out), CM_OK);
@@ -1331,8 +1367,8 @@ static void test_results_find_their_job_among_many(void **state)
 	json_decref(out);
 	assert_int_equal(engine_job_delete(f->e, ids[5], &out), CM_OK); /* the last */
 	json_decref(out);
-	assert_string_equal(job_state(f, ids[3]), "done");
-	assert_string_equal(job_state(f, ids[4]), "done");
+	assert_string_equal(state_of(f, engine_job_get, ids[3]), "done");
+	assert_string_equal(state_of(f, engine_job_get, ids[4]), "done");
 }
 
 /* --retain: an ended job is removed once it has been over for that long
@@ -1371,6 +1407,9 @@ static void test_ended_jobs_removed_after_retention(void **state)
 	json_decref(out);
 }
 
+/* A pipe's ends resolve to the queue of their direction: in a duplex pipe
+ * what end 0 sends end 1 receives and back; in a simplex one only end 0
+ * sends and only end 1 receives. */
 static void test_pipe_ends_resolve_to_their_direction(void **state)
 {
 	fixture *f = *state;
@@ -1445,6 +1484,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_pipe_ends_resolve_to_their_direction, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pool_delete_answered_after_release, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failed_pool_delete_answered, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_terminated_pools_found_and_removed_at_rest, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_find_their_job_among_many, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_ended_jobs_removed_after_retention, setup_retain_2s, teardown),
 	};
