@@ -65,7 +65,7 @@ static int end(engine *e, client_lease *l, const char *why, json_t **out)
 	for (process *pr = e->processes; pr; pr = pr->next)
 		if (strcmp(pr->lease, l->id) == 0 && pr->state == PR_RUNNING) {
 			cm_info("process %s: terminated, its client's lease %s %s", pr->id, l->id, why);
-			engine__process_terminate(pr);
+			engine__process_terminate(e, pr);
 		}
 	engine__queue_reader_gone(e, l->id);
 	engine__queue_holds_end(e, l->id);

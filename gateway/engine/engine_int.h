@@ -53,6 +53,7 @@
 #define STOP_ASKED_MS 1500 /* at shutdown, how long a worker told to stop has before a signal */
 #define JOB_BUCKETS 16384
 #define POOL_BUCKETS 4096
+#define PROCESS_BUCKETS 4096
 #define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
@@ -396,6 +397,7 @@ typedef struct process {
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist waiters; /* DELETEs waiting for it to end */
 	struct process *next;
+	struct process *hash_next; /* in e->process_ids */
 } process;
 
 /* A Ring: size processes that find each other through MASTER_ADDR and
@@ -579,6 +581,10 @@ struct engine {
 	queue *queues;
 	int64_t queue_bytes; /* of the items all queues hold (quotas.c) */
 	process *processes;
+	/* Ended processes stay for --retain too: found by id through these,
+	 * and looked over for a SIGKILL only when one is due. */
+	process *process_ids[PROCESS_BUCKETS];
+	int64_t process_kill_due;
 	ring *rings;
 	client_lease *client_leases;
 	join_token *join_tokens;
@@ -867,7 +873,7 @@ int engine__processes_stop(engine *e, int hard);
 void engine__processes_owners(engine *e, bx *x, char (*owners)[BX_OWNER_MAX], size_t *n);
 size_t engine__processes_count(engine *e);
 /* Terminates pr as DELETE does, answering no one (a client's lease ended). */
-void engine__process_terminate(process *pr);
+void engine__process_terminate(engine *e, process *pr);
 
 /* output.c: lines of output kept per pool */
 #define OUTPUT_KEPT 10000

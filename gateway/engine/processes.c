@@ -11,9 +11,14 @@
 
 /* ---- processes ---------------------------------------------------------- */
 
+static unsigned process_bucket(const char *id)
+{
+	return engine__id_hash(id) % PROCESS_BUCKETS;
+}
+
 static process *process_find(engine *e, const char *id)
 {
-	for (process *pr = e->processes; pr; pr = pr->next)
+	for (process *pr = e->process_ids[process_bucket(id)]; pr; pr = pr->hash_next)
 		if (strcmp(pr->id, id) == 0)
 			return pr;
 	return NULL;
@@ -92,6 +97,8 @@ static process *process_add(engine *e, const char *id, bx *b, const char *spec_j
 	spec_string(spec_json, "lease", pr->lease, sizeof(pr->lease));
 	pr->next = e->processes;
 	e->processes = pr;
+	pr->hash_next = e->process_ids[process_bucket(id)];
+	e->process_ids[process_bucket(id)] = pr;
 	return pr;
 }
 
@@ -136,12 +143,14 @@ static void process_stop(process *pr, int hard)
 	bx_stop(pr->backend, pr->id, hard);
 }
 
-void engine__process_terminate(process *pr)
+void engine__process_terminate(engine *e, process *pr)
 {
 	if (pr->state != PR_RUNNING || pr->terminated)
 		return;
 	pr->terminated = 1;
 	pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
+	if (pr->kill_at < e->process_kill_due)
+		e->process_kill_due = pr->kill_at;
 	process_stop(pr, 0);
 }
 
@@ -385,9 +394,18 @@ int engine__process_event(engine *e, bx_event *ev)
 
 void engine__tick_processes(engine *e, int64_t now)
 {
+	int64_t next = INT64_MAX;
+
+	if (now < e->process_kill_due)
+		return;
 	for (process *pr = e->processes; pr; pr = pr->next)
-		if (pr->state == PR_RUNNING && pr->terminated && now >= pr->kill_at)
-			process_stop(pr, 1);
+		if (pr->state == PR_RUNNING && pr->terminated) {
+			if (now >= pr->kill_at)
+				process_stop(pr, 1); /* once: stop_sent */
+			else if (pr->kill_at < next)
+				next = pr->kill_at;
+		}
+	e->process_kill_due = next;
 }
 
 /* ---- rings --------------------------------------------------------------- */
@@ -521,11 +539,8 @@ void engine__handle_ring(engine *e, op *o)
 	case OP_RING_DELETE:
 		for (int i = 0; i < r->size; i++) {
 			process *pr = process_find(e, r->members[i]);
-			if (pr && pr->state == PR_RUNNING && !pr->terminated) {
-				pr->terminated = 1;
-				pr->kill_at = cm_now_ms() + TERM_GRACE_MS;
-				process_stop(pr, 0);
-			}
+			if (pr)
+				engine__process_terminate(e, pr);
 		}
 		if (strcmp(ring_state(e, r), "running") == 0) {
 			waitlist_add(&r->waiters, o); /* answered by the tick once every member ended */
@@ -575,7 +590,7 @@ void engine__handle_process(engine *e, op *o)
 	case OP_PROC_DELETE:
 		if (pr->state == PR_RUNNING) {
 			/* terminate(): SIGTERM, SIGKILL after the grace; answered once gone */
-			engine__process_terminate(pr);
+			engine__process_terminate(e, pr);
 			waitlist_add(&pr->waiters, o);
 			return;
 		}
@@ -650,6 +665,9 @@ static void process_remove(engine *e, process **link)
 	process *pr = *link;
 
 	*link = pr->next;
+	for (link = &e->process_ids[process_bucket(pr->id)]; *link != pr; link = &(*link)->hash_next)
+		;
+	*link = pr->hash_next;
 	store_process_delete(e->st, pr->id);
 	unlink(pr->log_path); /* gone already if it never started */
 	free(pr->spec_json);
@@ -726,6 +744,8 @@ void engine__processes_clear(engine *e)
 		free(pr->spec_json);
 		free(pr);
 	}
+	memset(e->process_ids, 0, sizeof(e->process_ids));
+	e->process_kill_due = 0;
 }
 
 int engine__processes_stop(engine *e, int hard)

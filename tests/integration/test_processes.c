@@ -470,6 +470,39 @@ static void test_bad_requests(void **state)
 	free(id);
 }
 
+/* A process that does not hear SIGTERM is killed once the grace is over
+ * (the engine looks for such a process only then). Unsandboxed: in a
+ * sandbox, SIGTERM ends bubblewrap and everything in it. */
+static void test_a_process_deaf_to_sigterm_is_killed(void **state)
+{
+	static const char *const unsandboxed[] = {"--sandbox", "off", NULL};
+	gateway mine = g; /* this test runs its own gateway */
+	char path[128];
+	response r;
+
+	(void)state;
+	gateway_start(&g, unsandboxed);
+	char *id = start("{\"command\":[\"sh\",\"-c\",\"trap '' TERM; echo up; exec sleep 30\"]}");
+	char *text = NULL;
+	for (int i = 0; i < 500 && !(text && strstr(text, "up")); i++) {
+		free(text);
+		usleep(20000);
+		text = logs(id);
+	}
+	assert_non_null(strstr(text, "up"));
+	free(text);
+	snprintf(path, sizeof(path), "/v1/processes/%s", id);
+	r = http(&g, "DELETE", path, NULL, NULL); /* answered once it is gone */
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "exited");
+	assert_true(json_is_true(json_object_get(r.json, "terminated")));
+	assert_int_equal(json_integer_value(json_object_get(r.json, "exit_code")), 128 + 9);
+	response_free(&r);
+	free(id);
+	gateway_cleanup(&g);
+	g = mine;
+}
+
 static void test_gpus_are_handed_out_distinctly(void **state)
 {
 	static const char *const two_gpus[] = {"--gpus", "2", NULL};
@@ -535,6 +568,7 @@ int main(void)
 	        cmocka_unit_test(test_no_child_outlives_its_process),
 	        cmocka_unit_test(test_gateway_stop_ends_process_groups),
 	        cmocka_unit_test(test_bad_requests),
+	        cmocka_unit_test(test_a_process_deaf_to_sigterm_is_killed),
 	        cmocka_unit_test(test_gpus_are_handed_out_distinctly),
 	};
 	return cmocka_run_group_tests_name("processes", tests, setup, teardown);
