@@ -108,8 +108,8 @@ int strand_client_hold(strand_client *c, int lease_s)
 	return 0;
 }
 
-/* A request that makes a pool, manager or process: held by the client's
- * lease, if it holds one and the spec names none. */
+/* A request that makes a pool, manager, process, queue or pipe: held by
+ * the client's lease, if it holds one and the spec names none. */
 static void held(const strand_client *c, json_t *body)
 {
 	if (c->lease && !json_object_get(body, "lease"))
@@ -728,7 +728,13 @@ int strand_process_terminate(strand_client *c, const char *id)
 
 int strand_queue_create(strand_client *c, char id[32])
 {
-	return expect(c, "POST", "/v1/queues", NULL, 201, id, NULL);
+	json_t *body = json_object();
+	int rc;
+
+	held(c, body);
+	rc = expect(c, "POST", "/v1/queues", body, 201, id, NULL);
+	json_decref(body);
+	return rc;
 }
 
 /* One item (borrowed) POSTed to path: a queue's items or a pipe end's send. */
@@ -780,7 +786,10 @@ int strand_queue_get(strand_client *c, const char *queue, int wait_s, json_t **i
 int strand_pipe_create(strand_client *c, int duplex, char id[32])
 {
 	json_t *body = json_pack("{s:b}", "duplex", duplex);
-	int rc = expect(c, "POST", "/v1/pipes", body, 201, id, NULL);
+	int rc;
+
+	held(c, body);
+	rc = expect(c, "POST", "/v1/pipes", body, 201, id, NULL);
 
 	json_decref(body);
 	return rc;

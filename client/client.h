@@ -29,8 +29,8 @@ typedef struct strand_client strand_client;
  * itself) to trust. Returns a new client. */
 strand_client *strand_client_new(const char *url);
 void strand_client_free(strand_client *c);
-/* From now on, the pools, managers and processes c makes end with it, as
- * a Python program's do: a lease of lease_s seconds (0: 10) that a thread
+/* From now on, the pools, managers and processes c makes end with it, and
+ * its queues and pipes are deleted then, as a Python program's are: a lease of lease_s seconds (0: 10) that a thread
  * of its own renews four times a lease, deleted by strand_client_free
  * (which ends them at once), and run out lease_s after the program dies
  * (kill -9). A spec naming its own "lease" keeps it. Without a hold, what

@@ -122,6 +122,23 @@ static int load(const char *body, size_t len, json_t **out, char *detail, size_t
 	return CM_OK;
 }
 
+/* The optional field "lease" of root, a client lease's id, into lease ("" when
+ * absent or null). */
+static int lease_field(json_t *root, char lease[SPEC_LEASE_ID_MAX], char *detail, size_t detail_len)
+{
+	json_t *v = json_object_get(root, "lease");
+
+	lease[0] = '\0';
+	if (!v || json_is_null(v))
+		return CM_OK;
+	if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= SPEC_LEASE_ID_MAX) {
+		snprintf(detail, detail_len, "field 'lease' must be a lease's id (POST /v1/leases)");
+		return CM_EINVAL;
+	}
+	snprintf(lease, SPEC_LEASE_ID_MAX, "%s", json_string_value(v));
+	return CM_OK;
+}
+
 static int check_keys(json_t *obj, const char *const *allowed, const char *where, char *detail, size_t detail_len)
 {
 	const char *key;
@@ -369,15 +386,8 @@ static int pool_parse(const char *body, size_t len, const char *default_backend,
 		}
 		snprintf(spec.code, sizeof(spec.code), "%s", json_string_value(v));
 	}
-	v = json_object_get(root, "lease");
-	if (v && !json_is_null(v)) {
-		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= sizeof(spec.lease)) {
-			snprintf(detail, detail_len, "field 'lease' must be a lease's id (POST /v1/leases)");
-			err = CM_EINVAL;
-			goto out;
-		}
-		snprintf(spec.lease, sizeof(spec.lease), "%s", json_string_value(v));
-	}
+	if ((err = lease_field(root, spec.lease, detail, detail_len)) != CM_OK)
+		goto out;
 	v = json_object_get(root, "manager");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v) || json_string_length(v) >= sizeof(spec.manager)) {
@@ -1147,38 +1157,44 @@ out:
 	return err;
 }
 
-int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len)
+int spec_pipe_parse(const char *body, size_t len, int *duplex, char lease[SPEC_LEASE_ID_MAX], char *detail,
+                    size_t detail_len)
 {
-	static const char *const keys[] = {"duplex", NULL};
+	static const char *const keys[] = {"duplex", "lease", NULL};
 	json_t *root = NULL;
 	int d = 1;
 	int err;
 
-	if (len == 0) {
-		*duplex = 1;
+	*duplex = 1;
+	lease[0] = '\0';
+	if (len == 0)
 		return CM_OK;
-	}
 	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
 		return err;
 	if ((err = check_keys(root, keys, "", detail, detail_len)) == CM_OK &&
-	    (err = get_bool(root, "duplex", &d, detail, detail_len)) == CM_OK)
+	    (err = get_bool(root, "duplex", &d, detail, detail_len)) == CM_OK &&
+	    (err = lease_field(root, lease, detail, detail_len)) == CM_OK)
 		*duplex = d;
 	json_decref(root);
 	return err;
 }
 
-int spec_queue_parse(const char *body, size_t len, const char **kind, char *detail, size_t detail_len)
+int spec_queue_parse(const char *body, size_t len, const char **kind, char lease[SPEC_LEASE_ID_MAX], char *detail,
+                     size_t detail_len)
 {
-	static const char *const keys[] = {"kind", NULL};
+	static const char *const keys[] = {"kind", "lease", NULL};
 	json_t *root = NULL, *k;
 	int err;
 
 	*kind = "queue";
+	lease[0] = '\0';
 	if (len == 0)
 		return CM_OK;
 	if ((err = load(body, len, &root, detail, detail_len)) != CM_OK)
 		return err;
-	if ((err = check_keys(root, keys, "", detail, detail_len)) == CM_OK && (k = json_object_get(root, "kind"))) {
+	if ((err = check_keys(root, keys, "", detail, detail_len)) == CM_OK)
+		err = lease_field(root, lease, detail, detail_len);
+	if (err == CM_OK && (k = json_object_get(root, "kind"))) {
 		const char *v = json_string_value(k);
 		if (v && strcmp(v, "turns") == 0)
 			*kind = "turns";

@@ -33,6 +33,7 @@
 #define SPEC_MAX_VOLUMES 16
 #define SPEC_VOLUME_MAX 256 /* a volume, and each of its halves, its NUL included */
 #define SPEC_RUNTIME_MAX 500 /* a runtime's argv, as JSON */
+#define SPEC_LEASE_ID_MAX 20 /* a client lease's id ("l-" and 16 hex digits), its NUL included */
 /* "runtime": "python", kept as this JSON text: the worker runs strand's
  * Python runtime with its own Python ($STRAND_PYTHON, default python3). */
 #define SPEC_PYTHON_RUNTIME "\"python\""
@@ -75,7 +76,7 @@ typedef struct pool_spec {
 	 * SHA-256; "": none */
 	char code[65];
 	/* the client lease it ends with (POST /v1/leases), "" for none */
-	char lease[20];
+	char lease[SPEC_LEASE_ID_MAX];
 } pool_spec;
 
 /* Parses POST /v1/pools. default_backend and default_image fill an absent
@@ -198,11 +199,15 @@ void spec_items_fini(items_spec *spec);
  * *arg is the task argument the hosting worker reads, {"method","args"} as
  * compact JSON (new; free() it). */
 int spec_call_parse(const char *body, size_t len, char **arg, char *detail, size_t detail_len);
-/* POST /v1/queues: {"kind": "queue" | "turns"} (default "queue"); *kind
+/* POST /v1/queues: {"kind": "queue" | "turns", "lease": ID} (default
+ * "queue"; lease: the client lease it is deleted with, "" for none); *kind
  * is a static string. */
-int spec_queue_parse(const char *body, size_t len, const char **kind, char *detail, size_t detail_len);
-/* POST /v1/pipes: {"duplex": BOOL} (default true, as multiprocessing.Pipe). */
-int spec_pipe_parse(const char *body, size_t len, int *duplex, char *detail, size_t detail_len);
+int spec_queue_parse(const char *body, size_t len, const char **kind, char lease[SPEC_LEASE_ID_MAX], char *detail,
+                     size_t detail_len);
+/* POST /v1/pipes: {"duplex": BOOL, "lease": ID} (duplex by default, as
+ * multiprocessing.Pipe; lease as a queue's). */
+int spec_pipe_parse(const char *body, size_t len, int *duplex, char lease[SPEC_LEASE_ID_MAX], char *detail,
+                    size_t detail_len);
 
 /* A volume's halves ("SOURCE:PATH[:ro]"): its source (a host path,
  * "emptyDir", or a named volume or claim) and its path inside, without

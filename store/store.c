@@ -145,6 +145,9 @@ static const char *const migrations[] = {
          * again until a pull's answer comes): a gateway that restarts
          * stores none of them twice. */
         "ALTER TABLE workers ADD COLUMN output_next INTEGER NOT NULL DEFAULT 0;",
+        /* 21: the client lease a queue or pipe is deleted with (NULL for
+         * none): a program's queues end with it, as its pools do. */
+        "ALTER TABLE queues ADD COLUMN lease TEXT;",
 };
 /* The step whose rows are converted by code after its SQL has run. */
 #define SCHEMA_CHUNKS 6

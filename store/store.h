@@ -254,12 +254,14 @@ int store_results_failed(store *st, int64_t job, int64_t base, int64_t total, in
 /* ---- queues and pipes --------------------------------------------------- */
 /* A queue is a FIFO of JSON items; a pipe is one queue (simplex) or two
  * (duplex) named "<pipe>.0" and "<pipe>.1". Items are ordered by commit. */
-int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms);
+/* lease: the client lease it is deleted with, NULL or "" for none. */
+int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms, const char *lease);
 /* Removes a queue and its items. */
 int store_queue_delete(store *st, const char *id);
-/* size: its items not held; bytes: all its items' together. */
+/* size: its items not held; bytes: all its items' together; lease: "" for
+ * none. */
 typedef void (*store_queue_fn)(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size,
-                               int64_t bytes);
+                               int64_t bytes, const char *lease);
 int store_queue_each(store *st, store_queue_fn fn, void *ctx);
 /* Appends n items (JSON texts, borrowed) in order. */
 int store_queue_put(store *st, const char *queue, size_t n, char *const *items, const size_t *lens);

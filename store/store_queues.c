@@ -11,15 +11,16 @@
 #include "common/common.h"
 #include "store/store_int.h"
 
-int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms)
+int store_queue_insert(store *st, const char *id, const char *kind, int64_t created_ms, const char *lease)
 {
 	sqlite3_stmt *s;
 
-	if (store__prepare(st, "INSERT INTO queues(id, kind, created_ms) VALUES(?, ?, ?)", &s) != CM_OK)
+	if (store__prepare(st, "INSERT INTO queues(id, kind, created_ms, lease) VALUES(?, ?, ?, ?)", &s) != CM_OK)
 		return CM_EIO;
 	store__bind_text(s, 1, id);
 	store__bind_text(s, 2, kind);
 	sqlite3_bind_int64(s, 3, created_ms);
+	store__bind_text(s, 4, lease && lease[0] ? lease : NULL);
 	return store__step_done(st, s);
 }
 
@@ -46,13 +47,14 @@ int store_queue_each(store *st, store_queue_fn fn, void *ctx)
 	 * items count in the bytes (they are stored), not in the size. */
 	if (store__prepare(st,
 	                   "SELECT q.id, q.kind, q.created_ms, count(i.id) - count(i.hold),"
-	                   " coalesce(sum(length(i.value)), 0)"
+	                   " coalesce(sum(length(i.value)), 0), coalesce(q.lease, '')"
 	                   " FROM queues q LEFT JOIN queue_items i ON i.queue = q.id GROUP BY q.id",
 	                   &s) != CM_OK)
 		return CM_EIO;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		fn(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-		   sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4));
+		   sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4),
+		   (const char *)sqlite3_column_text(s, 5));
 	sqlite3_finalize(s);
 	return rc == SQLITE_DONE ? CM_OK : store__fail(st, rc);
 }

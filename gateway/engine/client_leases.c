@@ -25,6 +25,15 @@ int engine__client_lease_known(engine *e, const char *id)
 	return find(e, id) != NULL;
 }
 
+int engine__client_lease_missing(engine *e, const char *lease, op *o)
+{
+	if (!lease[0] || engine__client_lease_known(e, lease))
+		return 0;
+	o->err = CM_EUNSUPPORTED;
+	snprintf(o->detail, sizeof(o->detail), "no lease %s: it ended, or never was (POST /v1/leases)", lease);
+	return 1;
+}
+
 static client_lease *add(engine *e, const char *id, int64_t lease_ms, int64_t created_ms)
 {
 	client_lease *l = calloc(1, sizeof(*l));
@@ -69,6 +78,7 @@ static int end(engine *e, client_lease *l, const char *why, json_t **out)
 		}
 	engine__queue_reader_gone(e, l->id);
 	engine__queue_holds_end(e, l->id);
+	engine__queues_of_lease_end(e, l->id);
 	for (client_lease **at = &e->client_leases; *at; at = &(*at)->next)
 		if (*at == l) {
 			*at = l->next;

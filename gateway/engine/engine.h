@@ -182,7 +182,9 @@ int engine_lease_delete(engine *e, const char *id, json_t **out);
  * first. Such a get takes more than one item only while no other reader
  * waits: a client reading ahead never keeps items from one waiting. */
 #define ENGINE_TAKE_BYTES (8 << 20)
-int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len);
+/* lease: the client lease the queue (or pipe) is deleted with, NULL or ""
+ * for none. */
+int engine_queue_create(engine *e, const char *kind, const char *lease, json_t **out, char *detail, size_t detail_len);
 int engine_queue_info(engine *e, const char *id, json_t **out);
 int engine_queue_delete(engine *e, const char *id, json_t **out);
 /* pipe_end -1: id is a queue; 0 or 1: id is a pipe, and the engine picks

@@ -54,6 +54,7 @@
 #define JOB_BUCKETS 16384
 #define POOL_BUCKETS 4096
 #define PROCESS_BUCKETS 4096
+#define QUEUE_BUCKETS 4096
 #define EXITED_KEPT 16 /* a pool's ended workers kept in its view, also across restarts */
 /* A batch holds about this much work of its job beyond the first task, once
  * the job's task time is known: long tasks go one at a time, so none waits
@@ -249,7 +250,9 @@ typedef struct op {
 			size_t nitems;
 			int64_t max; /* OP_QUEUE_GET: how many at most, waiting until deadline */
 			int64_t deadline;
-			char lease[20]; /* OP_QUEUE_GET: taken under this client's lease ("": removed) */
+			/* OP_QUEUE_GET: taken under this client's lease ("": removed);
+			 * OP_QUEUE_CREATE: the lease the queue goes with ("": none) */
+			char lease[SPEC_LEASE_ID_MAX];
 			char hold[48]; /* OP_QUEUE_GET: the lease's hold it used up ("": none); OP_QUEUE_RELEASE */
 			int64_t used; /* OP_QUEUE_RELEASE: how many of the hold's first items were used */
 			const char *pipe; /* on an end of this pipe (id unset) ... */
@@ -343,7 +346,9 @@ typedef struct queue {
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist getters;
 	queue_turns *turns; /* kind "turns" only */
+	char lease[SPEC_LEASE_ID_MAX]; /* the client lease it is deleted with, "" for none */
 	struct queue *next;
+	struct queue *hash_next; /* in e->queue_ids */
 } queue;
 
 /* Whether q is a direction of a pipe, not a SimpleQueue. */
@@ -579,6 +584,7 @@ struct engine {
 	 * found by no request, their jobs removed a few a cycle, then freed. */
 	pool *deleted_pools;
 	queue *queues;
+	queue *queue_ids[QUEUE_BUCKETS]; /* e->queues by id: every put and take finds its queue */
 	int64_t queue_bytes; /* of the items all queues hold (quotas.c) */
 	process *processes;
 	/* Ended processes stay for --retain too: found by id through these,
@@ -797,6 +803,7 @@ void engine__pipe_view(pipe_view *v, const queue *q0, const queue *q1); /* q1: a
 void engine__lease_view(lease_view *v, const client_lease *l, int ended);
 int engine__lease_view_pool(lease_view *v, const pool *p);
 int engine__lease_view_process(lease_view *v, const process *pr);
+int engine__lease_view_queue(lease_view *v, const queue *q); /* a queue, or a pipe's direction */
 json_t *engine__pool_json(const pool *p);
 json_t *engine__process_json(const process *pr);
 json_t *engine__ring_json(const ring *r, const process *const *members);
@@ -819,7 +826,10 @@ json_t *engine__list_json(op *o);
 void engine__handle_queue(engine *e, op *o);
 void engine__queue_tick(engine *e, queue *q, int64_t now);
 void engine__answer_queue_call(engine *e, op *o, int committed);
-void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes);
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes,
+                        const char *lease);
+/* Deletes the queues and pipes made with client lease id (as it ends). */
+void engine__queues_of_lease_end(engine *e, const char *id);
 void engine__queues_clear(engine *e);
 void engine__load_queue_hold(void *ctx, const char *queue, const char *hold, int64_t n, int64_t bytes);
 /* The holds of a client's lease that ended go back to their queues. */
@@ -889,6 +899,8 @@ void engine__load_output_count(void *ctx, const char *pool_id, int64_t lines, in
 void engine__handle_client_lease(engine *e, op *o);
 /* Whether id is a client lease that runs (pools and processes may name it). */
 int engine__client_lease_known(engine *e, const char *id);
+/* Whether lease is named and is not one that runs: o refused, saying so. */
+int engine__client_lease_missing(engine *e, const char *lease, op *o);
 /* Ends the leases whose time ran out, with what they hold. */
 void engine__tick_client_leases(engine *e, int64_t now);
 void engine__load_client_lease(void *ctx, const char *id, int64_t lease_ms, int64_t created_ms);

@@ -224,6 +224,18 @@ int engine__lease_view_process(lease_view *v, const process *pr)
 	return pr->state == PR_RUNNING ? id_add(&v->processes, pr->id) : CM_OK;
 }
 
+int engine__lease_view_queue(lease_view *v, const queue *q)
+{
+	if (!engine__queue_is_pipe(q))
+		return id_add(&v->queues, q->id);
+	size_t len = strcspn(q->id, ".");
+	if (strcmp(q->id + len, ".0") != 0) /* a pipe once, by its first direction */
+		return CM_OK;
+	char pipe[20];
+	snprintf(pipe, sizeof(pipe), "%.*s", (int)len, q->id);
+	return id_add(&v->pipes, pipe);
+}
+
 /* ---- their JSON: any thread --------------------------------------------- */
 
 int job_view_text(const job_view *v, cm_buf *out)
@@ -402,10 +414,11 @@ static json_t *lease_json(const lease_view *v)
 	char created[32];
 
 	engine__iso_time(v->created_ms, created);
-	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:o}", "id", v->id, "state",
+	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o}", "id", v->id, "state",
 	                 v->ended ? "ended" : "active", "lease_s", (json_int_t)(v->lease_ms / 1000), "expires_in_ms",
 	                 (json_int_t)v->left_ms, "created_at", created, "pools", ids_json(&v->pools), "managers",
-	                 ids_json(&v->managers), "processes", ids_json(&v->processes));
+	                 ids_json(&v->managers), "processes", ids_json(&v->processes), "queues", ids_json(&v->queues),
+	                 "pipes", ids_json(&v->pipes));
 }
 
 json_t *item_view_json(const item_view *v)
@@ -440,6 +453,8 @@ void item_view_fini(item_view *v)
 		free(v->u.lease.pools.ids);
 		free(v->u.lease.managers.ids);
 		free(v->u.lease.processes.ids);
+		free(v->u.lease.queues.ids);
+		free(v->u.lease.pipes.ids);
 		break;
 	case LIST_QUEUES:
 	case LIST_PIPES: break;
@@ -519,5 +534,8 @@ json_t *engine__lease_json(engine *e, const client_lease *l, int ended)
 	for (const process *pr = e->processes; pr && err == CM_OK; pr = pr->next)
 		if (strcmp(pr->lease, l->id) == 0)
 			err = engine__lease_view_process(&v.u.lease, pr);
+	for (const queue *q = e->queues; q && err == CM_OK; q = q->next)
+		if (strcmp(q->lease, l->id) == 0)
+			err = engine__lease_view_queue(&v.u.lease, q);
 	return shown(&v, err);
 }

@@ -113,7 +113,7 @@ typedef struct lease_view {
 	char id[20];
 	int ended;
 	int64_t lease_ms, left_ms, created_ms;
-	id_list pools, managers, processes;
+	id_list pools, managers, processes, queues, pipes;
 } lease_view;
 
 typedef struct item_view {

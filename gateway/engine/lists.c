@@ -201,8 +201,8 @@ static void pick_all(engine *e, engine_list_kind kind, picks *ps, id_index *proc
 	}
 }
 
-/* The page's leases by id, given what they hold in one pass over pools
- * and processes. */
+/* The page's leases by id, given what they hold in one pass over pools,
+ * processes and queues. */
 static int lease_holdings(engine *e, item_view *views, size_t n)
 {
 	id_index leases = {0};
@@ -221,6 +221,11 @@ static int lease_holdings(engine *e, item_view *views, size_t n)
 		lease_view *v = pr->lease[0] ? (lease_view *)index_find(&leases, pr->lease) : NULL;
 		if (v)
 			err = engine__lease_view_process(v, pr);
+	}
+	for (const queue *q = e->queues; q && err == CM_OK; q = q->next) {
+		lease_view *v = q->lease[0] ? (lease_view *)index_find(&leases, q->lease) : NULL;
+		if (v)
+			err = engine__lease_view_queue(v, q);
 	}
 	free(leases.at);
 	return err;

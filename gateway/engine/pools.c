@@ -306,12 +306,8 @@ void engine__handle_pool_create(engine *e, op *o)
 	pool *p;
 	char *spec_json = NULL;
 
-	if (o->u.pool_create.spec->lease[0] && !engine__client_lease_known(e, o->u.pool_create.spec->lease)) {
-		o->err = CM_EUNSUPPORTED;
-		snprintf(o->detail, sizeof(o->detail), "no lease %s: it ended, or never was (POST /v1/leases)",
-		         o->u.pool_create.spec->lease);
+	if (engine__client_lease_missing(e, o->u.pool_create.spec->lease, o))
 		return;
-	}
 	if ((o->err = engine__quota_pool(e, NULL, o->u.pool_create.spec, o->detail, sizeof(o->detail))) != CM_OK)
 		return;
 	if (!(p = calloc(1, sizeof(*p)))) {

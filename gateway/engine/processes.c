@@ -199,12 +199,8 @@ static process *process_start(engine *e, const process_spec *s, char *const *ext
 	process *pr;
 
 	cm_id_new('r', id);
-	if (s->run.lease[0] && !engine__client_lease_known(e, s->run.lease)) {
-		o->err = CM_EUNSUPPORTED;
-		snprintf(o->detail, sizeof(o->detail), "no lease %s: it ended, or never was (POST /v1/leases)",
-		         s->run.lease);
+	if (engine__client_lease_missing(e, s->run.lease, o))
 		return NULL;
-	}
 	if (!b) {
 		o->err = CM_EUNSUPPORTED;
 		snprintf(o->detail, sizeof(o->detail), "backend '%s' is not configured in this gateway",

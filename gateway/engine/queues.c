@@ -13,15 +13,21 @@
 
 /* ---- queues and pipes --------------------------------------------------- */
 
+static unsigned queue_bucket(const char *id)
+{
+	return engine__id_hash(id) % QUEUE_BUCKETS;
+}
+
 static queue *queue_find(engine *e, const char *id)
 {
-	for (queue *q = e->queues; q; q = q->next)
+	for (queue *q = e->queue_ids[queue_bucket(id)]; q; q = q->hash_next)
 		if (strcmp(q->id, id) == 0)
 			return q;
 	return NULL;
 }
 
-static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size)
+static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size,
+                        const char *lease)
 {
 	queue *q = calloc(1, sizeof(*q));
 
@@ -36,11 +42,14 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 	}
 	snprintf(q->id, sizeof(q->id), "%s", id);
 	snprintf(q->kind, sizeof(q->kind), "%s", kind);
+	snprintf(q->lease, sizeof(q->lease), "%s", lease);
 	q->created_ms = created_ms;
 	q->seq = ++e->made;
 	q->size = size;
 	q->next = e->queues;
 	e->queues = q;
+	q->hash_next = e->queue_ids[queue_bucket(id)];
+	e->queue_ids[queue_bucket(id)] = q;
 	return q;
 }
 
@@ -53,6 +62,27 @@ static void queue_free(queue *q)
 	}
 	turns_free(q->turns);
 	free(q);
+}
+
+/* Deletes q with its items (stored and held); its waiting readers hear it
+ * is gone. */
+static int queue_remove(engine *e, queue *q)
+{
+	int err = store_queue_delete(e->st, q->id);
+	queue **at;
+
+	if (err != CM_OK)
+		return err;
+	e->queue_bytes -= q->bytes;
+	waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
+	for (at = &e->queues; *at != q; at = &(*at)->next)
+		;
+	*at = q->next;
+	for (at = &e->queue_ids[queue_bucket(q->id)]; *at != q; at = &(*at)->hash_next)
+		;
+	*at = q->hash_next;
+	queue_free(q);
+	return CM_OK;
 }
 
 /* Who asks: the lease a client reads under, the worker or process whose
@@ -349,12 +379,14 @@ void engine__handle_queue(engine *e, op *o)
 		int64_t now = cm_wall_ms();
 		int pipe = strcmp(o->u.queue.kind, "queue") != 0 && strcmp(o->u.queue.kind, "turns") != 0;
 		int ends = strcmp(o->u.queue.kind, "duplex") == 0 ? 2 : 1;
-		if ((o->err = engine__quota_queue(e, pipe, o->detail, sizeof(o->detail))) != CM_OK)
+		const char *lease = o->u.queue.lease;
+		if (engine__client_lease_missing(e, lease, o) ||
+		    (o->err = engine__quota_queue(e, pipe, o->detail, sizeof(o->detail))) != CM_OK)
 			break;
 		cm_id_new(pipe ? 'x' : 'q', id);
 		if (!pipe) {
-			if ((o->err = store_queue_insert(e->st, id, o->u.queue.kind, now)) == CM_OK) {
-				if ((q = queue_add(e, id, o->u.queue.kind, now, 0)))
+			if ((o->err = store_queue_insert(e->st, id, o->u.queue.kind, now, lease)) == CM_OK) {
+				if ((q = queue_add(e, id, o->u.queue.kind, now, 0, lease)))
 					o->out = engine__queue_json(q);
 				else
 					o->err = CM_ENOMEM;
@@ -365,8 +397,8 @@ void engine__handle_queue(engine *e, op *o)
 		for (int i = 0; i < ends && o->err == CM_OK; i++) {
 			char qid[48];
 			snprintf(qid, sizeof(qid), "%s.%d", id, i);
-			if ((o->err = store_queue_insert(e->st, qid, o->u.queue.kind, now)) == CM_OK &&
-			    (q = queue_add(e, qid, o->u.queue.kind, now, 0)))
+			if ((o->err = store_queue_insert(e->st, qid, o->u.queue.kind, now, lease)) == CM_OK &&
+			    (q = queue_add(e, qid, o->u.queue.kind, now, 0, lease)))
 				json_array_append_new(dirs, engine__queue_json(q));
 		}
 		o->out = json_pack("{s:s, s:b, s:o}", "id", id, "duplex", ends == 2, "directions", dirs);
@@ -379,17 +411,10 @@ void engine__handle_queue(engine *e, op *o)
 			o->out = engine__queue_json(q);
 		break;
 	case OP_QUEUE_DELETE: {
-		if ((o->err = store_queue_delete(e->st, q->id)) != CM_OK)
-			break;
-		e->queue_bytes -= q->bytes;
-		waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
-		for (queue **pp = &e->queues; *pp; pp = &(*pp)->next)
-			if (*pp == q) {
-				*pp = q->next;
-				break;
-			}
-		o->out = json_pack("{s:s, s:b}", "id", q->id, "deleted", 1);
-		queue_free(q);
+		char gone[sizeof(q->id)];
+		snprintf(gone, sizeof(gone), "%s", q->id);
+		if ((o->err = queue_remove(e, q)) == CM_OK)
+			o->out = json_pack("{s:s, s:b}", "id", gone, "deleted", 1);
 		break;
 	}
 	case OP_QUEUE_PUT: {
@@ -492,10 +517,11 @@ void engine__answer_queue_call(engine *e, op *o, int committed)
 	free(o);
 }
 
-void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes)
+void engine__load_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes,
+                        const char *lease)
 {
 	engine *e = ctx;
-	queue *q = queue_add(e, id, kind, created_ms, size);
+	queue *q = queue_add(e, id, kind, created_ms, size, lease);
 
 	if (q) {
 		q->bytes = bytes;
@@ -511,7 +537,20 @@ void engine__queues_clear(engine *e)
 		waitlist_drop_all(e, &q->getters);
 		queue_free(q);
 	}
+	memset(e->queue_ids, 0, sizeof(e->queue_ids));
 	e->queue_bytes = 0;
+}
+
+void engine__queues_of_lease_end(engine *e, const char *id)
+{
+	for (queue *q = e->queues, *next; q; q = next) {
+		next = q->next;
+		if (strcmp(q->lease, id) != 0)
+			continue;
+		cm_info("%s %s deleted: its client's lease %s ended", engine__queue_is_pipe(q) ? "pipe" : "queue",
+		        q->id, id);
+		queue_remove(e, q); /* a failed delete fails the cycle's commit, which reloads */
+	}
 }
 
 void engine__queue_reader_gone(engine *e, const char *reader)

@@ -378,9 +378,11 @@ int engine_lease_delete(engine *e, const char *id, json_t **out)
 
 /* ---- queues and pipes --------------------------------------------------- */
 
-int engine_queue_create(engine *e, const char *kind, json_t **out, char *detail, size_t detail_len)
+int engine_queue_create(engine *e, const char *kind, const char *lease, json_t **out, char *detail, size_t detail_len)
 {
 	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
+
+	snprintf(o.u.queue.lease, sizeof(o.u.queue.lease), "%s", lease ? lease : "");
 
 	return submit_answer(e, &o, out, detail, detail_len);
 }

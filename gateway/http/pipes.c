@@ -15,7 +15,7 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
                                  const char *rest, request *rq)
 {
 	const char *sub = strchr(rest, '/');
-	char id[64], qid[80], detail[256] = "";
+	char id[64], qid[80], detail[256] = "", lease[SPEC_LEASE_ID_MAX];
 	json_t *out = NULL, *other = NULL;
 	int duplex, end, err;
 
@@ -25,10 +25,10 @@ enum MHD_Result http_route_pipes(api *a, struct MHD_Connection *c, const char *u
 			return http_listing(a, c, url, LIST_PIPES);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/pipes");
-		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, detail,
+		err = spec_pipe_parse(rq->body.data ? rq->body.data : "", rq->body.len, &duplex, lease, detail,
 		                      sizeof(detail));
 		if (err == CM_OK)
-			err = engine_queue_create(a->engine, duplex ? "duplex" : "simplex", &out, detail,
+			err = engine_queue_create(a->engine, duplex ? "duplex" : "simplex", lease, &out, detail,
 			                          sizeof(detail));
 		if (err != CM_OK)
 			return http_fail(c, err, url, detail);

@@ -87,11 +87,11 @@ enum MHD_Result http_route_queues(api *a, struct MHD_Connection *c, const char *
 			return http_listing(a, c, url, LIST_QUEUES);
 		if (strcmp(method, "POST") != 0)
 			return http_problem(c, 405, url, "use GET or POST on /v1/queues");
-		char detail[256] = "";
+		char detail[256] = "", lease[SPEC_LEASE_ID_MAX];
 		const char *kind;
-		if ((err = spec_queue_parse(rq->body.data ? rq->body.data : "", rq->body.len, &kind, detail,
+		if ((err = spec_queue_parse(rq->body.data ? rq->body.data : "", rq->body.len, &kind, lease, detail,
 		                            sizeof(detail))) != CM_OK ||
-		    (err = engine_queue_create(a->engine, kind, &out, detail, sizeof(detail))) != CM_OK)
+		    (err = engine_queue_create(a->engine, kind, lease, &out, detail, sizeof(detail))) != CM_OK)
 			return http_fail(c, err, url, detail[0] ? detail : NULL);
 		snprintf(location, sizeof(location), "/v1/queues/%s", json_string_value(json_object_get(out, "id")));
 		return http_send_json(c, 201, out, location);

@@ -834,6 +834,7 @@ static void test_reads_fixed_records_of_before(void **state)
 	                              "DROP INDEX queue_items_by_hold;"
 	                              "ALTER TABLE queue_items DROP COLUMN hold;"
 	                              "ALTER TABLE workers DROP COLUMN output_next;"
+	                              "ALTER TABLE queues DROP COLUMN lease;"
 	                              "PRAGMA user_version = 8",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -1219,7 +1220,13 @@ static void test_migrates_a_version_1_database(void **state)
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 20);
+	assert_int_equal(sqlite3_column_int(q, 0), 21);
+	sqlite3_finalize(q);
+	/* 21: the queues of before go with no lease. */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM queues WHERE lease IS NOT NULL", -1, &q, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 0);
 	sqlite3_finalize(q);
 	/* 20: workers have stored none of their lines of output. */
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM workers WHERE output_next != 0", -1, &q, NULL),
@@ -1452,7 +1459,7 @@ static void test_failed_write_fails_the_commit(void **state)
 	sqlite3_close(db);
 
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1, NULL), CM_OK);
 	assert_int_equal(store_pool_insert(f->st, "p-1", "{}", "active", 1), CM_OK);
 	(void)store_queue_put(f->st, "q-1", 1, items, lens); /* fails; ignored here on purpose */
 	assert_int_equal(store_pool_set_state(f->st, "p-1", "closed", NULL), CM_OK);
@@ -1487,15 +1494,18 @@ static int on_item(void *ctx, const void *value, size_t len)
 typedef struct queue_row {
 	int64_t size, bytes;
 	char holds[128];
+	char lease[24];
 } queue_row;
 
-static void on_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes)
+static void on_queue(void *ctx, const char *id, const char *kind, int64_t created_ms, int64_t size, int64_t bytes,
+                     const char *lease)
 {
 	queue_row *r = ctx;
 
 	(void)id, (void)kind, (void)created_ms;
 	r->size = size;
 	r->bytes = bytes;
+	snprintf(r->lease, sizeof(r->lease), "%s", lease);
 }
 
 static void on_hold(void *ctx, const char *queue, const char *hold, int64_t n, int64_t bytes)
@@ -1504,6 +1514,26 @@ static void on_hold(void *ctx, const char *queue, const char *hold, int64_t n, i
 	size_t at = strlen(r->holds);
 
 	snprintf(r->holds + at, sizeof(r->holds) - at, "%s:%s:%lld:%lld ", queue, hold, (long long)n, (long long)bytes);
+}
+
+/* A queue's client lease is kept with it ("" for none), as a start finds
+ * it. */
+static void test_queue_lease_kept(void **state)
+{
+	fixture *f = *state;
+	queue_row r = {0};
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1, "l-7"), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_queue_each(f->st, on_queue, &r), CM_OK);
+	assert_string_equal(r.lease, "l-7");
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_queue_delete(f->st, "q-1"), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-2", "turns", 1, ""), CM_OK);
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(store_queue_each(f->st, on_queue, &r), CM_OK);
+	assert_string_equal(r.lease, "");
 }
 
 /* A take under a hold leaves the items stored but out of every other take;
@@ -1519,7 +1549,7 @@ static void test_queue_holds(void **state)
 	int64_t n, bytes, removed, removed_bytes;
 
 	assert_int_equal(store_begin(f->st), CM_OK);
-	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1), CM_OK);
+	assert_int_equal(store_queue_insert(f->st, "q-1", "queue", 1, NULL), CM_OK);
 	assert_int_equal(store_queue_put(f->st, "q-1", 5, items, lens), CM_OK);
 	assert_int_equal(store_queue_take(f->st, "q-1", 2, 1 << 20, "l1.h1", on_item, &t, &n, &bytes), CM_OK);
 	assert_string_equal(t.text, "i1 i2");
@@ -1824,6 +1854,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_idempotency_and_reload, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cancel_fills_every_missing_result, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failed_write_fails_the_commit, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_queue_lease_kept, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_queue_holds, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_open_rejects_corrupt_file, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_many_chunks_over_transactions, setup, teardown),

@@ -72,10 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 7: {
 		int duplex;
 		pool_spec p;
-		char *arg = NULL;
+		char *arg = NULL, lease[SPEC_LEASE_ID_MAX];
 		const char *kind;
-		spec_pipe_parse(body, len, &duplex, detail, sizeof(detail));
-		spec_queue_parse(body, len, &kind, detail, sizeof(detail));
+		spec_pipe_parse(body, len, &duplex, lease, detail, sizeof(detail));
+		spec_queue_parse(body, len, &kind, lease, detail, sizeof(detail));
 		if (spec_call_parse(body, len, &arg, detail, sizeof(detail)) == CM_OK)
 			free(arg);
 		spec_pool_load(text, "img", &p, detail, sizeof(detail));

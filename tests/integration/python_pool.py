@@ -943,6 +943,29 @@ class QueueTest(WithPool):
         self.assertEqual(gw.request("GET", "/v1/queues/%s" % q._id)["size"], 30)
         self.assertEqual([q.get(timeout=10) for _ in range(30)], [("x", i) for i in range(30)])
 
+    def test_a_programs_queues_and_pipes_end_with_it(self):
+        # As its pools do: the gateway deletes them when the program that
+        # made them ends, unless detached.
+        import subprocess
+
+        program = "import strand\n" \
+                  "q, d = strand.SimpleQueue(), strand.SimpleQueue(detached=True)\n" \
+                  "a, b = strand.Pipe()\n" \
+                  "q.put(1)\n" \
+                  "a.send(2)\n" \
+                  "print(q.id, a.pipe, d.id, flush=True)\n"
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(strand.__file__)))
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        queue, pipe, detached = done.stdout.split()
+        gw = strand.gateway.default()
+        for path in ("/v1/queues/" + queue, "/v1/pipes/" + pipe):
+            with self.assertRaises(strand.StrandError) as gone:
+                gw.request("GET", path)
+            self.assertEqual(gone.exception.status, 404)
+        self.assertEqual(gw.request("GET", "/v1/queues/" + detached)["size"], 0)
+        gw.request("DELETE", "/v1/queues/" + detached)
+
     def test_pipe_between_caller_and_task(self):
         a, b = strand.Pipe()
         r = self.pool.apply_async(lambda: b.send(b.recv(timeout=10) * 2))

@@ -476,7 +476,7 @@ static int becomes(const char *path, const char *states)
  * or a spec naming no lease of this one, stays. */
 static void test_a_held_client_ends_what_it_made(void **state)
 {
-	char pool[32], manager[32], proc[32], kept[32], path[96];
+	char pool[32], manager[32], proc[32], kept[32], queue[32], pipe_id[32], kept_queue[32], path[96];
 	char *const sleeper[] = {"sleep", "60", NULL};
 	int fds[2];
 
@@ -489,7 +489,10 @@ static void test_a_held_client_ends_what_it_made(void **state)
 	assert_int_equal(strand_pool_create(h, 1, NULL, pool), 0);
 	assert_int_equal(strand_manager_create(h, "dict", NULL, manager), 0);
 	assert_int_equal(strand_process_start(h, sleeper, NULL, NULL, NULL, proc), 0);
+	assert_int_equal(strand_queue_create(h, queue), 0);
+	assert_int_equal(strand_pipe_create(h, 1, pipe_id), 0);
 	assert_int_equal(strand_pool_create(c, 1, NULL, kept), 0);
+	assert_int_equal(strand_queue_create(c, kept_queue), 0);
 	sleep(3); /* longer than the lease: renewed meanwhile */
 	snprintf(path, sizeof(path), "/v1/pools/%s", pool);
 	json_t *o = http_get_ok(&g, path);
@@ -505,6 +508,13 @@ static void test_a_held_client_ends_what_it_made(void **state)
 	o = http_get_ok(&g, path);
 	assert_string_equal(json_string_value(json_object_get(o, "state")), "active");
 	json_decref(o);
+	/* its queue and pipe deleted; the other client's queue there */
+	snprintf(path, sizeof(path), "/v1/queues/%s", queue);
+	expect_problem(&g, "GET", path, NULL, 404, "no such queue");
+	snprintf(path, sizeof(path), "/v1/pipes/%s", pipe_id);
+	expect_problem(&g, "GET", path, NULL, 404, "no such pipe");
+	snprintf(path, sizeof(path), "/v1/queues/%s", kept_queue);
+	json_decref(http_get_ok(&g, path));
 
 	/* Killed outright: the lease runs out. */
 	assert_int_equal(pipe(fds), 0);

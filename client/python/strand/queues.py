@@ -79,6 +79,15 @@ def _dec_bytes(item, gw):
     return base64.b64decode(item)
 
 
+def _made_with(gw, body, detached):
+    """A queue's or pipe's request body, with the program's lease: it goes
+    when the program ends, as its pools do. One made in a task names none
+    (the task holds no lease of its own) and stays until deleted."""
+    if not detached and not _worker.inside():
+        body["lease"] = gw.lease()
+    return body
+
+
 class QueueError(Exception):
     """A queue or pipe call failed inside a worker (its log says why)."""
 
@@ -370,14 +379,18 @@ class SimpleQueue:
     process can reach it, and its items stay in the program (pickled, as a
     put's are), as multiprocessing's queue is a pipe of its own: a put and
     a get in turn cost microseconds, not two round trips. Handing it on
-    sends them to the gateway's queue first, in order."""
+    sends them to the gateway's queue first, in order.
+
+    The gateway deletes it, with its items, when the program that made it
+    ends (under the program's lease, as its pools), unless detached=True."""
 
     _turns = False
 
-    def __init__(self, gateway=None, turns=None):
+    def __init__(self, gateway=None, turns=None, detached=False):
         self._gw = gateway or _gateway.default()
         turns = self._turns if turns is None else turns
-        self._id = self._gw.request("POST", "/v1/queues", {"kind": "turns"} if turns else None)["id"]
+        body = _made_with(self._gw, {"kind": "turns"} if turns else {}, detached)
+        self._id = self._gw.request("POST", "/v1/queues", body)["id"]
         self._cond = threading.Condition()
         # The items while the queue is the program's own; None once handed on.
         self._own = None if _worker.inside() else collections.deque()
@@ -694,11 +707,12 @@ def _poll_inside(timeout, **names):
     return _polling.until(lambda: (_size_inside(**names) > 0, None), timeout)[0]
 
 
-def Pipe(duplex=True, gateway=None):
+def Pipe(duplex=True, gateway=None, detached=False):
     """Two Connections; with duplex False the first only receives and the
-    second only sends, as in multiprocessing."""
+    second only sends, as in multiprocessing. The gateway deletes the pipe
+    when the program that made it ends, unless detached=True."""
     gw = gateway or _gateway.default()
-    pipe = gw.request("POST", "/v1/pipes", {"duplex": duplex})["id"]
+    pipe = gw.request("POST", "/v1/pipes", _made_with(gw, {"duplex": duplex}, detached))["id"]
     if duplex:
         return Connection(pipe, 0, gw), Connection(pipe, 1, gw)
     # The gateway's simplex pipe sends at end 0 and receives at end 1.

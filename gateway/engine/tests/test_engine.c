@@ -1418,10 +1418,10 @@ static void test_pipe_ends_resolve_to_their_direction(void **state)
 	json_t *out = NULL;
 	char duplex[32], simplex[32];
 
-	assert_int_equal(engine_queue_create(f->e, "duplex", &out, NULL, 0), CM_OK);
+	assert_int_equal(engine_queue_create(f->e, "duplex", NULL, &out, NULL, 0), CM_OK);
 	snprintf(duplex, sizeof(duplex), "%s", json_string_value(json_object_get(out, "id")));
 	json_decref(out);
-	assert_int_equal(engine_queue_create(f->e, "simplex", &out, NULL, 0), CM_OK);
+	assert_int_equal(engine_queue_create(f->e, "simplex", NULL, &out, NULL, 0), CM_OK);
 	snprintf(simplex, sizeof(simplex), "%s", json_string_value(json_object_get(out, "id")));
 	json_decref(out);
 

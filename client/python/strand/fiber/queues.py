@@ -16,7 +16,7 @@ class SimpleQueue(_queues.SimpleQueue):
     fiber.config.use_push_queue is false; put(obj), get(timeout=None),
     empty(), as multiprocessing's."""
 
-    def __new__(cls, gateway=None, turns=None):
+    def __new__(cls, gateway=None, turns=None, detached=False):
         if cls is SimpleQueue:
             cls = SimpleQueuePush if config.use_push_queue else SimpleQueuePull
         return super().__new__(cls)
