@@ -47,80 +47,42 @@ static int name_inside(const char *name)
 /* libarchive, loaded when a package is first unpacked (library.h): most
  * workers find theirs unpacked by another, and libarchive's 13 libraries
  * (ICU's among them, through libxml2) were about half of a worker's start.
- * Its functions used here, each as archive.h declares it. */
+ * Its functions used here. */
+#define ARCHIVE_FUNCTIONS(X)                                                                                           \
+	X(archive_, read_new)                                                                                          \
+	X(archive_, write_disk_new)                                                                                    \
+	X(archive_, read_support_format_zip)                                                                           \
+	X(archive_, write_disk_set_options)                                                                            \
+	X(archive_, read_open_filename)                                                                                \
+	X(archive_, error_string)                                                                                      \
+	X(archive_, read_next_header)                                                                                  \
+	X(archive_, entry_pathname)                                                                                    \
+	X(archive_, entry_filetype)                                                                                    \
+	X(archive_, entry_hardlink)                                                                                    \
+	X(archive_, entry_set_pathname)                                                                                \
+	X(archive_, entry_set_perm)                                                                                    \
+	X(archive_, entry_perm)                                                                                        \
+	X(archive_, write_header)                                                                                      \
+	X(archive_, read_data_block)                                                                                   \
+	X(archive_, write_data_block)                                                                                  \
+	X(archive_, write_finish_entry)                                                                                \
+	X(archive_, write_close)                                                                                       \
+	X(archive_, write_free)                                                                                        \
+	X(archive_, read_free)
+
 static struct {
-	__typeof__(&archive_read_new) read_new;
-	__typeof__(&archive_write_disk_new) write_disk_new;
-	__typeof__(&archive_read_support_format_zip) read_support_format_zip;
-	__typeof__(&archive_write_disk_set_options) write_disk_set_options;
-	__typeof__(&archive_read_open_filename) read_open_filename;
-	__typeof__(&archive_error_string) error_string;
-	__typeof__(&archive_read_next_header) read_next_header;
-	__typeof__(&archive_entry_pathname) entry_pathname;
-	__typeof__(&archive_entry_filetype) entry_filetype;
-	__typeof__(&archive_entry_hardlink) entry_hardlink;
-	__typeof__(&archive_entry_set_pathname) entry_set_pathname;
-	__typeof__(&archive_entry_set_perm) entry_set_perm;
-	__typeof__(&archive_entry_perm) entry_perm;
-	__typeof__(&archive_write_header) write_header;
-	__typeof__(&archive_read_data_block) read_data_block;
-	__typeof__(&archive_write_data_block) write_data_block;
-	__typeof__(&archive_write_finish_entry) write_finish_entry;
-	__typeof__(&archive_write_close) write_close;
-	__typeof__(&archive_write_free) write_free;
-	__typeof__(&archive_read_free) read_free;
+	ARCHIVE_FUNCTIONS(LIBRARY_MEMBER)
 } la;
 
 /* Loads libarchive's functions into la, once; or says why not. */
 static int archive_load(char *why, size_t why_len)
 {
-	static const char *const names[] = {
-	        "archive_read_new",
-	        "archive_write_disk_new",
-	        "archive_read_support_format_zip",
-	        "archive_write_disk_set_options",
-	        "archive_read_open_filename",
-	        "archive_error_string",
-	        "archive_read_next_header",
-	        "archive_entry_pathname",
-	        "archive_entry_filetype",
-	        "archive_entry_hardlink",
-	        "archive_entry_set_pathname",
-	        "archive_entry_set_perm",
-	        "archive_entry_perm",
-	        "archive_write_header",
-	        "archive_read_data_block",
-	        "archive_write_data_block",
-	        "archive_write_finish_entry",
-	        "archive_write_close",
-	        "archive_write_free",
-	        "archive_read_free",
-	};
-	void **const slots[] = {
-	        (void **)&la.read_new,
-	        (void **)&la.write_disk_new,
-	        (void **)&la.read_support_format_zip,
-	        (void **)&la.write_disk_set_options,
-	        (void **)&la.read_open_filename,
-	        (void **)&la.error_string,
-	        (void **)&la.read_next_header,
-	        (void **)&la.entry_pathname,
-	        (void **)&la.entry_filetype,
-	        (void **)&la.entry_hardlink,
-	        (void **)&la.entry_set_pathname,
-	        (void **)&la.entry_set_perm,
-	        (void **)&la.entry_perm,
-	        (void **)&la.write_header,
-	        (void **)&la.read_data_block,
-	        (void **)&la.write_data_block,
-	        (void **)&la.write_finish_entry,
-	        (void **)&la.write_close,
-	        (void **)&la.write_free,
-	        (void **)&la.read_free,
-	};
+#define SLOT(prefix, name) (void **)&la.name,
+	static const char *const names[] = {ARCHIVE_FUNCTIONS(LIBRARY_NAME)};
+	void **const slots[] = {ARCHIVE_FUNCTIONS(SLOT)};
+#undef SLOT
 	static int loaded;
 
-	_Static_assert(sizeof(names) / sizeof(*names) == sizeof(slots) / sizeof(*slots), "a slot a name");
 	if (!loaded && library_load("libarchive.so.13", "libarchive13", names, slots, sizeof(names) / sizeof(*names),
 	                            why, why_len) == 0)
 		loaded = 1;

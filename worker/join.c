@@ -17,29 +17,29 @@
 /* libcurl, loaded by a worker that joins: the workers a backend starts (by
  * the thousand) never join, and start without it and the 26 libraries
  * only it needs (some 5 of the 8.5 ms of CPU strand-worker --help took). */
+#define CURL_FUNCTIONS(X)                                                                                              \
+	X(curl_, easy_init)                                                                                            \
+	X(curl_, easy_setopt)                                                                                          \
+	X(curl_, easy_perform)                                                                                         \
+	X(curl_, easy_getinfo)                                                                                         \
+	X(curl_, easy_cleanup)                                                                                         \
+	X(curl_, easy_strerror)                                                                                        \
+	X(curl_, slist_append)                                                                                         \
+	X(curl_, slist_free_all)
+
 static struct {
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
+	CURL_FUNCTIONS(LIBRARY_MEMBER)
 } curl;
 
 /* Loads libcurl's functions into curl, or says why not. */
 static int curl_load(char *why, size_t why_len)
 {
-	static const char *const names[] = {"curl_easy_init",    "curl_easy_setopt",   "curl_easy_perform",
-	                                    "curl_easy_getinfo", "curl_easy_cleanup",  "curl_easy_strerror",
-	                                    "curl_slist_append", "curl_slist_free_all"};
-	void **const slots[] = {(void **)&curl.easy_init,    (void **)&curl.easy_setopt,   (void **)&curl.easy_perform,
-	                        (void **)&curl.easy_getinfo, (void **)&curl.easy_cleanup,  (void **)&curl.easy_strerror,
-	                        (void **)&curl.slist_append, (void **)&curl.slist_free_all};
+#define SLOT(prefix, name) (void **)&curl.name,
+	static const char *const names[] = {CURL_FUNCTIONS(LIBRARY_NAME)};
+	void **const slots[] = {CURL_FUNCTIONS(SLOT)};
+#undef SLOT
 	char detail[300];
 
-	_Static_assert(sizeof(names) / sizeof(*names) == sizeof(slots) / sizeof(*slots), "a slot a name");
 	if (library_load("libcurl.so.4", "libcurl4", names, slots, sizeof(names) / sizeof(*names), detail,
 	                 sizeof(detail)) != 0) {
 		snprintf(why, why_len, "--join needs libcurl: %s", detail);

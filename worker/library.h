@@ -9,6 +9,12 @@
 
 #include <stddef.h>
 
+/* A library's functions are listed once, X(PREFIX, NAME) for each function
+ * PREFIX##NAME: LIBRARY_MEMBER makes a member pointing to it, typed as the
+ * library's header declares it; LIBRARY_NAME gives its symbol. */
+#define LIBRARY_MEMBER(prefix, name) __typeof__(&prefix##name) name;
+#define LIBRARY_NAME(prefix, name) #prefix #name,
+
 /* Loads soname (Debian's package names it in why when it is missing) and
  * its n functions names[i] into *slots[i]. 0, or -1 with why. */
 int library_load(const char *soname, const char *package, const char *const *names, void **const *slots, size_t n,

@@ -41,6 +41,7 @@
 #include "common/common.h"
 #include "gateway/backend/executor.h"
 #include "gateway/engine/engine.h"
+#include "gateway/engine/id_table.h"
 #include "gateway/engine/item_views.h"
 #include "gateway/events.h"
 #include "store/store.h"
@@ -348,7 +349,7 @@ typedef struct queue {
 	queue_turns *turns; /* kind "turns" only */
 	char lease[SPEC_LEASE_ID_MAX]; /* the client lease it is deleted with, "" for none */
 	struct queue *next;
-	struct queue *hash_next; /* in e->queue_ids */
+	id_link by_id; /* in e->queue_ids */
 } queue;
 
 /* Whether q is a direction of a pipe, not a SimpleQueue. */
@@ -402,7 +403,7 @@ typedef struct process {
 	uint64_t seq; /* when made, in the engine's count (lists.c) */
 	waitlist waiters; /* DELETEs waiting for it to end */
 	struct process *next;
-	struct process *hash_next; /* in e->process_ids */
+	id_link by_id; /* in e->process_ids */
 } process;
 
 /* A Ring: size processes that find each other through MASTER_ADDR and
@@ -458,7 +459,7 @@ typedef struct job {
 	int64_t created_ms;
 	int64_t ended_ms; /* when it ended, wall clock (--retain counts from it); 0 while it runs */
 	struct pool *pool;
-	struct job *hash_next; /* in e->jobs */
+	id_link by_id; /* in e->jobs */
 	int waiters; /* applies in e->applies waiting for its result */
 	/* Its progress is to be said (events.c): listed in
 	 * e->progressed, no sooner than progress_at. */
@@ -545,7 +546,7 @@ typedef struct pool {
 	waitlist delete_waiters;
 	int shown; /* what its last event said (events.c) */
 	struct pool *next;
-	struct pool *hash_next; /* in e->pool_ids */
+	id_link by_id; /* in e->pool_ids */
 	/* In e->ticked while a cycle has anything to do for it: every pool
 	 * but an ended one whose workers all exited and were said (pools.c). */
 	struct pool *ticked_next;
@@ -578,25 +579,25 @@ struct engine {
 	 * stay for --retain (a week unless told): a gateway that ran
 	 * thousands of programs looked through them all at every request
 	 * and every cycle. */
-	pool *pool_ids[POOL_BUCKETS];
+	id_link *pool_ids[POOL_BUCKETS];
 	pool *ticked;
 	/* Pools deleted (DELETE of an ended one, or --retain): in no view and
 	 * found by no request, their jobs removed a few a cycle, then freed. */
 	pool *deleted_pools;
 	queue *queues;
-	queue *queue_ids[QUEUE_BUCKETS]; /* e->queues by id: every put and take finds its queue */
+	id_link *queue_ids[QUEUE_BUCKETS]; /* e->queues by id: every put and take finds its queue */
 	int64_t queue_bytes; /* of the items all queues hold (quotas.c) */
 	process *processes;
 	/* Ended processes stay for --retain too: found by id through these,
 	 * and looked over for a SIGKILL only when one is due. */
-	process *process_ids[PROCESS_BUCKETS];
+	id_link *process_ids[PROCESS_BUCKETS];
 	int64_t process_kill_due;
 	ring *rings;
 	client_lease *client_leases;
 	join_token *join_tokens;
 	int64_t join_tokens_looked; /* when the tokens were last looked over (monotonic ms) */
 	uint64_t made; /* pools, processes, rings, queues and leases made or loaded: their seq */
-	job *jobs[JOB_BUCKETS];
+	id_link *jobs[JOB_BUCKETS];
 	op *ready;
 	job_context *retired; /* contexts of jobs that ended this cycle: freed after its answers */
 	struct chore *chores; /* cancellations and removals under way, a slice a cycle */
@@ -633,7 +634,6 @@ pool *engine__pool_find(engine *e, const char *id);
 void engine__post_backend_event(void *ctx, bx_event *ev); /* an executor's: see bx_post_fn */
 
 /* jobs.c: jobs, the task queue, pulls */
-unsigned engine__id_hash(const char *id); /* FNV-1a: ids the gateway made, not chosen from outside */
 job *engine__job_find(engine *e, const char *id);
 int engine__job_reserve(pool *p); /* room for one more job in p: before anything of it is stored */
 void engine__job_attach(engine *e, pool *p, job *j); /* to its pool (in base order) and the id index */

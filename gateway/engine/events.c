@@ -3,11 +3,11 @@
  * workers are few and walked anyway, so their changes are found by
  * comparing each with what was last shown of it (its 'shown': that state
  * plus one, 0 for nothing yet, so a new one is said too): no state change
- * anywhere can forget to say so. Processes are never forgotten and jobs can be millions,
- * so theirs are said where they happen (a process started, failed, ended;
- * a job made, done, cancelled, removed), and no cycle walks them all. A
- * job's progress is said only while somebody reads, at most every
- * PROGRESS_MS per job. Everything goes into the cycle's batch and is
+ * anywhere can forget to say so. Processes are never forgotten and jobs
+ * can be millions, so theirs are said where they happen (a process
+ * started, failed, ended; a job made, done, cancelled, removed), and no
+ * cycle walks them all. A job's progress is said only while somebody
+ * reads, at most every PROGRESS_MS per job. Everything goes into the cycle's batch and is
  * published only once the cycle committed.
  */
 #define _GNU_SOURCE

@@ -11,25 +11,12 @@
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"
 
-unsigned engine__id_hash(const char *s)
-{
-	unsigned h = 2166136261u;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
-static unsigned hash_id(const char *s)
-{
-	return engine__id_hash(s) % JOB_BUCKETS;
-}
-
 job *engine__job_find(engine *e, const char *id)
 {
-	for (job *j = e->jobs[hash_id(id)]; j; j = j->hash_next)
-		if (strcmp(j->id, id) == 0)
-			return j->pool->deleted ? NULL : j; /* going with its pool */
-	return NULL;
+	id_link *l = id_table_find(e->jobs, JOB_BUCKETS, id);
+	job *j = l ? ID_TABLE_ITEM(l, job) : NULL;
+
+	return j && !j->pool->deleted ? j : NULL; /* one of a deleted pool goes with it */
 }
 
 /* The first index of p->jobs whose job's base is above id. */
@@ -79,8 +66,7 @@ int engine__job_reserve(pool *p)
 void engine__job_attach(engine *e, pool *p, job *j)
 {
 	p->jobs[p->njobs++] = j;
-	j->hash_next = e->jobs[hash_id(j->id)];
-	e->jobs[hash_id(j->id)] = j;
+	id_table_add(e->jobs, JOB_BUCKETS, &j->by_id, j->id);
 }
 
 int engine__queue_push(pool *p, job *j, int64_t lo, int64_t hi, int front)
@@ -356,11 +342,7 @@ static void job_unhash(engine *e, job *j)
 {
 	if (j->pool->last_job == j)
 		j->pool->last_job = NULL;
-	for (job **h = &e->jobs[hash_id(j->id)]; *h; h = &(*h)->hash_next)
-		if (*h == j) {
-			*h = j->hash_next;
-			break;
-		}
+	id_table_remove(e->jobs, JOB_BUCKETS, &j->by_id);
 }
 
 void engine__job_free(job *j)

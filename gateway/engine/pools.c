@@ -8,19 +8,11 @@
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"
 
-static unsigned pool_bucket(const char *id)
-{
-	return engine__id_hash(id) % POOL_BUCKETS;
-}
-
 void engine__pool_link(engine *e, pool *p)
 {
-	unsigned b = pool_bucket(p->id);
-
 	p->next = e->pools;
 	e->pools = p;
-	p->hash_next = e->pool_ids[b];
-	e->pool_ids[b] = p;
+	id_table_add(e->pool_ids, POOL_BUCKETS, &p->by_id, p->id);
 	engine__pool_tick_again(e, p);
 }
 
@@ -32,9 +24,7 @@ static void pool_unlink(engine *e, pool *p)
 	while (*at != p)
 		at = &(*at)->next;
 	*at = p->next;
-	for (at = &e->pool_ids[pool_bucket(p->id)]; *at != p; at = &(*at)->hash_next)
-		;
-	*at = p->hash_next;
+	id_table_remove(e->pool_ids, POOL_BUCKETS, &p->by_id);
 	if (p->ticked) {
 		for (at = &e->ticked; *at != p; at = &(*at)->ticked_next)
 			;
@@ -45,10 +35,9 @@ static void pool_unlink(engine *e, pool *p)
 
 pool *engine__pool_find(engine *e, const char *id)
 {
-	for (pool *p = e->pool_ids[pool_bucket(id)]; p; p = p->hash_next)
-		if (strcmp(p->id, id) == 0)
-			return p;
-	return NULL;
+	id_link *l = id_table_find(e->pool_ids, POOL_BUCKETS, id);
+
+	return l ? ID_TABLE_ITEM(l, pool) : NULL;
 }
 
 void engine__pool_tick_again(engine *e, pool *p)

@@ -11,17 +11,11 @@
 
 /* ---- processes ---------------------------------------------------------- */
 
-static unsigned process_bucket(const char *id)
-{
-	return engine__id_hash(id) % PROCESS_BUCKETS;
-}
-
 static process *process_find(engine *e, const char *id)
 {
-	for (process *pr = e->process_ids[process_bucket(id)]; pr; pr = pr->hash_next)
-		if (strcmp(pr->id, id) == 0)
-			return pr;
-	return NULL;
+	id_link *l = id_table_find(e->process_ids, PROCESS_BUCKETS, id);
+
+	return l ? ID_TABLE_ITEM(l, process) : NULL;
 }
 
 /* The ring's processes by rank into members (NULL for one gone). */
@@ -97,8 +91,7 @@ static process *process_add(engine *e, const char *id, bx *b, const char *spec_j
 	spec_string(spec_json, "lease", pr->lease, sizeof(pr->lease));
 	pr->next = e->processes;
 	e->processes = pr;
-	pr->hash_next = e->process_ids[process_bucket(id)];
-	e->process_ids[process_bucket(id)] = pr;
+	id_table_add(e->process_ids, PROCESS_BUCKETS, &pr->by_id, pr->id);
 	return pr;
 }
 
@@ -661,9 +654,7 @@ static void process_remove(engine *e, process **link)
 	process *pr = *link;
 
 	*link = pr->next;
-	for (link = &e->process_ids[process_bucket(pr->id)]; *link != pr; link = &(*link)->hash_next)
-		;
-	*link = pr->hash_next;
+	id_table_remove(e->process_ids, PROCESS_BUCKETS, &pr->by_id);
 	store_process_delete(e->st, pr->id);
 	unlink(pr->log_path); /* gone already if it never started */
 	free(pr->spec_json);

@@ -13,17 +13,11 @@
 
 /* ---- queues and pipes --------------------------------------------------- */
 
-static unsigned queue_bucket(const char *id)
-{
-	return engine__id_hash(id) % QUEUE_BUCKETS;
-}
-
 static queue *queue_find(engine *e, const char *id)
 {
-	for (queue *q = e->queue_ids[queue_bucket(id)]; q; q = q->hash_next)
-		if (strcmp(q->id, id) == 0)
-			return q;
-	return NULL;
+	id_link *l = id_table_find(e->queue_ids, QUEUE_BUCKETS, id);
+
+	return l ? ID_TABLE_ITEM(l, queue) : NULL;
 }
 
 static queue *queue_add(engine *e, const char *id, const char *kind, int64_t created_ms, int64_t size,
@@ -48,8 +42,7 @@ static queue *queue_add(engine *e, const char *id, const char *kind, int64_t cre
 	q->size = size;
 	q->next = e->queues;
 	e->queues = q;
-	q->hash_next = e->queue_ids[queue_bucket(id)];
-	e->queue_ids[queue_bucket(id)] = q;
+	id_table_add(e->queue_ids, QUEUE_BUCKETS, &q->by_id, q->id);
 	return q;
 }
 
@@ -78,9 +71,7 @@ static int queue_remove(engine *e, queue *q)
 	for (at = &e->queues; *at != q; at = &(*at)->next)
 		;
 	*at = q->next;
-	for (at = &e->queue_ids[queue_bucket(q->id)]; *at != q; at = &(*at)->hash_next)
-		;
-	*at = q->hash_next;
+	id_table_remove(e->queue_ids, QUEUE_BUCKETS, &q->by_id);
 	queue_free(q);
 	return CM_OK;
 }

@@ -1295,7 +1295,7 @@ static void test_terminated_pools_found_and_removed_at_rest(void **state)
 	}
 	for (int i = 0; i < 40; i++)
 		assert_string_equal(state_of(f, engine_pool_get, ids[i]), i % 3 ? "terminated" : "gone");
-	/* and a new pool among them runs its work */
+	/* and a pool made after them is found among them too */
 	pool_of_two(f, "");
 	assert_string_equal(state_of(f, engine_pool_get, f->pool), "active");
 }
