@@ -703,13 +703,33 @@ static int add_task(void *ctx, int64_t id, const void *arg, size_t len, int atte
 	return CM_OK;
 }
 
-static int live_workers(const pool *p)
+/* How many of p's queued tasks worker w may take. One that holds nothing
+ * takes its share of all the pool's work, queued and held, so that each
+ * live worker holds about as much: shared from the queue alone, the
+ * second of two idle workers took half of what the first had left of a
+ * map's 8 chunks, 4 and 2, then 5 and 3, a quarter of the map's time with
+ * one runtime idle. One that holds tasks takes no more than its share of
+ * the queue, nor more than would put it above the others: what another
+ * holds is counted from its last pull, and it may have run some since
+ * (counted at face value, a worker with one nap left took both of the
+ * last two while the other's were ending, 5 and 3 again). A worker holding
+ * nothing gets at least one task while any is queued. */
+static int64_t fair_share(const pool *p, const worker *w)
 {
-	int n = 0;
+	int64_t live = 0, held = 0;
 
-	for (const worker *w = p->workers; w; w = w->next)
-		n += (w->state == W_STARTING || w->state == W_CONNECTED) && !w->retiring;
-	return n ? n : 1;
+	for (const worker *x = p->workers; x; x = x->next)
+		if ((x->state == W_STARTING || x->state == W_CONNECTED) && !x->retiring) {
+			live++;
+			held += x->pending;
+		}
+	if (live == 0)
+		live = 1;
+	int64_t of_all = (p->queued + held + live - 1) / live - w->pending;
+	if (w->pending == 0)
+		return of_all;
+	int64_t of_queue = (p->queued + live - 1) / live;
+	return of_all < of_queue ? (of_all > 0 ? of_all : 0) : of_queue;
 }
 
 /* Takes r (after prev, NULL at the head) out of p's queue; with to_tail,
@@ -727,7 +747,7 @@ static void queue_unlink(pool *p, range *prev, range *r, int to_tail)
 }
 
 /* Hands tasks from p's queue to worker w, into o's batch: up to want, no
- * more than its fair share of the queue, and so that the worker holds the
+ * more than its fair share (fair_share), and so that the worker holds the
  * task it runs next plus about BATCH_BUDGET_US and two of its round trips
  * more, in time (a far worker's next batch is a round trip away), costed
  * job by job from each job's measured task time (the in_hand tasks it
@@ -764,7 +784,7 @@ void engine__assign(engine *e, pool *p, worker *w, uint32_t want, uint32_t in_ha
 	 * (none is that far) gets a second's worth. */
 	room = BATCH_BUDGET_US + 2.0 * (round_trip_us < ROUND_TRIP_MAX_US ? round_trip_us : ROUND_TRIP_MAX_US) +
 	       held_cost - (double)in_hand * held_cost;
-	share = (p->queued + live_workers(p) - 1) / live_workers(p);
+	share = fair_share(p, w);
 	target = (int64_t)want < share ? (int64_t)want : share;
 	/* A job's turn is its share of the batch among the pool's open jobs:
 	 * a large map beside 64 applies in flight goes in small batches, so

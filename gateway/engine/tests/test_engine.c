@@ -719,9 +719,11 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
 	map_function(f, "libcost.so:f9", 1);
 	map_function(f, "libcost.so:f3", 1);
 	test_batch *g = pull(f, f->w[1], (pull_args){.want = 1000, .in_hand = 10});
-	assert_int_equal(g->ntasks, 2); /* its share of 4; f1 passed over */
+	/* its share of the 4 queued and the 1 the other holds; f1 passed over */
+	assert_int_equal(g->ntasks, 3);
 	assert_int_equal(g->tasks[0].id, next);
 	assert_int_equal(g->tasks[1].id, next + 2);
+	assert_int_equal(g->tasks[2].id, next + 3);
 	test_batch *h = pull(f, f->w[0], (pull_args){.want = 1000, .in_hand = 10});
 	assert_int_equal(h->ntasks, 1); /* f1, a probe, alone */
 	assert_int_equal(h->tasks[0].id, next + 1);
@@ -745,11 +747,12 @@ static uint64_t map_under_way(fixture *f, test_batch **a, test_batch **a2)
 }
 
 /* A job's turn in a batch is its share among the pool's open jobs: with 9
- * applies beside a large map (10 open jobs), a pull that may take 404
- * (its share of the queue) takes 40 of the map, the 9 applies, and the
- * map's next turn of 40 (before, the map's 201 filled the batch and the
- * applies waited for the next pull). The applies came 150 ms before: as
- * long applies' would, they leave the map its share. */
+ * applies beside a large map (10 open jobs), a pull that may take 505
+ * (its share of the 808 queued and the 201 the other worker holds) takes
+ * 50 of the map, the 9 applies, and the map's next turn of 50 (before,
+ * the map's 201 filled the batch and the applies waited for the next
+ * pull). The applies came 150 ms before: as long applies' would, they
+ * leave the map its share. */
 static void test_large_job_turn_shared_among_open_jobs(void **state)
 {
 	fixture *f = *state;
@@ -760,13 +763,13 @@ static void test_large_job_turn_shared_among_open_jobs(void **state)
 		map_echo(f, 1);
 	usleep(150 * 1000); /* no small job came for 100 ms: no small turns (below) */
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000});
-	assert_int_equal(b->ntasks, 89);
-	for (size_t i = 0; i < 40; i++)
+	assert_int_equal(b->ntasks, 109);
+	for (size_t i = 0; i < 50; i++)
 		assert_int_equal(b->tasks[i].id, base + 202 + i);
 	for (size_t i = 0; i < 9; i++)
-		assert_int_equal(b->tasks[40 + i].id, base + 1000 + i);
-	for (size_t i = 0; i < 40; i++)
-		assert_int_equal(b->tasks[49 + i].id, base + 242 + i);
+		assert_int_equal(b->tasks[50 + i].id, base + 1000 + i);
+	for (size_t i = 0; i < 50; i++)
+		assert_int_equal(b->tasks[59 + i].id, base + 252 + i);
 	batch_free(a);
 	batch_free(a2);
 	batch_free(b);
@@ -963,7 +966,11 @@ static void test_small_map_of_a_measured_function_is_not_probed(void **state)
 	batch_free(b);
 }
 
-/* The fair share caps a batch: 10 tasks among 2 workers, 5 each at most. */
+/* The fair share caps a batch: each live worker holds about as much of
+ * the pool's work. 10 tasks among 2 workers: the first takes 5, and
+ * asking again with them in hand it gets none of the other's 5, which the
+ * second takes whole. (Shared from the queue alone, the first took 3 more
+ * and the second 2: a quarter of a map's time with one worker idle.) */
 static void test_fair_share_caps_small_queues(void **state)
 {
 	fixture *f = *state;
@@ -973,15 +980,48 @@ static void test_fair_share_caps_small_queues(void **state)
 	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100});
 	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 100, .done = a->tasks, .ndone = 1});
 	assert_int_equal(a2->ntasks, 5);
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 100, .in_hand = 5});
+	assert_int_equal(a3->ntasks, 0);
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 100});
-	assert_int_equal(b->ntasks, 3); /* ceil(5 / 2) */
+	assert_int_equal(b->ntasks, 5);
+	assert_int_equal(b->tasks[0].id, a2->tasks[4].id + 1);
 	batch_free(a);
 	batch_free(a2);
+	batch_free(a3);
 	batch_free(b);
 }
 
+/* At a map's end a worker that holds tasks takes no more than its share
+ * of the queue: the other's count is from its last pull, and it may have
+ * run most of them since. Two workers hold 3 of 8 tasks each; the first
+ * ran 2 and takes 1 of the 2 left (not 2, its share were the other's 3
+ * still held), and the second, having run 2 too, the last. */
+static void test_a_holders_share_is_no_more_than_its_share_of_the_queue(void **state)
+{
+	fixture *f = *state;
+
+	pool_of_two(f, "");
+	map_echo(f, 9);
+	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100});
+	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 3, .done = a->tasks, .ndone = 1});
+	test_batch *b = pull(f, f->w[1], (pull_args){.want = 3});
+	assert_int_equal(a2->ntasks, 3);
+	assert_int_equal(b->ntasks, 3);
+	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 100, .in_hand = 1, .done = a2->tasks, .ndone = 2});
+	assert_int_equal(a3->ntasks, 1);
+	test_batch *b2 = pull(f, f->w[1], (pull_args){.want = 100, .in_hand = 1, .done = b->tasks, .ndone = 2});
+	assert_int_equal(b2->ntasks, 1);
+	assert_int_equal(b2->tasks[0].id, a3->tasks[0].id + 1);
+	batch_free(a);
+	batch_free(a2);
+	batch_free(a3);
+	batch_free(b);
+	batch_free(b2);
+}
+
 /* A worker that dies holding tasks: they go back to the queue and the
- * other worker gets exactly them; the job completes once. */
+ * other worker, running what it gets, gets exactly them; the job
+ * completes once, every task done once. */
 static void test_lost_worker_tasks_are_requeued(void **state)
 {
 	fixture *f = *state;
@@ -997,14 +1037,19 @@ static void test_lost_worker_tasks_are_requeued(void **state)
 	size_t got = 0;
 	uint64_t ids[8];
 	for (int i = 0; i < 100 && got < 5; i++) {
-		b = pull(f, f->w[1], (pull_args){.want = 10, .in_hand = (uint32_t)got});
-		for (size_t k = 0; k < b->ntasks; k++)
+		test_batch *ran = b;
+		b = pull(f, f->w[1],
+		         (pull_args){.want = 10, .done = ran ? ran->tasks : NULL, .ndone = ran ? ran->ntasks : 0});
+		if (ran)
+			batch_free(ran);
+		for (size_t k = 0; k < b->ntasks && got < 8; k++)
 			ids[got++] = b->tasks[k].id;
-		batch_free(b);
 		if (got < 5)
 			usleep(10000);
 	}
 	assert_int_equal(got, 5); /* the 2 never handed out and the 3 the dead one held */
+	batch_free(pull(f, f->w[1], (pull_args){.want = 10, .done = b->tasks, .ndone = b->ntasks}));
+	batch_free(b);
 	for (size_t k = 0; k < a2->ntasks; k++) {
 		int found = 0;
 		for (size_t i = 0; i < got; i++)
@@ -1012,7 +1057,7 @@ static void test_lost_worker_tasks_are_requeued(void **state)
 		assert_true(found);
 	}
 	json_t *j = job_get(f);
-	assert_int_equal(json_integer_value(json_object_get(j, "done")), 1);
+	assert_int_equal(json_integer_value(json_object_get(j, "done")), 6);
 	json_decref(j);
 	batch_free(a);
 	batch_free(a2);
@@ -1460,6 +1505,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_a_pool_starts_beside_another_holding_the_starts, setup_two_starts,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_fair_share_caps_small_queues, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_a_holders_share_is_no_more_than_its_share_of_the_queue, setup,
+	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_batches_cover_the_round_trip, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_parked_pull_says_its_wait, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pull_with_more_lines_is_not_parked, setup, teardown),
