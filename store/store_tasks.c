@@ -4,7 +4,9 @@
  * A job's tasks are stored as chunks of contiguous ids, at most CHUNK_TASKS
  * tasks and CHUNK_ARG_BYTES of arguments each (one task at least):
  *   chunks(id, n, args)       id is the chunk's first task id; args packs
- *                             its n arguments (written once, never changed);
+ *                             its n arguments (written once, never changed;
+ *                             the row is deleted once every task of the
+ *                             chunk succeeded, below);
  *   chunk_state(id, job, n, queued, pending, done, failed, tasks)
  *                             tasks is n records (task_records.h, as runs):
  *                             state, ok, attempts, and the holder's ref while
@@ -23,6 +25,14 @@
  *
  * Holders (the workers that hold tasks) are interned as small integers in
  * holders(ref, name); the writer keeps each holder's count of PENDING tasks.
+ *
+ * A chunk whose tasks all succeeded has its arguments deleted in the
+ * commit that records its last result: nothing reads them again (a task
+ * is handed out from the queue, and only a failed task's argument is
+ * shown, on the failures page). Kept with the job for --retain, a map of
+ * a list of 100,000 numbers left 630 KB in the database (after 209 such
+ * maps, a 176 MB file and a 135 MB log), which the checkpoints copied: a
+ * fifth of the gateway's CPU in a loop of such maps.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -74,6 +84,7 @@ enum {
 	S_CHUNK_INSERT,
 	S_STATE_INSERT,
 	S_STATE_UPDATE,
+	S_CHUNK_DROP,
 	S_GROUP_INSERT,
 	S_HOLDER_INSERT,
 	S_COUNT
@@ -87,6 +98,7 @@ static const char *const stmt_sql[S_COUNT] = {
                            " VALUES(?1, ?2, ?3, ?3, 0, 0, 0, NULL)",
         [S_STATE_UPDATE] = "UPDATE chunk_state SET queued = ?, pending = ?, done = ?, failed = ?, tasks = ?"
                            " WHERE id = ?",
+        [S_CHUNK_DROP] = "DELETE FROM chunks WHERE id = ?",
         [S_GROUP_INSERT] = "INSERT INTO results(job, seq, n, data) VALUES(?, ?, ?, ?)",
         [S_HOLDER_INSERT] = "INSERT INTO holders(name) VALUES(?)",
 };
@@ -650,6 +662,12 @@ static int flush_chunk(store *st, chunk *k)
 	sqlite3_bind_int64(s, 6, k->id);
 	rc = sqlite3_step(s);
 	sqlite3_reset(s);
+	if (rc == SQLITE_DONE && k->done == k->n && k->failed == 0) { /* see the top */
+		s = c->s[S_CHUNK_DROP];
+		sqlite3_bind_int64(s, 1, k->id);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+	}
 	if (rc != SQLITE_DONE)
 		return store__fail(st, rc);
 	k->dirty = 0;

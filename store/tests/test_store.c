@@ -1052,6 +1052,48 @@ static void complete_range(store *st, int64_t lo, int64_t hi, int64_t *seq, cons
 	}
 }
 
+/* A chunk whose tasks all succeeded loses its arguments in the commit of
+ * its last result: a job of two chunks (1,024 and 976 tasks) keeps the
+ * first's while one of its results is missing, drops them with it, and
+ * keeps the second's, which holds a failure the failures page shows with
+ * its input. Both chunks' results read as before. */
+static void test_args_go_once_every_task_of_their_chunk_succeeded(void **state)
+{
+	fixture *f = *state;
+	tally taken = {0}, in = {0};
+	failure_seen fs = {0};
+	int64_t next = 0, seq = 0;
+	int rec = 0;
+
+	insert_job(f->st, 2000);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM chunks"), 2);
+	assert_int_equal(store_begin(f->st), CM_OK);
+	assert_int_equal(store_tasks_assign(f->st, 1, 2000, "w-a", count_task, &taken, &next), CM_OK);
+	assert_int_equal(taken.n, 2000);
+	complete_range(f->st, 1, 1023, &seq, "w-a");
+	complete_range(f->st, 1025, 1499, &seq, "w-a");
+	assert_int_equal(complete(f->st, 1500, ++seq, 0, "boom", 4, "w-a", &rec), CM_OK);
+	complete_range(f->st, 1501, 2000, &seq, "w-a");
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM chunks"), 2);
+
+	assert_int_equal(store_begin(f->st), CM_OK);
+	complete_range(f->st, 1024, 1024, &seq, "w-a");
+	assert_int_equal(store_commit(f->st), CM_OK);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM chunks WHERE id = 1"), 0);
+	assert_int_equal(file_int(f->path, "SELECT count(*) FROM chunks WHERE id = 1025"), 1);
+
+	assert_int_equal(store_results_failed(f->st, 1, 1, 2000, 0, 10, on_failure_facts, &fs, &next), CM_OK);
+	assert_int_equal(fs.n, 1);
+	assert_int_equal(fs.index[0], 1499);
+	assert_string_equal(fs.error[0], "boom");
+	assert_string_equal(fs.arg[0], "1499");
+	assert_int_equal(store_results_input(f->st, 1, 1, 2000, 0, 1499, count_result, &in, &next), CM_OK);
+	assert_int_equal(in.n, 1499);
+	assert_int_equal(in.bad, 0);
+	assert_int_equal(in.sum_index, 1499 * 1498 / 2);
+}
+
 static void test_many_chunks_over_transactions(void **state)
 {
 	fixture *f = *state;
@@ -1848,6 +1890,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_result_only_from_the_holder, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_results_input_order_stops_at_gap, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failures_with_their_input_worker_and_time, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_args_go_once_every_task_of_their_chunk_succeeded, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_forgotten_workers_leave_nothing, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_reads_fixed_records_of_before, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_requeue_returns_pending_tasks, setup, teardown),
