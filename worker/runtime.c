@@ -39,6 +39,7 @@ struct worker_runtime {
 	uint64_t current; /* the context its next task runs with */
 	int ready; /* its ready frame came */
 	int lost_code; /* how the runtime a task took with it ended (worker_runtime_lost_code), or -1 */
+	int strands_python; /* strand's own Python runtime (argv_json "python") */
 	worker_values *values; /* where a large queue item goes (worker_runtime_use_values), or NULL */
 };
 
@@ -58,6 +59,7 @@ worker_runtime *worker_runtime_new(const char *argv_json)
 	if (rt && json_is_string(v) && strcmp(json_string_value(v), "python") == 0) {
 		/* strand's Python runtime, in the worker's Python. */
 		const char *python = getenv("STRAND_PYTHON");
+		rt->strands_python = 1;
 		json_decref(v);
 		v = json_pack("[s, s, s]", python && python[0] ? python : "python3", "-m", "strand.runtime");
 	}
@@ -149,13 +151,28 @@ void worker_runtime_free(worker_runtime *rt)
 	free(rt);
 }
 
+/* glibc's allocator kept as the worker's (cm_malloc_for_bursts), for
+ * strand's Python runtime: a map's chunk of 12,500 numbers is unpickled
+ * into fresh memory, run and freed, and with glibc's defaults the heap's
+ * top went back to the system after each and was faulted in again. The
+ * two runtimes' CPU for a map of a list of 100,000 numbers, three runs:
+ * 11.1, 12.6 and 9.9 ms before, 8.9, 8.5 and 9.7 after. The runtime takes
+ * it out of its own environment (MALLOC_TUNED): what a task starts gets
+ * the environment it would have had. A GLIBC_TUNABLES of the worker's is
+ * left as it is. */
+#define MALLOC_TUNABLES                                                                                                \
+	"GLIBC_TUNABLES=glibc.malloc.trim_threshold=67108864"                                                          \
+	":glibc.malloc.top_pad=8388608"                                                                                \
+	":glibc.malloc.mmap_threshold=33554432"
+#define MALLOC_TUNED "STRAND_MALLOC_TUNED=1"
+
 /* Its environment: the worker's, where PYTHONPATH leads first to strand's
  * own modules (the Python package) next to the worker: ../lib/python in a
  * build tree, ../STRAND_PYTHON_INSTALL_DIR installed (where python3 looks
- * anyway under the default prefix; not under another). Built before fork:
- * the child of a threaded process may call only async-signal-safe
- * functions. */
-static char **runtime_env(void)
+ * anyway under the default prefix; not under another); for strand's
+ * Python runtime, MALLOC_TUNABLES. Built before fork: the child of a
+ * threaded process may call only async-signal-safe functions. */
+static char **runtime_env(const worker_runtime *rt)
 {
 	extern char **environ;
 	char self[1024] = "", *dir = NULL, **env;
@@ -165,11 +182,15 @@ static char **runtime_env(void)
 
 	while (environ[n])
 		n++;
-	if (!(env = calloc(n + 2, sizeof(char *))))
+	if (!(env = calloc(n + 4, sizeof(char *))))
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "PYTHONPATH=", 11) != 0)
 			env[k++] = environ[i];
+	if (rt->strands_python && !getenv("GLIBC_TUNABLES")) {
+		env[k++] = (char *)MALLOC_TUNABLES;
+		env[k++] = (char *)MALLOC_TUNED;
+	}
 	if (len > 0) {
 		self[len] = '\0';
 		dir = dirname(self);
@@ -190,7 +211,7 @@ static void runtime_env_free(char **env)
 
 static int start(worker_runtime *rt, char *why, size_t why_len)
 {
-	char **env = runtime_env(), detail[128];
+	char **env = runtime_env(rt), detail[128];
 	int err;
 
 	if (!env) {

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pickle
+import subprocess
 import sys
 import time
 import unittest
@@ -111,6 +112,15 @@ def unloadable_at_3(x):
     return Unloadable() if x == 3 else x
 
 
+def allocator_settings(_):
+    """In a task: the GLIBC_TUNABLES the runtime started with, the one in
+    its environment now, and what a program it starts is given."""
+    with open("/proc/self/environ", "rb") as f:
+        started = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e).get(b"GLIBC_TUNABLES", b"")
+    child = subprocess.run(["sh", "-c", "echo ${GLIBC_TUNABLES-none}"], capture_output=True, text=True).stdout
+    return started.decode(), os.environ.get("GLIBC_TUNABLES"), child.strip()
+
+
 def explode_some(x):
     """Inputs 3 and 137 fail alone; 160 takes its whole task with it."""
     if x in (3, 137):
@@ -136,6 +146,15 @@ class PoolTest(WithPool):
 
     def test_map_exact(self):
         self.assertEqual(self.pool.map(square, range(500)), [x * x for x in range(500)])
+
+    def test_the_runtime_keeps_its_freed_memory_and_a_task_s_programs_do_not(self):
+        # The worker starts strand's Python runtime with the allocator it
+        # has itself (worker/runtime.c); the runtime takes the setting out
+        # of the environment it hands on.
+        started, now, child = self.pool.apply(allocator_settings, (0,))
+        self.assertIn("glibc.malloc.trim_threshold=67108864", started)
+        self.assertIsNone(now)
+        self.assertEqual(child, "none")
 
     def test_a_function_is_pickled_again_only_when_it_may_differ(self):
         # A pool keeps a function's pickle while what the pickle is made

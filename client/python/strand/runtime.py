@@ -463,6 +463,10 @@ def _forward(fd, out):
 
 
 def main():
+    # The worker set this process's allocator (worker/runtime.c); what a
+    # task starts gets the environment it would have had.
+    if os.environ.pop("STRAND_MALLOC_TUNED", None):
+        os.environ.pop("GLIBC_TUNABLES", None)
     frames_in, frames_out, stdout_pipe = _frames_apart()
     line = _Line(frames_in, frames_out)
     # Whatever a function prints must not land between frames: it goes in
