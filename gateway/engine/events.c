@@ -7,8 +7,8 @@
  * can be millions, so theirs are said where they happen (a process
  * started, failed, ended; a job made, done, cancelled, removed), and no
  * cycle walks them all. A job's progress is said only while somebody
- * reads, at most every PROGRESS_MS per job. Everything goes into the cycle's batch and is
- * published only once the cycle committed.
+ * reads, at most every PROGRESS_MS per job. Everything goes into the
+ * cycle's batch and is published only once the cycle committed.
  */
 #define _GNU_SOURCE
 #include "gateway/engine/engine_int.h"

@@ -57,23 +57,30 @@ static void queue_free(queue *q)
 	free(q);
 }
 
-/* Deletes q with its items (stored and held); its waiting readers hear it
- * is gone. */
-static int queue_remove(engine *e, queue *q)
+/* Deletes the queue *at links to (in e->queues) with its items (stored
+ * and held); its waiting readers hear it is gone. */
+static int queue_remove_at(engine *e, queue **at)
 {
+	queue *q = *at;
 	int err = store_queue_delete(e->st, q->id);
-	queue **at;
 
 	if (err != CM_OK)
 		return err;
 	e->queue_bytes -= q->bytes;
 	waitlist_answer_all(e, &q->getters, CM_ENOENT, NULL);
-	for (at = &e->queues; *at != q; at = &(*at)->next)
-		;
 	*at = q->next;
 	id_table_remove(e->queue_ids, QUEUE_BUCKETS, &q->by_id);
 	queue_free(q);
 	return CM_OK;
+}
+
+static int queue_remove(engine *e, queue *q)
+{
+	queue **at = &e->queues;
+
+	while (*at != q)
+		at = &(*at)->next;
+	return queue_remove_at(e, at);
 }
 
 /* Who asks: the lease a client reads under, the worker or process whose
@@ -534,13 +541,19 @@ void engine__queues_clear(engine *e)
 
 void engine__queues_of_lease_end(engine *e, const char *id)
 {
-	for (queue *q = e->queues, *next; q; q = next) {
-		next = q->next;
-		if (strcmp(q->lease, id) != 0)
+	/* One walk, each removed where it is found: finding each from the
+	 * list's head again walked a program's thousand queues a thousand
+	 * times. */
+	for (queue **at = &e->queues; *at;) {
+		queue *q = *at;
+		if (strcmp(q->lease, id) != 0) {
+			at = &q->next;
 			continue;
+		}
 		cm_info("%s %s deleted: its client's lease %s ended", engine__queue_is_pipe(q) ? "pipe" : "queue",
 		        q->id, id);
-		queue_remove(e, q); /* a failed delete fails the cycle's commit, which reloads */
+		if (queue_remove_at(e, at) != CM_OK) /* the cycle's commit fails, which reloads */
+			at = &q->next;
 	}
 }
 

@@ -383,7 +383,6 @@ int engine_queue_create(engine *e, const char *kind, const char *lease, json_t *
 	op o = {.kind = OP_QUEUE_CREATE, .u.queue.kind = kind};
 
 	snprintf(o.u.queue.lease, sizeof(o.u.queue.lease), "%s", lease ? lease : "");
-
 	return submit_answer(e, &o, out, detail, detail_len);
 }
 

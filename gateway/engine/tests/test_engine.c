@@ -369,6 +369,17 @@ static json_t *job_get(fixture *f)
 	return out;
 }
 
+/* A pool of two mapping echo over n strings: its first worker takes the
+ * map's probe (*probe) and, reporting it done, its next batch of up to
+ * want, returned. */
+static test_batch *past_the_probe(fixture *f, int n, uint32_t want, test_batch **probe)
+{
+	pool_of_two(f, "");
+	map_echo(f, n);
+	*probe = pull(f, f->w[0], (pull_args){.want = want});
+	return pull(f, f->w[0], (pull_args){.want = want, .done = (*probe)->tasks, .ndone = 1});
+}
+
 /* ---- the tests ---------------------------------------------------------- */
 
 /* A new job's first task is a probe; once its time is known (100 us) a
@@ -738,10 +749,7 @@ static void test_function_costs_kept_for_the_last_eight(void **state)
  * pool); the map's first id. */
 static uint64_t map_under_way(fixture *f, test_batch **a, test_batch **a2)
 {
-	pool_of_two(f, "");
-	map_echo(f, 1000);
-	*a = pull(f, f->w[0], (pull_args){.want = 1000});
-	*a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = (*a)->tasks, .ndone = 1});
+	*a2 = past_the_probe(f, 1000, 1000, a);
 	assert_int_equal((*a2)->ntasks, 201);
 	return (*a)->tasks[0].id;
 }
@@ -916,10 +924,8 @@ static void test_probe_to_a_worker_with_room(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 1000);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 1000});
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 1000, .done = a->tasks, .ndone = 1});
+	test_batch *a;
+	test_batch *a2 = past_the_probe(f, 1000, 1000, &a);
 	uint64_t small_first = a->tasks[0].id + 1000;
 	map_function(f, "pi", 3); /* a function not measured here */
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 1000}); /* the map's turns around the probe */
@@ -975,10 +981,8 @@ static void test_fair_share_caps_small_queues(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 11);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100});
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 100, .done = a->tasks, .ndone = 1});
+	test_batch *a;
+	test_batch *a2 = past_the_probe(f, 11, 100, &a);
 	assert_int_equal(a2->ntasks, 5);
 	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 100, .in_hand = 5});
 	assert_int_equal(a3->ntasks, 0);
@@ -1000,10 +1004,8 @@ static void test_a_holders_share_is_no_more_than_its_share_of_the_queue(void **s
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 9);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 100});
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 3, .done = a->tasks, .ndone = 1});
+	test_batch *a;
+	test_batch *a2 = past_the_probe(f, 9, 3, &a);
 	test_batch *b = pull(f, f->w[1], (pull_args){.want = 3});
 	assert_int_equal(a2->ntasks, 3);
 	assert_int_equal(b->ntasks, 3);
@@ -1026,10 +1028,8 @@ static void test_lost_worker_tasks_are_requeued(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 6);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1});
+	test_batch *a;
+	test_batch *a2 = past_the_probe(f, 6, 10, &a);
 	assert_int_equal(a2->ntasks, 3);
 	fake_backend_exit(f->fake, f->w[0], 1);
 	/* Once the executor saw it end, its 3 tasks are queued again. */
@@ -1182,10 +1182,8 @@ static void test_resync_requeues_what_the_worker_lacks(void **state)
 {
 	fixture *f = *state;
 
-	pool_of_two(f, "");
-	map_echo(f, 9);
-	test_batch *a = pull(f, f->w[0], (pull_args){.want = 10});
-	test_batch *a2 = pull(f, f->w[0], (pull_args){.want = 10, .done = a->tasks, .ndone = 1});
+	test_batch *a;
+	test_batch *a2 = past_the_probe(f, 9, 10, &a);
 	assert_int_equal(a2->ntasks, 4);
 	uint64_t held[] = {a2->tasks[0].id};
 	test_batch *a3 = pull(f, f->w[0], (pull_args){.want = 0, .in_hand = 1, .resync = 1, .held = held, .nheld = 1});
